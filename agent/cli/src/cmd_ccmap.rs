@@ -1,0 +1,5 @@
+//! `hpm ccmap`.
+
+pub fn main(_args: &[String]) -> Result<(), String> {
+    Err("`hpm ccmap` is not implemented yet".into())
+}

@@ -1,0 +1,5 @@
+//! `hpm compare`.
+
+pub fn main(_args: &[String]) -> Result<(), String> {
+    Err("`hpm compare` is not implemented yet".into())
+}

@@ -1,0 +1,5 @@
+//! `hpm flamegraph`.
+
+pub fn main(_args: &[String]) -> Result<(), String> {
+    Err("`hpm flamegraph` is not implemented yet".into())
+}

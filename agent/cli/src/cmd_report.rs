@@ -1,0 +1,5 @@
+//! `hpm report`.
+
+pub fn main(_args: &[String]) -> Result<(), String> {
+    Err("`hpm report` is not implemented yet".into())
+}

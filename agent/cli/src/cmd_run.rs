@@ -1,0 +1,5 @@
+//! `hpm run`.
+
+pub fn main(_args: &[String]) -> Result<(), String> {
+    Err("`hpm run` is not implemented yet".into())
+}

@@ -1,0 +1,251 @@
+//! Calling context tree: samples aggregated by their call path (root first), per method.
+//!
+//! Nodes are keyed by a string frame name so that trees from different sources (our JFR, the
+//! JDK's JFR, async-profiler's collapsed stacks) can be merged and compared. Each node keeps
+//! sample counts, event weight and counter sums, both total (including callees) and self.
+
+use std::collections::HashMap;
+
+use crate::model::{Recording, Sample};
+
+pub type NodeId = u32;
+pub const ROOT: NodeId = 0;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CctNode {
+    pub name: String,
+    pub parent: NodeId,
+    pub children: Vec<NodeId>,
+    pub total_samples: u64,
+    pub self_samples: u64,
+    pub total_weight: u64,
+    pub self_weight: u64,
+    /// Sums of counter deltas of the samples whose stack passes through (total) / ends at (self)
+    /// this node, aligned with [`Cct::counters`].
+    pub total_counters: Vec<u64>,
+    pub self_counters: Vec<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cct {
+    pub nodes: Vec<CctNode>,
+    /// Counter names, as in the recording the tree was built from.
+    pub counters: Vec<String>,
+    child_index: HashMap<(NodeId, String), NodeId>,
+}
+
+impl Default for Cct {
+    fn default() -> Self {
+        Cct::new(Vec::new())
+    }
+}
+
+impl Cct {
+    pub fn new(counters: Vec<String>) -> Cct {
+        let n = counters.len();
+        let root = CctNode {
+            name: "all".into(),
+            total_counters: vec![0; n],
+            self_counters: vec![0; n],
+            ..Default::default()
+        };
+        Cct { nodes: vec![root], counters, child_index: HashMap::new() }
+    }
+
+    pub fn node(&self, id: NodeId) -> &CctNode {
+        &self.nodes[id as usize]
+    }
+
+    pub fn root(&self) -> &CctNode {
+        &self.nodes[ROOT as usize]
+    }
+
+    pub fn total_samples(&self) -> u64 {
+        self.root().total_samples
+    }
+
+    /// Child of `parent` named `name`, created if missing.
+    pub fn child(&mut self, parent: NodeId, name: &str) -> NodeId {
+        if let Some(&id) = self.child_index.get(&(parent, name.to_string())) {
+            return id;
+        }
+        let id = self.nodes.len() as NodeId;
+        let n = self.counters.len();
+        self.nodes.push(CctNode {
+            name: name.to_string(),
+            parent,
+            total_counters: vec![0; n],
+            self_counters: vec![0; n],
+            ..Default::default()
+        });
+        self.nodes[parent as usize].children.push(id);
+        self.child_index.insert((parent, name.to_string()), id);
+        id
+    }
+
+    /// Adds one stack (root first) with its sample count, weight and counter deltas.
+    /// Returns the leaf node.
+    pub fn add_stack<S: AsRef<str>>(
+        &mut self,
+        root_first: &[S],
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+    ) -> NodeId {
+        let mut cur = ROOT;
+        self.bump(cur, samples, weight, counters);
+        for name in root_first {
+            cur = self.child(cur, name.as_ref());
+            self.bump(cur, samples, weight, counters);
+        }
+        let leaf = &mut self.nodes[cur as usize];
+        leaf.self_samples += samples;
+        leaf.self_weight += weight;
+        for (s, c) in leaf.self_counters.iter_mut().zip(counters) {
+            *s += c;
+        }
+        cur
+    }
+
+    fn bump(&mut self, id: NodeId, samples: u64, weight: u64, counters: &[u64]) {
+        let n = &mut self.nodes[id as usize];
+        n.total_samples += samples;
+        n.total_weight += weight;
+        for (s, c) in n.total_counters.iter_mut().zip(counters) {
+            *s += c;
+        }
+    }
+
+    /// Adds the recording's samples. With `per_thread`, each stack hangs below a
+    /// `[thread name tid=N]` node.
+    pub fn add_recording(&mut self, rec: &Recording, per_thread: bool) {
+        for s in &rec.samples {
+            self.add_sample(rec, s, per_thread);
+        }
+    }
+
+    pub fn add_sample(&mut self, rec: &Recording, s: &Sample, per_thread: bool) {
+        let mut names = Vec::with_capacity(s.stack.len() + 1);
+        if per_thread {
+            names.push(thread_frame_name(rec, s.thread));
+        }
+        names.extend(rec.stack_names_root_first(s));
+        self.add_stack(&names, 1, s.weight, &s.counters);
+    }
+
+    pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {
+        let mut cct = Cct::new(rec.counters.clone());
+        cct.add_recording(rec, per_thread);
+        cct
+    }
+
+    /// Path of names from the root's child down to `id`.
+    pub fn path(&self, mut id: NodeId) -> Vec<&str> {
+        let mut out = Vec::new();
+        while id != ROOT {
+            out.push(self.nodes[id as usize].name.as_str());
+            id = self.nodes[id as usize].parent;
+        }
+        out.reverse();
+        out
+    }
+
+    /// Every node with its self samples > 0, as (root-first path, self samples): the collapsed
+    /// stacks format's content.
+    pub fn leaf_stacks(&self) -> Vec<(Vec<&str>, u64)> {
+        (1..self.nodes.len() as NodeId)
+            .filter(|&id| self.nodes[id as usize].self_samples > 0)
+            .map(|id| (self.path(id), self.nodes[id as usize].self_samples))
+            .collect()
+    }
+
+    /// Per-method (frame name) totals: samples in which the method appears at least once
+    /// (recursion counted once), and self samples.
+    pub fn method_totals(&self) -> HashMap<&str, MethodTotals> {
+        let mut out: HashMap<&str, MethodTotals> = HashMap::new();
+        for (id, n) in self.nodes.iter().enumerate().skip(1) {
+            let e = out.entry(n.name.as_str()).or_default();
+            e.self_samples += n.self_samples;
+            e.self_weight += n.self_weight;
+            add_into(&mut e.self_counters, &n.self_counters);
+            // Count total only at the outermost occurrence of the name on this path.
+            if !self.has_ancestor_named(id as NodeId, &n.name) {
+                e.total_samples += n.total_samples;
+                e.total_weight += n.total_weight;
+                add_into(&mut e.total_counters, &n.total_counters);
+            }
+        }
+        out
+    }
+
+    fn has_ancestor_named(&self, id: NodeId, name: &str) -> bool {
+        let mut cur = self.nodes[id as usize].parent;
+        while cur != ROOT {
+            if self.nodes[cur as usize].name == name {
+                return true;
+            }
+            cur = self.nodes[cur as usize].parent;
+        }
+        false
+    }
+}
+
+fn add_into(acc: &mut Vec<u64>, v: &[u64]) {
+    if acc.len() < v.len() {
+        acc.resize(v.len(), 0);
+    }
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a += b;
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MethodTotals {
+    pub total_samples: u64,
+    pub self_samples: u64,
+    pub total_weight: u64,
+    pub self_weight: u64,
+    pub total_counters: Vec<u64>,
+    pub self_counters: Vec<u64>,
+}
+
+/// Name of the per-thread pseudo-frame used with the `threads` option.
+pub fn thread_frame_name(rec: &Recording, t: crate::model::ThreadIdx) -> String {
+    match rec.threads.get(t as usize) {
+        Some(ti) => format!("[{} tid={}]", ti.name, ti.os_tid),
+        None => format!("[thread #{t}]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_and_self_add_up() {
+        let mut c = Cct::new(vec!["page-faults".into()]);
+        c.add_stack(&["main", "a", "b"], 3, 30, &[1]);
+        c.add_stack(&["main", "a"], 2, 20, &[2]);
+        c.add_stack(&["main", "c"], 5, 50, &[0]);
+        assert_eq!(c.total_samples(), 10);
+        let self_sum: u64 = c.nodes.iter().map(|n| n.self_samples).sum();
+        assert_eq!(self_sum, 10);
+        let t = c.method_totals();
+        assert_eq!(t["a"].total_samples, 5);
+        assert_eq!(t["a"].self_samples, 2);
+        assert_eq!(t["a"].total_counters, vec![3]);
+        assert_eq!(t["main"].total_weight, 100);
+        let mut stacks = c.leaf_stacks();
+        stacks.sort();
+        assert_eq!(stacks[0], (vec!["main", "a"], 2));
+    }
+
+    #[test]
+    fn recursion_counts_once_in_method_totals() {
+        let mut c = Cct::default();
+        c.add_stack(&["main", "f", "f", "f"], 4, 4, &[]);
+        let t = c.method_totals();
+        assert_eq!(t["f"].total_samples, 4);
+        assert_eq!(t["f"].self_samples, 4);
+    }
+}

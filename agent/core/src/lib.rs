@@ -1,0 +1,16 @@
+//! hpm-core: everything in hpm that does not need a running JVM or the kernel's perf
+//! interface — the profile model, the code map, option parsing, record decoding, the file
+//! formats and the analyses from the papers. Tested without a JVM.
+
+pub mod analysis;
+pub mod batch;
+pub mod cct;
+pub mod codemap;
+pub mod component;
+pub mod jfr;
+pub mod load;
+pub mod model;
+pub mod options;
+pub mod output;
+pub mod perf_record;
+pub mod symbols;

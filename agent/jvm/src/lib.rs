@@ -1,0 +1,1 @@
+//! libhpm.so — JVMTI agent glue.
