@@ -1,2 +1,46 @@
-//! Analyses from the papers (Call Context Map, CallerChaining, profile comparison,
-//! self-tuning interval, method-level phases).
+//! Analyses from the papers, all without a JVM:
+//!
+//! - [`ccmap`]: the Call Context Map of Chilingarova & Safonov (section 3.1), filled from stack
+//!   samples exactly as their algorithm does, with its queries, pruning and a lossless dump.
+//! - [`tuner`]: their self-tuning sampling interval (section 3.3).
+//! - [`callerchain`]: CallerChaining of Inoue & Nakatani (section 6): a calling context tree
+//!   rebuilt from {caller, depth, callee, depth} quadruples, and events mapped onto it.
+//! - [`compare`]: profile comparison — Arnold & Ryder overlap, hot-edge coverage (Zhuang et al.,
+//!   as used by Hofer et al.) and correlation of per-method totals.
+//! - [`phases`]: method-level phases of Georges et al. (sections 3.2 and 4) from an enter/exit
+//!   trace, with [`stats`] for the coefficient of variation and one-way ANOVA.
+//!
+//! Parsers take text and return `Err((line, message))` (1-based line); the `load_*` functions
+//! take a path and return [`crate::load::LoadError`], which names the file, line and problem.
+
+pub mod stats;
+
+
+use crate::load::LoadError;
+use std::path::Path;
+
+/// Reads a text file for a parser, turning both I/O and parse errors into [`LoadError`]s.
+pub(crate) fn load_text<T>(
+    path: &Path,
+    parse: impl FnOnce(&str) -> Result<T, (usize, String)>,
+) -> Result<T, LoadError> {
+    let p = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
+    parse(&text).map_err(|(line, message)| LoadError { path: p, line, message })
+}
+
+/// Splits a text line into whitespace-separated fields, ignoring blank lines and `#` comments.
+pub(crate) fn fields(line: &str) -> Option<Vec<&str>> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') {
+        None
+    } else {
+        Some(t.split_whitespace().collect())
+    }
+}
+
+/// Parses a whole number field, naming it in the error.
+pub(crate) fn parse_u64(what: &str, s: &str) -> Result<u64, String> {
+    s.parse::<u64>().map_err(|_| format!("{what} `{s}` is not a whole number"))
+}
