@@ -1,1 +1,274 @@
-//! TODO
+//! Instruction address -> code blob (JIT-compiled method with its inline scopes, interpreter,
+//! stub), with timestamped load/unload events applied in sample-time order.
+//!
+//! The JIT reuses code-cache addresses, and JVMTI reports loads and unloads late (the service
+//! thread posts them), so events are not applied when they arrive: the agent queues them in
+//! a [`CodeTimeline`] and, before resolving a sample taken at time `t`, advances the map to
+//! `t`. A sample then sees exactly the code that was installed when it was taken (as samply
+//! does for library mappings).
+
+use std::collections::{BTreeMap, HashMap};
+
+/// A method as the JVM identifies it (jmethodID), opaque here.
+pub type MethodKey = u64;
+
+/// The virtual call stack at one pc of a compiled method: innermost (inlined) frame first,
+/// the compiled method itself last. From JVMTI's CompiledMethodLoad inline records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PcScope {
+    pub pc: u64,
+    pub frames: Vec<(MethodKey, i32)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlobKind {
+    Compiled {
+        method: MethodKey,
+        /// Sorted by pc.
+        scopes: Vec<PcScope>,
+        /// Every method inlined somewhere into this blob, sorted.
+        inlined: Vec<MethodKey>,
+    },
+    Interpreter,
+    Stub,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeBlob {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+    pub kind: BlobKind,
+    pub loaded_at: u64,
+}
+
+impl CodeBlob {
+    pub fn compiled(method: MethodKey, start: u64, size: u64, mut scopes: Vec<PcScope>, time: u64) -> CodeBlob {
+        scopes.sort_by_key(|s| s.pc);
+        let mut inlined: Vec<MethodKey> =
+            scopes.iter().flat_map(|s| s.frames.iter().map(|f| f.0)).filter(|&m| m != method).collect();
+        inlined.sort_unstable();
+        inlined.dedup();
+        CodeBlob {
+            start,
+            end: start + size,
+            name: String::new(),
+            kind: BlobKind::Compiled { method, scopes, inlined },
+            loaded_at: time,
+        }
+    }
+
+    /// A blob from DynamicCodeGenerated: the interpreter or a named stub.
+    pub fn dynamic(name: &str, start: u64, size: u64, time: u64) -> CodeBlob {
+        let kind = if name.eq_ignore_ascii_case("interpreter") { BlobKind::Interpreter } else { BlobKind::Stub };
+        CodeBlob { start, end: start + size, name: name.to_string(), kind, loaded_at: time }
+    }
+
+    /// The inline scope describing `ip`. HotSpot records scopes at the pc *after* calls and
+    /// safepoint polls, so the scope of an arbitrary pc is the first recorded one at or after
+    /// it (as `nmethod::pc_desc_near` does); past the last one, the last.
+    pub fn scope_at(&self, ip: u64) -> Option<&PcScope> {
+        match &self.kind {
+            BlobKind::Compiled { scopes, .. } if !scopes.is_empty() => {
+                let i = scopes.partition_point(|s| s.pc < ip);
+                Some(&scopes[i.min(scopes.len() - 1)])
+            }
+            _ => None,
+        }
+    }
+
+    pub fn method(&self) -> Option<MethodKey> {
+        match &self.kind {
+            BlobKind::Compiled { method, .. } => Some(*method),
+            _ => None,
+        }
+    }
+
+    /// Whether `m` is inlined somewhere into this blob.
+    pub fn inlines(&self, m: MethodKey) -> bool {
+        match &self.kind {
+            BlobKind::Compiled { inlined, .. } => inlined.binary_search(&m).is_ok(),
+            _ => false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeEvent {
+    Load(CodeBlob),
+    Unload { time: u64, start: u64 },
+}
+
+impl CodeEvent {
+    pub fn time(&self) -> u64 {
+        match self {
+            CodeEvent::Load(b) => b.loaded_at,
+            CodeEvent::Unload { time, .. } => *time,
+        }
+    }
+}
+
+/// The code installed at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct CodeMap {
+    blobs: BTreeMap<u64, CodeBlob>,
+    /// Live compiled blobs per method (start addresses).
+    live: HashMap<MethodKey, Vec<u64>>,
+}
+
+impl CodeMap {
+    pub fn apply(&mut self, ev: CodeEvent) {
+        match ev {
+            CodeEvent::Load(b) => {
+                // A load over live blobs means their unload has not been applied yet (it is
+                // reported late, or never for stubs): the new code wins.
+                let overlapping: Vec<u64> =
+                    self.blobs.range(..b.end).rev().take_while(|(_, o)| o.end > b.start).map(|(&s, _)| s).collect();
+                for s in overlapping {
+                    self.remove(s);
+                }
+                if let Some(m) = b.method() {
+                    self.live.entry(m).or_default().push(b.start);
+                }
+                self.blobs.insert(b.start, b);
+            }
+            CodeEvent::Unload { start, .. } => self.remove(start),
+        }
+    }
+
+    fn remove(&mut self, start: u64) {
+        if let Some(old) = self.blobs.remove(&start) {
+            if let Some(m) = old.method() {
+                if let Some(v) = self.live.get_mut(&m) {
+                    v.retain(|&s| s != start);
+                    if v.is_empty() {
+                        self.live.remove(&m);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn find(&self, ip: u64) -> Option<&CodeBlob> {
+        self.blobs.range(..=ip).next_back().map(|(_, b)| b).filter(|b| ip < b.end)
+    }
+
+    /// Whether `m` has compiled code installed now.
+    pub fn is_compiled(&self, m: MethodKey) -> bool {
+        self.live.contains_key(&m)
+    }
+
+    /// The live compiled blobs of `m`.
+    pub fn compiled_blobs(&self, m: MethodKey) -> impl Iterator<Item = &CodeBlob> {
+        self.live.get(&m).into_iter().flatten().filter_map(|s| self.blobs.get(s))
+    }
+
+    pub fn len(&self) -> usize {
+        self.blobs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blobs.is_empty()
+    }
+}
+
+/// Code events waiting to be applied in time order, and the map they have built so far.
+#[derive(Clone, Debug, Default)]
+pub struct CodeTimeline {
+    pending: Vec<CodeEvent>,
+    sorted: bool,
+    pub map: CodeMap,
+}
+
+impl CodeTimeline {
+    pub fn push(&mut self, ev: CodeEvent) {
+        self.pending.push(ev);
+        self.sorted = false;
+    }
+
+    /// Applies every pending event stamped at or before `t`.
+    pub fn advance_to(&mut self, t: u64) {
+        if !self.sorted {
+            // Stable, so same-time events keep their arrival order; reversed to pop the oldest.
+            self.pending.sort_by_key(|e| std::cmp::Reverse(e.time()));
+            self.sorted = true;
+        }
+        while self.pending.last().is_some_and(|e| e.time() <= t) {
+            let ev = self.pending.pop().expect("checked non-empty");
+            self.map.apply(ev);
+        }
+    }
+
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope(pc: u64, frames: &[(u64, i32)]) -> PcScope {
+        PcScope { pc, frames: frames.to_vec() }
+    }
+
+    #[test]
+    fn reused_addresses_resolve_by_time() {
+        let mut tl = CodeTimeline::default();
+        tl.push(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, vec![], 10)));
+        tl.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+        tl.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x80, vec![], 30)));
+        tl.advance_to(15);
+        assert_eq!(tl.map.find(0x1050).and_then(|b| b.method()), Some(1));
+        tl.advance_to(25);
+        assert!(tl.map.find(0x1050).is_none());
+        assert!(!tl.map.is_compiled(1));
+        tl.advance_to(35);
+        assert_eq!(tl.map.find(0x1050).and_then(|b| b.method()), Some(2));
+        assert!(tl.map.find(0x1080).is_none(), "past the end of the new blob");
+    }
+
+    #[test]
+    fn out_of_order_arrival_is_applied_in_time_order() {
+        let mut tl = CodeTimeline::default();
+        tl.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, vec![], 30)));
+        tl.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+        tl.push(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, vec![], 10)));
+        tl.advance_to(100);
+        assert_eq!(tl.map.find(0x1000).and_then(|b| b.method()), Some(2));
+        assert!(tl.map.is_compiled(2) && !tl.map.is_compiled(1));
+        assert_eq!(tl.pending(), 0);
+    }
+
+    #[test]
+    fn a_load_over_a_live_blob_replaces_it() {
+        let mut m = CodeMap::default();
+        m.apply(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, vec![], 1)));
+        m.apply(CodeEvent::Load(CodeBlob::compiled(2, 0x1080, 0x100, vec![], 2)));
+        assert_eq!(m.len(), 1);
+        assert!(!m.is_compiled(1));
+        assert!(m.find(0x1010).is_none());
+    }
+
+    #[test]
+    fn inline_scopes_describe_the_pc_after() {
+        let b = CodeBlob::compiled(
+            1,
+            0x1000,
+            0x100,
+            vec![scope(0x1040, &[(3, 7), (2, 4), (1, 9)]), scope(0x1010, &[(1, 2)])],
+            0,
+        );
+        assert_eq!(b.scope_at(0x1000).unwrap().frames, vec![(1, 2)]);
+        assert_eq!(b.scope_at(0x1011).unwrap().frames[0], (3, 7));
+        assert_eq!(b.scope_at(0x10ff).unwrap().pc, 0x1040);
+        assert!(b.inlines(3) && b.inlines(2) && !b.inlines(1));
+    }
+
+    #[test]
+    fn interpreter_and_stubs() {
+        let i = CodeBlob::dynamic("Interpreter", 0x10, 0x10, 0);
+        assert_eq!(i.kind, BlobKind::Interpreter);
+        assert_eq!(CodeBlob::dynamic("StubRoutines (1)", 0, 1, 0).kind, BlobKind::Stub);
+    }
+}

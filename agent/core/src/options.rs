@@ -1,1 +1,475 @@
-//! TODO
+//! Agent options: `-agentpath:libhpm.so=event=cpu-clock,interval=1ms,file=profile.jfr`.
+//!
+//! Parsing is JVM-free so every error message is unit-tested. Each error is one line that
+//! names the problem and the valid choices; the agent prints it and refuses to start.
+
+use std::fmt;
+
+/// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
+/// kernel ABI, so they live here rather than behind the perf bindings.
+pub const PERF_TYPE_HARDWARE: u32 = 0;
+pub const PERF_TYPE_SOFTWARE: u32 = 1;
+pub const PERF_TYPE_HW_CACHE: u32 = 3;
+pub const PERF_TYPE_RAW: u32 = 4;
+
+/// One perf event as the kernel knows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventDef {
+    pub name: &'static str,
+    pub type_: u32,
+    pub config: u64,
+    /// Its period is a time in nanoseconds (cpu-clock, task-clock).
+    pub is_clock: bool,
+    /// Needs a hardware PMU.
+    pub hardware: bool,
+    /// Samples can carry a data address (PERF_SAMPLE_ADDR is meaningful).
+    pub data_address: bool,
+    pub default_period: u64,
+}
+
+const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
+    cache | (op << 8) | (result << 16)
+}
+
+/// The named events, in the order `help` lists them.
+pub const EVENTS: &[EventDef] = &[
+    sw("cpu-clock", 0, true, false, 10_000_000),
+    sw("task-clock", 1, true, false, 10_000_000),
+    sw("page-faults", 2, false, true, 100),
+    sw("context-switches", 3, false, false, 10),
+    hw("cycles", PERF_TYPE_HARDWARE, 0, false, 10_000_000),
+    hw("instructions", PERF_TYPE_HARDWARE, 1, false, 10_000_000),
+    hw("cache-misses", PERF_TYPE_HARDWARE, 3, true, 10_000),
+    hw("branch-misses", PERF_TYPE_HARDWARE, 5, false, 10_000),
+    hw("LLC-load-misses", PERF_TYPE_HW_CACHE, hw_cache(2, 0, 1), true, 10_000),
+    hw("L1-dcache-load-misses", PERF_TYPE_HW_CACHE, hw_cache(0, 0, 1), true, 100_000),
+    hw("dTLB-load-misses", PERF_TYPE_HW_CACHE, hw_cache(3, 0, 1), true, 10_000),
+];
+
+const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period: u64) -> EventDef {
+    EventDef {
+        name,
+        type_: PERF_TYPE_SOFTWARE,
+        config,
+        is_clock,
+        hardware: false,
+        data_address: addr,
+        default_period: period,
+    }
+}
+
+const fn hw(name: &'static str, type_: u32, config: u64, addr: bool, period: u64) -> EventDef {
+    EventDef {
+        name,
+        type_,
+        config,
+        is_clock: false,
+        hardware: true,
+        data_address: addr,
+        default_period: period,
+    }
+}
+
+/// The software event the agent falls back to when the PMU is missing.
+pub fn cpu_clock() -> EventDef {
+    EVENTS[0]
+}
+
+fn valid_event_list() -> String {
+    let mut s: Vec<&str> = EVENTS.iter().map(|e| e.name).collect();
+    s.push("rXXXX (raw PMU encoding, hex)");
+    s.join(", ")
+}
+
+/// Looks an event up by name; `rXXXX` is a raw hardware encoding.
+pub fn parse_event(name: &str) -> Result<EventDef, OptionError> {
+    if let Some(e) = EVENTS.iter().find(|e| e.name.eq_ignore_ascii_case(name)) {
+        return Ok(*e);
+    }
+    if let Some(hex) = name.strip_prefix('r') {
+        if !hex.is_empty() && hex.len() <= 16 {
+            if let Ok(config) = u64::from_str_radix(hex, 16) {
+                // The name must outlive the option set; raw names are rare, leaking one is fine.
+                let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+                return Ok(hw(leaked, PERF_TYPE_RAW, config, true, 100_000));
+            }
+        }
+    }
+    Err(OptionError(format!("unknown event `{name}`; valid events: {}", valid_event_list())))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    Jfr,
+    Collapsed,
+    Html,
+    Svg,
+}
+
+impl OutputFormat {
+    pub fn from_path(path: &str) -> Result<OutputFormat, OptionError> {
+        let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        match ext.as_str() {
+            "jfr" => Ok(OutputFormat::Jfr),
+            "collapsed" | "folded" => Ok(OutputFormat::Collapsed),
+            "html" | "htm" => Ok(OutputFormat::Html),
+            "svg" => Ok(OutputFormat::Svg),
+            _ => Err(OptionError(format!(
+                "file={path}: cannot tell the format from the extension; use .jfr, .collapsed, .html or .svg"
+            ))),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputFile {
+    /// The path as given, with `%p`/`%t` still in it.
+    pub pattern: String,
+    pub format: OutputFormat,
+}
+
+impl OutputFile {
+    /// Expands `%p` (pid) and `%t` (start time, `YYYYMMDD-HHMMSS` UTC).
+    pub fn path(&self, pid: u32, start_unix_secs: u64) -> String {
+        self.pattern.replace("%p", &pid.to_string()).replace("%t", &format_timestamp(start_unix_secs))
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC from Unix seconds (civil-from-days, no time zone database needed).
+pub fn format_timestamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampler {
+    /// AsyncGetCallTrace in the perf overflow signal (stock JVM).
+    Asgct,
+    /// GetThreadListStackTraces of all threads at the interval (global safepoint baseline).
+    Jvmti,
+    /// Partial safepoints with self-sampling (patched JVM).
+    Sps,
+}
+
+impl Sampler {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sampler::Asgct => "asgct",
+            Sampler::Jvmti => "jvmti",
+            Sampler::Sps => "sps",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interval {
+    /// Nanoseconds for clock events, an event count otherwise.
+    Fixed(u64),
+    /// Self-tuning (Chilingarova & Safonov section 3.3), starting from the event's default.
+    Auto,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub event: EventDef,
+    pub interval: Interval,
+    pub counters: Vec<EventDef>,
+    pub files: Vec<OutputFile>,
+    pub per_thread: bool,
+    pub quiet: bool,
+    pub help: bool,
+    pub sampler: Sampler,
+    /// Maximum Java frames per sample.
+    pub max_depth: u32,
+    /// Seconds between JFR chunk flushes.
+    pub flush_secs: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            event: cpu_clock(),
+            interval: Interval::Fixed(cpu_clock().default_period),
+            counters: Vec::new(),
+            files: Vec::new(),
+            per_thread: false,
+            quiet: false,
+            help: false,
+            sampler: Sampler::Asgct,
+            max_depth: 256,
+            flush_secs: 5,
+        }
+    }
+}
+
+/// Maximum number of counters read with every sample (a PMU has 4–8 programmable counters).
+pub const MAX_COUNTERS: usize = 8;
+
+impl Options {
+    /// The period actually programmed into perf for the sampling event.
+    pub fn period(&self) -> u64 {
+        match self.interval {
+            Interval::Fixed(p) => p,
+            Interval::Auto => self.event.default_period,
+        }
+    }
+
+    /// The output files; `profile.jfr` in the working directory when none was given.
+    pub fn outputs(&self) -> Vec<OutputFile> {
+        if self.files.is_empty() {
+            vec![OutputFile { pattern: "hpm-%p.jfr".into(), format: OutputFormat::Jfr }]
+        } else {
+            self.files.clone()
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionError(pub String);
+
+impl fmt::Display for OptionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OptionError {}
+
+const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush";
+
+/// Parses the agent option string (may be empty).
+pub fn parse(s: &str) -> Result<Options, OptionError> {
+    let mut o = Options::default();
+    let mut interval_text: Option<String> = None;
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let (key, value) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (item, None),
+        };
+        match key {
+            "event" => o.event = parse_event(need_value(key, value)?)?,
+            "interval" => interval_text = Some(need_value(key, value)?.to_string()),
+            "counters" => {
+                o.counters = need_value(key, value)?.split('+').map(|c| parse_event(c.trim())).collect::<Result<_, _>>()?;
+                if o.counters.len() > MAX_COUNTERS {
+                    return Err(OptionError(format!(
+                        "counters: at most {MAX_COUNTERS} counters fit in one group, got {}",
+                        o.counters.len()
+                    )));
+                }
+            }
+            "file" => {
+                let path = need_value(key, value)?;
+                o.files.push(OutputFile { pattern: path.to_string(), format: OutputFormat::from_path(path)? });
+            }
+            "threads" => o.per_thread = flag(key, value)?,
+            "quiet" => o.quiet = flag(key, value)?,
+            "help" => o.help = true,
+            "sampler" => {
+                o.sampler = match need_value(key, value)? {
+                    "asgct" => Sampler::Asgct,
+                    "jvmti" => Sampler::Jvmti,
+                    "sps" => Sampler::Sps,
+                    other => {
+                        return Err(OptionError(format!("unknown sampler `{other}`; valid samplers: asgct, jvmti, sps")))
+                    }
+                }
+            }
+            "jstackdepth" => {
+                o.max_depth = parse_count(key, need_value(key, value)?)?.clamp(1, 4096) as u32;
+            }
+            "flush" => {
+                let ns = parse_duration(need_value(key, value)?)
+                    .ok_or_else(|| OptionError(format!("flush={}: expected a time such as 5s or 500ms", value.unwrap_or(""))))?;
+                o.flush_secs = (ns / 1_000_000_000).max(1);
+            }
+            other => return Err(OptionError(format!("unknown option `{other}`; valid options: {KEYS}"))),
+        }
+    }
+    o.interval = match interval_text {
+        None => Interval::Fixed(o.event.default_period),
+        Some(t) => parse_interval(&t, &o.event)?,
+    };
+    Ok(o)
+}
+
+fn need_value<'a>(key: &str, v: Option<&'a str>) -> Result<&'a str, OptionError> {
+    v.filter(|v| !v.is_empty())
+        .ok_or_else(|| OptionError(format!("option `{key}` needs a value, e.g. {}", example(key))))
+}
+
+fn example(key: &str) -> &'static str {
+    match key {
+        "event" => "event=cpu-clock",
+        "interval" => "interval=1ms",
+        "counters" => "counters=task-clock+page-faults",
+        "file" => "file=profile.jfr",
+        "sampler" => "sampler=asgct",
+        "jstackdepth" => "jstackdepth=256",
+        "flush" => "flush=5s",
+        _ => "key=value",
+    }
+}
+
+fn flag(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
+    match value {
+        None | Some("true") | Some("yes") | Some("1") => Ok(true),
+        Some("false") | Some("no") | Some("0") => Ok(false),
+        Some(v) => Err(OptionError(format!("option `{key}` is a flag; got `{v}`, use `{key}` or `{key}=false`"))),
+    }
+}
+
+fn parse_count(key: &str, v: &str) -> Result<u64, OptionError> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| OptionError(format!("{key}={v}: expected a positive whole number")))
+}
+
+/// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds.
+pub fn parse_duration(t: &str) -> Option<u64> {
+    let units: [(&str, u64); 5] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
+    for (suffix, mult) in units {
+        if let Some(num) = t.strip_suffix(suffix) {
+            if let Ok(n) = num.parse::<u64>() {
+                return n.checked_mul(mult).filter(|&v| v > 0);
+            }
+        }
+    }
+    None
+}
+
+fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
+    if t == "auto" {
+        return Ok(Interval::Auto);
+    }
+    let has_unit = t.ends_with('s') || t.ends_with('m');
+    if event.is_clock {
+        if let Some(ns) = parse_duration(t) {
+            if ns < 10_000 {
+                return Err(OptionError(format!("interval={t} is below 10us, which the kernel cannot deliver; use 10us or more")));
+            }
+            return Ok(Interval::Fixed(ns));
+        }
+        if let Ok(n) = t.parse::<u64>() {
+            if n >= 10_000 {
+                return Ok(Interval::Fixed(n));
+            }
+        }
+        Err(OptionError(format!(
+            "interval={t}: {} is a clock event; give a time such as 10ms, 1ms or 100us (or auto)",
+            event.name
+        )))
+    } else if has_unit {
+        Err(OptionError(format!(
+            "interval={t} is a time, but {} counts events; give a count such as interval={} (or auto)",
+            event.name, event.default_period
+        )))
+    } else {
+        parse_count("interval", t).map(Interval::Fixed)
+    }
+}
+
+/// The text `help` prints.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "hpm agent options (comma-separated key=value): -agentpath:/path/libhpm.so=OPTIONS\n\
+         \n  event=NAME        sampling event (default cpu-clock)\n\
+         \x20 interval=N        period: a time for clock events (10ms, 1ms, 100us), a count otherwise; auto = self-tuning\n\
+         \x20 counters=A+B+...  counting events read in one perf group with every sample (e.g. cycles+instructions)\n\
+         \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg; %p = pid, %t = time; repeatable\n\
+         \x20 threads           separate stacks per thread\n\
+         \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM)\n\
+         \x20 jstackdepth=256   maximum Java frames per sample\n\
+         \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
+         \x20 quiet             no summary at exit\n\
+         \x20 help              this text; the JVM then exits\n\nevents:\n",
+    );
+    for e in EVENTS {
+        let kind = if e.hardware { "hardware" } else { "software" };
+        let period = if e.is_clock { format!("{}ms", e.default_period / 1_000_000) } else { e.default_period.to_string() };
+        s.push_str(&format!("  {:<24}{kind}, default interval {period}\n", e.name));
+    }
+    s.push_str("  rXXXX                   raw PMU event encoding (hex), hardware\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_cpu_clock_10ms_jfr() {
+        let o = parse("").unwrap();
+        assert_eq!(o.event.name, "cpu-clock");
+        assert_eq!(o.period(), 10_000_000);
+        assert_eq!(o.outputs()[0].format, OutputFormat::Jfr);
+    }
+
+    #[test]
+    fn full_option_string() {
+        let o = parse("event=task-clock,interval=1ms,counters=task-clock+page-faults,file=a.jfr,file=b.html,threads,quiet").unwrap();
+        assert_eq!(o.event.name, "task-clock");
+        assert_eq!(o.interval, Interval::Fixed(1_000_000));
+        assert_eq!(o.counters.iter().map(|c| c.name).collect::<Vec<_>>(), ["task-clock", "page-faults"]);
+        assert_eq!(o.files.len(), 2);
+        assert_eq!(o.files[1].format, OutputFormat::Html);
+        assert!(o.per_thread && o.quiet);
+    }
+
+    #[test]
+    fn counts_for_count_events_and_raw_events() {
+        let o = parse("event=page-faults,interval=10").unwrap();
+        assert_eq!(o.interval, Interval::Fixed(10));
+        let o = parse("event=r01c2,interval=5000").unwrap();
+        assert_eq!((o.event.type_, o.event.config), (PERF_TYPE_RAW, 0x1c2));
+        assert!(o.event.hardware);
+        assert_eq!(parse("interval=auto").unwrap().interval, Interval::Auto);
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_the_choices() {
+        let e = parse("event=cyclez").unwrap_err().0;
+        assert!(e.contains("unknown event `cyclez`") && e.contains("cpu-clock") && e.contains("dTLB-load-misses"), "{e}");
+        let e = parse("bogus=1").unwrap_err().0;
+        assert!(e.contains("unknown option `bogus`") && e.contains("interval"), "{e}");
+        let e = parse("event=page-faults,interval=1ms").unwrap_err().0;
+        assert!(e.contains("is a time, but page-faults counts events"), "{e}");
+        let e = parse("interval=fast").unwrap_err().0;
+        assert!(e.contains("cpu-clock is a clock event"), "{e}");
+        let e = parse("file=out.txt").unwrap_err().0;
+        assert!(e.contains(".jfr, .collapsed, .html or .svg"), "{e}");
+        let e = parse("sampler=magic").unwrap_err().0;
+        assert!(e.contains("asgct, jvmti, sps"), "{e}");
+        let e = parse("interval=1us").unwrap_err().0;
+        assert!(e.contains("below 10us"), "{e}");
+        let e = parse("event=").unwrap_err().0;
+        assert!(e.contains("needs a value"), "{e}");
+    }
+
+    #[test]
+    fn path_patterns_expand() {
+        let f = OutputFile { pattern: "p-%p-%t.jfr".into(), format: OutputFormat::Jfr };
+        assert_eq!(f.path(42, 0), "p-42-19700101-000000.jfr");
+        // 2026-11-22 02:05:39 UTC
+        assert_eq!(format_timestamp(1_795_313_139), "20261122-020539");
+    }
+
+    #[test]
+    fn help_lists_every_event() {
+        let h = help_text();
+        for e in EVENTS {
+            assert!(h.contains(e.name));
+        }
+    }
+}

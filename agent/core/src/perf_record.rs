@@ -1,1 +1,348 @@
-//! TODO
+//! Decoding of perf ring-buffer records (linux/perf_event.h), allocation-free so the signal
+//! handler can call it, and JVM-free so recorded byte streams replay in tests.
+//!
+//! The ring's data area is a power-of-two byte array that records wrap around; [`Ring`] reads
+//! little-endian integers at any offset modulo its size.
+
+use crate::options::MAX_COUNTERS;
+
+pub const PERF_RECORD_LOST: u32 = 2;
+pub const PERF_RECORD_THROTTLE: u32 = 5;
+pub const PERF_RECORD_UNTHROTTLE: u32 = 6;
+pub const PERF_RECORD_SAMPLE: u32 = 9;
+
+pub const SAMPLE_IP: u64 = 1 << 0;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_ADDR: u64 = 1 << 3;
+pub const SAMPLE_READ: u64 = 1 << 4;
+pub const SAMPLE_ID: u64 = 1 << 6;
+pub const SAMPLE_CPU: u64 = 1 << 7;
+pub const SAMPLE_PERIOD: u64 = 1 << 8;
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+
+pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+pub const FORMAT_ID: u64 = 1 << 2;
+pub const FORMAT_GROUP: u64 = 1 << 3;
+
+/// x86_64 user register numbers (arch/x86/include/uapi/asm/perf_regs.h).
+pub const REG_BP: u64 = 6;
+pub const REG_SP: u64 = 7;
+pub const REG_IP: u64 = 8;
+/// The registers hpm asks for: BP, SP, IP (in that bit order, so that order in the record).
+pub const REGS_MASK: u64 = (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP);
+
+/// What the agent asks the kernel to put in every sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub sample_type: u64,
+    pub read_format: u64,
+    pub regs_mask: u64,
+}
+
+impl Layout {
+    /// The layout hpm uses: IP, TID, TIME, ADDR, PERIOD, user BP/SP/IP, and the group's counter
+    /// values (with enabled/running times, so multiplexed hardware counters can be scaled).
+    pub fn standard(with_group_read: bool) -> Layout {
+        let mut sample_type = SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME | SAMPLE_ADDR | SAMPLE_PERIOD | SAMPLE_REGS_USER;
+        if with_group_read {
+            sample_type |= SAMPLE_READ;
+        }
+        Layout {
+            sample_type,
+            read_format: FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
+            regs_mask: REGS_MASK,
+        }
+    }
+}
+
+/// One decoded PERF_RECORD_SAMPLE. Fixed size, no heap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawSample {
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub addr: u64,
+    pub period: u64,
+    pub time_enabled: u64,
+    pub time_running: u64,
+    /// Group values in group order: index 0 is the leader (the sampling event).
+    pub nvalues: u32,
+    pub values: [u64; MAX_COUNTERS + 1],
+    /// ABI of the user registers (0 = none: the sample hit a kernel thread).
+    pub regs_abi: u64,
+    pub bp: u64,
+    pub sp: u64,
+    pub user_ip: u64,
+}
+
+/// A decoded ring record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    Sample(RawSample),
+    /// The kernel lost this many records (ring full).
+    Lost(u64),
+    Throttle,
+    Unthrottle,
+    Other(u32),
+}
+
+/// A wrapping view of the ring's data area.
+pub struct Ring<'a> {
+    data: &'a [u8],
+    mask: u64,
+}
+
+impl<'a> Ring<'a> {
+    /// `data.len()` must be a power of two.
+    pub fn new(data: &'a [u8]) -> Ring<'a> {
+        debug_assert!(data.len().is_power_of_two());
+        Ring { data, mask: data.len() as u64 - 1 }
+    }
+
+    fn byte(&self, pos: u64) -> u8 {
+        self.data[(pos & self.mask) as usize]
+    }
+
+    pub fn u16_at(&self, pos: u64) -> u16 {
+        u16::from_le_bytes([self.byte(pos), self.byte(pos + 1)])
+    }
+
+    pub fn u32_at(&self, pos: u64) -> u32 {
+        let mut b = [0u8; 4];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = self.byte(pos + i as u64);
+        }
+        u32::from_le_bytes(b)
+    }
+
+    pub fn u64_at(&self, pos: u64) -> u64 {
+        let mut b = [0u8; 8];
+        for (i, x) in b.iter_mut().enumerate() {
+            *x = self.byte(pos + i as u64);
+        }
+        u64::from_le_bytes(b)
+    }
+
+    /// Decodes the record starting at `pos`; returns it and its size in bytes. A size of 0 or
+    /// one larger than the ring means the stream is corrupt: `None`.
+    pub fn record_at(&self, pos: u64, layout: &Layout) -> Option<(Record, u64)> {
+        let type_ = self.u32_at(pos);
+        let size = u64::from(self.u16_at(pos + 6));
+        if size < 8 || size > self.data.len() as u64 {
+            return None;
+        }
+        let body = pos + 8;
+        let rec = match type_ {
+            PERF_RECORD_SAMPLE => Record::Sample(self.decode_sample(body, body + size - 8, layout)?),
+            // struct { u64 id; u64 lost; }
+            PERF_RECORD_LOST => Record::Lost(self.u64_at(body + 8)),
+            PERF_RECORD_THROTTLE => Record::Throttle,
+            PERF_RECORD_UNTHROTTLE => Record::Unthrottle,
+            other => Record::Other(other),
+        };
+        Some((rec, size))
+    }
+
+    fn decode_sample(&self, mut p: u64, end: u64, l: &Layout) -> Option<RawSample> {
+        let mut s = RawSample::default();
+        let mut next = |n: u64| -> Option<u64> {
+            if p + n > end {
+                return None;
+            }
+            let at = p;
+            p += n;
+            Some(at)
+        };
+        let st = l.sample_type;
+        if st & SAMPLE_IP != 0 {
+            s.ip = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_TID != 0 {
+            let at = next(8)?;
+            s.pid = self.u32_at(at);
+            s.tid = self.u32_at(at + 4);
+        }
+        if st & SAMPLE_TIME != 0 {
+            s.time = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_ADDR != 0 {
+            s.addr = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_ID != 0 {
+            next(8)?;
+        }
+        if st & SAMPLE_CPU != 0 {
+            next(8)?;
+        }
+        if st & SAMPLE_PERIOD != 0 {
+            s.period = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_READ != 0 {
+            self.decode_read(&mut next, &mut s, l.read_format)?;
+        }
+        if st & SAMPLE_REGS_USER != 0 {
+            s.regs_abi = self.u64_at(next(8)?);
+            if s.regs_abi != 0 {
+                // Registers come in increasing bit order of the mask.
+                for bit in 0..64u64 {
+                    if l.regs_mask & (1 << bit) != 0 {
+                        let v = self.u64_at(next(8)?);
+                        match bit {
+                            REG_BP => s.bp = v,
+                            REG_SP => s.sp = v,
+                            REG_IP => s.user_ip = v,
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        Some(s)
+    }
+
+    fn decode_read(&self, next: &mut impl FnMut(u64) -> Option<u64>, s: &mut RawSample, rf: u64) -> Option<()> {
+        if rf & FORMAT_GROUP == 0 {
+            s.values[0] = self.u64_at(next(8)?);
+            s.nvalues = 1;
+            if rf & FORMAT_TOTAL_TIME_ENABLED != 0 {
+                s.time_enabled = self.u64_at(next(8)?);
+            }
+            if rf & FORMAT_TOTAL_TIME_RUNNING != 0 {
+                s.time_running = self.u64_at(next(8)?);
+            }
+            if rf & FORMAT_ID != 0 {
+                next(8)?;
+            }
+            return Some(());
+        }
+        let nr = self.u64_at(next(8)?);
+        if rf & FORMAT_TOTAL_TIME_ENABLED != 0 {
+            s.time_enabled = self.u64_at(next(8)?);
+        }
+        if rf & FORMAT_TOTAL_TIME_RUNNING != 0 {
+            s.time_running = self.u64_at(next(8)?);
+        }
+        for i in 0..nr {
+            let v = self.u64_at(next(8)?);
+            if rf & FORMAT_ID != 0 {
+                next(8)?;
+            }
+            if (i as usize) < s.values.len() {
+                s.values[i as usize] = v;
+                s.nvalues = (i + 1) as u32;
+            }
+        }
+        Some(())
+    }
+}
+
+/// Encodes a sample record the way the kernel would, for replay tests.
+pub fn encode_sample(s: &RawSample, l: &Layout) -> Vec<u8> {
+    let mut b = Vec::new();
+    let st = l.sample_type;
+    let mut put = |v: u64| b.extend_from_slice(&v.to_le_bytes());
+    if st & SAMPLE_IP != 0 {
+        put(s.ip);
+    }
+    if st & SAMPLE_TID != 0 {
+        put(u64::from(s.pid) | (u64::from(s.tid) << 32));
+    }
+    if st & SAMPLE_TIME != 0 {
+        put(s.time);
+    }
+    if st & SAMPLE_ADDR != 0 {
+        put(s.addr);
+    }
+    if st & SAMPLE_PERIOD != 0 {
+        put(s.period);
+    }
+    if st & SAMPLE_READ != 0 {
+        put(u64::from(s.nvalues));
+        put(s.time_enabled);
+        put(s.time_running);
+        for i in 0..s.nvalues as usize {
+            put(s.values[i]);
+            put(100 + i as u64);
+        }
+    }
+    if st & SAMPLE_REGS_USER != 0 {
+        put(s.regs_abi);
+        if s.regs_abi != 0 {
+            put(s.bp);
+            put(s.sp);
+            put(s.user_ip);
+        }
+    }
+    let mut rec = Vec::with_capacity(b.len() + 8);
+    rec.extend_from_slice(&PERF_RECORD_SAMPLE.to_le_bytes());
+    rec.extend_from_slice(&0u16.to_le_bytes());
+    rec.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
+    rec.extend_from_slice(&b);
+    rec
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(i: u64) -> RawSample {
+        let mut s = RawSample {
+            ip: 0x7f00_0000_1000 + i,
+            pid: 10,
+            tid: 11,
+            time: 1_000 + i,
+            addr: 0xdead_0000 + i,
+            period: 1_000_000,
+            time_enabled: 5,
+            time_running: 5,
+            nvalues: 3,
+            regs_abi: 2,
+            bp: 1,
+            sp: 2,
+            user_ip: 3,
+            ..Default::default()
+        };
+        s.values[..3].copy_from_slice(&[i, 2 * i, 3 * i]);
+        s
+    }
+
+    #[test]
+    fn consumer_that_keeps_up_sees_every_sample_across_wraps() {
+        let layout = Layout::standard(true);
+        let mut ring = vec![0u8; 256];
+        let n = ring.len() as u64;
+        let mut head = 200u64;
+        let mut tail = head;
+        let r_samples: Vec<RawSample> = (0..10).map(sample).collect();
+        for s in &r_samples {
+            for b in encode_sample(s, &layout) {
+                ring[(head % n) as usize] = b;
+                head += 1;
+            }
+            let r = Ring::new(&ring[..]);
+            let (rec, size) = r.record_at(tail, &layout).unwrap();
+            assert_eq!(rec, Record::Sample(*s));
+            tail += size;
+        }
+        assert_eq!(tail, head);
+    }
+
+    #[test]
+    fn corrupt_sizes_are_rejected() {
+        let ring = vec![0u8; 64];
+        assert!(Ring::new(&ring).record_at(0, &Layout::standard(false)).is_none());
+    }
+
+    #[test]
+    fn lost_records_report_their_count() {
+        let mut ring = vec![0u8; 64];
+        ring[0..4].copy_from_slice(&PERF_RECORD_LOST.to_le_bytes());
+        ring[6..8].copy_from_slice(&24u16.to_le_bytes());
+        ring[16..24].copy_from_slice(&7u64.to_le_bytes());
+        let (rec, size) = Ring::new(&ring).record_at(0, &Layout::standard(false)).unwrap();
+        assert_eq!((rec, size), (Record::Lost(7), 24));
+    }
+}
