@@ -1,0 +1,189 @@
+//! A self-contained interactive HTML flame graph: one file, no external resources. The tree
+//! is embedded as compact JSON (a name table plus a flat pre-order node array) and drawn on a
+//! canvas by `flame.js`: click to zoom, reset, regex/substring search with the matched share,
+//! tooltips with samples, self samples and counter ratios, colours by frame family.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::cct::{Cct, ROOT};
+
+use super::flat::{flatten, threshold, total_of};
+use super::text::{escape_xml, group, push_json_string};
+use super::{cpi_counters, frame_family, CountBy, FrameFamily};
+
+const CSS: &str = include_str!("flame.css");
+const JS: &str = include_str!("flame.js");
+
+#[derive(Clone, Debug)]
+pub struct HtmlOptions {
+    pub title: String,
+    /// A second header line (event, period, ...), if any.
+    pub subtitle: Option<String>,
+    pub by: CountBy,
+    /// Frames whose total is below this share of all samples are folded into their caller's
+    /// self time (the page says how many).
+    pub min_share: f64,
+    /// Upper bound on frames embedded; the share threshold is raised to meet it.
+    pub max_nodes: usize,
+}
+
+impl Default for HtmlOptions {
+    fn default() -> Self {
+        HtmlOptions {
+            title: "Flame Graph".into(),
+            subtitle: None,
+            by: CountBy::Samples,
+            min_share: 1e-5,
+            max_nodes: 300_000,
+        }
+    }
+}
+
+/// Number of values per node in the embedded `nodes` array before the counters:
+/// name index, depth, total, self.
+pub const NODE_FIELDS: usize = 4;
+
+/// The embedded data as JSON. Shape:
+/// `{"title","unit","total","counters":[..],"cpi":[c,i]|null,"families":[..],"names":[..],
+///   "fam":[..],"stride":S,"nodes":[name,depth,total,self,counter...,...],
+///   "pruned":{"frames","value","minTotal"}}`.
+pub fn flame_json(cct: &Cct, opts: &HtmlOptions) -> String {
+    build(cct, opts).json
+}
+
+struct Built {
+    json: String,
+    root_total: u64,
+    min_total: u64,
+    pruned_frames: u64,
+    pruned_value: u64,
+}
+
+fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
+    let by = opts.by;
+    let root_total = total_of(cct, ROOT, by);
+    let min_total = threshold(cct, by, opts.min_share, opts.max_nodes);
+    let flat = flatten(cct, by, min_total);
+    let k = cct.counters.len();
+
+    let mut names: Vec<&str> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut out = String::with_capacity(64 + flat.nodes.len() * (12 + 8 * k));
+    out.push_str("{\"title\":");
+    push_json_string(&mut out, &opts.title);
+    out.push_str(",\"unit\":");
+    push_json_string(&mut out, by.name());
+    let _ = write!(out, ",\"total\":{root_total},\"counters\":[");
+    for (i, c) in cct.counters.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_string(&mut out, c);
+    }
+    out.push_str("],\"cpi\":");
+    match cpi_counters(&cct.counters) {
+        Some((c, i)) => {
+            let _ = write!(out, "[{c},{i}]");
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"families\":[");
+    for (i, f) in FrameFamily::ALL.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_string(&mut out, f.name());
+    }
+    let _ = write!(out, "],\"stride\":{},\"nodes\":[", NODE_FIELDS + k);
+    for (i, n) in flat.nodes.iter().enumerate() {
+        let id = *index.entry(n.name).or_insert_with(|| {
+            names.push(n.name);
+            names.len() - 1
+        });
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{id},{},{},{}", n.depth, n.total, n.self_value);
+        for c in 0..k {
+            let _ = write!(out, ",{}", n.counters.get(c).copied().unwrap_or(0));
+        }
+    }
+    out.push_str("],\"names\":[");
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_json_string(&mut out, name);
+    }
+    out.push_str("],\"fam\":[");
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{}", frame_family(name).index());
+    }
+    let _ = write!(
+        out,
+        "],\"pruned\":{{\"frames\":{},\"value\":{},\"minTotal\":{}}}}}",
+        flat.pruned_frames, flat.pruned_value, flat.min_total
+    );
+    Built {
+        json: out,
+        root_total,
+        min_total,
+        pruned_frames: flat.pruned_frames,
+        pruned_value: flat.pruned_value,
+    }
+}
+
+/// Renders the page. Every name reaches the page either HTML-escaped (title, notes) or inside
+/// the JSON data block with `<`, `>` and `&` written as `\u` escapes, and the script only ever
+/// puts names into the document with `textContent`/canvas text.
+pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
+    let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts);
+    let unit = opts.by.name();
+    let mut note = format!("{} {unit} in total.", group(root_total));
+    if pruned_frames > 0 {
+        let share = min_total as f64 * 100.0 / root_total.max(1) as f64;
+        let _ = write!(
+            note,
+            " {} frames with fewer than {} {unit} (< {:.4}% of the total) are folded into their \
+             callers' self time ({} {unit}).",
+            group(pruned_frames),
+            group(min_total),
+            share,
+            group(pruned_value)
+        );
+    }
+
+    let mut s = String::with_capacity(json.len() + CSS.len() + JS.len() + 2048);
+    s.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(s, "<title>{}</title>", escape_xml(&opts.title));
+    let _ = writeln!(s, "<style>\n{CSS}</style>\n</head>\n<body>");
+    let _ = writeln!(s, "<header>\n<h1>{}</h1>", escape_xml(&opts.title));
+    if let Some(sub) = &opts.subtitle {
+        let _ = writeln!(s, "<p class=\"sub\">{}</p>", escape_xml(sub));
+    }
+    let _ = writeln!(s, "<p class=\"note\" id=\"note\">{}</p>", escape_xml(&note));
+    s.push_str(concat!(
+        "<div class=\"controls\">\n",
+        "<button id=\"reset\" title=\"Show the whole tree (Esc)\">Reset zoom</button>\n",
+        "<input id=\"search\" type=\"search\" placeholder=\"Search: regex or text (Ctrl+F)\" size=\"40\">\n",
+        "<label><input id=\"icicle\" type=\"checkbox\"> root at top</label>\n",
+        "<span id=\"matched\"></span>\n",
+        "<span id=\"legend\"></span>\n",
+        "</div>\n</header>\n",
+        "<main id=\"wrap\"><canvas id=\"fg\"></canvas></main>\n",
+        "<div id=\"tip\" hidden></div>\n",
+        "<footer id=\"status\">Hover over a frame for details; click to zoom.</footer>\n",
+        "<noscript><p>This flame graph needs JavaScript.</p></noscript>\n",
+    ));
+    let _ = writeln!(s, "<script type=\"application/json\" id=\"fg-data\">{json}</script>");
+    let _ = writeln!(s, "<script>\n{JS}</script>\n</body>\n</html>");
+    s
+}
+
+#[cfg(test)]
+#[path = "flame_html_tests.rs"]
+mod tests;

@@ -1,0 +1,343 @@
+//! The text report of `hpm report` (and, via [`summary`], the agent's exit summary).
+//!
+//! The report needs only the recording's metadata, a calling context tree and per-component
+//! sample counts, never `Recording::samples`: the agent drains samples into the tree as it
+//! goes. Counters that were not recorded are simply absent; ratios whose divisor is zero
+//! print as `-`.
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use crate::cct::{Cct, MethodTotals, NodeId, ROOT};
+use crate::model::{Recording, VmComponent};
+
+use super::cpi_counters;
+pub use super::summary::{component_counts, summary};
+use super::summary::{drops_line, event_line, fallback_line, sorted_components, threads_line};
+use super::text::{duration_ns, group, pct, ratio};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportOptions {
+    /// Rows in the method tables.
+    pub top: usize,
+    /// Call-tree frames below this share of all samples are summarised, not listed.
+    pub min_percent: f64,
+    /// The tree was built per thread: its first level are `[name tid=N]` frames, which the
+    /// method tables leave out.
+    pub threads: bool,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { top: 20, min_percent: 1.0, threads: false }
+    }
+}
+
+/// One method (frame name) with its totals.
+pub(crate) struct Row<'a> {
+    pub name: &'a str,
+    pub t: MethodTotals,
+}
+
+/// Methods by self samples, then total samples, then name. With `skip_threads`, the names of
+/// the root's children (thread frames) are left out.
+pub(crate) fn method_rows(cct: &Cct, skip_threads: bool) -> Vec<Row<'_>> {
+    let skip: HashSet<&str> = if skip_threads {
+        cct.root().children.iter().map(|&c| cct.node(c).name.as_str()).collect()
+    } else {
+        HashSet::new()
+    };
+    let mut rows: Vec<Row> = cct
+        .method_totals()
+        .into_iter()
+        .filter(|(n, _)| !skip.contains(n))
+        .map(|(name, t)| Row { name, t })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.t.self_samples
+            .cmp(&a.t.self_samples)
+            .then(b.t.total_samples.cmp(&a.t.total_samples))
+            .then(a.name.cmp(b.name))
+    });
+    rows
+}
+
+fn counter_at(v: &[u64], i: usize) -> u64 {
+    v.get(i).copied().unwrap_or(0)
+}
+
+/// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
+pub fn full_report(
+    rec: Option<&Recording>,
+    cct: &Cct,
+    components: &[(VmComponent, u64)],
+    opts: &ReportOptions,
+) -> String {
+    let mut out = String::new();
+    header(&mut out, rec, cct);
+    top_methods(&mut out, cct, opts);
+    counter_tables(&mut out, cct, opts);
+    component_table(&mut out, components);
+    call_tree(&mut out, cct, opts);
+    if let Some(rec) = rec {
+        drop_table(&mut out, rec, cct.total_samples());
+    }
+    out
+}
+
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
+    out.push_str("== hpm report ==\n");
+    let mut kv = |k: &str, v: String| {
+        let _ = writeln!(out, "{:<11} {v}", format!("{k}:"));
+    };
+    match rec {
+        Some(rec) => {
+            kv("event", event_line(rec));
+            if let Some(f) = fallback_line(rec) {
+                kv("fallback", f);
+            }
+            let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
+            kv("counters", counters);
+            if rec.end_ticks > rec.start_ticks {
+                kv("duration", duration_ns(rec.end_ticks - rec.start_ticks));
+            }
+            if !rec.jvm.is_empty() || rec.pid != 0 {
+                let mut v = rec.jvm.clone();
+                if rec.pid != 0 {
+                    let _ = write!(v, "{}pid {}", if v.is_empty() { "" } else { ", " }, rec.pid);
+                }
+                kv("jvm", v);
+            }
+            kv("samples", format!("{}, {}", group(cct.total_samples()), drops_line(rec)));
+            if let Some(t) = threads_line(rec) {
+                kv("threads", t);
+            }
+        }
+        None => {
+            kv("source", "collapsed stacks (no event, counter or thread metadata)".into());
+            if !cct.counters.is_empty() {
+                kv("counters", cct.counters.join(", "));
+            }
+            kv("samples", group(cct.total_samples()));
+        }
+    }
+}
+
+fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+    let total = cct.total_samples();
+    let rows = method_rows(cct, opts.threads);
+    let cpi = cpi_counters(&cct.counters);
+    let roots = &cct.root().total_counters;
+    let shown: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top).collect();
+    let _ = writeln!(out, "\n== Top {} methods by self samples ==", opts.top);
+    if shown.is_empty() {
+        out.push_str("(no samples)\n");
+        return;
+    }
+    let widths: Vec<usize> = cct.counters.iter().map(|c| (c.len() + 1).max(8)).collect();
+    let mut h = format!("{:>8} {:>10} {:>8} {:>10}", "self%", "self", "total%", "total");
+    for (c, w) in cct.counters.iter().zip(&widths) {
+        let _ = write!(h, " {:>w$}", format!("{c}%"));
+    }
+    if cpi.is_some() {
+        let _ = write!(h, " {:>6}", "CPI");
+    }
+    h.push_str("  method");
+    let _ = writeln!(out, "{h}");
+    for r in &shown {
+        let t = &r.t;
+        let mut l = format!(
+            "{:>8} {:>10} {:>8} {:>10}",
+            pct(t.self_samples, total),
+            group(t.self_samples),
+            pct(t.total_samples, total),
+            group(t.total_samples)
+        );
+        for (i, w) in widths.iter().enumerate() {
+            let _ = write!(l, " {:>w$}", pct(counter_at(&t.self_counters, i), counter_at(roots, i)));
+        }
+        if let Some((c, i)) = cpi {
+            let _ = write!(l, " {:>6}", ratio(counter_at(&t.self_counters, c), counter_at(&t.self_counters, i)));
+        }
+        let _ = writeln!(out, "{l}  {}", r.name);
+    }
+    let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
+    if !rest.is_empty() {
+        let s: u64 = rest.iter().map(|r| r.t.self_samples).sum();
+        let _ = writeln!(out, "{:>8} {:>10}  ({} more methods)", pct(s, total), group(s), group(rest.len() as u64));
+    }
+}
+
+/// Per-counter tables: the CPI profile when both `cycles` and `instructions` were recorded
+/// (as in the appendix of Inoue & Nakatani), and totals plus per-sample values for the others.
+fn counter_tables(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+    if cct.counters.is_empty() {
+        return;
+    }
+    let rows = method_rows(cct, opts.threads);
+    let roots = &cct.root().total_counters;
+    let cpi = cpi_counters(&cct.counters);
+    if let Some((c, i)) = cpi {
+        let mut by_cycles: Vec<&Row> = rows.iter().filter(|r| counter_at(&r.t.self_counters, c) > 0).collect();
+        by_cycles.sort_by(|a, b| {
+            counter_at(&b.t.self_counters, c).cmp(&counter_at(&a.t.self_counters, c)).then(a.name.cmp(b.name))
+        });
+        let _ = writeln!(out, "\n== CPI profile: top {} methods by cycles ==", opts.top);
+        let _ = writeln!(
+            out,
+            "{:>8} {:>16} {:>8} {:>16} {:>6} {:>10}  method",
+            "cycles%", "cycles", "instr%", "instructions", "CPI", "samples"
+        );
+        for r in by_cycles.iter().take(opts.top) {
+            let (cv, iv) = (counter_at(&r.t.self_counters, c), counter_at(&r.t.self_counters, i));
+            let _ = writeln!(
+                out,
+                "{:>8} {:>16} {:>8} {:>16} {:>6} {:>10}  {}",
+                pct(cv, counter_at(roots, c)),
+                group(cv),
+                pct(iv, counter_at(roots, i)),
+                group(iv),
+                ratio(cv, iv),
+                group(r.t.self_samples),
+                r.name
+            );
+        }
+        let (ct, it) = (counter_at(roots, c), counter_at(roots, i));
+        let _ = writeln!(out, "{:>8} {:>16} {:>8} {:>16} {:>6} {:>10}  (all)", "", group(ct), "", group(it), ratio(ct, it), group(cct.total_samples()));
+    }
+    let others: Vec<usize> =
+        (0..cct.counters.len()).filter(|k| cpi.map_or(true, |(c, i)| *k != c && *k != i)).collect();
+    if others.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\n== Counters per method (self), top {} methods by self samples ==", opts.top);
+    let mut h = String::new();
+    let widths: Vec<usize> = others.iter().map(|&k| cct.counters[k].len().max(8) + 7).collect();
+    for (&k, w) in others.iter().zip(&widths) {
+        let name = &cct.counters[k];
+        let _ = write!(h, "{:>w$} {:>8} {:>12} ", name, "%", "per sample");
+    }
+    let _ = writeln!(out, "{h} method");
+    let line = |out: &mut String, self_counters: &[u64], samples: u64, name: &str| {
+        let mut l = String::new();
+        for (&k, w) in others.iter().zip(&widths) {
+            let v = counter_at(self_counters, k);
+            let _ = write!(l, "{:>w$} {:>8} {:>12} ", group(v), pct(v, counter_at(roots, k)), ratio(v, samples));
+        }
+        let _ = writeln!(out, "{l} {name}");
+    };
+    for r in rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top) {
+        line(out, &r.t.self_counters, r.t.self_samples, r.name);
+    }
+    line(out, roots, cct.total_samples(), "(all)");
+}
+
+fn component_table(out: &mut String, components: &[(VmComponent, u64)]) {
+    let v = sorted_components(components);
+    out.push_str("\n== VM components ==\n");
+    if v.is_empty() {
+        out.push_str("(not recorded in this profile)\n");
+        return;
+    }
+    if v.iter().all(|(c, _)| *c == VmComponent::Unknown) {
+        let _ = writeln!(out, "(not recorded: all {} samples unclassified)", group(v[0].1));
+        return;
+    }
+    let all: u64 = v.iter().map(|(_, n)| n).sum();
+    let _ = writeln!(out, "{:<14} {:>10} {:>8}", "component", "samples", "%");
+    for (c, n) in &v {
+        let _ = writeln!(out, "{:<14} {:>10} {:>8}", c.name(), group(*n), pct(*n, all));
+    }
+    let _ = writeln!(out, "{:<14} {:>10} {:>8}", "total", group(all), pct(all, all));
+}
+
+const MAX_INDENT: usize = 40;
+
+fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+    let total = cct.total_samples();
+    let _ = writeln!(
+        out,
+        "\n== Call tree{}: frames with at least {}% of samples ==",
+        if opts.threads { " per thread" } else { "" },
+        opts.min_percent
+    );
+    let _ = writeln!(out, "{:>8} {:>8}  frame", "total%", "self%");
+    if total == 0 {
+        out.push_str("(no samples)\n");
+        return;
+    }
+    let keep = |id: NodeId| cct.node(id).total_samples as f64 * 100.0 >= opts.min_percent * total as f64;
+    enum Item {
+        Node(NodeId, usize),
+        Omitted { depth: usize, frames: u64, samples: u64 },
+    }
+    let mut stack = vec![Item::Node(ROOT, 0)];
+    while let Some(item) = stack.pop() {
+        match item {
+            Item::Node(id, depth) => {
+                let n = cct.node(id);
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:>8}  {}{}",
+                    pct(n.total_samples, total),
+                    pct(n.self_samples, total),
+                    indent(depth),
+                    n.name
+                );
+                let mut kids: Vec<NodeId> = n.children.iter().copied().filter(|&c| cct.node(c).total_samples > 0).collect();
+                kids.sort_by(|&a, &b| {
+                    let (x, y) = (cct.node(a), cct.node(b));
+                    y.total_samples.cmp(&x.total_samples).then(x.name.cmp(&y.name))
+                });
+                let (shown, cut): (Vec<NodeId>, Vec<NodeId>) = kids.into_iter().partition(|&c| keep(c));
+                if !cut.is_empty() {
+                    let samples = cut.iter().map(|&c| cct.node(c).total_samples).sum();
+                    stack.push(Item::Omitted { depth: depth + 1, frames: cut.len() as u64, samples });
+                }
+                for &c in shown.iter().rev() {
+                    stack.push(Item::Node(c, depth + 1));
+                }
+            }
+            Item::Omitted { depth, frames, samples } => {
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:>8}  {}({} more {} below {}%)",
+                    pct(samples, total),
+                    "",
+                    indent(depth),
+                    group(frames),
+                    if frames == 1 { "callee" } else { "callees" },
+                    opts.min_percent
+                );
+            }
+        }
+    }
+}
+
+/// Two spaces per level; beyond [`MAX_INDENT`] levels the depth is written out instead.
+fn indent(depth: usize) -> String {
+    if depth <= MAX_INDENT {
+        "  ".repeat(depth)
+    } else {
+        format!("{}[depth {depth}] ", "  ".repeat(MAX_INDENT))
+    }
+}
+
+fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
+    out.push_str("\n== Dropped samples ==\n");
+    let total = rec.total_drops();
+    if total == 0 {
+        out.push_str("(none)\n");
+        return;
+    }
+    let attempted = taken + total;
+    let _ = writeln!(out, "{:<24} {:>10} {:>12}", "reason", "samples", "% attempted");
+    for (reason, n) in rec.drops.iter().filter(|(_, n)| *n > 0) {
+        let _ = writeln!(out, "{:<24} {:>10} {:>12}", reason, group(*n), pct(*n, attempted));
+    }
+    let _ = writeln!(out, "{:<24} {:>10} {:>12}", "total", group(total), pct(total, attempted));
+}
+
+#[cfg(test)]
+#[path = "report_tests.rs"]
+mod tests;

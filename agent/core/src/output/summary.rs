@@ -1,0 +1,128 @@
+//! The short summary the agent prints to stderr when the JVM exits, and the pieces of the
+//! report header it shares with [`super::report::full_report`].
+
+use std::fmt::Write;
+
+use crate::cct::Cct;
+use crate::model::{PeriodUnit, Recording, Sample, VmComponent};
+
+use super::report::method_rows;
+use super::text::{duration_ns, group, pct};
+
+/// Samples per VM component, in [`VmComponent::ALL`] order, components without samples left
+/// out. For recordings read from a file; the agent counts components as it drains samples.
+pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
+    let mut counts = [0u64; VmComponent::ALL.len()];
+    for s in samples {
+        if let Some(i) = VmComponent::ALL.iter().position(|&c| c == s.component) {
+            counts[i] += 1;
+        }
+    }
+    VmComponent::ALL.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(&c, n)| (c, n)).collect()
+}
+
+/// Components with samples, largest first (ties in [`VmComponent::ALL`] order), merged if a
+/// component is listed twice.
+pub(crate) fn sorted_components(components: &[(VmComponent, u64)]) -> Vec<(VmComponent, u64)> {
+    let mut v: Vec<(VmComponent, u64)> = Vec::new();
+    for &(c, n) in components {
+        match v.iter_mut().find(|(x, _)| *x == c) {
+            Some((_, m)) => *m += n,
+            None => v.push((c, n)),
+        }
+    }
+    v.retain(|(_, n)| *n > 0);
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
+/// `cycles, every 1,000,000 events` / `cpu-clock, interval 10 ms`.
+pub(crate) fn event_line(rec: &Recording) -> String {
+    let e = &rec.event;
+    let period = match e.unit {
+        PeriodUnit::Nanoseconds => format!("interval {}", duration_ns(e.period)),
+        PeriodUnit::Events => format!("every {} events", group(e.period)),
+    };
+    let mut s = format!("{}, {period}", e.name);
+    if !e.sampler.is_empty() {
+        let _ = write!(s, ", sampler {}", e.sampler);
+    }
+    s
+}
+
+/// The fallback explanation, when the requested event was replaced.
+pub(crate) fn fallback_line(rec: &Recording) -> Option<String> {
+    let e = &rec.event;
+    match &e.fallback {
+        Some(reason) => Some(format!("requested `{}` could not be used ({reason}); sampled `{}` instead", e.requested, e.name)),
+        None if e.requested != e.name && !e.requested.is_empty() => {
+            Some(format!("requested `{}`, sampled `{}`", e.requested, e.name))
+        }
+        None => None,
+    }
+}
+
+/// `12 dropped (ring full: 10, no java frame: 2)` or `none dropped`.
+pub(crate) fn drops_line(rec: &Recording) -> String {
+    let total = rec.total_drops();
+    if total == 0 {
+        return "none dropped".into();
+    }
+    let parts: Vec<String> =
+        rec.drops.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r}: {}", group(*n))).collect();
+    format!("{} dropped ({})", group(total), parts.join(", "))
+}
+
+/// `12 (10 Java, 2 VM)`; `None` when the recording lists no threads.
+pub(crate) fn threads_line(rec: &Recording) -> Option<String> {
+    if rec.threads.is_empty() {
+        return None;
+    }
+    let java = rec.threads.iter().filter(|t| t.is_java).count();
+    let vm = rec.threads.len() - java;
+    Some(format!("{} ({java} Java, {vm} VM)", rec.threads.len()))
+}
+
+/// `Java 80.10%, GC 10.20%, ...` over the given counts.
+pub(crate) fn components_line(components: &[(VmComponent, u64)]) -> Option<String> {
+    let v = sorted_components(components);
+    let all: u64 = v.iter().map(|(_, n)| n).sum();
+    if all == 0 {
+        return None;
+    }
+    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+}
+
+/// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,
+/// samples and drops, threads, the 10 hottest methods by self samples, the VM component
+/// breakdown. Only what was recorded is printed.
+pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)]) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    lines.push(format!("event {}", event_line(rec)));
+    if let Some(f) = fallback_line(rec) {
+        lines.push(f);
+    }
+    let total = cct.total_samples();
+    lines.push(format!("{} samples, {}", group(total), drops_line(rec)));
+    if let Some(t) = threads_line(rec) {
+        lines.push(format!("threads seen: {t}"));
+    }
+    let rows = method_rows(cct, false);
+    let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();
+    if !hot.is_empty() {
+        lines.push("top methods by self samples:".into());
+        for r in hot {
+            lines.push(format!("{:>9} {:>10}  {}", pct(r.t.self_samples, total), group(r.t.self_samples), r.name));
+        }
+    }
+    if let Some(c) = components_line(components) {
+        lines.push(format!("components: {c}"));
+    }
+    let mut out = String::new();
+    for l in lines {
+        out.push_str("hpm: ");
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! Small text helpers shared by the renderers: escaping and number formatting.
+
+use std::fmt::Write;
+
+/// Escapes text for HTML/XML element content and attribute values. Control characters that
+/// XML 1.0 forbids are replaced by U+FFFD so the document stays well-formed.
+pub fn escape_xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Appends `s` as a JSON string literal that is also safe inside an HTML `<script>` element:
+/// `<`, `>`, `&` and the JS line separators are written as `\u` escapes, so no name can
+/// close the script or open a comment.
+pub fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// `1234567` -> `1,234,567`.
+pub fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `part` as a percentage of `whole` with two decimals; `-` when `whole` is 0 (undefined).
+pub fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.2}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// A ratio with a precision that suits its size; `-` when the divisor is 0.
+pub fn ratio(num: u64, den: u64) -> String {
+    if den == 0 {
+        return "-".to_string();
+    }
+    let r = num as f64 / den as f64;
+    if r >= 1000.0 {
+        format!("{r:.0}")
+    } else if r >= 10.0 {
+        format!("{r:.1}")
+    } else if r >= 0.01 || r == 0.0 {
+        format!("{r:.2}")
+    } else {
+        format!("{r:.2e}")
+    }
+}
+
+/// A nanosecond span for humans: `10 ms`, `250 us`, `1.5 s`.
+pub fn duration_ns(ns: u64) -> String {
+    let trim = |v: f64, unit: &str| {
+        let s = format!("{v:.3}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        format!("{s} {unit}")
+    };
+    if ns >= 1_000_000_000 {
+        trim(ns as f64 / 1e9, "s")
+    } else if ns >= 1_000_000 {
+        trim(ns as f64 / 1e6, "ms")
+    } else if ns >= 1_000 {
+        trim(ns as f64 / 1e3, "us")
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// Cuts `s` to at most `max` characters, ending in `..` when cut.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    if max < 3 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(max - 2).collect();
+    out.push_str("..");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_xml("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+        assert_eq!(escape_xml("x\u{1}y"), "x\u{FFFD}y");
+        let mut s = String::new();
+        push_json_string(&mut s, "</script><!--\"\\\n\u{2028}");
+        assert_eq!(s, r#""\u003c/script\u003e\u003c!--\"\\\n\u2028""#);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+        assert_eq!(pct(1, 3), "33.33%");
+        assert_eq!(pct(1, 0), "-");
+        assert_eq!(ratio(3, 2), "1.50");
+        assert_eq!(ratio(1, 0), "-");
+        assert_eq!(duration_ns(10_000_000), "10 ms");
+        assert_eq!(duration_ns(1_500_000_000), "1.5 s");
+        assert_eq!(duration_ns(250_000), "250 us");
+        assert_eq!(clip("abcdef", 4), "ab..");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}
