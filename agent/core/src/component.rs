@@ -9,7 +9,8 @@ pub fn thread_component(name: &str) -> Option<VmComponent> {
     const GC: [&str; 10] = [
         "GC Thread", "G1 ", "GC task", "Parallel GC", "ZWorker", "ZDirector", "ZDriver", "Shenandoah", "VM Periodic GC", "GC Worker",
     ];
-    const JIT: [&str; 3] = ["C1 CompilerThread", "C2 CompilerThread", "CompilerThread"];
+    // Kernel thread names (`/proc/.../comm`) are cut at 15 bytes: "C2 CompilerThre".
+    const JIT: [&str; 5] = ["C1 Compiler", "C2 Compiler", "CompilerThre", "JVMCI", "Sweeper thread"];
     if GC.iter().any(|p| name.starts_with(p)) {
         Some(VmComponent::Gc)
     } else if JIT.iter().any(|p| name.starts_with(p)) {
@@ -122,6 +123,7 @@ mod tests {
         assert_eq!(thread_component("GC Thread#0"), Some(Gc));
         assert_eq!(thread_component("G1 Conc#0"), Some(Gc));
         assert_eq!(thread_component("C2 CompilerThread0"), Some(JitCompiler));
+        assert_eq!(thread_component("C2 CompilerThre"), Some(JitCompiler));
         assert_eq!(thread_component("main"), None);
     }
 

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod batch;
+pub mod capture;
 pub mod cct;
 pub mod codemap;
 pub mod component;
@@ -13,4 +14,5 @@ pub mod model;
 pub mod options;
 pub mod output;
 pub mod perf_record;
+pub mod resolve;
 pub mod symbols;

@@ -1,0 +1,280 @@
+//! Turns captured samples into model samples, off the hot path and in time order: code-map
+//! events up to the sample's time are applied first, then the instruction pointer is placed
+//! (JIT code, interpreter, stub, native library, kernel), the Java frames get methods, lines and
+//! frame types, counter values become per-thread deltas, and the sample gets its VM component.
+
+use std::collections::HashMap;
+
+use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED};
+use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
+use crate::component::{classify, is_kernel_address, IpSite};
+use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, VmComponent};
+use crate::symbols::Symbolizer;
+
+/// Method metadata from the JVM (JVMTI in the agent, a table in tests).
+pub trait JavaMethods {
+    /// Class, name, descriptor and source file of a jmethodID; `None` when the method is gone.
+    fn describe(&mut self, id: u64) -> Option<MethodInfo>;
+    /// Source line of `bci` in method `id`, -1 when unknown.
+    fn line(&mut self, id: u64, bci: i32) -> i32;
+}
+
+/// Counts of samples kept with a pseudo-frame because their Java stack could not be walked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub java_ok: u64,
+    pub vm_thread: u64,
+    pub failed: Vec<(&'static str, u64)>,
+}
+
+impl WalkStats {
+    fn fail(&mut self, reason: &'static str) {
+        match self.failed.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.failed.push((reason, 1)),
+        }
+    }
+}
+
+#[derive(Default)]
+pub struct SampleResolver {
+    pub timeline: CodeTimeline,
+    pub symbolizer: Symbolizer,
+    pub stats: WalkStats,
+    /// Whether the sampling event reports data addresses.
+    pub data_addresses: bool,
+    methods: HashMap<u64, MethodIdx>,
+    last_counters: HashMap<ThreadIdx, Vec<u64>>,
+    gc: Vec<(u64, u64)>,
+    open_gc: Option<u64>,
+    last_maps_refresh: u64,
+}
+
+impl SampleResolver {
+    pub fn gc_start(&mut self, t: u64) {
+        self.open_gc = Some(t);
+    }
+
+    pub fn gc_finish(&mut self, t: u64) {
+        let start = self.open_gc.take().unwrap_or(t);
+        self.gc.push((start, t));
+    }
+
+    fn gc_active(&self, t: u64) -> bool {
+        self.open_gc.is_some_and(|s| s <= t) || self.gc.iter().rev().take(64).any(|&(s, e)| s <= t && t <= e)
+    }
+
+    fn method_idx(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, id: u64) -> MethodIdx {
+        if let Some(&i) = self.methods.get(&id) {
+            return i;
+        }
+        let info = jm.describe(id).unwrap_or_else(|| MethodInfo::native("[unknown method]"));
+        let i = rec.methods.intern(info);
+        self.methods.insert(id, i);
+        i
+    }
+
+    fn pseudo(rec: &mut Recording, name: &str, kind: FrameKind) -> Frame {
+        Frame { method: rec.methods.intern(MethodInfo::native(name)), bci: -1, line: -1, kind }
+    }
+
+    /// Resolves one captured sample. `counters` is the number of counters in the group.
+    pub fn resolve(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Sample {
+        let raw = &c.raw;
+        self.timeline.advance_to(raw.time);
+        let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
+        let (thread_name, is_java) = rec
+            .threads
+            .get(c.thread as usize)
+            .map(|t| (t.name.clone(), t.is_java))
+            .unwrap_or_default();
+
+        let native = self.place_ip(ip, raw.time);
+        let site = match &native {
+            Placed::Code(k, _) => *k,
+            Placed::Lib(lib, sym) => IpSite::Library { lib, symbol: sym },
+            Placed::Kernel => IpSite::Kernel,
+            Placed::Anonymous => IpSite::Anonymous,
+            Placed::Unknown => IpSite::Unknown,
+        };
+        let component = classify(&thread_name, is_java, site, self.gc_active(raw.time));
+
+        let mut stack = Vec::with_capacity(c.java_frames().len() + 2);
+        // Leaf: the native function or stub the thread was in, if not Java code.
+        match &native {
+            Placed::Lib(lib, sym) => {
+                let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
+                stack.push(Self::pseudo(rec, sym, kind));
+            }
+            Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, name, FrameKind::Cpp)),
+            Placed::Kernel => stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel)),
+            _ => {}
+        }
+
+        let java = c.java_frames();
+        if !java.is_empty() {
+            self.stats.java_ok += 1;
+            let kinds = frame_kinds(&self.timeline.map, ip, java);
+            for (f, kind) in java.iter().zip(kinds) {
+                let method = self.method_idx(rec, jm, f.method_id);
+                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno, jm.line(f.method_id, f.lineno)) };
+                stack.push(Frame { method, bci, line, kind });
+            }
+        } else if !is_java || c.num_frames == -3 {
+            // A VM thread (GC worker, compiler, VM thread): its component is the root.
+            self.stats.vm_thread += 1;
+            if stack.is_empty() {
+                stack.push(Self::pseudo(rec, &format!("[{}]", site_name(&native)), FrameKind::Unknown));
+            }
+            stack.push(Self::pseudo(rec, &format!("[{}]", component.name()), FrameKind::Unknown));
+        } else {
+            let reason = if c.num_frames == WALK_NOT_ATTEMPTED { "coalesced_signal" } else { asgct_error_name(c.num_frames) };
+            self.stats.fail(reason);
+            if let Placed::Code(IpSite::Jit, _) = native {
+                if let Some(m) = self.timeline.map.find(ip).and_then(|b| b.method()) {
+                    let method = self.method_idx(rec, jm, m);
+                    stack.push(Frame { method, bci: -1, line: -1, kind: FrameKind::JitCompiled });
+                }
+            }
+            stack.push(Self::pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
+        }
+
+        Sample {
+            time: raw.time,
+            thread: c.thread,
+            truncated: java.len() >= crate::capture::MAX_FRAMES,
+            stack,
+            weight: raw.period,
+            counters: self.counter_deltas(c),
+            data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
+            ip,
+            component,
+        }
+    }
+
+    fn place_ip(&mut self, ip: u64, now: u64) -> Placed {
+        if is_kernel_address(ip) {
+            return Placed::Kernel;
+        }
+        if let Some(b) = self.timeline.map.find(ip) {
+            return match &b.kind {
+                BlobKind::Compiled { .. } => Placed::Code(IpSite::Jit, String::new()),
+                BlobKind::Interpreter => Placed::Code(IpSite::Interpreter, String::new()),
+                BlobKind::Stub => Placed::Code(IpSite::Stub, b.name.clone()),
+            };
+        }
+        if self.symbolizer.mapping(ip).is_none() && now.saturating_sub(self.last_maps_refresh) > 1_000_000_000 {
+            // A library loaded since the last look, at most once a second.
+            self.symbolizer.refresh();
+            self.last_maps_refresh = now;
+        }
+        match self.symbolizer.mapping(ip) {
+            None => Placed::Unknown,
+            Some(m) if m.path.is_empty() || m.path.starts_with('[') => Placed::Anonymous,
+            Some(_) => match self.symbolizer.resolve(ip) {
+                Some(s) => Placed::Lib(s.lib, s.name),
+                None => Placed::Unknown,
+            },
+        }
+    }
+
+    fn counter_deltas(&mut self, c: &Captured) -> Vec<u64> {
+        let raw = &c.raw;
+        if raw.nvalues <= 1 {
+            return Vec::new();
+        }
+        // Scale for multiplexing (hardware counters shared with other users of the PMU).
+        let scale = |v: u64| -> u64 {
+            if raw.time_running > 0 && raw.time_running < raw.time_enabled {
+                (v as u128 * raw.time_enabled as u128 / raw.time_running as u128) as u64
+            } else {
+                v
+            }
+        };
+        let now: Vec<u64> = raw.values[1..raw.nvalues as usize].iter().map(|&v| scale(v)).collect();
+        let last = self.last_counters.entry(c.thread).or_insert_with(|| vec![0; now.len()]);
+        let deltas = now.iter().zip(last.iter()).map(|(n, l)| n.saturating_sub(*l)).collect();
+        *last = now;
+        deltas
+    }
+}
+
+enum Placed {
+    Code(IpSite<'static>, String),
+    Lib(String, String),
+    Kernel,
+    Anonymous,
+    Unknown,
+}
+
+fn site_name(p: &Placed) -> &'static str {
+    match p {
+        Placed::Code(..) => "code",
+        Placed::Lib(..) => "native",
+        Placed::Kernel => "kernel",
+        Placed::Anonymous => "anonymous code",
+        Placed::Unknown => "unknown code",
+    }
+}
+
+/// Frame types for an AsyncGetCallTrace stack (leaf first). ASGCT does not report them, so:
+/// the frames at the sampled pc come exactly from the JIT's inline scopes (innermost inlined
+/// ... compiled method); deeper frames are judged from the code installed at the sample's time:
+/// a method inlined into its caller's compiled code is `Inlined`, a method with compiled code
+/// is `JitCompiled`, otherwise `Interpreted`.
+pub fn frame_kinds(map: &CodeMap, ip: u64, frames: &[CallFrame]) -> Vec<FrameKind> {
+    let n = frames.len();
+    let mut kinds = vec![FrameKind::Interpreted; n];
+    // Outer frames first, remembering the physical compiled frame that may inline callees.
+    let mut physical: Option<u64> = None;
+    for i in (0..n).rev() {
+        let f = &frames[i];
+        if f.lineno == BCI_NATIVE_FRAME {
+            kinds[i] = FrameKind::Native;
+            physical = None;
+            continue;
+        }
+        let inlined = physical.is_some_and(|p| map.compiled_blobs(p).any(|b| b.inlines(f.method_id)));
+        kinds[i] = if inlined {
+            FrameKind::Inlined
+        } else if map.is_compiled(f.method_id) {
+            physical = Some(f.method_id);
+            FrameKind::JitCompiled
+        } else {
+            physical = None;
+            FrameKind::Interpreted
+        };
+    }
+    // The frames at the sampled pc are known exactly.
+    if let Some(b) = map.find(ip) {
+        match &b.kind {
+            BlobKind::Interpreter if n > 0 && frames[0].lineno != BCI_NATIVE_FRAME => kinds[0] = FrameKind::Interpreted,
+            BlobKind::Compiled { method, .. } => {
+                let chain: Vec<u64> = b.scope_at(ip).map(|s| s.frames.iter().map(|f| f.0).collect()).unwrap_or_else(|| vec![*method]);
+                if chain.len() <= n && chain.iter().zip(frames).all(|(m, f)| *m == f.method_id) {
+                    for k in 0..chain.len() {
+                        kinds[k] = if k + 1 == chain.len() { FrameKind::JitCompiled } else { FrameKind::Inlined };
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    kinds
+}
+
+/// Samples' VM components, counted (for summaries).
+pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
+    let mut counts: Vec<(VmComponent, u64)> = VmComponent::ALL.iter().map(|&c| (c, 0)).collect();
+    for s in samples {
+        if let Some(e) = counts.iter_mut().find(|(c, _)| *c == s.component) {
+            e.1 += 1;
+        }
+    }
+    counts.retain(|(_, n)| *n > 0);
+    counts
+}
+
+#[cfg(test)]
+#[path = "resolve_tests.rs"]
+mod tests;

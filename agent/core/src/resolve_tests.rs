@@ -1,0 +1,162 @@
+//! Replay tests: captured samples and code events, as the agent records them, resolved with a
+//! table of methods instead of a JVM.
+
+use super::*;
+use crate::capture::MAX_FRAMES;
+use crate::codemap::{CodeBlob, CodeEvent, PcScope};
+use crate::model::ThreadInfo;
+use crate::symbols::{parse_maps, SymbolTable};
+
+struct Table(HashMap<u64, (&'static str, &'static str)>);
+
+impl JavaMethods for Table {
+    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
+        self.0.get(&id).map(|(c, m)| MethodInfo::java(c, m, "()V"))
+    }
+    fn line(&mut self, _id: u64, bci: i32) -> i32 {
+        100 + bci
+    }
+}
+
+fn table() -> Table {
+    Table(HashMap::from([(1, ("Main", "run")), (2, ("Main", "outer")), (3, ("Main", "inner")), (4, ("Main", "leaf"))]))
+}
+
+fn captured(thread: u32, time: u64, ip: u64, frames: &[(u64, i32)]) -> Captured {
+    let mut c = Captured { thread, ..Default::default() };
+    c.raw.time = time;
+    c.raw.ip = ip;
+    c.raw.period = 1_000_000;
+    c.num_frames = frames.len() as i32;
+    for (i, &(m, bci)) in frames.iter().enumerate() {
+        c.frames[i] = CallFrame { lineno: bci, method_id: m };
+    }
+    c
+}
+
+fn recording() -> Recording {
+    let mut r = Recording::default();
+    r.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
+    r.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    r
+}
+
+fn names(rec: &Recording, s: &Sample) -> Vec<String> {
+    s.stack.iter().map(|f| rec.method(f.method).display_name()).collect()
+}
+
+#[test]
+fn inline_scopes_give_exact_top_frame_types() {
+    let mut res = SampleResolver::default();
+    // Main.outer compiled at 0x1000 with Main.inner and Main.leaf inlined at pc 0x1040.
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (3, 7), (2, 11)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let c = captured(0, 10, 0x1030, &[(4, 3), (3, 7), (2, 11), (1, 20)]);
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.inner", "Main.outer", "Main.run"]);
+    let kinds: Vec<FrameKind> = s.stack.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, [FrameKind::Inlined, FrameKind::Inlined, FrameKind::JitCompiled, FrameKind::Interpreted]);
+    assert_eq!(s.stack[0].line, 103);
+    assert_eq!(s.component, VmComponent::Java);
+}
+
+#[test]
+fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
+    let mut res = SampleResolver::default();
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, vec![], 5)));
+    res.timeline.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(4, 0x1000, 0x100, vec![], 30)));
+    let mut rec = recording();
+    let mut t = table();
+    // Both walks failed, so the method comes from the code map alone.
+    let mut early = captured(0, 10, 0x1010, &[]);
+    early.num_frames = -6;
+    let mut late = early;
+    late.raw.time = 40;
+    let a = res.resolve(&mut rec, &mut t, &early);
+    let b = res.resolve(&mut rec, &mut t, &late);
+    assert_eq!(names(&rec, &a), ["Main.inner", "[no Java stack: not_walkable_Java]"]);
+    assert_eq!(names(&rec, &b), ["Main.leaf", "[no Java stack: not_walkable_Java]"]);
+    assert_eq!(res.stats.failed, vec![("not_walkable_Java", 2)]);
+}
+
+#[test]
+fn deeper_frames_use_installed_code() {
+    let mut map = CodeMap::default();
+    // Main.run compiled with Main.outer inlined; Main.inner compiled on its own.
+    map.apply(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, vec![PcScope { pc: 0x1010, frames: vec![(2, 1), (1, 1)] }], 0)));
+    map.apply(CodeEvent::Load(CodeBlob::compiled(3, 0x2000, 0x100, vec![], 0)));
+    let frames = [
+        CallFrame { lineno: 0, method_id: 4 },
+        CallFrame { lineno: 0, method_id: 3 },
+        CallFrame { lineno: 0, method_id: 2 },
+        CallFrame { lineno: 0, method_id: 1 },
+    ];
+    let k = frame_kinds(&map, 0x9999, &frames);
+    assert_eq!(k, [FrameKind::Interpreted, FrameKind::JitCompiled, FrameKind::Inlined, FrameKind::JitCompiled]);
+    let native = [CallFrame { lineno: BCI_NATIVE_FRAME, method_id: 9 }, frames[3]];
+    assert_eq!(frame_kinds(&map, 0, &native)[0], FrameKind::Native);
+}
+
+#[test]
+fn vm_threads_get_their_component_root_and_native_leaf() {
+    let mut res = SampleResolver::default();
+    res.symbolizer.set_mappings(parse_maps("7f0000000000-7f0000100000 r-xp 00000000 fd:01 9 /x/libjvm.so\n"));
+    res.symbolizer.insert_table("/x/libjvm.so", SymbolTable::from_symbols(vec![(0x100, 0x100, "G1ParScanThreadState::trim_queue".into())]));
+    let mut rec = recording();
+    let mut c = captured(1, 10, 0x7f0000000150, &[]);
+    c.num_frames = -3;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["G1ParScanThreadState::trim_queue", "[GC]"]);
+    assert_eq!(s.stack[0].kind, FrameKind::Cpp);
+    assert_eq!(s.component, VmComponent::Gc);
+    assert_eq!(res.stats.vm_thread, 1);
+}
+
+#[test]
+fn java_thread_in_the_jvm_gets_a_native_leaf_and_runtime_component() {
+    let mut res = SampleResolver::default();
+    res.symbolizer.set_mappings(parse_maps("7f0000000000-7f0000100000 r-xp 00000000 fd:01 9 /x/libjvm.so\n"));
+    res.symbolizer.insert_table("/x/libjvm.so", SymbolTable::from_symbols(vec![(0x100, 0x100, "SharedRuntime::resolve_static_call_C".into())]));
+    let mut rec = recording();
+    let c = captured(0, 10, 0x7f0000000150, &[(1, 2)]);
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["SharedRuntime::resolve_static_call_C", "Main.run"]);
+    assert_eq!(s.component, VmComponent::Runtime);
+}
+
+#[test]
+fn counter_values_become_per_thread_deltas() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let mut t = table();
+    let mut c = captured(0, 10, 0, &[(1, 0)]);
+    c.raw.nvalues = 3;
+    c.raw.values[..3].copy_from_slice(&[1000, 50, 7]);
+    assert_eq!(res.resolve(&mut rec, &mut t, &c).counters, vec![50, 7]);
+    c.raw.values[..3].copy_from_slice(&[2000, 80, 7]);
+    assert_eq!(res.resolve(&mut rec, &mut t, &c).counters, vec![30, 0]);
+    // Another thread starts from zero.
+    c.thread = 1;
+    c.raw.values[..3].copy_from_slice(&[10, 5, 1]);
+    assert_eq!(res.resolve(&mut rec, &mut t, &c).counters, vec![5, 1]);
+    // Multiplexed: running half the enabled time scales values by 2.
+    c.raw.time_enabled = 200;
+    c.raw.time_running = 100;
+    c.raw.values[..3].copy_from_slice(&[20, 10, 2]);
+    assert_eq!(res.resolve(&mut rec, &mut t, &c).counters, vec![15, 3]);
+}
+
+#[test]
+fn unknown_methods_and_gc_time() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    res.gc_start(5);
+    res.gc_finish(15);
+    let c = captured(0, 10, 0, &[(99, 1)]);
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["[unknown method]"]);
+    assert!(res.gc_active(10) && !res.gc_active(20));
+    assert!(!c.java_frames().is_empty() && c.java_frames().len() < MAX_FRAMES);
+}
