@@ -13,7 +13,14 @@
 //! Parsers take text and return `Err((line, message))` (1-based line); the `load_*` functions
 //! take a path and return [`crate::load::LoadError`], which names the file, line and problem.
 
+pub mod ccmap;
+mod ccmap_io;
+mod ccmap_query;
+#[cfg(test)]
+mod ccmap_tests;
 pub mod stats;
+pub mod tuner;
+
 
 
 use crate::load::LoadError;

@@ -1,0 +1,359 @@
+//! Call Context Map (CC-Map) of Chilingarova & Safonov, section 3.1.
+//!
+//! A hash table of [`MethodProfile`]s (total executions per method) refers to [`CallSite`]s,
+//! which refer to [`Callee`]s holding the number of calls from the caller to one callee *in any
+//! context*. For every call sequence seen in a sample, a tree of reference nodes —
+//! [`CallSiteRef`] and [`CalleeRef`] — hangs below the general `Callee` of its first call; a
+//! `CalleeRef` counts the calls made *in that context*. Every general node keeps `contexts`
+//! references to the reference nodes standing for the same call elsewhere (Figure 3), so the
+//! contexts of a hot call are found by following references, not by searching trees.
+//!
+//! Samples are processed as in section 3.1.4: a buffer holds the frames from the top of the
+//! stack to the outermost frame or to the first frame already visited by an earlier sample
+//! (which is recorded, as it made the new call), and for `i` over the buffer:
+//! `MethodProfile(buf[i])++`; if `i > 0`, `Callee(buf[i] -> buf[i-1])++`; then for
+//! `j = i-2 .. 0`, `CalleeRef(buf[j])++` along the path from that `Callee`.
+//!
+//! Queries are in `ccmap_query.rs`, dump/load and pruning in `ccmap_io.rs`.
+
+use std::collections::HashMap;
+
+use crate::cct::Cct;
+use crate::model::Recording;
+
+pub type MethodId = u32;
+pub type SiteId = u32;
+pub type CalleeId = u32;
+pub type SiteRefId = u32;
+pub type CalleeRefId = u32;
+
+/// One frame of a sample: the method and, for callers, the offset of the call instruction
+/// (bytecode index; -1 where unknown, e.g. from collapsed stacks: one call site per method).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CcFrame {
+    pub method: String,
+    pub offset: i32,
+}
+
+impl CcFrame {
+    pub fn new(method: &str, offset: i32) -> CcFrame {
+        CcFrame {
+            method: method.to_string(),
+            offset,
+        }
+    }
+}
+
+/// A sample buffer: frames from the top of the stack (index 0) outwards.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CcSample {
+    pub frames: Vec<CcFrame>,
+    /// The walk stopped at a frame already visited by an earlier sample (the last frame).
+    pub stopped_at_visited: bool,
+}
+
+impl CcSample {
+    /// A complete sample from method names, top of stack first, offsets unknown.
+    pub fn of(top_first: &[&str]) -> CcSample {
+        CcSample {
+            frames: top_first.iter().map(|m| CcFrame::new(m, -1)).collect(),
+            stopped_at_visited: false,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MethodProfile {
+    pub name: String,
+    /// Executions: frames of this method seen in samples (the paper's total counter).
+    pub total: u64,
+    /// Samples with this method on top of the stack.
+    pub top: u64,
+    pub sites: Vec<SiteId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSite {
+    pub caller: MethodId,
+    pub offset: i32,
+    pub callees: Vec<CalleeId>,
+    /// The reference nodes standing for this call site in particular contexts.
+    pub contexts: Vec<SiteRefId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Callee {
+    pub site: SiteId,
+    pub method: MethodId,
+    /// Calls from the site's caller to this callee, in any context.
+    pub count: u64,
+    /// Call sites of the callee reached through this call: the root of its context tree.
+    pub sites: Vec<SiteRefId>,
+    /// The reference nodes standing for this call in particular contexts.
+    pub contexts: Vec<CalleeRefId>,
+}
+
+/// What a [`CallSiteRef`] hangs below: a general call (first call of the sequence) or a call
+/// in context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RefParent {
+    Callee(CalleeId),
+    CalleeRef(CalleeRefId),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallSiteRef {
+    pub site: SiteId,
+    pub parent: RefParent,
+    pub callees: Vec<CalleeRefId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CalleeRef {
+    pub callee: CalleeId,
+    pub site_ref: SiteRefId,
+    /// Calls made in this context.
+    pub count: u64,
+    pub sites: Vec<SiteRefId>,
+}
+
+/// A call sequence (at least three methods) with the number of calls of its last call made
+/// in the context of the whole sequence.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathCount {
+    pub methods: Vec<String>,
+    pub count: u64,
+}
+
+/// How often a call sequence occurred in total, and below which callers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathContexts {
+    pub count: u64,
+    /// Methods seen calling the first method of the path, with the count of the path below
+    /// each, hottest first.
+    pub callers: Vec<(String, u64)>,
+    /// Occurrences with no caller recorded (the first method was outermost in the buffer).
+    pub without_caller: u64,
+}
+
+/// A call site that has seen one target so far (a devirtualisation candidate).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SingleTarget {
+    /// The context of the call site: the methods leading to the caller, caller last.
+    pub context: Vec<String>,
+    pub offset: i32,
+    pub callee: String,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct CcMap {
+    pub(super) methods: Vec<MethodProfile>,
+    pub(super) sites: Vec<CallSite>,
+    pub(super) callees: Vec<Callee>,
+    pub(super) site_refs: Vec<CallSiteRef>,
+    pub(super) callee_refs: Vec<CalleeRef>,
+    pub(super) samples: u64,
+    /// Samples made only of a frame already visited: the top frame repeated (section 3.3).
+    pub(super) repeats: u64,
+    pub(super) method_index: HashMap<String, MethodId>,
+    pub(super) site_index: HashMap<(MethodId, i32), SiteId>,
+    pub(super) callee_index: HashMap<(SiteId, MethodId), CalleeId>,
+    pub(super) site_ref_index: HashMap<(RefParent, SiteId), SiteRefId>,
+    pub(super) callee_ref_index: HashMap<(SiteRefId, CalleeId), CalleeRefId>,
+}
+
+impl CcMap {
+    pub fn new() -> CcMap {
+        CcMap::default()
+    }
+
+    /// Builds the map from a calling context tree: each root-first path with `n` self samples
+    /// counts as `n` complete samples. Call-site offsets are unknown (-1).
+    pub fn from_cct(cct: &Cct) -> CcMap {
+        let mut map = CcMap::new();
+        for (path, n) in cct.leaf_stacks() {
+            let s = CcSample {
+                frames: path.iter().rev().map(|m| CcFrame::new(m, -1)).collect(),
+                stopped_at_visited: false,
+            };
+            map.add_samples(&s, n);
+        }
+        map
+    }
+
+    /// Builds the map from a recording; a caller frame's bytecode index is its call site.
+    pub fn from_recording(rec: &Recording) -> CcMap {
+        let mut map = CcMap::new();
+        for s in &rec.samples {
+            let frames = s
+                .stack
+                .iter()
+                .map(|f| CcFrame {
+                    method: rec.method(f.method).display_name(),
+                    offset: f.bci,
+                })
+                .collect();
+            map.add_samples(
+                &CcSample {
+                    frames,
+                    stopped_at_visited: false,
+                },
+                1,
+            );
+        }
+        map
+    }
+
+    pub fn add_sample(&mut self, s: &CcSample) {
+        self.add_samples(s, 1)
+    }
+
+    /// Processes `n` identical samples: the paper's algorithm with every counter bumped by `n`.
+    pub fn add_samples(&mut self, s: &CcSample, n: u64) {
+        let buf = &s.frames;
+        if buf.is_empty() || n == 0 {
+            return;
+        }
+        self.samples += n;
+        if s.stopped_at_visited && buf.len() == 1 {
+            self.repeats += n;
+        }
+        let ids: Vec<MethodId> = buf.iter().map(|f| self.method_id(&f.method)).collect();
+        self.methods[ids[0] as usize].top += n;
+        for i in 0..buf.len() {
+            self.methods[ids[i] as usize].total += n;
+            if i == 0 {
+                continue;
+            }
+            let site = self.site_id(ids[i], buf[i].offset);
+            let callee = self.callee_id(site, ids[i - 1]);
+            self.callees[callee as usize].count += n;
+            let mut parent = RefParent::Callee(callee);
+            for j in (0..i.saturating_sub(1)).rev() {
+                let site = self.site_id(ids[j + 1], buf[j + 1].offset);
+                let site_ref = self.site_ref_id(parent, site);
+                let callee = self.callee_id(site, ids[j]);
+                let r = self.callee_ref_id(site_ref, callee);
+                self.callee_refs[r as usize].count += n;
+                parent = RefParent::CalleeRef(r);
+            }
+        }
+    }
+
+    fn method_id(&mut self, name: &str) -> MethodId {
+        if let Some(&id) = self.method_index.get(name) {
+            return id;
+        }
+        let id = self.methods.len() as MethodId;
+        self.methods.push(MethodProfile {
+            name: name.to_string(),
+            total: 0,
+            top: 0,
+            sites: Vec::new(),
+        });
+        self.method_index.insert(name.to_string(), id);
+        id
+    }
+
+    fn site_id(&mut self, caller: MethodId, offset: i32) -> SiteId {
+        if let Some(&id) = self.site_index.get(&(caller, offset)) {
+            return id;
+        }
+        let id = self.sites.len() as SiteId;
+        self.sites.push(CallSite {
+            caller,
+            offset,
+            callees: Vec::new(),
+            contexts: Vec::new(),
+        });
+        self.methods[caller as usize].sites.push(id);
+        self.site_index.insert((caller, offset), id);
+        id
+    }
+
+    fn callee_id(&mut self, site: SiteId, method: MethodId) -> CalleeId {
+        if let Some(&id) = self.callee_index.get(&(site, method)) {
+            return id;
+        }
+        let id = self.callees.len() as CalleeId;
+        self.callees.push(Callee {
+            site,
+            method,
+            count: 0,
+            sites: Vec::new(),
+            contexts: Vec::new(),
+        });
+        self.sites[site as usize].callees.push(id);
+        self.callee_index.insert((site, method), id);
+        id
+    }
+
+    fn site_ref_id(&mut self, parent: RefParent, site: SiteId) -> SiteRefId {
+        if let Some(&id) = self.site_ref_index.get(&(parent, site)) {
+            return id;
+        }
+        let id = self.site_refs.len() as SiteRefId;
+        self.site_refs.push(CallSiteRef {
+            site,
+            parent,
+            callees: Vec::new(),
+        });
+        self.sites[site as usize].contexts.push(id);
+        match parent {
+            RefParent::Callee(c) => self.callees[c as usize].sites.push(id),
+            RefParent::CalleeRef(r) => self.callee_refs[r as usize].sites.push(id),
+        }
+        self.site_ref_index.insert((parent, site), id);
+        id
+    }
+
+    fn callee_ref_id(&mut self, site_ref: SiteRefId, callee: CalleeId) -> CalleeRefId {
+        if let Some(&id) = self.callee_ref_index.get(&(site_ref, callee)) {
+            return id;
+        }
+        let id = self.callee_refs.len() as CalleeRefId;
+        self.callee_refs.push(CalleeRef {
+            callee,
+            site_ref,
+            count: 0,
+            sites: Vec::new(),
+        });
+        self.site_refs[site_ref as usize].callees.push(id);
+        self.callees[callee as usize].contexts.push(id);
+        self.callee_ref_index.insert((site_ref, callee), id);
+        id
+    }
+
+    // ---- read access ----
+
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+    pub fn repeats(&self) -> u64 {
+        self.repeats
+    }
+    pub fn methods(&self) -> &[MethodProfile] {
+        &self.methods
+    }
+    pub fn sites(&self) -> &[CallSite] {
+        &self.sites
+    }
+    pub fn callees(&self) -> &[Callee] {
+        &self.callees
+    }
+    pub fn site_refs(&self) -> &[CallSiteRef] {
+        &self.site_refs
+    }
+    pub fn callee_refs(&self) -> &[CalleeRef] {
+        &self.callee_refs
+    }
+    pub fn method(&self, name: &str) -> Option<&MethodProfile> {
+        self.method_index
+            .get(name)
+            .map(|&i| &self.methods[i as usize])
+    }
+    pub(super) fn name(&self, m: MethodId) -> &str {
+        &self.methods[m as usize].name
+    }
+}
