@@ -34,7 +34,7 @@ impl Default for HtmlOptions {
             title: "Flame Graph".into(),
             subtitle: None,
             by: CountBy::Samples,
-            min_share: 1e-5,
+            min_share: 1e-6,
             max_nodes: 300_000,
         }
     }

@@ -12,8 +12,8 @@ use crate::cct::{Cct, MethodTotals, NodeId, ROOT};
 use crate::model::{Recording, VmComponent};
 
 use super::cpi_counters;
-pub use super::summary::{component_counts, summary};
-use super::summary::{drops_line, event_line, fallback_line, sorted_components, threads_line};
+pub use super::summary::{component_counts, event_line, summary};
+use super::summary::{drops_line, fallback_line, sorted_components, threads_line};
 use super::text::{duration_ns, group, pct, ratio};
 
 #[derive(Clone, Debug, PartialEq)]

@@ -197,3 +197,16 @@ fn summary_without_extras_prints_no_made_up_lines() {
     assert_eq!(s.lines().filter(|l| l.contains("  m")).count(), 10, "{s}");
     assert!(s.contains("hpm: 120 samples, none dropped"), "{s}");
 }
+
+/// `cargo test -p hpm-core print_example_report -- --ignored --nocapture` shows the layout.
+#[test]
+#[ignore]
+fn print_example_report() {
+    for counters in [&["cycles", "instructions"][..], &["task-clock", "page-faults"][..]] {
+        let rec = recording(counters);
+        let cct = Cct::from_recording(&rec, false);
+        let comps = component_counts(&rec.samples);
+        println!("{}", summary(&rec, &cct, &comps));
+        println!("{}", full_report(Some(&rec), &cct, &comps, &ReportOptions::default()));
+    }
+}

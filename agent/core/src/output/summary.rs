@@ -36,8 +36,9 @@ pub(crate) fn sorted_components(components: &[(VmComponent, u64)]) -> Vec<(VmCom
     v
 }
 
-/// `cycles, every 1,000,000 events` / `cpu-clock, interval 10 ms`.
-pub(crate) fn event_line(rec: &Recording) -> String {
+/// `cycles, every 1,000,000 events, sampler asgct` / `cpu-clock, interval 10 ms, sampler asgct`:
+/// the sampling event for headers and titles.
+pub fn event_line(rec: &Recording) -> String {
     let e = &rec.event;
     let period = match e.unit {
         PeriodUnit::Nanoseconds => format!("interval {}", duration_ns(e.period)),
