@@ -18,6 +18,7 @@ mod ccmap_io;
 mod ccmap_query;
 #[cfg(test)]
 mod ccmap_tests;
+pub mod compare;
 pub mod stats;
 pub mod tuner;
 

@@ -1,0 +1,498 @@
+//! Comparing two profiles.
+//!
+//! - **Overlap** (Arnold & Ryder, as used by Chilingarova & Safonov section 5): the sum over
+//!   all nodes of the smaller of the node's two relative weights, `value(N) / sum of values`,
+//!   a missing node weighing 0. 100% for identical profiles, 0% for disjoint ones, symmetric.
+//! - **Hot-edge coverage** (Zhuang et al. 2006, used by Hofer et al. 2015 with T = 0.1): an
+//!   edge (a calling context) is hot in a profile if its weight is at least T times the weight
+//!   of that profile's hottest edge; the coverage of A by B is the share of A's hot edges that
+//!   are also hot in B. It is not symmetric, so both directions are reported.
+//! - **Correlation** of per-method totals (Pearson), over the union of methods, as
+//!   Chilingarova & Safonov correlate their MethodProfile counters.
+//!
+//! The functions work on any weighted set — CCT contexts, flat method profiles, class or
+//! allocation profiles — given as maps from key to weight.
+//!
+//! Frame names are normalised before comparing so that async-profiler's collapsed output
+//! (`java/lang/Thread.run_[j]`) matches ours (`java.lang.Thread.run`); see [`normalize_frame`].
+
+use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+
+use super::stats::pearson;
+use crate::cct::{Cct, NodeId};
+
+/// Which weight of a CCT node counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Samples whose stack ends in the context (the default; sums to the sample count).
+    SelfSamples,
+    /// Samples whose stack passes through the context (inclusive of callees).
+    TotalSamples,
+}
+
+/// Overlap of two weighted sets, 0..=1; `None` if either has no weight.
+pub fn overlap<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
+    let (sa, sb) = (total(a)?, total(b)?);
+    let sum = a
+        .iter()
+        .filter_map(|(k, &wa)| b.get(k).map(|&wb| (wa / sa).min(wb / sb)))
+        .sum::<f64>();
+    Some(sum.min(1.0))
+}
+
+fn total<K>(m: &HashMap<K, f64>) -> Option<f64> {
+    let s: f64 = m.values().filter(|w| **w > 0.0).sum();
+    (s > 0.0).then_some(s)
+}
+
+/// Keys whose weight is at least `threshold` times the largest weight.
+pub fn hot_keys<K: Eq + Hash>(m: &HashMap<K, f64>, threshold: f64) -> HashSet<&K> {
+    let max = m.values().cloned().fold(0.0, f64::max);
+    if max <= 0.0 {
+        return HashSet::new();
+    }
+    m.iter()
+        .filter(|(_, &w)| w > 0.0 && w >= threshold * max)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Share of `reference`'s hot edges that are hot in `other` too; `None` if `reference` has no
+/// weight.
+pub fn hot_edge_coverage<K: Eq + Hash>(
+    reference: &HashMap<K, f64>,
+    other: &HashMap<K, f64>,
+    threshold: f64,
+) -> Option<f64> {
+    let hot_ref = hot_keys(reference, threshold);
+    if hot_ref.is_empty() {
+        return None;
+    }
+    let hot_other = hot_keys(other, threshold);
+    let covered = hot_ref.iter().filter(|k| hot_other.contains(*k)).count();
+    Some(covered as f64 / hot_ref.len() as f64)
+}
+
+/// Pearson correlation of the weights over the union of keys (missing keys weigh 0).
+pub fn correlation<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
+    let keys: HashSet<&K> = a.keys().chain(b.keys()).collect();
+    let pairs: Vec<(f64, f64)> = keys
+        .into_iter()
+        .map(|k| {
+            (
+                a.get(k).copied().unwrap_or(0.0),
+                b.get(k).copied().unwrap_or(0.0),
+            )
+        })
+        .collect();
+    pearson(&pairs)
+}
+
+/// Weight of every calling context (root-first path of frame names).
+pub fn context_weights(cct: &Cct, w: Weight) -> HashMap<Vec<String>, f64> {
+    let mut out = HashMap::new();
+    for id in 1..cct.nodes.len() as NodeId {
+        let v = node_weight(cct, id, w);
+        if v > 0.0 {
+            let path = cct.path(id).into_iter().map(str::to_string).collect();
+            *out.entry(path).or_insert(0.0) += v;
+        }
+    }
+    out
+}
+
+fn node_weight(cct: &Cct, id: NodeId, w: Weight) -> f64 {
+    let n = cct.node(id);
+    match w {
+        Weight::SelfSamples => n.self_samples as f64,
+        Weight::TotalSamples => n.total_samples as f64,
+    }
+}
+
+/// Flat method profile: self samples per method, or samples the method appears in.
+pub fn method_weights(cct: &Cct, w: Weight) -> HashMap<String, f64> {
+    cct.method_totals()
+        .into_iter()
+        .map(|(name, t)| {
+            let v = match w {
+                Weight::SelfSamples => t.self_samples,
+                Weight::TotalSamples => t.total_samples,
+            };
+            (name.to_string(), v as f64)
+        })
+        .filter(|(_, v)| *v > 0.0)
+        .collect()
+}
+
+/// Class profile: self samples per class (the part of a Java frame name before the method).
+/// A collapsed file of class names with counts (an allocation profile) is compared the same
+/// way through [`method_weights`].
+pub fn class_weights(cct: &Cct) -> HashMap<String, f64> {
+    let mut out: HashMap<String, f64> = HashMap::new();
+    for (name, t) in cct.method_totals() {
+        if t.self_samples > 0 {
+            *out.entry(class_of(name).to_string()).or_insert(0.0) += t.self_samples as f64;
+        }
+    }
+    out
+}
+
+/// `java.util.HashMap` for `java.util.HashMap.get`; other names stay whole.
+pub fn class_of(frame: &str) -> &str {
+    if frame.contains(' ') || frame.contains("::") || frame.starts_with('[') {
+        return frame;
+    }
+    match frame.rfind('.') {
+        Some(i) if i > 0 => &frame[..i],
+        _ => frame,
+    }
+}
+
+/// Normalises a frame name across profilers:
+/// - async-profiler's frame-type suffixes `_[j]`, `_[i]`, `_[k]`, `_[0]`, `_[1]` ... are removed;
+/// - in Java frames (no spaces, no `::`, not a path), `/` becomes `.`: `java/lang/Thread.run`;
+/// - generated classes lose their run-specific parts: the hidden-class address `/0x...` and
+///   the lambda number in `$$Lambda$14`, which differ between runs.
+pub fn normalize_frame(name: &str) -> String {
+    let mut s = name.trim();
+    if let Some(i) = s.rfind("_[") {
+        let tag = &s[i + 2..];
+        if tag.len() >= 2 && tag.len() <= 4 && tag.ends_with(']') {
+            if tag[..tag.len() - 1]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric())
+            {
+                s = &s[..i];
+            }
+        }
+    }
+    let javaish = s.contains('/') && !s.starts_with('/') && !s.contains(' ') && !s.contains("::");
+    let s = if javaish {
+        s.replace('/', ".")
+    } else {
+        s.to_string()
+    };
+    strip_lambda_number(&strip_hex_segments(&s))
+}
+
+/// Removes `.0x<hex>` segments (hidden-class addresses) followed by `.` or the end.
+fn strip_hex_segments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(".0x") {
+        let after = &rest[i + 3..];
+        let hex_len = after.chars().take_while(|c| c.is_ascii_hexdigit()).count();
+        let end_ok = after[hex_len..].is_empty() || after[hex_len..].starts_with('.');
+        out.push_str(&rest[..i]);
+        if hex_len >= 4 && end_ok {
+            rest = &after[hex_len..];
+        } else {
+            out.push_str(".0x");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `Foo$$Lambda$14.run` -> `Foo$$Lambda.run`.
+fn strip_lambda_number(s: &str) -> String {
+    const L: &str = "$$Lambda$";
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find(L) {
+        let after = &rest[i + L.len()..];
+        let digits = after.chars().take_while(|c| c.is_ascii_digit()).count();
+        out.push_str(&rest[..i]);
+        out.push_str("$$Lambda");
+        rest = if digits > 0 {
+            &after[digits..]
+        } else {
+            &rest[i + L.len() - 1..]
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The tree with every frame name normalised (nodes that become equal are merged).
+pub fn normalize_cct(cct: &Cct) -> Cct {
+    let mut out = Cct::new(cct.counters.clone());
+    for id in 1..cct.nodes.len() as NodeId {
+        let n = cct.node(id);
+        if n.self_samples == 0 && n.self_weight == 0 {
+            continue;
+        }
+        let path: Vec<String> = cct.path(id).into_iter().map(normalize_frame).collect();
+        out.add_stack(&path, n.self_samples, n.self_weight, &n.self_counters);
+    }
+    out
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CompareOptions {
+    /// Hot-edge threshold T (Hofer et al.: 0.1).
+    pub threshold: f64,
+    pub weight: Weight,
+    /// Normalise frame names first (see [`normalize_frame`]).
+    pub normalize: bool,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            threshold: 0.1,
+            weight: Weight::SelfSamples,
+            normalize: true,
+        }
+    }
+}
+
+/// All metrics for two profiles; shares are 0..=1, `None` where undefined (empty profile,
+/// constant per-method totals).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub samples: (u64, u64),
+    /// Calling-context overlap.
+    pub overlap: Option<f64>,
+    /// Share of A's hot edges hot in B, and of B's hot in A.
+    pub hot_edge_coverage: Option<f64>,
+    pub hot_edge_coverage_reverse: Option<f64>,
+    /// Number of hot edges in A and in B.
+    pub hot_edges: (usize, usize),
+    /// Correlation of per-method totals (samples a method appears in).
+    pub method_correlation: Option<f64>,
+    /// Overlap of the flat method profiles (self samples) and of the class profiles.
+    pub method_overlap: Option<f64>,
+    pub class_overlap: Option<f64>,
+}
+
+pub fn compare(a: &Cct, b: &Cct, opts: &CompareOptions) -> Comparison {
+    let (na, nb);
+    let (a, b) = if opts.normalize {
+        na = normalize_cct(a);
+        nb = normalize_cct(b);
+        (&na, &nb)
+    } else {
+        (a, b)
+    };
+    let (ca, cb) = (
+        context_weights(a, opts.weight),
+        context_weights(b, opts.weight),
+    );
+    let (ta, tb) = (
+        method_weights(a, Weight::TotalSamples),
+        method_weights(b, Weight::TotalSamples),
+    );
+    Comparison {
+        samples: (a.total_samples(), b.total_samples()),
+        overlap: overlap(&ca, &cb),
+        hot_edge_coverage: hot_edge_coverage(&ca, &cb, opts.threshold),
+        hot_edge_coverage_reverse: hot_edge_coverage(&cb, &ca, opts.threshold),
+        hot_edges: (
+            hot_keys(&ca, opts.threshold).len(),
+            hot_keys(&cb, opts.threshold).len(),
+        ),
+        method_correlation: correlation(&ta, &tb),
+        method_overlap: overlap(
+            &method_weights(a, Weight::SelfSamples),
+            &method_weights(b, Weight::SelfSamples),
+        ),
+        class_overlap: overlap(&class_weights(a), &class_weights(b)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::parse_collapsed;
+
+    fn set(v: &[(&str, f64)]) -> HashMap<String, f64> {
+        v.iter().map(|(k, w)| (k.to_string(), *w)).collect()
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn overlap_by_hand_identical_and_disjoint() {
+        let a = set(&[("x", 3.0), ("y", 1.0)]);
+        let b = set(&[("x", 1.0), ("y", 1.0)]);
+        assert!(close(overlap(&a, &b).unwrap(), 0.75));
+        assert!(close(overlap(&a, &a).unwrap(), 1.0));
+        // Scaling a profile does not change relative weights.
+        let a10 = set(&[("x", 30.0), ("y", 10.0)]);
+        assert!(close(overlap(&a, &a10).unwrap(), 1.0));
+        assert_eq!(overlap(&a, &set(&[("z", 5.0)])), Some(0.0));
+        assert_eq!(overlap(&a, &set(&[])), None);
+    }
+
+    /// Deterministic pseudo-random weighted sets for property checks.
+    fn random_set(seed: &mut u64, keys: usize) -> HashMap<String, f64> {
+        let mut out = HashMap::new();
+        for k in 0..keys {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let w = (*seed >> 40) % 50;
+            if w > 0 {
+                out.insert(format!("k{k}"), w as f64);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn overlap_properties() {
+        let mut seed = 7;
+        for _ in 0..200 {
+            let a = random_set(&mut seed, 12);
+            let b = random_set(&mut seed, 12);
+            let (ab, ba) = (overlap(&a, &b).unwrap(), overlap(&b, &a).unwrap());
+            assert!(close(ab, ba), "not symmetric: {ab} {ba}");
+            assert!((0.0..=1.0).contains(&ab));
+            assert!(close(overlap(&a, &a).unwrap(), 1.0));
+            let shifted: HashMap<String, f64> =
+                b.iter().map(|(k, w)| (format!("other {k}"), *w)).collect();
+            assert_eq!(overlap(&a, &shifted), Some(0.0));
+            let c = hot_edge_coverage(&a, &a, 0.1).unwrap();
+            assert!(close(c, 1.0));
+        }
+    }
+
+    #[test]
+    fn hot_edges_use_a_share_of_the_hottest() {
+        let a = set(&[("a", 100.0), ("b", 50.0), ("c", 9.0), ("d", 10.0)]);
+        let b = set(&[("a", 100.0), ("b", 5.0), ("d", 20.0)]);
+        let hot: HashSet<&String> = hot_keys(&a, 0.1);
+        assert_eq!(hot.len(), 3); // c (9 < 10) is not hot
+        assert!(close(hot_edge_coverage(&a, &b, 0.1).unwrap(), 2.0 / 3.0));
+        assert!(close(hot_edge_coverage(&b, &a, 0.1).unwrap(), 1.0));
+        // A threshold of 0.6 leaves only the hottest edge of each.
+        assert!(close(hot_edge_coverage(&a, &b, 0.6).unwrap(), 1.0));
+        assert_eq!(hot_edge_coverage(&set(&[]), &b, 0.1), None);
+    }
+
+    #[test]
+    fn correlation_of_method_totals() {
+        let a = set(&[("m1", 10.0), ("m2", 20.0), ("m3", 30.0)]);
+        let b = set(&[("m1", 1.0), ("m2", 2.0), ("m3", 3.0)]);
+        assert!(close(correlation(&a, &b).unwrap(), 1.0));
+        let c = set(&[("m1", 30.0), ("m2", 20.0), ("m3", 10.0)]);
+        assert!(close(correlation(&a, &c).unwrap(), -1.0));
+        assert_eq!(correlation(&set(&[("m", 1.0)]), &set(&[("m", 1.0)])), None);
+    }
+
+    #[test]
+    fn async_profiler_names_match_ours() {
+        let cases = [
+            ("java/lang/Thread.run_[j]", "java.lang.Thread.run"),
+            ("java/util/HashMap.get_[i]", "java.util.HashMap.get"),
+            ("Main.loop_[0]", "Main.loop"),
+            ("do_syscall_64_[k]", "do_syscall_64"),
+            ("java.lang.Thread.run", "java.lang.Thread.run"),
+            ("/usr/lib/libc.so.6", "/usr/lib/libc.so.6"),
+            ("JavaThread::run()", "JavaThread::run()"),
+            ("[main tid=12]", "[main tid=12]"),
+            ("my_func_[x", "my_func_[x"),
+            (
+                "p/Foo$$Lambda$14/0x0000000800c03000.run_[j]",
+                "p.Foo$$Lambda.run",
+            ),
+            ("p.Foo$$Lambda/0x0000000800c03000.run", "p.Foo$$Lambda.run"),
+            (
+                "p.Foo$$Lambda$7.0x0000000800c03000.run",
+                "p.Foo$$Lambda.run",
+            ),
+            ("p.Hex.0xcafe", "p.Hex"),
+            ("p.Hex.0xzz", "p.Hex.0xzz"),
+        ];
+        for (from, to) in cases {
+            assert_eq!(normalize_frame(from), to, "{from}");
+        }
+        assert_eq!(class_of("java.util.HashMap.get"), "java.util.HashMap");
+        assert_eq!(
+            class_of("operator new(unsigned long)"),
+            "operator new(unsigned long)"
+        );
+    }
+
+    #[test]
+    fn comparing_async_profiler_output_with_ours() {
+        let theirs = parse_collapsed("java/lang/Thread.run_[j];Main.work_[j];Main.hot_[j] 90\njava/lang/Thread.run_[j];Main.work_[j] 10\n").unwrap();
+        let ours = parse_collapsed(
+            "java.lang.Thread.run;Main.work;Main.hot 45\njava.lang.Thread.run;Main.work 5\n",
+        )
+        .unwrap();
+        let c = compare(&theirs, &ours, &CompareOptions::default());
+        assert_eq!(c.samples, (100, 50));
+        assert!(close(c.overlap.unwrap(), 1.0));
+        assert_eq!(c.hot_edge_coverage, Some(1.0));
+        assert!(close(c.method_overlap.unwrap(), 1.0));
+        assert!(close(c.method_correlation.unwrap(), 1.0));
+        let raw = compare(
+            &theirs,
+            &ours,
+            &CompareOptions {
+                normalize: false,
+                ..Default::default()
+            },
+        );
+        assert_eq!(raw.overlap, Some(0.0));
+    }
+
+    #[test]
+    fn cct_contexts_differ_where_methods_agree() {
+        // Same methods and self samples, different calling contexts.
+        let a = parse_collapsed("main;a;x 50\nmain;b;y 50\n").unwrap();
+        let b = parse_collapsed("main;a;y 50\nmain;b;x 50\n").unwrap();
+        let c = compare(&a, &b, &CompareOptions::default());
+        assert_eq!(c.overlap, Some(0.0));
+        assert!(close(c.method_overlap.unwrap(), 1.0));
+        assert_eq!(c.hot_edge_coverage, Some(0.0));
+        let inclusive = compare(
+            &a,
+            &b,
+            &CompareOptions {
+                weight: Weight::TotalSamples,
+                ..Default::default()
+            },
+        );
+        // main, main;a, main;b agree: (100 + 50 + 50) of 300 on each side.
+        assert!(close(inclusive.overlap.unwrap(), 2.0 / 3.0));
+    }
+
+    #[test]
+    fn cct_weight_equals_sample_count_before_and_after_normalising() {
+        let mut seed = 3u64;
+        let names = ["a/B.f_[j]", "a.B.f", "c/D.g_[i]", "e.F.h", "x_[k]"];
+        for _ in 0..50 {
+            let mut text = String::new();
+            let mut n = 0;
+            for _ in 0..20 {
+                let mut stack = Vec::new();
+                for _ in 0..1 + (seed >> 60) {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    stack.push(names[((seed >> 33) % 5) as usize]);
+                }
+                let count = 1 + (seed >> 50) % 9;
+                n += count;
+                text.push_str(&format!("{} {count}\n", stack.join(";")));
+            }
+            let cct = parse_collapsed(&text).unwrap();
+            let norm = normalize_cct(&cct);
+            for t in [&cct, &norm] {
+                assert_eq!(t.total_samples(), n);
+                assert_eq!(t.nodes.iter().map(|x| x.self_samples).sum::<u64>(), n);
+                let ctx: f64 = context_weights(t, Weight::SelfSamples).values().sum();
+                assert_eq!(ctx as u64, n);
+            }
+            // Names that normalise alike merge: the normalised tree has no more nodes.
+            assert!(norm.nodes.len() <= cct.nodes.len());
+        }
+    }
+}
