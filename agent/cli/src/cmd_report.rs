@@ -8,7 +8,8 @@ use hpm_core::cct::Cct;
 use hpm_core::model::{Recording, VmComponent};
 use hpm_core::output::report::{component_counts, full_report, ReportOptions};
 
-const USAGE: &str = "usage: hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]";
+const USAGE: &str =
+    "usage: hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]";
 
 /// Extensions read as collapsed stacks.
 const COLLAPSED_EXTS: [&str; 3] = ["collapsed", "folded", "txt"];
@@ -27,23 +28,36 @@ pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
     let is_jfr = ext == "jfr";
     if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
-        let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
+        let what = if ext.is_empty() {
+            "has no extension".to_string()
+        } else {
+            format!("has extension `.{ext}`")
+        };
         return Err(format!(
             "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
         ));
     }
     match std::fs::metadata(p) {
         Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
-        Ok(m) if m.is_dir() => return Err(format!("`{path}` is a directory; give a .jfr or .collapsed file")),
+        Ok(m) if m.is_dir() => {
+            return Err(format!(
+                "`{path}` is a directory; give a .jfr or .collapsed file"
+            ))
+        }
         Ok(_) => {}
     }
     if is_jfr {
-        let mut rec = hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
+        let mut rec =
+            hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
         let cct = Cct::from_recording(&rec, threads);
         let components = component_counts(&rec.samples);
         // The outputs need only metadata from here on.
         rec.samples = Vec::new();
-        Ok(Input { rec: Some(rec), cct, components })
+        Ok(Input {
+            rec: Some(rec),
+            cct,
+            components,
+        })
     } else {
         if threads {
             return Err(format!(
@@ -53,7 +67,11 @@ pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
         }
         let cct = hpm_core::load::load_cct(p)
             .map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
-        Ok(Input { rec: None, cct, components: Vec::new() })
+        Ok(Input {
+            rec: None,
+            cct,
+            components: Vec::new(),
+        })
     }
 }
 
@@ -89,25 +107,36 @@ pub fn main(args: &[String]) -> Result<(), String> {
                       call-tree frames below P% of samples are summarised (default 1)\n  --threads        \
                       one call tree per thread (.jfr only)");
             return Ok(());
-        } else if let Some(v) = option_value(args, &mut i, "--top", "a number of rows, e.g. --top 30")? {
+        } else if let Some(v) =
+            option_value(args, &mut i, "--top", "a number of rows, e.g. --top 30")?
+        {
             opts.top = v
                 .parse::<usize>()
                 .ok()
                 .filter(|n| *n > 0)
                 .ok_or(format!("--top needs a positive whole number, got `{v}`"))?;
-        } else if let Some(v) = option_value(args, &mut i, "--min-percent", "a percentage, e.g. --min-percent 0.5")? {
+        } else if let Some(v) = option_value(
+            args,
+            &mut i,
+            "--min-percent",
+            "a percentage, e.g. --min-percent 0.5",
+        )? {
             opts.min_percent = v
                 .trim_end_matches('%')
                 .parse::<f64>()
                 .ok()
                 .filter(|p| (0.0..=100.0).contains(p))
-                .ok_or(format!("--min-percent needs a percentage between 0 and 100, got `{v}`"))?;
+                .ok_or(format!(
+                    "--min-percent needs a percentage between 0 and 100, got `{v}`"
+                ))?;
         } else if a == "--threads" {
             opts.threads = true;
         } else if a.starts_with('-') && a.len() > 1 {
             return Err(format!("unknown option `{a}` for `hpm report`; {USAGE}"));
         } else if let Some(f) = file {
-            return Err(format!("unexpected argument `{a}` after `{f}`; give one input file"));
+            return Err(format!(
+                "unexpected argument `{a}` after `{f}`; give one input file"
+            ));
         } else {
             file = Some(a);
         }
@@ -115,6 +144,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     let file = file.ok_or(format!("missing input file; {USAGE}"))?;
     let input = load_input(file, opts.threads)?;
-    print!("{}", full_report(input.rec.as_ref(), &input.cct, &input.components, &opts));
+    print!(
+        "{}",
+        full_report(input.rec.as_ref(), &input.cct, &input.components, &opts)
+    );
     Ok(())
 }

@@ -32,8 +32,8 @@
   let zoom = 0, width = 0, hover = -1, matchName = null;
 
   // Colours: a hue per frame family, varied per name (FNV-1a) so neighbours stay distinct.
-  const BASE = [[60, 170, 60, 70, 60, 50], [205, 190, 50, 45, 50, 50], [215, 70, 60, 40, 80, 50],
-                [230, 130, 30, 25, 50, 30], [140, 160, 200, 40, 40, 40]];
+  const BASE = [[60, 170, 60, 70, 60, 50], [205, 190, 50, 45, 50, 50], [200, 50, 50, 50, 50, 40],
+                [230, 140, 20, 25, 40, 30], [140, 160, 200, 40, 40, 40]];
   const colours = D.names.map(function (name, i) {
     let h = 0x811c9dc5;
     for (let j = 0; j < name.length; j++) h = Math.imul(h ^ (name.charCodeAt(j) & 0xff), 0x01000193) >>> 0;

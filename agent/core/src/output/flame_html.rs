@@ -121,7 +121,13 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
         if i > 0 {
             out.push(',');
         }
-        let _ = write!(out, "{}", frame_family(name).index());
+        // names[0] is the root's ("all"): a pseudo-frame whatever it is called.
+        let fam = if i == 0 {
+            FrameFamily::Pseudo
+        } else {
+            frame_family(name)
+        };
+        let _ = write!(out, "{}", fam.index());
     }
     let _ = write!(
         out,
@@ -141,7 +147,13 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
 /// the JSON data block with `<`, `>` and `&` written as `\u` escapes, and the script only ever
 /// puts names into the document with `textContent`/canvas text.
 pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
-    let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts);
+    let Built {
+        json,
+        root_total,
+        min_total,
+        pruned_frames,
+        pruned_value,
+    } = build(cct, opts);
     let unit = opts.by.name();
     let mut note = format!("{} {unit} in total.", group(root_total));
     if pruned_frames > 0 {
@@ -179,7 +191,10 @@ pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
         "<footer id=\"status\">Hover over a frame for details; click to zoom.</footer>\n",
         "<noscript><p>This flame graph needs JavaScript.</p></noscript>\n",
     ));
-    let _ = writeln!(s, "<script type=\"application/json\" id=\"fg-data\">{json}</script>");
+    let _ = writeln!(
+        s,
+        "<script type=\"application/json\" id=\"fg-data\">{json}</script>"
+    );
     let _ = writeln!(s, "<script>\n{JS}</script>\n</body>\n</html>");
     s
 }

@@ -57,7 +57,10 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
     let unit = by.name();
 
     let mut s = String::with_capacity(256 + flat.nodes.len() * 200);
-    let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#);
+    let _ = writeln!(
+        s,
+        r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#
+    );
     let _ = writeln!(
         s,
         r#"<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#,
@@ -69,7 +72,10 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} \
          .t {{ font-size: 17px; }} .s {{ fill: #555; }} rect {{ stroke: #fff; stroke-width: 0.5; }}</style>"
     );
-    let _ = writeln!(s, r##"<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f8" style="stroke:none"/>"##);
+    let _ = writeln!(
+        s,
+        r##"<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f8" style="stroke:none"/>"##
+    );
     let _ = writeln!(
         s,
         r#"<text class="t" x="{}" y="22" text-anchor="middle">{}</text>"#,
@@ -100,22 +106,40 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         let px = PAD_X + x as f64 / root_total as f64 * inner;
         let pw = n.total as f64 / root_total as f64 * inner;
         let y = HEADER + (flat.max_depth - n.depth) as f64 * fh;
-        let (r, g, b) = color(frame_family(n.name), n.name);
+        let fam = if n.depth == 0 {
+            FrameFamily::Pseudo
+        } else {
+            frame_family(n.name)
+        };
+        let (r, g, b) = color(fam, n.name);
 
-        let mut tip = format!("{} ({} {unit}, {}", n.name, group(n.total), pct(n.total, root_total));
+        let mut tip = format!(
+            "{} ({} {unit}, {}",
+            n.name,
+            group(n.total),
+            pct(n.total, root_total)
+        );
         if n.self_value > 0 {
             let _ = write!(tip, "; self {}", group(n.self_value));
         }
         tip.push(')');
         for (k, cname) in cct.counters.iter().enumerate() {
             let v = n.counters.get(k).copied().unwrap_or(0);
-            let _ = write!(tip, "\n{cname}: {} ({})", group(v), pct(v, root_counters[k]));
+            let _ = write!(
+                tip,
+                "\n{cname}: {} ({})",
+                group(v),
+                pct(v, root_counters[k])
+            );
             if cpi.is_none() && by == CountBy::Samples {
                 let _ = write!(tip, ", {}/sample", ratio(v, n.total));
             }
         }
         if let Some((c, i)) = cpi {
-            let (cv, iv) = (n.counters.get(c).copied().unwrap_or(0), n.counters.get(i).copied().unwrap_or(0));
+            let (cv, iv) = (
+                n.counters.get(c).copied().unwrap_or(0),
+                n.counters.get(i).copied().unwrap_or(0),
+            );
             let _ = write!(tip, "\nCPI: {}", ratio(cv, iv));
         }
 
@@ -156,7 +180,10 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         .iter()
         .map(|f| {
             let (r, g, b) = color(*f, "");
-            format!(r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#, f.name())
+            format!(
+                r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#,
+                f.name()
+            )
         })
         .collect();
     let _ = writeln!(
@@ -187,8 +214,8 @@ pub(crate) fn color(fam: FrameFamily, name: &str) -> (u8, u8, u8) {
     match fam {
         FrameFamily::Java => (c(60, 70.0, v1), c(170, 60.0, v2), c(60, 50.0, v1)),
         FrameFamily::Cpp => (c(205, 45.0, v1), c(190, 50.0, v2), c(50, 50.0, v2)),
-        FrameFamily::Native => (c(215, 40.0, v1), c(70, 80.0, v2), c(60, 50.0, v1)),
-        FrameFamily::Kernel => (c(230, 25.0, v1), c(130, 50.0, v2), c(30, 30.0, v1)),
+        FrameFamily::Native => (c(200, 50.0, v1), c(50, 50.0, v2), c(50, 40.0, v1)),
+        FrameFamily::Kernel => (c(230, 25.0, v1), c(140, 40.0, v2), c(20, 30.0, v1)),
         FrameFamily::Pseudo => (c(140, 40.0, v1), c(160, 40.0, v1), c(200, 40.0, v2)),
     }
 }
@@ -202,7 +229,7 @@ pub(crate) mod tests {
         let mut stack: Vec<String> = Vec::new();
         let mut count = 0;
         let mut rest = s;
-        while let Some(i) = rest.find(|c| c == '<' || c == '&') {
+        while let Some(i) = rest.find(['<', '&']) {
             let at = &rest[i..];
             if at.starts_with('&') {
                 let end = at.find(';').ok_or("unterminated entity")?;
@@ -246,7 +273,12 @@ pub(crate) mod tests {
 
     fn tree() -> Cct {
         let mut c = Cct::new(vec!["cycles".into(), "instructions".into()]);
-        c.add_stack(&["Main.main", "a.B<T>.run\"x'", "memcpy"], 30, 30, &[300, 100]);
+        c.add_stack(
+            &["Main.main", "a.B<T>.run\"x'", "memcpy"],
+            30,
+            30,
+            &[300, 100],
+        );
         c.add_stack(&["Main.main", "os::javaTimeNanos & co"], 10, 10, &[50, 50]);
         c.add_stack(&["[GC]"], 5, 5, &[20, 0]);
         c
@@ -254,7 +286,13 @@ pub(crate) mod tests {
 
     #[test]
     fn svg_is_well_formed_and_escaped() {
-        let svg = flame_svg(&tree(), &SvgOptions { title: "t <&> \"q\"".into(), ..Default::default() });
+        let svg = flame_svg(
+            &tree(),
+            &SvgOptions {
+                title: "t <&> \"q\"".into(),
+                ..Default::default()
+            },
+        );
         let n = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         assert!(n > 10);
         assert!(svg.contains("a.B&lt;T&gt;.run&quot;x&#39;"));

@@ -55,7 +55,10 @@ impl FrameFamily {
 
     /// Index used in the HTML data and the JS colour table.
     pub fn index(self) -> usize {
-        FrameFamily::ALL.iter().position(|&f| f == self).unwrap_or(0)
+        FrameFamily::ALL
+            .iter()
+            .position(|&f| f == self)
+            .unwrap_or(0)
     }
 }
 
@@ -96,7 +99,9 @@ pub fn frame_family(name: &str) -> FrameFamily {
 /// Indices of the `cycles` and `instructions` counters, when both were recorded: the pair
 /// that gives cycles per instruction (CPI).
 pub fn cpi_counters(counters: &[String]) -> Option<(usize, usize)> {
-    let cyc = counters.iter().position(|c| c == "cycles" || c == "cpu-cycles")?;
+    let cyc = counters
+        .iter()
+        .position(|c| c == "cycles" || c == "cpu-cycles")?;
     let ins = counters.iter().position(|c| c == "instructions")?;
     Some((cyc, ins))
 }
@@ -109,7 +114,10 @@ mod tests {
     fn families_from_names() {
         assert_eq!(frame_family("java.util.HashMap.get"), FrameFamily::Java);
         assert_eq!(frame_family("Main.main"), FrameFamily::Java);
-        assert_eq!(frame_family("Foo$$Lambda/0x0000000800c0b000.run"), FrameFamily::Java);
+        assert_eq!(
+            frame_family("Foo$$Lambda/0x0000000800c0b000.run"),
+            FrameFamily::Java
+        );
         assert_eq!(frame_family("java.lang.Object.<init>"), FrameFamily::Java);
         assert_eq!(frame_family("os::javaTimeNanos"), FrameFamily::Cpp);
         assert_eq!(frame_family("JavaThread::run()"), FrameFamily::Cpp);

@@ -18,7 +18,12 @@ pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
             counts[i] += 1;
         }
     }
-    VmComponent::ALL.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(&c, n)| (c, n)).collect()
+    VmComponent::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|(&c, n)| (c, n))
+        .collect()
 }
 
 /// Components with samples, largest first (ties in [`VmComponent::ALL`] order), merged if a
@@ -55,7 +60,10 @@ pub fn event_line(rec: &Recording) -> String {
 pub(crate) fn fallback_line(rec: &Recording) -> Option<String> {
     let e = &rec.event;
     match &e.fallback {
-        Some(reason) => Some(format!("requested `{}` could not be used ({reason}); sampled `{}` instead", e.requested, e.name)),
+        Some(reason) => Some(format!(
+            "requested `{}` could not be used ({reason}); sampled `{}` instead",
+            e.requested, e.name
+        )),
         None if e.requested != e.name && !e.requested.is_empty() => {
             Some(format!("requested `{}`, sampled `{}`", e.requested, e.name))
         }
@@ -69,8 +77,12 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
     if total == 0 {
         return "none dropped".into();
     }
-    let parts: Vec<String> =
-        rec.drops.iter().filter(|(_, n)| *n > 0).map(|(r, n)| format!("{r}: {}", group(*n))).collect();
+    let parts: Vec<String> = rec
+        .drops
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| format!("{r}: {}", group(*n)))
+        .collect();
     format!("{} dropped ({})", group(total), parts.join(", "))
 }
 
@@ -91,7 +103,12 @@ pub(crate) fn components_line(components: &[(VmComponent, u64)]) -> Option<Strin
     if all == 0 {
         return None;
     }
-    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+    Some(
+        v.iter()
+            .map(|(c, n)| format!("{} {}", c.name(), pct(*n, all)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
 }
 
 /// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,
@@ -109,11 +126,20 @@ pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)]) ->
         lines.push(format!("threads seen: {t}"));
     }
     let rows = method_rows(cct, false);
-    let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();
+    let hot: Vec<_> = rows
+        .iter()
+        .filter(|r| r.t.self_samples > 0)
+        .take(10)
+        .collect();
     if !hot.is_empty() {
         lines.push("top methods by self samples:".into());
         for r in hot {
-            lines.push(format!("{:>9} {:>10}  {}", pct(r.t.self_samples, total), group(r.t.self_samples), r.name));
+            lines.push(format!(
+                "{:>9} {:>10}  {}",
+                pct(r.t.self_samples, total),
+                group(r.t.self_samples),
+                r.name
+            ));
         }
     }
     if let Some(c) = components_line(components) {
