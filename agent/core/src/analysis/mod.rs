@@ -13,6 +13,9 @@
 //! Parsers take text and return `Err((line, message))` (1-based line); the `load_*` functions
 //! take a path and return [`crate::load::LoadError`], which names the file, line and problem.
 
+pub mod callerchain;
+#[cfg(test)]
+mod callerchain_tests;
 pub mod ccmap;
 mod ccmap_io;
 mod ccmap_query;
