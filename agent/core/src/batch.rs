@@ -96,6 +96,16 @@ impl<T> BatchQueues<T> {
         let _ = self.free.push(b);
     }
 
+    /// Queues a batch taken from a thread (at thread end); counted as dropped if the full
+    /// queue has no room.
+    pub fn submit(&self, b: Box<Batch<T>>) {
+        if let Err(mut b) = self.full.push(b) {
+            self.dropped_queue_full.fetch_add(b.len as u64, Ordering::Relaxed);
+            b.len = 0;
+            let _ = self.free.push(b);
+        }
+    }
+
     pub fn free_batches(&self) -> usize {
         self.free.len()
     }

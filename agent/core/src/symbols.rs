@@ -39,7 +39,8 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
 /// Function symbols of one ELF file, by file virtual address.
 #[derive(Debug, Default)]
 pub struct SymbolTable {
-    /// (address, size, demangled name), sorted by address.
+    /// (address, size, raw name), sorted by address. Demangled on lookup: libjvm.so has
+    /// ~60,000 symbols and demangling them all up front costs more than a second.
     syms: Vec<(u64, u64, String)>,
     /// (file offset, virtual address, size) of loadable segments.
     segments: Vec<(u64, u64, u64)>,
@@ -52,7 +53,7 @@ impl SymbolTable {
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), demangle(s.name().ok()?))))
+            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
             .collect();
         syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         syms.dedup_by_key(|s| s.0);
@@ -81,7 +82,8 @@ impl SymbolTable {
         off
     }
 
-    /// The function containing `vaddr`. A symbol without size covers up to the next symbol.
+    /// The (raw) name of the function containing `vaddr`. A symbol without size covers up to
+    /// the next symbol.
     pub fn lookup(&self, vaddr: u64) -> Option<&str> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr);
         if i == 0 {
@@ -129,6 +131,7 @@ pub struct NativeSymbol {
 pub struct Symbolizer {
     mappings: Vec<Mapping>,
     tables: HashMap<String, Option<Arc<SymbolTable>>>,
+    demangled: HashMap<String, String>,
 }
 
 impl Symbolizer {
@@ -170,7 +173,10 @@ impl Symbolizer {
         let name = match table {
             Some(t) => {
                 let vaddr = t.offset_to_vaddr(file_off);
-                t.lookup(vaddr).map(str::to_string).unwrap_or_else(|| format!("{lib}+{vaddr:#x}"))
+                match t.lookup(vaddr) {
+                    Some(raw) => self.demangled.entry(raw.to_string()).or_insert_with(|| demangle(raw)).clone(),
+                    None => format!("{lib}+{vaddr:#x}"),
+                }
             }
             None => format!("{lib}+{file_off:#x}"),
         };

@@ -1,0 +1,196 @@
+//! JVMTI event callbacks. Each is `extern "C"`, catches any panic (none may cross into the
+//! JVM), and only records what happened: code-map events are queued with their time for the
+//! processor, threads are attached or detached.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+
+use hpm_core::codemap::{CodeBlob, CodeEvent, PcScope};
+use hpm_core::model::ThreadInfo;
+use jni::sys::{jclass, jint, jmethodID, JNIEnv};
+
+use crate::agent::{self, now_ticks, Agent};
+use crate::jvmti::{self, event, jthread, EventCallbacks, JvmtiEnvPtr, JvmtiError};
+use crate::perf::gettid;
+
+/// Runs `f` with the agent, swallowing panics (reported once on stderr).
+fn guarded(name: &str, f: impl FnOnce(&'static Agent)) {
+    let Some(a) = agent::get() else { return };
+    if catch_unwind(AssertUnwindSafe(|| f(a))).is_err() {
+        eprintln!("hpm: internal error in the {name} callback; continuing");
+    }
+}
+
+pub fn register(agent: &Agent) -> Result<(), JvmtiError> {
+    let mut cb = EventCallbacks::default();
+    cb.set(event::VM_INIT, vm_init as *const c_void);
+    cb.set(event::VM_DEATH, vm_death as *const c_void);
+    cb.set(event::THREAD_START, thread_start as *const c_void);
+    cb.set(event::THREAD_END, thread_end as *const c_void);
+    cb.set(event::CLASS_LOAD, class_load as *const c_void);
+    cb.set(event::CLASS_PREPARE, class_prepare as *const c_void);
+    cb.set(event::COMPILED_METHOD_LOAD, compiled_method_load as *const c_void);
+    cb.set(event::COMPILED_METHOD_UNLOAD, compiled_method_unload as *const c_void);
+    cb.set(event::DYNAMIC_CODE_GENERATED, dynamic_code_generated as *const c_void);
+    cb.set(event::GARBAGE_COLLECTION_START, gc_start as *const c_void);
+    cb.set(event::GARBAGE_COLLECTION_FINISH, gc_finish as *const c_void);
+    agent.jvmti.set_event_callbacks(&cb)?;
+    for ev in [
+        event::VM_INIT,
+        event::VM_DEATH,
+        event::THREAD_START,
+        event::THREAD_END,
+        event::CLASS_LOAD,
+        event::CLASS_PREPARE,
+        event::COMPILED_METHOD_LOAD,
+        event::COMPILED_METHOD_UNLOAD,
+        event::DYNAMIC_CODE_GENERATED,
+        event::GARBAGE_COLLECTION_START,
+        event::GARBAGE_COLLECTION_FINISH,
+    ] {
+        agent.jvmti.set_event(true, ev)?;
+    }
+    Ok(())
+}
+
+fn push_code(a: &Agent, ev: CodeEvent) {
+    a.code_events.lock().unwrap_or_else(|p| p.into_inner()).push(ev);
+}
+
+unsafe extern "C" fn vm_init(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
+    guarded("VMInit", |a| agent::on_vm_init(a, jni, thread));
+}
+
+unsafe extern "C" fn vm_death(_env: JvmtiEnvPtr, _jni: *mut JNIEnv) {
+    guarded("VMDeath", agent::on_vm_death);
+}
+
+/// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
+pub fn attach_java_thread(a: &Agent, jni: *mut JNIEnv, thread: jthread) {
+    if a.finished.load(Ordering::Relaxed) {
+        return;
+    }
+    let tid = gettid();
+    let name = a.jvmti.thread_name(thread).unwrap_or_default();
+    let info = ThreadInfo { os_tid: tid as u32, java_id: jvmti::java_thread_id(jni, thread), name, is_java: true };
+    // Failures are counted per reason and the first one is printed at exit.
+    let _ = a.threads.attach(tid, info);
+}
+
+unsafe extern "C" fn thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
+    guarded("ThreadStart", |a| attach_java_thread(a, jni, thread));
+}
+
+unsafe extern "C" fn thread_end(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
+    guarded("ThreadEnd", |a| a.threads.detach(gettid(), &a.queues));
+}
+
+unsafe extern "C" fn class_load(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, _klass: jclass) {
+    guarded("ClassLoad", |a| {
+        a.classes_loaded.fetch_add(1, Ordering::Relaxed);
+    });
+}
+
+unsafe extern "C" fn class_prepare(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, klass: jclass) {
+    // AsyncGetCallTrace reports jmethodIDs, which exist only once someone asked for them.
+    guarded("ClassPrepare", |a| {
+        let _ = a.jvmti.touch_class_methods(klass);
+    });
+}
+
+/// jvmtiCompiledMethodLoadRecordHeader / InlineRecord / PCStackInfo (jvmticmlr.h).
+#[repr(C)]
+struct RecordHeader {
+    kind: u32,
+    major: jint,
+    minor: jint,
+    next: *const RecordHeader,
+}
+
+#[repr(C)]
+struct InlineRecord {
+    header: RecordHeader,
+    numpcs: jint,
+    pcinfo: *const PcStackInfo,
+}
+
+#[repr(C)]
+struct PcStackInfo {
+    pc: *const c_void,
+    numstackframes: jint,
+    methods: *const jmethodID,
+    bcis: *const jint,
+}
+
+const CMLR_INLINE_INFO: u32 = 2;
+
+/// Reads the inline scopes from CompiledMethodLoad's `compile_info`.
+///
+/// # Safety
+/// `info` is null or the record chain HotSpot passed to CompiledMethodLoad, valid during it.
+unsafe fn inline_scopes(info: *const c_void) -> Vec<PcScope> {
+    let mut out = Vec::new();
+    let mut h = info as *const RecordHeader;
+    while !h.is_null() {
+        if (*h).kind == CMLR_INLINE_INFO {
+            let r = &*(h as *const InlineRecord);
+            for i in 0..r.numpcs.max(0) as usize {
+                let pc = &*r.pcinfo.add(i);
+                let frames = (0..pc.numstackframes.max(0) as usize)
+                    .map(|k| (*pc.methods.add(k) as u64, *pc.bcis.add(k)))
+                    .collect();
+                out.push(PcScope { pc: pc.pc as u64, frames });
+            }
+        }
+        h = (*h).next;
+    }
+    out
+}
+
+unsafe extern "C" fn compiled_method_load(
+    _env: JvmtiEnvPtr,
+    method: jmethodID,
+    code_size: jint,
+    code_addr: *const c_void,
+    _map_length: jint,
+    _map: *const c_void,
+    compile_info: *const c_void,
+) {
+    let time = now_ticks();
+    guarded("CompiledMethodLoad", |a| {
+        // SAFETY: `compile_info` is the record chain of this event, valid during the callback.
+        let scopes = unsafe { inline_scopes(compile_info) };
+        let blob = CodeBlob::compiled(method as u64, code_addr as u64, code_size.max(0) as u64, scopes, time);
+        push_code(a, CodeEvent::Load(blob));
+    });
+}
+
+unsafe extern "C" fn compiled_method_unload(_env: JvmtiEnvPtr, _method: jmethodID, code_addr: *const c_void) {
+    let time = now_ticks();
+    guarded("CompiledMethodUnload", |a| push_code(a, CodeEvent::Unload { time, start: code_addr as u64 }));
+}
+
+unsafe extern "C" fn dynamic_code_generated(_env: JvmtiEnvPtr, name: *const c_char, address: *const c_void, length: jint) {
+    let time = now_ticks();
+    guarded("DynamicCodeGenerated", |a| {
+        let name = if name.is_null() {
+            String::from("[stub]")
+        } else {
+            // SAFETY: JVMTI passes a NUL-terminated name valid during the callback.
+            unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+        };
+        push_code(a, CodeEvent::Load(CodeBlob::dynamic(&name, address as u64, length.max(0) as u64, time)));
+    });
+}
+
+// GC callbacks run inside the collection: no JVMTI or JNI calls, just the time.
+unsafe extern "C" fn gc_start(_env: JvmtiEnvPtr) {
+    let time = now_ticks();
+    guarded("GarbageCollectionStart", |a| a.gc_events.lock().unwrap_or_else(|p| p.into_inner()).push((true, time)));
+}
+
+unsafe extern "C" fn gc_finish(_env: JvmtiEnvPtr) {
+    let time = now_ticks();
+    guarded("GarbageCollectionFinish", |a| a.gc_events.lock().unwrap_or_else(|p| p.into_inner()).push((false, time)));
+}

@@ -1,0 +1,336 @@
+//! The one module that calls JVMTI. Each function is looked up by its number in the
+//! `jvmtiInterface_1` table (1-based, as numbered in the JDK's jvmti.h), called, and its error
+//! code turned into a `Result`; JVMTI-allocated memory is copied and deallocated here.
+//!
+//! Why not the `jvmti-rs` crate: see docs/design.md (it pins jni 0.19, keeps its callbacks in a
+//! `static mut` table, and allocates in its wrappers; we need a few dozen calls, all checked).
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
+use std::ptr;
+
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
+
+#[allow(non_camel_case_types)]
+pub type jthread = jobject;
+
+pub type JvmtiEnvPtr = *mut *const *const c_void;
+pub type JvmtiErrorCode = u32;
+
+pub const JVMTI_VERSION_1_2: jint = 0x3001_0200;
+pub const JVMTI_ENABLE: jint = 1;
+pub const JVMTI_DISABLE: jint = 0;
+
+/// Events hpm uses (jvmtiEvent numbers).
+pub mod event {
+    pub const VM_INIT: u32 = 50;
+    pub const VM_DEATH: u32 = 51;
+    pub const THREAD_START: u32 = 52;
+    pub const THREAD_END: u32 = 53;
+    pub const CLASS_LOAD: u32 = 55;
+    pub const CLASS_PREPARE: u32 = 56;
+    pub const COMPILED_METHOD_LOAD: u32 = 68;
+    pub const COMPILED_METHOD_UNLOAD: u32 = 69;
+    pub const DYNAMIC_CODE_GENERATED: u32 = 70;
+    pub const GARBAGE_COLLECTION_START: u32 = 81;
+    pub const GARBAGE_COLLECTION_FINISH: u32 = 82;
+    pub const FIRST: u32 = 50;
+    pub const LAST: u32 = 86;
+}
+
+/// Capability bit positions in `jvmtiCapabilities` (declaration order in jvmti.h).
+pub mod cap {
+    pub const GET_SOURCE_FILE_NAME: u32 = 11;
+    pub const GET_LINE_NUMBERS: u32 = 12;
+    pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
+    pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+}
+
+/// `jvmtiEventCallbacks`: one function pointer per event from VM_INIT (50) to 86.
+#[repr(C)]
+pub struct EventCallbacks {
+    pub slots: [*const c_void; (event::LAST - event::FIRST + 1) as usize],
+}
+
+impl Default for EventCallbacks {
+    fn default() -> Self {
+        EventCallbacks { slots: [ptr::null(); (event::LAST - event::FIRST + 1) as usize] }
+    }
+}
+
+impl EventCallbacks {
+    pub fn set(&mut self, ev: u32, f: *const c_void) {
+        self.slots[(ev - event::FIRST) as usize] = f;
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct JvmtiError {
+    pub code: JvmtiErrorCode,
+    pub call: &'static str,
+}
+
+impl fmt::Display for JvmtiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self.code {
+            15 => "THREAD_NOT_ALIVE",
+            21 => "CLASS_NOT_PREPARED",
+            23 => "INVALID_METHODID",
+            98 => "NOT_AVAILABLE",
+            99 => "MUST_POSSESS_CAPABILITY",
+            101 => "ABSENT_INFORMATION",
+            112 => "WRONG_PHASE",
+            115 => "UNATTACHED_THREAD",
+            116 => "INVALID_ENVIRONMENT",
+            _ => "",
+        };
+        write!(f, "JVMTI {} failed: error {}{}{}", self.call, self.code, if name.is_empty() { "" } else { " " }, name)
+    }
+}
+
+impl fmt::Debug for JvmtiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, JvmtiError>;
+
+/// A JVMTI environment. JVMTI environments may be used from any thread attached to the VM.
+#[derive(Clone, Copy)]
+pub struct Jvmti(JvmtiEnvPtr);
+
+// SAFETY: JVMTI environment pointers are valid for the life of the VM and JVMTI functions are
+// callable from any attached thread; the pointer itself is never written through here.
+unsafe impl Send for Jvmti {}
+// SAFETY: as above; JVMTI does its own synchronisation.
+unsafe impl Sync for Jvmti {}
+
+macro_rules! call {
+    ($self:ident, $num:expr, $name:literal, fn($($t:ty),*) $(, $arg:expr)*) => {{
+        // SAFETY: the function table of a live JVMTI environment has entry `$num` with exactly
+        // this signature (jvmti.h, JDK 17 and later); arguments are valid for the call.
+        let code = unsafe {
+            let table = *$self.0;
+            let f: unsafe extern "C" fn(JvmtiEnvPtr $(, $t)*) -> JvmtiErrorCode =
+                std::mem::transmute(*table.add($num - 1));
+            f($self.0 $(, $arg)*)
+        };
+        if code == 0 { Ok(()) } else { Err(JvmtiError { code, call: $name }) }
+    }};
+}
+
+impl Jvmti {
+    /// Gets a JVMTI 1.2 environment from the VM.
+    pub fn from_vm(vm: *mut JavaVM) -> std::result::Result<Jvmti, jint> {
+        let mut env: *mut c_void = ptr::null_mut();
+        // SAFETY: `vm` is the JavaVM the JVM passed to Agent_OnLoad/OnAttach; GetEnv is in its
+        // invoke interface.
+        let rc = unsafe { ((**vm).GetEnv.expect("GetEnv"))(vm, &mut env, JVMTI_VERSION_1_2) };
+        if rc != 0 || env.is_null() {
+            return Err(rc);
+        }
+        Ok(Jvmti(env as JvmtiEnvPtr))
+    }
+
+    pub fn add_capabilities(&self, bits: &[u32]) -> Result<()> {
+        let mut caps = [0u32; 4];
+        for &b in bits {
+            caps[(b / 32) as usize] |= 1 << (b % 32);
+        }
+        call!(self, 142, "AddCapabilities", fn(*const u32), caps.as_ptr())
+    }
+
+    pub fn set_event_callbacks(&self, cb: &EventCallbacks) -> Result<()> {
+        let size = std::mem::size_of::<EventCallbacks>() as jint;
+        call!(self, 122, "SetEventCallbacks", fn(*const EventCallbacks, jint), cb, size)
+    }
+
+    pub fn set_event(&self, enable: bool, ev: u32) -> Result<()> {
+        let mode = if enable { JVMTI_ENABLE } else { JVMTI_DISABLE };
+        call!(self, 2, "SetEventNotificationMode", fn(jint, u32, jthread), mode, ev, ptr::null_mut())
+    }
+
+    /// Replays CompiledMethodLoad / DynamicCodeGenerated for code that exists already.
+    pub fn generate_events(&self, ev: u32) -> Result<()> {
+        call!(self, 123, "GenerateEvents", fn(u32), ev)
+    }
+
+    fn deallocate(&self, p: *mut c_void) {
+        if !p.is_null() {
+            let _ = call!(self, 47, "Deallocate", fn(*mut c_void), p);
+        }
+    }
+
+    /// Copies and frees a JVMTI-allocated C string.
+    fn take_string(&self, p: *mut c_char) -> Option<String> {
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: JVMTI returned a NUL-terminated modified-UTF-8 string it allocated.
+        let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+        self.deallocate(p.cast());
+        Some(s)
+    }
+
+    /// (name, descriptor) of a method.
+    pub fn method_name(&self, m: jmethodID) -> Result<(String, String)> {
+        let (mut name, mut sig) = (ptr::null_mut(), ptr::null_mut());
+        call!(self, 64, "GetMethodName", fn(jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char), m, &mut name, &mut sig, ptr::null_mut())?;
+        Ok((self.take_string(name).unwrap_or_default(), self.take_string(sig).unwrap_or_default()))
+    }
+
+    pub fn method_declaring_class(&self, m: jmethodID) -> Result<jclass> {
+        let mut c: jclass = ptr::null_mut();
+        call!(self, 65, "GetMethodDeclaringClass", fn(jmethodID, *mut jclass), m, &mut c)?;
+        Ok(c)
+    }
+
+    pub fn method_modifiers(&self, m: jmethodID) -> Result<i32> {
+        let mut mods: jint = 0;
+        call!(self, 66, "GetMethodModifiers", fn(jmethodID, *mut jint), m, &mut mods)?;
+        Ok(mods)
+    }
+
+    /// Class signature, e.g. `Ljava/lang/String;`.
+    pub fn class_signature(&self, c: jclass) -> Result<String> {
+        let mut sig = ptr::null_mut();
+        call!(self, 48, "GetClassSignature", fn(jclass, *mut *mut c_char, *mut *mut c_char), c, &mut sig, ptr::null_mut())?;
+        Ok(self.take_string(sig).unwrap_or_default())
+    }
+
+    pub fn source_file_name(&self, c: jclass) -> Result<String> {
+        let mut name = ptr::null_mut();
+        call!(self, 50, "GetSourceFileName", fn(jclass, *mut *mut c_char), c, &mut name)?;
+        Ok(self.take_string(name).unwrap_or_default())
+    }
+
+    /// (start bci, line) pairs.
+    pub fn line_number_table(&self, m: jmethodID) -> Result<Vec<(i64, i32)>> {
+        #[repr(C)]
+        struct Entry {
+            start: jlong,
+            line: jint,
+        }
+        let (mut n, mut table): (jint, *mut Entry) = (0, ptr::null_mut());
+        call!(self, 70, "GetLineNumberTable", fn(jmethodID, *mut jint, *mut *mut Entry), m, &mut n, &mut table)?;
+        let out = (0..n.max(0) as usize)
+            // SAFETY: JVMTI returned an array of `n` entries.
+            .map(|i| unsafe { ((*table.add(i)).start, (*table.add(i)).line) })
+            .collect();
+        self.deallocate(table.cast());
+        Ok(out)
+    }
+
+    /// Creates the jmethodIDs of a class's methods (AsyncGetCallTrace needs them to exist).
+    pub fn touch_class_methods(&self, c: jclass) -> Result<()> {
+        let (mut n, mut methods): (jint, *mut jmethodID) = (0, ptr::null_mut());
+        call!(self, 52, "GetClassMethods", fn(jclass, *mut jint, *mut *mut jmethodID), c, &mut n, &mut methods)?;
+        self.deallocate(methods.cast());
+        Ok(())
+    }
+
+    /// All loaded classes, as local references of the calling thread.
+    pub fn loaded_classes(&self) -> Result<Vec<jclass>> {
+        let (mut n, mut classes): (jint, *mut jclass) = (0, ptr::null_mut());
+        call!(self, 78, "GetLoadedClasses", fn(*mut jint, *mut *mut jclass), &mut n, &mut classes)?;
+        // SAFETY: JVMTI returned an array of `n` class references.
+        let out = (0..n.max(0) as usize).map(|i| unsafe { *classes.add(i) }).collect();
+        self.deallocate(classes.cast());
+        Ok(out)
+    }
+
+    /// The thread's name.
+    pub fn thread_name(&self, t: jthread) -> Result<String> {
+        #[repr(C)]
+        struct ThreadInfo {
+            name: *mut c_char,
+            priority: jint,
+            is_daemon: u8,
+            thread_group: jobject,
+            context_class_loader: jobject,
+        }
+        let mut info = ThreadInfo {
+            name: ptr::null_mut(),
+            priority: 0,
+            is_daemon: 0,
+            thread_group: ptr::null_mut(),
+            context_class_loader: ptr::null_mut(),
+        };
+        call!(self, 9, "GetThreadInfo", fn(jthread, *mut ThreadInfo), t, &mut info)?;
+        Ok(self.take_string(info.name).unwrap_or_default())
+    }
+
+    pub fn system_property(&self, name: &str) -> Result<String> {
+        let key = CString::new(name).expect("property names have no NUL");
+        let mut value = ptr::null_mut();
+        call!(self, 131, "GetSystemProperty", fn(*const c_char, *mut *mut c_char), key.as_ptr(), &mut value)?;
+        Ok(self.take_string(value).unwrap_or_default())
+    }
+}
+
+/// `Thread.getId()` of a thread object, through JNI (JVMTI has no call for it).
+pub fn java_thread_id(env: *mut JNIEnv, thread: jthread) -> Option<u64> {
+    if env.is_null() || thread.is_null() {
+        return None;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv (from a JVMTI callback) and `thread` a live
+    // local reference; every JNI function used is present in JNI 1.2+ and checked for null.
+    unsafe {
+        let f = &**env;
+        let class = (f.GetObjectClass?)(env, thread);
+        let mid = (f.GetMethodID?)(env, class, c"getId".as_ptr(), c"()J".as_ptr());
+        (f.DeleteLocalRef?)(env, class);
+        if mid.is_null() {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        let id = (f.CallLongMethodA?)(env, thread, mid, ptr::null());
+        if (f.ExceptionCheck?)(env) != 0 {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        Some(id as u64)
+    }
+}
+
+/// Deletes a JNI local reference (classes from `loaded_classes`).
+pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
+    if env.is_null() || obj.is_null() {
+        return;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv and `obj` a local reference it owns.
+    unsafe {
+        if let Some(f) = (**env).DeleteLocalRef {
+            f(env, obj)
+        }
+    }
+}
+
+/// `Lcom/foo/Bar;` -> `com.foo.Bar`; hidden-class address suffixes (`+0x...`) are dropped so
+/// lambdas aggregate across runs. Returns (name, hidden).
+pub fn class_name_from_signature(sig: &str) -> (String, bool) {
+    let body = sig.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(sig);
+    let (body, hidden) = match body.find("+0x").or_else(|| body.find("/0x")) {
+        Some(i) => (&body[..i], true),
+        None => (body, false),
+    };
+    (body.replace('/', "."), hidden)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_names() {
+        assert_eq!(class_name_from_signature("Ljava/lang/String;"), ("java.lang.String".into(), false));
+        assert_eq!(class_name_from_signature("LMain$$Lambda$14+0x0000000800c03000;"), ("Main$$Lambda$14".into(), true));
+        assert_eq!(class_name_from_signature("[I"), ("[I".into(), false));
+    }
+
+    #[test]
+    fn callbacks_cover_every_event_slot() {
+        assert_eq!(std::mem::size_of::<EventCallbacks>(), 37 * 8);
+    }
+}

@@ -1,0 +1,297 @@
+//! The one module that calls perf_event_open, mmap and the perf ioctls. Per thread: a group
+//! whose leader is the sampling event (ring buffer, overflow signal sent to that very thread)
+//! and whose members are the counting events read with every sample.
+
+use std::fmt;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hpm_core::options::EventDef;
+use hpm_core::perf_record::Layout;
+use perf_event_open_sys as sys;
+
+/// Data pages of each thread's ring (plus one metadata page). Small on purpose: the signal
+/// handler empties it at every overflow, and locked perf memory is limited per user.
+pub const RING_DATA_PAGES: usize = 2;
+
+#[derive(Clone, Debug)]
+pub struct PerfSpec {
+    pub event: EventDef,
+    pub period: u64,
+    pub counters: Vec<EventDef>,
+    pub exclude_kernel: bool,
+    pub layout: Layout,
+    /// Test hook (`HPM_TEST_PERF_ERRNO`): make perf_event_open fail with this errno.
+    pub inject_errno: Option<i32>,
+}
+
+impl PerfSpec {
+    pub fn new(event: EventDef, period: u64, counters: Vec<EventDef>) -> PerfSpec {
+        let layout = Layout::standard(!counters.is_empty());
+        PerfSpec {
+            event,
+            period,
+            counters,
+            // Kernel samples need perf_event_paranoid <= 1 (or root); user space is what we map.
+            exclude_kernel: true,
+            layout,
+            inject_errno: std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfError {
+    pub what: String,
+    pub errno: i32,
+}
+
+pub fn paranoid_level() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok()?.trim().parse().ok()
+}
+
+impl PerfError {
+    /// The event does not exist on this machine (no PMU, or not this PMU's event).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self.errno, libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV | libc::EINVAL)
+    }
+
+    pub fn is_permission(&self) -> bool {
+        matches!(self.errno, libc::EACCES | libc::EPERM)
+    }
+}
+
+impl fmt::Display for PerfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let os = std::io::Error::from_raw_os_error(self.errno);
+        match self.errno {
+            libc::EACCES | libc::EPERM => {
+                let level = paranoid_level().map_or("unknown".to_string(), |l| l.to_string());
+                write!(
+                    f,
+                    "{} was denied ({os}); kernel.perf_event_paranoid is {level} and hpm needs it at 2 or lower \
+                     (run `sudo sysctl kernel.perf_event_paranoid=2`), or run as root / with CAP_PERFMON",
+                    self.what
+                )
+            }
+            libc::EMFILE | libc::ENFILE => {
+                write!(f, "{} failed ({os}): too many open files; raise the limit with `ulimit -n`", self.what)
+            }
+            libc::ENOSYS => write!(f, "{} failed ({os}): this kernel or container does not offer perf_event_open", self.what),
+            _ => write!(f, "{} failed ({os})", self.what),
+        }
+    }
+}
+
+// fcntl commands for per-thread signal routing (linux/fcntl.h); not exported by the libc crate.
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+const F_OWNER_TID: libc::c_int = 0;
+
+#[repr(C)]
+struct FOwnerEx {
+    type_: libc::c_int,
+    pid: libc::pid_t,
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn base_attr(ev: &EventDef) -> sys::bindings::perf_event_attr {
+    let mut a = sys::bindings::perf_event_attr {
+        type_: ev.type_,
+        size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+        config: ev.config,
+        ..Default::default()
+    };
+    a.set_exclude_hv(1);
+    a
+}
+
+fn open(attr: &mut sys::bindings::perf_event_attr, tid: i32, group: RawFd, spec: &PerfSpec, name: &str) -> Result<OwnedFd, PerfError> {
+    let what = format!("perf_event_open({name}) for thread {tid}");
+    if let Some(e) = spec.inject_errno {
+        return Err(PerfError { what, errno: e });
+    }
+    // SAFETY: `attr` is a fully initialised perf_event_attr whose `size` field matches the struct.
+    let fd = unsafe { sys::perf_event_open(attr, tid, -1, group, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong) };
+    if fd < 0 {
+        return Err(PerfError { what, errno: errno() });
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// One thread's perf group and its ring. Closing (drop) disables the group, unmaps the ring
+/// and closes every descriptor.
+pub struct ThreadEvents {
+    pub leader: OwnedFd,
+    _members: Vec<OwnedFd>,
+    ring: *mut u8,
+    ring_len: usize,
+    page: usize,
+}
+
+// SAFETY: the mapping belongs to this value alone; it is read by the owning thread's signal
+// handler through raw pointers handed out before, which stop being used once the descriptor
+// is removed from the fd table (the registry does that before dropping).
+unsafe impl Send for ThreadEvents {}
+
+impl ThreadEvents {
+    /// Opens the group for thread `tid`, maps its ring, and routes overflow signals `signal`
+    /// to that thread. The group starts disabled: call [`Self::enable`].
+    pub fn open(spec: &PerfSpec, tid: i32, signal: i32) -> Result<ThreadEvents, PerfError> {
+        let mut attr = base_attr(&spec.event);
+        attr.__bindgen_anon_1.sample_period = spec.period;
+        attr.sample_type = spec.layout.sample_type;
+        attr.read_format = spec.layout.read_format;
+        attr.sample_regs_user = spec.layout.regs_mask;
+        attr.__bindgen_anon_2.wakeup_events = 1;
+        attr.set_disabled(1);
+        attr.set_exclude_kernel(u64::from(spec.exclude_kernel));
+        attr.set_use_clockid(1);
+        attr.clockid = libc::CLOCK_MONOTONIC;
+        if spec.event.hardware {
+            attr.set_precise_ip(2);
+        }
+        let leader = match open(&mut attr, tid, -1, spec, spec.event.name) {
+            Err(e) if attr.precise_ip() > 0 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
+                // Not every PMU event supports precise sampling: retry without it.
+                attr.set_precise_ip(0);
+                open(&mut attr, tid, -1, spec, spec.event.name)?
+            }
+            r => r?,
+        };
+        let mut members = Vec::with_capacity(spec.counters.len());
+        for c in &spec.counters {
+            let mut m = base_attr(c);
+            m.read_format = spec.layout.read_format;
+            m.set_exclude_kernel(u64::from(spec.exclude_kernel));
+            members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name)?);
+        }
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let ring_len = page * (1 + RING_DATA_PAGES);
+        // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented ring setup.
+        let ring = unsafe {
+            libc::mmap(ptr::null_mut(), ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, leader.as_raw_fd(), 0)
+        };
+        if ring == libc::MAP_FAILED {
+            let e = errno();
+            let hint = if e == libc::EPERM { " (locked perf memory exhausted: raise kernel.perf_event_mlock_kb)" } else { "" };
+            return Err(PerfError { what: format!("mmap of the perf ring for thread {tid}{hint}"), errno: e });
+        }
+        let ev = ThreadEvents { leader, _members: members, ring: ring.cast(), ring_len, page };
+        ev.route_signal(tid, signal)?;
+        Ok(ev)
+    }
+
+    fn route_signal(&self, tid: i32, signal: i32) -> Result<(), PerfError> {
+        let fd = self.leader.as_raw_fd();
+        let owner = FOwnerEx { type_: F_OWNER_TID, pid: tid };
+        // SAFETY: plain fcntl calls on a descriptor we own; `owner` outlives the call.
+        let ok = unsafe {
+            libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC) == 0
+                && libc::fcntl(fd, F_SETSIG, signal) == 0
+                && libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) == 0
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(PerfError { what: format!("routing perf signals to thread {tid}"), errno: errno() })
+        }
+    }
+
+    pub fn enable(&self) -> Result<(), PerfError> {
+        // SAFETY: ioctl on a perf descriptor we own; the argument is a plain flag.
+        let rc = unsafe { sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+        if rc < 0 {
+            return Err(PerfError { what: "enabling perf events".into(), errno: errno() });
+        }
+        Ok(())
+    }
+
+    pub fn disable(&self) {
+        // SAFETY: as in `enable`.
+        unsafe { sys::ioctls::DISABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+    }
+
+    /// The ring, for the signal handler: (metadata page, data area, data size).
+    pub fn ring_parts(&self) -> RingPtr {
+        RingPtr {
+            meta: self.ring.cast(),
+            // SAFETY: the mapping is `1 + RING_DATA_PAGES` pages long; data starts after one page.
+            data: unsafe { self.ring.add(self.page) },
+            size: self.ring_len - self.page,
+        }
+    }
+}
+
+impl Drop for ThreadEvents {
+    fn drop(&mut self) {
+        self.disable();
+        // SAFETY: unmapping exactly the mapping made in `open`; nothing reads it any more.
+        unsafe { libc::munmap(self.ring.cast(), self.ring_len) };
+    }
+}
+
+/// Raw view of one ring for the signal handler.
+#[derive(Clone, Copy)]
+pub struct RingPtr {
+    pub meta: *mut sys::bindings::perf_event_mmap_page,
+    pub data: *mut u8,
+    pub size: usize,
+}
+
+impl RingPtr {
+    fn head_tail(&self) -> (&AtomicU64, &AtomicU64) {
+        // SAFETY: `meta` points at the live metadata page; data_head/data_tail are naturally
+        // aligned u64 fields shared with the kernel, accessed atomically as the ABI requires.
+        unsafe {
+            (
+                &*(ptr::addr_of_mut!((*self.meta).data_head) as *const AtomicU64),
+                &*(ptr::addr_of_mut!((*self.meta).data_tail) as *const AtomicU64),
+            )
+        }
+    }
+
+    /// Records between tail and head: (tail, head, data bytes). Acquire pairs with the kernel's
+    /// write of data_head, so the bytes before head are visible.
+    pub fn pending(&self) -> (u64, u64, &[u8]) {
+        let (head, tail) = self.head_tail();
+        let h = head.load(Ordering::Acquire);
+        let t = tail.load(Ordering::Relaxed);
+        // SAFETY: the data area is `size` bytes of the live mapping.
+        let data = unsafe { std::slice::from_raw_parts(self.data, self.size) };
+        (t, h, data)
+    }
+
+    /// Hands the bytes up to `pos` back to the kernel (release: our reads happen before).
+    pub fn consume_to(&self, pos: u64) {
+        self.head_tail().1.store(pos, Ordering::Release);
+    }
+}
+
+/// Checks that the sampling event and every counter can be opened for the calling thread,
+/// without signals or rings. Returns the first failure.
+pub fn probe(spec: &PerfSpec) -> Result<(), (EventDef, PerfError)> {
+    let tid = gettid();
+    let mut attr = base_attr(&spec.event);
+    attr.__bindgen_anon_1.sample_period = spec.period;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(u64::from(spec.exclude_kernel));
+    let leader = open(&mut attr, tid, -1, spec, spec.event.name).map_err(|e| (spec.event, e))?;
+    for c in &spec.counters {
+        let mut m = base_attr(c);
+        m.set_exclude_kernel(u64::from(spec.exclude_kernel));
+        open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| (*c, e))?;
+    }
+    Ok(())
+}
+
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}

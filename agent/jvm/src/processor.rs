@@ -1,0 +1,279 @@
+//! The background processing thread (Chilingarova & Safonov's "manager"): it drains sample
+//! batches, resolves them in time order against the code map, feeds the calling context
+//! tree, flushes JFR chunks periodically, and attaches VM threads as they appear.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hpm_core::batch::Batch;
+use hpm_core::capture::Captured;
+use hpm_core::cct::Cct;
+use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
+use hpm_core::model::{Recording, VmComponent};
+use hpm_core::options::OutputFormat;
+use hpm_core::output;
+use hpm_core::resolve::SampleResolver;
+use jni::sys::{JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
+
+use crate::agent::{now_ticks, Agent};
+use crate::methods::JvmtiMethods;
+
+/// Samples younger than this wait a round, so late code events (JVMTI posts them from the
+/// service thread) are applied before the samples that need them.
+const SETTLE_NS: u64 = 100_000_000;
+const ROUND: Duration = Duration::from_millis(50);
+
+pub struct ProcessorHandle {
+    stop: Arc<AtomicBool>,
+    join: JoinHandle<Option<Processor>>,
+}
+
+struct Processor {
+    rec: Recording,
+    cct: Cct,
+    components: Vec<(VmComponent, u64)>,
+    resolver: SampleResolver,
+    methods: JvmtiMethods,
+    pending: Vec<(Box<Batch<Captured>>, usize)>,
+    jfr: Vec<JfrFileWriter>,
+    chunk_start: u64,
+    thread_generation: u64,
+    late: u64,
+    last_resolved: u64,
+}
+
+pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let join = std::thread::Builder::new().name("hpm-processor".into()).spawn(move || {
+        // Never profile ourselves: excluded before start() returns and before the VM sees us.
+        agent.threads.exclude(crate::perf::gettid());
+        let _ = tid_tx.send(());
+        let jni = attach_daemon(agent)?;
+        let mut p = Processor::new(agent, jni);
+        let mut round = 0u64;
+        while !flag.load(Ordering::Acquire) {
+            std::thread::park_timeout(ROUND);
+            round += 1;
+            if round % 2 == 0 {
+                agent.threads.scan(&agent.queues);
+            }
+            p.round(agent, false);
+        }
+        Some(p)
+    })?;
+    let _ = tid_rx.recv();
+    Ok(ProcessorHandle { stop, join })
+}
+
+/// Attaches the calling native thread to the VM as a daemon, so it may call JVMTI.
+fn attach_daemon(agent: &Agent) -> Option<*mut JNIEnv> {
+    let vm = agent.vm();
+    let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+    let mut args = JavaVMAttachArgs { version: JNI_VERSION_1_6, name: c"hpm-processor".as_ptr() as *mut _, group: std::ptr::null_mut() };
+    // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon is in its invoke interface
+    // and `args` outlives the call.
+    let rc = unsafe { ((**vm).AttachCurrentThreadAsDaemon?)(vm, &mut env, &mut args as *mut _ as *mut _) };
+    if rc != JNI_OK {
+        eprintln!("hpm: cannot attach the processing thread to the JVM (error {rc}); no profile will be written");
+        return None;
+    }
+    Some(env as *mut JNIEnv)
+}
+
+/// Stops the processor and writes every output (VMDeath).
+pub fn finish(agent: &Agent, h: ProcessorHandle) {
+    h.stop.store(true, Ordering::Release);
+    h.join.thread().unpark();
+    let Ok(Some(mut p)) = h.join.join() else {
+        eprintln!("hpm: the processing thread failed; no profile written");
+        return;
+    };
+    agent.threads.detach_all(&agent.queues);
+    p.round(agent, true);
+    p.write_outputs(agent);
+}
+
+fn period_text(e: &hpm_core::model::EventInfo) -> String {
+    match e.unit {
+        hpm_core::model::PeriodUnit::Nanoseconds if e.period % 1_000_000 == 0 => format!("{}ms", e.period / 1_000_000),
+        hpm_core::model::PeriodUnit::Nanoseconds => format!("{}us", e.period / 1_000),
+        hpm_core::model::PeriodUnit::Events => format!("{} events", e.period),
+    }
+}
+
+impl Processor {
+    fn new(agent: &Agent, jni: *mut JNIEnv) -> Processor {
+        let rec = Recording {
+            start_wall_ns: agent.start_wall_ns,
+            start_ticks: agent.start_ticks,
+            end_ticks: agent.start_ticks,
+            pid: std::process::id(),
+            jvm: agent.jvmti.system_property("java.vm.version").map(|v| format!("HotSpot {v}")).unwrap_or_default(),
+            event: agent.event.clone(),
+            counters: agent.counter_names.clone(),
+            ..Default::default()
+        };
+        let mut resolver = SampleResolver::default();
+        resolver.data_addresses = agent.threads.spec.event.data_address;
+        resolver.symbolizer.refresh();
+        let jfr = agent
+            .outputs
+            .iter()
+            .filter(|(_, f)| *f == OutputFormat::Jfr)
+            .filter_map(|(path, _)| match JfrFileWriter::create(std::path::Path::new(path)) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    eprintln!("hpm: cannot write {path}: {e}");
+                    None
+                }
+            })
+            .collect();
+        Processor {
+            cct: Cct::new(rec.counters.clone()),
+            rec,
+            components: Vec::new(),
+            resolver,
+            methods: JvmtiMethods::new(agent.jvmti, jni),
+            pending: Vec::new(),
+            jfr,
+            chunk_start: agent.start_ticks,
+            thread_generation: u64::MAX,
+            late: 0,
+            last_resolved: 0,
+        }
+    }
+
+    fn round(&mut self, agent: &Agent, last: bool) {
+        agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
+        for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
+            self.resolver.timeline.push(ev);
+        }
+        for (start, t) in std::mem::take(&mut *agent.gc_events.lock().unwrap_or_else(|p| p.into_inner())) {
+            if start {
+                self.resolver.gc_start(t);
+            } else {
+                self.resolver.gc_finish(t);
+            }
+        }
+        while let Some(b) = agent.queues.pop_full() {
+            self.pending.push((b, 0));
+        }
+        agent.threads.steal_all(|b| self.pending.push((b, 0)));
+        if agent.queues.free_batches() < 32 {
+            agent.queues.grow(128);
+        }
+        let now = now_ticks();
+        let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
+        self.resolve_up_to(agent, watermark);
+        self.rec.end_ticks = now;
+        if last || now.saturating_sub(self.chunk_start) >= agent.opts.flush_secs * 1_000_000_000 {
+            self.flush_chunk(agent, now);
+        }
+    }
+
+    /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
+    /// in time order (one thread's samples), so what is resolved of it is a prefix.
+    fn resolve_up_to(&mut self, agent: &Agent, watermark: u64) {
+        let mut order: Vec<(u64, usize, usize)> = Vec::new();
+        for (bi, (b, done)) in self.pending.iter().enumerate() {
+            for (j, c) in b.filled().iter().enumerate().skip(*done) {
+                if c.raw.time <= watermark {
+                    order.push((c.raw.time, bi, j));
+                }
+            }
+        }
+        order.sort_unstable();
+        for &(t, bi, j) in &order {
+            if t < self.last_resolved {
+                self.late += 1;
+            }
+            self.last_resolved = self.last_resolved.max(t);
+            let c = &self.pending[bi].0.filled()[j];
+            let s = self.resolver.resolve(&mut self.rec, &mut self.methods, c);
+            match self.components.iter_mut().find(|(k, _)| *k == s.component) {
+                Some(e) => e.1 += 1,
+                None => self.components.push((s.component, 1)),
+            }
+            self.cct.add_sample(&self.rec, &s, agent.opts.per_thread);
+            self.rec.samples.push(s);
+            self.pending[bi].1 = self.pending[bi].1.max(j + 1);
+        }
+        let mut i = 0;
+        while i < self.pending.len() {
+            if self.pending[i].1 >= self.pending[i].0.len {
+                let (b, _) = self.pending.swap_remove(i);
+                agent.queues.recycle(b);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn update_drops(&mut self, agent: &Agent) {
+        let s = &agent.signal_stats;
+        let mut drops: Vec<(String, u64)> = vec![
+            ("no free sample buffer".into(), agent.queues.dropped_no_free_batch.load(Ordering::Relaxed)),
+            ("processing queue full".into(), agent.queues.dropped_queue_full.load(Ordering::Relaxed)),
+            ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
+            ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
+            ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
+        ];
+        for (reason, n) in &self.resolver.stats.failed {
+            drops.push((format!("kept without Java stack: {reason}"), *n));
+        }
+        for (reason, n) in agent.threads.failures().by_reason {
+            drops.push((format!("thread not profiled: {reason}"), n));
+        }
+        drops.retain(|(_, n)| *n > 0);
+        self.rec.drops = drops;
+    }
+
+    fn flush_chunk(&mut self, agent: &Agent, now: u64) {
+        self.update_drops(agent);
+        let times = ChunkTimes {
+            start_ticks: self.chunk_start,
+            end_ticks: now.max(self.chunk_start),
+            start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
+        };
+        if !self.jfr.is_empty() {
+            let data = hpm_core::jfr::writer::encode_chunk(&self.rec, &self.rec.samples, times);
+            for w in &mut self.jfr {
+                if let Err(e) = w.write_encoded(&data) {
+                    eprintln!("hpm: writing {}: {e}", w.path().display());
+                }
+            }
+        }
+        self.rec.samples.clear();
+        self.chunk_start = now;
+    }
+
+    fn write_outputs(&mut self, agent: &Agent) {
+        let title = format!("hpm: {} every {}", self.rec.event.name, period_text(&self.rec.event));
+        for (path, format) in &agent.outputs {
+            let text = match format {
+                OutputFormat::Jfr => continue,
+                OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples),
+                OutputFormat::Html => output::flame_html::flame_html(
+                    &self.cct,
+                    &output::flame_html::HtmlOptions { title: title.clone(), ..Default::default() },
+                ),
+                OutputFormat::Svg => output::flame_svg::flame_svg(
+                    &self.cct,
+                    &output::flame_svg::SvgOptions { title: title.clone(), ..Default::default() },
+                ),
+            };
+            if let Err(e) = std::fs::write(path, text) {
+                eprintln!("hpm: writing {path}: {e}");
+            }
+        }
+        if !agent.opts.quiet {
+            eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
+            let files: Vec<&str> = agent.outputs.iter().map(|(p, _)| p.as_str()).collect();
+            eprintln!("hpm: wrote {}", files.join(", "));
+        }
+    }
+}

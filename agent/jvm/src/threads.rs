@@ -1,0 +1,288 @@
+//! Profiled threads: a fixed pool of per-thread slots the signal handler can always read, the
+//! fd -> slot table it looks them up in, and the registry that attaches perf groups to threads
+//! (Java threads from JVMTI ThreadStart, VM threads from scanning /proc/self/task) and detaches
+//! them at thread end, so no descriptor outlives its thread.
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use hpm_core::batch::{BatchQueues, ThreadQueue};
+use hpm_core::capture::Captured;
+use hpm_core::model::ThreadInfo;
+
+use crate::perf::{PerfError, PerfSpec, RingPtr, ThreadEvents};
+
+/// Threads alive at once that can be profiled; more are counted and skipped.
+pub const MAX_SLOTS: usize = 4096;
+/// File descriptors the handler can map to a slot.
+pub const MAX_FD: usize = 1 << 16;
+
+/// What the signal handler needs about one thread. Slots are never freed, only reused, so a
+/// handler holding a reference can never see freed memory.
+pub struct Slot {
+    pub tid: AtomicI32,
+    pub thread_idx: AtomicU32,
+    pub queue: ThreadQueue<Captured>,
+    ring_meta: AtomicU64,
+    ring_data: AtomicU64,
+    ring_size: AtomicU64,
+}
+
+impl Slot {
+    fn new() -> Slot {
+        Slot {
+            tid: AtomicI32::new(0),
+            thread_idx: AtomicU32::new(0),
+            queue: ThreadQueue::default(),
+            ring_meta: AtomicU64::new(0),
+            ring_data: AtomicU64::new(0),
+            ring_size: AtomicU64::new(0),
+        }
+    }
+
+    pub fn ring(&self) -> Option<RingPtr> {
+        let meta = self.ring_meta.load(Ordering::Acquire);
+        if meta == 0 {
+            return None;
+        }
+        Some(RingPtr {
+            meta: meta as *mut _,
+            data: self.ring_data.load(Ordering::Relaxed) as *mut u8,
+            size: self.ring_size.load(Ordering::Relaxed) as usize,
+        })
+    }
+
+    fn set_ring(&self, r: Option<RingPtr>) {
+        match r {
+            Some(r) => {
+                self.ring_data.store(r.data as u64, Ordering::Relaxed);
+                self.ring_size.store(r.size as u64, Ordering::Relaxed);
+                self.ring_meta.store(r.meta as u64, Ordering::Release);
+            }
+            None => self.ring_meta.store(0, Ordering::Release),
+        }
+    }
+}
+
+/// Per-reason counts of threads that could not be profiled.
+#[derive(Default, Debug, Clone)]
+pub struct AttachFailures {
+    pub by_reason: Vec<(String, u64)>,
+}
+
+impl AttachFailures {
+    fn add(&mut self, reason: String) {
+        match self.by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.by_reason.push((reason, 1)),
+        }
+    }
+}
+
+struct Live {
+    slot: u32,
+    events: ThreadEvents,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Every thread ever seen; the index is the recording's ThreadIdx.
+    threads: Vec<ThreadInfo>,
+    generation: u64,
+    live: HashMap<i32, Live>,
+    free_slots: Vec<u32>,
+    next_slot: u32,
+    /// Threads never to profile (the agent's own).
+    excluded: HashSet<i32>,
+    failures: AttachFailures,
+    first_error: Option<PerfError>,
+}
+
+pub struct Threads {
+    pub slots: Box<[Slot]>,
+    fd_table: Box<[AtomicU32]>,
+    inner: Mutex<Inner>,
+    pub spec: PerfSpec,
+    pub signal: i32,
+}
+
+impl Threads {
+    pub fn new(spec: PerfSpec, signal: i32) -> Threads {
+        Threads {
+            slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
+            fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
+            inner: Mutex::new(Inner::default()),
+            spec,
+            signal,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves consistent data (each step is atomic w.r.t.
+        // the maps), so a poisoned lock is still usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Signal-handler lookup: the slot whose perf group leader is `fd`.
+    pub fn slot_for_fd(&self, fd: i32) -> Option<&Slot> {
+        let i = self.fd_table.get(usize::try_from(fd).ok()?)?.load(Ordering::Acquire);
+        if i == 0 {
+            None
+        } else {
+            self.slots.get(i as usize - 1)
+        }
+    }
+
+    pub fn exclude(&self, tid: i32) {
+        self.lock().excluded.insert(tid);
+    }
+
+    /// Starts profiling `tid` (idempotent). For a thread already attached, updates what is
+    /// known about it (a VM-scan name replaced by the Java name, say).
+    pub fn attach(&self, tid: i32, info: ThreadInfo) -> Result<(), PerfError> {
+        let mut g = self.lock();
+        if g.excluded.contains(&tid) {
+            return Ok(());
+        }
+        if let Some(live) = g.live.get(&tid) {
+            let idx = self.slots[live.slot as usize].thread_idx.load(Ordering::Relaxed) as usize;
+            if info.is_java {
+                g.threads[idx] = info;
+                g.generation += 1;
+            }
+            return Ok(());
+        }
+        let slot = match g.free_slots.pop() {
+            Some(s) => s,
+            None if (g.next_slot as usize) < MAX_SLOTS => {
+                g.next_slot += 1;
+                g.next_slot - 1
+            }
+            None => {
+                g.failures.add(format!("more than {MAX_SLOTS} live threads"));
+                return Ok(());
+            }
+        };
+        let events = match ThreadEvents::open(&self.spec, tid, self.signal) {
+            Ok(e) => e,
+            Err(e) => {
+                g.free_slots.push(slot);
+                g.failures.add(e.to_string().split(" for thread").next().unwrap_or("").to_string() + &errno_suffix(&e));
+                if g.first_error.is_none() {
+                    g.first_error = Some(e.clone());
+                }
+                return Err(e);
+            }
+        };
+        let fd = events.leader.as_raw_fd();
+        if fd as usize >= MAX_FD {
+            g.free_slots.push(slot);
+            g.failures.add(format!("descriptor number above {MAX_FD}"));
+            return Ok(());
+        }
+        let idx = g.threads.len() as u32;
+        g.threads.push(info);
+        g.generation += 1;
+        let s = &self.slots[slot as usize];
+        s.tid.store(tid, Ordering::Relaxed);
+        s.thread_idx.store(idx, Ordering::Relaxed);
+        s.set_ring(Some(events.ring_parts()));
+        self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
+        if let Err(e) = events.enable() {
+            self.fd_table[fd as usize].store(0, Ordering::Release);
+            s.set_ring(None);
+            g.free_slots.push(slot);
+            return Err(e);
+        }
+        g.live.insert(tid, Live { slot, events });
+        Ok(())
+    }
+
+    /// Stops profiling `tid`: the group is disabled and closed, and the thread's partial batch
+    /// is handed to the processor.
+    pub fn detach(&self, tid: i32, queues: &BatchQueues<Captured>) {
+        let mut g = self.lock();
+        let Some(live) = g.live.remove(&tid) else { return };
+        live.events.disable();
+        self.fd_table[live.events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
+        let s = &self.slots[live.slot as usize];
+        s.set_ring(None);
+        s.tid.store(0, Ordering::Relaxed);
+        if let Some(b) = s.queue.steal() {
+            if b.len > 0 {
+                queues.submit(b);
+            } else {
+                queues.recycle(b);
+            }
+        }
+        drop(live.events);
+        g.free_slots.push(live.slot);
+    }
+
+    /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
+    /// threads) and detaches threads that are gone. Returns how many were attached.
+    pub fn scan(&self, queues: &BatchQueues<Captured>) -> usize {
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
+        let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        let (to_attach, gone): (Vec<i32>, Vec<i32>) = {
+            let g = self.lock();
+            (
+                present.iter().copied().filter(|t| !g.live.contains_key(t) && !g.excluded.contains(t)).collect(),
+                g.live.keys().copied().filter(|t| !present.contains(t)).collect(),
+            )
+        };
+        for tid in gone {
+            self.detach(tid, queues);
+        }
+        let mut n = 0;
+        for tid in to_attach {
+            let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+            let info = ThreadInfo { os_tid: tid as u32, java_id: None, name: name.trim_end().to_string(), is_java: false };
+            if self.attach(tid, info).is_ok() {
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Copies the thread list into `out` if it changed since `seen_generation`.
+    pub fn sync_threads(&self, out: &mut Vec<ThreadInfo>, seen_generation: &mut u64) {
+        let g = self.lock();
+        if g.generation != *seen_generation {
+            out.clone_from(&g.threads);
+            *seen_generation = g.generation;
+        }
+    }
+
+    pub fn failures(&self) -> AttachFailures {
+        self.lock().failures.clone()
+    }
+
+    pub fn first_error(&self) -> Option<PerfError> {
+        self.lock().first_error.clone()
+    }
+
+    /// Partial batches of every live thread (the processor calls this each round).
+    pub fn steal_all(&self, mut f: impl FnMut(Box<hpm_core::batch::Batch<Captured>>)) {
+        let g = self.lock();
+        for live in g.live.values() {
+            if let Some(b) = self.slots[live.slot as usize].queue.steal() {
+                f(b);
+            }
+        }
+    }
+
+    /// Stops every group (at VM death).
+    pub fn detach_all(&self, queues: &BatchQueues<Captured>) {
+        let tids: Vec<i32> = self.lock().live.keys().copied().collect();
+        for t in tids {
+            self.detach(t, queues);
+        }
+    }
+}
+
+fn errno_suffix(e: &PerfError) -> String {
+    format!(" ({})", std::io::Error::from_raw_os_error(e.errno))
+}
