@@ -1,0 +1,376 @@
+//! Generic JFR reading: chunk headers, the metadata event, constant pools and events as typed
+//! [`Value`]s, for any JFR 1.x/2.x file (ours, the JDK's, async-profiler's).
+//!
+//! A chunk is laid out as a 68-byte header, then event records. Every record starts with its
+//! size (compressed, counting itself) and type id; type 0 is the metadata event, type 1 a
+//! constant-pool ("checkpoint") event. The header points at the metadata event and at the
+//! newest constant-pool event, which links to older ones by a relative offset.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::metadata::{Element, Kind, Metadata, TypeDesc, MAX_DEPTH};
+use super::value::{Chunk, ChunkHeader, Event, Value};
+use super::varint::{DResult, DecodeError, RawString, Reader};
+
+pub const MAGIC: &[u8; 4] = b"FLR\0";
+pub const HEADER_SIZE: usize = 68;
+pub const METADATA_TYPE_ID: u64 = 0;
+pub const CONSTANT_POOL_TYPE_ID: u64 = 1;
+
+fn err(offset: u64, message: impl Into<String>) -> DecodeError {
+    DecodeError {
+        offset,
+        message: message.into(),
+    }
+}
+
+/// Parses the 68-byte header at the start of `data` (`base` is its file offset).
+pub fn parse_header(data: &[u8], base: u64) -> DResult<ChunkHeader> {
+    if data.len() < HEADER_SIZE {
+        return Err(err(
+            base,
+            format!(
+                "incomplete chunk header ({} of {HEADER_SIZE} bytes)",
+                data.len()
+            ),
+        ));
+    }
+    let mut r = Reader::new(&data[..HEADER_SIZE], base);
+    if r.bytes(4)? != MAGIC {
+        return Err(err(base, "not a JFR chunk (magic `FLR\\0` missing)"));
+    }
+    let h = ChunkHeader {
+        file_offset: base,
+        major: r.be_u16()?,
+        minor: r.be_u16()?,
+        size: r.be_u64()?,
+        constant_pool_offset: r.be_u64()?,
+        metadata_offset: r.be_u64()?,
+        start_nanos: r.be_u64()?,
+        duration_nanos: r.be_u64()?,
+        start_ticks: r.be_u64()?,
+        ticks_per_second: r.be_u64()?,
+        features: r.be_u32()?,
+    };
+    if h.major != 1 && h.major != 2 {
+        return Err(err(
+            base + 4,
+            format!("unsupported JFR version {}.{}", h.major, h.minor),
+        ));
+    }
+    if h.features >> 24 != 0 {
+        return Err(err(
+            base + 64,
+            "chunk is unfinished (still being written, or the writer died)",
+        ));
+    }
+    if h.size < HEADER_SIZE as u64 {
+        return Err(err(
+            base + 8,
+            format!("chunk size {} is smaller than the header", h.size),
+        ));
+    }
+    if h.metadata_offset == 0 || h.metadata_offset >= h.size {
+        return Err(err(
+            base + 24,
+            format!(
+                "metadata offset {} is outside the chunk ({} bytes)",
+                h.metadata_offset, h.size
+            ),
+        ));
+    }
+    if h.constant_pool_offset >= h.size {
+        return Err(err(
+            base + 16,
+            format!(
+                "constant pool offset {} is outside the chunk ({} bytes)",
+                h.constant_pool_offset, h.size
+            ),
+        ));
+    }
+    Ok(h)
+}
+
+/// Reads the metadata event of a chunk.
+pub fn parse_metadata(data: &[u8], h: &ChunkHeader) -> DResult<Metadata> {
+    let at = h.file_offset + h.metadata_offset;
+    let mut r = Reader::new(data, h.file_offset);
+    r.seek(h.metadata_offset as usize)?;
+    let (_size, mut r) = record(&mut r)?;
+    let ty = r.varint()?;
+    if ty != METADATA_TYPE_ID {
+        return Err(err(
+            at,
+            format!("expected the metadata event (type 0), found type {ty}"),
+        ));
+    }
+    r.varint()?; // start time
+    r.varint()?; // duration
+    r.varint()?; // metadata id
+    let tree = Element::decode_tree(&mut r)?;
+    Metadata::from_tree(tree).map_err(|m| err(at, format!("bad metadata: {m}")))
+}
+
+/// Reads a record's size and returns a reader limited to the record (positioned after the
+/// size field).
+fn record<'a>(r: &mut Reader<'a>) -> DResult<(usize, Reader<'a>)> {
+    let start = r.pos();
+    let at = r.offset();
+    let size = r.varint()?;
+    if size == 0 || size as usize > r.remaining() + (r.pos() - start) {
+        return Err(err(
+            at,
+            format!("event size {size} is zero or runs past the end of the chunk"),
+        ));
+    }
+    let header_len = r.pos() - start;
+    if (size as usize) <= header_len {
+        return Err(err(
+            at,
+            format!("event size {size} is smaller than its own size field"),
+        ));
+    }
+    let body = r.bytes(size as usize - header_len)?;
+    Ok((size as usize, Reader::new(body, at + header_len as u64)))
+}
+
+/// Reads one value of type `type_id` (not a pool reference).
+fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize) -> DResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(r.error("values nested too deeply (recursive inline type?)"));
+    }
+    let t = meta
+        .get(type_id)
+        .ok_or_else(|| r.error(format!("undeclared type id {type_id}")))?;
+    Ok(match t.kind {
+        Kind::Boolean => Value::Bool(r.bool()?),
+        Kind::Byte => Value::Byte(r.u8()? as i8),
+        Kind::Char => Value::Char(r.varint()? as u16),
+        Kind::Short => Value::Short(r.varint()? as i16),
+        Kind::Int => Value::Int(r.varint_i32()?),
+        Kind::Long => Value::Long(r.varint()? as i64),
+        Kind::Float => Value::Float(r.f32()?),
+        Kind::Double => Value::Double(r.f64()?),
+        Kind::String => match r.string()? {
+            RawString::Null => Value::Null,
+            RawString::Text(s) => Value::String(s),
+            RawString::PoolRef(key) => Value::Ref { type_id, key },
+        },
+        Kind::Struct => Value::Struct {
+            type_id,
+            fields: read_fields(r, meta, t, depth + 1)?,
+        },
+    })
+}
+
+fn read_fields(r: &mut Reader, meta: &Metadata, t: &TypeDesc, depth: usize) -> DResult<Vec<Value>> {
+    let mut out = Vec::with_capacity(t.fields.len());
+    for f in &t.fields {
+        let one = |r: &mut Reader| -> DResult<Value> {
+            if f.constant_pool {
+                Ok(Value::Ref {
+                    type_id: f.type_id,
+                    key: r.varint()?,
+                })
+            } else {
+                read_value(r, meta, f.type_id, depth)
+            }
+        };
+        if f.array {
+            let n = r.count("array element", 1)?;
+            let mut items = Vec::with_capacity(n);
+            for _ in 0..n {
+                items.push(one(r)?);
+            }
+            out.push(Value::Array(items));
+        } else {
+            out.push(one(r)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads every constant-pool event of the chunk (following the chain of relative offsets).
+fn parse_pools(
+    data: &[u8],
+    h: &ChunkHeader,
+    meta: &Metadata,
+) -> DResult<HashMap<u64, HashMap<u64, Value>>> {
+    let mut pools: HashMap<u64, HashMap<u64, Value>> = HashMap::new();
+    let mut seen = HashSet::new();
+    let mut pos = h.constant_pool_offset;
+    while pos != 0 {
+        if !seen.insert(pos) || pos >= h.size {
+            return Err(err(
+                h.file_offset + pos,
+                "constant pool chain loops or leaves the chunk",
+            ));
+        }
+        let mut r = Reader::new(data, h.file_offset);
+        r.seek(pos as usize)?;
+        let at = r.offset();
+        let (_size, mut r) = record(&mut r)?;
+        let ty = r.varint()?;
+        if ty != CONSTANT_POOL_TYPE_ID {
+            return Err(err(
+                at,
+                format!("expected a constant pool event (type 1), found type {ty}"),
+            ));
+        }
+        r.varint()?; // start time
+        r.varint()?; // duration
+        let delta = r.varint()? as i64;
+        r.u8()?; // flush / checkpoint type flags
+        let npools = r.count("constant pool", 2)?;
+        for _ in 0..npools {
+            let tat = r.offset();
+            let type_id = r.varint()?;
+            if meta.get(type_id).is_none() {
+                return Err(err(
+                    tat,
+                    format!("constant pool for undeclared type id {type_id}"),
+                ));
+            }
+            let n = r.count("constant", 1)?;
+            let pool = pools.entry(type_id).or_default();
+            for _ in 0..n {
+                let key = r.varint()?;
+                let v = read_value(&mut r, meta, type_id, 0)?;
+                pool.insert(key, v);
+            }
+        }
+        pos = if delta == 0 {
+            0
+        } else {
+            (pos as i64).wrapping_add(delta) as u64
+        };
+    }
+    Ok(pools)
+}
+
+/// Parses one complete chunk held in `data` (which starts at the chunk header; `base` is its
+/// file offset). Only events whose type passes `want` are decoded; others are skipped by size.
+pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> DResult<Chunk> {
+    let header = parse_header(data, base)?;
+    if (data.len() as u64) < header.size {
+        return Err(err(
+            base + 8,
+            format!(
+                "chunk size {} but only {} bytes present",
+                header.size,
+                data.len()
+            ),
+        ));
+    }
+    let data = &data[..header.size as usize];
+    let metadata = parse_metadata(data, &header)?;
+    let pools = parse_pools(data, &header, &metadata)?;
+    let mut events = Vec::new();
+    let mut r = Reader::new(data, base);
+    r.seek(HEADER_SIZE)?;
+    while r.remaining() > 0 {
+        let at = r.offset();
+        let (_size, mut body) = record(&mut r)?;
+        let type_id = body.varint()?;
+        if type_id == METADATA_TYPE_ID || type_id == CONSTANT_POOL_TYPE_ID {
+            continue;
+        }
+        let Some(t) = metadata.get(type_id) else {
+            continue;
+        };
+        if !want(t) {
+            continue;
+        }
+        let fields = read_fields(&mut body, &metadata, t, 1)?;
+        events.push(Event {
+            type_id,
+            offset: at,
+            fields,
+        });
+    }
+    Ok(Chunk {
+        header,
+        metadata,
+        pools,
+        events,
+    })
+}
+
+/// Reads every chunk of a file in order, handing each to `f`. Chunks are read one at a time,
+/// so memory use is bounded by the largest chunk. Errors name the file, the chunk and the byte
+/// offset.
+pub fn for_each_chunk(
+    path: &Path,
+    want: &dyn Fn(&TypeDesc) -> bool,
+    mut f: impl FnMut(Chunk) -> Result<(), String>,
+) -> Result<(), String> {
+    let name = path.display();
+    let mut file = File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let len = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+    if len == 0 {
+        return Err(format!("{name}: empty file, not a JFR recording"));
+    }
+    let mut offset = 0u64;
+    let mut index = 0usize;
+    while offset < len {
+        let ctx = |e: DecodeError| format!("{name}: chunk {index}: {e}");
+        let mut head = [0u8; HEADER_SIZE];
+        let n = read_at(&mut file, offset, &mut head).map_err(|e| format!("{name}: {e}"))?;
+        let header = parse_header(&head[..n], offset).map_err(ctx)?;
+        if header.size > len - offset {
+            return Err(ctx(err(
+                offset + 8,
+                format!(
+                    "chunk size {} but only {} bytes left in the file (truncated?)",
+                    header.size,
+                    len - offset
+                ),
+            )));
+        }
+        let mut data = vec![0u8; header.size as usize];
+        read_at(&mut file, offset, &mut data).map_err(|e| format!("{name}: {e}"))?;
+        let chunk = parse_chunk(&data, offset, want).map_err(ctx)?;
+        f(chunk).map_err(|m| format!("{name}: chunk {index}: {m}"))?;
+        offset += header.size;
+        index += 1;
+    }
+    Ok(())
+}
+
+/// Reads up to `buf.len()` bytes at `offset`; returns how many were read.
+fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+    file.seek(SeekFrom::Start(offset))?;
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Reads all chunks of a file, decoding the events `want` selects.
+pub fn read_chunks(path: &Path, want: &dyn Fn(&TypeDesc) -> bool) -> Result<Vec<Chunk>, String> {
+    let mut out = Vec::new();
+    for_each_chunk(path, want, |c| {
+        out.push(c);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Parses every chunk in an in-memory file image.
+pub fn parse_chunks(data: &[u8], want: &dyn Fn(&TypeDesc) -> bool) -> DResult<Vec<Chunk>> {
+    let mut out = Vec::new();
+    let mut offset = 0usize;
+    while offset < data.len() {
+        let c = parse_chunk(&data[offset..], offset as u64, want)?;
+        offset += c.header.size as usize;
+        out.push(c);
+    }
+    Ok(out)
+}

@@ -1,0 +1,421 @@
+//! Writer side: the constant pools of one chunk (threads, stack traces, methods, classes,
+//! packages, symbols, frame types, thread states, strings), holding only what the chunk's
+//! events reference.
+//!
+//! Keys are stable across the chunks of a file, because the JDK's reader reuses the previous
+//! chunk's entry for a key it has seen before: thread keys are `ThreadIdx + 1`, method keys
+//! `MethodIdx + 1`; class, package and symbol keys number distinct strings in order of first
+//! appearance in the (append-only) method table; stack trace keys are a 56-bit hash of the
+//! stack's content. Key 0 is never used for an entry, so it can stand for null.
+
+use std::collections::HashMap;
+
+use super::schema::*;
+use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
+use crate::model::{Frame, FrameKind, MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
+
+/// Descriptor written for methods without one (native symbols, pseudo-frames): the JDK's
+/// `jfr print` needs parentheses in every descriptor. Read back as an empty descriptor.
+pub const NATIVE_DESCRIPTOR: &str = "()L;";
+/// Key of the placeholder method used for frames whose method index is out of range.
+const INVALID_METHOD_KEY: u64 = 1 << 40;
+pub const THREAD_STATE_RUNNABLE_KEY: u64 = 1;
+
+pub fn frame_type_key(k: FrameKind) -> u64 {
+    FrameKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u64 + 1
+}
+
+/// Key in the `java.lang.String` pool of a component's name.
+pub fn component_key(c: VmComponent) -> u64 {
+    16 + VmComponent::ALL.iter().position(|&x| x == c).unwrap_or(0) as u64
+}
+
+/// Key in the `java.lang.String` pool of the sampling event's name.
+pub const EVENT_NAME_KEY: u64 = 1;
+
+/// Class name in the JVM's internal form (`java/util/HashMap`), as the JDK writes it.
+pub fn internal_name(class_name: &str) -> String {
+    class_name.replace('.', "/")
+}
+
+/// Package of an internal class name (`java/util`), empty for the default package.
+pub fn package_of(internal: &str) -> &str {
+    internal.rfind('/').map_or("", |i| &internal[..i])
+}
+
+/// Stable numbering of the distinct class, package and symbol strings of the method table.
+struct Names<'a> {
+    classes: HashMap<String, u64>,
+    packages: HashMap<String, u64>,
+    symbols: HashMap<&'a str, u64>,
+    owned_symbols: HashMap<String, u64>,
+    next_symbol: u64,
+}
+
+impl<'a> Names<'a> {
+    /// Scans methods `0..upto` of the table (keys depend only on this prefix).
+    fn scan(rec: &'a Recording, upto: usize) -> Names<'a> {
+        let mut n = Names {
+            classes: HashMap::new(),
+            packages: HashMap::new(),
+            symbols: HashMap::new(),
+            owned_symbols: HashMap::new(),
+            next_symbol: 1,
+        };
+        for (_, m) in rec.methods.iter().take(upto) {
+            let internal = internal_name(&m.class_name);
+            let pkg = package_of(&internal).to_string();
+            let next = n.classes.len() as u64 + 1;
+            n.classes.entry(internal.clone()).or_insert(next);
+            if !pkg.is_empty() {
+                let next = n.packages.len() as u64 + 1;
+                n.packages.entry(pkg.clone()).or_insert(next);
+            }
+            n.owned(internal);
+            n.owned(pkg);
+            n.borrowed(&m.name);
+            n.borrowed(descriptor_of(&m.descriptor));
+        }
+        n
+    }
+
+    fn borrowed(&mut self, s: &'a str) {
+        if !self.symbols.contains_key(s) && !self.owned_symbols.contains_key(s) {
+            self.symbols.insert(s, self.next_symbol);
+            self.next_symbol += 1;
+        }
+    }
+
+    fn owned(&mut self, s: String) {
+        if !self.symbols.contains_key(s.as_str()) && !self.owned_symbols.contains_key(&s) {
+            self.owned_symbols.insert(s, self.next_symbol);
+            self.next_symbol += 1;
+        }
+    }
+
+    fn symbol(&self, s: &str) -> u64 {
+        self.symbols
+            .get(s)
+            .or_else(|| self.owned_symbols.get(s))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+fn descriptor_of(d: &str) -> &str {
+    if d.is_empty() {
+        NATIVE_DESCRIPTOR
+    } else {
+        d
+    }
+}
+
+/// FNV-1a over the stack's content, folded to 56 bits (8 varint bytes), never 0.
+fn stack_hash(frames: &[Frame], truncated: bool) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |v: u64| {
+        for b in v.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(truncated as u64);
+    for f in frames {
+        eat(f.method as u64);
+        eat(f.bci as u32 as u64 | (f.line as u32 as u64) << 32);
+        eat(frame_type_key(f.kind));
+    }
+    let k = (h ^ (h >> 56)) & ((1 << 56) - 1);
+    k.max(1)
+}
+
+/// The pools of one chunk, filled as events are written.
+pub struct Pools<'a> {
+    rec: &'a Recording,
+    threads: Vec<ThreadIdx>,
+    thread_seen: HashMap<ThreadIdx, ()>,
+    /// key -> (frames, truncated)
+    stacks: HashMap<u64, (&'a [Frame], bool)>,
+    stack_order: Vec<u64>,
+    methods: Vec<MethodIdx>,
+    method_seen: HashMap<MethodIdx, ()>,
+    invalid_method: bool,
+    frame_types: [bool; FrameKind::ALL.len()],
+    components: [bool; VmComponent::ALL.len()],
+    event_name_used: bool,
+    runnable_used: bool,
+}
+
+impl<'a> Pools<'a> {
+    pub fn new(rec: &'a Recording) -> Pools<'a> {
+        Pools {
+            rec,
+            threads: Vec::new(),
+            thread_seen: HashMap::new(),
+            stacks: HashMap::new(),
+            stack_order: Vec::new(),
+            methods: Vec::new(),
+            method_seen: HashMap::new(),
+            invalid_method: false,
+            frame_types: [false; FrameKind::ALL.len()],
+            components: [false; VmComponent::ALL.len()],
+            event_name_used: false,
+            runnable_used: false,
+        }
+    }
+
+    /// Key of a sample's thread (0, i.e. null, if the index is out of range).
+    pub fn thread(&mut self, t: ThreadIdx) -> u64 {
+        if t as usize >= self.rec.threads.len() {
+            return 0;
+        }
+        if self.thread_seen.insert(t, ()).is_none() {
+            self.threads.push(t);
+        }
+        t as u64 + 1
+    }
+
+    /// Key of a sample's stack trace, deduplicated by content.
+    pub fn stack(&mut self, s: &'a Sample) -> u64 {
+        let mut key = stack_hash(&s.stack, s.truncated);
+        loop {
+            match self.stacks.get(&key) {
+                Some(&(frames, truncated))
+                    if frames == s.stack.as_slice() && truncated == s.truncated =>
+                {
+                    return key
+                }
+                Some(_) => key = (key + 1) & ((1 << 56) - 1), // hash collision: probe
+                None => break,
+            }
+        }
+        self.stacks.insert(key, (&s.stack, s.truncated));
+        self.stack_order.push(key);
+        for f in &s.stack {
+            self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
+            if (f.method as usize) < self.rec.methods.len() {
+                if self.method_seen.insert(f.method, ()).is_none() {
+                    self.methods.push(f.method);
+                }
+            } else {
+                self.invalid_method = true;
+            }
+        }
+        key
+    }
+
+    fn method_key(&self, m: MethodIdx) -> u64 {
+        if (m as usize) < self.rec.methods.len() {
+            m as u64 + 1
+        } else {
+            INVALID_METHOD_KEY
+        }
+    }
+
+    /// String-pool key of the sampling event's name.
+    pub fn event_name(&mut self) -> u64 {
+        self.event_name_used = true;
+        EVENT_NAME_KEY
+    }
+
+    /// Thread-state key of `STATE_RUNNABLE`.
+    pub fn runnable_state(&mut self) -> u64 {
+        self.runnable_used = true;
+        THREAD_STATE_RUNNABLE_KEY
+    }
+
+    pub fn component(&mut self, c: VmComponent) -> u64 {
+        self.components[component_key(c) as usize - 16] = true;
+        component_key(c)
+    }
+
+    /// Appends the body of the constant-pool event after its `flush` byte: pool count, pools.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let mut pools: Vec<(u64, u64, Vec<u8>)> = Vec::new(); // (type, count, entries)
+        let mut pool = |type_id: u64, count: usize, body: Vec<u8>| {
+            if count > 0 {
+                pools.push((type_id, count as u64, body));
+            }
+        };
+
+        // Threads.
+        let mut b = Vec::new();
+        for &t in &self.threads {
+            let ti = &self.rec.threads[t as usize];
+            put_varint(&mut b, t as u64 + 1);
+            put_string(&mut b, Some(&ti.name));
+            put_i64(&mut b, ti.os_tid as i64);
+            put_string(&mut b, if ti.is_java { Some(&ti.name) } else { None });
+            put_i64(&mut b, ti.java_id.unwrap_or(0) as i64);
+            put_varint(&mut b, 0); // thread group: null
+        }
+        pool(T_THREAD, self.threads.len(), b);
+
+        // Stack traces, frames inline.
+        let mut b = Vec::new();
+        for key in &self.stack_order {
+            let (frames, truncated) = self.stacks[key];
+            put_varint(&mut b, *key);
+            put_bool(&mut b, truncated);
+            put_varint(&mut b, frames.len() as u64);
+            for f in frames {
+                put_varint(&mut b, self.method_key(f.method));
+                put_i32(&mut b, f.line);
+                put_i32(&mut b, f.bci);
+                put_varint(&mut b, frame_type_key(f.kind));
+            }
+        }
+        pool(T_STACK_TRACE, self.stack_order.len(), b);
+
+        // Methods, and the classes/packages/symbols they use.
+        let upto = self
+            .methods
+            .iter()
+            .map(|&m| m as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let names = Names::scan(self.rec, upto);
+        let mut classes: Vec<(u64, String)> = Vec::new();
+        let mut class_seen = HashMap::new();
+        let mut symbols: Vec<(u64, String)> = Vec::new();
+        let mut symbol_seen = HashMap::new();
+        let mut sym = |s: &str, symbols: &mut Vec<(u64, String)>| -> u64 {
+            let k = names.symbol(s);
+            if k != 0 && symbol_seen.insert(k, ()).is_none() {
+                symbols.push((k, s.to_string()));
+            }
+            k
+        };
+        let mut b = Vec::new();
+        let write_method = |b: &mut Vec<u8>,
+                            key: u64,
+                            class_key: u64,
+                            name: u64,
+                            desc: u64,
+                            m: &crate::model::MethodInfo| {
+            put_varint(b, key);
+            put_varint(b, class_key);
+            put_varint(b, name);
+            put_varint(b, desc);
+            put_i32(b, m.modifiers as i32);
+            put_bool(b, m.hidden);
+        };
+        for &mi in &self.methods {
+            let m = self.rec.method(mi);
+            let internal = internal_name(&m.class_name);
+            let ck = names.classes[&internal];
+            if class_seen.insert(ck, ()).is_none() {
+                classes.push((ck, internal));
+            }
+            let n = sym(&m.name, &mut symbols);
+            let d = sym(descriptor_of(&m.descriptor), &mut symbols);
+            write_method(&mut b, mi as u64 + 1, ck, n, d, m);
+        }
+        let mut nmethods = self.methods.len();
+        if self.invalid_method {
+            // A stand-in for frames whose method index is not in the table.
+            let m = crate::model::MethodInfo::native("[unknown method]");
+            let ck = INVALID_METHOD_KEY;
+            classes.push((ck, String::new()));
+            symbols.push((INVALID_METHOD_KEY, m.name.clone()));
+            symbols.push((INVALID_METHOD_KEY + 1, NATIVE_DESCRIPTOR.to_string()));
+            write_method(
+                &mut b,
+                INVALID_METHOD_KEY,
+                ck,
+                INVALID_METHOD_KEY,
+                INVALID_METHOD_KEY + 1,
+                &m,
+            );
+            nmethods += 1;
+        }
+        pool(T_METHOD, nmethods, b);
+
+        let mut packages: Vec<(u64, String)> = Vec::new();
+        let mut b = Vec::new();
+        for (ck, internal) in &classes {
+            let pkg = package_of(internal);
+            let pk = if pkg.is_empty() {
+                0
+            } else {
+                names.packages[pkg]
+            };
+            if pk != 0 && !packages.iter().any(|(k, _)| *k == pk) {
+                packages.push((pk, pkg.to_string()));
+            }
+            put_varint(&mut b, *ck);
+            put_varint(&mut b, 0); // class loader: null
+            put_varint(
+                &mut b,
+                if *ck == INVALID_METHOD_KEY {
+                    INVALID_METHOD_KEY + 2
+                } else {
+                    sym(internal, &mut symbols)
+                },
+            );
+            put_varint(&mut b, pk);
+            put_i32(&mut b, 0); // modifiers
+            put_bool(&mut b, false); // hidden
+        }
+        if self.invalid_method {
+            symbols.push((INVALID_METHOD_KEY + 2, String::new()));
+        }
+        pool(T_CLASS, classes.len(), b);
+
+        let mut b = Vec::new();
+        for (pk, name) in &packages {
+            put_varint(&mut b, *pk);
+            put_varint(&mut b, sym(name, &mut symbols));
+            put_varint(&mut b, 0); // module: null
+            put_bool(&mut b, true); // exported
+        }
+        pool(T_PACKAGE, packages.len(), b);
+
+        let mut b = Vec::new();
+        for (k, s) in &symbols {
+            put_varint(&mut b, *k);
+            put_string(&mut b, Some(s));
+        }
+        pool(T_SYMBOL, symbols.len(), b);
+
+        // Frame types and thread states: small fixed tables.
+        let mut b = Vec::new();
+        let mut n = 0;
+        for (i, k) in FrameKind::ALL.iter().enumerate() {
+            if self.frame_types[i] {
+                put_varint(&mut b, frame_type_key(*k));
+                put_string(&mut b, Some(k.jfr_name()));
+                n += 1;
+            }
+        }
+        pool(T_FRAME_TYPE, n, b);
+        let mut b = Vec::new();
+        put_varint(&mut b, THREAD_STATE_RUNNABLE_KEY);
+        put_string(&mut b, Some("STATE_RUNNABLE"));
+        pool(T_THREAD_STATE, self.runnable_used as usize, b);
+
+        // Strings referenced from events (sampling event name, component names).
+        let mut b = Vec::new();
+        let mut n = 0;
+        if self.event_name_used {
+            put_varint(&mut b, EVENT_NAME_KEY);
+            put_string(&mut b, Some(&self.rec.event.name));
+            n += 1;
+        }
+        for (i, c) in VmComponent::ALL.iter().enumerate() {
+            if self.components[i] {
+                put_varint(&mut b, component_key(*c));
+                put_string(&mut b, Some(c.name()));
+                n += 1;
+            }
+        }
+        pool(T_STRING, n, b);
+
+        put_varint(out, pools.len() as u64);
+        for (type_id, count, body) in pools {
+            put_varint(out, type_id);
+            put_varint(out, count);
+            out.extend_from_slice(&body);
+        }
+    }
+}

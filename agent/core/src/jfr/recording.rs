@@ -1,0 +1,360 @@
+//! Reader: builds a [`Recording`] from any JFR file, chunk by chunk.
+//!
+//! Samples come from `hpm.Sample` in chunks that declare it (our files: weight, counters, data
+//! address, ip and component survive the round trip), otherwise from `jdk.ExecutionSample`
+//! (recordings made by the JDK itself; `jdk.NativeMethodSample` is left out, since it stands
+//! for threads waiting in native code rather than using the CPU).
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use super::parser::for_each_chunk;
+use super::pools::NATIVE_DESCRIPTOR;
+use super::schema::HPM_SAMPLE_FIXED_FIELDS;
+use super::value::{Chunk, ObjectView, Value};
+use crate::model::*;
+
+const WANTED: &[&str] = &[
+    "hpm.Sample",
+    "hpm.Config",
+    "hpm.Drops",
+    "jdk.ExecutionSample",
+    "jdk.ActiveSetting",
+    "jdk.JVMInformation",
+];
+
+/// Event name used for recordings made by the JDK's own sampler.
+pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
+
+/// Reads a whole `.jfr` file (all chunks) into a [`Recording`].
+pub fn read_recording(path: &Path) -> Result<Recording, String> {
+    let mut b = Builder::default();
+    for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| {
+        b.add_chunk(&c)
+    })?;
+    Ok(b.finish())
+}
+
+/// Builds a [`Recording`] from parsed chunks (in file order).
+pub fn recording_from_chunks<'a>(
+    chunks: impl IntoIterator<Item = &'a Chunk>,
+) -> Result<Recording, String> {
+    let mut b = Builder::default();
+    for c in chunks {
+        b.add_chunk(c)?;
+    }
+    Ok(b.finish())
+}
+
+#[derive(Default)]
+struct Builder {
+    rec: Recording,
+    chunks: usize,
+    threads: HashMap<(u64, u64), ThreadIdx>,
+    saw_config: bool,
+    jdk_period_ns: Option<u64>,
+}
+
+/// Per-chunk caches: pool key -> interned index.
+#[derive(Default)]
+struct ChunkCache {
+    methods: HashMap<u64, MethodIdx>,
+    stacks: HashMap<u64, (Vec<Frame>, bool)>,
+    threads: HashMap<u64, ThreadIdx>,
+}
+
+impl Builder {
+    fn add_chunk(&mut self, c: &Chunk) -> Result<(), String> {
+        let h = &c.header;
+        let start = h.ticks_to_nanos(h.start_ticks);
+        if self.chunks == 0 {
+            self.rec.start_wall_ns = h.start_nanos;
+            self.rec.start_ticks = start;
+        }
+        self.rec.start_ticks = self.rec.start_ticks.min(start);
+        self.rec.end_ticks = self.rec.end_ticks.max(start + h.duration_nanos);
+        self.chunks += 1;
+
+        for e in c.events_named("hpm.Config") {
+            self.config(&e);
+        }
+        for e in c.events_named("hpm.Drops") {
+            let reason = e.str("reason").unwrap_or("").to_string();
+            let count = e.i64("count").unwrap_or(0) as u64;
+            match self.rec.drops.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n = count, // cumulative: the latest value wins
+                None => self.rec.drops.push((reason, count)),
+            }
+        }
+        if !self.saw_config {
+            self.jdk_info(c);
+        }
+
+        let mut cache = ChunkCache::default();
+        if let Some(t) = c.metadata.by_name("hpm.Sample") {
+            // Map this chunk's counter fields to `rec.counters` by their label (the name).
+            let mut counter_slots = Vec::new();
+            for f in t
+                .fields
+                .iter()
+                .filter(|f| !HPM_SAMPLE_FIXED_FIELDS.contains(&f.name.as_str()))
+            {
+                let name = c
+                    .metadata
+                    .annotation_value(&f.annotations, "jdk.jfr.Label")
+                    .unwrap_or(&f.name);
+                let slot = match self.rec.counters.iter().position(|n| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.rec.counters.push(name.to_string());
+                        self.rec.counters.len() - 1
+                    }
+                };
+                counter_slots.push((f.name.clone(), slot));
+            }
+            for e in c.events_named("hpm.Sample") {
+                let mut s = self.sample(
+                    c,
+                    &e,
+                    &mut cache,
+                    h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
+                );
+                s.weight = e.i64("period").unwrap_or(0) as u64;
+                s.data_addr = e.i64("dataAddress").filter(|&a| a != 0).map(|a| a as u64);
+                s.ip = e.i64("ip").unwrap_or(0) as u64;
+                s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
+                for (field, slot) in &counter_slots {
+                    if s.counters.len() <= *slot {
+                        s.counters.resize(*slot + 1, 0);
+                    }
+                    s.counters[*slot] = e.i64(field).unwrap_or(0) as u64;
+                }
+                self.rec.samples.push(s);
+            }
+        } else {
+            let weight = self.jdk_period_ns.unwrap_or(0);
+            for e in c.events_named("jdk.ExecutionSample") {
+                let mut s = self.sample(
+                    c,
+                    &e,
+                    &mut cache,
+                    h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
+                );
+                s.weight = weight;
+                s.component = match s.stack.first().map(|f| f.kind) {
+                    Some(k) if k.is_java() => VmComponent::Java,
+                    Some(FrameKind::Native) => VmComponent::Native,
+                    Some(FrameKind::Cpp) => VmComponent::Runtime,
+                    Some(FrameKind::Kernel) => VmComponent::Kernel,
+                    _ => VmComponent::Unknown,
+                };
+                self.rec.samples.push(s);
+            }
+        }
+        Ok(())
+    }
+
+    fn config(&mut self, e: &ObjectView) {
+        self.saw_config = true;
+        let s = |name: &str| e.str(name).unwrap_or("").to_string();
+        self.rec.event = EventInfo {
+            name: s("event"),
+            requested: s("requestedEvent"),
+            period: e.i64("period").unwrap_or(0) as u64,
+            unit: if s("periodUnit") == PeriodUnit::Events.name() {
+                PeriodUnit::Events
+            } else {
+                PeriodUnit::Nanoseconds
+            },
+            fallback: Some(s("fallback")).filter(|f| !f.is_empty()),
+            sampler: s("sampler"),
+        };
+        self.rec.jvm = s("jvm");
+        self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
+    }
+
+    /// Event info, JVM and pid for recordings made by the JDK.
+    fn jdk_info(&mut self, c: &Chunk) {
+        let exec_id = c
+            .metadata
+            .by_name("jdk.ExecutionSample")
+            .map(|t| t.id as i64);
+        for e in c.events_named("jdk.ActiveSetting") {
+            if e.i64("id") == exec_id && e.str("name") == Some("period") {
+                if let Some(p) = e.str("value").and_then(parse_duration_ns) {
+                    self.jdk_period_ns = Some(p);
+                }
+            }
+        }
+        for e in c.events_named("jdk.JVMInformation") {
+            let name = e.str("jvmName").unwrap_or("");
+            let version = e.str("jvmVersion").unwrap_or("");
+            self.rec.jvm = format!("{name} {version}").trim().to_string();
+            self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
+        }
+        self.rec.event = EventInfo {
+            name: JDK_EVENT_NAME.into(),
+            requested: JDK_EVENT_NAME.into(),
+            period: self.jdk_period_ns.unwrap_or(0),
+            unit: PeriodUnit::Nanoseconds,
+            fallback: None,
+            sampler: "jfr".into(),
+        };
+    }
+
+    /// Time, thread and stack of a sample event; the rest is filled by the caller.
+    fn sample(&mut self, c: &Chunk, e: &ObjectView, cache: &mut ChunkCache, time: u64) -> Sample {
+        let thread = self.thread(c, e.raw("sampledThread"), cache);
+        let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache);
+        Sample {
+            time,
+            thread,
+            stack,
+            truncated,
+            weight: 0,
+            counters: Vec::new(),
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Unknown,
+        }
+    }
+
+    fn thread(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> ThreadIdx {
+        let key = match v {
+            Some(Value::Ref { key, .. }) => Some(*key),
+            _ => None,
+        };
+        if let Some(&t) = key.and_then(|k| cache.threads.get(&k)) {
+            return t;
+        }
+        let info = match v.and_then(|v| c.object(v)) {
+            Some(t) => {
+                let java_name = t.str("javaName");
+                let java_id = t.i64("javaThreadId").unwrap_or(0) as u64;
+                ThreadInfo {
+                    os_tid: t.i64("osThreadId").unwrap_or(0) as u32,
+                    java_id: Some(java_id).filter(|&i| i != 0),
+                    name: java_name.or(t.str("osName")).unwrap_or("").to_string(),
+                    is_java: java_name.is_some(),
+                }
+            }
+            None => ThreadInfo {
+                name: "[unknown thread]".into(),
+                ..Default::default()
+            },
+        };
+        let id = (info.os_tid as u64, info.java_id.unwrap_or(0));
+        let idx = match self.threads.get(&id) {
+            Some(&i) => i,
+            None => {
+                let i = self.rec.add_thread(info);
+                self.threads.insert(id, i);
+                i
+            }
+        };
+        if let Some(k) = key {
+            cache.threads.insert(k, idx);
+        }
+        idx
+    }
+
+    fn stack(
+        &mut self,
+        c: &Chunk,
+        v: Option<&Value>,
+        cache: &mut ChunkCache,
+    ) -> (Vec<Frame>, bool) {
+        let key = match v {
+            Some(Value::Ref { key, .. }) => Some(*key),
+            _ => None,
+        };
+        if let Some(s) = key.and_then(|k| cache.stacks.get(&k)) {
+            return s.clone();
+        }
+        let mut frames = Vec::new();
+        let mut truncated = false;
+        if let Some(st) = v.and_then(|v| c.object(v)) {
+            truncated = st.bool("truncated").unwrap_or(false);
+            for f in st.array("frames").unwrap_or(&[]) {
+                let Some(f) = c.object(f) else { continue };
+                frames.push(Frame {
+                    method: self.method(c, f.raw("method"), cache),
+                    bci: f.i64("bytecodeIndex").unwrap_or(-1) as i32,
+                    line: f.i64("lineNumber").unwrap_or(-1) as i32,
+                    kind: FrameKind::from_jfr_name(f.str("type").unwrap_or("")),
+                });
+            }
+        }
+        if let Some(k) = key {
+            cache.stacks.insert(k, (frames.clone(), truncated));
+        }
+        (frames, truncated)
+    }
+
+    fn method(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> MethodIdx {
+        let key = match v {
+            Some(Value::Ref { key, .. }) => Some(*key),
+            _ => None,
+        };
+        if let Some(&m) = key.and_then(|k| cache.methods.get(&k)) {
+            return m;
+        }
+        let info = match v.and_then(|v| c.object(v)) {
+            Some(m) => method_info(&m),
+            None => MethodInfo::native("[unknown method]"),
+        };
+        let idx = self.rec.methods.intern(info);
+        if let Some(k) = key {
+            cache.methods.insert(k, idx);
+        }
+        idx
+    }
+
+    fn finish(mut self) -> Recording {
+        let n = self.rec.counters.len();
+        for s in &mut self.rec.samples {
+            s.counters.resize(n, 0);
+        }
+        self.rec
+    }
+}
+
+fn method_info(m: &ObjectView) -> MethodInfo {
+    let class = m.object("type");
+    let class_name = class
+        .and_then(|c| c.str("name"))
+        .unwrap_or("")
+        .replace('/', ".");
+    let descriptor = m.str("descriptor").unwrap_or("");
+    MethodInfo {
+        class_name,
+        name: m.str("name").unwrap_or("").to_string(),
+        descriptor: if descriptor == NATIVE_DESCRIPTOR {
+            String::new()
+        } else {
+            descriptor.to_string()
+        },
+        source_file: None,
+        modifiers: m.i64("modifiers").unwrap_or(0) as u32,
+        hidden: m.bool("hidden").unwrap_or(false),
+    }
+}
+
+/// Parses a JFR setting duration such as `10 ms`, `20ms`, `1 s`, `500 us`, `100 ns`.
+pub fn parse_duration_ns(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit())?;
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult = match unit.trim() {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}

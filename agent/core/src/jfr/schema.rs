@@ -1,0 +1,265 @@
+//! The types hpm writes: fixed type ids and the event types, each declared once in a table
+//! and turned into the metadata element tree (the `jdk.types.*` structs are in [`typedef`]).
+//!
+//! [`typedef`]: super::typedef
+//!
+//! Type ids must never change meaning between chunks of one file: the JDK's reader reuses a
+//! previous chunk's constant-pool entries by (type id, key). Adding an event type means: pick
+//! an unused id in the `EVENT_*` range, add an [`EventDef`] to [`event_defs`], and write its
+//! records in the writer. Field order matters to the JDK: `startTime` first, then `duration`
+//! for events that have one.
+
+use super::metadata::Element;
+pub use super::typedef::*;
+
+// Built-in value types.
+pub const T_BOOLEAN: u64 = 4;
+pub const T_CHAR: u64 = 5;
+pub const T_FLOAT: u64 = 6;
+pub const T_DOUBLE: u64 = 7;
+pub const T_BYTE: u64 = 8;
+pub const T_SHORT: u64 = 9;
+pub const T_INT: u64 = 10;
+pub const T_LONG: u64 = 11;
+pub const T_STRING: u64 = 20;
+
+// Structs, all stored in constant pools except StackFrame (inline in StackTrace).
+pub const T_THREAD: u64 = 30;
+pub const T_THREAD_GROUP: u64 = 31;
+pub const T_CLASS: u64 = 32;
+pub const T_CLASS_LOADER: u64 = 33;
+pub const T_PACKAGE: u64 = 34;
+pub const T_MODULE: u64 = 35;
+pub const T_SYMBOL: u64 = 36;
+pub const T_METHOD: u64 = 37;
+pub const T_STACK_TRACE: u64 = 38;
+pub const T_STACK_FRAME: u64 = 39;
+pub const T_FRAME_TYPE: u64 = 40;
+pub const T_THREAD_STATE: u64 = 41;
+
+// Annotation types (as the JDK declares them).
+pub const A_LABEL: u64 = 200;
+pub const A_DESCRIPTION: u64 = 201;
+pub const A_CATEGORY: u64 = 202;
+pub const A_TIMESTAMP: u64 = 203;
+pub const A_TIMESPAN: u64 = 204;
+pub const A_UNSIGNED: u64 = 205;
+pub const A_MEMORY_ADDRESS: u64 = 206;
+pub const A_CONTENT_TYPE: u64 = 207;
+pub const A_DATA_AMOUNT: u64 = 208;
+pub const A_PERCENTAGE: u64 = 209;
+pub const A_EXPERIMENTAL: u64 = 210;
+
+// Event types. Reserved for later: 104 hpm.Region, 105 hpm.Phase, 106.. allocation/lock events.
+pub const EVENT_EXECUTION_SAMPLE: u64 = 100;
+pub const EVENT_HPM_SAMPLE: u64 = 101;
+pub const EVENT_HPM_CONFIG: u64 = 102;
+pub const EVENT_HPM_DROPS: u64 = 103;
+
+pub const HPM_CATEGORY: &[&str] = &["hpm"];
+
+/// Fixed fields of `hpm.Sample`, in order; one `long` per counter follows.
+pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
+    "startTime",
+    "sampledThread",
+    "stackTrace",
+    "event",
+    "period",
+    "component",
+    "dataAddress",
+    "ip",
+];
+
+fn start_time() -> FieldDef {
+    FieldDef::new("startTime", T_LONG, "Start Time").with(timestamp_ticks())
+}
+
+/// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
+/// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
+pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
+    let mut sample_fields = vec![
+        start_time(),
+        FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
+        FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
+        string_field("event", "Sampling Event"),
+        FieldDef::new("period", T_LONG, "Period")
+            .with(description("Amount of the sampling event this sample stands for: ns for clock events, a count otherwise"))
+            .with(marker(A_UNSIGNED)),
+        string_field("component", "VM Component"),
+        FieldDef::new("dataAddress", T_LONG, "Data Address")
+            .with(description("Data address reported with the sample, 0 if none"))
+            .with(marker(A_MEMORY_ADDRESS))
+            .with(marker(A_UNSIGNED)),
+        FieldDef::new("ip", T_LONG, "Instruction Pointer").with(marker(A_MEMORY_ADDRESS)).with(marker(A_UNSIGNED)),
+    ];
+    for (name, counter) in counter_field_names(counters).iter().zip(counters) {
+        sample_fields.push(
+            FieldDef::new(name, T_LONG, counter)
+                .with(description(&format!(
+                    "Counter `{counter}`: delta since the thread's previous sample"
+                )))
+                .with(marker(A_UNSIGNED)),
+        );
+    }
+    vec![
+        EventDef {
+            id: EVENT_EXECUTION_SAMPLE,
+            name: "jdk.ExecutionSample",
+            label: "Method Profiling Sample",
+            description: "Snapshot of a threads state",
+            category: &["Java Virtual Machine", "Profiling"],
+            fields: vec![
+                start_time(),
+                FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
+                FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
+                FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
+            ],
+        },
+        EventDef {
+            id: EVENT_HPM_SAMPLE,
+            name: "hpm.Sample",
+            label: "hpm Sample",
+            description: "A sample taken by hpm on a hardware or software performance event, with the counters read with it",
+            category: HPM_CATEGORY,
+            fields: sample_fields,
+        },
+        EventDef {
+            id: EVENT_HPM_CONFIG,
+            name: "hpm.Config",
+            label: "hpm Configuration",
+            description: "The sampling event as requested and as used, the counters and the stack sampler",
+            category: HPM_CATEGORY,
+            fields: vec![
+                start_time(),
+                string_field("event", "Sampling Event"),
+                string_field("requestedEvent", "Requested Event"),
+                string_field("fallback", "Fallback Reason"),
+                FieldDef::new("period", T_LONG, "Period").with(marker(A_UNSIGNED)),
+                string_field("periodUnit", "Period Unit"),
+                string_field("counters", "Counters"),
+                string_field("sampler", "Stack Sampler"),
+                string_field("jvm", "JVM"),
+                FieldDef::new("pid", T_LONG, "Process Id"),
+            ],
+        },
+        EventDef {
+            id: EVENT_HPM_DROPS,
+            name: "hpm.Drops",
+            label: "hpm Dropped Samples",
+            description: "Samples lost so far for one reason (cumulative since the start of the recording)",
+            category: HPM_CATEGORY,
+            fields: vec![
+                start_time(),
+                string_field("reason", "Reason"),
+                FieldDef::new("count", T_LONG, "Count").with(marker(A_UNSIGNED)),
+            ],
+        },
+    ]
+}
+/// All types of an hpm chunk, in declaration order.
+pub fn all_types(counters: &[String]) -> Vec<TypeDef> {
+    let mut t = builtin_types();
+    t.extend(event_defs(counters).iter().map(EventDef::to_type));
+    t
+}
+
+/// The metadata element tree for `types`.
+pub fn metadata_tree(types: &[TypeDef]) -> Element {
+    let mut meta = Element::new("metadata");
+    meta.children = types.iter().map(TypeDef::to_element).collect();
+    Element::new("root").child(meta).child(
+        Element::new("region")
+            .attr("locale", "en_US")
+            .attr("gmtOffset", "0")
+            .attr("dst", "0"),
+    )
+}
+
+/// `hpm.Sample` field names for counters: a Java-identifier-like camelCase form of each name
+/// (`task-clock` -> `taskClock`, `L1-dcache-load-misses` -> `L1DcacheLoadMisses`, `r01c2` ->
+/// `r01c2`), prefixed with `c` if it would start with a digit, and suffixed `_2`, `_3`... if it
+/// would clash with a fixed field or an earlier counter. Stable: depends only on the list.
+pub fn counter_field_names(counters: &[String]) -> Vec<String> {
+    let mut used: Vec<String> = HPM_SAMPLE_FIXED_FIELDS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut out = Vec::with_capacity(counters.len());
+    for c in counters {
+        let mut name = String::new();
+        for (i, part) in c
+            .split(|ch: char| !ch.is_ascii_alphanumeric())
+            .filter(|p| !p.is_empty())
+            .enumerate()
+        {
+            let mut chars = part.chars();
+            if i > 0 {
+                if let Some(f) = chars.next() {
+                    name.push(f.to_ascii_uppercase());
+                }
+            }
+            name.extend(chars);
+        }
+        if name.is_empty() {
+            name.push_str("counter");
+        }
+        if name.starts_with(|ch: char| ch.is_ascii_digit()) {
+            name.insert(0, 'c');
+        }
+        let mut candidate = name.clone();
+        let mut n = 2;
+        while used.contains(&candidate) {
+            candidate = format!("{name}_{n}");
+            n += 1;
+        }
+        used.push(candidate.clone());
+        out.push(candidate);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_field_names_are_camel_case_and_unique() {
+        let c: Vec<String> = [
+            "task-clock",
+            "cycles",
+            "r01c2",
+            "L1-dcache-load-misses",
+            "cpu/event=0x3c,umask=0/",
+            "ip",
+            "task_clock",
+            "--",
+            "1x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            counter_field_names(&c),
+            [
+                "taskClock",
+                "cycles",
+                "r01c2",
+                "L1DcacheLoadMisses",
+                "cpuEvent0x3cUmask0",
+                "ip_2",
+                "taskClock_2",
+                "counter",
+                "c1x"
+            ]
+        );
+    }
+
+    #[test]
+    fn type_ids_are_unique() {
+        let types = all_types(&["cycles".to_string()]);
+        let mut ids: Vec<u64> = types.iter().map(|t| t.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), types.len());
+    }
+}

@@ -1,0 +1,471 @@
+//! Round-trip and robustness tests for the JFR writer and reader.
+
+use super::parser::{parse_chunks, HEADER_SIZE};
+use super::*;
+use crate::model::*;
+
+/// A recording with Java frames of every kind, native frames and pseudo-frames, three
+/// threads (one not Java), three counters and two drop reasons.
+pub(crate) fn sample_recording() -> Recording {
+    let mut rec = Recording {
+        start_wall_ns: 1_700_000_000_000_000_000,
+        start_ticks: 5_000_000_000,
+        end_ticks: 5_000_000_000,
+        pid: 4242,
+        jvm: "OpenJDK 64-Bit Server VM 17.0.15".into(),
+        event: EventInfo {
+            name: "cycles".into(),
+            requested: "cycles".into(),
+            period: 1_000_003,
+            unit: PeriodUnit::Events,
+            fallback: None,
+            sampler: "asgct".into(),
+        },
+        counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
+        ..Default::default()
+    };
+    rec.add_thread(ThreadInfo {
+        os_tid: 101,
+        java_id: Some(1),
+        name: "main".into(),
+        is_java: true,
+    });
+    rec.add_thread(ThreadInfo {
+        os_tid: 102,
+        java_id: Some(15),
+        name: "worker-1".into(),
+        is_java: true,
+    });
+    rec.add_thread(ThreadInfo {
+        os_tid: 103,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+    });
+    rec.add_drops("ring full", 3);
+    rec.add_drops("no java frame", 1);
+    rec
+}
+
+pub(crate) fn frame(
+    rec: &mut Recording,
+    m: MethodInfo,
+    bci: i32,
+    line: i32,
+    kind: FrameKind,
+) -> Frame {
+    Frame {
+        method: rec.methods.intern(m),
+        bci,
+        line,
+        kind,
+    }
+}
+
+/// Samples for `sample_recording`, starting at `t0`.
+pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample> {
+    let main = frame(
+        rec,
+        MethodInfo::java("com.example.App", "main", "([Ljava/lang/String;)V"),
+        12,
+        30,
+        FrameKind::Interpreted,
+    );
+    let mut hot = MethodInfo::java("com.example.Hot", "spin", "(I)D");
+    hot.modifiers = 0x9;
+    let spin = frame(rec, hot, 7, 44, FrameKind::JitCompiled);
+    let inl = frame(
+        rec,
+        MethodInfo::java("java.lang.Math", "sqrt", "(D)D"),
+        0,
+        400,
+        FrameKind::Inlined,
+    );
+    let lambda = {
+        let mut m = MethodInfo::java("com.example.App$$Lambda+0x0000000800c01234", "run", "()V");
+        m.hidden = true;
+        frame(rec, m, 1, -1, FrameKind::JitCompiled)
+    };
+    let dflt = frame(
+        rec,
+        MethodInfo::java("NoPackage", "work", "()V"),
+        3,
+        9,
+        FrameKind::Interpreted,
+    );
+    let jni = frame(
+        rec,
+        MethodInfo::java("java.lang.Thread", "yield", "()V"),
+        -1,
+        -1,
+        FrameKind::Native,
+    );
+    let libc = frame(
+        rec,
+        MethodInfo::native("__sched_yield"),
+        -1,
+        -1,
+        FrameKind::Native,
+    );
+    let cpp = frame(
+        rec,
+        MethodInfo::native("G1ParScanThreadState::trim_queue()"),
+        -1,
+        -1,
+        FrameKind::Cpp,
+    );
+    let kernel = frame(
+        rec,
+        MethodInfo::native("do_syscall_64"),
+        -1,
+        -1,
+        FrameKind::Kernel,
+    );
+    let gc = frame(rec, MethodInfo::native("[GC]"), -1, -1, FrameKind::Unknown);
+    let stacks: Vec<(ThreadIdx, Vec<Frame>, VmComponent)> = vec![
+        (0, vec![inl, spin, main], VmComponent::Java),
+        (0, vec![spin, main], VmComponent::Java),
+        (
+            1,
+            vec![kernel, libc, jni, lambda, dflt],
+            VmComponent::Kernel,
+        ),
+        (2, vec![cpp, gc], VmComponent::Gc),
+    ];
+    (0..n)
+        .map(|i| {
+            let (thread, stack, component) = stacks[i % stacks.len()].clone();
+            Sample {
+                time: t0 + i as u64 * 1_000_000,
+                thread,
+                stack,
+                truncated: i % 5 == 4,
+                weight: 1_000_003 + i as u64,
+                counters: vec![1_000_000 + i as u64, 2_000_000 + 3 * i as u64, i as u64 % 3],
+                data_addr: if i % 2 == 0 {
+                    Some(0x7f00_0000_1000 + i as u64)
+                } else {
+                    None
+                },
+                ip: 0x7f12_3456_0000 + i as u64,
+                component,
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn times(start: u64, end: u64) -> ChunkTimes {
+    ChunkTimes {
+        start_ticks: start,
+        end_ticks: end,
+        start_wall_ns: 1_700_000_000_000_000_000 + (start - 5_000_000_000),
+    }
+}
+
+/// Compares samples by content (indices may differ between the two recordings).
+fn assert_same_samples(a: &Recording, b: &Recording) {
+    assert_eq!(a.samples.len(), b.samples.len());
+    for (x, y) in a.samples.iter().zip(&b.samples) {
+        assert_eq!(x.time, y.time);
+        assert_eq!(a.threads[x.thread as usize], b.threads[y.thread as usize]);
+        assert_eq!(x.truncated, y.truncated);
+        assert_eq!(x.weight, y.weight);
+        assert_eq!(x.counters, y.counters);
+        assert_eq!(x.data_addr, y.data_addr);
+        assert_eq!(x.ip, y.ip);
+        assert_eq!(x.component, y.component);
+        assert_eq!(x.stack.len(), y.stack.len());
+        for (f, g) in x.stack.iter().zip(&y.stack) {
+            assert_eq!((f.bci, f.line, f.kind), (g.bci, g.line, g.kind));
+            assert_eq!(a.method(f.method), b.method(g.method));
+            assert_eq!(
+                a.method(f.method).display_name(),
+                b.method(g.method).display_name()
+            );
+        }
+    }
+}
+
+fn write_temp(name: &str, data: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hpm-jfr-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+#[test]
+fn single_chunk_round_trip() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 40);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let p = write_temp("single.jfr", &bytes);
+    let back = read_recording(&p).unwrap();
+
+    assert_eq!(back.event, rec.event);
+    assert_eq!(back.counters, rec.counters);
+    assert_eq!(back.drops, rec.drops);
+    assert_eq!(back.pid, rec.pid);
+    assert_eq!(back.jvm, rec.jvm);
+    assert_eq!(back.start_wall_ns, rec.start_wall_ns);
+    assert_eq!(back.start_ticks, 5_000_000_000);
+    assert_eq!(back.end_ticks, 5_100_000_000);
+    let expected = Recording { samples, ..rec };
+    assert_same_samples(&expected, &back);
+    // Pseudo-frames and native symbols keep their display names.
+    let names: Vec<String> = back.methods.iter().map(|(_, m)| m.display_name()).collect();
+    for n in [
+        "[GC]",
+        "__sched_yield",
+        "do_syscall_64",
+        "com.example.Hot.spin",
+        "NoPackage.work",
+    ] {
+        assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+    }
+}
+
+#[test]
+fn several_chunks_concatenated() {
+    let mut rec = sample_recording();
+    let mut all = Vec::new();
+    let mut file = Vec::new();
+    for c in 0..3u64 {
+        let t0 = 5_000_000_000 + c * 1_000_000_000;
+        let batch = sample_batch(&mut rec, t0, 10 + c as usize);
+        // A method that only appears from the second chunk on.
+        let mut batch = batch;
+        if c > 0 {
+            let f = frame(
+                &mut rec,
+                MethodInfo::java("com.example.Late", "m", "()V"),
+                2,
+                3,
+                FrameKind::JitCompiled,
+            );
+            batch[0].stack.insert(0, f);
+        }
+        rec.add_drops("ring full", 1);
+        file.extend(encode_chunk(&rec, &batch, times(t0, t0 + 1_000_000_000)));
+        all.extend(batch);
+    }
+    let chunks = parse_chunks(&file, &|_| true).unwrap();
+    assert_eq!(chunks.len(), 3);
+    let p = write_temp("multi.jfr", &file);
+    let back = read_recording(&p).unwrap();
+    assert_eq!(
+        back.drops,
+        vec![
+            ("ring full".to_string(), 6),
+            ("no java frame".to_string(), 1)
+        ]
+    );
+    assert_eq!(back.end_ticks, 8_000_000_000);
+    let expected = Recording {
+        samples: all,
+        ..rec
+    };
+    assert_same_samples(&expected, &back);
+    // Threads are deduplicated across chunks.
+    assert_eq!(back.threads.len(), 3);
+}
+
+#[test]
+fn stack_traces_are_deduplicated_in_the_pool() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 100);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let chunk = &parse_chunks(&bytes, &|_| true).unwrap()[0];
+    let st = chunk.metadata.by_name("jdk.types.StackTrace").unwrap().id;
+    // 4 distinct stacks, each truncated or not.
+    assert_eq!(chunk.pools[&st].len(), 8);
+    let th = chunk.metadata.by_name("java.lang.Thread").unwrap().id;
+    assert_eq!(chunk.pools[&th].len(), 3);
+    assert_eq!(chunk.events_named("jdk.ExecutionSample").count(), 100);
+    assert_eq!(chunk.events_named("hpm.Sample").count(), 100);
+    assert_eq!(chunk.events_named("hpm.Config").count(), 1);
+    assert_eq!(chunk.events_named("hpm.Drops").count(), 2);
+}
+
+#[test]
+fn keys_are_stable_across_chunks() {
+    // The JDK reuses a previous chunk's pool entry for a known key, so a key must mean the same
+    // thing in every chunk.
+    let mut rec = sample_recording();
+    let a = sample_batch(&mut rec, 5_000_000_000, 8);
+    let late = frame(
+        &mut rec,
+        MethodInfo::java("z.Late", "x", "()V"),
+        0,
+        1,
+        FrameKind::Interpreted,
+    );
+    let mut b = sample_batch(&mut rec, 6_000_000_000, 8);
+    b[1].stack.push(late);
+    let c1 = encode_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000));
+    let c2 = encode_chunk(&rec, &b[1..], times(6_000_000_000, 7_000_000_000));
+    let chunks = parse_chunks(&[c1, c2].concat(), &|_| true).unwrap();
+    for (type_id, pool) in &chunks[0].pools {
+        if let Some(other) = chunks[1].pools.get(type_id) {
+            for (k, v) in pool {
+                if let Some(w) = other.get(k) {
+                    assert_eq!(v, w, "type {type_id} key {k} changed meaning");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_chunk_is_valid() {
+    let rec = sample_recording();
+    let bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_000_000_001));
+    let p = write_temp("empty.jfr", &bytes);
+    let back = read_recording(&p).unwrap();
+    assert!(back.samples.is_empty());
+    assert_eq!(back.counters, rec.counters);
+}
+
+#[test]
+fn header_fields() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_250_000_000));
+    let h = parser::parse_header(&bytes, 0).unwrap();
+    assert_eq!(&bytes[..4], b"FLR\0");
+    assert_eq!((h.major, h.minor), (2, 0));
+    assert_eq!(h.size, bytes.len() as u64);
+    assert_eq!(h.ticks_per_second, 1_000_000_000);
+    assert_eq!(h.duration_nanos, 250_000_000);
+    assert_eq!(h.start_ticks, 5_000_000_000);
+    assert_eq!(h.features, 1);
+    assert!(
+        h.constant_pool_offset < h.metadata_offset,
+        "metadata comes last"
+    );
+}
+
+#[test]
+fn file_writer_appends_chunks() {
+    let mut rec = sample_recording();
+    let dir = std::env::temp_dir().join(format!("hpm-jfr-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("writer.jfr");
+    let mut w = JfrFileWriter::create(&p).unwrap();
+    let a = sample_batch(&mut rec, 5_000_000_000, 5);
+    w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000))
+        .unwrap();
+    let b = sample_batch(&mut rec, 6_000_000_000, 7);
+    w.write_chunk(&rec, &b, times(6_000_000_000, 7_000_000_000))
+        .unwrap();
+    assert_eq!(w.chunks_written(), 2);
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), w.bytes());
+    drop(w);
+    let mut w = JfrFileWriter::append(&p).unwrap();
+    w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000))
+        .unwrap();
+    assert_eq!(read_recording(&p).unwrap().samples.len(), 17);
+}
+
+#[test]
+fn truncated_and_corrupted_files_are_errors_not_panics() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 12);
+    let one = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let file = [one.clone(), one.clone()].concat();
+    let p = write_temp("cut.jfr", &file[..file.len() - 10]);
+    let e = read_recording(&p).unwrap_err();
+    assert!(
+        e.contains("cut.jfr") && e.contains("chunk 1") && e.contains("truncated"),
+        "{e}"
+    );
+
+    // Every prefix of a chunk is an error; so are cuts into a second chunk.
+    for cut in 1..one.len() {
+        assert!(parse_chunks(&one[..cut], &|_| true).is_err(), "prefix of {cut} bytes parsed");
+    }
+    for cut in [1, 10, HEADER_SIZE, HEADER_SIZE + 1, one.len() / 2, one.len() - 1] {
+        assert!(parse_chunks(&file[..one.len() + cut], &|_| true).is_err());
+    }
+
+    // Corrupt single bytes (every byte before the metadata event, every 16th inside it, whose
+    // string table dominates the size) and random runs of bytes: must never panic.
+    let meta = parser::parse_header(&one, 0).unwrap().metadata_offset as usize;
+    let damaged = |bad: &[u8]| {
+        let _ = parse_chunks(bad, &|_| true).map(|c| recording_from_chunks(&c));
+    };
+    for pos in (0..one.len()).filter(|&p| p < meta || p % 16 == 0) {
+        for pattern in [0xffu8, 0x80] {
+            let mut bad = one.clone();
+            bad[pos] ^= pattern;
+            damaged(&bad);
+        }
+    }
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..300 {
+        let mut bad = one.clone();
+        for _ in 0..4 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = (x as usize) % bad.len();
+            bad[i] = (x >> 32) as u8;
+        }
+        damaged(&bad);
+    }
+
+    // Garbage and empty files.
+    let p = write_temp(
+        "garbage.jfr",
+        b"this is not a flight recording, just text......................................",
+    );
+    assert!(read_recording(&p).unwrap_err().contains("magic"));
+    let p = write_temp("empty.jfr", b"");
+    assert!(read_recording(&p).unwrap_err().contains("empty"));
+    assert!(read_recording(std::path::Path::new("/nonexistent/x.jfr"))
+        .unwrap_err()
+        .contains("/nonexistent/x.jfr"));
+    // A header alone.
+    assert!(parse_chunks(&one[..HEADER_SIZE], &|_| true).is_err());
+}
+
+#[test]
+fn unfinished_chunk_is_reported() {
+    let rec = sample_recording();
+    let mut bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_000_000_001));
+    bytes[64] = 1; // file state: being written
+    let e = parse_chunks(&bytes, &|_| true).unwrap_err();
+    assert!(e.message.contains("unfinished"), "{e}");
+}
+
+#[test]
+fn setting_durations_parse() {
+    use super::recording::parse_duration_ns;
+    assert_eq!(parse_duration_ns("10 ms"), Some(10_000_000));
+    assert_eq!(parse_duration_ns("20ms"), Some(20_000_000));
+    assert_eq!(parse_duration_ns("1 s"), Some(1_000_000_000));
+    assert_eq!(parse_duration_ns("everyChunk"), None);
+}
+
+#[test]
+#[ignore]
+fn dump_metadata() {
+    // JFR_DUMP=file.jfr cargo test -p hpm-core jfr::tests::dump_metadata -- --ignored --nocapture
+    let p = std::env::var("JFR_DUMP").unwrap();
+    let chunks = parser::read_chunks(std::path::Path::new(&p), &|_| true).unwrap();
+    for c in &chunks {
+        println!("{:?}", c.header);
+        println!("{}", c.metadata.root.to_xml());
+        println!("events: {}", c.events.len());
+    }
+}
+
+#[test]
+#[ignore]
+fn write_sample_file() {
+    // JFR_OUT=/tmp/x.jfr cargo test -p hpm-core jfr::tests::write_sample_file -- --ignored
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 20);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    std::fs::write(std::env::var("JFR_OUT").unwrap(), bytes).unwrap();
+}

@@ -1,0 +1,269 @@
+//! Writer: encodes one complete, self-contained JFR 2.0 chunk from a [`Recording`]'s metadata
+//! and a batch of samples, and appends chunks to a file.
+//!
+//! Chunk layout: 68-byte header, `hpm.Config`, one `hpm.Drops` per reason, then for every
+//! sample a `jdk.ExecutionSample` and an `hpm.Sample`, then the constant-pool event, then the
+//! metadata event last (JMC's parser stops reading events at the metadata event).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::metadata::Element;
+use super::parser::{CONSTANT_POOL_TYPE_ID, HEADER_SIZE, MAGIC, METADATA_TYPE_ID};
+use super::pools::Pools;
+use super::schema::{self, *};
+use super::varint::{put_i64, put_string, put_string_ref, put_varint, varint_len};
+use crate::model::{Recording, Sample};
+
+/// Time span of a chunk. Ticks are CLOCK_MONOTONIC nanoseconds (ticks per second = 1e9).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChunkTimes {
+    pub start_ticks: u64,
+    pub end_ticks: u64,
+    /// Wall clock at `start_ticks`, nanoseconds since the Unix epoch.
+    pub start_wall_ns: u64,
+}
+
+pub const TICKS_PER_SECOND: u64 = 1_000_000_000;
+pub const MAJOR_VERSION: u16 = 2;
+pub const MINOR_VERSION: u16 = 0;
+/// Header flags (byte 67): bit 0 = integers are compressed.
+pub const FLAG_COMPRESSED_INTS: u32 = 1;
+
+/// Builds one event record: `begin` reserves nothing; `finish` prepends the size.
+pub struct EventBuf {
+    body: Vec<u8>,
+}
+
+impl EventBuf {
+    pub fn new(type_id: u64) -> EventBuf {
+        let mut body = Vec::with_capacity(64);
+        put_varint(&mut body, type_id);
+        EventBuf { body }
+    }
+
+    pub fn long(&mut self, v: u64) -> &mut Self {
+        put_varint(&mut self.body, v);
+        self
+    }
+
+    pub fn string(&mut self, s: Option<&str>) -> &mut Self {
+        put_string(&mut self.body, s);
+        self
+    }
+
+    pub fn string_ref(&mut self, key: u64) -> &mut Self {
+        put_string_ref(&mut self.body, key);
+        self
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.body.extend_from_slice(b);
+        self
+    }
+
+    /// Appends the record (size, then body) to `out`. The size counts itself.
+    pub fn finish(&self, out: &mut Vec<u8>) {
+        let mut n = 1;
+        while varint_len((self.body.len() + n) as u64) > n {
+            n += 1;
+        }
+        put_varint(out, (self.body.len() + n) as u64);
+        out.extend_from_slice(&self.body);
+    }
+}
+
+/// Encodes one self-contained chunk: header, `hpm.Config`, `hpm.Drops` (cumulative counts
+/// from `rec.drops`), a `jdk.ExecutionSample` and an `hpm.Sample` per sample, the constant
+/// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
+/// counter metadata; its `samples` field is not read.
+pub fn encode_chunk(rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> Vec<u8> {
+    let mut out = vec![0u8; HEADER_SIZE];
+    out.reserve(samples.len() * 48 + 4096);
+    let mut pools = Pools::new(rec);
+
+    write_config(&mut out, rec, chunk.start_ticks);
+    for (reason, count) in &rec.drops {
+        let mut e = EventBuf::new(EVENT_HPM_DROPS);
+        e.long(chunk.end_ticks).string(Some(reason)).long(*count);
+        e.finish(&mut out);
+    }
+
+    let ncounters = rec.counters.len();
+    for s in samples {
+        let thread = pools.thread(s.thread);
+        let stack = pools.stack(s);
+        let mut e = EventBuf::new(EVENT_EXECUTION_SAMPLE);
+        e.long(s.time)
+            .long(thread)
+            .long(stack)
+            .long(pools.runnable_state());
+        e.finish(&mut out);
+
+        let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
+        e.long(s.time).long(thread).long(stack);
+        e.string_ref(pools.event_name())
+            .long(s.weight)
+            .string_ref(pools.component(s.component));
+        e.long(s.data_addr.unwrap_or(0)).long(s.ip);
+        for i in 0..ncounters {
+            e.long(s.counters.get(i).copied().unwrap_or(0));
+        }
+        e.finish(&mut out);
+    }
+
+    // Constant pools: one checkpoint event, the only one of the chunk (delta 0).
+    let cp_offset = out.len();
+    let mut body = Vec::new();
+    put_varint(&mut body, chunk.start_ticks);
+    put_varint(&mut body, 0); // duration
+    put_varint(&mut body, 0); // delta to the next (older) pool event: none
+    body.push(0); // checkpoint flags
+    pools.encode(&mut body);
+    EventBuf::new(CONSTANT_POOL_TYPE_ID)
+        .bytes(&body)
+        .finish(&mut out);
+
+    // Metadata.
+    let meta_offset = out.len();
+    let tree = schema::metadata_tree(&schema::all_types(&rec.counters));
+    write_metadata(&mut out, &tree, chunk.start_ticks);
+
+    let size = out.len() as u64;
+    let mut h = Vec::with_capacity(HEADER_SIZE);
+    h.extend_from_slice(MAGIC);
+    h.extend_from_slice(&MAJOR_VERSION.to_be_bytes());
+    h.extend_from_slice(&MINOR_VERSION.to_be_bytes());
+    h.extend_from_slice(&size.to_be_bytes());
+    h.extend_from_slice(&(cp_offset as u64).to_be_bytes());
+    h.extend_from_slice(&(meta_offset as u64).to_be_bytes());
+    h.extend_from_slice(&chunk.start_wall_ns.to_be_bytes());
+    h.extend_from_slice(
+        &chunk
+            .end_ticks
+            .saturating_sub(chunk.start_ticks)
+            .to_be_bytes(),
+    );
+    h.extend_from_slice(&chunk.start_ticks.to_be_bytes());
+    h.extend_from_slice(&TICKS_PER_SECOND.to_be_bytes());
+    // File state 0 (finished) in byte 64, flags in byte 67.
+    h.extend_from_slice(&FLAG_COMPRESSED_INTS.to_be_bytes());
+    debug_assert_eq!(h.len(), HEADER_SIZE);
+    out[..HEADER_SIZE].copy_from_slice(&h);
+    out
+}
+
+fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
+    let ev = &rec.event;
+    let mut e = EventBuf::new(EVENT_HPM_CONFIG);
+    e.long(ticks)
+        .string(Some(&ev.name))
+        .string(Some(&ev.requested))
+        .string(Some(ev.fallback.as_deref().unwrap_or("")))
+        .long(ev.period)
+        .string(Some(ev.unit.name()))
+        .string(Some(&rec.counters.join(",")))
+        .string(Some(&ev.sampler))
+        .string(Some(&rec.jvm))
+        .long(rec.pid as u64);
+    e.finish(out);
+}
+
+fn write_metadata(out: &mut Vec<u8>, tree: &Element, ticks: u64) {
+    let mut body = Vec::new();
+    tree.encode_tree(&mut body);
+    // The metadata id changes whenever the content does, so readers that cache the previous
+    // chunk's types (the JDK does) never reuse stale ones.
+    let id = fnv64(&body) >> 1;
+    let mut e = EventBuf::new(METADATA_TYPE_ID);
+    e.long(ticks).long(0);
+    put_i64(&mut e.body, id as i64);
+    e.bytes(&body).finish(out);
+}
+
+fn fnv64(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Appends chunks to a `.jfr` file, one `write_all` per chunk, so the file is readable after
+/// every chunk even if the process dies later.
+pub struct JfrFileWriter {
+    file: File,
+    path: PathBuf,
+    chunks: u64,
+    bytes: u64,
+}
+
+impl JfrFileWriter {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &Path) -> io::Result<JfrFileWriter> {
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(path)?;
+        Ok(JfrFileWriter {
+            file,
+            path: path.to_path_buf(),
+            chunks: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Opens `path` for appending (creating it if missing).
+    pub fn append(path: &Path) -> io::Result<JfrFileWriter> {
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let bytes = file.metadata()?.len();
+        Ok(JfrFileWriter {
+            file,
+            path: path.to_path_buf(),
+            chunks: 0,
+            bytes,
+        })
+    }
+
+    /// Encodes and appends one chunk.
+    pub fn write_chunk(
+        &mut self,
+        rec: &Recording,
+        samples: &[Sample],
+        chunk: ChunkTimes,
+    ) -> io::Result<()> {
+        let data = encode_chunk(rec, samples, chunk);
+        self.write_encoded(&data)
+    }
+
+    /// Appends an already encoded chunk (e.g. encoded off the sampling thread).
+    pub fn write_encoded(&mut self, chunk: &[u8]) -> io::Result<()> {
+        self.file.write_all(chunk)?;
+        self.chunks += 1;
+        self.bytes += chunk.len() as u64;
+        Ok(())
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    /// Forces the data to disk (`fsync`).
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Chunks written through this writer.
+    pub fn chunks_written(&self) -> u64 {
+        self.chunks
+    }
+
+    /// Current file size as far as this writer knows.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
