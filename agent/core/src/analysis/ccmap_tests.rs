@@ -162,7 +162,7 @@ fn random_map(seed: u64, samples: usize) -> (CcMap, Vec<(CcSample, u64)>) {
             .collect();
         let sample = CcSample {
             frames,
-            stopped_at_visited: lcg(&mut s) % 4 == 0,
+            stopped_at_visited: lcg(&mut s) & 3 == 0,
         };
         let n = 1 + lcg(&mut s) % 3;
         m.add_samples(&sample, n);

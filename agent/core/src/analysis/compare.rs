@@ -158,13 +158,9 @@ pub fn normalize_frame(name: &str) -> String {
     let mut s = name.trim();
     if let Some(i) = s.rfind("_[") {
         let tag = &s[i + 2..];
-        if tag.len() >= 2 && tag.len() <= 4 && tag.ends_with(']') {
-            if tag[..tag.len() - 1]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric())
-            {
-                s = &s[..i];
-            }
+        let short = (2..=4).contains(&tag.len()) && tag.ends_with(']');
+        if short && tag[..tag.len() - 1].chars().all(|c| c.is_ascii_alphanumeric()) {
+            s = &s[..i];
         }
     }
     let javaish = s.contains('/') && !s.starts_with('/') && !s.contains(' ') && !s.contains("::");
