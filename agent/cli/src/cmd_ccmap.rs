@@ -1,5 +1,131 @@
-//! `hpm ccmap`.
+//! `hpm ccmap FILE [--top N] [--min-count N] [--dump OUT]`: the Call Context Map of a profile
+//! (Chilingarova & Safonov): hottest methods, hottest call paths with the callers they occur
+//! below, and call sites that have seen one target.
 
-pub fn main(_args: &[String]) -> Result<(), String> {
-    Err("`hpm ccmap` is not implemented yet".into())
+use std::path::Path;
+
+use hpm_core::analysis::ccmap::{CcMap, SingleTarget};
+
+use crate::cmd_compare::{first_line, load_profile, parse_count, Args};
+
+const USAGE: &str = "usage: hpm ccmap FILE [--top N] [--min-count N] [--dump OUT]
+  FILE           .jfr recording (call sites from bytecode indexes), collapsed stacks, or a .ccmap dump
+  --top N        rows per table (default 10)
+  --min-count N  prune nodes counted fewer than N times first
+  --dump OUT     write the map to OUT (text; `hpm ccmap OUT` reads it back)";
+
+fn load(path: &str) -> Result<CcMap, String> {
+    let p = Path::new(path);
+    match p.extension().and_then(|e| e.to_str()) {
+        Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
+        Some("jfr") => {
+            let rec = hpm_core::jfr::read_recording(p)
+                .map_err(|m| format!("cannot load recording: {m}"))?;
+            if rec.samples.is_empty() {
+                return Err(format!("{path}: the recording has no samples"));
+            }
+            Ok(CcMap::from_recording(&rec))
+        }
+        _ => Ok(CcMap::from_cct(&load_profile(path)?)),
+    }
+}
+
+fn call(caller: &str, offset: i32, callee: &str) -> String {
+    if offset >= 0 {
+        format!("{caller}@{offset} -> {callee}")
+    } else {
+        format!("{caller} -> {callee}")
+    }
+}
+
+fn targets(title: &str, v: &[SingleTarget], top: usize) {
+    println!("\n{title}:");
+    if v.is_empty() {
+        println!("  (none)");
+    }
+    for t in v.iter().take(top) {
+        let (caller, context) = t
+            .context
+            .split_last()
+            .map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
+        let ctx = if context.is_empty() {
+            String::new()
+        } else {
+            format!("{} > ", context.join(" > "))
+        };
+        println!(
+            "  {:>8}  {ctx}{}",
+            t.count,
+            call(caller, t.offset, &t.callee)
+        );
+    }
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let Some(a) = Args::parse(args, &["--top", "--min-count", "--dump"], &[], USAGE)? else {
+        return Ok(());
+    };
+    let [file] = a.positional.as_slice() else {
+        return Err(format!(
+            "give one profile, got {}; {}",
+            a.positional.len(),
+            first_line(USAGE)
+        ));
+    };
+    let top = a
+        .value("--top")
+        .map(|v| parse_count("--top", v))
+        .transpose()?
+        .unwrap_or(10) as usize;
+    let mut map = load(file)?;
+    if let Some(v) = a.value("--min-count") {
+        map = map.prune(parse_count("--min-count", v)?);
+    }
+    if let Some(out) = a.value("--dump") {
+        map.save(Path::new(out))?;
+    }
+    println!("samples: {}", map.samples());
+    println!(
+        "nodes: {} methods, {} call sites, {} callees, {} call-site refs, {} callee refs",
+        map.methods().len(),
+        map.sites().len(),
+        map.callees().len(),
+        map.site_refs().len(),
+        map.callee_refs().len()
+    );
+    println!("\nhottest methods (executions, on top of stack):");
+    for m in map.hottest_methods(top) {
+        println!("  {:>8}  {:>8}  {}", m.total, m.top, m.name);
+    }
+    println!("\nhottest paths (calls in that context, then the callers it occurs below):");
+    let paths = map.hottest_paths(top);
+    if paths.is_empty() {
+        println!("  (none: no sample had three or more frames)");
+    }
+    for p in &paths {
+        println!("  {:>8}  {}", p.count, p.methods.join(" -> "));
+        let names: Vec<&str> = p.methods.iter().map(String::as_str).collect();
+        if let Some(ctx) = map.path_contexts(&names) {
+            let mut parts: Vec<String> = ctx
+                .callers
+                .iter()
+                .map(|(m, n)| format!("{m} {n}"))
+                .collect();
+            if ctx.without_caller > 0 {
+                parts.push(format!("no caller seen {}", ctx.without_caller));
+            }
+            println!("  {:>8}  below: {}", "", parts.join(", "));
+        }
+    }
+    targets(
+        "single-target call sites (calls)",
+        &map.single_target_sites(),
+        top,
+    );
+    targets(
+        "call sites with one target in a context (calls)",
+        &map.single_target_in_context(),
+        top,
+    );
+    Ok(())
 }

@@ -1,5 +1,162 @@
-//! `hpm phases`.
+//! `hpm phases TRACE [--weight W] [--grain G] [--top N] [--metrics FILE]`: method-level phases
+//! (Georges et al.). Selects the methods whose total time exceeds W% of the run and whose time
+//! per invocation exceeds G% of it, prints the estimated overhead of profiling them, and, for
+//! the trace's further counters or given per-phase metrics, CoV and one-way ANOVA.
 
-pub fn main(_args: &[String]) -> Result<(), String> {
-    Err("`hpm phases` is not implemented yet".into())
+use std::path::Path;
+
+use hpm_core::analysis::load_trace;
+use hpm_core::analysis::phases::{parse_metric_pairs, CallGraph, MetricSummary, PhaseMetrics};
+
+use crate::cmd_compare::{first_line, parse_count, parse_percent, Args};
+
+const USAGE: &str = "usage: hpm phases TRACE [--weight W] [--grain G] [--top N] [--metrics FILE]
+  TRACE           lines `enter|exit THREAD METHOD COUNTER [COUNTER...]` in time order, or a binary HPMTRACE file
+  --weight W      theta_weight, percent of the total time a phase must exceed (default 10)
+  --grain G       theta_grain, percent of the total time its average invocation must exceed (default 5)
+  --top N         rows of the method table (default 20)
+  --metrics FILE  lines `PHASE VALUE`: per-phase observations for CoV and ANOVA";
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// Shares as small as the paper's thresholds (1e-6 %) stay readable.
+fn pct_precise(x: f64) -> String {
+    let p = x * 100.0;
+    if p == 0.0 || p >= 0.01 {
+        format!("{p:.3}%")
+    } else {
+        format!("{p:.3e}%")
+    }
+}
+
+fn print_summary(s: &MetricSummary) {
+    println!("\nmetric {}:", s.metric);
+    for (phase, n, mean, cov) in &s.per_phase {
+        let cov = cov.map_or("n/a".to_string(), |c| format!("{c:.4}"));
+        println!("  {phase:<30} n={n:<6} mean {mean:.4}  CoV {cov}");
+    }
+    match s.weighted_cov {
+        Some(c) => println!("  weighted CoV: {c:.4}"),
+        None => println!("  weighted CoV: n/a"),
+    }
+    match &s.anova {
+        Ok(a) => println!(
+            "  ANOVA: F={:.4} df=({}, {}) p={:.4e}",
+            a.f, a.df.0, a.df.1, a.p
+        ),
+        Err(m) => println!("  ANOVA: n/a ({m})"),
+    }
+}
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let Some(a) = Args::parse(
+        args,
+        &["--weight", "--grain", "--top", "--metrics"],
+        &[],
+        USAGE,
+    )?
+    else {
+        return Ok(());
+    };
+    let [file] = a.positional.as_slice() else {
+        return Err(format!(
+            "give one trace, got {}; {}",
+            a.positional.len(),
+            first_line(USAGE)
+        ));
+    };
+    let weight = a
+        .value("--weight")
+        .map(|v| parse_percent("--weight", v))
+        .transpose()?
+        .unwrap_or(0.10);
+    let grain = a
+        .value("--grain")
+        .map(|v| parse_percent("--grain", v))
+        .transpose()?
+        .unwrap_or(0.05);
+    let top = a
+        .value("--top")
+        .map(|v| parse_count("--top", v))
+        .transpose()?
+        .unwrap_or(20) as usize;
+    let metrics = match a.value("--metrics") {
+        Some(m) => {
+            let text = std::fs::read_to_string(m).map_err(|e| format!("{m}: {e}"))?;
+            Some(parse_metric_pairs(&text).map_err(|(l, msg)| format!("{m}:{l}: {msg}"))?)
+        }
+        None => None,
+    };
+    let trace = load_trace(Path::new(file)).map_err(|e| e.to_string())?;
+    if trace.events.is_empty() {
+        return Err(format!(
+            "{file}: the trace has no events; expected lines `enter|exit THREAD METHOD COUNTER`"
+        ));
+    }
+    let graph = CallGraph::build(&trace).map_err(|(l, m)| match trace.binary {
+        true => format!("{file}: record {l}: {m}"),
+        false => format!("{file}:{l}: {m}"),
+    })?;
+    let sel = graph.select(weight, grain);
+    let unit = &trace.counters[0];
+    println!("total time: {} {unit}", sel.total_time);
+    println!("invocations: {}", sel.all_invocations);
+    if graph.unclosed > 0 {
+        println!(
+            "unclosed invocations: {} (closed at their thread's last event)",
+            graph.unclosed
+        );
+    }
+    let stats = graph.method_stats();
+    println!("\nmethods (total {unit} including callees, per invocation, calls):");
+    for s in stats.iter().take(top) {
+        println!(
+            "  {:<30} {:>14} {:>14.1} {:>10}",
+            s.name,
+            s.total,
+            s.average(),
+            s.calls
+        );
+    }
+    println!(
+        "\nphases (theta_weight {}, theta_grain {}): {}",
+        pct_precise(weight),
+        pct_precise(grain),
+        sel.phases.len()
+    );
+    for p in &sel.phases {
+        println!(
+            "  {:<30} total {:>8}  average {:>8}  calls {}",
+            p.stats.name,
+            pct(p.total_share),
+            pct(p.average_share),
+            p.stats.calls
+        );
+    }
+    println!(
+        "estimated overhead: {} ({} of {} invocations profiled)",
+        pct_precise(sel.overhead()),
+        sel.profiled_invocations,
+        sel.all_invocations
+    );
+    if trace.counters.len() > 1 && !sel.phases.is_empty() {
+        for s in graph.phase_metrics(&sel).summarize() {
+            print_summary(&s);
+        }
+    }
+    if let Some(pairs) = metrics {
+        let mut m = PhaseMetrics::from_pairs("from --metrics", &pairs);
+        // Weigh phases found in the trace by their time, as the paper does.
+        for p in &mut m.phases {
+            if let Some(s) = stats.iter().find(|s| s.name == p.phase) {
+                p.weight = s.total as f64;
+            }
+        }
+        for s in m.summarize() {
+            print_summary(&s);
+        }
+    }
+    Ok(())
 }
