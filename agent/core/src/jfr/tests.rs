@@ -382,9 +382,19 @@ fn truncated_and_corrupted_files_are_errors_not_panics() {
 
     // Every prefix of a chunk is an error; so are cuts into a second chunk.
     for cut in 1..one.len() {
-        assert!(parse_chunks(&one[..cut], &|_| true).is_err(), "prefix of {cut} bytes parsed");
+        assert!(
+            parse_chunks(&one[..cut], &|_| true).is_err(),
+            "prefix of {cut} bytes parsed"
+        );
     }
-    for cut in [1, 10, HEADER_SIZE, HEADER_SIZE + 1, one.len() / 2, one.len() - 1] {
+    for cut in [
+        1,
+        10,
+        HEADER_SIZE,
+        HEADER_SIZE + 1,
+        one.len() / 2,
+        one.len() - 1,
+    ] {
         assert!(parse_chunks(&file[..one.len() + cut], &|_| true).is_err());
     }
 
