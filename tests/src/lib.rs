@@ -1,1 +1,213 @@
-//! Helpers for end-to-end tests.
+//! Helpers for the end-to-end tests: build the agent and CLI once, find the installed JDKs,
+//! compile the Java workloads, run them under `-agentpath:libhpm.so`, and read the outputs.
+//!
+//! JVM runs are serialised (one at a time): the machine has two cores and several tests
+//! measure CPU shares.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
+}
+
+/// Builds libhpm.so and hpm (release: the tests measure shares under realistic costs) once per
+/// test process and returns the directory holding both.
+pub fn built() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "-p", "hpm-agent", "-p", "hpm-cli"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build of the agent failed");
+        target_dir().join("release")
+    })
+}
+
+pub fn agent_path() -> PathBuf {
+    built().join("libhpm.so")
+}
+
+pub fn hpm_bin() -> PathBuf {
+    built().join("hpm")
+}
+
+/// A JDK to test on.
+#[derive(Clone, Debug)]
+pub struct Jdk {
+    pub name: String,
+    pub home: PathBuf,
+}
+
+impl Jdk {
+    pub fn java(&self) -> PathBuf {
+        self.home.join("bin/java")
+    }
+    pub fn tool(&self, name: &str) -> PathBuf {
+        self.home.join("bin").join(name)
+    }
+}
+
+/// JDK 17 (the default `java`) and every other JDK under /usr/lib/jvm (Temurin). Set
+/// `HPM_TEST_JDKS=/path/a:/path/b` to choose. Prints what it found, so a missing JDK is seen.
+pub fn jdks() -> Vec<Jdk> {
+    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
+    JDKS.get_or_init(|| {
+        let homes: Vec<PathBuf> = match std::env::var("HPM_TEST_JDKS") {
+            Ok(v) => v.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect(),
+            Err(_) => {
+                let mut v = vec![PathBuf::from("/usr/lib/jvm/java-17-openjdk-amd64")];
+                if let Ok(rd) = std::fs::read_dir("/usr/lib/jvm") {
+                    let mut others: Vec<PathBuf> = rd
+                        .filter_map(|e| e.ok().map(|e| e.path()))
+                        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("temurin")))
+                        .filter(|p| p.join("bin/java").is_file())
+                        .collect();
+                    others.sort();
+                    v.extend(others);
+                }
+                v
+            }
+        };
+        let jdks: Vec<Jdk> = homes
+            .into_iter()
+            .filter(|h| {
+                let ok = h.join("bin/java").is_file();
+                if !ok {
+                    eprintln!("test JDK {} has no bin/java: not tested", h.display());
+                }
+                ok
+            })
+            .map(|home| Jdk { name: home.file_name().unwrap().to_string_lossy().into_owned(), home })
+            .collect();
+        assert!(!jdks.is_empty(), "no JDK found to test on");
+        eprintln!("testing on JDKs: {}", jdks.iter().map(|j| j.name.as_str()).collect::<Vec<_>>().join(", "));
+        if jdks.len() < 2 {
+            eprintln!("only one JDK found: the second JDK (Temurin) is not tested");
+        }
+        jdks
+    })
+    .clone()
+}
+
+/// The workloads in tests/workloads, compiled for Java 17 into a directory shared by the tests.
+pub fn workloads() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let out = target_dir().join("test-workloads");
+        std::fs::create_dir_all(&out).unwrap();
+        let src = workspace_root().join("tests/workloads");
+        let files: Vec<PathBuf> = std::fs::read_dir(&src)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "java"))
+            .collect();
+        let javac = jdks()[0].tool("javac");
+        let status = Command::new(javac).args(["--release", "17", "-d"]).arg(&out).args(&files).status().expect("run javac");
+        assert!(status.success(), "javac of the workloads failed");
+        out
+    })
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = target_dir().join("test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn jvm_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Result of one JVM run.
+pub struct Run {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(o: Output) -> Run {
+        Run {
+            status: o.status,
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    pub fn assert_ok(&self, what: &str) -> &Run {
+        assert!(self.status.success(), "{what} failed: {}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+        self
+    }
+}
+
+/// Runs `java [jvm_args] -agentpath:libhpm.so=OPTIONS -cp workloads MAIN args`; `options`
+/// `None` runs without the agent.
+pub fn run_java(jdk: &Jdk, options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Run {
+    run_java_env(jdk, options, jvm_args, main, args, &[])
+}
+
+pub fn run_java_env(jdk: &Jdk, options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(jdk.java());
+    cmd.args(jvm_args);
+    if let Some(o) = options {
+        cmd.arg(format!("-agentpath:{}={o}", agent_path().display()));
+    }
+    cmd.arg("-cp").arg(workloads()).arg(main).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let _guard = jvm_lock();
+    Run::from(cmd.output().expect("run java"))
+}
+
+/// Collapsed stacks: root-first frame lists with counts.
+pub fn read_collapsed(path: &Path) -> Vec<(Vec<String>, u64)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("collapsed line has a count");
+            (stack.split(';').map(str::to_string).collect(), n.parse().expect("count"))
+        })
+        .collect()
+}
+
+/// Samples whose stack contains `frame`, and how many of those also contain each of `names`:
+/// the "total" share of each name among samples under `frame`.
+pub fn total_shares(stacks: &[(Vec<String>, u64)], under: &str, names: &[&str]) -> (u64, HashMap<String, f64>) {
+    let mut base = 0u64;
+    let mut counts: HashMap<String, u64> = HashMap::new();
+    for (frames, n) in stacks {
+        if !frames.iter().any(|f| f == under) {
+            continue;
+        }
+        base += n;
+        for name in names {
+            if frames.iter().any(|f| f == name) {
+                *counts.entry(name.to_string()).or_default() += n;
+            }
+        }
+    }
+    let shares = names
+        .iter()
+        .map(|n| (n.to_string(), 100.0 * *counts.get(*n).unwrap_or(&0) as f64 / base.max(1) as f64))
+        .collect();
+    (base, shares)
+}
+
+/// Total samples in a collapsed profile.
+pub fn total(stacks: &[(Vec<String>, u64)]) -> u64 {
+    stacks.iter().map(|(_, n)| n).sum()
+}

@@ -66,6 +66,13 @@ impl fmt::Display for PerfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let os = std::io::Error::from_raw_os_error(self.errno);
         match self.errno {
+            libc::EACCES | libc::EPERM if paranoid_level().is_some_and(|l| l <= 2) => write!(
+                f,
+                "{} was denied ({os}) although kernel.perf_event_paranoid is {}; a container or seccomp \
+                 policy is blocking perf_event_open (allow it, e.g. docker --cap-add PERFMON, or run on the host)",
+                self.what,
+                paranoid_level().unwrap_or(2)
+            ),
             libc::EACCES | libc::EPERM => {
                 let level = paranoid_level().map_or("unknown".to_string(), |l| l.to_string());
                 write!(
@@ -99,15 +106,55 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-fn base_attr(ev: &EventDef) -> sys::bindings::perf_event_attr {
+/// Attributes shared by the leader and the members. Every member of a group must use the
+/// leader's clock, or the kernel refuses it (EINVAL).
+fn base_attr(ev: &EventDef, spec: &PerfSpec) -> sys::bindings::perf_event_attr {
     let mut a = sys::bindings::perf_event_attr {
         type_: ev.type_,
         size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
         config: ev.config,
+        read_format: spec.layout.read_format,
         ..Default::default()
     };
     a.set_exclude_hv(1);
+    a.set_exclude_kernel(u64::from(spec.exclude_kernel));
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
     a
+}
+
+/// The sampling leader: starts disabled, wakes (signals) at every sample.
+fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
+    let mut attr = base_attr(&spec.event, spec);
+    attr.__bindgen_anon_1.sample_period = spec.period;
+    attr.sample_type = spec.layout.sample_type;
+    attr.sample_regs_user = spec.layout.regs_mask;
+    attr.__bindgen_anon_2.wakeup_events = 1;
+    attr.set_disabled(1);
+    if spec.event.hardware {
+        attr.set_precise_ip(2);
+    }
+    attr
+}
+
+/// Opens the leader and the counting members for `tid`.
+fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), (EventDef, PerfError)> {
+    let mut attr = leader_attr(spec);
+    let leader = match open(&mut attr, tid, -1, spec, spec.event.name) {
+        Err(e) if attr.precise_ip() > 0 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
+            // Not every PMU event supports precise sampling: retry without it.
+            attr.set_precise_ip(0);
+            open(&mut attr, tid, -1, spec, spec.event.name)
+        }
+        r => r,
+    }
+    .map_err(|e| (spec.event, e))?;
+    let mut members = Vec::with_capacity(spec.counters.len());
+    for c in &spec.counters {
+        let mut m = base_attr(c, spec);
+        members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| (*c, e))?);
+    }
+    Ok((leader, members))
 }
 
 fn open(attr: &mut sys::bindings::perf_event_attr, tid: i32, group: RawFd, spec: &PerfSpec, name: &str) -> Result<OwnedFd, PerfError> {
@@ -143,34 +190,7 @@ impl ThreadEvents {
     /// Opens the group for thread `tid`, maps its ring, and routes overflow signals `signal`
     /// to that thread. The group starts disabled: call [`Self::enable`].
     pub fn open(spec: &PerfSpec, tid: i32, signal: i32) -> Result<ThreadEvents, PerfError> {
-        let mut attr = base_attr(&spec.event);
-        attr.__bindgen_anon_1.sample_period = spec.period;
-        attr.sample_type = spec.layout.sample_type;
-        attr.read_format = spec.layout.read_format;
-        attr.sample_regs_user = spec.layout.regs_mask;
-        attr.__bindgen_anon_2.wakeup_events = 1;
-        attr.set_disabled(1);
-        attr.set_exclude_kernel(u64::from(spec.exclude_kernel));
-        attr.set_use_clockid(1);
-        attr.clockid = libc::CLOCK_MONOTONIC;
-        if spec.event.hardware {
-            attr.set_precise_ip(2);
-        }
-        let leader = match open(&mut attr, tid, -1, spec, spec.event.name) {
-            Err(e) if attr.precise_ip() > 0 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
-                // Not every PMU event supports precise sampling: retry without it.
-                attr.set_precise_ip(0);
-                open(&mut attr, tid, -1, spec, spec.event.name)?
-            }
-            r => r?,
-        };
-        let mut members = Vec::with_capacity(spec.counters.len());
-        for c in &spec.counters {
-            let mut m = base_attr(c);
-            m.read_format = spec.layout.read_format;
-            m.set_exclude_kernel(u64::from(spec.exclude_kernel));
-            members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name)?);
-        }
+        let (leader, members) = open_group(spec, tid).map_err(|(_, e)| e)?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let ring_len = page * (1 + RING_DATA_PAGES);
@@ -274,21 +294,10 @@ impl RingPtr {
     }
 }
 
-/// Checks that the sampling event and every counter can be opened for the calling thread,
-/// without signals or rings. Returns the first failure.
+/// Checks that the group opens for the calling thread exactly as it will for every profiled
+/// thread (same attributes), without a ring or signals. Returns the first failure.
 pub fn probe(spec: &PerfSpec) -> Result<(), (EventDef, PerfError)> {
-    let tid = gettid();
-    let mut attr = base_attr(&spec.event);
-    attr.__bindgen_anon_1.sample_period = spec.period;
-    attr.set_disabled(1);
-    attr.set_exclude_kernel(u64::from(spec.exclude_kernel));
-    let leader = open(&mut attr, tid, -1, spec, spec.event.name).map_err(|e| (spec.event, e))?;
-    for c in &spec.counters {
-        let mut m = base_attr(c);
-        m.set_exclude_kernel(u64::from(spec.exclude_kernel));
-        open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| (*c, e))?;
-    }
-    Ok(())
+    open_group(spec, gettid()).map(|_| ())
 }
 
 pub fn gettid() -> i32 {

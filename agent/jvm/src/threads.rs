@@ -167,6 +167,11 @@ impl Threads {
         };
         let events = match ThreadEvents::open(&self.spec, tid, self.signal) {
             Ok(e) => e,
+            Err(e) if e.errno == libc::ESRCH => {
+                // The thread ended between being listed and being attached: nothing was lost.
+                g.free_slots.push(slot);
+                return Ok(());
+            }
             Err(e) => {
                 g.free_slots.push(slot);
                 g.failures.add(e.to_string().split(" for thread").next().unwrap_or("").to_string() + &errno_suffix(&e));

@@ -1,0 +1,98 @@
+//! The agent's JFR file, read by the JDK's own tools: `jfr summary`, `jfr print` and
+//! jdk.jfr.consumer.RecordingFile accept it; events, stacks (lines, bytecode indexes, frame
+//! types incl. inlined) and the custom counter fields are present and agree with the collapsed
+//! output of the same run. `hpm report` reads it too.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use hpm_tests::*;
+
+fn check_jfr(jdk: &Jdk, jfr: &std::path::Path) -> HashMap<String, u64> {
+    let checker = workspace_root().join("tests/java/CheckJfr.java");
+    let out = Command::new(jdk.java()).arg(&checker).arg(jfr).output().expect("run CheckJfr");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}: RecordingFile failed: {}", jdk.name, String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().unwrap_or(1)))
+        })
+        .collect()
+}
+
+#[test]
+fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("jfr-{}", jdk.name));
+        let (jfr, collapsed) = (dir.join("p.jfr"), dir.join("p.collapsed"));
+        let opts = format!(
+            "interval=1ms,counters=task-clock+page-faults,flush=1s,file={},file={},quiet",
+            jfr.display(),
+            collapsed.display()
+        );
+        run_java(&jdk, Some(&opts), &[], "Shares", &["2", "3"]).assert_ok("Shares");
+
+        for args in [vec!["summary"], vec!["print", "--events", "hpm.Sample"]] {
+            let out = Command::new(jdk.tool("jfr")).args(&args).arg(&jfr).output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{}: jfr {args:?} failed: {text}", jdk.name);
+            assert!(!text.contains("rror"), "{}: jfr {args:?} reported an error: {text}", jdk.name);
+        }
+
+        let r = check_jfr(&jdk, &jfr);
+        let stacks = read_collapsed(&collapsed);
+        let samples = r["count jdk.ExecutionSample"];
+        eprintln!("{}: {samples} ExecutionSample events, {} collapsed samples", jdk.name, total(&stacks));
+        assert_eq!(samples, total(&stacks), "{}: JFR and collapsed disagree", jdk.name);
+        assert_eq!(r["count hpm.Sample"], samples, "{}", jdk.name);
+        assert!(r["count hpm.Config"] >= 2, "{}: expected several flushed chunks", jdk.name);
+        for field in ["event", "period", "component", "dataAddress", "taskClock", "pageFaults", "stackTrace", "sampledThread"] {
+            assert!(r.contains_key(&format!("field hpm.Sample.{field}")), "{}: hpm.Sample lacks {field}", jdk.name);
+        }
+        // task-clock deltas add up to about the sampled CPU time (1 ms per sample).
+        let task_ms = r["sum hpm.Sample.taskClock"] as f64 / 1e6;
+        assert!(task_ms > 0.7 * samples as f64 && task_ms < 1.3 * samples as f64, "{}: task-clock {task_ms} ms for {samples} samples", jdk.name);
+        // Top frames agree with the collapsed leaves.
+        let spin_top = r.get("top Shares.spin").copied().unwrap_or(0);
+        let spin_leaf: u64 = stacks.iter().filter(|(f, _)| f.last().unwrap() == "Shares.spin").map(|(_, n)| n).sum();
+        assert_eq!(spin_top, spin_leaf, "{}", jdk.name);
+        assert!(spin_top * 10 >= samples * 8, "{}: Shares.spin on top in {spin_top} of {samples}", jdk.name);
+        // Line numbers and frame types.
+        assert!(r["lines-positive"] * 10 >= r["lines-total"] * 9, "{}: too few line numbers: {r:?}", jdk.name);
+        assert!(r.get("frametype Inlined").copied().unwrap_or(0) > 0, "{}: no inlined frames: {r:?}", jdk.name);
+        assert!(r.get("frametype JIT_compiled").copied().unwrap_or(0) > 0, "{}: no compiled frames", jdk.name);
+
+        let report = Command::new(hpm_bin()).arg("report").arg(&jfr).output().unwrap();
+        let text = String::from_utf8_lossy(&report.stdout);
+        assert!(report.status.success(), "hpm report failed: {}", String::from_utf8_lossy(&report.stderr));
+        assert!(text.contains("Shares.spin") && text.contains("task-clock"), "{text}");
+    }
+}
+
+/// A JVM killed with SIGKILL leaves the chunks flushed so far, readable.
+#[test]
+fn killed_jvm_leaves_a_readable_file() {
+    let jdk = &jdks()[0];
+    let dir = scratch("killed");
+    let jfr = dir.join("p.jfr");
+    let opts = format!("interval=1ms,flush=1s,file={},quiet", jfr.display());
+    let mut child = Command::new(jdk.java())
+        .arg(format!("-agentpath:{}={opts}", agent_path().display()))
+        .arg("-cp")
+        .arg(workloads())
+        .args(["Linger"])
+        .arg(&jfr)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Linger prints "flushed" once the file has a chunk in it.
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+    assert_eq!(line.trim(), "flushed");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let r = check_jfr(jdk, &jfr);
+    assert!(r.get("count jdk.ExecutionSample").copied().unwrap_or(0) > 0, "{r:?}");
+}

@@ -1,0 +1,50 @@
+//! Threads spend 50% / 30% / 20% of their CPU in Shares.a / b / c. The profile's total shares
+//! must be within 3 points of that, with the methods JIT-compiled separately and inlined, at
+//! 10ms and 1ms, on every JDK.
+
+use hpm_tests::*;
+
+const TRUTH: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)];
+
+fn check(interval: &str, seconds: &str, inlined: bool) {
+    for jdk in jdks() {
+        let dir = scratch(&format!("shares-{}-{interval}-{inlined}", jdk.name));
+        let out = dir.join("p.collapsed");
+        let opts = format!("interval={interval},file={},quiet", out.display());
+        let mut jvm = vec!["-XX:CompileCommand=quiet"];
+        if !inlined {
+            jvm.push("-XX:CompileCommand=dontinline,Shares::*");
+        }
+        run_java(&jdk, Some(&opts), &jvm, "Shares", &["2", seconds]).assert_ok("Shares");
+        let stacks = read_collapsed(&out);
+        let names: Vec<&str> = TRUTH.iter().map(|t| t.0).collect();
+        let (n, shares) = total_shares(&stacks, "Shares.run", &names);
+        eprintln!("{} interval={interval} inlined={inlined}: {n} samples, shares {shares:?}", jdk.name);
+        // Enough samples that a 3-point error is > 3 standard deviations of sampling noise.
+        assert!(n >= 2_000, "{}: only {n} samples under Shares.run", jdk.name);
+        for (name, truth) in TRUTH {
+            let got = shares[name];
+            assert!((got - truth).abs() <= 3.0, "{}: {name} has {got:.1}% of samples, truth {truth}%", jdk.name);
+        }
+    }
+}
+
+#[test]
+fn shares_jit_compiled_10ms() {
+    check("10ms", "12", false);
+}
+
+#[test]
+fn shares_inlined_10ms() {
+    check("10ms", "12", true);
+}
+
+#[test]
+fn shares_jit_compiled_1ms() {
+    check("1ms", "3", false);
+}
+
+#[test]
+fn shares_inlined_1ms() {
+    check("1ms", "3", true);
+}

@@ -1,0 +1,47 @@
+//! Many threads: every busy thread is sampled; thousands of short-lived threads leave no
+//! descriptor behind and do not crash the JVM.
+
+use hpm_tests::*;
+
+#[test]
+fn every_busy_thread_is_sampled() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("busy-{}", jdk.name));
+        let out = dir.join("p.collapsed");
+        let opts = format!("interval=1ms,threads,file={},quiet", out.display());
+        run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "3"]).assert_ok("Threads busy");
+        let stacks = read_collapsed(&out);
+        let per_thread: Vec<u64> = (0..10)
+            .map(|i| {
+                let prefix = format!("[busy-{i} tid=");
+                stacks.iter().filter(|(f, _)| f[0].starts_with(&prefix)).map(|(_, n)| n).sum()
+            })
+            .collect();
+        let mean = per_thread.iter().sum::<u64>() as f64 / 10.0;
+        eprintln!("{}: samples per busy thread {per_thread:?}", jdk.name);
+        for (i, n) in per_thread.iter().enumerate() {
+            assert!(*n as f64 >= 0.25 * mean, "{}: busy-{i} has {n} samples, mean {mean:.0}", jdk.name);
+        }
+    }
+}
+
+#[test]
+fn short_lived_threads_leak_no_descriptors() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("churn-{}", jdk.name));
+        let out = dir.join("p.jfr");
+        let opts = format!("interval=1ms,counters=task-clock+page-faults,file={}", out.display());
+        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["churn", "2000"]);
+        run.assert_ok("Threads churn");
+        let line = run.stdout.lines().find(|l| l.starts_with("fds before=")).expect("fd line");
+        let nums: Vec<i64> = line.split(|c: char| !c.is_ascii_digit()).filter_map(|s| s.parse().ok()).collect();
+        let (before, after) = (nums[0], nums[1]);
+        eprintln!("{}: {line}", jdk.name);
+        // Each profiled thread holds 3 descriptors (leader + 2 counters); 2000 threads leaking
+        // would add thousands. A few VM threads may start meanwhile.
+        assert!(after <= before + 12, "{}: descriptors grew from {before} to {after}", jdk.name);
+        let seen = run.stderr.lines().find(|l| l.contains("threads seen")).expect("summary threads line");
+        let n: u64 = seen.split(|c: char| !c.is_ascii_digit()).find_map(|s| s.parse().ok()).unwrap();
+        assert!(n >= 2000, "{}: {seen}", jdk.name);
+    }
+}

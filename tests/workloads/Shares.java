@@ -1,0 +1,55 @@
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Threads that spend known shares of their CPU time in three methods: a 50%, b 30%, c 20%.
+ * Each method runs the same loop for 5, 3 or 2 units of work, called in a random order so the
+ * sampling period cannot lock onto the work cycle.
+ *
+ * Usage: java Shares THREADS SECONDS
+ * Run with -XX:CompileCommand=dontinline,Shares::* to keep a, b and c as separate compiled
+ * frames; by default the JIT inlines them into run().
+ */
+public class Shares {
+    static volatile long sink;
+    static volatile int unit = 20_000; // read at run time so loop counts are not constants
+
+    static long spin(long x, int n) {
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+        }
+        return x;
+    }
+
+    static long a(long x) { return spin(x, 5 * unit); }
+    static long b(long x) { return spin(x, 3 * unit); }
+    static long c(long x) { return spin(x, 2 * unit); }
+
+    static void run(long deadline) {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        long x = r.nextLong();
+        while (System.nanoTime() < deadline) {
+            switch (r.nextInt(6)) {
+                case 0: x = a(x); x = b(x); x = c(x); break;
+                case 1: x = a(x); x = c(x); x = b(x); break;
+                case 2: x = b(x); x = a(x); x = c(x); break;
+                case 3: x = b(x); x = c(x); x = a(x); break;
+                case 4: x = c(x); x = a(x); x = b(x); break;
+                default: x = c(x); x = b(x); x = a(x); break;
+            }
+        }
+        sink += x;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
+        double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 5;
+        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        Thread[] ts = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            ts[i] = new Thread(() -> run(deadline), "shares-" + i);
+            ts[i].start();
+        }
+        for (Thread t : ts) t.join();
+        System.out.println("done " + sink);
+    }
+}

@@ -1,0 +1,54 @@
+import java.io.File;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * busy N SECONDS: N threads spinning; churn COUNT: COUNT short-lived threads (50 at a time),
+ * printing the process's open descriptors before and after ("fds before=X after=Y").
+ */
+public class Threads {
+    static volatile long sink;
+
+    static long spin(long deadline) {
+        long x = 1;
+        while (System.nanoTime() < deadline) {
+            for (int i = 0; i < 10_000; i++) x = x * 31 + i;
+        }
+        return x;
+    }
+
+    static int openFds() {
+        String[] fds = new File("/proc/self/fd").list();
+        return fds == null ? -1 : fds.length;
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        if (mode.equals("busy")) {
+            int n = Integer.parseInt(args[1]);
+            long deadline = System.nanoTime() + (long) (Double.parseDouble(args[2]) * 1e9);
+            List<Thread> ts = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                Thread t = new Thread(() -> sink += spin(deadline), "busy-" + i);
+                ts.add(t);
+                t.start();
+            }
+            for (Thread t : ts) t.join();
+        } else {
+            int count = Integer.parseInt(args[1]);
+            // Let the VM's own threads start first so they are not counted as a leak.
+            sink += spin(System.nanoTime() + 300_000_000L);
+            int before = openFds();
+            for (int done = 0; done < count; ) {
+                List<Thread> batch = new ArrayList<>();
+                for (int i = 0; i < 50 && done < count; i++, done++) {
+                    Thread t = new Thread(() -> sink += spin(System.nanoTime() + 200_000L), "short-" + done);
+                    batch.add(t);
+                    t.start();
+                }
+                for (Thread t : batch) t.join();
+            }
+            System.out.println("fds before=" + before + " after=" + openFds());
+        }
+    }
+}
