@@ -394,4 +394,16 @@ fn bad_input_names_file_line_and_problem() {
     fails(&["compare", &c, &c, "--threshold", "0"]);
     fails(&["callerchain", &data("figure6.quads"), "--frobnicate"]);
     fails(&["ccmap", "/nonexistent/x.collapsed"]);
+    // Absurd counts saturate instead of overflowing.
+    let max = u64::MAX;
+    let q = write(
+        "huge.quads",
+        &format!("A 10 B 50 {max}\nA 10 B 50 {max}\nB 50 C 60 {max}\n"),
+    );
+    assert!(ok(&["callerchain", &q]).contains(&format!("B @50  {max} samples")));
+    let t = write(
+        "huge.trace",
+        &format!("enter t a 0\nexit t a {max}\nenter t b {max}\nexit t b {max}\n"),
+    );
+    assert!(ok(&["phases", &t]).contains(&format!("total time: {max} counter")));
 }

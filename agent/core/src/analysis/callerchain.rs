@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use super::{fields, load_text, parse_u64};
+use super::{fields, load_text, parse_u64, sat_sum};
 use crate::load::LoadError;
 
 /// Largest tree [`ChainTree::build`] unfolds; deeper sharing than this is rejected.
@@ -196,7 +196,8 @@ impl ChainTree {
             }
             let a = (t.intern(&q.caller), q.caller_depth);
             let b = (t.intern(&q.callee), q.callee_depth);
-            *edges.entry((a, b)).or_default() += q.count;
+            let e = edges.entry((a, b)).or_default();
+            *e = e.saturating_add(q.count);
         }
         let mut children: HashMap<Key, Vec<(Key, u64)>> = HashMap::new();
         let mut callees = BTreeSet::new();
@@ -215,7 +216,7 @@ impl ChainTree {
         let into: HashMap<Key, u64> = t
             .callers
             .iter()
-            .map(|(k, v)| (*k, v.iter().map(|e| e.1).sum()))
+            .map(|(k, v)| (*k, sat_sum(v.iter().map(|e| e.1))))
             .collect();
         let mut roots: Vec<Key> = callers_set.difference(&callees).copied().collect();
         roots.sort_by_key(by_name);
@@ -394,22 +395,22 @@ impl ChainTree {
             unique_3: 0,
         };
         for e in events {
-            s.events += e.count;
+            s.events = s.events.saturating_add(e.count);
             let m = self.map_event(&e.method, e.depth);
             if m.nodes.is_empty() {
                 continue;
             }
-            s.mapped += e.count;
+            s.mapped = s.mapped.saturating_add(e.count);
             if m.fitted {
-                s.fitted += e.count;
+                s.fitted = s.fitted.saturating_add(e.count);
             }
             let ids: Vec<usize> = m.nodes.iter().map(|x| x.0).collect();
             let levels = self.unique_levels(&ids);
             if levels >= 1 {
-                s.unique_1 += e.count;
+                s.unique_1 = s.unique_1.saturating_add(e.count);
             }
             if levels >= 3 {
-                s.unique_3 += e.count;
+                s.unique_3 = s.unique_3.saturating_add(e.count);
             }
         }
         s

@@ -215,27 +215,30 @@ impl CcMap {
         if buf.is_empty() || n == 0 {
             return;
         }
-        self.samples += n;
+        self.samples = self.samples.saturating_add(n);
         if s.stopped_at_visited && buf.len() == 1 {
-            self.repeats += n;
+            self.repeats = self.repeats.saturating_add(n);
         }
         let ids: Vec<MethodId> = buf.iter().map(|f| self.method_id(&f.method)).collect();
-        self.methods[ids[0] as usize].top += n;
+        self.methods[ids[0] as usize].top = self.methods[ids[0] as usize].top.saturating_add(n);
         for i in 0..buf.len() {
-            self.methods[ids[i] as usize].total += n;
+            self.methods[ids[i] as usize].total =
+                self.methods[ids[i] as usize].total.saturating_add(n);
             if i == 0 {
                 continue;
             }
             let site = self.site_id(ids[i], buf[i].offset);
             let callee = self.callee_id(site, ids[i - 1]);
-            self.callees[callee as usize].count += n;
+            self.callees[callee as usize].count =
+                self.callees[callee as usize].count.saturating_add(n);
             let mut parent = RefParent::Callee(callee);
             for j in (0..i.saturating_sub(1)).rev() {
                 let site = self.site_id(ids[j + 1], buf[j + 1].offset);
                 let site_ref = self.site_ref_id(parent, site);
                 let callee = self.callee_id(site, ids[j]);
                 let r = self.callee_ref_id(site_ref, callee);
-                self.callee_refs[r as usize].count += n;
+                self.callee_refs[r as usize].count =
+                    self.callee_refs[r as usize].count.saturating_add(n);
                 parent = RefParent::CalleeRef(r);
             }
         }

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use super::ccmap::*;
+use super::sat_sum;
 
 impl CcMap {
     /// Methods by executions, hottest first.
@@ -17,7 +18,7 @@ impl CcMap {
 
     /// Calls from `caller` to `callee` in any context, over all call sites.
     pub fn calls(&self, caller: &str, callee: &str) -> u64 {
-        self.general_callees(caller, callee).map(|c| c.count).sum()
+        sat_sum(self.general_callees(caller, callee).map(|c| c.count))
     }
 
     fn general_callees<'a>(
@@ -69,7 +70,8 @@ impl CcMap {
         let mut out: HashMap<Vec<MethodId>, u64> = HashMap::new();
         for c in self.general_callees(caller, callee) {
             for &r in &c.contexts {
-                *out.entry(self.ref_path(r)).or_default() += self.callee_refs[r as usize].count;
+                let e = out.entry(self.ref_path(r)).or_default();
+                *e = e.saturating_add(self.callee_refs[r as usize].count);
             }
         }
         self.sorted_paths(out)
@@ -116,11 +118,12 @@ impl CcMap {
         for (i, r) in self.callee_refs.iter().enumerate() {
             if drop_prefixes
                 && r.count > 0
-                && self.children_of_ref(r).map(|c| c.count).sum::<u64>() >= r.count
+                && sat_sum(self.children_of_ref(r).map(|c| c.count)) >= r.count
             {
                 continue;
             }
-            *out.entry(self.ref_path(i as CalleeRefId)).or_default() += r.count;
+            let e = out.entry(self.ref_path(i as CalleeRefId)).or_default();
+            *e = e.saturating_add(r.count);
         }
         self.sorted_paths(out)
     }
@@ -156,9 +159,10 @@ impl CcMap {
                 let p = self.ref_path(r);
                 let k = self.callee_refs[r as usize].count;
                 if p == ids {
-                    count += k;
+                    count = count.saturating_add(k);
                 } else if p.len() == n + 1 && p[1..] == ids[..] {
-                    *callers.entry(p[0]).or_default() += k;
+                    let e = callers.entry(p[0]).or_default();
+                    *e = e.saturating_add(k);
                 }
             }
         }
@@ -170,7 +174,7 @@ impl CcMap {
             .map(|(m, k)| (self.name(m).to_string(), k))
             .collect();
         callers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let seen: u64 = callers.iter().map(|c| c.1).sum();
+        let seen = sat_sum(callers.iter().map(|c| c.1));
         Some(PathContexts {
             count,
             callers,

@@ -69,3 +69,8 @@ pub(crate) fn parse_u64(what: &str, s: &str) -> Result<u64, String> {
     s.parse::<u64>()
         .map_err(|_| format!("{what} `{s}` is not a whole number"))
 }
+
+/// Sum that stops at `u64::MAX` instead of overflowing on absurd counts from a file.
+pub(crate) fn sat_sum(it: impl Iterator<Item = u64>) -> u64 {
+    it.fold(0u64, u64::saturating_add)
+}

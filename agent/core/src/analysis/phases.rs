@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 
 use super::stats::{anova, cov, mean, weighted_cov, Anova};
-use super::{Trace, TraceKind};
+use super::{sat_sum, Trace, TraceKind};
 
 /// One method invocation: a node of the dynamic call graph.
 #[derive(Clone, Debug, PartialEq)]
@@ -133,10 +133,11 @@ impl<'t> CallGraph<'t> {
 
     /// The program's total time c_T: the outermost invocations of every thread.
     pub fn total_time(&self) -> u64 {
-        (0..self.invocations.len())
-            .filter(|&i| self.invocations[i].parent.is_none())
-            .map(|i| self.inclusive(i, 0))
-            .sum()
+        sat_sum(
+            (0..self.invocations.len())
+                .filter(|&i| self.invocations[i].parent.is_none())
+                .map(|i| self.inclusive(i, 0)),
+        )
     }
 
     /// Per-method calls and times (counter 0), sorted by total time.
@@ -157,10 +158,10 @@ impl<'t> CallGraph<'t> {
             let t = self.inclusive(i, 0);
             let s = &mut m[v.method as usize];
             s.calls += 1;
-            s.inclusive_sum += t;
-            s.self_time += t;
+            s.inclusive_sum = s.inclusive_sum.saturating_add(t);
+            s.self_time = s.self_time.saturating_add(t);
             if !v.nested {
-                s.total += t;
+                s.total = s.total.saturating_add(t);
             }
             if let Some(p) = v.parent {
                 let pm = self.invocations[p].method as usize;
@@ -177,7 +178,7 @@ impl<'t> CallGraph<'t> {
         let total_time = self.total_time();
         let c_t = total_time.max(1) as f64;
         let stats = self.method_stats();
-        let all_invocations: u64 = stats.iter().map(|s| s.calls).sum();
+        let all_invocations = sat_sum(stats.iter().map(|s| s.calls));
         let phases: Vec<SelectedPhase> = stats
             .into_iter()
             .filter(|s| s.total as f64 / c_t > theta_weight && s.average() / c_t > theta_grain)
@@ -187,7 +188,7 @@ impl<'t> CallGraph<'t> {
                 stats: s,
             })
             .collect();
-        let profiled_invocations = phases.iter().map(|p| p.stats.calls).sum();
+        let profiled_invocations = sat_sum(phases.iter().map(|p| p.stats.calls));
         Selection {
             total_time,
             phases,
