@@ -159,7 +159,11 @@ pub fn normalize_frame(name: &str) -> String {
     if let Some(i) = s.rfind("_[") {
         let tag = &s[i + 2..];
         let short = (2..=4).contains(&tag.len()) && tag.ends_with(']');
-        if short && tag[..tag.len() - 1].chars().all(|c| c.is_ascii_alphanumeric()) {
+        if short
+            && tag[..tag.len() - 1]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric())
+        {
             s = &s[..i];
         }
     }

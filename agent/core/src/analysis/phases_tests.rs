@@ -123,7 +123,14 @@ fn figure3_selects_exactly_main_read_data_and_sort_data() {
     // and readElement the weight but not the grain.
     assert_eq!(
         names(&g.select(0.10, 0.0)),
-        ["main", "sortData", "compare", "swap", "readData", "readElement"]
+        [
+            "main",
+            "sortData",
+            "compare",
+            "swap",
+            "readData",
+            "readElement"
+        ]
     );
     assert_eq!(
         names(&g.select(0.0, 0.05)),
