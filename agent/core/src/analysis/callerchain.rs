@@ -363,22 +363,23 @@ impl ChainTree {
         if candidates.len() <= 1 {
             return usize::MAX;
         }
+        let key = |n: &Option<usize>| n.map(|n| (self.nodes[n].method, self.nodes[n].depth));
         let mut cur: Vec<Option<usize>> = candidates.iter().map(|&n| Some(n)).collect();
-        for level in 1.. {
+        let mut level = 0;
+        loop {
             cur = cur
                 .iter()
                 .map(|n| n.and_then(|n| self.nodes[n].parent))
                 .collect();
-            let key = |n: &Option<usize>| n.map(|n| (self.nodes[n].method, self.nodes[n].depth));
             let first = key(&cur[0]);
             if cur.iter().any(|n| key(n) != first) {
-                return level - 1;
+                return level;
             }
             if first.is_none() {
                 return usize::MAX;
             }
+            level += 1;
         }
-        unreachable!("the loop returns once every candidate's chain has ended")
     }
 
     /// Table 1 statistics for a set of events.

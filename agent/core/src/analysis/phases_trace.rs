@@ -61,15 +61,6 @@ impl Trace {
         let w = self.counters.len();
         &self.values[i * w..(i + 1) * w]
     }
-
-    /// "line N" or "record N".
-    pub fn position(&self, line: usize) -> String {
-        if self.binary {
-            format!("record {line}")
-        } else {
-            format!("line {line}")
-        }
-    }
 }
 
 #[derive(Default)]
