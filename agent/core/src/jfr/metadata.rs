@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use super::value::IntMap;
 use super::varint::{put_string, put_varint, DResult, Reader};
 
 /// Nesting deeper than this in a metadata tree or in a value is treated as corrupt data.
@@ -177,6 +178,8 @@ pub struct AnnotationDesc {
 pub struct FieldDesc {
     pub name: String,
     pub type_id: u64,
+    /// Encoding of the field's type (filled in once all types are known).
+    pub kind: Kind,
     pub array: bool,
     pub constant_pool: bool,
     pub annotations: Vec<AnnotationDesc>,
@@ -242,7 +245,7 @@ impl TypeDesc {
 /// The types declared by one chunk's metadata event.
 #[derive(Clone, Debug, Default)]
 pub struct Metadata {
-    pub types: HashMap<u64, TypeDesc>,
+    pub types: IntMap<u64, TypeDesc>,
     by_name: HashMap<String, u64>,
     pub root: Element,
 }
@@ -254,7 +257,7 @@ impl Metadata {
             .children_named("metadata")
             .next()
             .ok_or_else(|| "metadata has no <metadata> element".to_string())?;
-        let mut types = HashMap::new();
+        let mut types = IntMap::default();
         let mut by_name = HashMap::new();
         for c in meta.children_named("class") {
             let id = parse_id(c, "id")?;
@@ -265,6 +268,7 @@ impl Metadata {
                     Ok(FieldDesc {
                         name: f.get("name").unwrap_or("").to_string(),
                         type_id: parse_id(f, "class")?,
+                        kind: Kind::Struct,
                         array: f.get("dimension").is_some_and(|d| d != "0"),
                         constant_pool: f.get("constantPool") == Some("true"),
                         annotations: annotations(f)?,
@@ -283,14 +287,15 @@ impl Metadata {
             by_name.insert(name, id);
             types.insert(id, t);
         }
-        for t in types.values() {
-            for f in &t.fields {
-                if !types.contains_key(&f.type_id) {
-                    return Err(format!(
+        let kinds: IntMap<u64, Kind> = types.iter().map(|(id, t)| (*id, t.kind)).collect();
+        for t in types.values_mut() {
+            for f in &mut t.fields {
+                f.kind = *kinds.get(&f.type_id).ok_or_else(|| {
+                    format!(
                         "field {}.{} refers to undeclared type id {}",
                         t.name, f.name, f.type_id
-                    ));
-                }
+                    )
+                })?;
             }
         }
         Ok(Metadata {

@@ -6,13 +6,13 @@
 //! constant-pool ("checkpoint") event. The header points at the metadata event and at the
 //! newest constant-pool event, which links to older ones by a relative offset.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::metadata::{Element, Kind, Metadata, TypeDesc, MAX_DEPTH};
-use super::value::{Chunk, ChunkHeader, Event, Value};
+use super::value::{Chunk, ChunkHeader, Event, IntMap, Value};
 use super::varint::{DResult, DecodeError, RawString, Reader};
 
 pub const MAGIC: &[u8; 4] = b"FLR\0";
@@ -139,13 +139,23 @@ fn record<'a>(r: &mut Reader<'a>) -> DResult<(usize, Reader<'a>)> {
 
 /// Reads one value of type `type_id` (not a pool reference).
 fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize) -> DResult<Value> {
-    if depth > MAX_DEPTH {
-        return Err(r.error("values nested too deeply (recursive inline type?)"));
-    }
     let t = meta
         .get(type_id)
         .ok_or_else(|| r.error(format!("undeclared type id {type_id}")))?;
-    Ok(match t.kind {
+    match t.kind {
+        Kind::Struct => {
+            if depth > MAX_DEPTH {
+                return Err(r.error("values nested too deeply (recursive inline type?)"));
+            }
+            let fields = read_fields(r, meta, t, depth + 1)?;
+            Ok(Value::Struct { type_id, fields })
+        }
+        k => read_primitive(r, k, type_id),
+    }
+}
+
+fn read_primitive(r: &mut Reader, kind: Kind, type_id: u64) -> DResult<Value> {
+    Ok(match kind {
         Kind::Boolean => Value::Bool(r.bool()?),
         Kind::Byte => Value::Byte(r.u8()? as i8),
         Kind::Char => Value::Char(r.varint()? as u16),
@@ -159,10 +169,7 @@ fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize) -> DR
             RawString::Text(s) => Value::String(s),
             RawString::PoolRef(key) => Value::Ref { type_id, key },
         },
-        Kind::Struct => Value::Struct {
-            type_id,
-            fields: read_fields(r, meta, t, depth + 1)?,
-        },
+        Kind::Struct => unreachable!("structs are read by read_value"),
     })
 }
 
@@ -170,13 +177,13 @@ fn read_fields(r: &mut Reader, meta: &Metadata, t: &TypeDesc, depth: usize) -> D
     let mut out = Vec::with_capacity(t.fields.len());
     for f in &t.fields {
         let one = |r: &mut Reader| -> DResult<Value> {
-            if f.constant_pool {
-                Ok(Value::Ref {
+            match (f.constant_pool, f.kind) {
+                (true, _) => Ok(Value::Ref {
                     type_id: f.type_id,
                     key: r.varint()?,
-                })
-            } else {
-                read_value(r, meta, f.type_id, depth)
+                }),
+                (false, Kind::Struct) => read_value(r, meta, f.type_id, depth),
+                (false, k) => read_primitive(r, k, f.type_id),
             }
         };
         if f.array {
@@ -198,8 +205,8 @@ fn parse_pools(
     data: &[u8],
     h: &ChunkHeader,
     meta: &Metadata,
-) -> DResult<HashMap<u64, HashMap<u64, Value>>> {
-    let mut pools: HashMap<u64, HashMap<u64, Value>> = HashMap::new();
+) -> DResult<IntMap<u64, IntMap<u64, Value>>> {
+    let mut pools: IntMap<u64, IntMap<u64, Value>> = IntMap::default();
     let mut seen = HashSet::new();
     let mut pos = h.constant_pool_offset;
     while pos != 0 {

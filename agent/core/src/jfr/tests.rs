@@ -479,3 +479,65 @@ fn write_sample_file() {
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     std::fs::write(std::env::var("JFR_OUT").unwrap(), bytes).unwrap();
 }
+
+#[test]
+#[ignore]
+fn bench_encode_and_read() {
+    // cargo test --release -p hpm-core jfr::tests::bench -- --ignored --nocapture
+    let mut rec = sample_recording();
+    let methods: Vec<MethodIdx> = (0..50_000)
+        .map(|i| {
+            rec.methods.intern(MethodInfo::java(
+                &format!("p{}.C{}", i % 300, i % 5000),
+                &format!("m{i}"),
+                "(I)V",
+            ))
+        })
+        .collect();
+    let mut x = 12345u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let samples: Vec<Sample> = (0..20_000)
+        .map(|i| Sample {
+            time: 5_000_000_000 + i,
+            thread: (next() % 3) as u32,
+            stack: (0..30)
+                .map(|_| Frame {
+                    method: methods[(next() % 2000) as usize],
+                    bci: 3,
+                    line: 7,
+                    kind: FrameKind::JitCompiled,
+                })
+                .collect(),
+            truncated: false,
+            weight: 1,
+            counters: vec![1, 2, 3],
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Java,
+        })
+        .collect();
+    let t = std::time::Instant::now();
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 6_000_000_000));
+    println!("encode: {:?} for {} bytes", t.elapsed(), bytes.len());
+    let t = std::time::Instant::now();
+    let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+    println!("parse: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    let back = recording_from_chunks(&chunks).unwrap();
+    println!(
+        "build: {:?} for {} samples",
+        t.elapsed(),
+        back.samples.len()
+    );
+    let t = std::time::Instant::now();
+    let _ = encode_chunk(&rec, &samples[..10], times(5_000_000_000, 6_000_000_000));
+    println!(
+        "encode 10 samples with 50k methods in the table: {:?}",
+        t.elapsed()
+    );
+}
