@@ -311,7 +311,7 @@ pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
 /// lambdas aggregate across runs. Returns (name, hidden).
 pub fn class_name_from_signature(sig: &str) -> (String, bool) {
     let body = sig.strip_prefix('L').and_then(|s| s.strip_suffix(';')).unwrap_or(sig);
-    let (body, hidden) = match body.find("+0x").or_else(|| body.find("/0x")) {
+    let (body, hidden) = match body.find("+0x").or_else(|| body.find("/0x")).or_else(|| body.find(".0x")) {
         Some(i) => (&body[..i], true),
         None => (body, false),
     };
@@ -326,6 +326,7 @@ mod tests {
     fn class_names() {
         assert_eq!(class_name_from_signature("Ljava/lang/String;"), ("java.lang.String".into(), false));
         assert_eq!(class_name_from_signature("LMain$$Lambda$14+0x0000000800c03000;"), ("Main$$Lambda$14".into(), true));
+        assert_eq!(class_name_from_signature("LDemo$$Lambda$4.0x00007fa98c009a30;"), ("Demo$$Lambda$4".into(), true));
         assert_eq!(class_name_from_signature("[I"), ("[I".into(), false));
     }
 

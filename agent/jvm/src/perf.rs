@@ -233,6 +233,20 @@ impl ThreadEvents {
         Ok(())
     }
 
+    /// Changes the sampling period (self-tuning interval).
+    pub fn set_period(&self, period: u64) -> Result<(), PerfError> {
+        // The kernel reads the new period through a pointer (PERF_EVENT_IOC_PERIOD is
+        // `_IOW('$', 4, __u64)`); perf-event-open-sys types the argument as a plain u64, so the
+        // address is what we pass.
+        let p = period;
+        // SAFETY: ioctl on a perf descriptor we own; `p` lives across the call.
+        let rc = unsafe { sys::ioctls::PERIOD(self.leader.as_raw_fd(), &p as *const u64 as u64) };
+        if rc < 0 {
+            return Err(PerfError { what: "changing the sampling period".into(), errno: errno() });
+        }
+        Ok(())
+    }
+
     pub fn disable(&self) {
         // SAFETY: as in `enable`.
         unsafe { sys::ioctls::DISABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };

@@ -14,6 +14,8 @@ use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{Recording, VmComponent};
 use hpm_core::options::OutputFormat;
 use hpm_core::output;
+use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
+use hpm_core::options::Interval;
 use hpm_core::resolve::SampleResolver;
 use jni::sys::{JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
 
@@ -42,6 +44,8 @@ struct Processor {
     thread_generation: u64,
     late: u64,
     last_resolved: u64,
+    /// `interval=auto`: Chilingarova & Safonov's self-tuning controller.
+    tuner: Option<SelfTuner>,
 }
 
 pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
@@ -97,6 +101,23 @@ pub fn finish(agent: &Agent, h: ProcessorHandle) {
     p.write_outputs(agent);
 }
 
+/// The controller for `interval=auto`: bounds suit the event (10us..1s for clock events).
+fn tuner_for(agent: &Agent) -> Option<SelfTuner> {
+    let mut cfg = TunerConfig::default();
+    if !agent.threads.spec.event.is_clock {
+        let p = agent.threads.spec.period;
+        cfg.min_interval = (p / 100).max(1);
+        cfg.max_interval = p.saturating_mul(100);
+    }
+    match SelfTuner::new(cfg, agent.threads.spec.period) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("hpm: interval=auto disabled: {e}");
+            None
+        }
+    }
+}
+
 fn period_text(e: &hpm_core::model::EventInfo) -> String {
     match e.unit {
         hpm_core::model::PeriodUnit::Nanoseconds if e.period % 1_000_000 == 0 => format!("{}ms", e.period / 1_000_000),
@@ -144,6 +165,7 @@ impl Processor {
             thread_generation: u64::MAX,
             late: 0,
             last_resolved: 0,
+            tuner: (agent.opts.interval == Interval::Auto).then(|| tuner_for(agent)).flatten(),
         }
     }
 
@@ -198,6 +220,15 @@ impl Processor {
                 Some(e) => e.1 += 1,
                 None => self.components.push((s.component, 1)),
             }
+            if let (Some(t), Some(top)) = (self.tuner.as_mut(), s.stack.first()) {
+                if let Some(change) = t.observe(u64::from(s.thread), u64::from(top.method)) {
+                    let refused = agent.threads.set_period(change.new);
+                    self.rec.event.period = change.new;
+                    if !agent.opts.quiet {
+                        eprintln!("hpm: interval=auto: {change}{}", if refused > 0 { format!(" ({refused} threads kept the old period)") } else { String::new() });
+                    }
+                }
+            }
             self.cct.add_sample(&self.rec, &s, agent.opts.per_thread);
             self.rec.samples.push(s);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
@@ -223,7 +254,7 @@ impl Processor {
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
         ];
         for (reason, n) in &self.resolver.stats.failed {
-            drops.push((format!("kept without Java stack: {reason}"), *n));
+            drops.push((format!("stack walk failed, sample kept: {reason}"), *n));
         }
         for (reason, n) in agent.threads.failures().by_reason {
             drops.push((format!("thread not profiled: {reason}"), n));

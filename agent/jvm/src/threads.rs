@@ -101,6 +101,8 @@ struct Inner {
 }
 
 pub struct Threads {
+    /// Current sampling period (changes with interval=auto); new threads start with it.
+    period: AtomicU64,
     pub slots: Box<[Slot]>,
     fd_table: Box<[AtomicU32]>,
     inner: Mutex<Inner>,
@@ -111,6 +113,7 @@ pub struct Threads {
 impl Threads {
     pub fn new(spec: PerfSpec, signal: i32) -> Threads {
         Threads {
+            period: AtomicU64::new(spec.period),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
             inner: Mutex::new(Inner::default()),
@@ -165,7 +168,9 @@ impl Threads {
                 return Ok(());
             }
         };
-        let events = match ThreadEvents::open(&self.spec, tid, self.signal) {
+        let mut spec = self.spec.clone();
+        spec.period = self.period.load(Ordering::Relaxed);
+        let events = match ThreadEvents::open(&spec, tid, self.signal) {
             Ok(e) => e,
             Err(e) if e.errno == libc::ESRCH => {
                 // The thread ended between being listed and being attached: nothing was lost.
@@ -259,6 +264,13 @@ impl Threads {
             out.clone_from(&g.threads);
             *seen_generation = g.generation;
         }
+    }
+
+    /// Re-arms every live thread's sampling period; returns how many refused.
+    pub fn set_period(&self, period: u64) -> usize {
+        let g = self.lock();
+        self.period.store(period, Ordering::Relaxed);
+        g.live.values().filter(|l| l.events.set_period(period).is_err()).count()
     }
 
     pub fn failures(&self) -> AttachFailures {

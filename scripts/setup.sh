@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what hpm needs on a fresh machine (Debian): a JDK 17 with javac and jfr, Maven, a C
+# toolchain for Rust's linker, and Rust itself if missing. Idempotent: quick when all is there.
+set -euo pipefail
+
+need=()
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v jfr >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "setup: installing Rust (Debian's cargo)"
+    apt-get install -y -qq cargo rustc >/dev/null
+  fi
+fi
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)
+if [ "$paranoid" != unknown ] && [ "$paranoid" -gt 2 ] && [ "$(id -u)" != 0 ]; then
+  echo "setup: kernel.perf_event_paranoid is $paranoid; hpm needs 2 or lower: sudo sysctl kernel.perf_event_paranoid=2"
+fi
+echo "setup: $(java -version 2>&1 | head -1); $(cargo --version); $(mvn -v 2>/dev/null | head -1 | sed 's/\x1b\[[0-9;]*m//g')"
