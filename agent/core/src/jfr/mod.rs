@@ -5,13 +5,33 @@
 //! - [`varint`]: compressed integers and strings; [`metadata`]: the metadata element tree and
 //!   the type model; [`parser`] + [`value`]: any JFR file as chunks of typed events with
 //!   lazily resolved constant-pool references (usable for event types hpm does not know).
-//! - [`recording`]: a [`Recording`] from a file, ours or the JDK's ([`read_recording`]).
+//! - [`recording`]: a [`Recording`](crate::model::Recording) from a file, ours or the JDK's
+//!   ([`read_recording`]).
 //! - [`schema`] + [`pools`] + [`writer`]: one self-contained chunk per call of
 //!   [`encode_chunk`], and [`JfrFileWriter`] to append chunks to a file.
 //!
 //! Events hpm writes: `jdk.ExecutionSample` (so JDK tools and JMC show the profile),
 //! `hpm.Sample` (everything the agent measured: weight, counters, data address, ip,
 //! component), `hpm.Config` and `hpm.Drops` once per chunk.
+//!
+//! What the JDK's and JMC's readers insist on (learnt from their sources and tests, JDK 17
+//! and 25, JMC 9.1):
+//! - Header bytes 64..68: file state 0 (else the JDK waits for the writer to finish), flag
+//!   bit 0 "compressed integers" (JMC decodes fixed-width integers without it).
+//! - An event type's first field is `startTime`; a `duration`, if any, must be second.
+//! - No constant pool may be empty (the JDK throws). Key 0 with no entry reads as null.
+//! - The JDK keeps the previous chunk's pools and reuses an entry for a key it saw there, so a
+//!   key must mean the same value in every chunk of a file (see [`pools`]).
+//! - JMC reads events up to the metadata event, so the metadata event comes last.
+//! - Every annotation type used must be declared; `jdk.types.Symbol`, `FrameType` and
+//!   `ThreadState` must be `simpleType` (JMC casts them to strings).
+//! - Every method needs a class (`jfr print` calls `getType().getName()`) and a descriptor
+//!   with parentheses (it parses the parameter list): native symbols get a class with an
+//!   empty name and the descriptor `()L;`, as async-profiler does; [`read_recording`] maps
+//!   them back to empty class name and descriptor.
+//! - `jfr print` leaves out frames of hidden methods and prints native frames as `.name()`;
+//!   JMC skipped the second of two byte-identical chunks (same start time), so chunks need
+//!   distinct start times.
 
 pub mod metadata;
 pub mod parser;

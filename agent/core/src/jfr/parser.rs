@@ -29,6 +29,9 @@ fn err(offset: u64, message: impl Into<String>) -> DecodeError {
 
 /// Parses the 68-byte header at the start of `data` (`base` is its file offset).
 pub fn parse_header(data: &[u8], base: u64) -> DResult<ChunkHeader> {
+    if !MAGIC.starts_with(&data[..data.len().min(4)]) || data.is_empty() {
+        return Err(err(base, "not a JFR chunk (magic `FLR\\0` missing)"));
+    }
     if data.len() < HEADER_SIZE {
         return Err(err(
             base,

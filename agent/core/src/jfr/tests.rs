@@ -474,9 +474,14 @@ fn dump_metadata() {
 #[ignore]
 fn write_sample_file() {
     // JFR_OUT=/tmp/x.jfr cargo test -p hpm-core jfr::tests::write_sample_file -- --ignored
+    // Two chunks of 20 samples, for checking with other tools.
     let mut rec = sample_recording();
-    let samples = sample_batch(&mut rec, 5_000_000_000, 20);
-    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let mut bytes = Vec::new();
+    for c in 0..2 {
+        let t0 = 5_000_000_000 + c * 1_000_000_000;
+        let samples = sample_batch(&mut rec, t0, 20);
+        bytes.extend(encode_chunk(&rec, &samples, times(t0, t0 + 1_000_000_000)));
+    }
     std::fs::write(std::env::var("JFR_OUT").unwrap(), bytes).unwrap();
 }
 
