@@ -324,125 +324,98 @@ impl Json {
 }
 
 fn parse_json(text: &str) -> Json {
-    let b = text.as_bytes();
-    let mut i = 0;
-    let v = json_value(b, &mut i);
-    json_ws(b, &mut i);
-    assert_eq!(i, b.len(), "trailing text after JSON");
+    let mut p = JsonParser {
+        b: text.as_bytes(),
+        i: 0,
+    };
+    let v = p.value();
+    p.ws();
+    assert_eq!(p.i, p.b.len(), "trailing text after JSON");
     v
 }
 
-fn json_ws(b: &[u8], i: &mut usize) {
-    while *i < b.len() && b[*i].is_ascii_whitespace() {
-        *i += 1;
-    }
+/// Just enough JSON for `jfr print --json` (which escapes `/` and uses `\u` escapes).
+struct JsonParser<'a> {
+    b: &'a [u8],
+    i: usize,
 }
 
-fn json_value(b: &[u8], i: &mut usize) -> Json {
-    json_ws(b, i);
-    match b[*i] {
-        b'{' => {
-            *i += 1;
+impl JsonParser<'_> {
+    fn ws(&mut self) {
+        while self.b.get(self.i).is_some_and(|c| c.is_ascii_whitespace()) {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        let ok = self.b.get(self.i) == Some(&c);
+        self.i += ok as usize;
+        ok
+    }
+
+    fn value(&mut self) -> Json {
+        self.ws();
+        if self.eat(b'{') {
             let mut m = Vec::new();
-            loop {
-                json_ws(b, i);
-                if b[*i] == b'}' {
-                    *i += 1;
-                    return Json::Obj(m);
-                }
-                let Json::Str(k) = json_value(b, i) else {
-                    panic!("object key at {i}")
+            while !self.eat(b'}') {
+                let Json::Str(k) = self.value() else {
+                    panic!("object key at byte {}", self.i)
                 };
-                json_ws(b, i);
-                assert_eq!(b[*i], b':');
-                *i += 1;
-                m.push((k, json_value(b, i)));
-                json_ws(b, i);
-                if b[*i] == b',' {
-                    *i += 1;
-                }
+                assert!(self.eat(b':'), "`:` expected at byte {}", self.i);
+                m.push((k, self.value()));
+                self.eat(b',');
             }
+            return Json::Obj(m);
         }
-        b'[' => {
-            *i += 1;
+        if self.eat(b'[') {
             let mut a = Vec::new();
+            while !self.eat(b']') {
+                a.push(self.value());
+                self.eat(b',');
+            }
+            return Json::Arr(a);
+        }
+        if self.eat(b'"') {
+            let mut out = Vec::new();
             loop {
-                json_ws(b, i);
-                if b[*i] == b']' {
-                    *i += 1;
-                    return Json::Arr(a);
-                }
-                a.push(json_value(b, i));
-                json_ws(b, i);
-                if b[*i] == b',' {
-                    *i += 1;
-                }
-            }
-        }
-        b'"' => {
-            *i += 1;
-            let mut s = String::new();
-            loop {
-                let c = b[*i];
-                *i += 1;
-                match c {
-                    b'"' => return Json::Str(s),
-                    b'\\' => {
-                        let e = b[*i];
-                        *i += 1;
-                        match e {
-                            b'n' => s.push('\n'),
-                            b't' => s.push('\t'),
-                            b'r' => s.push('\r'),
-                            b'b' => s.push('\u{8}'),
-                            b'f' => s.push('\u{c}'),
-                            b'u' => {
-                                let h = std::str::from_utf8(&b[*i..*i + 4]).unwrap();
-                                s.push(
-                                    char::from_u32(u32::from_str_radix(h, 16).unwrap())
-                                        .unwrap_or('?'),
-                                );
-                                *i += 4;
-                            }
-                            other => s.push(other as char),
-                        }
+                let c = self.b[self.i];
+                self.i += 1;
+                match (c, self.b.get(self.i).copied().unwrap_or(0)) {
+                    (b'"', _) => return Json::Str(String::from_utf8(out).unwrap()),
+                    (b'\\', b'u') => {
+                        let hex = std::str::from_utf8(&self.b[self.i + 1..self.i + 5]).unwrap();
+                        let ch =
+                            char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap_or('?');
+                        out.extend_from_slice(ch.to_string().as_bytes());
+                        self.i += 5;
                     }
-                    _ => {
-                        // Copy a whole UTF-8 sequence.
-                        let start = *i - 1;
-                        let mut end = *i;
-                        while end < b.len() && (b[end] & 0xc0) == 0x80 {
-                            end += 1;
-                        }
-                        s.push_str(std::str::from_utf8(&b[start..end]).unwrap());
-                        *i = end;
+                    (b'\\', e) => {
+                        out.push(match e {
+                            b'n' => b'\n',
+                            b't' => b'\t',
+                            b'r' => b'\r',
+                            other => other,
+                        });
+                        self.i += 1;
                     }
+                    (c, _) => out.push(c),
                 }
             }
         }
-        b't' => {
-            *i += 4;
-            Json::Bool(true)
+        let start = self.i;
+        while self
+            .b
+            .get(self.i)
+            .is_some_and(|c| !b",]} \n\r\t".contains(c))
+        {
+            self.i += 1;
         }
-        b'f' => {
-            *i += 5;
-            Json::Bool(false)
-        }
-        b'n' => {
-            *i += 4;
-            Json::Null
-        }
-        _ => {
-            let start = *i;
-            while *i < b.len()
-                && (b[*i] == b'-'
-                    || b[*i] == b'+'
-                    || b[*i] == b'.'
-                    || b[*i].is_ascii_alphanumeric())
-            {
-                *i += 1;
-            }
-            Json::Num(String::from_utf8_lossy(&b[start..*i]).into_owned())
+        match &self.b[start..self.i] {
+            b"true" => Json::Bool(true),
+            b"false" => Json::Bool(false),
+            b"null" => Json::Null,
+            t => Json::Num(String::from_utf8_lossy(t).into_owned()),
         }
     }
 }
