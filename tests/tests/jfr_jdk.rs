@@ -137,6 +137,8 @@ fn data_dir() -> PathBuf {
 struct Written {
     rec: Recording,
     samples: Vec<Sample>,
+    /// The sampled thread's name when each sample's chunk was written.
+    thread_names: Vec<String>,
     chunks: usize,
 }
 
@@ -231,6 +233,7 @@ fn write_recording(path: &Path) -> Written {
     ];
     let mut w = JfrFileWriter::create(path).unwrap();
     let mut all = Vec::new();
+    let mut names = Vec::new();
     let t0 = 1_000_000_000_000u64;
     let chunks = 3;
     for c in 0..chunks as u64 {
@@ -258,6 +261,15 @@ fn write_recording(path: &Path) -> Written {
             .collect();
         rec.add_drops("ring full", 2);
         rec.add_drops("no java frame", 1);
+        if c == chunks as u64 - 1 {
+            // Threads get their Java names late; the last chunk must show the new name.
+            rec.threads[worker as usize].name = "renamed-worker".into();
+        }
+        names.extend(
+            batch
+                .iter()
+                .map(|s| rec.threads[s.thread as usize].name.clone()),
+        );
         let times = ChunkTimes {
             start_ticks: start,
             end_ticks: start + 1_000_000_000,
@@ -269,6 +281,7 @@ fn write_recording(path: &Path) -> Written {
     Written {
         rec,
         samples: all,
+        thread_names: names,
         chunks,
     }
 }
@@ -438,7 +451,6 @@ fn jdk_tools_accept_hpm_recordings() {
     let dir = temp_dir("ours");
     let file = dir.join("hpm.jfr");
     let w = write_recording(&file);
-    let names_of = |t: ThreadIdx| w.rec.threads[t as usize].name.clone();
 
     for jdk in jdks() {
         println!("[{}] checking {}", jdk.label, file.display());
@@ -456,11 +468,11 @@ fn jdk_tools_accept_hpm_recordings() {
         // jdk.ExecutionSample: threads, methods, lines, bytecode indexes, frame types.
         let events = print_json_events(&jdk, &file, "jdk.ExecutionSample");
         assert_eq!(events.len(), w.samples.len());
-        for (e, s) in events.iter().zip(&w.samples) {
+        for ((e, s), expected_name) in events.iter().zip(&w.samples).zip(&w.thread_names) {
             let v = e.get("values");
             let t = v.get("sampledThread");
             let name = t.get("javaName").str().or(t.get("osName").str()).unwrap();
-            assert_eq!(name, names_of(s.thread));
+            assert_eq!(name, *expected_name);
             assert_eq!(v.at(&["state"]).str(), Some("STATE_RUNNABLE"));
             assert_eq!(
                 v.at(&["stackTrace", "truncated"]),
@@ -569,7 +581,7 @@ fn recording_file_api_reads_every_event() {
         assert_eq!(counts, expected, "[{}] event counts", jdk.label);
         let stack_frames: u64 = w.samples.iter().map(|s| s.stack.len() as u64).sum();
         assert_eq!(frames, 2 * stack_frames, "[{}] frames", jdk.label);
-        assert_eq!(threads, "GC Thread#0,main,pool-1-thread-1");
+        assert_eq!(threads, "GC Thread#0,main,pool-1-thread-1,renamed-worker");
         for (i, field) in counter_field_names(&w.rec.counters).iter().enumerate() {
             let total: u64 = w.samples.iter().map(|s| s.counters[i]).sum();
             assert_eq!(sums[field], total, "[{}] sum of {field}", jdk.label);

@@ -2,17 +2,25 @@
 //! packages, symbols, frame types, thread states, strings), holding only what the chunk's
 //! events reference.
 //!
-//! Keys are stable across the chunks of a file, because the JDK's reader reuses the previous
-//! chunk's entry for a key it has seen before: thread keys are `ThreadIdx + 1`, method keys
-//! `MethodIdx + 1`; class, package and symbol keys number distinct strings in order of first
-//! appearance in the (append-only) method table; stack trace keys are a 56-bit hash of the
-//! stack's content. Key 0 is never used for an entry, so it can stand for null.
+//! A key must mean the same value in every chunk of a file, because the JDK's reader reuses
+//! the previous chunk's entry for a key it has seen before (ignoring the new content):
+//! - method keys are `MethodIdx + 1` (methods are interned by content, never change);
+//! - class, package and symbol keys number distinct strings in order of first appearance in
+//!   the append-only method table, so a chunk only needs the table's prefix to compute them;
+//! - stack trace keys are a 56-bit hash of the stack's content;
+//! - thread keys are `(ThreadIdx + 1) << 16` plus 16 bits of a hash of the thread's name and
+//!   ids, so a thread renamed between chunks gets a fresh key;
+//! - strings, frame types and thread states have fixed or content-derived keys.
+//!
+//! Key 0 is never used for an entry, so it can stand for null.
 
 use std::collections::HashMap;
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
-use crate::model::{Frame, FrameKind, MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
+use crate::model::{
+    Frame, FrameKind, MethodIdx, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent,
+};
 
 /// Descriptor written for methods without one (native symbols, pseudo-frames): the JDK's
 /// `jfr print` needs parentheses in every descriptor. Read back as an empty descriptor.
@@ -30,8 +38,28 @@ pub fn component_key(c: VmComponent) -> u64 {
     16 + VmComponent::ALL.iter().position(|&x| x == c).unwrap_or(0) as u64
 }
 
-/// Key in the `java.lang.String` pool of the sampling event's name.
-pub const EVENT_NAME_KEY: u64 = 1;
+/// Key in the `java.lang.String` pool of the sampling event's name: derived from the name, so
+/// a different name never reuses the key of an earlier one.
+pub fn event_name_key(name: &str) -> u64 {
+    0x100 + (fnv64(name.as_bytes()) & 0xff_ffff)
+}
+
+/// Key of a thread: its index, plus 16 bits of its description, so that a thread renamed
+/// after an earlier chunk gets a new key (the JDK would otherwise show the old name).
+pub fn thread_key(t: ThreadIdx, info: &ThreadInfo) -> u64 {
+    let mut b = Vec::with_capacity(info.name.len() + 16);
+    b.extend_from_slice(info.name.as_bytes());
+    b.extend_from_slice(&info.os_tid.to_le_bytes());
+    b.extend_from_slice(&info.java_id.map_or(0, |i| i + 1).to_le_bytes());
+    b.push(info.is_java as u8);
+    ((t as u64 + 1) << 16) | (fnv64(&b) & 0xffff)
+}
+
+fn fnv64(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
 
 /// Class name in the JVM's internal form (`java/util/HashMap`), as the JDK writes it.
 pub fn internal_name(class_name: &str) -> String {
@@ -172,7 +200,7 @@ impl<'a> Pools<'a> {
         if self.thread_seen.insert(t, ()).is_none() {
             self.threads.push(t);
         }
-        t as u64 + 1
+        thread_key(t, &self.rec.threads[t as usize])
     }
 
     /// Key of a sample's stack trace, deduplicated by content.
@@ -215,7 +243,7 @@ impl<'a> Pools<'a> {
     /// String-pool key of the sampling event's name.
     pub fn event_name(&mut self) -> u64 {
         self.event_name_used = true;
-        EVENT_NAME_KEY
+        event_name_key(&self.rec.event.name)
     }
 
     /// Thread-state key of `STATE_RUNNABLE`.
@@ -242,7 +270,7 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         for &t in &self.threads {
             let ti = &self.rec.threads[t as usize];
-            put_varint(&mut b, t as u64 + 1);
+            put_varint(&mut b, thread_key(t, ti));
             put_string(&mut b, Some(&ti.name));
             put_i64(&mut b, ti.os_tid as i64);
             put_string(&mut b, if ti.is_java { Some(&ti.name) } else { None });
@@ -398,7 +426,7 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         let mut n = 0;
         if self.event_name_used {
-            put_varint(&mut b, EVENT_NAME_KEY);
+            put_varint(&mut b, event_name_key(&self.rec.event.name));
             put_string(&mut b, Some(&self.rec.event.name));
             n += 1;
         }

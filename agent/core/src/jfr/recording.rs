@@ -245,7 +245,15 @@ impl Builder {
         };
         let id = (info.os_tid as u64, info.java_id.unwrap_or(0));
         let idx = match self.threads.get(&id) {
-            Some(&i) => i,
+            Some(&i) => {
+                // Same thread, renamed since: keep the latest name.
+                let t = &mut self.rec.threads[i as usize];
+                if !info.name.is_empty() && t.name != info.name {
+                    t.name = info.name;
+                    t.is_java |= info.is_java;
+                }
+                i
+            }
             None => {
                 let i = self.rec.add_thread(info);
                 self.threads.insert(id, i);

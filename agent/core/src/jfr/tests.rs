@@ -303,8 +303,18 @@ fn keys_are_stable_across_chunks() {
     let mut b = sample_batch(&mut rec, 6_000_000_000, 8);
     b[1].stack.push(late);
     let c1 = encode_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000));
+    // A thread renamed between the chunks must not keep its key.
+    rec.threads[1].name = "renamed-worker".into();
     let c2 = encode_chunk(&rec, &b[1..], times(6_000_000_000, 7_000_000_000));
-    let chunks = parse_chunks(&[c1, c2].concat(), &|_| true).unwrap();
+    let file = [c1, c2].concat();
+    let chunks = parse_chunks(&file, &|_| true).unwrap();
+    // Our reader keeps one thread, with its latest name.
+    let back = recording_from_chunks(&chunks).unwrap();
+    assert_eq!(back.threads.len(), 3);
+    assert!(back
+        .threads
+        .iter()
+        .any(|t| t.name == "renamed-worker" && t.os_tid == 102));
     for (type_id, pool) in &chunks[0].pools {
         if let Some(other) = chunks[1].pools.get(type_id) {
             for (k, v) in pool {
