@@ -103,7 +103,11 @@ impl Builder {
                     .metadata
                     .annotation_value(&f.annotations, "jdk.jfr.Label")
                     .unwrap_or(&f.name);
-                let slot = match self.rec.counters.iter().position(|n| n == name) {
+                // The first slot of that name not taken yet (a counter may be listed twice).
+                let free = (0..self.rec.counters.len()).find(|&i| {
+                    self.rec.counters[i] == name && !counter_slots.iter().any(|(_, s)| *s == i)
+                });
+                let slot = match free {
                     Some(i) => i,
                     None => {
                         self.rec.counters.push(name.to_string());

@@ -1,13 +1,21 @@
 //! The types hpm writes: fixed type ids and the event types, each declared once in a table
 //! and turned into the metadata element tree (the `jdk.types.*` structs are in [`typedef`]).
 //!
-//! [`typedef`]: super::typedef
-//!
 //! Type ids must never change meaning between chunks of one file: the JDK's reader reuses a
-//! previous chunk's constant-pool entries by (type id, key). Adding an event type means: pick
-//! an unused id in the `EVENT_*` range, add an [`EventDef`] to [`event_defs`], and write its
-//! records in the writer. Field order matters to the JDK: `startTime` first, then `duration`
-//! for events that have one.
+//! previous chunk's constant-pool entries by (type id, key). To add an event type (say
+//! `hpm.Region`, a counter region with a duration):
+//! 1. take an unused id from the `EVENT_*` range below;
+//! 2. add an [`EventDef`] to [`event_defs`]: fields `start_time_field()`, then
+//!    `duration_field()` (the JDK requires this order), then its own fields, with labels;
+//! 3. in the writer, emit one record per instance with an [`EventBuf`], writing the fields
+//!    in the declared order (pool references through [`Pools`]);
+//! 4. read it back with [`Chunk::events_named`] and the [`ObjectView`] accessors.
+//!
+//! [`typedef`]: super::typedef
+//! [`EventBuf`]: super::writer::EventBuf
+//! [`Pools`]: super::pools::Pools
+//! [`Chunk::events_named`]: super::value::Chunk::events_named
+//! [`ObjectView`]: super::value::ObjectView
 
 use super::metadata::Element;
 pub use super::typedef::*;
@@ -70,15 +78,11 @@ pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
     "ip",
 ];
 
-fn start_time() -> FieldDef {
-    FieldDef::new("startTime", T_LONG, "Start Time").with(timestamp_ticks())
-}
-
 /// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
 /// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
 pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
     let mut sample_fields = vec![
-        start_time(),
+        start_time_field(),
         FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
         FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
         string_field("event", "Sampling Event"),
@@ -109,7 +113,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             description: "Snapshot of a threads state",
             category: &["Java Virtual Machine", "Profiling"],
             fields: vec![
-                start_time(),
+                start_time_field(),
                 FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
                 FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
                 FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
@@ -130,7 +134,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             description: "The sampling event as requested and as used, the counters and the stack sampler",
             category: HPM_CATEGORY,
             fields: vec![
-                start_time(),
+                start_time_field(),
                 string_field("event", "Sampling Event"),
                 string_field("requestedEvent", "Requested Event"),
                 string_field("fallback", "Fallback Reason"),
@@ -149,7 +153,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             description: "Samples lost so far for one reason (cumulative since the start of the recording)",
             category: HPM_CATEGORY,
             fields: vec![
-                start_time(),
+                start_time_field(),
                 string_field("reason", "Reason"),
                 FieldDef::new("count", T_LONG, "Count").with(marker(A_UNSIGNED)),
             ],

@@ -327,6 +327,23 @@ fn keys_are_stable_across_chunks() {
 }
 
 #[test]
+fn duplicate_counter_names_keep_their_columns() {
+    let mut rec = sample_recording();
+    rec.counters = vec!["cycles".into(), "task-clock".into(), "cycles".into()];
+    let samples = sample_batch(&mut rec, 5_000_000_000, 6);
+    let file = [
+        encode_chunk(&rec, &samples[..3], times(5_000_000_000, 6_000_000_000)),
+        encode_chunk(&rec, &samples[3..], times(6_000_000_000, 7_000_000_000)),
+    ]
+    .concat();
+    let back = recording_from_chunks(&parse_chunks(&file, &|_| true).unwrap()).unwrap();
+    assert_eq!(back.counters, rec.counters);
+    for (a, b) in samples.iter().zip(&back.samples) {
+        assert_eq!(a.counters, b.counters);
+    }
+}
+
+#[test]
 fn empty_chunk_is_valid() {
     let rec = sample_recording();
     let bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_000_000_001));

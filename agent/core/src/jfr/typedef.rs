@@ -210,6 +210,19 @@ impl EventDef {
     }
 }
 
+/// `startTime`, the first field of every event type.
+pub fn start_time_field() -> FieldDef {
+    FieldDef::new("startTime", T_LONG, "Start Time").with(timestamp_ticks())
+}
+
+/// `duration`, which must be the second field of an event type that has one.
+pub fn duration_field() -> FieldDef {
+    FieldDef::new("duration", T_LONG, "Duration").with(Annotation {
+        type_id: A_TIMESPAN,
+        values: vec![("value".into(), "TICKS".into())],
+    })
+}
+
 /// A `java.lang.String` field.
 pub fn string_field(name: &str, label_text: &str) -> FieldDef {
     FieldDef::new(name, T_STRING, label_text)
