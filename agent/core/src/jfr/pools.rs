@@ -14,12 +14,12 @@
 //!
 //! Key 0 is never used for an entry, so it can stand for null.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
 use crate::model::{
-    Frame, FrameKind, MethodIdx, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent,
+    Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent,
 };
 
 /// Descriptor written for methods without one (native symbols, pseudo-frames): the JDK's
@@ -259,27 +259,54 @@ impl<'a> Pools<'a> {
 
     /// Appends the body of the constant-pool event after its `flush` byte: pool count, pools.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        let mut pools: Vec<(u64, u64, Vec<u8>)> = Vec::new(); // (type, count, entries)
-        let mut pool = |type_id: u64, count: usize, body: Vec<u8>| {
-            if count > 0 {
-                pools.push((type_id, count as u64, body));
-            }
+        let mut pools = PoolsOut::default();
+        self.encode_threads(&mut pools);
+        self.encode_stacks(&mut pools);
+        let upto = self
+            .methods
+            .iter()
+            .map(|&m| m as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let names = Names::scan(self.rec, upto);
+        let mut symbols = Symbols {
+            names: &names,
+            seen: HashSet::new(),
+            entries: Vec::new(),
         };
+        let classes = self.encode_methods(&mut pools, &names, &mut symbols);
+        encode_classes(&mut pools, &classes, &names, &mut symbols);
+        let mut b = Vec::new();
+        for (k, s) in &symbols.entries {
+            put_varint(&mut b, *k);
+            put_string(&mut b, Some(s));
+        }
+        pools.add(T_SYMBOL, symbols.entries.len(), b);
+        self.encode_small_tables(&mut pools);
 
-        // Threads.
+        put_varint(out, pools.0.len() as u64);
+        for (type_id, count, body) in pools.0 {
+            put_varint(out, type_id);
+            put_varint(out, count);
+            out.extend_from_slice(&body);
+        }
+    }
+
+    fn encode_threads(&self, pools: &mut PoolsOut) {
         let mut b = Vec::new();
         for &t in &self.threads {
             let ti = &self.rec.threads[t as usize];
             put_varint(&mut b, thread_key(t, ti));
-            put_string(&mut b, Some(&ti.name));
+            put_string(&mut b, Some(&ti.name)); // osName
             put_i64(&mut b, ti.os_tid as i64);
-            put_string(&mut b, if ti.is_java { Some(&ti.name) } else { None });
+            put_string(&mut b, if ti.is_java { Some(&ti.name) } else { None }); // javaName
             put_i64(&mut b, ti.java_id.unwrap_or(0) as i64);
             put_varint(&mut b, 0); // thread group: null
         }
-        pool(T_THREAD, self.threads.len(), b);
+        pools.add(T_THREAD, self.threads.len(), b);
+    }
 
-        // Stack traces, frames inline.
+    fn encode_stacks(&self, pools: &mut PoolsOut) {
         let mut b = Vec::new();
         for key in &self.stack_order {
             let (frames, truncated) = self.stacks[key];
@@ -293,120 +320,48 @@ impl<'a> Pools<'a> {
                 put_varint(&mut b, frame_type_key(f.kind));
             }
         }
-        pool(T_STACK_TRACE, self.stack_order.len(), b);
+        pools.add(T_STACK_TRACE, self.stack_order.len(), b);
+    }
 
-        // Methods, and the classes/packages/symbols they use.
-        let upto = self
-            .methods
-            .iter()
-            .map(|&m| m as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let names = Names::scan(self.rec, upto);
-        let mut classes: Vec<(u64, String)> = Vec::new();
-        let mut class_seen = HashMap::new();
-        let mut symbols: Vec<(u64, String)> = Vec::new();
-        let mut symbol_seen = HashMap::new();
-        let mut sym = |s: &str, symbols: &mut Vec<(u64, String)>| -> u64 {
-            let k = names.symbol(s);
-            if k != 0 && symbol_seen.insert(k, ()).is_none() {
-                symbols.push((k, s.to_string()));
-            }
-            k
-        };
+    /// Writes the method pool; returns the classes it refers to as (key, internal name).
+    fn encode_methods(
+        &self,
+        pools: &mut PoolsOut,
+        names: &Names,
+        symbols: &mut Symbols,
+    ) -> Vec<(u64, String)> {
+        let mut classes = Vec::new();
+        let mut class_seen = HashSet::new();
         let mut b = Vec::new();
-        let write_method = |b: &mut Vec<u8>,
-                            key: u64,
-                            class_key: u64,
-                            name: u64,
-                            desc: u64,
-                            m: &crate::model::MethodInfo| {
-            put_varint(b, key);
-            put_varint(b, class_key);
-            put_varint(b, name);
-            put_varint(b, desc);
-            put_i32(b, m.modifiers as i32);
-            put_bool(b, m.hidden);
-        };
         for &mi in &self.methods {
             let m = self.rec.method(mi);
             let internal = internal_name(&m.class_name);
-            let ck = names.classes[&internal];
-            if class_seen.insert(ck, ()).is_none() {
-                classes.push((ck, internal));
+            let class = names.classes[&internal];
+            if class_seen.insert(class) {
+                classes.push((class, internal));
             }
-            let n = sym(&m.name, &mut symbols);
-            let d = sym(descriptor_of(&m.descriptor), &mut symbols);
-            write_method(&mut b, mi as u64 + 1, ck, n, d, m);
+            let name = symbols.key(&m.name);
+            let desc = symbols.key(descriptor_of(&m.descriptor));
+            write_method(&mut b, mi as u64 + 1, class, name, desc, m);
         }
-        let mut nmethods = self.methods.len();
+        let mut n = self.methods.len();
         if self.invalid_method {
-            // A stand-in for frames whose method index is not in the table.
-            let m = crate::model::MethodInfo::native("[unknown method]");
-            let ck = INVALID_METHOD_KEY;
-            classes.push((ck, String::new()));
-            symbols.push((INVALID_METHOD_KEY, m.name.clone()));
-            symbols.push((INVALID_METHOD_KEY + 1, NATIVE_DESCRIPTOR.to_string()));
-            write_method(
-                &mut b,
-                INVALID_METHOD_KEY,
-                ck,
-                INVALID_METHOD_KEY,
-                INVALID_METHOD_KEY + 1,
-                &m,
-            );
-            nmethods += 1;
+            // A stand-in for frames whose method index is not in the table, with its own
+            // class and symbols (fixed keys far above the table's).
+            let m = MethodInfo::native("[unknown method]");
+            let k = INVALID_METHOD_KEY;
+            symbols.fixed(k, &m.name);
+            symbols.fixed(k + 1, NATIVE_DESCRIPTOR);
+            symbols.fixed(k + 2, "");
+            classes.push((k, String::new()));
+            write_method(&mut b, k, k, k, k + 1, &m);
+            n += 1;
         }
-        pool(T_METHOD, nmethods, b);
+        pools.add(T_METHOD, n, b);
+        classes
+    }
 
-        let mut packages: Vec<(u64, String)> = Vec::new();
-        let mut b = Vec::new();
-        for (ck, internal) in &classes {
-            let pkg = package_of(internal);
-            let pk = if pkg.is_empty() {
-                0
-            } else {
-                names.packages[pkg]
-            };
-            if pk != 0 && !packages.iter().any(|(k, _)| *k == pk) {
-                packages.push((pk, pkg.to_string()));
-            }
-            put_varint(&mut b, *ck);
-            put_varint(&mut b, 0); // class loader: null
-            put_varint(
-                &mut b,
-                if *ck == INVALID_METHOD_KEY {
-                    INVALID_METHOD_KEY + 2
-                } else {
-                    sym(internal, &mut symbols)
-                },
-            );
-            put_varint(&mut b, pk);
-            put_i32(&mut b, 0); // modifiers
-            put_bool(&mut b, false); // hidden
-        }
-        if self.invalid_method {
-            symbols.push((INVALID_METHOD_KEY + 2, String::new()));
-        }
-        pool(T_CLASS, classes.len(), b);
-
-        let mut b = Vec::new();
-        for (pk, name) in &packages {
-            put_varint(&mut b, *pk);
-            put_varint(&mut b, sym(name, &mut symbols));
-            put_varint(&mut b, 0); // module: null
-            put_bool(&mut b, true); // exported
-        }
-        pool(T_PACKAGE, packages.len(), b);
-
-        let mut b = Vec::new();
-        for (k, s) in &symbols {
-            put_varint(&mut b, *k);
-            put_string(&mut b, Some(s));
-        }
-        pool(T_SYMBOL, symbols.len(), b);
-
-        // Frame types and thread states: small fixed tables.
+    fn encode_small_tables(&self, pools: &mut PoolsOut) {
         let mut b = Vec::new();
         let mut n = 0;
         for (i, k) in FrameKind::ALL.iter().enumerate() {
@@ -416,11 +371,12 @@ impl<'a> Pools<'a> {
                 n += 1;
             }
         }
-        pool(T_FRAME_TYPE, n, b);
+        pools.add(T_FRAME_TYPE, n, b);
+
         let mut b = Vec::new();
         put_varint(&mut b, THREAD_STATE_RUNNABLE_KEY);
         put_string(&mut b, Some("STATE_RUNNABLE"));
-        pool(T_THREAD_STATE, self.runnable_used as usize, b);
+        pools.add(T_THREAD_STATE, self.runnable_used as usize, b);
 
         // Strings referenced from events (sampling event name, component names).
         let mut b = Vec::new();
@@ -437,13 +393,94 @@ impl<'a> Pools<'a> {
                 n += 1;
             }
         }
-        pool(T_STRING, n, b);
+        pools.add(T_STRING, n, b);
+    }
+}
 
-        put_varint(out, pools.len() as u64);
-        for (type_id, count, body) in pools {
-            put_varint(out, type_id);
-            put_varint(out, count);
-            out.extend_from_slice(&body);
+/// Encoded pools: (type id, entry count, entries). Empty pools are left out: the JDK rejects
+/// them.
+#[derive(Default)]
+struct PoolsOut(Vec<(u64, u64, Vec<u8>)>);
+
+impl PoolsOut {
+    fn add(&mut self, type_id: u64, count: usize, body: Vec<u8>) {
+        if count > 0 {
+            self.0.push((type_id, count as u64, body));
         }
     }
+}
+
+/// The symbols a chunk uses, in order of first use.
+struct Symbols<'n> {
+    names: &'n Names<'n>,
+    seen: HashSet<u64>,
+    entries: Vec<(u64, String)>,
+}
+
+impl Symbols<'_> {
+    fn key(&mut self, s: &str) -> u64 {
+        let k = self.names.symbol(s);
+        if k != 0 && self.seen.insert(k) {
+            self.entries.push((k, s.to_string()));
+        }
+        k
+    }
+
+    fn fixed(&mut self, k: u64, s: &str) {
+        if self.seen.insert(k) {
+            self.entries.push((k, s.to_string()));
+        }
+    }
+}
+
+fn write_method(b: &mut Vec<u8>, key: u64, class: u64, name: u64, desc: u64, m: &MethodInfo) {
+    put_varint(b, key);
+    put_varint(b, class);
+    put_varint(b, name);
+    put_varint(b, desc);
+    put_i32(b, m.modifiers as i32);
+    put_bool(b, m.hidden);
+}
+
+/// Writes the class pool (name in internal form, package) and the package pool.
+fn encode_classes(
+    pools: &mut PoolsOut,
+    classes: &[(u64, String)],
+    names: &Names,
+    symbols: &mut Symbols,
+) {
+    let mut packages: Vec<(u64, &str)> = Vec::new();
+    let mut b = Vec::new();
+    for (key, internal) in classes {
+        let pkg = package_of(internal);
+        let pkg_key = if pkg.is_empty() || *key == INVALID_METHOD_KEY {
+            0
+        } else {
+            names.packages[pkg]
+        };
+        if pkg_key != 0 && !packages.iter().any(|(k, _)| *k == pkg_key) {
+            packages.push((pkg_key, pkg));
+        }
+        let name = if *key == INVALID_METHOD_KEY {
+            INVALID_METHOD_KEY + 2
+        } else {
+            symbols.key(internal)
+        };
+        put_varint(&mut b, *key);
+        put_varint(&mut b, 0); // class loader: null
+        put_varint(&mut b, name);
+        put_varint(&mut b, pkg_key);
+        put_i32(&mut b, 0); // modifiers
+        put_bool(&mut b, false); // hidden
+    }
+    pools.add(T_CLASS, classes.len(), b);
+
+    let mut b = Vec::new();
+    for (key, name) in &packages {
+        put_varint(&mut b, *key);
+        put_varint(&mut b, symbols.key(name));
+        put_varint(&mut b, 0); // module: null
+        put_bool(&mut b, true); // exported
+    }
+    pools.add(T_PACKAGE, packages.len(), b);
 }

@@ -344,6 +344,26 @@ fn duplicate_counter_names_keep_their_columns() {
 }
 
 #[test]
+fn out_of_range_indices_are_written_as_placeholders() {
+    let mut rec = sample_recording();
+    let mut samples = sample_batch(&mut rec, 5_000_000_000, 2);
+    samples[0].thread = 99;
+    samples[0].stack[0].method = 9_999;
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let back = recording_from_chunks(&parse_chunks(&bytes, &|_| true).unwrap()).unwrap();
+    let s = &back.samples[0];
+    assert_eq!(back.threads[s.thread as usize].name, "[unknown thread]");
+    assert_eq!(
+        back.method(s.stack[0].method).display_name(),
+        "[unknown method]"
+    );
+    assert_eq!(
+        back.stack_names_root_first(&back.samples[1]),
+        rec.stack_names_root_first(&samples[1])
+    );
+}
+
+#[test]
 fn empty_chunk_is_valid() {
     let rec = sample_recording();
     let bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_000_000_001));
