@@ -458,6 +458,14 @@ fn truncated_and_corrupted_files_are_errors_not_panics() {
             damaged(&bad);
         }
     }
+    // Extreme header values (duration, start ticks, ticks per second).
+    for range in [40..48, 48..56, 56..64, 32..64] {
+        for fill in [0xffu8, 0x00] {
+            let mut bad = one.clone();
+            bad[range.clone()].fill(fill);
+            damaged(&bad);
+        }
+    }
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..300 {
         let mut bad = one.clone();
