@@ -747,6 +747,23 @@ fn hpm_reads_recordings_made_by_the_jdk() {
             .iter()
             .any(|s| s.stack.iter().any(|f| f.line > 0 && f.bci >= 0)));
         println!("[{}] hpm reader: {n} samples, Busy.spin in {in_spin}, period {} ns, frame types {kinds:?}", jdk.label, rec.event.period);
+
+        // A JFR file is a sequence of chunks: the recording twice over reads as two chunks,
+        // with threads and methods deduplicated across them.
+        let bytes = std::fs::read(&file).unwrap();
+        let twice = dir.join("twice.jfr");
+        std::fs::write(&twice, [bytes.clone(), bytes].concat()).unwrap();
+        let rec2 = jfr::read_recording(&twice).unwrap();
+        assert_eq!(rec2.samples.len(), 2 * n);
+        assert_eq!(rec2.threads.len(), rec.threads.len());
+        assert_eq!(rec2.methods.len(), rec.methods.len());
+        let theirs2 = summary_counts(&jdk, &twice);
+        assert_eq!(theirs2["jdk.ExecutionSample"], 2 * n as u64);
+        println!(
+            "[{}] two-chunk JDK file: {} samples, threads and methods deduplicated",
+            jdk.label,
+            2 * n
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
