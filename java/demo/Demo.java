@@ -14,7 +14,10 @@ import java.util.concurrent.Future;
  * The bundled demo for hpm: a small multi-threaded "shop" that parses order lines, prices them
  * with BigDecimal, aggregates per customer, sorts reports, and multiplies a matrix for its
  * "recommendations" — enough different work (string handling, allocation and GC, hash maps,
- * sorting, floating point) for a profile with some shape. Runs for SECONDS (default 8).
+ * sorting, floating point) for a profile with some shape.
+ *
+ * Usage: java Demo [SECONDS] [BATCHES]: runs for SECONDS (default 8), or, when BATCHES is given,
+ * until each of the 4 workers has processed BATCHES order batches (fixed work, for benchmarks).
  */
 public class Demo {
     static final String[] PRODUCTS = {"apple", "bread", "cheese", "dates", "eggs", "flour", "grapes", "honey"};
@@ -59,7 +62,8 @@ public class Demo {
 
     public static void main(String[] args) throws Exception {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 8;
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        long fixedBatches = args.length > 1 ? Long.parseLong(args[1]) : -1;
+        long deadline = fixedBatches > 0 ? Long.MAX_VALUE : System.nanoTime() + (long) (seconds * 1e9);
         ExecutorService pool = Executors.newFixedThreadPool(4, r -> new Thread(r, "shop-worker"));
         List<Future<Long>> results = new ArrayList<>();
         for (int w = 0; w < 4; w++) {
@@ -69,7 +73,7 @@ public class Demo {
                 double[][] m = new double[120][120];
                 for (double[] row : m) for (int j = 0; j < row.length; j++) row[j] = r.nextDouble();
                 long batches = 0;
-                while (System.nanoTime() < deadline) {
+                while (System.nanoTime() < deadline && (fixedBatches < 0 || batches < fixedBatches)) {
                     String[] rows = report(price(makeOrders(r, 2000)));
                     if (batches++ % 4 == 0) recommend(m, m);
                     if (rows.length == 0) throw new IllegalStateException();

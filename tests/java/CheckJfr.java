@@ -15,6 +15,8 @@ import jdk.jfr.consumer.RecordingFile;
  *   field EVENT.FIELD present   fields of the first event of each hpm.* type
  *   sum hpm.Sample.FIELD N      sum of a long field of hpm.Sample
  *   lines-positive N / lines-total N   Java frames with a line number > 0
+ *   class-lines-positive N / class-lines-total N   the same for frames of the class named by
+ *                               the second argument (hidden lambda classes have no line table)
  *   threads N                   distinct sampled threads
  */
 public class CheckJfr {
@@ -25,7 +27,8 @@ public class CheckJfr {
         Map<String, Long> sums = new TreeMap<>();
         Map<String, String> fields = new TreeMap<>();
         java.util.Set<String> threads = new java.util.TreeSet<>();
-        long linesPositive = 0, linesTotal = 0;
+        long linesPositive = 0, linesTotal = 0, classPositive = 0, classTotal = 0;
+        String cls = args.length > 1 ? args[1] : "";
         for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
             String name = e.getEventType().getName();
             counts.merge(name, 1L, Long::sum);
@@ -48,6 +51,10 @@ public class CheckJfr {
                 if (f.isJavaFrame()) {
                     linesTotal++;
                     if (f.getLineNumber() > 0) linesPositive++;
+                    if (f.getMethod().getType().getName().equals(cls)) {
+                        classTotal++;
+                        if (f.getLineNumber() > 0 && f.getBytecodeIndex() >= 0) classPositive++;
+                    }
                 }
             }
         }
@@ -58,6 +65,8 @@ public class CheckJfr {
         sums.forEach((k, v) -> System.out.println("sum hpm.Sample." + k + " " + v));
         System.out.println("lines-positive " + linesPositive);
         System.out.println("lines-total " + linesTotal);
+        System.out.println("class-lines-positive " + classPositive);
+        System.out.println("class-lines-total " + classTotal);
         System.out.println("threads " + threads.size());
     }
 

@@ -47,12 +47,22 @@ pub struct Captured {
     /// ASGCT's `num_frames`: > 0 frames, <= 0 an error code, [`WALK_NOT_ATTEMPTED`] when the
     /// record was not the one the signal was for (coalesced signals carry only their IP).
     pub num_frames: i32,
+    /// The first walk failed in a frameless stub or method prologue and the frames come from
+    /// a second walk started at the caller (return address at the stack pointer); the frame
+    /// the IP is in is not among them.
+    pub walk_from_caller: bool,
     pub frames: [CallFrame; MAX_FRAMES],
 }
 
 impl Default for Captured {
     fn default() -> Self {
-        Captured { raw: RawSample::default(), thread: 0, num_frames: WALK_NOT_ATTEMPTED, frames: [CallFrame::default(); MAX_FRAMES] }
+        Captured {
+            raw: RawSample::default(),
+            thread: 0,
+            num_frames: WALK_NOT_ATTEMPTED,
+            walk_from_caller: false,
+            frames: [CallFrame::default(); MAX_FRAMES],
+        }
     }
 }
 

@@ -279,6 +279,10 @@ impl MethodTable {
 
 /// One profiling run. The agent appends samples and periodically hands them to the JFR writer
 /// and the calling context tree, then clears `samples`; readers fill it from a file.
+/// Reasons in [`Recording::drops`] that start with this prefix count samples that were kept
+/// with a pseudo-frame instead of their Java stack (degraded), not samples that were lost.
+pub const KEPT_PREFIX: &str = "kept without Java stack: ";
+
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
     /// Wall clock at start, nanoseconds since the Unix epoch.
@@ -318,6 +322,12 @@ impl Recording {
 
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().map(|(_, c)| c).sum()
+    }
+
+    /// Samples lost, and samples kept without their Java stack (see [`KEPT_PREFIX`]).
+    pub fn lost_and_kept(&self) -> (u64, u64) {
+        let kept = self.drops.iter().filter(|(r, _)| r.starts_with(KEPT_PREFIX)).map(|(_, c)| c).sum::<u64>();
+        (self.total_drops() - kept, kept)
     }
 
     /// Display names of a sample's frames, root first: the order of collapsed stacks.

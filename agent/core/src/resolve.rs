@@ -23,6 +23,8 @@ pub trait JavaMethods {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WalkStats {
     pub java_ok: u64,
+    /// Walks that succeeded only when restarted from the caller of a frameless stub/prologue.
+    pub from_caller: u64,
     pub vm_thread: u64,
     pub failed: Vec<(&'static str, u64)>,
 }
@@ -114,7 +116,25 @@ impl SampleResolver {
         let java = c.java_frames();
         if !java.is_empty() {
             self.stats.java_ok += 1;
-            let kinds = frame_kinds(&self.timeline.map, ip, java);
+            // The walk started at the caller: the compiled method the IP is in (its prologue)
+            // comes first, typed exactly from its inline scopes; the caller's frames follow.
+            let mut kinds_ip = ip;
+            if c.walk_from_caller {
+                self.stats.from_caller += 1;
+                kinds_ip = 0;
+                if let Some(b) = self.timeline.map.find(ip).filter(|b| b.method().is_some()) {
+                    let chain: Vec<(u64, i32)> =
+                        b.scope_at(ip).map(|s| s.frames.clone()).unwrap_or_else(|| vec![(b.method().unwrap_or(0), -1)]);
+                    let last = chain.len().saturating_sub(1);
+                    for (k, (m, bci)) in chain.into_iter().enumerate() {
+                        let method = self.method_idx(rec, jm, m);
+                        let line = if bci >= 0 { jm.line(m, bci) } else { -1 };
+                        let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
+                        stack.push(Frame { method, bci, line, kind });
+                    }
+                }
+            }
+            let kinds = frame_kinds(&self.timeline.map, kinds_ip, java);
             for (f, kind) in java.iter().zip(kinds) {
                 let method = self.method_idx(rec, jm, f.method_id);
                 let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno, jm.line(f.method_id, f.lineno)) };

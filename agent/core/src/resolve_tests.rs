@@ -160,3 +160,19 @@ fn unknown_methods_and_gc_time() {
     assert!(res.gc_active(10) && !res.gc_active(20));
     assert!(!c.java_frames().is_empty() && c.java_frames().len() < MAX_FRAMES);
 }
+
+#[test]
+fn a_walk_from_the_caller_gets_the_prologue_method_back_as_leaf() {
+    let mut res = SampleResolver::default();
+    let scopes = vec![PcScope { pc: 0x1010, frames: vec![(4, 0), (3, 2)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    // The IP is in Main.inner's code (with Main.leaf inlined); the walk started at its caller.
+    let mut c = captured(0, 10, 0x1008, &[(2, 5), (1, 9)]);
+    c.walk_from_caller = true;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.inner", "Main.outer", "Main.run"]);
+    let kinds: Vec<FrameKind> = s.stack.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds[..2], [FrameKind::Inlined, FrameKind::JitCompiled]);
+    assert_eq!(res.stats.from_caller, 1);
+}

@@ -254,7 +254,7 @@ impl Processor {
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
         ];
         for (reason, n) in &self.resolver.stats.failed {
-            drops.push((format!("stack walk failed, sample kept: {reason}"), *n));
+            drops.push((format!("{}{reason}", hpm_core::model::KEPT_PREFIX), *n));
         }
         for (reason, n) in agent.threads.failures().by_reason {
             drops.push((format!("thread not profiled: {reason}"), n));

@@ -140,5 +140,44 @@ fn walk(agent: &Agent, c: &mut Captured, ucontext: *mut c_void) -> i32 {
     // the context the kernel passed to this handler; ASGCT is designed to run in signal
     // handlers of the thread it walks.
     unsafe { asgct(&mut trace, depth, ucontext) };
+    c.walk_from_caller = false;
+    if matches!(trace.num_frames, -5 | -6) {
+        // unknown_Java / not_walkable_Java: typically a frameless stub (arraycopy) or a
+        // compiled method's prologue, where the return address is still at the stack pointer.
+        // Walk again from the caller, on a copy of the context (the kernel restores the
+        // original on return).
+        if let Some(n) = walk_from_caller(asgct, &mut trace, depth, ucontext) {
+            c.walk_from_caller = true;
+            return n;
+        }
+    }
     trace.num_frames
+}
+
+#[cfg(target_arch = "x86_64")]
+fn walk_from_caller(asgct: AsgctFn, trace: &mut CallTrace, depth: c_int, ucontext: *mut c_void) -> Option<c_int> {
+    if ucontext.is_null() {
+        return None;
+    }
+    // SAFETY: `ucontext` is the handler's ucontext_t; we read it into a stack copy (no
+    // allocation). The stack pointer of the interrupted thread points into its own mapped
+    // stack, so reading the word there is valid.
+    unsafe {
+        let mut uc: libc::ucontext_t = std::ptr::read(ucontext as *const libc::ucontext_t);
+        let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as u64;
+        if sp == 0 || sp % 8 != 0 {
+            return None;
+        }
+        let ret = *(sp as *const u64);
+        uc.uc_mcontext.gregs[libc::REG_RIP as usize] = ret as i64;
+        uc.uc_mcontext.gregs[libc::REG_RSP as usize] = (sp + 8) as i64;
+        trace.num_frames = 0;
+        asgct(trace, depth, &mut uc as *mut libc::ucontext_t as *mut c_void);
+    }
+    (trace.num_frames > 0).then_some(trace.num_frames)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn walk_from_caller(_: AsgctFn, _: &mut CallTrace, _: c_int, _: *mut c_void) -> Option<c_int> {
+    None
 }

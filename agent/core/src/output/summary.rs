@@ -73,17 +73,20 @@ pub(crate) fn fallback_line(rec: &Recording) -> Option<String> {
 
 /// `12 dropped (ring full: 10, no java frame: 2)` or `none dropped`.
 pub(crate) fn drops_line(rec: &Recording) -> String {
-    let total = rec.total_drops();
-    if total == 0 {
-        return "none dropped".into();
+    let (lost, kept) = rec.lost_and_kept();
+    let list = |want_kept: bool| -> String {
+        rec.drops
+            .iter()
+            .filter(|(r, n)| *n > 0 && r.starts_with(crate::model::KEPT_PREFIX) == want_kept)
+            .map(|(r, n)| format!("{}: {}", r.strip_prefix(crate::model::KEPT_PREFIX).unwrap_or(r), group(*n)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = if lost == 0 { "none dropped".to_string() } else { format!("{} dropped ({})", group(lost), list(false)) };
+    if kept > 0 {
+        s.push_str(&format!("; {} kept without Java stack ({})", group(kept), list(true)));
     }
-    let parts: Vec<String> = rec
-        .drops
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| format!("{r}: {}", group(*n)))
-        .collect();
-    format!("{} dropped ({})", group(total), parts.join(", "))
+    s
 }
 
 /// `12 (10 Java, 2 VM)`; `None` when the recording lists no threads.

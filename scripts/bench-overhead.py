@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Overhead of the hpm agent on a fixed-work multi-threaded program (the demo with a fixed
+number of order batches per worker): wall time and CPU time (user+sys of the JVM process) of
+interleaved runs without a profiler and with hpm at 10ms and 1ms. Prints a Markdown table with
+medians, quartiles and the median ratios, plus the command and the machine.
+
+    scripts/bench-overhead.py [--runs 7] [--batches 1500] [--java java]
+
+Timings are a benchmark, never a test: nothing here fails on a number.
+"""
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd):
+    start = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.monotonic() - start
+    err = p.stderr.read().decode()
+    if status != 0:
+        sys.exit(f"benchmark run failed ({status}): {' '.join(cmd)}\n{err}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def quartiles(xs):
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], statistics.median(xs), q[2]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--batches", type=int, default=1500)
+    ap.add_argument("--java", default="java")
+    a = ap.parse_args()
+    agent = os.path.join(ROOT, "target/release/libhpm.so")
+    classes = os.path.join(ROOT, "target/demo")
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "hpm-agent", "-p", "hpm-cli"], cwd=ROOT, check=True)
+    os.makedirs(classes, exist_ok=True)
+    subprocess.run(["javac", "-d", classes, os.path.join(ROOT, "java/demo/Demo.java")], check=True)
+    out = "/tmp/hpm-bench.jfr"
+    base = [a.java, "-cp", classes]
+    configs = [
+        ("none", base),
+        ("hpm 10ms", [a.java, f"-agentpath:{agent}=interval=10ms,file={out},quiet", "-cp", classes]),
+        ("hpm 1ms", [a.java, f"-agentpath:{agent}=interval=1ms,file={out},quiet", "-cp", classes]),
+    ]
+    program = ["Demo", "0", str(a.batches)]
+    results = {name: ([], []) for name, _ in configs}
+    run(base + program)  # warm the file cache
+    for r in range(a.runs):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for name, cmd in order:
+            wall, cpu = run(cmd + program)
+            results[name][0].append(wall)
+            results[name][1].append(cpu)
+            print(f"run {r + 1}/{a.runs} {name}: wall {wall:.2f}s cpu {cpu:.2f}s", file=sys.stderr)
+
+    none_wall = statistics.median(results["none"][0])
+    none_cpu = statistics.median(results["none"][1])
+    java_version = subprocess.run([a.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --java {a.java}`\n")
+    print(f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, {java_version}; "
+          f"workload: `java Demo 0 {a.batches}` (4 worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
+    print("| configuration | wall s (q1 / median / q3) | CPU s (q1 / median / q3) | wall overhead | CPU overhead |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, _ in configs:
+        w, c = results[name]
+        wq, cq = quartiles(w), quartiles(c)
+        wo = (wq[1] / none_wall - 1) * 100
+        co = (cq[1] / none_cpu - 1) * 100
+        print(f"| {name} | {wq[0]:.2f} / {wq[1]:.2f} / {wq[2]:.2f} | {cq[0]:.2f} / {cq[1]:.2f} / {cq[2]:.2f} | "
+              f"{wo:+.2f}% | {co:+.2f}% |")
+
+
+if __name__ == "__main__":
+    main()
