@@ -45,6 +45,8 @@ pub mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_robustness;
 
 pub use recording::{read_recording, recording_from_chunks};
 pub use schema::counter_field_names;

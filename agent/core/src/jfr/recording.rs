@@ -72,7 +72,10 @@ impl Builder {
             self.rec.start_ticks = start;
         }
         self.rec.start_ticks = self.rec.start_ticks.min(start);
-        self.rec.end_ticks = self.rec.end_ticks.max(start.saturating_add(h.duration_nanos));
+        self.rec.end_ticks = self
+            .rec
+            .end_ticks
+            .max(start.saturating_add(h.duration_nanos));
         self.chunks += 1;
 
         for e in c.events_named("hpm.Config") {
