@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::hash::IntMap;
 use crate::model::{Recording, Sample};
 
 pub type NodeId = u32;
@@ -31,7 +32,9 @@ pub struct Cct {
     pub nodes: Vec<CctNode>,
     /// Counter names, as in the recording the tree was built from.
     pub counters: Vec<String>,
-    child_index: HashMap<(NodeId, String), NodeId>,
+    /// Frame names interned, so finding a child allocates nothing.
+    name_ids: IntMap<String, u32>,
+    child_index: IntMap<(NodeId, u32), NodeId>,
 }
 
 impl Default for Cct {
@@ -49,7 +52,7 @@ impl Cct {
             self_counters: vec![0; n],
             ..Default::default()
         };
-        Cct { nodes: vec![root], counters, child_index: HashMap::new() }
+        Cct { nodes: vec![root], counters, name_ids: IntMap::default(), child_index: IntMap::default() }
     }
 
     pub fn node(&self, id: NodeId) -> &CctNode {
@@ -66,7 +69,15 @@ impl Cct {
 
     /// Child of `parent` named `name`, created if missing.
     pub fn child(&mut self, parent: NodeId, name: &str) -> NodeId {
-        if let Some(&id) = self.child_index.get(&(parent, name.to_string())) {
+        let name_id = match self.name_ids.get(name) {
+            Some(&n) => n,
+            None => {
+                let n = self.name_ids.len() as u32;
+                self.name_ids.insert(name.to_string(), n);
+                n
+            }
+        };
+        if let Some(&id) = self.child_index.get(&(parent, name_id)) {
             return id;
         }
         let id = self.nodes.len() as NodeId;
@@ -79,7 +90,7 @@ impl Cct {
             ..Default::default()
         });
         self.nodes[parent as usize].children.push(id);
-        self.child_index.insert((parent, name.to_string()), id);
+        self.child_index.insert((parent, name_id), id);
         id
     }
 
@@ -92,10 +103,21 @@ impl Cct {
         weight: u64,
         counters: &[u64],
     ) -> NodeId {
+        self.add_path(root_first.iter().map(AsRef::as_ref), samples, weight, counters)
+    }
+
+    /// [`Self::add_stack`] over any sequence of names, root first.
+    pub fn add_path<'a>(
+        &mut self,
+        root_first: impl Iterator<Item = &'a str>,
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+    ) -> NodeId {
         let mut cur = ROOT;
         self.bump(cur, samples, weight, counters);
         for name in root_first {
-            cur = self.child(cur, name.as_ref());
+            cur = self.child(cur, name);
             self.bump(cur, samples, weight, counters);
         }
         let leaf = &mut self.nodes[cur as usize];
@@ -131,6 +153,13 @@ impl Cct {
         }
         names.extend(rec.stack_names_root_first(s));
         self.add_stack(&names, 1, s.weight, &s.counters);
+    }
+
+    /// Adds a sample whose frame names are looked up in `names` (indexed by method), with an
+    /// optional per-thread root: no allocation once the nodes exist. The agent's hot path.
+    pub fn add_sample_named(&mut self, s: &Sample, thread_root: Option<&str>, names: &[String]) {
+        let frames = s.stack.iter().rev().map(|f| names.get(f.method as usize).map_or("[?]", String::as_str));
+        self.add_path(thread_root.into_iter().chain(frames), 1, s.weight, &s.counters);
     }
 
     pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {

@@ -7,7 +7,9 @@
 //! `t`. A sample then sees exactly the code that was installed when it was taken (as samply
 //! does for library mappings).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::hash::IntMap;
 
 /// A method as the JVM identifies it (jmethodID), opaque here.
 pub type MethodKey = u64;
@@ -113,7 +115,7 @@ impl CodeEvent {
 pub struct CodeMap {
     blobs: BTreeMap<u64, CodeBlob>,
     /// Live compiled blobs per method (start addresses).
-    live: HashMap<MethodKey, Vec<u64>>,
+    live: IntMap<MethodKey, Vec<u64>>,
 }
 
 impl CodeMap {

@@ -8,6 +8,7 @@ pub mod capture;
 pub mod cct;
 pub mod codemap;
 pub mod component;
+pub mod hash;
 pub mod jfr;
 pub mod load;
 pub mod model;

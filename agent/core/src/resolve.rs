@@ -3,7 +3,7 @@
 //! (JIT code, interpreter, stub, native library, kernel), the Java frames get methods, lines and
 //! frame types, counter values become per-thread deltas, and the sample gets its VM component.
 
-use std::collections::HashMap;
+use crate::hash::IntMap;
 
 use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED};
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
@@ -45,8 +45,8 @@ pub struct SampleResolver {
     pub stats: WalkStats,
     /// Whether the sampling event reports data addresses.
     pub data_addresses: bool,
-    methods: HashMap<u64, MethodIdx>,
-    last_counters: HashMap<ThreadIdx, Vec<u64>>,
+    methods: IntMap<u64, MethodIdx>,
+    last_counters: IntMap<ThreadIdx, Vec<u64>>,
     gc: Vec<(u64, u64)>,
     open_gc: Option<u64>,
     last_maps_refresh: u64,

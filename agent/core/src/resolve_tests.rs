@@ -2,6 +2,7 @@
 //! table of methods instead of a JVM.
 
 use super::*;
+use std::collections::HashMap;
 use crate::capture::MAX_FRAMES;
 use crate::codemap::{CodeBlob, CodeEvent, PcScope};
 use crate::model::ThreadInfo;

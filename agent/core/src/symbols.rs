@@ -36,26 +36,69 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
     out
 }
 
+/// Where symbol names live: the mapped ELF file itself (no copy per symbol), or a buffer.
+enum Names {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Names {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Names::Mapped(m) => m,
+            Names::Owned(v) => v,
+        }
+    }
+}
+
 /// Function symbols of one ELF file, by file virtual address.
-#[derive(Debug, Default)]
 pub struct SymbolTable {
-    /// (address, size, raw name), sorted by address. Demangled on lookup: libjvm.so has
-    /// ~60,000 symbols and demangling them all up front costs more than a second.
-    syms: Vec<(u64, u64, String)>,
+    names: Names,
+    /// (address, size, name offset, name length), sorted by address. Names stay raw until a
+    /// lookup hits them: libjvm.so has ~60,000 symbols, and copying or demangling them all up
+    /// front was most of the agent's start-up cost.
+    syms: Vec<(u64, u64, u32, u32)>,
     /// (file offset, virtual address, size) of loadable segments.
     segments: Vec<(u64, u64, u64)>,
 }
 
+impl std::fmt::Debug for SymbolTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SymbolTable({} symbols)", self.syms.len())
+    }
+}
+
 impl SymbolTable {
+    /// Maps and indexes an ELF file.
+    pub fn open(path: &str) -> Result<SymbolTable, String> {
+        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        // SAFETY: the file is a shared library the process has mapped itself; it is not
+        // modified while we read it (a library rewritten in place would crash the process
+        // anyway).
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
+        Self::index(Names::Mapped(map))
+    }
+
+    /// Indexes an ELF image held in memory.
     pub fn from_elf(data: &[u8]) -> Result<SymbolTable, String> {
+        Self::index(Names::Owned(data.to_vec()))
+    }
+
+    fn index(names: Names) -> Result<SymbolTable, String> {
+        let data = names.bytes();
+        let base = data.as_ptr() as usize;
         let file = object::File::parse(data).map_err(|e| e.to_string())?;
-        let mut syms: Vec<(u64, u64, String)> = file
+        let mut syms: Vec<(u64, u64, u32, u32)> = file
             .symbols()
             .chain(file.dynamic_symbols())
             .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+            .filter_map(|s| {
+                let name = s.name_bytes().ok()?;
+                let off = (name.as_ptr() as usize).checked_sub(base)?;
+                (off + name.len() <= data.len()).then_some((s.address(), s.size(), off as u32, name.len() as u32))
+            })
             .collect();
-        syms.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        syms.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         syms.dedup_by_key(|s| s.0);
         let segments = file
             .segments()
@@ -64,12 +107,23 @@ impl SymbolTable {
                 (off, seg.address(), seg.size())
             })
             .collect();
-        Ok(SymbolTable { syms, segments })
+        Ok(SymbolTable { names, syms, segments })
     }
 
-    pub fn from_symbols(mut syms: Vec<(u64, u64, String)>) -> SymbolTable {
+    pub fn from_symbols(list: Vec<(u64, u64, String)>) -> SymbolTable {
+        let mut buf = Vec::new();
+        let mut syms = Vec::new();
+        for (addr, size, name) in list {
+            syms.push((addr, size, buf.len() as u32, name.len() as u32));
+            buf.extend_from_slice(name.as_bytes());
+        }
         syms.sort_by_key(|s| s.0);
-        SymbolTable { syms, segments: Vec::new() }
+        SymbolTable { names: Names::Owned(buf), syms, segments: Vec::new() }
+    }
+
+    fn name(&self, off: u32, len: u32) -> &str {
+        let b = &self.names.bytes()[off as usize..(off + len) as usize];
+        std::str::from_utf8(b).unwrap_or("[non-UTF-8 symbol]")
     }
 
     /// Translates a file offset to the ELF virtual address it is loaded at.
@@ -89,10 +143,10 @@ impl SymbolTable {
         if i == 0 {
             return None;
         }
-        let (addr, size, name) = &self.syms[i - 1];
+        let (addr, size, off, len) = self.syms[i - 1];
         let next = self.syms.get(i).map(|s| s.0).unwrap_or(u64::MAX);
-        let covers = if *size > 0 { vaddr < addr + size } else { vaddr < next };
-        covers.then_some(name.as_str())
+        let covers = if size > 0 { vaddr < addr + size } else { vaddr < next };
+        covers.then(|| self.name(off, len))
     }
 
     pub fn len(&self) -> usize {
@@ -167,14 +221,21 @@ impl Symbolizer {
         let table = self
             .tables
             .entry(m.path.clone())
-            .or_insert_with(|| std::fs::read(&m.path).ok().and_then(|d| SymbolTable::from_elf(&d).ok()).map(Arc::new))
+            .or_insert_with(|| SymbolTable::open(&m.path).ok().map(Arc::new))
             .clone();
         let file_off = ip - m.start + m.offset;
         let name = match table {
             Some(t) => {
                 let vaddr = t.offset_to_vaddr(file_off);
                 match t.lookup(vaddr) {
-                    Some(raw) => self.demangled.entry(raw.to_string()).or_insert_with(|| demangle(raw)).clone(),
+                    Some(raw) => match self.demangled.get(raw) {
+                        Some(d) => d.clone(),
+                        None => {
+                            let d = demangle(raw);
+                            self.demangled.insert(raw.to_string(), d.clone());
+                            d
+                        }
+                    },
                     None => format!("{lib}+{vaddr:#x}"),
                 }
             }

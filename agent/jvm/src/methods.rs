@@ -1,7 +1,6 @@
 //! Method names and line tables from JVMTI, for the processor (an attached daemon thread).
 
-use std::collections::HashMap;
-
+use hpm_core::hash::IntMap;
 use hpm_core::model::MethodInfo;
 use hpm_core::resolve::JavaMethods;
 use jni::sys::{jmethodID, JNIEnv};
@@ -12,7 +11,10 @@ pub struct JvmtiMethods {
     jvmti: Jvmti,
     /// The processor thread's own JNIEnv, to free the local class references JVMTI returns.
     jni: *mut JNIEnv,
-    lines: HashMap<u64, Vec<(i64, i32)>>,
+    /// Line tables by method, sorted by start bci.
+    lines: IntMap<u64, Vec<(i64, i32)>>,
+    /// (method, bci) -> line, the common case once a method was seen.
+    memo: IntMap<(u64, i32), i32>,
 }
 
 // SAFETY: the JNIEnv belongs to the processor thread, the only thread that uses this value
@@ -22,7 +24,7 @@ unsafe impl Send for JvmtiMethods {}
 
 impl JvmtiMethods {
     pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> JvmtiMethods {
-        JvmtiMethods { jvmti, jni, lines: HashMap::new() }
+        JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default() }
     }
 }
 
@@ -47,15 +49,29 @@ impl JavaMethods for JvmtiMethods {
     }
 
     fn line(&mut self, id: u64, bci: i32) -> i32 {
+        if let Some(&l) = self.memo.get(&(id, bci)) {
+            return l;
+        }
         let jvmti = self.jvmti;
-        let table = self.lines.entry(id).or_insert_with(|| jvmti.line_number_table(id as jmethodID).unwrap_or_default());
-        line_for_bci(table, bci)
+        let table = self.lines.entry(id).or_insert_with(|| {
+            let mut t = jvmti.line_number_table(id as jmethodID).unwrap_or_default();
+            t.sort_unstable();
+            t
+        });
+        let l = line_for_bci(table, bci);
+        self.memo.insert((id, bci), l);
+        l
     }
 }
 
-/// The line of the last table entry starting at or before `bci`.
+/// The line of the last entry (sorted by start bci) starting at or before `bci`.
 fn line_for_bci(table: &[(i64, i32)], bci: i32) -> i32 {
-    table.iter().filter(|(start, _)| *start <= i64::from(bci)).max_by_key(|(start, _)| *start).map_or(-1, |(_, l)| *l)
+    let i = table.partition_point(|(start, _)| *start <= i64::from(bci));
+    if i == 0 {
+        -1
+    } else {
+        table[i - 1].1
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,14 @@ pub struct ProcessorHandle {
     join: JoinHandle<Option<Processor>>,
 }
 
+/// CPU time the calling thread has used, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 struct Processor {
     rec: Recording,
     cct: Cct,
@@ -46,6 +54,10 @@ struct Processor {
     last_resolved: u64,
     /// `interval=auto`: Chilingarova & Safonov's self-tuning controller.
     tuner: Option<SelfTuner>,
+    /// CPU the processing thread used (its own cost, reported in the summary).
+    cpu_ns: u64,
+    /// Display names by method index, so the calling context tree is fed without allocating.
+    names: Vec<String>,
 }
 
 pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
@@ -67,6 +79,7 @@ pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
             }
             p.round(agent, false);
         }
+        p.cpu_ns = thread_cpu_ns();
         Some(p)
     })?;
     let _ = tid_rx.recv();
@@ -97,8 +110,19 @@ pub fn finish(agent: &Agent, h: ProcessorHandle) {
         return;
     };
     agent.threads.detach_all(&agent.queues);
+    let before = thread_cpu_ns();
     p.round(agent, true);
     p.write_outputs(agent);
+    p.cpu_ns += thread_cpu_ns().saturating_sub(before);
+    if !agent.opts.quiet {
+        let sampled_ms = agent.signal_stats.samples.load(Ordering::Relaxed) as f64 * agent.event.period as f64 / 1e6;
+        let share = if agent.event.unit == hpm_core::model::PeriodUnit::Nanoseconds && sampled_ms > 0.0 {
+            format!(" ({:.2}% of the sampled CPU time)", p.cpu_ns as f64 / 1e6 / sampled_ms * 100.0)
+        } else {
+            String::new()
+        };
+        eprintln!("hpm: processing used {:.0} ms of CPU{share}", p.cpu_ns as f64 / 1e6);
+    }
 }
 
 /// The controller for `interval=auto`: bounds suit the event (10us..1s for clock events).
@@ -166,6 +190,8 @@ impl Processor {
             late: 0,
             last_resolved: 0,
             tuner: (agent.opts.interval == Interval::Auto).then(|| tuner_for(agent)).flatten(),
+            cpu_ns: 0,
+            names: Vec::new(),
         }
     }
 
@@ -229,7 +255,11 @@ impl Processor {
                     }
                 }
             }
-            self.cct.add_sample(&self.rec, &s, agent.opts.per_thread);
+            while self.names.len() < self.rec.methods.len() {
+                self.names.push(self.rec.method(self.names.len() as u32).display_name());
+            }
+            let thread_root = agent.opts.per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
+            self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
             self.rec.samples.push(s);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
         }

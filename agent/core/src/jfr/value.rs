@@ -4,32 +4,11 @@
 //! until someone looks at it through [`Chunk::resolve`] or an [`ObjectView`], so pools can be
 //! read in any order and may refer to each other (or to themselves) without a resolution pass.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
 
 use super::metadata::{Metadata, TypeDesc};
 
-/// A cheap hasher for integer keys (type ids, pool keys); the default SipHash dominates the
-/// cost of reading large pools.
-#[derive(Clone, Copy, Default)]
-pub struct IntHasher(u64);
-
-impl Hasher for IntHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(b as u64);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-/// A map keyed by integers, hashed with [`IntHasher`].
-pub type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+pub use crate::hash::{IntHasher, IntMap};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
