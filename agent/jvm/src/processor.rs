@@ -121,7 +121,13 @@ pub fn finish(agent: &Agent, h: ProcessorHandle) {
         } else {
             String::new()
         };
-        eprintln!("hpm: processing used {:.0} ms of CPU{share}", p.cpu_ns as f64 / 1e6);
+        let handler_ms = agent.signal_stats.handler_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        let total_ms = handler_ms + p.cpu_ns as f64 / 1e6;
+        let share = if share.is_empty() { share } else { format!(" ({:.2}% of the sampled CPU time)", total_ms / sampled_ms * 100.0) };
+        eprintln!(
+            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {:.0} ms",
+            p.cpu_ns as f64 / 1e6
+        );
     }
 }
 
