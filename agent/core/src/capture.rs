@@ -2,6 +2,7 @@
 //! the raw Java stack from AsyncGetCallTrace. Plain data, no pointers the handler must chase
 //! later, so batches of them can be recorded and replayed in tests.
 
+use crate::model::FrameKind;
 use crate::perf_record::RawSample;
 
 /// Maximum Java frames kept per sample (`jstackdepth` is clamped to this).
@@ -52,6 +53,10 @@ pub struct Captured {
     /// the IP is in is not among them.
     pub walk_from_caller: bool,
     pub frames: [CallFrame; MAX_FRAMES],
+    /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
+    /// resolver infers them.
+    pub exact_kinds: bool,
+    pub kinds: [FrameKind; MAX_FRAMES],
 }
 
 impl Default for Captured {
@@ -62,6 +67,8 @@ impl Default for Captured {
             num_frames: WALK_NOT_ATTEMPTED,
             walk_from_caller: false,
             frames: [CallFrame::default(); MAX_FRAMES],
+            exact_kinds: false,
+            kinds: [FrameKind::Unknown; MAX_FRAMES],
         }
     }
 }

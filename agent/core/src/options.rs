@@ -193,6 +193,10 @@ pub struct Options {
     pub max_depth: u32,
     /// Seconds between JFR chunk flushes.
     pub flush_secs: u64,
+    /// `sampler=sps`: running threads sampled per tick (0 = number of CPUs).
+    pub sps_threads: u32,
+    /// `sampler=sps`: also sample waiting/blocked/native threads in proportion to their share.
+    pub sps_waiting: bool,
 }
 
 impl Default for Options {
@@ -208,6 +212,8 @@ impl Default for Options {
             sampler: Sampler::Asgct,
             max_depth: 256,
             flush_secs: 5,
+            sps_threads: 0,
+            sps_waiting: false,
         }
     }
 }
@@ -245,7 +251,7 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush";
+const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -285,6 +291,8 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     }
                 }
             }
+            "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?)?.min(4096) as u32,
+            "spswaiting" => o.sps_waiting = flag(key, value)?,
             "jstackdepth" => {
                 o.max_depth = parse_count(key, need_value(key, value)?)?.clamp(1, 4096) as u32;
             }
@@ -300,6 +308,17 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         None => Interval::Fixed(o.event.default_period),
         Some(t) => parse_interval(&t, &o.event)?,
     };
+    if o.sampler != Sampler::Asgct {
+        if !o.event.is_clock || !o.counters.is_empty() {
+            return Err(OptionError(format!(
+                "sampler={} samples on a timer; event= and counters= need sampler=asgct",
+                o.sampler.name()
+            )));
+        }
+        if o.interval == Interval::Auto {
+            return Err(OptionError(format!("interval=auto needs sampler=asgct, not sampler={}", o.sampler.name())));
+        }
+    }
     Ok(o)
 }
 
@@ -390,6 +409,8 @@ pub fn help_text() -> String {
          \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg; %p = pid, %t = time; repeatable\n\
          \x20 threads           separate stacks per thread\n\
          \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM)\n\
+         \x20 spsthreads=N      sampler=sps: running threads per sample (default: number of CPUs)\n\
+         \x20 spswaiting        sampler=sps: also sample waiting threads in proportion to their share\n\
          \x20 jstackdepth=256   maximum Java frames per sample\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -449,6 +470,10 @@ mod tests {
         assert!(e.contains("cpu-clock is a clock event"), "{e}");
         let e = parse("file=out.txt").unwrap_err().0;
         assert!(e.contains(".jfr, .collapsed, .html or .svg"), "{e}");
+        let e = parse("sampler=jvmti,event=page-faults").unwrap_err().0;
+        assert!(e.contains("samples on a timer"), "{e}");
+        let o = parse("sampler=sps,interval=1ms,spsthreads=4,spswaiting").unwrap();
+        assert_eq!((o.sampler, o.sps_threads, o.sps_waiting), (Sampler::Sps, 4, true));
         let e = parse("sampler=magic").unwrap_err().0;
         assert!(e.contains("asgct, jvmti, sps"), "{e}");
         let e = parse("interval=1us").unwrap_err().0;

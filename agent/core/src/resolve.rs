@@ -134,7 +134,11 @@ impl SampleResolver {
                     }
                 }
             }
-            let kinds = frame_kinds(&self.timeline.map, kinds_ip, java);
+            let kinds = if c.exact_kinds {
+                c.kinds[..java.len()].to_vec()
+            } else {
+                frame_kinds(&self.timeline.map, kinds_ip, java)
+            };
             for (f, kind) in java.iter().zip(kinds) {
                 let method = self.method_idx(rec, jm, f.method_id);
                 let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno, jm.line(f.method_id, f.lineno)) };

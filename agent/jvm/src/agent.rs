@@ -18,6 +18,7 @@ use crate::perf::{self, PerfSpec};
 use crate::processor::ProcessorHandle;
 use crate::signal::{self, AsgctFn, SignalStats};
 use crate::threads::Threads;
+use crate::timer_sampler::{self, Sps, TimerHandle};
 
 pub struct Agent {
     pub jvmti: Jvmti,
@@ -42,6 +43,10 @@ pub struct Agent {
     pub start_ticks: u64,
     /// Output paths with `%p`/`%t` expanded.
     pub outputs: Vec<(String, OutputFormat)>,
+    /// The patched JVM's partial-safepoint sampler (`sampler=sps`).
+    pub sps: Option<Sps>,
+    /// The timer sampling thread (`sampler=jvmti` / `sps`).
+    pub timer: Mutex<Option<TimerHandle>>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM, valid for the life of the process and usable from
@@ -93,12 +98,6 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         print!("{}", options::help_text());
         std::process::exit(0);
     }
-    if opts.sampler != Sampler::Asgct {
-        return Err(format!(
-            "sampler={} needs the patched JVM's extension functions, which this JVM does not offer; use sampler=asgct",
-            opts.sampler.name()
-        ));
-    }
     let pid = std::process::id();
     let start_wall_ns = now_wall_ns();
     let mut outputs = Vec::new();
@@ -113,8 +112,25 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         outputs.push((path, f.format));
     }
 
-    let (spec, event, notes) = choose_events(&opts)?;
     let jvmti = Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
+    let sps = match opts.sampler {
+        Sampler::Sps => Some(timer_sampler::find_sps(&jvmti)?),
+        _ => None,
+    };
+    let (spec, event, notes) = if opts.sampler == Sampler::Asgct {
+        choose_events(&opts)?
+    } else {
+        // Timer samplers: no perf groups; the "event" is the sampling clock.
+        let info = EventInfo {
+            name: "timer".into(),
+            requested: opts.event.name.to_string(),
+            period: opts.period(),
+            unit: PeriodUnit::Nanoseconds,
+            fallback: None,
+            sampler: opts.sampler.name().to_string(),
+        };
+        (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
+    };
     jvmti
         .add_capabilities(&[
             cap::GET_SOURCE_FILE_NAME,
@@ -124,7 +140,10 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         ])
         .map_err(|e| e.to_string())?;
     let asgct = signal::find_asgct();
-    signal::install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+    let perf = opts.sampler == Sampler::Asgct;
+    if perf {
+        signal::install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+    }
 
     let counter_names = spec.counters.iter().map(|c| c.name.to_string()).collect();
     let agent = Agent {
@@ -133,7 +152,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         max_depth: opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32),
         event,
         counter_names,
-        threads: Threads::new(spec, SAMPLE_SIGNAL),
+        threads: Threads::new(spec, SAMPLE_SIGNAL, perf),
         queues: BatchQueues::new(128, 4096),
         asgct,
         signal_stats: SignalStats::default(),
@@ -145,12 +164,14 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         start_wall_ns,
         start_ticks: now_ticks(),
         outputs,
+        sps,
+        timer: Mutex::new(None),
         opts,
     };
     for n in notes {
         eprintln!("hpm: {n}");
     }
-    if agent.asgct.is_none() {
+    if agent.asgct.is_none() && perf {
         eprintln!("hpm: this JVM does not export AsyncGetCallTrace; samples will carry native frames only");
     }
     if AGENT.set(agent).is_err() {
@@ -229,12 +250,34 @@ pub fn on_vm_init(agent: &'static Agent, jni: *mut JNIEnv, thread: crate::jvmti:
     if let Some(e) = agent.threads.first_error() {
         eprintln!("hpm: {e}");
     }
+    if agent.opts.sampler != Sampler::Asgct {
+        match timer_sampler::start(agent, agent.sps) {
+            Ok(h) => *agent.timer.lock().unwrap_or_else(|p| p.into_inner()) = Some(h),
+            Err(e) => eprintln!("hpm: cannot start the sampling thread: {e}; no samples will be taken"),
+        }
+    }
 }
 
 /// VMDeath: stop sampling, process what is left, write the outputs and the summary.
 pub fn on_vm_death(agent: &'static Agent) {
     if agent.finished.swap(true, Ordering::AcqRel) {
         return;
+    }
+    let timer = agent.timer.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(t) = timer {
+        let mut lat = t.stop();
+        if !agent.opts.quiet && !lat.is_empty() {
+            lat.sort_unstable();
+            let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
+            eprintln!(
+                "hpm: sampler={}: {} stacks, latency per sample median {:.1} us, p95 {:.1} us, max {:.1} us",
+                agent.opts.sampler.name(),
+                lat.len(),
+                q(0.5),
+                q(0.95),
+                q(1.0)
+            );
+        }
     }
     let handle = agent.processor.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(h) = handle {

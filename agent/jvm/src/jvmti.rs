@@ -261,6 +261,94 @@ impl Jvmti {
         Ok(self.take_string(info.name).unwrap_or_default())
     }
 
+    pub fn raw(&self) -> JvmtiEnvPtr {
+        self.0
+    }
+
+    /// (id, function) of every extension function the JVM offers.
+    pub fn extension_functions(&self) -> Result<Vec<(String, *const c_void)>> {
+        #[repr(C)]
+        struct ParamInfo {
+            name: *mut c_char,
+            kind: jint,
+            base_type: jint,
+            null_ok: u8,
+        }
+        #[repr(C)]
+        struct FunctionInfo {
+            func: *const c_void,
+            id: *mut c_char,
+            short_description: *mut c_char,
+            param_count: jint,
+            params: *mut ParamInfo,
+            error_count: jint,
+            errors: *mut u32,
+        }
+        let (mut n, mut infos): (jint, *mut FunctionInfo) = (0, ptr::null_mut());
+        call!(self, 124, "GetExtensionFunctions", fn(*mut jint, *mut *mut FunctionInfo), &mut n, &mut infos)?;
+        let mut out = Vec::new();
+        for i in 0..n.max(0) as usize {
+            // SAFETY: JVMTI returned `n` entries, each with JVMTI-allocated strings and arrays,
+            // which the caller must deallocate (JVMTI spec, GetExtensionFunctions).
+            let f = unsafe { &*infos.add(i) };
+            if let Some(id) = self.take_string(f.id) {
+                out.push((id, f.func));
+            }
+            self.deallocate(f.short_description.cast());
+            for k in 0..f.param_count.max(0) as usize {
+                // SAFETY: `params` has `param_count` entries.
+                self.deallocate(unsafe { (*f.params.add(k)).name }.cast());
+            }
+            self.deallocate(f.params.cast());
+            self.deallocate(f.errors.cast());
+        }
+        self.deallocate(infos.cast());
+        Ok(out)
+    }
+
+    /// Every live Java thread, as local references of the calling thread.
+    pub fn all_threads(&self) -> Result<Vec<jthread>> {
+        let (mut n, mut threads): (jint, *mut jthread) = (0, ptr::null_mut());
+        call!(self, 4, "GetAllThreads", fn(*mut jint, *mut *mut jthread), &mut n, &mut threads)?;
+        // SAFETY: JVMTI returned an array of `n` thread references.
+        let out = (0..n.max(0) as usize).map(|i| unsafe { *threads.add(i) }).collect();
+        self.deallocate(threads.cast());
+        Ok(out)
+    }
+
+    /// Stacks of `threads` (one VM operation at a global safepoint in HotSpot): per thread its
+    /// reference, JVMTI thread state and (jmethodID, location) frames, leaf first.
+    #[allow(clippy::type_complexity)]
+    pub fn thread_list_stack_traces(&self, threads: &[jthread], max_frames: i32) -> Result<Vec<(jthread, i32, Vec<(u64, i64)>)>> {
+        #[repr(C)]
+        struct FrameInfo {
+            method: jmethodID,
+            location: jlong,
+        }
+        #[repr(C)]
+        struct StackInfo {
+            thread: jthread,
+            state: jint,
+            frame_buffer: *mut FrameInfo,
+            frame_count: jint,
+        }
+        let mut info: *mut StackInfo = ptr::null_mut();
+        let n = threads.len() as jint;
+        call!(self, 101, "GetThreadListStackTraces", fn(jint, *const jthread, jint, *mut *mut StackInfo), n, threads.as_ptr(), max_frames, &mut info)?;
+        let mut out = Vec::with_capacity(threads.len());
+        for i in 0..threads.len() {
+            // SAFETY: JVMTI returned one StackInfo per requested thread, each with
+            // `frame_count` frames, all in the one allocation freed below.
+            let s = unsafe { &*info.add(i) };
+            let frames = (0..s.frame_count.max(0) as usize)
+                .map(|k| unsafe { ((*s.frame_buffer.add(k)).method as u64, (*s.frame_buffer.add(k)).location) })
+                .collect();
+            out.push((s.thread, s.state, frames));
+        }
+        self.deallocate(info.cast());
+        Ok(out)
+    }
+
     pub fn system_property(&self, name: &str) -> Result<String> {
         let key = CString::new(name).expect("property names have no NUL");
         let mut value = ptr::null_mut();

@@ -11,6 +11,7 @@ mod perf;
 mod processor;
 mod signal;
 mod threads;
+mod timer_sampler;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::catch_unwind;

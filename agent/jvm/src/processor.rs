@@ -68,7 +68,7 @@ pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
         // Never profile ourselves: excluded before start() returns and before the VM sees us.
         agent.threads.exclude(crate::perf::gettid());
         let _ = tid_tx.send(());
-        let jni = attach_daemon(agent)?;
+        let jni = attach_daemon(agent, c"hpm-processor")?;
         let mut p = Processor::new(agent, jni);
         let mut round = 0u64;
         while !flag.load(Ordering::Acquire) {
@@ -87,15 +87,15 @@ pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
 }
 
 /// Attaches the calling native thread to the VM as a daemon, so it may call JVMTI.
-fn attach_daemon(agent: &Agent) -> Option<*mut JNIEnv> {
+pub fn attach_daemon(agent: &Agent, name: &std::ffi::CStr) -> Option<*mut JNIEnv> {
     let vm = agent.vm();
     let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
-    let mut args = JavaVMAttachArgs { version: JNI_VERSION_1_6, name: c"hpm-processor".as_ptr() as *mut _, group: std::ptr::null_mut() };
+    let mut args = JavaVMAttachArgs { version: JNI_VERSION_1_6, name: name.as_ptr() as *mut _, group: std::ptr::null_mut() };
     // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon is in its invoke interface
     // and `args` outlives the call.
     let rc = unsafe { ((**vm).AttachCurrentThreadAsDaemon?)(vm, &mut env, &mut args as *mut _ as *mut _) };
     if rc != JNI_OK {
-        eprintln!("hpm: cannot attach the processing thread to the JVM (error {rc}); no profile will be written");
+        eprintln!("hpm: cannot attach {} to the JVM (error {rc}); no profile will be written", name.to_string_lossy());
         return None;
     }
     Some(env as *mut JNIEnv)

@@ -125,6 +125,7 @@ fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
                 let _ = slot.queue.push_with(&agent.queues, |c: &mut Captured| {
                     c.raw = raw;
                     c.thread = thread;
+                    c.exact_kinds = false;
                     // The signal's context is the state at the latest overflow only.
                     c.num_frames = if last { walk(agent, c, ucontext) } else { WALK_NOT_ATTEMPTED };
                     true

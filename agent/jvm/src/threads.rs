@@ -96,11 +96,19 @@ struct Inner {
     next_slot: u32,
     /// Threads never to profile (the agent's own).
     excluded: HashSet<i32>,
+    /// Without perf (timer samplers): thread index by kernel id and by Java id.
+    by_tid: HashMap<i32, u32>,
+    by_java_id: HashMap<u64, u32>,
     failures: AttachFailures,
     first_error: Option<PerfError>,
 }
 
 pub struct Threads {
+    /// Whether threads get perf groups (the `asgct` sampler). The timer samplers (`jvmti`,
+    /// `sps`) only need each thread's identity.
+    perf: bool,
+    /// The timer sampler's batches (it is one thread filling samples of many).
+    pub timer_queue: ThreadQueue<Captured>,
     /// Current sampling period (changes with interval=auto); new threads start with it.
     period: AtomicU64,
     pub slots: Box<[Slot]>,
@@ -111,8 +119,10 @@ pub struct Threads {
 }
 
 impl Threads {
-    pub fn new(spec: PerfSpec, signal: i32) -> Threads {
+    pub fn new(spec: PerfSpec, signal: i32, perf: bool) -> Threads {
         Threads {
+            perf,
+            timer_queue: ThreadQueue::default(),
             period: AtomicU64::new(spec.period),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
@@ -147,6 +157,24 @@ impl Threads {
     pub fn attach(&self, tid: i32, info: ThreadInfo) -> Result<(), PerfError> {
         let mut g = self.lock();
         if g.excluded.contains(&tid) {
+            return Ok(());
+        }
+        if !self.perf {
+            let idx = match g.by_tid.get(&tid) {
+                Some(&i) => {
+                    g.threads[i as usize] = info.clone();
+                    i
+                }
+                None => {
+                    g.threads.push(info.clone());
+                    (g.threads.len() - 1) as u32
+                }
+            };
+            g.by_tid.insert(tid, idx);
+            if let Some(j) = info.java_id {
+                g.by_java_id.insert(j, idx);
+            }
+            g.generation += 1;
             return Ok(());
         }
         if let Some(live) = g.live.get(&tid) {
@@ -214,6 +242,10 @@ impl Threads {
     /// is handed to the processor.
     pub fn detach(&self, tid: i32, queues: &BatchQueues<Captured>) {
         let mut g = self.lock();
+        if !self.perf {
+            g.by_tid.remove(&tid);
+            return;
+        }
         let Some(live) = g.live.remove(&tid) else { return };
         live.events.disable();
         self.fd_table[live.events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
@@ -234,6 +266,9 @@ impl Threads {
     /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
     /// threads) and detaches threads that are gone. Returns how many were attached.
     pub fn scan(&self, queues: &BatchQueues<Captured>) -> usize {
+        if !self.perf {
+            return 0; // the timer samplers see Java threads only
+        }
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
         let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
         let (to_attach, gone): (Vec<i32>, Vec<i32>) = {
@@ -255,6 +290,26 @@ impl Threads {
             }
         }
         n
+    }
+
+    /// Timer samplers: the index of the live thread with kernel id `tid`.
+    pub fn index_for_tid(&self, tid: i32) -> Option<u32> {
+        self.lock().by_tid.get(&tid).copied()
+    }
+
+    /// Timer samplers: the index of the thread with Java id `id`, registering it (named by
+    /// `name`) if it started before the agent saw it; `None` for the agent's own threads.
+    pub fn index_for_java_id(&self, id: u64, name: impl FnOnce() -> String) -> Option<u32> {
+        let mut g = self.lock();
+        if let Some(&i) = g.by_java_id.get(&id) {
+            return (!g.threads[i as usize].name.starts_with("hpm-")).then_some(i);
+        }
+        let name = name();
+        let idx = g.threads.len() as u32;
+        g.threads.push(ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name });
+        g.by_java_id.insert(id, idx);
+        g.generation += 1;
+        (!g.threads[idx as usize].name.starts_with("hpm-")).then_some(idx)
     }
 
     /// Copies the thread list into `out` if it changed since `seen_generation`.
@@ -288,6 +343,9 @@ impl Threads {
             if let Some(b) = self.slots[live.slot as usize].queue.steal() {
                 f(b);
             }
+        }
+        if let Some(b) = self.timer_queue.steal() {
+            f(b);
         }
     }
 
