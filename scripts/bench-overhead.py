@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Overhead of the hpm agent on a fixed-work multi-threaded program (the demo with a fixed
 number of order batches per worker): wall time and CPU time (user+sys of the JVM process) of
-interleaved runs without a profiler and with hpm at 10ms and 1ms. Prints a Markdown table with
-medians, quartiles and the median ratios, plus the command and the machine.
+interleaved runs without a profiler, with hpm and with async-profiler (from Maven Central,
+`tools.profiler:async-profiler`, same perf cpu-clock event) at 10ms and 1ms. Prints a Markdown
+table with medians, quartiles and the median ratios, plus the command and the machine.
 
-    scripts/bench-overhead.py [--runs 7] [--batches 1500] [--java java]
+    scripts/bench-overhead.py [--runs 9] [--batches 1200] [--workers 2] [--java java]
 
 Timings are a benchmark, never a test: nothing here fails on a number.
 """
@@ -31,6 +32,19 @@ def run(cmd):
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def async_profiler(version):
+    """libasyncProfiler.so from the Maven Central jar, unpacked under target/."""
+    jar = os.path.expanduser(f"~/.m2/repository/tools/profiler/async-profiler/{version}/async-profiler-{version}.jar")
+    if not os.path.exists(jar):
+        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact=tools.profiler:async-profiler:{version}"], check=True)
+    out = os.path.join(ROOT, "target", f"async-profiler-{version}")
+    lib = os.path.join(out, "linux-x64", "libasyncProfiler.so")
+    if not os.path.exists(lib):
+        os.makedirs(out, exist_ok=True)
+        subprocess.run(["unzip", "-o", "-q", jar, "linux-x64/*", "-d", out], check=True)
+    return lib
+
+
 def quartiles(xs):
     q = statistics.quantiles(xs, n=4, method="inclusive")
     return q[0], statistics.median(xs), q[2]
@@ -38,9 +52,11 @@ def quartiles(xs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--batches", type=int, default=1500)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--batches", type=int, default=1200)
+    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--java", default="java")
+    ap.add_argument("--async-profiler", default="4.2", help="version from Maven Central; '' to leave it out")
     a = ap.parse_args()
     agent = os.path.join(ROOT, "target/release/libhpm.so")
     classes = os.path.join(ROOT, "target/demo")
@@ -54,7 +70,12 @@ def main():
         ("hpm 10ms", [a.java, f"-agentpath:{agent}=interval=10ms,file={out},quiet", "-cp", classes]),
         ("hpm 1ms", [a.java, f"-agentpath:{agent}=interval=1ms,file={out},quiet", "-cp", classes]),
     ]
-    program = ["Demo", "0", str(a.batches)]
+    if a.async_profiler:
+        lib = async_profiler(a.async_profiler)
+        for interval in ("10ms", "1ms"):
+            opts = f"start,event=cpu,interval={interval},file=/tmp/hpm-bench-ap.collapsed"
+            configs.append((f"async-profiler {interval}", [a.java, f"-agentpath:{lib}={opts}", "-cp", classes]))
+    program = ["Demo", "0", str(a.batches), str(a.workers)]
     results = {name: ([], []) for name, _ in configs}
     run(base + program)  # warm the file cache
     for r in range(a.runs):
@@ -68,9 +89,9 @@ def main():
     none_wall = statistics.median(results["none"][0])
     none_cpu = statistics.median(results["none"][1])
     java_version = subprocess.run([a.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
-    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --java {a.java}`\n")
+    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} --async-profiler '{a.async_profiler}'`\n")
     print(f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, {java_version}; "
-          f"workload: `java Demo 0 {a.batches}` (4 worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
+          f"workload: `java Demo 0 {a.batches} {a.workers}` ({a.workers} worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
     print("| configuration | wall s (q1 / median / q3) | CPU s (q1 / median / q3) | wall overhead | CPU overhead |")
     print("| --- | --- | --- | --- | --- |")
     for name, _ in configs:

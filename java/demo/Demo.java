@@ -16,8 +16,9 @@ import java.util.concurrent.Future;
  * "recommendations" — enough different work (string handling, allocation and GC, hash maps,
  * sorting, floating point) for a profile with some shape.
  *
- * Usage: java Demo [SECONDS] [BATCHES]: runs for SECONDS (default 8), or, when BATCHES is given,
- * until each of the 4 workers has processed BATCHES order batches (fixed work, for benchmarks).
+ * Usage: java Demo [SECONDS] [BATCHES] [WORKERS]: WORKERS threads (default 4) run for SECONDS
+ * (default 8), or, when BATCHES is given, until each has processed BATCHES order batches (fixed
+ * work, for benchmarks).
  */
 public class Demo {
     static final String[] PRODUCTS = {"apple", "bread", "cheese", "dates", "eggs", "flour", "grapes", "honey"};
@@ -64,9 +65,10 @@ public class Demo {
         double seconds = args.length > 0 ? Double.parseDouble(args[0]) : 8;
         long fixedBatches = args.length > 1 ? Long.parseLong(args[1]) : -1;
         long deadline = fixedBatches > 0 ? Long.MAX_VALUE : System.nanoTime() + (long) (seconds * 1e9);
-        ExecutorService pool = Executors.newFixedThreadPool(4, r -> new Thread(r, "shop-worker"));
+        int workers = args.length > 2 ? Integer.parseInt(args[2]) : 4;
+        ExecutorService pool = Executors.newFixedThreadPool(workers, r -> new Thread(r, "shop-worker"));
         List<Future<Long>> results = new ArrayList<>();
-        for (int w = 0; w < 4; w++) {
+        for (int w = 0; w < workers; w++) {
             final int seed = w;
             results.add(pool.submit(() -> {
                 Random r = new Random(seed);
