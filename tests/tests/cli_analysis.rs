@@ -5,44 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-/// Builds `hpm` with `cargo build -p hpm-cli` and finds it under `CARGO_TARGET_DIR` or the
-/// workspace's `target/`, in the profile this test was built with.
-fn hpm() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let release = !cfg!(debug_assertions);
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "hpm-cli", "--bin", "hpm"])
-            .current_dir(&workspace);
-        if release {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p hpm-cli failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| workspace.join("target"));
-        let target = if target.is_absolute() {
-            target
-        } else {
-            workspace.join(target)
-        };
-        let exe = target
-            .join(if release { "release" } else { "debug" })
-            .join(format!("hpm{}", std::env::consts::EXE_SUFFIX));
-        assert!(exe.is_file(), "no hpm at {}", exe.display());
-        exe
-    })
+/// The `hpm` binary, built once for all end-to-end tests (hpm_tests::hpm_bin).
+fn hpm() -> PathBuf {
+    hpm_tests::hpm_bin()
 }
 
 fn data(name: &str) -> String {

@@ -3,44 +3,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-/// Builds `hpm` (`cargo build -p hpm-cli`, same profile and target dir as this test) and
-/// returns the path cargo reports for the executable.
-fn hpm() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
-            "-q",
-            "-p",
-            "hpm-cli",
-            "--bin",
-            "hpm",
-            "--message-format=json",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().expect("run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p hpm-cli failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let key = "\"executable\":\"";
-        let exe = stdout
-            .lines()
-            .filter(|l| l.contains("\"reason\":\"compiler-artifact\""))
-            .filter_map(|l| l.find(key).map(|i| &l[i + key.len()..]))
-            .filter_map(|rest| rest.find('"').map(|end| &rest[..end]))
-            .find(|p| Path::new(p).file_stem().is_some_and(|s| s == "hpm"))
-            .unwrap_or_else(|| panic!("no hpm executable in cargo output:\n{stdout}"));
-        PathBuf::from(exe.replace("\\\\", "\\"))
-    })
+/// The `hpm` binary, built once for all end-to-end tests (hpm_tests::hpm_bin).
+fn hpm() -> PathBuf {
+    hpm_tests::hpm_bin()
 }
 
 fn data(name: &str) -> PathBuf {

@@ -4,7 +4,9 @@ import java.util.List;
 
 /**
  * busy N SECONDS: N threads spinning; churn COUNT: COUNT short-lived threads (50 at a time),
- * printing the process's open descriptors before and after ("fds before=X after=Y").
+ * printing the process's descriptors before and after the churn:
+ * "fds before=A after=B perf-before=C perf-after=D tasks-after=E" (perf = perf_event
+ * descriptors, tasks = live kernel threads of the process).
  */
 public class Threads {
     static volatile long sink;
@@ -20,6 +22,25 @@ public class Threads {
     static int openFds() {
         String[] fds = new File("/proc/self/fd").list();
         return fds == null ? -1 : fds.length;
+    }
+
+    static int perfFds() throws Exception {
+        int n = 0;
+        File[] fds = new File("/proc/self/fd").listFiles();
+        if (fds == null) return -1;
+        for (File f : fds) {
+            try {
+                if (java.nio.file.Files.readSymbolicLink(f.toPath()).toString().contains("perf_event")) n++;
+            } catch (Exception e) {
+                // closed meanwhile
+            }
+        }
+        return n;
+    }
+
+    static int tasks() {
+        String[] t = new File("/proc/self/task").list();
+        return t == null ? -1 : t.length;
     }
 
     public static void main(String[] args) throws Exception {
@@ -39,6 +60,7 @@ public class Threads {
             // Let the VM's own threads start first so they are not counted as a leak.
             sink += spin(System.nanoTime() + 300_000_000L);
             int before = openFds();
+            int perfBefore = perfFds();
             for (int done = 0; done < count; ) {
                 List<Thread> batch = new ArrayList<>();
                 for (int i = 0; i < 50 && done < count; i++, done++) {
@@ -48,7 +70,8 @@ public class Threads {
                 }
                 for (Thread t : batch) t.join();
             }
-            System.out.println("fds before=" + before + " after=" + openFds());
+            System.out.println("fds before=" + before + " after=" + openFds() + " perf-before=" + perfBefore
+                    + " perf-after=" + perfFds() + " tasks-after=" + tasks());
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::hash::IntMap;
 use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED};
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
-use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, VmComponent};
+use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx};
 use crate::symbols::Symbolizer;
 
 /// Method metadata from the JVM (JVMTI in the agent, a table in tests).
@@ -285,18 +285,6 @@ pub fn frame_kinds(map: &CodeMap, ip: u64, frames: &[CallFrame]) -> Vec<FrameKin
         }
     }
     kinds
-}
-
-/// Samples' VM components, counted (for summaries).
-pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
-    let mut counts: Vec<(VmComponent, u64)> = VmComponent::ALL.iter().map(|&c| (c, 0)).collect();
-    for s in samples {
-        if let Some(e) = counts.iter_mut().find(|(c, _)| *c == s.component) {
-            e.1 += 1;
-        }
-    }
-    counts.retain(|(_, n)| *n > 0);
-    counts
 }
 
 #[cfg(test)]
