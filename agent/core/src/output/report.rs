@@ -442,34 +442,31 @@ fn indent(depth: usize) -> String {
 }
 
 fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
-    out.push_str("\n== Dropped samples ==\n");
-    let total = rec.total_drops();
-    if total == 0 {
-        out.push_str("(none)\n");
-        return;
+    use crate::model::KEPT_PREFIX;
+    let (lost, kept) = rec.lost_and_kept();
+    let attempted = taken + lost;
+    // Samples lost, then samples kept without their Java stack: two tables, since only the
+    // first are missing from the profile.
+    for (title, want_kept, sum) in [("Dropped samples", false, lost), ("Samples kept without Java stack", true, kept)] {
+        let rows: Vec<(&str, u64)> = rec
+            .drops
+            .iter()
+            .filter(|(r, n)| *n > 0 && r.starts_with(KEPT_PREFIX) == want_kept)
+            .map(|(r, n)| (r.strip_prefix(KEPT_PREFIX).unwrap_or(r), *n))
+            .collect();
+        let _ = writeln!(out, "\n== {title} ==");
+        if rows.is_empty() {
+            out.push_str("(none)\n");
+            continue;
+        }
+        let width = rows.iter().map(|(r, _)| r.chars().count()).max().unwrap_or(0).max(6);
+        let _ = writeln!(out, "{:<width$} {:>10} {:>12}", "reason", "samples", if want_kept { "% taken" } else { "% attempted" });
+        let base = if want_kept { taken } else { attempted };
+        for (reason, n) in &rows {
+            let _ = writeln!(out, "{:<width$} {:>10} {:>12}", reason, group(*n), pct(*n, base));
+        }
+        let _ = writeln!(out, "{:<width$} {:>10} {:>12}", "total", group(sum), pct(sum, base));
     }
-    let attempted = taken + total;
-    let _ = writeln!(
-        out,
-        "{:<24} {:>10} {:>12}",
-        "reason", "samples", "% attempted"
-    );
-    for (reason, n) in rec.drops.iter().filter(|(_, n)| *n > 0) {
-        let _ = writeln!(
-            out,
-            "{:<24} {:>10} {:>12}",
-            reason,
-            group(*n),
-            pct(*n, attempted)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "{:<24} {:>10} {:>12}",
-        "total",
-        group(total),
-        pct(total, attempted)
-    );
 }
 
 #[cfg(test)]
