@@ -5,7 +5,7 @@ use super::*;
 use std::collections::HashMap;
 use crate::capture::MAX_FRAMES;
 use crate::codemap::{CodeBlob, CodeEvent, PcScope};
-use crate::model::ThreadInfo;
+use crate::model::{ThreadInfo, VmComponent};
 use crate::symbols::{parse_maps, SymbolTable};
 
 struct Table(HashMap<u64, (&'static str, &'static str)>);
