@@ -14,8 +14,9 @@ hpm — hardware-performance-monitor profiler for the JVM
 
 usage:
   hpm run [AGENT_OPTIONS] -- JAVA_COMMAND...   run java with libhpm.so attached
-  hpm report FILE.jfr                          top methods, tree, counter ratios
-  hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg
+  hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]
+                                               top methods, counter ratios, VM components, tree
+  hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed [--threads] [--title T] [--weight]
   hpm compare A B [--threshold T]              overlap, hot-edge coverage, correlation
   hpm ccmap FILE                               Call Context Map queries
   hpm callerchain QUADS                        CallerChaining CCT reconstruction
