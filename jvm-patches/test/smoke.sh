@@ -34,5 +34,6 @@ check extensions run mode=none,samples=0 1 1
 check sps-running run mode=sps,interval=10,samples=150 4 3
 check sps-waiting run mode=sps,interval=10,samples=150,waiting=1 4 3
 check sps-1ms run mode=sps,interval=1,samples=1500,frames=8 4 3
+check jvmti-baseline run mode=jvmti,interval=10,samples=150 4 3
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" = 0 ]
