@@ -123,7 +123,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         // Timer samplers: no perf groups; the "event" is the sampling clock.
         let info = EventInfo {
             name: "timer".into(),
-            requested: opts.event.name.to_string(),
+            requested: "timer".into(),
             period: opts.period(),
             unit: PeriodUnit::Nanoseconds,
             fallback: None,

@@ -189,7 +189,9 @@ fn sps_kind(t: i32) -> FrameKind {
 }
 
 /// One `jvmti` round: every thread's stack, taken at a global safepoint; threads that are
-/// runnable in Java are kept (a CPU profile, comparable to the other samplers).
+/// running Java code are kept (a CPU profile, comparable to the other samplers). JVMTI calls a
+/// thread blocked inside a native method RUNNABLE (the Reference Handler waiting for pending
+/// references, say), so threads whose top frame is native are left out too.
 fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Vec<u64>) {
     let Ok(threads) = agent.jvmti.all_threads() else { return };
     let start = now_ticks();
@@ -200,7 +202,8 @@ fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Vec<u64>) {
         for (thread, state, frames) in stacks {
             const RUNNABLE: i32 = 0x0004;
             const IN_NATIVE: i32 = 0x0040_0000;
-            if state & RUNNABLE == 0 || state & IN_NATIVE != 0 {
+            let top_is_native = frames.first().is_some_and(|&(_, location)| location < 0);
+            if state & RUNNABLE == 0 || state & IN_NATIVE != 0 || top_is_native {
                 continue;
             }
             let java_id = jvmti::java_thread_id(jni, thread);
