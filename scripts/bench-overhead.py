@@ -12,7 +12,7 @@ Timings are a benchmark, never a test: nothing here fails on a number.
 import argparse
 import os
 import platform
-import resource
+import re
 import statistics
 import subprocess
 import sys
@@ -21,15 +21,20 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+LATENCY = re.compile(r"latency per sample median ([0-9.]+) us, p95 ([0-9.]+) us")
+
+
 def run(cmd):
     start = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read().decode()
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.monotonic() - start
-    err = p.stderr.read().decode()
     if status != 0:
         sys.exit(f"benchmark run failed ({status}): {' '.join(cmd)}\n{err}")
-    return wall, usage.ru_utime + usage.ru_stime
+    m = LATENCY.search(err)
+    latency = (float(m.group(1)), float(m.group(2))) if m else None
+    return wall, usage.ru_utime + usage.ru_stime, latency
 
 
 def async_profiler(version):
@@ -57,6 +62,8 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--java", default="java")
     ap.add_argument("--async-profiler", default="4.2", help="version from Maven Central; '' to leave it out")
+    ap.add_argument("--samplers", action="store_true",
+                    help="compare sampler=jvmti and sampler=sps instead (give the patched JDK's java with --java)")
     a = ap.parse_args()
     agent = os.path.join(ROOT, "target/release/libhpm.so")
     classes = os.path.join(ROOT, "target/demo")
@@ -70,20 +77,27 @@ def main():
         ("hpm 10ms", [a.java, f"-agentpath:{agent}=interval=10ms,file={out},quiet", "-cp", classes]),
         ("hpm 1ms", [a.java, f"-agentpath:{agent}=interval=1ms,file={out},quiet", "-cp", classes]),
     ]
-    if a.async_profiler:
+    if a.samplers:
+        configs = [configs[0]] + [
+            (f"{s} {i}", [a.java, f"-agentpath:{agent}=sampler={s},interval={i},file={out}", "-cp", classes])
+            for i in ("10ms", "1ms") for s in ("jvmti", "sps")
+        ]
+    elif a.async_profiler:
         lib = async_profiler(a.async_profiler)
         for interval in ("10ms", "1ms"):
             opts = f"start,event=cpu,interval={interval},file=/tmp/hpm-bench-ap.collapsed"
             configs.append((f"async-profiler {interval}", [a.java, f"-agentpath:{lib}={opts}", "-cp", classes]))
     program = ["Demo", "0", str(a.batches), str(a.workers)]
-    results = {name: ([], []) for name, _ in configs}
+    results = {name: ([], [], []) for name, _ in configs}
     run(base + program)  # warm the file cache
     for r in range(a.runs):
         order = configs[r % len(configs):] + configs[:r % len(configs)]
         for name, cmd in order:
-            wall, cpu = run(cmd + program)
+            wall, cpu, latency = run(cmd + program)
             results[name][0].append(wall)
             results[name][1].append(cpu)
+            if latency:
+                results[name][2].append(latency)
             print(f"run {r + 1}/{a.runs} {name}: wall {wall:.2f}s cpu {cpu:.2f}s", file=sys.stderr)
 
     none_wall = statistics.median(results["none"][0])
@@ -92,15 +106,21 @@ def main():
     print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} --async-profiler '{a.async_profiler}'`\n")
     print(f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, {java_version}; "
           f"workload: `java Demo 0 {a.batches} {a.workers}` ({a.workers} worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
-    print("| configuration | wall s (q1 / median / q3) | CPU s (q1 / median / q3) | wall overhead | CPU overhead |")
-    print("| --- | --- | --- | --- | --- |")
+    lat_col = a.samplers
+    print("| configuration | wall s (q1 / median / q3) | CPU s (q1 / median / q3) | wall overhead | CPU overhead |"
+          + (" latency per sample, median / p95 (us) |" if lat_col else ""))
+    print("| --- | --- | --- | --- | --- |" + (" --- |" if lat_col else ""))
     for name, _ in configs:
-        w, c = results[name]
+        w, c, lat = results[name]
         wq, cq = quartiles(w), quartiles(c)
         wo = (wq[1] / none_wall - 1) * 100
         co = (cq[1] / none_cpu - 1) * 100
-        print(f"| {name} | {wq[0]:.2f} / {wq[1]:.2f} / {wq[2]:.2f} | {cq[0]:.2f} / {cq[1]:.2f} / {cq[2]:.2f} | "
-              f"{wo:+.2f}% | {co:+.2f}% |")
+        row = (f"| {name} | {wq[0]:.2f} / {wq[1]:.2f} / {wq[2]:.2f} | {cq[0]:.2f} / {cq[1]:.2f} / {cq[2]:.2f} | "
+               f"{wo:+.2f}% | {co:+.2f}% |")
+        if lat_col:
+            row += (f" {statistics.median(l[0] for l in lat):.0f} / {statistics.median(l[1] for l in lat):.0f} |"
+                    if lat else " |")
+        print(row)
 
 
 if __name__ == "__main__":

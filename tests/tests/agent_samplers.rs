@@ -43,8 +43,7 @@ fn profile(jdk: &Jdk, dir: &std::path::Path, name: &str, opts: &str, main: &str,
     out
 }
 
-/// The safepoint-biased baseline still finds the same hot code as the signal-time walk; the
-/// paper's agreement bar (70% / 90%) is for sps vs jvmti, below.
+/// The safepoint-biased baseline finds the same hot code as the signal-time walk.
 #[test]
 fn jvmti_sampler_agrees_with_asgct() {
     for jdk in jdks() {
