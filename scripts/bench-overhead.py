@@ -103,7 +103,8 @@ def main():
     none_wall = statistics.median(results["none"][0])
     none_cpu = statistics.median(results["none"][1])
     java_version = subprocess.run([a.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
-    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} --async-profiler '{a.async_profiler}'`\n")
+    which = "--samplers" if a.samplers else f"--async-profiler '{a.async_profiler}'"
+    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} {which}`\n")
     print(f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, {java_version}; "
           f"workload: `java Demo 0 {a.batches} {a.workers}` ({a.workers} worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
     lat_col = a.samplers
