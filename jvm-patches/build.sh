@@ -133,9 +133,10 @@ EOF
     APT_UPDATED=
   fi
   apt_update
-  if ! apt-cache showsrc "$DEB_SRC_PKG" 2>/dev/null | grep -qx "Version: $DEB_VERSION"; then
+  versions=$(apt-cache showsrc "$DEB_SRC_PKG" 2>/dev/null | grep '^Version:' || true)
+  if ! grep -qFx "Version: $DEB_VERSION" <<<"$versions"; then
     say "source package $DEB_SRC_PKG=$DEB_VERSION is not in the apt indexes; available:"
-    apt-cache showsrc "$DEB_SRC_PKG" 2>/dev/null | grep '^Version:' >&2 || true
+    echo "${versions:-  (none)}" >&2
     die "update DEB_VERSION, SHA256_PINS and the patches (see README.md, 'Moving to another version')"
   fi
   tmp=$(mktemp -d "$DOWNLOADS/.dl.XXXXXX")
@@ -214,8 +215,9 @@ cp "$LIBJVM" "$OUT.tmp/lib/server/libjvm.so"
 rm -f "$OUT.tmp"/lib/server/classes*.jsa
 "$OUT.tmp/bin/java" -Xshare:dump > "$WORK/cds.log" 2>&1 || say "warning: CDS dump failed ($WORK/cds.log)"
 "$OUT.tmp/bin/java" -XX:-UseCompressedOops -Xshare:dump >> "$WORK/cds.log" 2>&1 || say "warning: CDS (no coops) dump failed"
-"$OUT.tmp/bin/java" -version >&2 || die "the patched JDK does not run"
-"$OUT.tmp/bin/java" -version 2>&1 | grep -q "hpm-sps" || die "the patched JDK does not report the hpm-sps VM"
+version=$("$OUT.tmp/bin/java" -version 2>&1) || { echo "$version" >&2; die "the patched JDK does not run"; }
+echo "$version" >&2
+grep -q "hpm-sps" <<<"$version" || die "the patched JDK does not report the hpm-sps VM"
 cat > "$OUT.tmp/hpm-sps-build.txt" <<EOF
 hpm patched JDK: Debian $DEB_SRC_PKG $DEB_VERSION + $(cd "$HERE" && ls patches | tr '\n' ' ')
 patch set hash: $HASH
