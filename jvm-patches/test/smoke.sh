@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of the patched JDK: java -version, the extension functions, sampling a busy
 # multi-threaded program with self-sampling in partial safepoints (with and without waiting
-# threads), and a stress program under G1 and ZGC. Usage: bash jvm-patches/test/smoke.sh [JDK_HOME]
-# (default: $HPM_SPS_JDK, else
-# the output of build.sh). Prints "smoke: N passed, M failed" and exits non-zero on a failure.
+# threads), and a stress program under G1 and ZGC.
+# Usage: bash jvm-patches/test/smoke.sh [JDK_HOME]   (default: $HPM_SPS_JDK, else the output of
+# build.sh). Prints "smoke: N passed, M failed" and exits non-zero on a failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 JDK=${1:-${HPM_SPS_JDK:-}}
