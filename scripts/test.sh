@@ -14,6 +14,8 @@ if [ "${HPM_SKIP_PATCHED_JDK:-0}" = 1 ]; then
 elif home=$(bash jvm-patches/build.sh 2>target/jvm-patches-build.log | tail -n 1) && [ -x "$home/bin/java" ]; then
   export HPM_SPS_JDK="$home"
   echo "test: patched JDK at $HPM_SPS_JDK ($("$HPM_SPS_JDK/bin/java" -version 2>&1 | head -1))"
+  # The extension functions called from a small C agent (jvm-patches/test/spstest.c).
+  bash jvm-patches/test/smoke.sh "$HPM_SPS_JDK" 2>&1 | tail -n 3
 else
   echo "test: THE PATCHED JDK DID NOT BUILD; its tests will print NOT RUN. Last lines of target/jvm-patches-build.log:"
   tail -n 20 target/jvm-patches-build.log || true
