@@ -22,4 +22,9 @@ else
 fi
 
 cargo build --release -p hpm-agent -p hpm-cli
-cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt
+status=0
+cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
+# One closing line over every test binary (cargo's own last lines are the empty doc-test runs).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") s += $(i-1) } }
+     END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.txt
+exit "$status"
