@@ -279,6 +279,14 @@ impl MethodTable {
 
 /// One profiling run. The agent appends samples and periodically hands them to the JFR writer
 /// and the calling context tree, then clears `samples`; readers fill it from a file.
+/// Adds `n` to the count of `reason` in a per-reason list, keeping first-seen order.
+pub fn count_reason(list: &mut Vec<(String, u64)>, reason: &str, n: u64) {
+    match list.iter_mut().find(|(r, _)| r == reason) {
+        Some((_, c)) => *c += n,
+        None => list.push((reason.to_string(), n)),
+    }
+}
+
 /// Reasons in [`Recording::drops`] that start with this prefix count samples that were kept
 /// with a pseudo-frame instead of their Java stack (degraded), not samples that were lost.
 pub const KEPT_PREFIX: &str = "kept without Java stack: ";
@@ -314,10 +322,7 @@ impl Recording {
     }
 
     pub fn add_drops(&mut self, reason: &str, n: u64) {
-        match self.drops.iter_mut().find(|(r, _)| r == reason) {
-            Some((_, c)) => *c += n,
-            None => self.drops.push((reason.to_string(), n)),
-        }
+        count_reason(&mut self.drops, reason, n);
     }
 
     pub fn total_drops(&self) -> u64 {

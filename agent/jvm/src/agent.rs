@@ -210,9 +210,8 @@ fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), S
             Err((ev, e)) if ev == event && ev.hardware && e.is_unsupported() && event != options::cpu_clock() => {
                 let os = std::io::Error::from_raw_os_error(e.errno);
                 event = options::cpu_clock();
-                period = match opts.interval {
-                    options::Interval::Fixed(_) | options::Interval::Auto => event.default_period,
-                };
+                // A count for the hardware event means nothing to cpu-clock: its default period.
+                period = event.default_period;
                 let why = format!("no hardware PMU for {}: perf_event_open failed ({os})", ev.name);
                 notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
                 fallback = Some(why);

@@ -148,14 +148,6 @@ fn tuner_for(agent: &Agent) -> Option<SelfTuner> {
     }
 }
 
-fn period_text(e: &hpm_core::model::EventInfo) -> String {
-    match e.unit {
-        hpm_core::model::PeriodUnit::Nanoseconds if e.period % 1_000_000 == 0 => format!("{}ms", e.period / 1_000_000),
-        hpm_core::model::PeriodUnit::Nanoseconds => format!("{}us", e.period / 1_000),
-        hpm_core::model::PeriodUnit::Events => format!("{} events", e.period),
-    }
-}
-
 impl Processor {
     fn new(agent: &Agent, jni: *mut JNIEnv) -> Processor {
         let rec = Recording {
@@ -319,7 +311,7 @@ impl Processor {
     }
 
     fn write_outputs(&mut self, agent: &Agent) {
-        let title = format!("hpm: {} every {}", self.rec.event.name, period_text(&self.rec.event));
+        let title = format!("hpm: {}", output::report::event_line(&self.rec));
         for (path, format) in &agent.outputs {
             let text = match format {
                 OutputFormat::Jfr => continue,

@@ -51,13 +51,6 @@ pub struct SignalStats {
     pub handler_ns: AtomicU64,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime is async-signal-safe and writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Installs `handler` for `sig` with SA_SIGINFO | SA_RESTART.
 pub fn install(sig: c_int) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO
@@ -87,9 +80,9 @@ extern "C" fn on_signal(_sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut 
     // A panic must not unwind into the interrupted frame; nothing here is expected to panic.
     let _ = std::panic::catch_unwind(|| {
         if let Some(agent) = crate::agent::get() {
-            let start = monotonic_ns();
+            let start = crate::agent::now_ticks();
             handle(agent, si_fd(info), ucontext);
-            agent.signal_stats.handler_ns.fetch_add(monotonic_ns().saturating_sub(start), Ordering::Relaxed);
+            agent.signal_stats.handler_ns.fetch_add(crate::agent::now_ticks().saturating_sub(start), Ordering::Relaxed);
         }
     });
     // SAFETY: as above.

@@ -74,10 +74,7 @@ pub struct AttachFailures {
 
 impl AttachFailures {
     fn add(&mut self, reason: String) {
-        match self.by_reason.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, n)) => *n += 1,
-            None => self.by_reason.push((reason, 1)),
-        }
+        hpm_core::model::count_reason(&mut self.by_reason, &reason, 1);
     }
 }
 
