@@ -26,16 +26,7 @@ pub struct WalkStats {
     /// Walks that succeeded only when restarted from the caller of a frameless stub/prologue.
     pub from_caller: u64,
     pub vm_thread: u64,
-    pub failed: Vec<(&'static str, u64)>,
-}
-
-impl WalkStats {
-    fn fail(&mut self, reason: &'static str) {
-        match self.failed.iter_mut().find(|(r, _)| *r == reason) {
-            Some((_, n)) => *n += 1,
-            None => self.failed.push((reason, 1)),
-        }
-    }
+    pub failed: Vec<(String, u64)>,
 }
 
 #[derive(Default)]
@@ -113,26 +104,20 @@ impl SampleResolver {
             _ => {}
         }
 
-        let java = c.java_frames();
+        // A walk restarted at the caller (return address taken from the stack pointer) is only
+        // right where the code is frameless: a stub. In a compiled method's prologue the frame
+        // may already be half built, the word at the stack pointer is not the return address,
+        // and the "caller" stack can skip frames; such samples keep the compiled method's exact
+        // frames and count as walks that failed.
+        let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
+        let java = if untrusted_retry { &[][..] } else { c.java_frames() };
         if !java.is_empty() {
             self.stats.java_ok += 1;
-            // The walk started at the caller: the compiled method the IP is in (its prologue)
-            // comes first, typed exactly from its inline scopes; the caller's frames follow.
+            // The walk started at the caller of the stub the IP is in (its leaf frame above).
             let mut kinds_ip = ip;
             if c.walk_from_caller {
                 self.stats.from_caller += 1;
                 kinds_ip = 0;
-                if let Some(b) = self.timeline.map.find(ip).filter(|b| b.method().is_some()) {
-                    let chain: Vec<(u64, i32)> =
-                        b.scope_at(ip).map(|s| s.frames.clone()).unwrap_or_else(|| vec![(b.method().unwrap_or(0), -1)]);
-                    let last = chain.len().saturating_sub(1);
-                    for (k, (m, bci)) in chain.into_iter().enumerate() {
-                        let method = self.method_idx(rec, jm, m);
-                        let line = if bci >= 0 { jm.line(m, bci) } else { -1 };
-                        let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
-                        stack.push(Frame { method, bci, line, kind });
-                    }
-                }
             }
             let kinds = if c.exact_kinds {
                 c.kinds[..java.len()].to_vec()
@@ -144,7 +129,7 @@ impl SampleResolver {
                 let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno, jm.line(f.method_id, f.lineno)) };
                 stack.push(Frame { method, bci, line, kind });
             }
-        } else if !is_java || c.num_frames == -3 {
+        } else if !untrusted_retry && (!is_java || c.num_frames == -3) {
             // A VM thread (GC worker, compiler, VM thread): its component is the root.
             self.stats.vm_thread += 1;
             if stack.is_empty() {
@@ -152,13 +137,16 @@ impl SampleResolver {
             }
             stack.push(Self::pseudo(rec, &format!("[{}]", component.name()), FrameKind::Unknown));
         } else {
-            let reason = if c.num_frames == WALK_NOT_ATTEMPTED { "coalesced_signal" } else { asgct_error_name(c.num_frames) };
-            self.stats.fail(reason);
+            let reason = if untrusted_retry {
+                "in_compiled_prologue"
+            } else if c.num_frames == WALK_NOT_ATTEMPTED {
+                "coalesced_signal"
+            } else {
+                asgct_error_name(c.num_frames)
+            };
+            crate::model::count_reason(&mut self.stats.failed, reason, 1);
             if let Placed::Code(IpSite::Jit, _) = native {
-                if let Some(m) = self.timeline.map.find(ip).and_then(|b| b.method()) {
-                    let method = self.method_idx(rec, jm, m);
-                    stack.push(Frame { method, bci: -1, line: -1, kind: FrameKind::JitCompiled });
-                }
+                self.push_compiled_frames(rec, jm, ip, &mut stack);
             }
             stack.push(Self::pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
         }
@@ -173,6 +161,25 @@ impl SampleResolver {
             data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
             ip,
             component,
+        }
+    }
+
+    /// The frames of the compiled code at `ip`, from its inline scope (innermost inlined
+    /// method first, the compiled method last), with bytecode indexes and lines; nothing when
+    /// `ip` is not in compiled code.
+    fn push_compiled_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64, stack: &mut Vec<Frame>) {
+        let Some(b) = self.timeline.map.find(ip) else { return };
+        let Some(method) = b.method() else { return };
+        let chain: Vec<(u64, i32)> = b.scope_at(ip).map(|s| s.frames.clone()).unwrap_or_else(|| vec![(method, -1)]);
+        let last = chain.len().saturating_sub(1);
+        for (k, (m, bci)) in chain.into_iter().enumerate() {
+            let method = self.method_idx(rec, jm, m);
+            // HotSpot describes a method's entry (prologue) with bci -1 (InvocationEntryBci):
+            // the frame is about to run bytecode 0, so that is its position and line.
+            let bci = bci.max(0);
+            let line = jm.line(m, bci);
+            let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
+            stack.push(Frame { method, bci, line, kind });
         }
     }
 

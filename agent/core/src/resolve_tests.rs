@@ -79,7 +79,7 @@ fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
     let b = res.resolve(&mut rec, &mut t, &late);
     assert_eq!(names(&rec, &a), ["Main.inner", "[no Java stack: not_walkable_Java]"]);
     assert_eq!(names(&rec, &b), ["Main.leaf", "[no Java stack: not_walkable_Java]"]);
-    assert_eq!(res.stats.failed, vec![("not_walkable_Java", 2)]);
+    assert_eq!(res.stats.failed, vec![("not_walkable_Java".to_string(), 2)]);
 }
 
 #[test]
@@ -163,17 +163,46 @@ fn unknown_methods_and_gc_time() {
 }
 
 #[test]
-fn a_walk_from_the_caller_gets_the_prologue_method_back_as_leaf() {
+fn a_walk_from_the_caller_of_a_stub_keeps_the_stub_as_leaf() {
     let mut res = SampleResolver::default();
-    let scopes = vec![PcScope { pc: 0x1010, frames: vec![(4, 0), (3, 2)] }];
-    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, scopes, 5)));
+    res.timeline.push(CodeEvent::Load(CodeBlob::dynamic("jbyte_disjoint_arraycopy", 0x1000, 0x100, 5)));
     let mut rec = recording();
-    // The IP is in Main.inner's code (with Main.leaf inlined); the walk started at its caller.
     let mut c = captured(0, 10, 0x1008, &[(2, 5), (1, 9)]);
     c.walk_from_caller = true;
     let s = res.resolve(&mut rec, &mut table(), &c);
-    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.inner", "Main.outer", "Main.run"]);
+    assert_eq!(names(&rec, &s), ["jbyte_disjoint_arraycopy", "Main.outer", "Main.run"]);
+    assert_eq!(res.stats.from_caller, 1);
+}
+
+/// In a compiled method's prologue the word at the stack pointer may not be the return
+/// address, so a walk restarted there is not trusted: the exact compiled frames are kept.
+#[test]
+fn a_walk_from_the_caller_of_compiled_code_is_not_trusted() {
+    let mut res = SampleResolver::default();
+    let scopes = vec![PcScope { pc: 0x1010, frames: vec![(4, 0), (3, -1)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let mut c = captured(0, 10, 0x1008, &[(1, 9)]);
+    c.walk_from_caller = true;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.inner", "[no Java stack: in_compiled_prologue]"]);
     let kinds: Vec<FrameKind> = s.stack.iter().map(|f| f.kind).collect();
     assert_eq!(kinds[..2], [FrameKind::Inlined, FrameKind::JitCompiled]);
-    assert_eq!(res.stats.from_caller, 1);
+    // The entry scope (bci -1) is reported at bytecode 0 and its line.
+    assert_eq!((s.stack[1].bci, s.stack[1].line), (0, 100));
+    assert_eq!(res.stats.failed, vec![("in_compiled_prologue".to_string(), 1)]);
+}
+
+#[test]
+fn a_failed_walk_in_compiled_code_keeps_its_inline_chain_and_lines() {
+    let mut res = SampleResolver::default();
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let mut c = captured(0, 10, 0x1030, &[]);
+    c.num_frames = -5;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.outer", "[no Java stack: unknown_Java]"]);
+    assert_eq!((s.stack[0].bci, s.stack[0].line), (3, 103));
+    assert_eq!((s.stack[1].kind, s.stack[1].line), (FrameKind::JitCompiled, 111));
 }
