@@ -38,7 +38,15 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
             let out = Command::new(jdk.tool("jfr")).args(&args).arg(&jfr).output().unwrap();
             let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
             assert!(out.status.success(), "{}: jfr {args:?} failed: {text}", jdk.name);
-            assert!(!text.contains("rror"), "{}: jfr {args:?} reported an error: {text}", jdk.name);
+            // The tool reports problems as `jfr print: ...` lines (sometimes with exit status 0),
+            // exceptions, or error text on stderr; stack frames in the output may legitimately
+            // name methods like `java.lang.Error.<init>`.
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let errors: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with("jfr ") || l.contains("rror:") || l.contains("Exception in thread"))
+                .collect();
+            assert!(errors.is_empty() && !stderr.contains("rror"), "{}: jfr {args:?} reported an error: {errors:?} {stderr}", jdk.name);
         }
 
         let r = check_jfr(&jdk, &jfr);
