@@ -24,6 +24,23 @@ fi
 cargo build --release -p hpm-agent -p hpm-cli
 status=0
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
+
+# Suites outside cargo (Maven, Go, the benchmark harness). Each step script prints its own
+# lines and ends with `record NAME PASSED FAILED SKIPPED`, which adds a cargo-style result
+# line so the closing total counts it; a step that exits non-zero fails the run.
+record() {
+  echo "test result: $( [ "$3" = 0 ] && echo ok || echo FAILED ). $2 passed; $3 failed; $4 ignored ($1)" | tee -a target/test-output.txt
+}
+export -f record
+step() {
+  local name=$1; shift
+  echo "test: == $name"
+  if ! "$@"; then
+    echo "test: $name FAILED"
+    status=1
+  fi
+}
+# (steps are added below this line, one per suite)
 # One closing line over every test binary (cargo's own last lines are the empty doc-test runs).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") s += $(i-1) } }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.txt

@@ -5,6 +5,7 @@
 
 mod agent;
 mod callbacks;
+mod control;
 mod jvmti;
 mod methods;
 mod perf;
