@@ -5,6 +5,7 @@
 //! - [`tuner`]: their self-tuning sampling interval (section 3.3).
 //! - [`callerchain`]: CallerChaining of Inoue & Nakatani (section 6): a calling context tree
 //!   rebuilt from {caller, depth, callee, depth} quadruples, and events mapped onto it.
+//! - [`hot`]: hottest methods, callees and call-edge contexts of a live calling context tree.
 //! - [`compare`]: profile comparison — Arnold & Ryder overlap, hot-edge coverage (Zhuang et al.,
 //!   as used by Hofer et al.) and correlation of per-method totals.
 //! - [`phases`]: method-level phases of Georges et al. (sections 3.2 and 4) from an enter/exit
@@ -22,6 +23,7 @@ mod ccmap_query;
 #[cfg(test)]
 mod ccmap_tests;
 pub mod compare;
+pub mod hot;
 pub mod phases;
 #[cfg(test)]
 mod phases_tests;

@@ -12,7 +12,8 @@
 //!
 //! Events hpm writes: `jdk.ExecutionSample` (so JDK tools and JMC show the profile),
 //! `hpm.Sample` (everything the agent measured: weight, counters, data address, ip,
-//! component), `hpm.Config` and `hpm.Drops` once per chunk.
+//! component), `hpm.Config` and `hpm.Drops` once per chunk, and `hpm.Region` / `hpm.Phase`
+//! from the Java bridge ([`marks`]).
 //!
 //! What the JDK's and JMC's readers insist on (learnt from their sources and tests, JDK 17
 //! and 25, JMC 9.1):
@@ -33,6 +34,7 @@
 //!   JMC skipped the second of two byte-identical chunks (same start time), so chunks need
 //!   distinct start times.
 
+pub mod marks;
 pub mod metadata;
 pub mod parser;
 pub mod pools;
@@ -50,4 +52,4 @@ mod tests_robustness;
 
 pub use recording::{read_recording, recording_from_chunks};
 pub use schema::counter_field_names;
-pub use writer::{encode_chunk, ChunkTimes, JfrFileWriter};
+pub use writer::{encode_chunk, encode_chunk_with_marks, ChunkTimes, JfrFileWriter};

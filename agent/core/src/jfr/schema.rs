@@ -58,7 +58,8 @@ pub const A_DATA_AMOUNT: u64 = 208;
 pub const A_PERCENTAGE: u64 = 209;
 pub const A_EXPERIMENTAL: u64 = 210;
 
-// Event types. Reserved for later: 104 hpm.Region, 105 hpm.Phase, 106.. allocation/lock events.
+// Event types. 104 hpm.Region and 105 hpm.Phase are in [`super::marks`]; reserved for later:
+// 106.. allocation/lock events.
 pub const EVENT_EXECUTION_SAMPLE: u64 = 100;
 pub const EVENT_HPM_SAMPLE: u64 = 101;
 pub const EVENT_HPM_CONFIG: u64 = 102;
@@ -105,7 +106,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 .with(marker(A_UNSIGNED)),
         );
     }
-    vec![
+    let mut defs = vec![
         EventDef {
             id: EVENT_EXECUTION_SAMPLE,
             name: "jdk.ExecutionSample",
@@ -158,7 +159,9 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 FieldDef::new("count", T_LONG, "Count").with(marker(A_UNSIGNED)),
             ],
         },
-    ]
+    ];
+    defs.extend(super::marks::event_defs());
+    defs
 }
 /// All types of an hpm chunk, in declaration order.
 pub fn all_types(counters: &[String]) -> Vec<TypeDef> {

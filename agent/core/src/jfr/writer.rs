@@ -9,6 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::marks::Mark;
 use super::metadata::Element;
 use super::parser::{CONSTANT_POOL_TYPE_ID, HEADER_SIZE, MAGIC, METADATA_TYPE_ID};
 use super::pools::Pools;
@@ -79,6 +80,11 @@ impl EventBuf {
 /// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
 /// counter metadata; its `samples` field is not read.
 pub fn encode_chunk(rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> Vec<u8> {
+    encode_chunk_with_marks(rec, samples, &[], chunk)
+}
+
+/// [`encode_chunk`] plus the Java bridge's regions and phase markers (after the samples).
+pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mark], chunk: ChunkTimes) -> Vec<u8> {
     let mut out = vec![0u8; HEADER_SIZE];
     out.reserve(samples.len() * 48 + 4096);
     let mut pools = Pools::new(rec);
@@ -112,6 +118,7 @@ pub fn encode_chunk(rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> V
         }
         e.finish(&mut out);
     }
+    super::marks::write_marks(&mut out, &mut pools, marks);
 
     // Constant pools: one checkpoint event, the only one of the chunk (delta 0).
     let cp_offset = out.len();
