@@ -7,6 +7,7 @@ need=()
 command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v jfr >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v gradle >/dev/null 2>&1 || need+=(gradle)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
 if [ ${#need[@]} -gt 0 ]; then
