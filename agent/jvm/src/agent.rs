@@ -1,52 +1,57 @@
-//! The agent's state — the one global, set once in Agent_OnLoad — and its start-up: option
-//! checks, the perf probe with its hardware fallback, JVMTI capabilities and events.
+//! The agent's JVM-level state — the one global, set once by Agent_OnLoad (-agentpath),
+//! Agent_OnAttach (`hpm attach`) or the Java bridge's JNI_OnLoad — and its start-up: JVMTI
+//! capabilities and events, the perf probe with its hardware fallback. Per-run state (options,
+//! event, outputs, processor, timer) is a `Session` (session.rs).
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use hpm_core::batch::BatchQueues;
 use hpm_core::capture::Captured;
 use hpm_core::codemap::CodeEvent;
 use hpm_core::model::{EventInfo, PeriodUnit};
-use hpm_core::options::{self, EventDef, Options, OutputFormat, Sampler};
+use hpm_core::options::{self, EventDef, Options, Sampler};
 use jni::sys::{JNIEnv, JavaVM, JNI_OK, JNI_VERSION_1_6};
 
 use crate::callbacks;
 use crate::jvmti::{cap, event, Jvmti};
 use crate::perf::{self, PerfSpec};
-use crate::processor::ProcessorHandle;
+use crate::session::{self, Session};
 use crate::signal::{self, AsgctFn, SignalStats};
 use crate::threads::Threads;
-use crate::timer_sampler::{self, Sps, TimerHandle};
 
 pub struct Agent {
     pub jvmti: Jvmti,
     vm: *mut JavaVM,
-    pub opts: Options,
-    /// The event actually sampled (after any fallback) and how.
-    pub event: EventInfo,
-    pub counter_names: Vec<String>,
     pub threads: Threads,
     pub queues: BatchQueues<Captured>,
     pub asgct: Option<AsgctFn>,
-    pub max_depth: u32,
     pub signal_stats: SignalStats,
     /// Code-map events from JVMTI callbacks, applied by the processor in time order.
     pub code_events: Mutex<Vec<CodeEvent>>,
     /// (is_start, time) of garbage collections.
     pub gc_events: Mutex<Vec<(bool, u64)>>,
     pub classes_loaded: AtomicU64,
-    pub processor: Mutex<Option<ProcessorHandle>>,
-    pub finished: AtomicBool,
-    pub start_wall_ns: u64,
-    pub start_ticks: u64,
-    /// Output paths with `%p`/`%t` expanded.
-    pub outputs: Vec<(String, OutputFormat)>,
-    /// The patched JVM's partial-safepoint sampler (`sampler=sps`).
-    pub sps: Option<Sps>,
-    /// The timer sampling thread (`sampler=jvmti` / `sps`).
-    pub timer: Mutex<Option<TimerHandle>>,
+    /// The session sampling now or last (null before the first): the signal handler reads its
+    /// record layout. Sessions are leaked, so the pointer never dangles.
+    current: AtomicPtr<Session>,
+    /// Serialises start/stop/dump/status, and holds whether a session is running.
+    pub control: Mutex<Control>,
+    signal_installed: AtomicBool,
+    /// The VM is dying: no session may start.
+    pub dead: AtomicBool,
+}
+
+/// What the control lock guards.
+#[derive(Default)]
+pub struct Control {
+    /// The running session, if any.
+    pub running: Option<&'static Session>,
+    /// `-agentpath`: the session planned at load, started at VMInit.
+    pub pending: Option<&'static Session>,
+    /// The last stopped session's profile, for `dump` after `stop`.
+    pub last: Option<crate::processor::Finished>,
 }
 
 // SAFETY: `vm` is the process-wide JavaVM, valid for the life of the process and usable from
@@ -57,7 +62,8 @@ unsafe impl Send for Agent {}
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
 
-/// The agent, once Agent_OnLoad has set it up. Signal-safe: one atomic load.
+/// The agent, once Agent_OnLoad / Agent_OnAttach / JNI_OnLoad has set it up. Signal-safe: one
+/// atomic load.
 pub fn get() -> Option<&'static Agent> {
     AGENT.get()
 }
@@ -65,6 +71,24 @@ pub fn get() -> Option<&'static Agent> {
 pub const SAMPLE_SIGNAL: i32 = libc::SIGPROF;
 
 impl Agent {
+    fn new(jvmti: Jvmti, vm: *mut JavaVM) -> Agent {
+        Agent {
+            jvmti,
+            vm,
+            threads: Threads::new(SAMPLE_SIGNAL),
+            queues: BatchQueues::new(128, 4096),
+            asgct: signal::find_asgct(),
+            signal_stats: SignalStats::default(),
+            code_events: Mutex::new(Vec::new()),
+            gc_events: Mutex::new(Vec::new()),
+            classes_loaded: AtomicU64::new(0),
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            control: Mutex::new(Control::default()),
+            signal_installed: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
+        }
+    }
+
     /// This thread's JNIEnv if it is attached to the VM (AsyncGetCallTrace needs it). Called in
     /// the signal handler: HotSpot's GetEnv only reads the current thread, as async-profiler
     /// relies on too.
@@ -78,6 +102,42 @@ impl Agent {
     pub fn vm(&self) -> *mut JavaVM {
         self.vm
     }
+
+    /// The session sampling now or last. Signal-safe: one atomic load.
+    pub fn current(&self) -> Option<&'static Session> {
+        let p = self.current.load(Ordering::Acquire);
+        // SAFETY: only leaked `&'static Session`s are stored (set_current).
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    pub fn set_current(&self, s: &'static Session) {
+        self.current.store(s as *const Session as *mut Session, Ordering::Release);
+    }
+
+    /// Installs the SIGPROF handler once (at the first perf session).
+    pub fn ensure_signal_handler(&self) -> Result<(), String> {
+        if self.signal_installed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        signal::install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+        self.signal_installed.store(true, Ordering::Release);
+        if self.asgct.is_none() {
+            eprintln!("hpm: this JVM does not export AsyncGetCallTrace; samples will carry native frames only");
+        }
+        Ok(())
+    }
+
+    /// Zeroes the per-session counters (no thread is attached between sessions).
+    pub fn reset_counters(&self) {
+        self.signal_stats.reset();
+        self.queues.dropped_no_free_batch.store(0, Ordering::Relaxed);
+        self.queues.dropped_queue_full.store(0, Ordering::Relaxed);
+        self.threads.reset_failures();
+    }
+
+    pub fn lock_control(&self) -> std::sync::MutexGuard<'_, Control> {
+        crate::session::lock(&self.control)
+    }
 }
 
 pub fn now_ticks() -> u64 {
@@ -87,105 +147,109 @@ pub fn now_ticks() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn now_wall_ns() -> u64 {
+pub fn now_wall_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Agent_OnLoad's work. `Err` is the one line to print before refusing to start.
+/// Agent_OnLoad's work: check the options now (so a bad one stops the JVM), set up the agent
+/// and plan the session that VMInit starts. `Err` is the one line to print before refusing to
+/// start.
 pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
-    let opts = options::parse(option_string).map_err(|e| e.to_string())?;
-    if opts.help {
+    if options::parse(option_string).map_err(|e| e.to_string())?.help {
         print!("{}", options::help_text());
         std::process::exit(0);
     }
-    let pid = std::process::id();
-    let start_wall_ns = now_wall_ns();
-    let mut outputs = Vec::new();
-    for f in opts.outputs() {
-        let path = f.path(pid, start_wall_ns / 1_000_000_000);
-        std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
-        outputs.push((path, f.format));
-    }
-
     let jvmti = Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
-    let sps = match opts.sampler {
-        Sampler::Sps => Some(timer_sampler::find_sps(&jvmti)?),
-        _ => None,
-    };
-    let (spec, event, notes) = if opts.sampler == Sampler::Asgct {
-        choose_events(&opts)?
-    } else {
-        // Timer samplers: no perf groups; the "event" is the sampling clock.
-        let info = EventInfo {
-            name: "timer".into(),
-            requested: "timer".into(),
-            period: opts.period(),
-            unit: PeriodUnit::Nanoseconds,
-            fallback: None,
-            sampler: opts.sampler.name().to_string(),
-        };
-        (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
-    };
-    jvmti
-        .add_capabilities(&[
-            cap::GET_SOURCE_FILE_NAME,
-            cap::GET_LINE_NUMBERS,
-            cap::GENERATE_COMPILED_METHOD_LOAD_EVENTS,
-            cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
-        ])
-        .map_err(|e| e.to_string())?;
-    let asgct = signal::find_asgct();
-    let perf = opts.sampler == Sampler::Asgct;
-    if perf {
-        signal::install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
-    }
-
-    let counter_names = spec.counters.iter().map(|c| c.name.to_string()).collect();
-    let agent = Agent {
-        jvmti,
-        vm,
-        max_depth: opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32),
-        event,
-        counter_names,
-        threads: Threads::new(spec, SAMPLE_SIGNAL, perf),
-        queues: BatchQueues::new(128, 4096),
-        asgct,
-        signal_stats: SignalStats::default(),
-        code_events: Mutex::new(Vec::new()),
-        gc_events: Mutex::new(Vec::new()),
-        classes_loaded: AtomicU64::new(0),
-        processor: Mutex::new(None),
-        finished: AtomicBool::new(false),
-        start_wall_ns,
-        start_ticks: now_ticks(),
-        outputs,
-        sps,
-        timer: Mutex::new(None),
-        opts,
-    };
-    for n in notes {
-        eprintln!("hpm: {n}");
-    }
-    if agent.asgct.is_none() && perf {
-        eprintln!("hpm: this JVM does not export AsyncGetCallTrace; samples will carry native frames only");
-    }
-    if AGENT.set(agent).is_err() {
+    let plan = session::plan(&jvmti, option_string)?;
+    jvmti.add_capabilities(&CAPABILITIES).map_err(|e| e.to_string())?;
+    if AGENT.set(Agent::new(jvmti, vm)).is_err() {
         return Err("the agent is already loaded in this JVM".into());
     }
     let agent = get().expect("just set");
+    if plan.opts.sampler == Sampler::Asgct {
+        agent.ensure_signal_handler()?;
+    }
+    agent.lock_control().pending = Some(plan.into_session(agent));
     callbacks::register(agent).map_err(|e| e.to_string())?;
     Ok(())
+}
+
+const CAPABILITIES: [u32; 4] = [
+    cap::GET_SOURCE_FILE_NAME,
+    cap::GET_LINE_NUMBERS,
+    cap::GENERATE_COMPILED_METHOD_LOAD_EVENTS,
+    cap::GENERATE_GARBAGE_COLLECTION_EVENTS,
+];
+
+/// Sets the agent up in a running VM (the live phase): from `Agent_OnAttach` (`hpm attach`)
+/// and from the Java bridge's `JNI_OnLoad` (`System.load` of libhpm.so). Idempotent: returns
+/// at once when the agent is already set up (by -agentpath or an earlier attach). Must run on
+/// a thread attached to the VM. Starts no session: `control::execute("start,...")` does.
+///
+/// What a late start cannot see: samples before it, and threads' Java names for threads that
+/// started earlier (they are found by the /proc scan under their OS names). Code compiled
+/// earlier is replayed by GenerateEvents, and methods of loaded classes get their jmethodIDs.
+pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
+    if let Some(a) = get() {
+        return Ok(a);
+    }
+    let jvmti = Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
+    // In the live phase HotSpot grants only some capabilities; line numbers and compiled-code
+    // events are always available, GC events may not be (then GC time is not marked).
+    for c in CAPABILITIES {
+        if let Err(e) = jvmti.add_capabilities(&[c]) {
+            if c != cap::GENERATE_GARBAGE_COLLECTION_EVENTS {
+                return Err(format!("{e}: this JVM does not grant the capability late; start it with -agentpath instead"));
+            }
+        }
+    }
+    let mut fresh = false;
+    let agent = AGENT.get_or_init(|| {
+        fresh = true;
+        Agent::new(jvmti, vm)
+    });
+    if !fresh {
+        return Ok(agent);
+    }
+    pin_library();
+    callbacks::register(agent).map_err(|e| e.to_string())?;
+    let jni = agent.current_jni_env().ok_or("the calling thread is not attached to the JVM")?;
+    load_existing(agent, jni);
+    Ok(agent)
+}
+
+/// Keeps libhpm.so mapped for the life of the process: once callbacks and threads run its code,
+/// the JVM must not unload it (some JDKs unload an attached agent whose Agent_OnAttach failed).
+fn pin_library() {
+    // SAFETY: dladdr on an address inside this library fills `info` with its path, valid while
+    // the library is loaded; dlopen with RTLD_NOLOAD only takes another reference to it.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(pin_library as *const c_void, &mut info) != 0 && !info.dli_fname.is_null() {
+            libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
+        }
+    }
+}
+
+/// Makes jmethodIDs for classes loaded so far and replays code already generated.
+fn load_existing(agent: &Agent, jni: *mut JNIEnv) {
+    if let Ok(classes) = agent.jvmti.loaded_classes() {
+        for c in classes {
+            let _ = agent.jvmti.touch_class_methods(c);
+            crate::jvmti::delete_local_ref(jni, c);
+        }
+    }
+    for ev in [event::DYNAMIC_CODE_GENERATED, event::COMPILED_METHOD_LOAD] {
+        if let Err(e) = agent.jvmti.generate_events(ev) {
+            eprintln!("hpm: {e}: code compiled before start-up will show as unknown");
+        }
+    }
 }
 
 /// Probes perf for the requested event and counters. A hardware event on a machine without a
 /// PMU falls back to cpu-clock (sampling) or is left out (counters), with one line each;
 /// permission problems are errors that say which sysctl value is needed.
-fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
+pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
     let mut notes = Vec::new();
     let requested = opts.event;
     let mut event = opts.event;
@@ -226,60 +290,29 @@ fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), S
     }
 }
 
-/// VMInit: make jmethodIDs for classes loaded so far, replay code already generated, start
-/// the processor, and attach the threads that exist.
+/// VMInit: make jmethodIDs for classes loaded so far, replay code already generated, and start
+/// the session planned at load.
 pub fn on_vm_init(agent: &'static Agent, jni: *mut JNIEnv, thread: crate::jvmti::jthread) {
-    if let Ok(classes) = agent.jvmti.loaded_classes() {
-        for c in classes {
-            let _ = agent.jvmti.touch_class_methods(c);
-            crate::jvmti::delete_local_ref(jni, c);
+    load_existing(agent, jni);
+    let mut control = agent.lock_control();
+    if let Some(s) = control.pending.take() {
+        match session::start(s) {
+            Ok(()) => control.running = Some(s),
+            Err(e) => eprintln!("hpm: {e}; no profile will be written"),
         }
     }
-    for ev in [event::DYNAMIC_CODE_GENERATED, event::COMPILED_METHOD_LOAD] {
-        if let Err(e) = agent.jvmti.generate_events(ev) {
-            eprintln!("hpm: {e}: code compiled before start-up will show as unknown");
-        }
-    }
+    drop(control);
     callbacks::attach_java_thread(agent, jni, thread);
-    match crate::processor::start(agent) {
-        Ok(h) => *agent.processor.lock().unwrap_or_else(|p| p.into_inner()) = Some(h),
-        Err(e) => eprintln!("hpm: cannot start the processing thread: {e}; no profile will be written"),
-    }
-    agent.threads.scan(&agent.queues);
-    if let Some(e) = agent.threads.first_error() {
-        eprintln!("hpm: {e}");
-    }
-    if agent.opts.sampler != Sampler::Asgct {
-        match timer_sampler::start(agent, agent.sps) {
-            Ok(h) => *agent.timer.lock().unwrap_or_else(|p| p.into_inner()) = Some(h),
-            Err(e) => eprintln!("hpm: cannot start the sampling thread: {e}; no samples will be taken"),
-        }
-    }
 }
 
-/// VMDeath: stop sampling, process what is left, write the outputs and the summary.
+/// VMDeath: stop the running session, process what is left, write the outputs and the summary.
 pub fn on_vm_death(agent: &'static Agent) {
-    if agent.finished.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    let timer = agent.timer.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(t) = timer {
-        let mut lat = t.stop();
-        if !agent.opts.quiet && !lat.is_empty() {
-            lat.sort_unstable();
-            let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
-            eprintln!(
-                "hpm: sampler={}: {} stacks, latency per sample median {:.1} us, p95 {:.1} us, max {:.1} us",
-                agent.opts.sampler.name(),
-                lat.len(),
-                q(0.5),
-                q(0.95),
-                q(1.0)
-            );
+    agent.dead.store(true, Ordering::Release);
+    let mut control = agent.lock_control();
+    if let Some(s) = control.running.take() {
+        if let Err(e) = session::stop(s, &[]) {
+            eprintln!("hpm: {e}");
         }
-    }
-    let handle = agent.processor.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(h) = handle {
-        crate::processor::finish(agent, h);
+        control.last = None;
     }
 }

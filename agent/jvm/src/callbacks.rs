@@ -68,7 +68,7 @@ unsafe extern "C" fn vm_death(_env: JvmtiEnvPtr, _jni: *mut JNIEnv) {
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
 pub fn attach_java_thread(a: &Agent, jni: *mut JNIEnv, thread: jthread) {
-    if a.finished.load(Ordering::Relaxed) {
+    if a.dead.load(Ordering::Relaxed) {
         return;
     }
     let tid = gettid();
@@ -83,7 +83,7 @@ unsafe extern "C" fn thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: j
 }
 
 unsafe extern "C" fn thread_end(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
-    guarded("ThreadEnd", |a| a.threads.detach(gettid(), &a.queues));
+    guarded("ThreadEnd", |a| a.threads.thread_ended(gettid(), &a.queues));
 }
 
 unsafe extern "C" fn class_load(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, _klass: jclass) {

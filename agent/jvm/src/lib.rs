@@ -10,6 +10,7 @@ mod jvmti;
 mod methods;
 mod perf;
 mod processor;
+mod session;
 mod signal;
 mod threads;
 mod timer_sampler;
@@ -44,6 +45,45 @@ pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved:
             JNI_ERR
         }
     }
+}
+
+/// `hpm attach PID [COMMAND]` (the JVM's attach mechanism, `load` command): sets the agent up
+/// in the running VM if this is the first attach, then runs COMMAND (see `control`; no command
+/// or bare options mean `start`). Loading the same library again calls this again, so later
+/// attaches run their command against the same agent. The text answer goes to the file named by
+/// a `reply=PATH` item (which `hpm attach` adds and reads), else to the JVM's stderr. Returns
+/// 0, or JNI_ERR when the command failed.
+#[no_mangle]
+pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
+    let text = options_text(options);
+    let (command, reply) = split_reply(&text);
+    let result = catch_unwind(|| {
+        agent::init_live(vm)?;
+        control::execute(&command)
+    })
+    .unwrap_or_else(|_| Err("internal error while running the command; the JVM continues without it".into()));
+    let (code, message) = match result {
+        Ok(m) => (JNI_OK, m),
+        Err(e) => (JNI_ERR, format!("error: {e}")),
+    };
+    let delivered = reply.is_some_and(|path| std::fs::write(path, format!("{}\n", message.trim_end())).is_ok());
+    if !delivered {
+        eprintln!("hpm: {}", message.trim_end());
+    }
+    code
+}
+
+/// Splits the `reply=PATH` item (added by `hpm attach`) from the command.
+fn split_reply(text: &str) -> (String, Option<&str>) {
+    let mut reply = None;
+    let mut items = Vec::new();
+    for item in text.split(',') {
+        match item.trim().strip_prefix("reply=") {
+            Some(p) if !p.is_empty() => reply = Some(p),
+            _ => items.push(item),
+        }
+    }
+    (items.join(","), reply)
 }
 
 #[no_mangle]

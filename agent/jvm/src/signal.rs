@@ -51,6 +51,15 @@ pub struct SignalStats {
     pub handler_ns: AtomicU64,
 }
 
+impl SignalStats {
+    /// Zeroes every counter (between sessions, when no thread is sampled).
+    pub fn reset(&self) {
+        for c in [&self.signals, &self.samples, &self.no_slot, &self.kernel_lost, &self.corrupt_ring, &self.throttled, &self.handler_ns] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Installs `handler` for `sig` with SA_SIGINFO | SA_RESTART.
 pub fn install(sig: c_int) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO
@@ -96,7 +105,17 @@ fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
         stats.no_slot.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    let Some(ring) = slot.ring() else {
+    // Detach waits for `busy` to drop before unmapping the ring (threads.rs).
+    slot.busy.fetch_add(1, Ordering::AcqRel);
+    drain(agent, slot, ucontext);
+    slot.busy.fetch_sub(1, Ordering::AcqRel);
+}
+
+fn drain(agent: &Agent, slot: &crate::threads::Slot, ucontext: *mut c_void) {
+    let stats = &agent.signal_stats;
+    // A slot with a ring belongs to the running session (threads are detached before a
+    // session ends and the next one is published).
+    let (Some(ring), Some(session)) = (slot.ring(), agent.current()) else {
         stats.no_slot.fetch_add(1, Ordering::Relaxed);
         return;
     };
@@ -104,7 +123,7 @@ fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
     let view = Ring::new(data);
     let thread = slot.thread_idx.load(Ordering::Relaxed);
     while tail < head {
-        let Some((rec, size)) = view.record_at(tail, &agent.threads.spec.layout) else {
+        let Some((rec, size)) = view.record_at(tail, &session.spec.layout) else {
             // Unreadable: skip everything the kernel has written so far.
             stats.corrupt_ring.fetch_add(1, Ordering::Relaxed);
             tail = head;
@@ -120,7 +139,7 @@ fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
                     c.thread = thread;
                     c.exact_kinds = false;
                     // The signal's context is the state at the latest overflow only.
-                    c.num_frames = if last { walk(agent, c, ucontext) } else { WALK_NOT_ATTEMPTED };
+                    c.num_frames = if last { walk(agent, session.max_depth, c, ucontext) } else { WALK_NOT_ATTEMPTED };
                     true
                 });
             }
@@ -136,13 +155,13 @@ fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
     ring.consume_to(tail);
 }
 
-fn walk(agent: &Agent, c: &mut Captured, ucontext: *mut c_void) -> i32 {
+fn walk(agent: &Agent, max_depth: u32, c: &mut Captured, ucontext: *mut c_void) -> i32 {
     let Some(asgct) = agent.asgct else { return WALK_NOT_ATTEMPTED };
     let Some(env) = agent.current_jni_env() else {
         return -3; // ticks_unknown_not_Java: not a Java thread
     };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
-    let depth = (agent.max_depth as usize).min(MAX_FRAMES) as c_int;
+    let depth = (max_depth as usize).min(MAX_FRAMES) as c_int;
     // SAFETY: `trace.frames` points at MAX_FRAMES >= depth preallocated frames; `ucontext` is
     // the context the kernel passed to this handler; ASGCT is designed to run in signal
     // handlers of the thread it walks.

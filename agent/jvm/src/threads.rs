@@ -25,6 +25,8 @@ pub struct Slot {
     pub tid: AtomicI32,
     pub thread_idx: AtomicU32,
     pub queue: ThreadQueue<Captured>,
+    /// Signal handlers inside this slot now; detach waits for zero before unmapping the ring.
+    pub busy: AtomicU32,
     ring_meta: AtomicU64,
     ring_data: AtomicU64,
     ring_size: AtomicU64,
@@ -36,6 +38,7 @@ impl Slot {
             tid: AtomicI32::new(0),
             thread_idx: AtomicU32::new(0),
             queue: ThreadQueue::default(),
+            busy: AtomicU32::new(0),
             ring_meta: AtomicU64::new(0),
             ring_data: AtomicU64::new(0),
             ring_size: AtomicU64::new(0),
@@ -98,12 +101,15 @@ struct Inner {
     by_java_id: HashMap<u64, u32>,
     failures: AttachFailures,
     first_error: Option<PerfError>,
+    /// The running session's perf spec and whether threads get perf groups (`None`: no session
+    /// is sampling, attach only remembers Java threads).
+    config: Option<(PerfSpec, bool)>,
+    /// Live Java threads by kernel id (from ThreadStart), so a later session's /proc scan
+    /// attaches them under their Java identity.
+    java_live: HashMap<i32, ThreadInfo>,
 }
 
 pub struct Threads {
-    /// Whether threads get perf groups (the `asgct` sampler). The timer samplers (`jvmti`,
-    /// `sps`) only need each thread's identity.
-    perf: bool,
     /// The timer sampler's batches (it is one thread filling samples of many).
     pub timer_queue: ThreadQueue<Captured>,
     /// Current sampling period (changes with interval=auto); new threads start with it.
@@ -111,20 +117,17 @@ pub struct Threads {
     pub slots: Box<[Slot]>,
     fd_table: Box<[AtomicU32]>,
     inner: Mutex<Inner>,
-    pub spec: PerfSpec,
     pub signal: i32,
 }
 
 impl Threads {
-    pub fn new(spec: PerfSpec, signal: i32, perf: bool) -> Threads {
+    pub fn new(signal: i32) -> Threads {
         Threads {
-            perf,
             timer_queue: ThreadQueue::default(),
-            period: AtomicU64::new(spec.period),
+            period: AtomicU64::new(0),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
             inner: Mutex::new(Inner::default()),
-            spec,
             signal,
         }
     }
@@ -145,6 +148,23 @@ impl Threads {
         }
     }
 
+    /// Sets what attaching means for the session starting (`Some((spec, perf))`: perf groups
+    /// when `perf`, for the timer samplers only each thread's identity) or that none is
+    /// running (`None`).
+    pub fn configure(&self, config: Option<(PerfSpec, bool)>) {
+        let mut g = self.lock();
+        if let Some((spec, _)) = &config {
+            self.period.store(spec.period, Ordering::Relaxed);
+        }
+        g.config = config;
+    }
+
+    pub fn reset_failures(&self) {
+        let mut g = self.lock();
+        g.failures = AttachFailures::default();
+        g.first_error = None;
+    }
+
     pub fn exclude(&self, tid: i32) {
         self.lock().excluded.insert(tid);
     }
@@ -156,7 +176,11 @@ impl Threads {
         if g.excluded.contains(&tid) {
             return Ok(());
         }
-        if !self.perf {
+        if info.is_java {
+            g.java_live.insert(tid, info.clone());
+        }
+        let Some((spec, perf)) = g.config.clone() else { return Ok(()) };
+        if !perf {
             let idx = match g.by_tid.get(&tid) {
                 Some(&i) => {
                     g.threads[i as usize] = info.clone();
@@ -193,7 +217,7 @@ impl Threads {
                 return Ok(());
             }
         };
-        let mut spec = self.spec.clone();
+        let mut spec = spec;
         spec.period = self.period.load(Ordering::Relaxed);
         let events = match ThreadEvents::open(&spec, tid, self.signal) {
             Ok(e) => e,
@@ -239,15 +263,17 @@ impl Threads {
     /// is handed to the processor.
     pub fn detach(&self, tid: i32, queues: &BatchQueues<Captured>) {
         let mut g = self.lock();
-        if !self.perf {
-            g.by_tid.remove(&tid);
-            return;
-        }
+        g.by_tid.remove(&tid);
         let Some(live) = g.live.remove(&tid) else { return };
         live.events.disable();
         self.fd_table[live.events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
         let s = &self.slots[live.slot as usize];
         s.set_ring(None);
+        // A handler that found the ring before it was cleared finishes before it is unmapped
+        // (handlers never block, so this wait is short).
+        while s.busy.load(Ordering::Acquire) != 0 {
+            std::hint::spin_loop();
+        }
         s.tid.store(0, Ordering::Relaxed);
         if let Some(b) = s.queue.steal() {
             if b.len > 0 {
@@ -263,8 +289,8 @@ impl Threads {
     /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
     /// threads) and detaches threads that are gone. Returns how many were attached.
     pub fn scan(&self, queues: &BatchQueues<Captured>) -> usize {
-        if !self.perf {
-            return 0; // the timer samplers see Java threads only
+        if !matches!(self.lock().config, Some((_, true))) {
+            return 0; // no session, or a timer sampler (which sees Java threads only)
         }
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
         let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
@@ -280,8 +306,11 @@ impl Threads {
         }
         let mut n = 0;
         for tid in to_attach {
-            let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-            let info = ThreadInfo { os_tid: tid as u32, java_id: None, name: name.trim_end().to_string(), is_java: false };
+            let known = self.lock().java_live.get(&tid).cloned();
+            let info = known.unwrap_or_else(|| {
+                let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+                ThreadInfo { os_tid: tid as u32, java_id: None, name: name.trim_end().to_string(), is_java: false }
+            });
             if self.attach(tid, info).is_ok() {
                 n += 1;
             }
@@ -346,9 +375,20 @@ impl Threads {
         }
     }
 
-    /// Stops every group (at VM death).
-    pub fn detach_all(&self, queues: &BatchQueues<Captured>) {
-        let tids: Vec<i32> = self.lock().live.keys().copied().collect();
+    /// A Java thread ended (ThreadEnd, on the thread itself).
+    pub fn thread_ended(&self, tid: i32, queues: &BatchQueues<Captured>) {
+        self.lock().java_live.remove(&tid);
+        self.detach(tid, queues);
+    }
+
+    /// Ends the session's sampling: no more attaching, every group stopped.
+    pub fn stop_all(&self, queues: &BatchQueues<Captured>) {
+        let tids: Vec<i32> = {
+            let mut g = self.lock();
+            g.config = None;
+            g.by_tid.clear();
+            g.live.keys().copied().collect()
+        };
         for t in tids {
             self.detach(t, queues);
         }

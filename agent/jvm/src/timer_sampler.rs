@@ -20,7 +20,9 @@ use hpm_core::model::FrameKind;
 use hpm_core::options::Sampler;
 use jni::sys::JNIEnv;
 
-use crate::agent::{now_ticks, Agent};
+use crate::agent::now_ticks;
+// The timer samplers run inside a profiling session, which derefs to the Agent.
+use crate::session::Session as Agent;
 use crate::jvmti::{self, Jvmti, JvmtiEnvPtr};
 
 pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";

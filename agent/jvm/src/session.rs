@@ -1,0 +1,200 @@
+//! A profiling session: one run of sampling with its own options, event, outputs, processor and
+//! timer, started and stopped within one JVM (by -agentpath at VMInit/VMDeath, by `hpm attach`
+//! and by the Java bridge through `control`). JVM-level state (JVMTI, callbacks, code events,
+//! thread slots) stays in the `Agent`.
+//!
+//! Sessions are leaked (a few hundred bytes each, a handful per JVM): the signal handler and the
+//! sampling threads hold `&'static Session`, and a handler interrupted at the wrong moment may
+//! still read the previous one.
+
+use std::ops::Deref;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use hpm_core::model::{EventInfo, PeriodUnit};
+use hpm_core::options::{self, Options, OutputFormat, Sampler};
+
+use crate::agent::{now_ticks, now_wall_ns, Agent};
+use crate::jvmti::Jvmti;
+use crate::perf::PerfSpec;
+use crate::processor::{Finished, ProcessorHandle};
+use crate::timer_sampler::{self, Sps, TimerHandle};
+
+/// What a session is configured with, checked before it starts (a bad option or an unusable
+/// perf setup is an error here, so `-agentpath` can refuse to start the JVM).
+pub struct Plan {
+    pub opts: Options,
+    pub event: EventInfo,
+    pub spec: PerfSpec,
+    pub sps: Option<Sps>,
+    /// Lines to print once (fallbacks, counters left out).
+    pub notes: Vec<String>,
+    pub outputs: Vec<(String, OutputFormat)>,
+    pub start_wall_ns: u64,
+}
+
+pub struct Session {
+    pub agent: &'static Agent,
+    pub opts: Options,
+    /// The event actually sampled (after any fallback) and how.
+    pub event: EventInfo,
+    pub counter_names: Vec<String>,
+    pub spec: PerfSpec,
+    /// Threads get perf groups (sampler=asgct); the timer samplers need none.
+    pub perf: bool,
+    pub max_depth: u32,
+    pub start_wall_ns: u64,
+    pub start_ticks: u64,
+    /// Output paths with `%p`/`%t` expanded.
+    pub outputs: Vec<(String, OutputFormat)>,
+    /// The patched JVM's partial-safepoint sampler (`sampler=sps`).
+    pub sps: Option<Sps>,
+    pub processor: Mutex<Option<ProcessorHandle>>,
+    pub timer: Mutex<Option<TimerHandle>>,
+    /// Samples the processor has resolved so far (for `status`).
+    pub resolved: AtomicU64,
+    pub stopped: AtomicBool,
+}
+
+/// The session's JVM-level state (JVMTI, threads, queues) is the agent's.
+impl Deref for Session {
+    type Target = Agent;
+    fn deref(&self) -> &Agent {
+        self.agent
+    }
+}
+
+/// Parses and checks `option_string`: output files writable, perf events usable (with the
+/// hardware fallback), the sps extension present when asked for.
+pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
+    let opts = options::parse(option_string).map_err(|e| e.to_string())?;
+    let pid = std::process::id();
+    let start_wall_ns = now_wall_ns();
+    let mut outputs = Vec::new();
+    for f in opts.outputs() {
+        let path = f.path(pid, start_wall_ns / 1_000_000_000);
+        create_output(&path)?;
+        outputs.push((path, f.format));
+    }
+    let sps = match opts.sampler {
+        Sampler::Sps => Some(timer_sampler::find_sps(jvmti)?),
+        _ => None,
+    };
+    let (spec, event, notes) = if opts.sampler == Sampler::Asgct {
+        crate::agent::choose_events(&opts)?
+    } else {
+        // Timer samplers: no perf groups; the "event" is the sampling clock.
+        let info = EventInfo {
+            name: "timer".into(),
+            requested: "timer".into(),
+            period: opts.period(),
+            unit: PeriodUnit::Nanoseconds,
+            fallback: None,
+            sampler: opts.sampler.name().to_string(),
+        };
+        (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
+    };
+    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns })
+}
+
+/// Creates (truncates) an output file now, so an unwritable path is reported at start.
+pub fn create_output(path: &str) -> Result<(), String> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))
+}
+
+impl Plan {
+    pub fn into_session(self, agent: &'static Agent) -> &'static Session {
+        for n in &self.notes {
+            eprintln!("hpm: {n}");
+        }
+        let perf = self.opts.sampler == Sampler::Asgct;
+        Box::leak(Box::new(Session {
+            agent,
+            max_depth: self.opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32),
+            counter_names: self.spec.counters.iter().map(|c| c.name.to_string()).collect(),
+            perf,
+            event: self.event,
+            spec: self.spec,
+            start_wall_ns: self.start_wall_ns,
+            start_ticks: now_ticks(),
+            outputs: self.outputs,
+            sps: self.sps,
+            processor: Mutex::new(None),
+            timer: Mutex::new(None),
+            resolved: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            opts: self.opts,
+        }))
+    }
+}
+
+/// Starts sampling: threads get the session's perf spec, the processor starts, every existing
+/// thread is attached (the /proc scan finds Java and VM threads alike), then the timer sampler.
+/// The caller holds the agent's control lock.
+pub fn start(s: &'static Session) -> Result<(), String> {
+    let agent = s.agent;
+    if s.perf {
+        agent.ensure_signal_handler()?;
+    }
+    agent.reset_counters();
+    agent.set_current(s);
+    agent.threads.configure(Some((s.spec.clone(), s.perf)));
+    match crate::processor::start(s) {
+        Ok(h) => *lock(&s.processor) = Some(h),
+        Err(e) => {
+            agent.threads.configure(None);
+            return Err(format!("cannot start the processing thread: {e}"));
+        }
+    }
+    agent.threads.scan(&agent.queues);
+    if let Some(e) = agent.threads.first_error() {
+        eprintln!("hpm: {e}");
+    }
+    if s.opts.sampler != Sampler::Asgct {
+        match timer_sampler::start(s, s.sps) {
+            Ok(h) => *lock(&s.timer) = Some(h),
+            Err(e) => eprintln!("hpm: cannot start the sampling thread: {e}; no samples will be taken"),
+        }
+    }
+    Ok(())
+}
+
+/// Stops sampling, processes what is left and writes the outputs (plus `extra` files) and the
+/// summary. Returns the files written and the profile (for dumps after stop). The caller holds
+/// the agent's control lock.
+pub fn stop(s: &'static Session, extra: &[(String, OutputFormat)]) -> Result<(Vec<String>, Finished), String> {
+    if s.stopped.swap(true, Ordering::AcqRel) {
+        return Err("the session was already stopped".into());
+    }
+    let timer = lock(&s.timer).take();
+    if let Some(t) = timer {
+        let mut lat = t.stop();
+        if !s.opts.quiet && !lat.is_empty() {
+            lat.sort_unstable();
+            let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
+            eprintln!(
+                "hpm: sampler={}: {} stacks, latency per sample median {:.1} us, p95 {:.1} us, max {:.1} us",
+                s.opts.sampler.name(),
+                lat.len(),
+                q(0.5),
+                q(0.95),
+                q(1.0)
+            );
+        }
+    }
+    let handle = lock(&s.processor).take();
+    match handle {
+        Some(h) => crate::processor::finish(s, h, extra),
+        None => Err("the session had no processing thread; nothing to write".into()),
+    }
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
