@@ -4,6 +4,7 @@
 mod cmd_callerchain;
 mod cmd_ccmap;
 mod cmd_compare;
+mod cmd_convert;
 mod cmd_flamegraph;
 mod cmd_phases;
 mod cmd_report;
@@ -17,6 +18,7 @@ usage:
   hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]
                                                top methods, counter ratios, VM components, tree
   hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed [--threads] [--title T] [--weight]
+  hpm convert FILE.jfr -o OUT.pb.gz|OUT.json   pprof (go tool pprof) or JSON (docs/json.md)
   hpm compare A B [--threshold T]              overlap, hot-edge coverage, correlation
   hpm ccmap FILE                               Call Context Map queries
   hpm callerchain QUADS                        CallerChaining CCT reconstruction
@@ -33,6 +35,7 @@ fn main() {
         Some("report") => cmd_report::main(rest),
         Some("flamegraph") => cmd_flamegraph::main(rest),
         Some("compare") => cmd_compare::main(rest),
+        Some("convert") => cmd_convert::main(rest),
         Some("ccmap") => cmd_ccmap::main(rest),
         Some("callerchain") => cmd_callerchain::main(rest),
         Some("phases") => cmd_phases::main(rest),
@@ -40,7 +43,7 @@ fn main() {
             println!("{USAGE}");
             Ok(())
         }
-        Some(other) => Err(format!("unknown command `{other}`; commands: run, report, flamegraph, compare, ccmap, callerchain, phases, help")),
+        Some(other) => Err(format!("unknown command `{other}`; commands: run, report, flamegraph, convert, compare, ccmap, callerchain, phases, help")),
     };
     match result {
         Ok(()) => {}

@@ -104,18 +104,27 @@ pub enum OutputFormat {
     Collapsed,
     Html,
     Svg,
+    /// gzip-compressed pprof profile.proto (`.pb.gz`, `.pprof`).
+    Pprof,
+    /// JSON, schema `hpm-profile/1` (docs/json.md).
+    Json,
 }
 
 impl OutputFormat {
     pub fn from_path(path: &str) -> Result<OutputFormat, OptionError> {
         let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+        if path.to_ascii_lowercase().ends_with(".pb.gz") {
+            return Ok(OutputFormat::Pprof);
+        }
         match ext.as_str() {
             "jfr" => Ok(OutputFormat::Jfr),
             "collapsed" | "folded" => Ok(OutputFormat::Collapsed),
             "html" | "htm" => Ok(OutputFormat::Html),
             "svg" => Ok(OutputFormat::Svg),
+            "pprof" => Ok(OutputFormat::Pprof),
+            "json" => Ok(OutputFormat::Json),
             _ => Err(OptionError(format!(
-                "file={path}: cannot tell the format from the extension; use .jfr, .collapsed, .html or .svg"
+                "file={path}: cannot tell the format from the extension; use .jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"
             ))),
         }
     }
@@ -406,7 +415,7 @@ pub fn help_text() -> String {
          \n  event=NAME        sampling event (default cpu-clock)\n\
          \x20 interval=N        period: a time for clock events (10ms, 1ms, 100us), a count otherwise; auto = self-tuning\n\
          \x20 counters=A+B+...  counting events read in one perf group with every sample (e.g. cycles+instructions)\n\
-         \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg; %p = pid, %t = time; repeatable\n\
+         \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg .pb.gz .json; %p = pid, %t = time; repeatable\n\
          \x20 threads           separate stacks per thread\n\
          \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM)\n\
          \x20 spsthreads=N      sampler=sps: running threads per sample (default: number of CPUs)\n\
@@ -469,7 +478,11 @@ mod tests {
         let e = parse("interval=fast").unwrap_err().0;
         assert!(e.contains("cpu-clock is a clock event"), "{e}");
         let e = parse("file=out.txt").unwrap_err().0;
-        assert!(e.contains(".jfr, .collapsed, .html or .svg"), "{e}");
+        assert!(e.contains(".jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"), "{e}");
+        assert_eq!(OutputFormat::from_path("out/p.pb.gz").unwrap(), OutputFormat::Pprof);
+        assert_eq!(OutputFormat::from_path("p.pprof").unwrap(), OutputFormat::Pprof);
+        assert_eq!(OutputFormat::from_path("p.json").unwrap(), OutputFormat::Json);
+        assert!(OutputFormat::from_path("p.gz").is_err());
         let e = parse("sampler=jvmti,event=page-faults").unwrap_err().0;
         assert!(e.contains("samples on a timer"), "{e}");
         let o = parse("sampler=sps,interval=1ms,spsthreads=4,spswaiting").unwrap();

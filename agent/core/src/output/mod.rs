@@ -1,5 +1,5 @@
 //! Human- and tool-facing outputs built from a calling context tree: collapsed stacks,
-//! flame graphs (HTML, SVG) and the text report.
+//! flame graphs (HTML, SVG), the text report, and pprof and JSON for other tools.
 //!
 //! All outputs are deterministic: siblings and table rows are ordered by value and then by
 //! name, so the same tree always renders to the same bytes.
@@ -7,7 +7,10 @@
 pub mod collapsed;
 pub mod flame_html;
 pub mod flame_svg;
+pub mod json;
+pub mod pprof;
 pub mod report;
+pub mod stacks;
 
 mod flat;
 mod summary;

@@ -1,0 +1,130 @@
+//! Samples aggregated by their exact stack: every frame's method *and* source line, plus the
+//! thread and the VM component. The calling context tree keeps names only; the tool outputs
+//! (pprof, JSON) need file and line per frame, so they are built from this table instead.
+//!
+//! The agent feeds it sample by sample (its samples are dropped after each JFR chunk); the CLI
+//! builds it from a recording read back from a `.jfr` file.
+
+use std::collections::HashMap;
+
+use crate::model::{MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
+
+/// What makes two samples land in the same entry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct StackKey {
+    /// Leaf first: (method, source line or -1).
+    pub frames: Vec<(MethodIdx, i32)>,
+    pub thread: ThreadIdx,
+    pub component: VmComponent,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StackEntry {
+    pub key: StackKey,
+    pub samples: u64,
+    /// Sum of the sampling event's weight (period) of the samples.
+    pub weight: u64,
+    /// Sums of counter deltas, aligned with [`Recording::counters`].
+    pub counters: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct StackTable {
+    index: HashMap<StackKey, usize>,
+    pub entries: Vec<StackEntry>,
+}
+
+impl StackTable {
+    pub fn add(&mut self, s: &Sample) {
+        let key = StackKey {
+            frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
+            thread: s.thread,
+            component: s.component,
+        };
+        let i = match self.index.get(&key) {
+            Some(&i) => i,
+            None => {
+                self.entries.push(StackEntry { key: key.clone(), samples: 0, weight: 0, counters: Vec::new() });
+                self.index.insert(key, self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        let e = &mut self.entries[i];
+        e.samples += 1;
+        e.weight += s.weight;
+        if e.counters.len() < s.counters.len() {
+            e.counters.resize(s.counters.len(), 0);
+        }
+        for (a, b) in e.counters.iter_mut().zip(&s.counters) {
+            *a += b;
+        }
+    }
+
+    pub fn from_recording(rec: &Recording) -> StackTable {
+        let mut t = StackTable::default();
+        for s in &rec.samples {
+            t.add(s);
+        }
+        t
+    }
+
+    pub fn total_samples(&self) -> u64 {
+        self.entries.iter().map(|e| e.samples).sum()
+    }
+}
+
+/// Package-relative source path of a Java method (`java/util/HashMap.java`), the way source
+/// roots and IDEs find the file; the bare source file for classes in the default package.
+/// `None` when the class file has no SourceFile attribute or the frame is not Java.
+pub fn source_path(class_name: &str, source_file: Option<&str>) -> Option<String> {
+    let file = source_file.filter(|f| !f.is_empty())?;
+    if class_name.is_empty() {
+        return None;
+    }
+    Some(match class_name.rsplit_once('.') {
+        Some((pkg, _)) => format!("{}/{file}", pkg.replace('.', "/")),
+        None => file.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Frame, FrameKind};
+
+    pub(crate) fn sample(frames: &[(u32, i32)], thread: u32, counters: &[u64]) -> Sample {
+        Sample {
+            time: 0,
+            thread,
+            stack: frames.iter().map(|&(m, l)| Frame { method: m, bci: 0, line: l, kind: FrameKind::JitCompiled }).collect(),
+            truncated: false,
+            weight: 10,
+            counters: counters.to_vec(),
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Java,
+        }
+    }
+
+    #[test]
+    fn equal_stacks_merge_and_lines_split() {
+        let mut t = StackTable::default();
+        t.add(&sample(&[(1, 5), (0, 2)], 0, &[3]));
+        t.add(&sample(&[(1, 5), (0, 2)], 0, &[4]));
+        t.add(&sample(&[(1, 6), (0, 2)], 0, &[1]));
+        t.add(&sample(&[(1, 5), (0, 2)], 1, &[1]));
+        assert_eq!(t.entries.len(), 3);
+        assert_eq!(t.entries[0].samples, 2);
+        assert_eq!(t.entries[0].weight, 20);
+        assert_eq!(t.entries[0].counters, vec![7]);
+        assert_eq!(t.total_samples(), 4);
+    }
+
+    #[test]
+    fn source_paths_follow_packages() {
+        assert_eq!(source_path("java.util.HashMap", Some("HashMap.java")).as_deref(), Some("java/util/HashMap.java"));
+        assert_eq!(source_path("Main", Some("Main.java")).as_deref(), Some("Main.java"));
+        assert_eq!(source_path("", Some("x.c")), None);
+        assert_eq!(source_path("A", None), None);
+    }
+}
