@@ -1,8 +1,11 @@
 //! The background processing thread (Chilingarova & Safonov's "manager"): it drains sample
 //! batches, resolves them in time order against the code map, feeds the calling context
-//! tree, flushes JFR chunks periodically, and attaches VM threads as they appear.
+//! tree, flushes JFR chunks periodically, and attaches VM threads as they appear. One runs per
+//! profiling session; `agent` in this file is the session (which derefs to the Agent). It
+//! answers `dump` requests while it runs, and its finished profile answers them after `stop`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -22,6 +25,7 @@ use jni::sys::{JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
 
 use crate::agent::{now_ticks, Agent};
 use crate::methods::JvmtiMethods;
+use crate::session::Session;
 
 /// Samples younger than this wait a round, so late code events (JVMTI posts them from the
 /// service thread) are applied before the samples that need them.
@@ -31,6 +35,35 @@ const ROUND: Duration = Duration::from_millis(50);
 pub struct ProcessorHandle {
     stop: Arc<AtomicBool>,
     join: JoinHandle<Option<Processor>>,
+    requests: Sender<DumpRequest>,
+}
+
+/// Write the profile so far to `path` in `format`; the reply says what was written.
+struct DumpRequest {
+    path: String,
+    format: OutputFormat,
+    reply: Sender<Result<String, String>>,
+}
+
+impl ProcessorHandle {
+    /// Asks the running processor to write the profile so far (samples up to ~100 ms ago).
+    pub fn dump(&self, path: &str, format: OutputFormat) -> Result<String, String> {
+        let (tx, rx) = mpsc::channel();
+        self.requests
+            .send(DumpRequest { path: path.to_string(), format, reply: tx })
+            .map_err(|_| "the processing thread has ended; stop the session and start a new one".to_string())?;
+        self.join.thread().unpark();
+        rx.recv().map_err(|_| "the processing thread ended before writing the dump".to_string())?
+    }
+}
+
+/// A stopped session's profile, kept for `dump` after `stop`.
+pub struct Finished(Processor);
+
+impl Finished {
+    pub fn dump(&mut self, path: &str, format: OutputFormat) -> Result<String, String> {
+        self.0.dump(path, format)
+    }
 }
 
 /// CPU time the calling thread has used, in nanoseconds.
@@ -60,13 +93,20 @@ struct Processor {
     /// Display names by method index, so the calling context tree is fed without allocating.
     names: Vec<String>,
     /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
-    /// outputs are built from it.
+    /// outputs are built from it (they may also be asked for when a session stops).
     stacks: StackTable,
+    /// Every JFR chunk written so far, kept when the session writes no JFR file itself, so
+    /// `dump,file=X.jfr` can still write one.
+    jfr_mem: Option<Vec<u8>>,
+    /// JFR chunks written (to files or memory).
+    chunks: u64,
+    session: &'static Session,
 }
 
-pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
+pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
+    let (requests, inbox) = mpsc::channel::<DumpRequest>();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let join = std::thread::Builder::new().name("hpm-processor".into()).spawn(move || {
         // Never profile ourselves: excluded before start() returns and before the VM sees us.
@@ -82,12 +122,20 @@ pub fn start(agent: &'static Agent) -> std::io::Result<ProcessorHandle> {
                 agent.threads.scan(&agent.queues);
             }
             p.round(agent, false);
+            answer_dumps(&mut p, &inbox);
         }
+        answer_dumps(&mut p, &inbox);
         p.cpu_ns = thread_cpu_ns();
         Some(p)
     })?;
     let _ = tid_rx.recv();
-    Ok(ProcessorHandle { stop, join })
+    Ok(ProcessorHandle { stop, join, requests })
+}
+
+fn answer_dumps(p: &mut Processor, inbox: &Receiver<DumpRequest>) {
+    while let Ok(r) = inbox.try_recv() {
+        let _ = r.reply.send(p.dump(&r.path, r.format));
+    }
 }
 
 /// Attaches the calling native thread to the VM as a daemon, so it may call JVMTI.
@@ -105,18 +153,25 @@ pub fn attach_daemon(agent: &Agent, name: &std::ffi::CStr) -> Option<*mut JNIEnv
     Some(env as *mut JNIEnv)
 }
 
-/// Stops the processor and writes every output (VMDeath).
-pub fn finish(agent: &Agent, h: ProcessorHandle) {
+/// Stops the processor and the session's sampling, writes every output and `extra` files, and
+/// returns the files written and the profile (for later dumps).
+pub fn finish(agent: &Session, h: ProcessorHandle, extra: &[(String, OutputFormat)]) -> Result<(Vec<String>, Finished), String> {
     h.stop.store(true, Ordering::Release);
     h.join.thread().unpark();
     let Ok(Some(mut p)) = h.join.join() else {
-        eprintln!("hpm: the processing thread failed; no profile written");
-        return;
+        agent.threads.stop_all(&agent.queues);
+        return Err("the processing thread failed; no profile written".into());
     };
-    agent.threads.detach_all(&agent.queues);
+    agent.threads.stop_all(&agent.queues);
     let before = thread_cpu_ns();
     p.round(agent, true);
-    p.write_outputs(agent);
+    let mut files = p.write_outputs(agent);
+    for (path, format) in extra {
+        match p.dump(path, *format) {
+            Ok(_) => files.push(path.clone()),
+            Err(e) => eprintln!("hpm: {e}"),
+        }
+    }
     p.cpu_ns += thread_cpu_ns().saturating_sub(before);
     if !agent.opts.quiet {
         let sampled_ms = agent.signal_stats.samples.load(Ordering::Relaxed) as f64 * agent.event.period as f64 / 1e6;
@@ -133,17 +188,18 @@ pub fn finish(agent: &Agent, h: ProcessorHandle) {
             p.cpu_ns as f64 / 1e6
         );
     }
+    Ok((files, Finished(p)))
 }
 
 /// The controller for `interval=auto`: bounds suit the event (10us..1s for clock events).
-fn tuner_for(agent: &Agent) -> Option<SelfTuner> {
+fn tuner_for(agent: &Session) -> Option<SelfTuner> {
     let mut cfg = TunerConfig::default();
-    if !agent.threads.spec.event.is_clock {
-        let p = agent.threads.spec.period;
+    if !agent.spec.event.is_clock {
+        let p = agent.spec.period;
         cfg.min_interval = (p / 100).max(1);
         cfg.max_interval = p.saturating_mul(100);
     }
-    match SelfTuner::new(cfg, agent.threads.spec.period) {
+    match SelfTuner::new(cfg, agent.spec.period) {
         Ok(t) => Some(t),
         Err(e) => {
             eprintln!("hpm: interval=auto disabled: {e}");
@@ -153,7 +209,7 @@ fn tuner_for(agent: &Agent) -> Option<SelfTuner> {
 }
 
 impl Processor {
-    fn new(agent: &Agent, jni: *mut JNIEnv) -> Processor {
+    fn new(agent: &'static Session, jni: *mut JNIEnv) -> Processor {
         let rec = Recording {
             start_wall_ns: agent.start_wall_ns,
             start_ticks: agent.start_ticks,
@@ -165,7 +221,7 @@ impl Processor {
             ..Default::default()
         };
         let mut resolver = SampleResolver::default();
-        resolver.data_addresses = agent.threads.spec.event.data_address;
+        resolver.data_addresses = agent.spec.event.data_address;
         resolver.symbolizer.refresh();
         let jfr = agent
             .outputs
@@ -178,7 +234,8 @@ impl Processor {
                     None
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let jfr_is_empty = jfr.is_empty();
         Processor {
             cct: Cct::new(rec.counters.clone()),
             rec,
@@ -195,10 +252,13 @@ impl Processor {
             cpu_ns: 0,
             names: Vec::new(),
             stacks: StackTable::default(),
+            jfr_mem: jfr_is_empty.then(Vec::new),
+            chunks: 0,
+            session: agent,
         }
     }
 
-    fn round(&mut self, agent: &Agent, last: bool) {
+    fn round(&mut self, agent: &Session, last: bool) {
         agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
         for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
             self.resolver.timeline.push(ev);
@@ -228,7 +288,7 @@ impl Processor {
 
     /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
     /// in time order (one thread's samples), so what is resolved of it is a prefix.
-    fn resolve_up_to(&mut self, agent: &Agent, watermark: u64) {
+    fn resolve_up_to(&mut self, agent: &Session, watermark: u64) {
         let mut order: Vec<(u64, usize, usize)> = Vec::new();
         for (bi, (b, done)) in self.pending.iter().enumerate() {
             for (j, c) in b.filled().iter().enumerate().skip(*done) {
@@ -265,6 +325,7 @@ impl Processor {
             self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
             self.stacks.add(&s);
             self.rec.samples.push(s);
+            agent.resolved.fetch_add(1, Ordering::Relaxed);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
         }
         let mut i = 0;
@@ -304,56 +365,79 @@ impl Processor {
             end_ticks: now.max(self.chunk_start),
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
-        if !self.jfr.is_empty() {
+        if !self.jfr.is_empty() || self.jfr_mem.is_some() {
             let data = hpm_core::jfr::writer::encode_chunk(&self.rec, &self.rec.samples, times);
             for w in &mut self.jfr {
                 if let Err(e) = w.write_encoded(&data) {
                     eprintln!("hpm: writing {}: {e}", w.path().display());
                 }
             }
+            if let Some(m) = &mut self.jfr_mem {
+                m.extend_from_slice(&data);
+            }
+            self.chunks += 1;
         }
         self.rec.samples.clear();
         self.chunk_start = now;
     }
 
-    fn write_outputs(&mut self, agent: &Agent) {
+    /// Renders the profile in any format but JFR (which is written chunk by chunk).
+    fn render(&self, format: OutputFormat) -> Vec<u8> {
         let title = format!("hpm: {}", output::report::event_line(&self.rec));
-        for (path, format) in &agent.outputs {
-            let text = match format {
-                OutputFormat::Jfr => continue,
-                OutputFormat::Pprof | OutputFormat::Json => {
-                    self.write_tool_output(path, *format);
-                    continue;
-                }
-                OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples),
-                OutputFormat::Html => output::flame_html::flame_html(
-                    &self.cct,
-                    &output::flame_html::HtmlOptions { title: title.clone(), ..Default::default() },
-                ),
-                OutputFormat::Svg => output::flame_svg::flame_svg(
-                    &self.cct,
-                    &output::flame_svg::SvgOptions { title: title.clone(), ..Default::default() },
-                ),
-            };
-            if let Err(e) = std::fs::write(path, text) {
-                eprintln!("hpm: writing {path}: {e}");
-            }
-        }
-        if !agent.opts.quiet {
-            eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
-            let files: Vec<&str> = agent.outputs.iter().map(|(p, _)| p.as_str()).collect();
-            eprintln!("hpm: wrote {}", files.join(", "));
+        match format {
+            OutputFormat::Jfr => Vec::new(),
+            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
+            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
+            OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
+            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes(),
+            OutputFormat::Html => output::flame_html::flame_html(
+                &self.cct,
+                &output::flame_html::HtmlOptions { title, ..Default::default() },
+            )
+            .into_bytes(),
+            OutputFormat::Svg => output::flame_svg::flame_svg(
+                &self.cct,
+                &output::flame_svg::SvgOptions { title, ..Default::default() },
+            )
+            .into_bytes(),
         }
     }
 
-    /// pprof (`.pb.gz`) and JSON outputs, built from the stack table (file and line per frame).
-    fn write_tool_output(&self, path: &str, format: OutputFormat) {
-        let data = match format {
-            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
-            _ => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
-        };
-        if let Err(e) = std::fs::write(path, data) {
-            eprintln!("hpm: writing {path}: {e}");
+    /// Writes the session's outputs and prints the summary; returns the files written.
+    fn write_outputs(&mut self, agent: &Session) -> Vec<String> {
+        let mut written = Vec::new();
+        for (path, format) in &agent.outputs {
+            if *format != OutputFormat::Jfr {
+                if let Err(e) = std::fs::write(path, self.render(*format)) {
+                    eprintln!("hpm: writing {path}: {e}");
+                    continue;
+                }
+            }
+            written.push(path.clone());
         }
+        if !agent.opts.quiet {
+            eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
+            eprintln!("hpm: wrote {}", written.join(", "));
+        }
+        written
+    }
+
+    /// Writes the profile so far to `path` (a JFR file gets every chunk flushed so far plus
+    /// one with the samples since). Returns a line saying what was written.
+    fn dump(&mut self, path: &str, format: OutputFormat) -> Result<String, String> {
+        let bytes = if format == OutputFormat::Jfr {
+            if !self.rec.samples.is_empty() || self.chunks == 0 {
+                self.flush_chunk(self.session, now_ticks());
+            }
+            match (&self.jfr_mem, self.jfr.first()) {
+                (Some(m), _) => m.clone(),
+                (None, Some(w)) => std::fs::read(w.path()).map_err(|e| format!("cannot read {}: {e}", w.path().display()))?,
+                (None, None) => return Err("no JFR data recorded".into()),
+            }
+        } else {
+            self.render(format)
+        };
+        std::fs::write(path, &bytes).map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
+        Ok(format!("wrote {path} ({} samples)", self.cct.total_samples()))
     }
 }
