@@ -153,7 +153,9 @@ pub fn class_of(frame: &str) -> &str {
 /// - async-profiler's frame-type suffixes `_[j]`, `_[i]`, `_[k]`, `_[0]`, `_[1]` ... are removed;
 /// - in Java frames (no spaces, no `::`, not a path), `/` becomes `.`: `java/lang/Thread.run`;
 /// - generated classes lose their run-specific parts: the hidden-class address `/0x...` and
-///   the lambda number in `$$Lambda$14`, which differ between runs.
+///   the lambda number in `$$Lambda$14`, which differ between runs; the JDK's Flight Recorder
+///   writes hidden classes as `Foo$$Lambda$83+0x00007f...a08.1545242146`, address and id
+///   both go.
 pub fn normalize_frame(name: &str) -> String {
     let mut s = name.trim();
     if let Some(i) = s.rfind("_[") {
@@ -176,19 +178,31 @@ pub fn normalize_frame(name: &str) -> String {
     strip_lambda_number(&strip_hex_segments(&s))
 }
 
-/// Removes `.0x<hex>` segments (hidden-class addresses) followed by `.` or the end.
+/// Removes `.0x<hex>` segments (hidden-class addresses) followed by `.` or the end, and the
+/// JDK Flight Recorder's form `+0x<hex>.<digits>` (address, then an id) the same way.
 fn strip_hex_segments(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
-    while let Some(i) = rest.find(".0x") {
-        let after = &rest[i + 3..];
+    while let Some(i) = rest.find("0x").filter(|&i| i > 0) {
+        let sep = rest.as_bytes()[i - 1];
+        let after = &rest[i + 2..];
         let hex_len = after.chars().take_while(|c| c.is_ascii_hexdigit()).count();
-        let end_ok = after[hex_len..].is_empty() || after[hex_len..].starts_with('.');
-        out.push_str(&rest[..i]);
-        if hex_len >= 4 && end_ok {
-            rest = &after[hex_len..];
+        let mut tail = &after[hex_len..];
+        if sep == b'+' {
+            // JFR appends `.<digits>` to the address of a hidden class.
+            let id = tail
+                .strip_prefix('.')
+                .map_or(0, |t| t.chars().take_while(|c| c.is_ascii_digit()).count());
+            if id > 0 && (tail[1 + id..].is_empty() || tail[1 + id..].starts_with('.')) {
+                tail = &tail[1 + id..];
+            }
+        }
+        let end_ok = tail.is_empty() || tail.starts_with('.');
+        if (sep == b'.' || sep == b'+') && hex_len >= 4 && end_ok {
+            out.push_str(&rest[..i - 1]);
+            rest = tail;
         } else {
-            out.push_str(".0x");
+            out.push_str(&rest[..i + 2]);
             rest = after;
         }
     }
@@ -408,6 +422,13 @@ mod tests {
                 "p.Foo$$Lambda.run",
             ),
             ("p.Hex.0xcafe", "p.Hex"),
+            (
+                "Shares$$Lambda$83+0x00007fe2fc007a08.1545242146.run",
+                "Shares$$Lambda.run",
+            ),
+            ("p.Gen+0x00007fe2fc007a08.run", "p.Gen.run"),
+            ("p.Plus+0xzz.run", "p.Plus+0xzz.run"),
+            ("p.A0x1234.run", "p.A0x1234.run"),
             ("p.Hex.0xzz", "p.Hex.0xzz"),
         ];
         for (from, to) in cases {
