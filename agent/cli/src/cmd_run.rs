@@ -39,7 +39,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
 
 /// `$HPM_AGENT`, else `libhpm.so` beside this executable (the cargo target directory, or an
 /// installation's `bin/` with `lib/` beside it).
-fn find_agent() -> Result<PathBuf, String> {
+pub fn find_agent() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("HPM_AGENT") {
         let p = PathBuf::from(p);
         return if p.is_file() { Ok(p) } else { Err(format!("HPM_AGENT={} is not a file", p.display())) };

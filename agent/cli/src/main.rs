@@ -1,6 +1,8 @@
 //! `hpm`: the user-facing commands. Each command lives in its own `cmd_*.rs` and returns
 //! `Err(message)` for anything the user must fix; `main` prints it and exits with status 2.
 
+mod attach;
+mod cmd_attach;
 mod cmd_callerchain;
 mod cmd_ccmap;
 mod cmd_compare;
@@ -15,6 +17,8 @@ hpm — hardware-performance-monitor profiler for the JVM
 
 usage:
   hpm run [AGENT_OPTIONS] -- JAVA_COMMAND...   run java with libhpm.so attached
+  hpm attach PID [start,OPTIONS|dump,file=F|stop|status]
+                                               profile a running JVM (hpm attach --help)
   hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]
                                                top methods, counter ratios, VM components, tree
   hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed [--threads] [--title T] [--weight]
@@ -32,6 +36,7 @@ fn main() {
     let rest = if args.is_empty() { &args[..] } else { &args[1..] };
     let result = match args.first().map(String::as_str) {
         Some("run") => cmd_run::main(rest),
+        Some("attach") => cmd_attach::main(rest),
         Some("report") => cmd_report::main(rest),
         Some("flamegraph") => cmd_flamegraph::main(rest),
         Some("compare") => cmd_compare::main(rest),
@@ -43,7 +48,7 @@ fn main() {
             println!("{USAGE}");
             Ok(())
         }
-        Some(other) => Err(format!("unknown command `{other}`; commands: run, report, flamegraph, convert, compare, ccmap, callerchain, phases, help")),
+        Some(other) => Err(format!("unknown command `{other}`; commands: run, attach, report, flamegraph, convert, compare, ccmap, callerchain, phases, help")),
     };
     match result {
         Ok(()) => {}

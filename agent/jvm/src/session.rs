@@ -11,7 +11,7 @@ use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::model::{EventInfo, PeriodUnit};
+use hpm_core::model::{EventInfo, PeriodUnit, ThreadInfo};
 use hpm_core::options::{self, Options, OutputFormat, Sampler};
 
 use crate::agent::{now_ticks, now_wall_ns, Agent};
@@ -152,6 +152,7 @@ pub fn start(s: &'static Session) -> Result<(), String> {
             return Err(format!("cannot start the processing thread: {e}"));
         }
     }
+    agent.threads.hint_java_threads(java_threads(agent));
     agent.threads.scan(&agent.queues);
     if let Some(e) = agent.threads.first_error() {
         eprintln!("hpm: {e}");
@@ -193,6 +194,20 @@ pub fn stop(s: &'static Session, extra: &[(String, OutputFormat)]) -> Result<(Ve
         Some(h) => crate::processor::finish(s, h, extra),
         None => Err("the session had no processing thread; nothing to write".into()),
     }
+}
+
+/// The Java threads alive now, named as the VM knows them (for threads that started before a
+/// late attach or before this session, which got no ThreadStart while it ran).
+fn java_threads(agent: &Agent) -> Vec<ThreadInfo> {
+    let (Some(jni), Ok(threads)) = (agent.current_jni_env(), agent.jvmti.all_threads()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for t in threads {
+        if let Ok(name) = agent.jvmti.thread_name(t) {
+            out.push(ThreadInfo { os_tid: 0, java_id: crate::jvmti::java_thread_id(jni, t), name, is_java: true });
+        }
+        crate::jvmti::delete_local_ref(jni, t);
+    }
+    out
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

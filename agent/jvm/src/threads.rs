@@ -107,6 +107,9 @@ struct Inner {
     /// Live Java threads by kernel id (from ThreadStart), so a later session's /proc scan
     /// attaches them under their Java identity.
     java_live: HashMap<i32, ThreadInfo>,
+    /// Java threads that started before the session (a late attach), by their OS name (the
+    /// Java name cut to 15 bytes, as HotSpot names its threads); `None` if the name is shared.
+    java_hints: HashMap<String, Option<ThreadInfo>>,
 }
 
 pub struct Threads {
@@ -157,6 +160,22 @@ impl Threads {
             self.period.store(spec.period, Ordering::Relaxed);
         }
         g.config = config;
+    }
+
+    /// Java threads the VM lists now (names and Java ids, no kernel ids): the /proc scan
+    /// matches them by OS name so they are profiled under their Java identity.
+    pub fn hint_java_threads(&self, infos: Vec<ThreadInfo>) {
+        let mut g = self.lock();
+        g.java_hints.clear();
+        for info in infos {
+            let mut end = info.name.len().min(15);
+            while !info.name.is_char_boundary(end) {
+                end -= 1;
+            }
+            let key = info.name[..end].to_string();
+            let shared = g.java_hints.contains_key(&key);
+            g.java_hints.insert(key, (!shared).then_some(info));
+        }
     }
 
     pub fn reset_failures(&self) {
@@ -308,8 +327,12 @@ impl Threads {
         for tid in to_attach {
             let known = self.lock().java_live.get(&tid).cloned();
             let info = known.unwrap_or_else(|| {
-                let name = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-                ThreadInfo { os_tid: tid as u32, java_id: None, name: name.trim_end().to_string(), is_java: false }
+                let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
+                let comm = comm.trim_end();
+                match self.lock().java_hints.get(comm).cloned().flatten() {
+                    Some(java) => ThreadInfo { os_tid: tid as u32, ..java },
+                    None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
+                }
             });
             if self.attach(tid, info).is_ok() {
                 n += 1;
@@ -387,6 +410,7 @@ impl Threads {
             let mut g = self.lock();
             g.config = None;
             g.by_tid.clear();
+            g.java_hints.clear();
             g.live.keys().copied().collect()
         };
         for t in tids {

@@ -1,0 +1,90 @@
+//! `hpm attach PID [COMMAND] [--lib PATH]`: loads libhpm.so into a running HotSpot JVM through
+//! its attach mechanism (attach.rs) and runs a control command there; prints the agent's answer.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::attach::{self, Target};
+
+pub const HELP: &str = "\
+usage: hpm attach PID [COMMAND] [--lib PATH]
+
+Loads libhpm.so into the running HotSpot JVM PID (no -agentpath, no jdk.attach needed) and runs
+COMMAND in it. Attaching again runs the next command against the same agent.
+
+COMMAND (comma-separated, or separate words joined with commas):
+  (none)                  start profiling with the default options (cpu-clock every 10ms,
+                          written to hpm-PID.jfr in the JVM's working directory at stop)
+  start[,OPTIONS]         start profiling with agent OPTIONS, e.g. start,interval=1ms,file=/tmp/p.jfr
+  OPTIONS                 the same as start,OPTIONS (e.g. interval=1ms,file=/tmp/p.jfr)
+  dump,file=PATH          write the profile so far (format from the extension: .jfr, .collapsed,
+                          .html, .svg, ...); profiling continues. After stop: the last profile.
+  stop[,file=PATH]        stop profiling and write the session's files (and PATH)
+  status                  state, sampler, event, interval, samples, duration, files
+
+Paths are the JVM's (its working directory and file system). The agent options are those of
+-agentpath (`hpm run help` lists them).
+
+  --lib PATH              libhpm.so to load (default: $HPM_AGENT, else beside the hpm binary)
+
+Samples before the attach are not seen; code compiled before it is replayed by the JVM.";
+
+pub fn main(args: &[String]) -> Result<(), String> {
+    let mut pid = None;
+    let mut lib = None;
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "-h" | "--help" | "help" if pid.is_none() => {
+                println!("{HELP}");
+                return Ok(());
+            }
+            "--lib" => lib = Some(it.next().ok_or("--lib needs a path to libhpm.so")?.clone()),
+            _ if pid.is_none() => {
+                pid = Some(a.parse::<u32>().map_err(|_| format!("`{a}` is not a process id; usage: hpm attach PID [COMMAND]"))?)
+            }
+            _ => words.push(a.as_str()),
+        }
+    }
+    let pid = pid.ok_or("usage: hpm attach PID [COMMAND] [--lib PATH]  (hpm attach --help lists the commands)")?;
+    let command = words.join(",");
+    if command.contains("reply=") {
+        return Err("`reply=` is reserved for hpm attach itself".into());
+    }
+    let lib = match lib {
+        Some(p) => std::path::PathBuf::from(p),
+        None => crate::cmd_run::find_agent()?,
+    };
+    let lib = lib.canonicalize().map_err(|e| format!("--lib {}: {e}", lib.display()))?;
+    let target = Target::find(pid)?;
+
+    // The agent writes its answer to a file in the JVM's /tmp; we read it through /proc.
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    let name = format!("hpm-reply-{}-{nanos}", std::process::id());
+    let ours = target.tmp_dir().join(&name);
+    let options = if command.is_empty() { format!("reply=/tmp/{name}") } else { format!("{command},reply=/tmp/{name}") };
+    let lib_text = lib.to_string_lossy();
+    let result = target.request("load", &[&lib_text, "true", &options]);
+    let reply = std::fs::read_to_string(&ours).ok();
+    let _ = std::fs::remove_file(&ours);
+    let (code, output) = result?;
+    if code != 0 {
+        return Err(format!("the JVM {pid} could not load {lib_text}: {}", output.trim()));
+    }
+    let rc = attach::agent_return_code(&output);
+    match (rc, reply) {
+        (Some(0), Some(text)) => {
+            print!("{text}");
+            Ok(())
+        }
+        (Some(0), None) => {
+            println!("done (the agent's answer went to the JVM's stderr)");
+            Ok(())
+        }
+        (_, Some(text)) => Err(text.trim().strip_prefix("error: ").unwrap_or(text.trim()).to_string()),
+        (rc, None) => Err(format!(
+            "the agent in JVM {pid} failed (return code {}); its message is on the JVM's stderr",
+            rc.map(|r| r.to_string()).unwrap_or_else(|| output.trim().to_string())
+        )),
+    }
+}

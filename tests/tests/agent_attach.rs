@@ -1,0 +1,134 @@
+//! `hpm attach`: a JVM started without the agent is profiled late (Agent_OnAttach), dumped while
+//! it runs, stopped, and keeps running to a normal exit; on every JDK. Attaching to a process
+//! that is not a JVM fails with a clear message and leaves it alone.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+
+use hpm_tests::*;
+
+struct Jvm {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    pid: u32,
+}
+
+impl Jvm {
+    fn start(jdk: &Jdk) -> Jvm {
+        let mut child = Command::new(jdk.java())
+            .args(["-XX:CompileCommand=quiet", "-cp"])
+            .arg(workloads())
+            .args(["Attachee", "2"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run java");
+        let stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let pid = line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Attachee said {line:?}")).parse().unwrap();
+        Jvm { child, stdin, stdout, pid }
+    }
+
+    /// Sends a line and returns the answer line.
+    fn say(&mut self, line: &str) -> String {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        let mut answer = String::new();
+        self.stdout.read_line(&mut answer).unwrap();
+        answer.trim().to_string()
+    }
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        // A failed assertion must not leave the JVM running.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn hpm(args: &[&str]) -> Output {
+    Command::new(hpm_bin()).args(args).output().expect("run hpm")
+}
+
+/// Runs `hpm attach PID COMMAND`, asserts it succeeded and returns its stdout.
+fn attach_ok(pid: u32, command: &str) -> String {
+    let o = hpm(&["attach", &pid.to_string(), command]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "hpm attach {pid} {command} failed: {}\nstdout: {out}\nstderr: {err}", o.status);
+    out.into_owned()
+}
+
+const TRUTH: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)];
+
+#[test]
+fn attach_start_dump_stop_on_a_running_jvm() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("attach-{}", jdk.name));
+        let mut jvm = Jvm::start(&jdk);
+        let pid = jvm.pid;
+
+        // The first attach loads the agent; no session runs yet.
+        assert!(attach_ok(pid, "status").contains("state: idle"), "{}: status before start", jdk.name);
+        let session = dir.join("session.collapsed");
+        let out = attach_ok(pid, &format!("interval=1ms,quiet,file={}", session.display()));
+        assert!(out.contains("profiling started"), "{}: {out}", jdk.name);
+        let again = hpm(&["attach", &pid.to_string(), "start"]);
+        assert!(!again.status.success(), "{}: a second start must be refused", jdk.name);
+        assert!(String::from_utf8_lossy(&again.stderr).contains("already running"), "{}: {:?}", jdk.name, again);
+
+        assert_eq!(jvm.say("work 3000"), "worked");
+        let status = attach_ok(pid, "status");
+        for want in ["state: running", "sampler: asgct", "event: cpu-clock", "interval: 1ms", "samples: ", "duration: "] {
+            assert!(status.contains(want), "{}: status lacks {want:?}:\n{status}", jdk.name);
+        }
+
+        // Dump while profiling: the profile so far, with the known shares (loosely: attached
+        // late, 3 s on a shared machine).
+        let dump = dir.join("dump.collapsed");
+        attach_ok(pid, &format!("dump,file={}", dump.display()));
+        let stacks = read_collapsed(&dump);
+        let names: Vec<&str> = TRUTH.iter().map(|t| t.0).collect();
+        let (n, shares) = total_shares(&stacks, "Attachee.work", &names);
+        eprintln!("{}: attached dump: {n} samples under Attachee.work, shares {shares:?}", jdk.name);
+        assert!(n >= 500, "{}: only {n} samples under Attachee.work", jdk.name);
+        for (name, truth) in TRUTH {
+            let got = shares[name];
+            assert!((got - truth).abs() <= 6.0, "{}: {name} has {got:.1}% of samples, truth {truth}%", jdk.name);
+        }
+        let jfr = dir.join("dump.jfr");
+        attach_ok(pid, &format!("dump,file={}", jfr.display()));
+        let report = hpm(&["report", jfr.to_str().unwrap()]);
+        assert!(report.status.success(), "{}: hpm report of the JFR dump: {:?}", jdk.name, report);
+        assert!(String::from_utf8_lossy(&report.stdout).contains("Shares.spin"), "{}: JFR dump lacks Shares.spin", jdk.name);
+
+        // Stop: the session's file is written; the program runs on and exits normally.
+        let out = attach_ok(pid, "stop");
+        assert!(out.contains("profiling stopped") && out.contains("session.collapsed"), "{}: {out}", jdk.name);
+        assert!(total(&read_collapsed(&session)) >= n, "{}: the session file has fewer samples than the dump", jdk.name);
+        assert!(attach_ok(pid, "status").contains("state: idle"), "{}: status after stop", jdk.name);
+        assert_eq!(jvm.say("work 100"), "worked");
+        assert!(jvm.say("exit").starts_with("done"));
+        let status = jvm.child.wait().unwrap();
+        assert!(status.success(), "{}: the attached JVM exited with {status}", jdk.name);
+    }
+}
+
+#[test]
+fn attach_to_a_process_that_is_not_a_jvm_says_so() {
+    let mut sleeper = Command::new("sleep").arg("60").spawn().expect("run sleep");
+    let o = hpm(&["attach", &sleeper.id().to_string()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("is not a HotSpot JVM"), "unclear message: {err}");
+    assert!(sleeper.try_wait().unwrap().is_none(), "attach must not signal a process that is not a JVM");
+    sleeper.kill().unwrap();
+    let _ = sleeper.wait();
+
+    let o = hpm(&["attach", "999999999", "status"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no process with PID 999999999"), "{:?}", o);
+}

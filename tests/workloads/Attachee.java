@@ -1,0 +1,53 @@
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+
+/**
+ * A long-running program to attach to: THREADS threads run Shares' a/b/c mix (50/30/20% of
+ * their CPU) until told to exit. Driven by lines on stdin, answered on stdout:
+ *   (start)      prints "ready PID" once the worker threads run
+ *   "work MS"    lets the workers run MS more milliseconds, then prints "worked"
+ *   "exit"       stops the workers, prints "done", exits 0 (also at end of input)
+ *
+ * Usage: java Attachee THREADS
+ */
+public class Attachee {
+    static volatile boolean stop;
+    static volatile long sink;
+
+    static void work() {
+        long x = System.nanoTime();
+        java.util.concurrent.ThreadLocalRandom r = java.util.concurrent.ThreadLocalRandom.current();
+        while (!stop) {
+            switch (r.nextInt(6)) {
+                case 0: x = Shares.a(x); x = Shares.b(x); x = Shares.c(x); break;
+                case 1: x = Shares.a(x); x = Shares.c(x); x = Shares.b(x); break;
+                case 2: x = Shares.b(x); x = Shares.a(x); x = Shares.c(x); break;
+                case 3: x = Shares.b(x); x = Shares.c(x); x = Shares.a(x); break;
+                case 4: x = Shares.c(x); x = Shares.a(x); x = Shares.b(x); break;
+                default: x = Shares.c(x); x = Shares.b(x); x = Shares.a(x); break;
+            }
+        }
+        sink += x;
+    }
+
+    public static void main(String[] args) throws Exception {
+        int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
+        Thread[] ts = new Thread[threads];
+        for (int i = 0; i < threads; i++) {
+            ts[i] = new Thread(Attachee::work, "attachee-" + i);
+            ts[i].start();
+        }
+        System.out.println("ready " + ProcessHandle.current().pid());
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        String line;
+        while ((line = in.readLine()) != null && !line.equals("exit")) {
+            if (line.startsWith("work ")) {
+                Thread.sleep(Long.parseLong(line.substring(5).trim()));
+                System.out.println("worked");
+            }
+        }
+        stop = true;
+        for (Thread t : ts) t.join();
+        System.out.println("done " + (sink != 0 ? 1 : 0));
+    }
+}
