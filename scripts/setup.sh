@@ -10,6 +10,10 @@ command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v gradle >/dev/null 2>&1 || need+=(gradle)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
+# tests/tests/tool_outputs.rs: `go tool pprof` reads the .pb.gz output, Python's jsonschema checks
+# the JSON against docs/schema/hpm-profile-1.schema.json.
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
+python3 -c 'import jsonschema' 2>/dev/null || /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || need+=(python3-jsonschema)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

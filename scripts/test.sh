@@ -42,6 +42,7 @@ step() {
 }
 # (steps are added below this line, one per suite)
 step java-bridge java/bridge/test.sh
+step jmc-parser tests/jmc/test.sh
 # One closing line over every test binary (cargo's own last lines are the empty doc-test runs).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") s += $(i-1) } }
      END { printf "total: %d passed, %d failed, %d skipped\n", p, f, s }' target/test-output.txt

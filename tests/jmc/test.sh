@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# JDK Mission Control's parser on hpm's .jfr files, a step of scripts/test.sh (which builds the
+# release agent first). For JDK 17 and every Temurin JDK under /usr/lib/jvm: profile
+# tests/workloads/Shares.java with counters, load the .jfr with JMC's JfrLoaderToolkit
+# (org.openjdk.jmc:flightrecorder, tests/jmc/pom.xml) and check, per file:
+#   parses      JMC loads it without error
+#   counts      per event type, JMC's event counts equal the JDK's reader's (`jfr summary`)
+#   hpm-events  hpm.Sample (with its counter fields), hpm.Config and hpm.Drops are visible
+# Ends with `record jmc-parser PASSED FAILED SKIPPED`. Files go to target/jmc-check/.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+type record >/dev/null 2>&1 || record() {
+  echo "test result: $( [ "$3" = 0 ] && echo ok || echo FAILED ). $2 passed; $3 failed; $4 ignored ($1)"
+}
+lib="${CARGO_TARGET_DIR:-$PWD/target}/release/libhpm.so"
+if [ ! -f "$lib" ]; then
+  echo "jmc-parser: $lib is missing; build it with: cargo build --release -p hpm-agent"
+  record jmc-parser 0 1 0
+  exit 1
+fi
+out=$PWD/target/jmc-check
+run=$out/run
+rm -rf "$run"
+mkdir -p "$run/classes"
+passed=0 failed=0 skipped=0
+pass() { echo "jmc-parser: ok    $1"; passed=$((passed + 1)); }
+fail() { echo "jmc-parser: FAIL  $1"; failed=$((failed + 1)); }
+
+if ! mvn -q -B -f tests/jmc/pom.xml compile dependency:build-classpath -Dmdep.outputFile="$out/classpath.txt"; then
+  echo "jmc-parser: building the JMC checker failed (mvn -f tests/jmc/pom.xml compile)"
+  record jmc-parser 0 1 0
+  exit 1
+fi
+cp="$out/classes:$(cat "$out/classpath.txt")"
+jdk17=/usr/lib/jvm/java-17-openjdk-amd64
+"$jdk17/bin/javac" --release 17 -d "$run/classes" tests/workloads/Shares.java || { record jmc-parser 0 1 0; exit 1; }
+
+for home in "$jdk17" /usr/lib/jvm/temurin-*; do
+  [ -x "$home/bin/java" ] || continue
+  name=$(basename "$home")
+  jfr=$run/$name.jfr
+  if ! "$home/bin/java" "-agentpath:$lib=interval=1ms,counters=task-clock+page-faults,file=$jfr,quiet" \
+       -cp "$run/classes" Shares 2 1 >"$run/$name.log" 2>&1; then
+    fail "$name: the profiled run failed (see $run/$name.log)"
+    continue
+  fi
+  # JMC (JMC 9 runs on Java 17+).
+  if "$jdk17/bin/java" -cp "$cp" hpm.jmc.JmcCheck "$jfr" >"$run/$name.jmc" 2>"$run/$name.jmc.err"; then
+    pass "$name: parses"
+  else
+    fail "$name: parses: $(cat "$run/$name.jmc.err")"
+    continue
+  fi
+  # The JDK's reader (the producing JDK's jfr tool); its pseudo-types Metadata and CheckPoint
+  # (Checkpoint in JDK 25)
+  # are not events.
+  "$home/bin/jfr" summary "$jfr" |
+    awk '$1 ~ /^[a-z]+\.[A-Za-z]/ && $2 ~ /^[0-9]+$/ && $2 > 0 && tolower($1) != "jdk.metadata" && tolower($1) != "jdk.checkpoint" { print $1, $2 }' |
+    sort >"$run/$name.jdk-counts"
+  awk -F'\t' 'NF == 3 && $3 > 0 { print $2, $3 }' "$run/$name.jmc" | sort >"$run/$name.jmc-counts"
+  if [ -s "$run/$name.jdk-counts" ] && cmp -s "$run/$name.jdk-counts" "$run/$name.jmc-counts"; then
+    pass "$name: counts ($(tr '\n' ' ' <"$run/$name.jmc-counts"))"
+  else
+    fail "$name: counts differ: JDK: $(tr '\n' ' ' <"$run/$name.jdk-counts") JMC: $(tr '\n' ' ' <"$run/$name.jmc-counts")"
+  fi
+  fields() { awk -F'\t' -v t="$1" '$2 == t && $3 == "fields" { print $4 }' "$run/$name.jmc"; }
+  samples=$(awk -F'\t' '$2 == "hpm.Sample" && NF == 3 { print $3 }' "$run/$name.jmc")
+  configs=$(awk -F'\t' '$2 == "hpm.Config" && NF == 3 { print $3 }' "$run/$name.jmc")
+  sf=$(fields hpm.Sample)
+  if [ "${samples:-0}" -gt 0 ] && [ "${configs:-0}" = 1 ] && [[ ",$sf," == *",taskClock,"* ]] &&
+     [[ ",$sf," == *",pageFaults,"* ]] && [[ ",$sf," == *",stackTrace,"* ]] &&
+     [[ ",$(fields hpm.Drops)," == *",reason,"* ]] && [[ ",$(fields hpm.Config)," == *",counters,"* ]]; then
+    pass "$name: hpm-events (hpm.Sample $samples with $sf; hpm.Config; hpm.Drops)"
+  else
+    fail "$name: hpm-events: hpm.Sample=${samples:-none} [$sf] hpm.Config=${configs:-none} hpm.Drops [$(fields hpm.Drops)]"
+  fi
+done
+record jmc-parser "$passed" "$failed" "$skipped"
+[ "$failed" = 0 ]
