@@ -41,6 +41,8 @@ pub struct Agent {
     signal_installed: AtomicBool,
     /// The VM is dying: no session may start.
     pub dead: AtomicBool,
+    /// The Java bridge's regions, phase markers and live-profile queries.
+    pub live: crate::bridge::live::Live,
 }
 
 /// What the control lock guards.
@@ -86,6 +88,7 @@ impl Agent {
             control: Mutex::new(Control::default()),
             signal_installed: AtomicBool::new(false),
             dead: AtomicBool::new(false),
+            live: Default::default(),
         }
     }
 

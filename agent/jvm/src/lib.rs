@@ -4,6 +4,7 @@
 //! Entry points catch every panic: nothing unwinds into the JVM.
 
 mod agent;
+mod bridge;
 mod callbacks;
 mod control;
 mod jvmti;
@@ -88,3 +89,11 @@ fn split_reply(text: &str) -> (String, Option<&str>) {
 
 #[no_mangle]
 pub extern "C" fn Agent_OnUnload(_vm: *mut JavaVM) {}
+
+/// `System.load` of libhpm.so from the Java bridge (`io.github.hpm.Hpm`): start the agent in
+/// the live phase unless it already runs (-agentpath, or an earlier load).
+#[no_mangle]
+pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut c_void) -> jint {
+    bridge::on_jni_load(vm);
+    jni::sys::JNI_VERSION_1_8
+}

@@ -318,3 +318,55 @@ pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
+
+/// Counting events of the calling thread for the Java bridge (`Hpm.counters()`, regions):
+/// each event on its own descriptor (no ring, no signal), enabled at once, read with read(2).
+pub struct Counting {
+    events: Vec<(EventDef, OwnedFd)>,
+}
+
+impl Counting {
+    /// Opens what it can of `events` for the calling thread; the others come back with why.
+    pub fn open(events: &[EventDef]) -> (Counting, Vec<(EventDef, PerfError)>) {
+        let mut ok = Vec::new();
+        let mut failed = Vec::new();
+        for ev in events {
+            let mut a = sys::bindings::perf_event_attr {
+                type_: ev.type_,
+                size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
+                config: ev.config,
+                ..Default::default()
+            };
+            a.set_exclude_hv(1);
+            a.set_exclude_kernel(1);
+            // SAFETY: `a` is a fully initialised perf_event_attr whose `size` matches the struct;
+            // pid 0 / cpu -1 is the calling thread on any CPU.
+            let fd = unsafe { sys::perf_event_open(&mut a, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong) };
+            if fd < 0 {
+                failed.push((*ev, PerfError { what: format!("perf_event_open({}) for counting", ev.name), errno: errno() }));
+            } else {
+                // SAFETY: the kernel returned a new descriptor that nothing else owns.
+                ok.push((*ev, unsafe { OwnedFd::from_raw_fd(fd) }));
+            }
+        }
+        (Counting { events: ok }, failed)
+    }
+
+    pub fn names(&self) -> Vec<&'static str> {
+        self.events.iter().map(|(e, _)| e.name).collect()
+    }
+
+    /// The current value of every open event, in [`Self::names`] order, appended to `out`.
+    pub fn read(&self, out: &mut Vec<u64>) -> Result<(), PerfError> {
+        for (ev, fd) in &self.events {
+            let mut v = 0u64;
+            // SAFETY: reading 8 bytes into a u64 from a perf descriptor we own (read_format 0).
+            let n = unsafe { libc::read(fd.as_raw_fd(), &mut v as *mut u64 as *mut libc::c_void, 8) };
+            if n != 8 {
+                return Err(PerfError { what: format!("reading counter {}", ev.name), errno: errno() });
+            }
+            out.push(v);
+        }
+        Ok(())
+    }
+}

@@ -17,7 +17,6 @@ use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{Recording, VmComponent};
 use hpm_core::options::OutputFormat;
 use hpm_core::output;
-use hpm_core::output::stacks::StackTable;
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::options::Interval;
 use hpm_core::resolve::SampleResolver;
@@ -92,15 +91,14 @@ struct Processor {
     cpu_ns: u64,
     /// Display names by method index, so the calling context tree is fed without allocating.
     names: Vec<String>,
-    /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
-    /// outputs are built from it (they may also be asked for when a session stops).
-    stacks: StackTable,
     /// Every JFR chunk written so far, kept when the session writes no JFR file itself, so
     /// `dump,file=X.jfr` can still write one.
     jfr_mem: Option<Vec<u8>>,
     /// JFR chunks written (to files or memory).
     chunks: u64,
     session: &'static Session,
+    /// Regions and phase markers from the Java bridge, written with the next chunk.
+    marks: Vec<hpm_core::jfr::marks::Mark>,
 }
 
 pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
@@ -251,14 +249,16 @@ impl Processor {
             tuner: (agent.opts.interval == Interval::Auto).then(|| tuner_for(agent)).flatten(),
             cpu_ns: 0,
             names: Vec::new(),
-            stacks: StackTable::default(),
             jfr_mem: jfr_is_empty.then(Vec::new),
             chunks: 0,
             session: agent,
+            marks: Vec::new(),
         }
     }
 
     fn round(&mut self, agent: &Session, last: bool) {
+        // Before the thread sync: a mark's thread is registered before the mark is queued.
+        self.marks.extend(agent.live.take_marks());
         agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
         for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
             self.resolver.timeline.push(ev);
@@ -280,6 +280,7 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(agent, watermark);
+        agent.live.serve(&self.cct);
         self.rec.end_ticks = now;
         if last || now.saturating_sub(self.chunk_start) >= agent.opts.flush_secs * 1_000_000_000 {
             self.flush_chunk(agent, now);
@@ -323,7 +324,6 @@ impl Processor {
             }
             let thread_root = agent.opts.per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
             self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
-            self.stacks.add(&s);
             self.rec.samples.push(s);
             agent.resolved.fetch_add(1, Ordering::Relaxed);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
@@ -366,7 +366,7 @@ impl Processor {
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
         if !self.jfr.is_empty() || self.jfr_mem.is_some() {
-            let data = hpm_core::jfr::writer::encode_chunk(&self.rec, &self.rec.samples, times);
+            let data = hpm_core::jfr::writer::encode_chunk_with_marks(&self.rec, &self.rec.samples, &self.marks, times);
             for w in &mut self.jfr {
                 if let Err(e) = w.write_encoded(&data) {
                     eprintln!("hpm: writing {}: {e}", w.path().display());
@@ -378,6 +378,7 @@ impl Processor {
             self.chunks += 1;
         }
         self.rec.samples.clear();
+        self.marks.clear();
         self.chunk_start = now;
     }
 
@@ -386,9 +387,6 @@ impl Processor {
         let title = format!("hpm: {}", output::report::event_line(&self.rec));
         match format {
             OutputFormat::Jfr => Vec::new(),
-            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
-            OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
             OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.cct,

@@ -1,0 +1,119 @@
+//! What the Java bridge shares with the processing thread: regions and phase markers waiting to
+//! be written (not on the signal path: a Mutex'd queue), and copies of the live calling context
+//! tree served on request for `Hpm.hottestMethods` and friends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use hpm_core::cct::Cct;
+use hpm_core::jfr::marks::Mark;
+
+/// Marks kept while no processor drains them; later ones are counted and dropped.
+const MAX_PENDING: usize = 100_000;
+
+#[derive(Default)]
+pub struct Live {
+    marks: Mutex<Vec<Mark>>,
+    /// Marks dropped because the queue was full (no session draining it).
+    pub dropped: AtomicU64,
+    query: Mutex<Query>,
+    served: Condvar,
+}
+
+#[derive(Default)]
+struct Query {
+    wanted: bool,
+    generation: u64,
+    tree: Option<Arc<Cct>>,
+}
+
+impl Live {
+    pub fn push(&self, m: Mark) {
+        let mut q = self.marks.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() >= MAX_PENDING {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            q.push(m);
+        }
+    }
+
+    /// The processor, once per round: the marks queued since the last call.
+    pub fn take_marks(&self) -> Vec<Mark> {
+        std::mem::take(&mut *self.marks.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The processor, once per round after resolving: copies the tree if a query waits for it.
+    pub fn serve(&self, cct: &Cct) {
+        let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());
+        if q.wanted {
+            q.tree = Some(Arc::new(cct.clone()));
+            q.generation += 1;
+            q.wanted = false;
+            self.served.notify_all();
+        }
+    }
+
+    /// A copy of the live tree as of the processor's next round (samples settle for about
+    /// 100 ms before they are resolved). `Err` when no processor serves it within `timeout`.
+    pub fn tree(&self, timeout: Duration) -> Result<Arc<Cct>, String> {
+        let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());
+        let generation = q.generation;
+        q.wanted = true;
+        let (q, _) = self
+            .served
+            .wait_timeout_while(q, timeout, |q| q.generation == generation)
+            .unwrap_or_else(|p| p.into_inner());
+        match &q.tree {
+            Some(t) if q.generation != generation => Ok(t.clone()),
+            _ => Err("no profiling session is running, so there is no live profile to query: start one with \
+                      Hpm.start(options) or -agentpath:libhpm.so first"
+                .into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_is_served_by_the_next_round() {
+        let live = Arc::new(Live::default());
+        let mut cct = Cct::new(Vec::new());
+        cct.add_stack(&["main", "spin"], 3, 3, &[]);
+        live.serve(&cct); // nobody asked: nothing copied
+        assert!(live.query.lock().unwrap().tree.is_none());
+        let server = {
+            let live = live.clone();
+            std::thread::spawn(move || loop {
+                live.serve(&cct);
+                if live.query.lock().unwrap().generation > 0 {
+                    break;
+                }
+                std::thread::yield_now();
+            })
+        };
+        let tree = live.tree(Duration::from_secs(60)).unwrap();
+        server.join().unwrap();
+        assert_eq!(tree.total_samples(), 3);
+    }
+
+    #[test]
+    fn a_query_without_processor_fails_with_advice() {
+        let live = Live::default();
+        let e = live.tree(Duration::from_millis(1)).unwrap_err();
+        assert!(e.contains("Hpm.start"), "{e}");
+    }
+
+    #[test]
+    fn the_queue_is_bounded() {
+        let live = Live::default();
+        for i in 0..MAX_PENDING + 5 {
+            live.push(Mark::Phase { time: i as u64, thread: 0, name: String::new(), index: -1 });
+        }
+        assert_eq!(live.dropped.load(Ordering::Relaxed), 5);
+        assert_eq!(live.take_marks().len(), MAX_PENDING);
+        assert!(live.take_marks().is_empty());
+    }
+}
