@@ -17,6 +17,7 @@ use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{Recording, VmComponent};
 use hpm_core::options::OutputFormat;
 use hpm_core::output;
+use hpm_core::output::stacks::StackTable;
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::options::Interval;
 use hpm_core::resolve::SampleResolver;
@@ -91,6 +92,9 @@ struct Processor {
     cpu_ns: u64,
     /// Display names by method index, so the calling context tree is fed without allocating.
     names: Vec<String>,
+    /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
+    /// outputs are built from it (they may also be asked for when a session stops).
+    stacks: StackTable,
     /// Every JFR chunk written so far, kept when the session writes no JFR file itself, so
     /// `dump,file=X.jfr` can still write one.
     jfr_mem: Option<Vec<u8>>,
@@ -249,6 +253,7 @@ impl Processor {
             tuner: (agent.opts.interval == Interval::Auto).then(|| tuner_for(agent)).flatten(),
             cpu_ns: 0,
             names: Vec::new(),
+            stacks: StackTable::default(),
             jfr_mem: jfr_is_empty.then(Vec::new),
             chunks: 0,
             session: agent,
@@ -324,6 +329,7 @@ impl Processor {
             }
             let thread_root = agent.opts.per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
             self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
+            self.stacks.add(&s);
             self.rec.samples.push(s);
             agent.resolved.fetch_add(1, Ordering::Relaxed);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
@@ -387,6 +393,9 @@ impl Processor {
         let title = format!("hpm: {}", output::report::event_line(&self.rec));
         match format {
             OutputFormat::Jfr => Vec::new(),
+            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
+            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
+            OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
             OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.cct,
