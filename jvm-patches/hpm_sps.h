@@ -15,10 +15,17 @@
 /* Extension function ids (jvmtiExtensionFunctionInfo.id) */
 #define HPM_SPS_VERSION_ID "com.github.hpm.sps.Version"
 #define HPM_SPS_SAMPLE_ID  "com.github.hpm.sps.Sample"
-#define HPM_SPS_VERSION 1
+#define HPM_SPS_VERSION 2
 
 /* Frame types */
 enum { HPM_SPS_FRAME_INTERPRETED = 0, HPM_SPS_FRAME_COMPILED = 1, HPM_SPS_FRAME_INLINED = 2, HPM_SPS_FRAME_NATIVE = 3 };
+/* Slot status (hpm_sps_trace.status): who owns a slot */
+enum {
+  HPM_SPS_SLOT_FREE = 0,      /* the agent's; Sample may use it */
+  HPM_SPS_SLOT_PENDING = 1,   /* requested: the JVM's until the thread has sampled itself */
+  HPM_SPS_SLOT_DONE = 2,      /* trace written; the agent reads it, then stores FREE */
+  HPM_SPS_SLOT_ABANDONED = 3  /* the thread ended before it sampled itself; the agent stores FREE */
+};
 /* Thread states at selection */
 enum { HPM_SPS_RUNNING = 0, HPM_SPS_WAITING = 1 /* blocked, waiting, sleeping, parked */, HPM_SPS_NATIVE = 2 };
 
@@ -31,11 +38,15 @@ typedef struct {
 typedef struct {
   jlong os_tid;          /* kernel thread id */
   jint state;            /* HPM_SPS_* at selection */
-  jint num_frames;       /* frames written (<= max_frames); 0 if the thread ended or had no Java frames */
+  jint num_frames;       /* frames written (<= max_frames); 0 if the thread had no Java frames */
   jint truncated;        /* 1 if the stack was deeper than max_frames */
-  jlong latency_ns;      /* from the request to the moment the stack was walked; 0 if it was not walked */
-  hpm_sps_frame* frames; /* set by the AGENT before the call: points at max_frames entries */
-} hpm_sps_trace;         /* 40 bytes on LP64: os_tid@0 state@8 num_frames@12 truncated@16 latency_ns@24 frames@32 */
+  volatile jint status;  /* HPM_SPS_SLOT_*: read with acquire, written with release (both sides) */
+  jlong latency_ns;      /* from the request to the moment the stack was walked */
+  hpm_sps_frame* frames; /* set by the AGENT once: points at max_frames entries */
+  jlong time_ns;         /* CLOCK_MONOTONIC (os::javaTimeNanos) when the stack was walked */
+  void* thread;          /* the JVM's (the sampled thread); opaque to the agent */
+} hpm_sps_trace;         /* 56 bytes on LP64: os_tid@0 state@8 num_frames@12 truncated@16 status@20
+                            latency_ns@24 frames@32 time_ns@40 thread@48 */
 
 /* jvmtiError Version(jvmtiEnv* env, jint* version_out);
  *   -> writes HPM_SPS_VERSION. Errors: JVMTI_ERROR_NULL_POINTER.
@@ -45,29 +56,41 @@ typedef struct {
  *                   jboolean include_waiting,// share the N samples with blocked/waiting/native threads
  *                                            // in proportion to their numbers (paper section 3.1)
  *                   jint max_frames,         // capacity of each trace's frames array (>= 0)
- *                   hpm_sps_trace* traces,   // agent-provided array
- *                   jint capacity,           // entries in traces (at most this many threads are sampled)
- *                   jint* count_out);        // traces filled: traces[0 .. *count_out)
+ *                   hpm_sps_trace* traces,   // the agent's slots (zeroed = FREE at first)
+ *                   jint capacity,           // number of slots
+ *                   jint* count_out);        // samples requested by this call
+ *
+ * Slots: the agent owns the array for the life of the VM, or until no slot is PENDING. Sample
+ * uses FREE slots only (at most N per call), so the agent's capacity bounds the samples in
+ * flight. Before each call the agent should consume DONE and ABANDONED slots (read the trace,
+ * then store FREE with release semantics). A slot stays PENDING until its thread reaches a poll;
+ * Sample turns it ABANDONED when that thread has ended (a terminated thread processes no
+ * handshakes). An agent that stops sampling must not free slots that are still PENDING.
  *
  * Selection: candidates are the live Java threads other than the caller, threads hidden from
- * external view (compiler threads, service threads), JVMTI agent threads (RunAgentThread) and
- * threads still starting or attaching. A candidate is "running" unless it is blocked or in
- * native. Without include_waiting, min(N, capacity, #running) running threads are chosen
- * uniformly at random. With include_waiting, N is shared: N * R / (R + W) running (rounded up or
- * down at random so that the expected share is exact) and the rest among the W blocked/native
- * threads that have Java frames. Running threads come first in traces[], then waiting ones.
+ * external view (compiler threads, service threads), JVMTI agent threads (RunAgentThread),
+ * threads still starting or attaching, and threads whose previous sample is still PENDING. A
+ * candidate is "running" unless it is blocked or in native. Without include_waiting,
+ * min(N, free slots, #running) running threads are chosen uniformly at random. With
+ * include_waiting, N is shared: N * R / (R + W) running (rounded up or down at random so that
+ * the expected share is exact) and the rest among the W blocked/native threads that have Java
+ * frames.
  *
- * Sampling: returns when every selected thread has been sampled (running threads walk their own
- * stack at their next safepoint poll via a handshake; threads that are blocked/in native are
- * walked by the requester, as HotSpot's handshake mechanism already does for safe threads). No
- * global safepoint. Frames are leaf first, with inlined frames expanded (vframeStream), like
+ * Sampling: each chosen running thread gets an asynchronous handshake and walks its own stack at
+ * its next safepoint poll (self-sampling), then stores DONE; Sample does not wait for it, and no
+ * other thread is affected. Blocked and native threads are walked by the requester in one
+ * handshake with just those threads (they are handshake safe) and are DONE when Sample returns.
+ * No global safepoint. Frames are leaf first, with inlined frames expanded (vframeStream), like
  * GetStackTrace. Must be called from an attached thread (a JVMTI agent thread or a thread
  * attached with AttachCurrentThread) in the live phase.
  *
  * Errors: JVMTI_ERROR_WRONG_PHASE (not live), JVMTI_ERROR_UNATTACHED_THREAD,
  * JVMTI_ERROR_INVALID_ENVIRONMENT, JVMTI_ERROR_NULL_POINTER (count_out, traces with capacity > 0,
- * or any traces[i].frames for i < capacity when max_frames > 0), JVMTI_ERROR_ILLEGAL_ARGUMENT
- * (max_frames < 0 or capacity < 0). *count_out is 0 when nothing was sampled.
+ * or a FREE slot's frames when max_frames > 0), JVMTI_ERROR_ILLEGAL_ARGUMENT (max_frames < 0 or
+ * capacity < 0). *count_out is 0 when nothing was requested.
+ *
+ * Version history: 1 = synchronous (Sample waited for every chosen thread); 2 = asynchronous
+ * self-sampling with slots (this file).
  */
 
 #endif /* HPM_SPS_H */

@@ -19,7 +19,7 @@ check() {  # name, command...
   else
     failed=$((failed + 1)); echo "FAIL $name"; sed 's/^/     /' "$OUT/$name.log" | tail -40
   fi
-  grep -E '^spstest: (mode|call)|^(busy|stress):' "$OUT/$name.log" | sed 's/^/     /'
+  grep -E '^spstest: (mode|call|requested)|^(busy|stress):' "$OUT/$name.log" | sed 's/^/     /'
 }
 
 "$JDK/bin/java" -version 2>&1 | tee "$OUT/version.log" | sed 's/^/     /'

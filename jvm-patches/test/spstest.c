@@ -4,7 +4,8 @@
  *
  *   -agentpath:libspstest.so[=mode=sps|jvmti|none,interval=10,samples=100,waiting=0|1,frames=64]
  *
- * mode=sps (default) calls com.github.hpm.sps.Sample every `interval` ms, `samples` times;
+ * mode=sps (default) calls com.github.hpm.sps.Sample every `interval` ms, `samples` times, and
+ * before each call collects the traces threads published meanwhile (slots, see hpm_sps.h);
  * mode=jvmti calls GetAllStackTraces instead (conventional sampling at a global safepoint, for
  * comparison); mode=none only checks the extension list. Prints "spstest: PASS" or
  * "spstest: FAIL <why>" at VM death. Build: see smoke.sh.
@@ -21,7 +22,7 @@ static jvmtiExtensionFunction fn_version, fn_sample;
 static char mode[16] = "sps";
 static int interval_ms = 10, samples = 100, waiting = 0, max_frames = 64;
 static const char* failure = NULL;
-static long calls, traces, by_state[3], by_type[4], frames_total, empty, truncated;
+static long calls, requested, abandoned, traces, by_state[3], by_type[4], frames_total, empty, truncated;
 static long long lat_sum, lat_max, call_sum, call_max;
 static int printed;
 
@@ -44,26 +45,39 @@ static void print_frame(const hpm_sps_frame* f) {
   (*jvmti)->Deallocate(jvmti, (unsigned char*)sig);
 }
 
+/* Reads the traces threads published since the last call (DONE slots) and frees their slots. */
+static void collect(hpm_sps_trace* t, int capacity) {
+  for (int i = 0; i < capacity; i++) {
+    int status = __atomic_load_n(&t[i].status, __ATOMIC_ACQUIRE);
+    if (status == HPM_SPS_SLOT_ABANDONED) abandoned++;
+    if (status != HPM_SPS_SLOT_DONE && status != HPM_SPS_SLOT_ABANDONED) continue;
+    if (status == HPM_SPS_SLOT_DONE) {
+      traces++; by_state[t[i].state % 3]++; frames_total += t[i].num_frames;
+      if (t[i].num_frames == 0) empty++;
+      if (t[i].truncated) truncated++;
+      if (t[i].time_ns <= 0 || t[i].latency_ns < 0) failure = "trace without time";
+      lat_sum += t[i].latency_ns; if (t[i].latency_ns > lat_max) lat_max = t[i].latency_ns;
+      for (int j = 0; j < t[i].num_frames; j++) by_type[t[i].frames[j].type & 3]++;
+      if (printed < 2 && t[i].num_frames > 0) {
+        printed++;
+        printf("spstest:   trace tid=%lld state=%d frames=%d truncated=%d latency=%lldns\n",
+               (long long)t[i].os_tid, t[i].state, t[i].num_frames, t[i].truncated, (long long)t[i].latency_ns);
+        for (int j = 0; j < t[i].num_frames && j < 12; j++) print_frame(&t[i].frames[j]);
+      }
+    }
+    __atomic_store_n(&t[i].status, HPM_SPS_SLOT_FREE, __ATOMIC_RELEASE);
+  }
+}
+
 static void sample_sps(hpm_sps_trace* t, int capacity) {
   jint count = -1;
+  collect(t, capacity);
   long long t0 = now_ns();
   jvmtiError err = fn_sample(jvmti, (jint)0, (jboolean)waiting, (jint)max_frames, t, (jint)capacity, &count);
   long long dt = now_ns() - t0;
   if (err != JVMTI_ERROR_NONE) { failure = "Sample returned an error"; return; }
   calls++; call_sum += dt; if (dt > call_max) call_max = dt;
-  for (int i = 0; i < count; i++) {
-    traces++; by_state[t[i].state % 3]++; frames_total += t[i].num_frames;
-    if (t[i].num_frames == 0) empty++;
-    if (t[i].truncated) truncated++;
-    lat_sum += t[i].latency_ns; if (t[i].latency_ns > lat_max) lat_max = t[i].latency_ns;
-    for (int j = 0; j < t[i].num_frames; j++) by_type[t[i].frames[j].type & 3]++;
-    if (printed < 2 && t[i].num_frames > 0) {
-      printed++;
-      printf("spstest:   trace tid=%lld state=%d frames=%d truncated=%d latency=%lldns\n",
-             (long long)t[i].os_tid, t[i].state, t[i].num_frames, t[i].truncated, (long long)t[i].latency_ns);
-      for (int j = 0; j < t[i].num_frames && j < 12; j++) print_frame(&t[i].frames[j]);
-    }
-  }
+  requested += count;
 }
 
 static void sample_jvmti(void) {
@@ -86,6 +100,8 @@ static void JNICALL sampler(jvmtiEnv* env, JNIEnv* jni, void* arg) {
     if (strcmp(mode, "sps") == 0) sample_sps(t, CAP);
     else if (strcmp(mode, "jvmti") == 0) sample_jvmti();
   }
+  /* Traces published after the last call; slots still PENDING stay owned by their threads. */
+  if (strcmp(mode, "sps") == 0) collect(t, CAP);
 }
 
 static void JNICALL vm_init(jvmtiEnv* env, JNIEnv* jni, jthread thread) {
@@ -115,6 +131,7 @@ static void JNICALL vm_death(jvmtiEnv* env, JNIEnv* jni) {
          "(interpreted %ld, compiled %ld, inlined %ld, native %ld) empty=%ld truncated=%ld\n",
          mode, calls, traces, by_state[0], by_state[1], by_state[2], frames_total,
          by_type[0], by_type[1], by_type[2], by_type[3], empty, truncated);
+  if (calls) printf("spstest: requested=%ld collected=%ld abandoned=%ld\n", requested, traces, abandoned);
   if (calls) printf("spstest: call time mean %lldus max %lldus; sample latency mean %lldus max %lldus\n",
                     call_sum / calls / 1000, call_max / 1000, traces ? lat_sum / traces / 1000 : 0, lat_max / 1000);
   if (!failure && strcmp(mode, "sps") == 0 && (calls == 0 || traces == 0 || frames_total == 0)) failure = "no samples";

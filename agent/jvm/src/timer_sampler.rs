@@ -4,13 +4,16 @@
 //!   the stacks in one VM operation at a global safepoint: every thread stops for every sample
 //!   (the paper's baseline).
 //! - `sps`: the patched JVM's partial-safepoint extension: only N running threads are sampled,
-//!   each walking its own stack at its next safepoint poll; no other thread stops.
+//!   each walking its own stack at its next safepoint poll; no other thread stops, and this
+//!   thread does not wait either: each round it collects the traces that threads published
+//!   since the last one (slots of a shared array, see jvm-patches/hpm_sps.h) and requests new
+//!   ones.
 //!
 //! Both produce the same `Captured` records as the signal path, so everything downstream (the
 //! processor, the tree, the outputs, `hpm compare`) is shared.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -27,7 +30,13 @@ use crate::jvmti::{self, Jvmti, JvmtiEnvPtr};
 
 pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
-pub const SPS_VERSION: i32 = 1;
+pub const SPS_VERSION: i32 = 2;
+
+// Slot status, `hpm_sps_trace.status`.
+const SLOT_FREE: i32 = 0;
+const SLOT_PENDING: i32 = 1;
+const SLOT_DONE: i32 = 2;
+const SLOT_ABANDONED: i32 = 3;
 
 /// `hpm_sps_frame` / `hpm_sps_trace` from jvm-patches/hpm_sps.h.
 #[repr(C)]
@@ -44,8 +53,12 @@ struct SpsTrace {
     state: i32,
     num_frames: i32,
     truncated: i32,
+    /// Written by sampled threads while this thread reads it: only through `status()`.
+    status: i32,
     latency_ns: i64,
     frames: *mut SpsFrame,
+    time_ns: i64,
+    thread: *mut c_void,
 }
 
 type SpsSampleFn = unsafe extern "C" fn(JvmtiEnvPtr, i32, u8, i32, *mut SpsTrace, i32, *mut i32) -> u32;
@@ -122,62 +135,115 @@ pub fn start(agent: &'static Agent, sps: Option<Sps>) -> std::io::Result<TimerHa
             }
             lat.lock().unwrap_or_else(|p| p.into_inner()).extend(l);
         }
+        let mut l = Vec::new();
+        buf.collect(agent, &mut l);
+        lat.lock().unwrap_or_else(|p| p.into_inner()).extend(l);
+        if buf.abandoned > 0 && !agent.opts.quiet {
+            eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
+        }
+        buf.release();
     })?;
     Ok(TimerHandle { stop, join, latencies })
 }
 
+/// The slots shared with the patched JVM. Sampled threads write their slot (trace and frames)
+/// whenever they reach a poll, so after construction the slots are only touched through raw
+/// pointers, and their memory is leaked rather than freed while any slot is still pending.
 struct Buffers {
     traces: Vec<SpsTrace>,
     frames: Vec<SpsFrame>,
+    base: *mut SpsTrace,
     depth: usize,
+    /// Requests whose thread ended before it sampled itself.
+    abandoned: u64,
 }
 
 impl Buffers {
     fn new(depth: usize) -> Buffers {
         let depth = depth.min(MAX_FRAMES);
         let cap = 64;
-        let frames = vec![SpsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0 }; cap * depth];
-        let traces = (0..cap)
-            .map(|_| SpsTrace { os_tid: 0, state: 0, num_frames: 0, truncated: 0, latency_ns: 0, frames: std::ptr::null_mut() })
+        let mut frames = vec![SpsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0 }; cap * depth];
+        let mut traces: Vec<SpsTrace> = (0..cap)
+            .map(|i| SpsTrace {
+                os_tid: 0,
+                state: 0,
+                num_frames: 0,
+                truncated: 0,
+                status: SLOT_FREE,
+                latency_ns: 0,
+                frames: frames[i * depth..].as_mut_ptr(),
+                time_ns: 0,
+                thread: std::ptr::null_mut(),
+            })
             .collect();
-        Buffers { traces, frames, depth }
+        let base = traces.as_mut_ptr();
+        Buffers { traces, frames, base, depth, abandoned: 0 }
+    }
+
+    fn status(&self, i: usize) -> &AtomicI32 {
+        // SAFETY: i < traces.len(); the field is an aligned i32 that the JVM accesses only
+        // atomically (Atomic::load_acquire / release_store / cmpxchg), as this side does.
+        unsafe { AtomicI32::from_ptr(std::ptr::addr_of_mut!((*self.base.add(i)).status)) }
+    }
+
+    fn any_pending(&self) -> bool {
+        (0..self.traces.len()).any(|i| self.status(i).load(Ordering::Acquire) == SLOT_PENDING)
+    }
+
+    /// Hands every published trace to the processor and frees its slot.
+    fn collect(&mut self, agent: &Agent, lat: &mut Vec<u64>) {
+        for i in 0..self.traces.len() {
+            match self.status(i).load(Ordering::Acquire) {
+                SLOT_DONE => {
+                    // SAFETY: a DONE slot is no longer written by the JVM (it release-stored
+                    // DONE after the trace, and our acquire load saw it); it stays ours until
+                    // we store FREE below.
+                    let t = unsafe { std::ptr::read(self.base.add(i)) };
+                    lat.push(t.latency_ns.max(0) as u64);
+                    let n = (t.num_frames.max(0) as usize).min(self.depth);
+                    // SAFETY: the JVM wrote `num_frames` (<= depth) frames into this slot's buffer.
+                    let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
+                    if let Some(thread) = agent.threads.index_for_tid(t.os_tid as i32) {
+                        let frames = frames.iter().map(|f| (f.method as u64, f.bci, Some(sps_kind(f.type_))));
+                        push(agent, thread, t.os_tid as u32, t.time_ns.max(0) as u64, frames);
+                    }
+                }
+                SLOT_ABANDONED => self.abandoned += 1,
+                _ => continue,
+            }
+            self.status(i).store(SLOT_FREE, Ordering::Release);
+        }
+    }
+
+    /// Releases the slots: freed if no thread still owes a trace, otherwise leaked, because a
+    /// thread may still write its slot at its next poll.
+    fn release(self) {
+        if self.any_pending() {
+            std::mem::forget(self.traces);
+            std::mem::forget(self.frames);
+        }
     }
 }
 
-/// One `sps` round: the patched JVM samples up to N running threads.
+/// One `sps` round: collect what threads published since the last round, then ask the
+/// patched JVM for samples of up to N running threads (it returns without waiting for them).
 fn sample_sps(agent: &Agent, sps: Sps, b: &mut Buffers, lat: &mut Vec<u64>) {
-    let depth = b.depth;
-    for (i, t) in b.traces.iter_mut().enumerate() {
-        t.frames = b.frames[i * depth..].as_mut_ptr();
-        t.num_frames = 0;
-    }
+    b.collect(agent, lat);
     let mut count = 0i32;
-    // SAFETY: the arguments match hpm_sps.h: `traces` has `capacity` entries whose `frames`
-    // point at `depth` entries each, all owned by `b` and alive during the call.
-    let rc = unsafe {
+    // SAFETY: the arguments match hpm_sps.h: `base` has `traces.len()` slots whose `frames`
+    // point at `depth` entries each; both vectors live until `release`, which leaks them
+    // while a slot is pending.
+    let _rc = unsafe {
         (sps.sample)(
             agent.jvmti.raw(),
             agent.opts.sps_threads as i32,
             u8::from(agent.opts.sps_waiting),
-            depth as i32,
-            b.traces.as_mut_ptr(),
+            b.depth as i32,
+            b.base,
             b.traces.len() as i32,
             &mut count,
         )
     };
-    if rc != 0 {
-        return;
-    }
-    let time = now_ticks();
-    for t in &b.traces[..count.clamp(0, b.traces.len() as i32) as usize] {
-        lat.push(t.latency_ns.max(0) as u64);
-        let n = (t.num_frames.max(0) as usize).min(depth);
-        // SAFETY: the JVM wrote `num_frames` (<= depth) frames into this trace's buffer.
-        let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
-        let thread = agent.threads.index_for_tid(t.os_tid as i32);
-        let Some(thread) = thread else { continue };
-        push(agent, thread, t.os_tid as u32, time, frames.iter().map(|f| (f.method as u64, f.bci, Some(sps_kind(f.type_)))));
-    }
 }
 
 fn sps_kind(t: i32) -> FrameKind {
