@@ -16,7 +16,6 @@ use hpm_core::cct::Cct;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{Recording, VmComponent};
 use hpm_core::options::OutputFormat;
-use hpm_core::output;
 use hpm_core::output::stacks::StackTable;
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::options::Interval;
@@ -26,6 +25,8 @@ use jni::sys::{JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
 use crate::agent::{now_ticks, Agent};
 use crate::methods::JvmtiMethods;
 use crate::session::Session;
+
+mod write;
 
 /// Samples younger than this wait a round, so late code events (JVMTI posts them from the
 /// service thread) are applied before the samples that need them.
@@ -101,8 +102,6 @@ struct Processor {
     /// JFR chunks written (to files or memory).
     chunks: u64,
     session: &'static Session,
-    /// Regions and phase markers from the Java bridge, written with the next chunk.
-    marks: Vec<hpm_core::jfr::marks::Mark>,
 }
 
 pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
@@ -257,13 +256,10 @@ impl Processor {
             jfr_mem: jfr_is_empty.then(Vec::new),
             chunks: 0,
             session: agent,
-            marks: Vec::new(),
         }
     }
 
     fn round(&mut self, agent: &Session, last: bool) {
-        // Before the thread sync: a mark's thread is registered before the mark is queued.
-        self.marks.extend(agent.live.take_marks());
         agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
         for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
             self.resolver.timeline.push(ev);
@@ -285,7 +281,6 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(agent, watermark);
-        agent.live.serve(&self.cct);
         self.rec.end_ticks = now;
         if last || now.saturating_sub(self.chunk_start) >= agent.opts.flush_secs * 1_000_000_000 {
             self.flush_chunk(agent, now);
@@ -372,7 +367,7 @@ impl Processor {
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
         if !self.jfr.is_empty() || self.jfr_mem.is_some() {
-            let data = hpm_core::jfr::writer::encode_chunk_with_marks(&self.rec, &self.rec.samples, &self.marks, times);
+            let data = hpm_core::jfr::writer::encode_chunk(&self.rec, &self.rec.samples, times);
             for w in &mut self.jfr {
                 if let Err(e) = w.write_encoded(&data) {
                     eprintln!("hpm: writing {}: {e}", w.path().display());
@@ -384,67 +379,6 @@ impl Processor {
             self.chunks += 1;
         }
         self.rec.samples.clear();
-        self.marks.clear();
         self.chunk_start = now;
-    }
-
-    /// Renders the profile in any format but JFR (which is written chunk by chunk).
-    fn render(&self, format: OutputFormat) -> Vec<u8> {
-        let title = format!("hpm: {}", output::report::event_line(&self.rec));
-        match format {
-            OutputFormat::Jfr => Vec::new(),
-            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
-            OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
-            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes(),
-            OutputFormat::Html => output::flame_html::flame_html(
-                &self.cct,
-                &output::flame_html::HtmlOptions { title, ..Default::default() },
-            )
-            .into_bytes(),
-            OutputFormat::Svg => output::flame_svg::flame_svg(
-                &self.cct,
-                &output::flame_svg::SvgOptions { title, ..Default::default() },
-            )
-            .into_bytes(),
-        }
-    }
-
-    /// Writes the session's outputs and prints the summary; returns the files written.
-    fn write_outputs(&mut self, agent: &Session) -> Vec<String> {
-        let mut written = Vec::new();
-        for (path, format) in &agent.outputs {
-            if *format != OutputFormat::Jfr {
-                if let Err(e) = std::fs::write(path, self.render(*format)) {
-                    eprintln!("hpm: writing {path}: {e}");
-                    continue;
-                }
-            }
-            written.push(path.clone());
-        }
-        if !agent.opts.quiet {
-            eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
-            eprintln!("hpm: wrote {}", written.join(", "));
-        }
-        written
-    }
-
-    /// Writes the profile so far to `path` (a JFR file gets every chunk flushed so far plus
-    /// one with the samples since). Returns a line saying what was written.
-    fn dump(&mut self, path: &str, format: OutputFormat) -> Result<String, String> {
-        let bytes = if format == OutputFormat::Jfr {
-            if !self.rec.samples.is_empty() || self.chunks == 0 {
-                self.flush_chunk(self.session, now_ticks());
-            }
-            match (&self.jfr_mem, self.jfr.first()) {
-                (Some(m), _) => m.clone(),
-                (None, Some(w)) => std::fs::read(w.path()).map_err(|e| format!("cannot read {}: {e}", w.path().display()))?,
-                (None, None) => return Err("no JFR data recorded".into()),
-            }
-        } else {
-            self.render(format)
-        };
-        std::fs::write(path, &bytes).map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
-        Ok(format!("wrote {path} ({} samples)", self.cct.total_samples()))
     }
 }

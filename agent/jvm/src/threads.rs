@@ -5,69 +5,22 @@
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hpm_core::batch::{BatchQueues, ThreadQueue};
 use hpm_core::capture::Captured;
 use hpm_core::model::ThreadInfo;
 
-use crate::perf::{PerfError, PerfSpec, RingPtr, ThreadEvents};
+use crate::perf::{PerfError, PerfSpec, ThreadEvents};
+
+mod slot;
+pub use slot::Slot;
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
 /// File descriptors the handler can map to a slot.
 pub const MAX_FD: usize = 1 << 16;
-
-/// What the signal handler needs about one thread. Slots are never freed, only reused, so a
-/// handler holding a reference can never see freed memory.
-pub struct Slot {
-    pub tid: AtomicI32,
-    pub thread_idx: AtomicU32,
-    pub queue: ThreadQueue<Captured>,
-    /// Signal handlers inside this slot now; detach waits for zero before unmapping the ring.
-    pub busy: AtomicU32,
-    ring_meta: AtomicU64,
-    ring_data: AtomicU64,
-    ring_size: AtomicU64,
-}
-
-impl Slot {
-    fn new() -> Slot {
-        Slot {
-            tid: AtomicI32::new(0),
-            thread_idx: AtomicU32::new(0),
-            queue: ThreadQueue::default(),
-            busy: AtomicU32::new(0),
-            ring_meta: AtomicU64::new(0),
-            ring_data: AtomicU64::new(0),
-            ring_size: AtomicU64::new(0),
-        }
-    }
-
-    pub fn ring(&self) -> Option<RingPtr> {
-        let meta = self.ring_meta.load(Ordering::Acquire);
-        if meta == 0 {
-            return None;
-        }
-        Some(RingPtr {
-            meta: meta as *mut _,
-            data: self.ring_data.load(Ordering::Relaxed) as *mut u8,
-            size: self.ring_size.load(Ordering::Relaxed) as usize,
-        })
-    }
-
-    fn set_ring(&self, r: Option<RingPtr>) {
-        match r {
-            Some(r) => {
-                self.ring_data.store(r.data as u64, Ordering::Relaxed);
-                self.ring_size.store(r.size as u64, Ordering::Relaxed);
-                self.ring_meta.store(r.meta as u64, Ordering::Release);
-            }
-            None => self.ring_meta.store(0, Ordering::Release),
-        }
-    }
-}
 
 /// Per-reason counts of threads that could not be profiled.
 #[derive(Default, Debug, Clone)]
