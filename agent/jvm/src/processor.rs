@@ -102,6 +102,8 @@ struct Processor {
     /// JFR chunks written (to files or memory).
     chunks: u64,
     session: &'static Session,
+    /// Regions and phase markers from the Java bridge, written with the next chunk.
+    marks: Vec<hpm_core::jfr::marks::Mark>,
 }
 
 pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
@@ -256,10 +258,13 @@ impl Processor {
             jfr_mem: jfr_is_empty.then(Vec::new),
             chunks: 0,
             session: agent,
+            marks: Vec::new(),
         }
     }
 
     fn round(&mut self, agent: &Session, last: bool) {
+        // Before the thread sync: a mark's thread is registered before the mark is queued.
+        self.marks.extend(agent.live.take_marks());
         agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
         for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
             self.resolver.timeline.push(ev);
@@ -281,6 +286,7 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(agent, watermark);
+        agent.live.serve(&self.cct);
         self.rec.end_ticks = now;
         if last || now.saturating_sub(self.chunk_start) >= agent.opts.flush_secs * 1_000_000_000 {
             self.flush_chunk(agent, now);
@@ -367,7 +373,7 @@ impl Processor {
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
         if !self.jfr.is_empty() || self.jfr_mem.is_some() {
-            let data = hpm_core::jfr::writer::encode_chunk(&self.rec, &self.rec.samples, times);
+            let data = hpm_core::jfr::writer::encode_chunk_with_marks(&self.rec, &self.rec.samples, &self.marks, times);
             for w in &mut self.jfr {
                 if let Err(e) = w.write_encoded(&data) {
                     eprintln!("hpm: writing {}: {e}", w.path().display());
@@ -379,6 +385,7 @@ impl Processor {
             self.chunks += 1;
         }
         self.rec.samples.clear();
+        self.marks.clear();
         self.chunk_start = now;
     }
 }
