@@ -110,6 +110,10 @@ fn attach_start_dump_stop_on_a_running_jvm() {
         assert!(out.contains("profiling stopped") && out.contains("session.collapsed"), "{}: {out}", jdk.name);
         assert!(total(&read_collapsed(&session)) >= n, "{}: the session file has fewer samples than the dump", jdk.name);
         assert!(attach_ok(pid, "status").contains("state: idle"), "{}: status after stop", jdk.name);
+        // After stop, dump writes the last session's profile.
+        let after = dir.join("after.collapsed");
+        attach_ok(pid, &format!("dump,file={}", after.display()));
+        assert_eq!(total(&read_collapsed(&after)), total(&read_collapsed(&session)), "{}: dump after stop", jdk.name);
         assert_eq!(jvm.say("work 100"), "worked");
         assert!(jvm.say("exit").starts_with("done"));
         let status = jvm.child.wait().unwrap();
@@ -119,7 +123,8 @@ fn attach_start_dump_stop_on_a_running_jvm() {
 
 #[test]
 fn attach_to_a_process_that_is_not_a_jvm_says_so() {
-    let mut sleeper = Command::new("sleep").arg("60").spawn().expect("run sleep");
+    hpm_bin(); // build first: the sleeper must outlive the build
+    let mut sleeper = Command::new("sleep").arg("600").spawn().expect("run sleep");
     let o = hpm(&["attach", &sleeper.id().to_string()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
