@@ -204,6 +204,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
             if c != cap::GENERATE_GARBAGE_COLLECTION_EVENTS {
                 return Err(format!("{e}: this JVM does not grant the capability late; start it with -agentpath instead"));
             }
+            eprintln!("hpm: {e}: no GC start/finish events after a late attach; the VM thread's GC work counts as VM runtime");
         }
     }
     let mut fresh = false;
