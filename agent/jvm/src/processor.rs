@@ -264,7 +264,7 @@ impl Processor {
 
     fn round(&mut self, agent: &Session, last: bool) {
         // Before the thread sync: a mark's thread is registered before the mark is queued.
-        self.marks.extend(agent.live.take_marks());
+        self.marks.extend(agent.live.take_marks().into_iter().filter(|m| m.time() >= agent.start_ticks));
         agent.threads.sync_threads(&mut self.rec.threads, &mut self.thread_generation);
         for ev in std::mem::take(&mut *agent.code_events.lock().unwrap_or_else(|p| p.into_inner())) {
             self.resolver.timeline.push(ev);

@@ -44,6 +44,16 @@ pub enum Mark {
     },
 }
 
+impl Mark {
+    /// When the mark starts (a region's start, a phase marker's time).
+    pub fn time(&self) -> u64 {
+        match self {
+            Mark::Region { start, .. } => *start,
+            Mark::Phase { time, .. } => *time,
+        }
+    }
+}
+
 /// The `hpm.Region` and `hpm.Phase` event types.
 pub fn event_defs() -> Vec<EventDef> {
     let mut region = vec![

@@ -56,6 +56,12 @@ pub fn on_jni_load(vm: *mut JavaVM) {
     }
 }
 
+/// Whether a session is recording: like the JDK's own events, regions and phase markers are
+/// written only while one runs (the processor also drops any older than its session).
+fn recording(a: &Agent) -> bool {
+    a.current().is_some_and(|s| !s.stopped.load(std::sync::atomic::Ordering::Acquire))
+}
+
 /// The thread index of the calling Java thread in the agent's registry.
 fn this_thread(a: &Agent, java_id: jlong, name: String) -> Option<u32> {
     a.threads.index_for_tid(crate::perf::gettid()).or_else(|| a.threads.index_for_java_id(java_id as u64, || name))
@@ -112,6 +118,9 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeRegion(
             return Err(format!("region '{name}': counter readings of the wrong length (read them with Hpm.counters() on this thread)"));
         }
         let tname = jni::string(env, thread_name, "thread name")?;
+        if !recording(a) {
+            return Ok(());
+        }
         let Some(thread) = this_thread(a, java_id, tname) else { return Ok(()) };
         let counters = names.into_iter().zip(start[1..].iter().zip(&end[1..])).map(|(n, (s, e))| (n, e.wrapping_sub(*s).max(0) as u64)).collect();
         a.live.push(Mark::Region { start: start[0] as u64, end: (end[0] as u64).max(start[0] as u64), thread, name, counters });
@@ -132,6 +141,9 @@ pub extern "system" fn Java_io_github_hpm_Native_nativePhase(
         let a = loaded_agent()?;
         let name = jni::string(env, name, "phase name")?;
         let tname = jni::string(env, thread_name, "thread name")?;
+        if !recording(a) {
+            return Ok(());
+        }
         let Some(thread) = this_thread(a, java_id, tname) else { return Ok(()) };
         a.live.push(Mark::Phase { time: agent::now_ticks(), thread, name, index });
         Ok(())

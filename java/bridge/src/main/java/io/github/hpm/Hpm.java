@@ -240,7 +240,8 @@ public final class Hpm {
 
     /**
      * Marks the start of a named phase on the calling thread (an {@code hpm.Phase} event with
-     * index -1): samples after it, up to the next marker, belong to it.
+     * index -1): samples after it, up to the next marker, belong to it. Markers are written
+     * only while a profiling session runs.
      *
      * @param name the phase, e.g. {@code warm-up} or {@code steady}
      * @throws HpmException if the name is null
@@ -256,7 +257,7 @@ public final class Hpm {
     /**
      * Marks the start of benchmark iteration {@code index} (an {@code hpm.Phase} event named
      * {@code iteration}), so warm-up iterations can be left out of the profile, as Hofer et al.
-     * do.
+     * do. Written only while a profiling session runs.
      *
      * @param index the iteration number, 0 or more
      * @throws HpmException if the index is negative

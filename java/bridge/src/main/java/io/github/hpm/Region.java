@@ -12,9 +12,8 @@ package io.github.hpm;
  * }
  * }</pre>
  *
- * <p>Regions may nest. The event is written by the running profiling session; without one,
- * it is kept until the next session starts (up to 100,000 events) and the deltas are still
- * available from {@link #deltas()}.
+ * <p>Regions may nest. Like the JDK's own events, the event is written only while a profiling
+ * session runs; without one, the deltas are still available from {@link #deltas()}.
  */
 public final class Region implements AutoCloseable {
     private final Hpm hpm;

@@ -50,6 +50,10 @@ class ControlTest {
     @Test
     void aSessionWritesRegionsPhasesAndSamplesToJfr() throws Exception {
         Path jfr = dir.resolve("session.jfr");
+        hpm.phase("before the session: not recorded");
+        try (Region r = hpm.region("before the session: not recorded")) {
+            TestLib.spin(1000);
+        }
         String started = hpm.start("interval=1ms,file=" + jfr);
         assertTrue(started.contains(jfr.toString()), started);
         assertTrue(hpm.status().contains("running"), hpm.status());
