@@ -16,43 +16,18 @@ import re
 import statistics
 import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, async_profiler, build_agent, quartiles, run as measure_run
 
 
 LATENCY = re.compile(r"latency per sample median ([0-9.]+) us, p95 ([0-9.]+) us")
 
 
 def run(cmd):
-    start = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    err = p.stderr.read().decode()
-    _, status, usage = os.wait4(p.pid, 0)
-    wall = time.monotonic() - start
-    if status != 0:
-        sys.exit(f"benchmark run failed ({status}): {' '.join(cmd)}\n{err}")
-    m = LATENCY.search(err)
+    r = measure_run(cmd)
+    m = LATENCY.search(r.err)
     latency = (float(m.group(1)), float(m.group(2))) if m else None
-    return wall, usage.ru_utime + usage.ru_stime, latency
-
-
-def async_profiler(version):
-    """libasyncProfiler.so from the Maven Central jar, unpacked under target/."""
-    jar = os.path.expanduser(f"~/.m2/repository/tools/profiler/async-profiler/{version}/async-profiler-{version}.jar")
-    if not os.path.exists(jar):
-        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact=tools.profiler:async-profiler:{version}"], check=True)
-    out = os.path.join(ROOT, "target", f"async-profiler-{version}")
-    lib = os.path.join(out, "linux-x64", "libasyncProfiler.so")
-    if not os.path.exists(lib):
-        os.makedirs(out, exist_ok=True)
-        subprocess.run(["unzip", "-o", "-q", jar, "linux-x64/*", "-d", out], check=True)
-    return lib
-
-
-def quartiles(xs):
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], statistics.median(xs), q[2]
+    return r.wall, r.cpu, latency
 
 
 def main():
@@ -65,9 +40,8 @@ def main():
     ap.add_argument("--samplers", action="store_true",
                     help="compare sampler=jvmti and sampler=sps instead (give the patched JDK's java with --java)")
     a = ap.parse_args()
-    agent = os.path.join(ROOT, "target/release/libhpm.so")
+    agent, _ = build_agent()
     classes = os.path.join(ROOT, "target/demo")
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "hpm-agent", "-p", "hpm-cli"], cwd=ROOT, check=True)
     os.makedirs(classes, exist_ok=True)
     subprocess.run(["javac", "-d", classes, os.path.join(ROOT, "java/demo/Demo.java")], check=True)
     out = "/tmp/hpm-bench.jfr"

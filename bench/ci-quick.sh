@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# CI step of scripts/test.sh: `scripts/bench-suite.py --quick` end to end (packages fetched,
+# drivers compiled, every profiler cell run, a profile produced, agreement computed, tables and
+# plots rendered) into a temporary directory. Passes or fails on the harness only: the suite's
+# checks are "ran, produced, rendered", never a timing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+python3 scripts/bench-suite.py --quick --out "$out" 2>&1 | sed 's/^/  /'
+status=${PIPESTATUS[0]}
+passed=$(grep -c '^ok ' "$out/checks.txt" 2>/dev/null || true)
+failed=$(grep -c '^FAILED ' "$out/checks.txt" 2>/dev/null || true)
+skipped=$(grep -c '^SKIPPED ' "$out/checks.txt" 2>/dev/null || true)
+grep '^FAILED ' "$out/checks.txt" 2>/dev/null | sed 's/^/bench-quick: /'
+# No checks file at all means the suite stopped before its end: one failure.
+if [ ! -s "$out/checks.txt" ] || [ ! -s "$out/tables.md" ]; then
+  failed=$((failed + 1))
+  echo "bench-quick: the suite stopped before writing its results (exit $status)"
+elif [ "$status" != 0 ] && [ "$failed" = 0 ]; then
+  failed=1
+fi
+grep '^SKIPPED ' "$out/checks.txt" 2>/dev/null | sed 's/^/bench-quick: /'
+record bench-quick "${passed:-0}" "${failed:-0}" "${skipped:-0}"
+[ "$failed" = 0 ]

@@ -1,0 +1,100 @@
+"""The third-party workloads of scripts/bench-suite.py: which Debian packages each needs,
+which jars go on its class path, its driver in bench/src and the fixed arguments (iterations
+first). Packages are fetched by bench/fetch.sh (apt-get download + dpkg -x, no install)."""
+import glob
+import os
+import subprocess
+import sys
+
+from benchlib import ROOT, target_dir
+
+
+class Workload:
+    def __init__(self, name, packages, jars, main, args, threads, what, multithreaded=False, churn=False):
+        self.name, self.packages, self.jars, self.main, self.args = name, packages, jars, main, args
+        self.threads, self.what, self.multithreaded, self.churn = threads, what, multithreaded, churn
+
+    def iterations(self):
+        return int(self.args[0])
+
+
+WORKLOADS = [
+    Workload("sunflow", ["libsunflow-java"], ["sunflow"], "SunflowBench", ["10", "64", "4"],
+             "4 render threads", "renders sunflow's benchmark scene (64x64) with org.sunflow.Benchmark, one frame per iteration",
+             multithreaded=True),
+    Workload("h2", ["libh2-java"], ["h2"], "H2Bench", ["10", "4", "1000"],
+             "4 clients", "in-memory TPC-B-like schema (100,000 accounts); 4 JDBC clients x 1,000 transactions per iteration",
+             multithreaded=True),
+    Workload("lucene", ["liblucene8-java"], ["lucene-core", "lucene-analyzers-common"], "LuceneBench", ["8", "4", "2000", "300"],
+             "1 indexer, 4 searchers", "indexes 2,000 generated documents in memory, then 4 threads run 300 term/boolean/phrase queries each",
+             multithreaded=True),
+    Workload("xalan", ["libxalan2-java"], ["xalan2", "serializer"], "XalanBench", ["12", "4", "2", "1000"],
+             "4 transformers", "4 threads transform generated 1,000-item catalogues to HTML (keys, sorting, number formatting), 2 each per iteration",
+             multithreaded=True),
+    Workload("rhino", ["rhino"], ["js"], "RhinoBench", ["8", "16", "1"],
+             "16 new threads per iteration (128 in all)", "each iteration starts 16 threads that compile and run a JavaScript program (word counts, sort, sieve, JSON) and end",
+             multithreaded=True, churn=True),
+    Workload("ecj", ["ecj"], ["eclipse-jdt-core"], "EcjBench", ["5", "20"],
+             "1", "compiles a generated 20-class source tree (generics, lambdas, streams) with the Eclipse batch compiler in-process"),
+]
+BY_NAME = {w.name: w for w in WORKLOADS}
+
+
+def cache_dir():
+    return os.environ.get("HPM_BENCH_CACHE") or os.path.join(target_dir(), "bench-cache")
+
+
+def fetch(workloads):
+    """Fetches the workloads' packages (idempotent); returns the unpacked root."""
+    pkgs = sorted({p for w in workloads for p in w.packages})
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "fetch.sh"), cache_dir()] + pkgs,
+                       stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        sys.exit(f"bench/fetch.sh failed for {' '.join(pkgs)} (see its messages above)")
+    return r.stdout.strip().splitlines()[-1]
+
+
+def jar(root, name):
+    """ROOT/usr/share/java/NAME.jar or NAME-<version>.jar, with symlinks followed inside
+    the unpacked tree (Debian's links may be absolute /usr/share/java paths)."""
+    java_dir = os.path.join(root, "usr", "share", "java")
+    cands = [os.path.join(java_dir, name + ".jar")] + sorted(glob.glob(os.path.join(java_dir, name + "-[0-9]*.jar")))
+    for path in cands:
+        for _ in range(8):
+            if not os.path.islink(path):
+                break
+            t = os.readlink(path)
+            path = os.path.join(root, t.lstrip("/")) if t.startswith("/") else os.path.join(os.path.dirname(path), t)
+        if os.path.isfile(path):
+            return os.path.normpath(path)
+    sys.exit(f"bench: no {name}.jar under {java_dir}; delete {cache_dir()} and run again to fetch the packages afresh")
+
+
+def versions(workloads):
+    """Debian package version of each workload's first package, from the downloaded .deb."""
+    out = {}
+    for w in workloads:
+        p = w.packages[0]
+        debs = sorted(glob.glob(os.path.join(cache_dir(), "debs", f"{p}_*.deb")))
+        out[w.name] = (p, debs[0].split("_")[1].replace("%3a", ":") if debs else "?")
+    return out
+
+
+def classes_dir():
+    return os.path.join(target_dir(), "bench")
+
+
+def compile_drivers(root, workloads):
+    """javac of bench/src (drivers and the harness) and tests/workloads/Shares.java into
+    target/bench; returns {workload: class path}."""
+    paths = {w.name: [jar(root, j) for j in w.jars] for w in workloads}
+    out = classes_dir()
+    os.makedirs(out, exist_ok=True)
+    src = os.path.join(ROOT, "bench", "src")
+    files = [os.path.join(src, "Harness.java")] + [os.path.join(src, w.main + ".java") for w in workloads]
+    cp = ":".join(sorted({p for ps in paths.values() for p in ps}))
+    r = subprocess.run(["javac", "--release", "17", "-nowarn", "-d", out, "-cp", cp] + files, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"bench: javac of the drivers failed:\n{r.stderr}")
+    subprocess.run(["javac", "--release", "17", "-d", out, os.path.join(ROOT, "tests", "workloads", "Shares.java")], check=True)
+    return {name: ":".join([out] + ps) for name, ps in paths.items()}
