@@ -1,4 +1,5 @@
-//! `hpm report FILE [--top N] [--min-percent P] [--threads]`: the text report of a recording
+//! `hpm report FILE [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]`: the
+//! text report of a recording
 //! (`.jfr`) or of collapsed stacks (`.collapsed`). Also holds the input loading shared with
 //! `hpm flamegraph`.
 
@@ -9,7 +10,7 @@ use hpm_core::model::{Recording, VmComponent};
 use hpm_core::output::report::{component_counts, full_report, ReportOptions};
 
 const USAGE: &str =
-    "usage: hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]";
+    "usage: hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]";
 
 /// Extensions read as collapsed stacks.
 const COLLAPSED_EXTS: [&str; 3] = ["collapsed", "folded", "txt"];
@@ -24,6 +25,12 @@ pub(crate) struct Input {
 /// Loads `.jfr` or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
 /// under the root (JFR only: collapsed stacks carry no thread information).
 pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
+    load_input_from(path, threads, None)
+}
+
+/// [`load_input`], keeping only the samples from the phase marker `from_phase` on (`NAME` or
+/// `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only).
+pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str>) -> Result<Input, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
     let is_jfr = ext == "jfr";
@@ -49,6 +56,12 @@ pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
     if is_jfr {
         let mut rec =
             hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
+        if let Some(spec) = from_phase {
+            let phases = hpm_core::jfr::marks::read_phases(p).map_err(|m| format!("cannot load recording: {m}"))?;
+            let left_out = hpm_core::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
+                .map_err(|e| format!("--from-phase: {e}"))?;
+            eprintln!("hpm: from phase `{spec}` on: {} samples kept, {left_out} before it left out", rec.samples.len());
+        }
         let cct = Cct::from_recording(&rec, threads);
         let components = component_counts(&rec.samples);
         // The outputs need only metadata from here on.
@@ -59,6 +72,9 @@ pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
             components,
         })
     } else {
+        if from_phase.is_some() {
+            return Err(format!("--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"));
+        }
         if threads {
             return Err(format!(
                 "--threads needs a .jfr recording: collapsed stacks like `{path}` carry no thread information \
@@ -99,13 +115,15 @@ pub(crate) fn option_value<'a>(
 pub fn main(args: &[String]) -> Result<(), String> {
     let mut opts = ReportOptions::default();
     let mut file: Option<&str> = None;
+    let mut from_phase: Option<&str> = None;
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
         if a == "-h" || a == "--help" {
             println!("{USAGE}\n  --top N          rows in the method tables (default 20)\n  --min-percent P  \
                       call-tree frames below P% of samples are summarised (default 1)\n  --threads        \
-                      one call tree per thread (.jfr only)");
+                      one call tree per thread (.jfr only)\n  --from-phase NAME[=INDEX]  only the samples from \
+                      the first phase marker NAME (iteration INDEX) on, e.g. iteration=5 (markers: the Java bridge)");
             return Ok(());
         } else if let Some(v) =
             option_value(args, &mut i, "--top", "a number of rows, e.g. --top 30")?
@@ -129,6 +147,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 .ok_or(format!(
                     "--min-percent needs a percentage between 0 and 100, got `{v}`"
                 ))?;
+        } else if let Some(v) = option_value(args, &mut i, "--from-phase", "a phase, e.g. --from-phase iteration=5")? {
+            from_phase = Some(v);
         } else if a == "--threads" {
             opts.threads = true;
         } else if a.starts_with('-') && a.len() > 1 {
@@ -143,7 +163,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         i += 1;
     }
     let file = file.ok_or(format!("missing input file; {USAGE}"))?;
-    let input = load_input(file, opts.threads)?;
+    let input = load_input_from(file, opts.threads, from_phase)?;
     print!(
         "{}",
         full_report(input.rec.as_ref(), &input.cct, &input.components, &opts)

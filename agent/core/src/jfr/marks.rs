@@ -119,6 +119,62 @@ pub fn write_marks(out: &mut Vec<u8>, pools: &mut Pools, marks: &[Mark]) {
     }
 }
 
+/// A phase marker read back from a file; `time` is on the samples' clock (`Sample::time`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhaseMark {
+    pub name: String,
+    pub index: i64,
+    pub time: u64,
+}
+
+/// The `hpm.Phase` markers of parsed chunks, in time order.
+pub fn phases_of<'a>(chunks: impl IntoIterator<Item = &'a super::value::Chunk>) -> Vec<PhaseMark> {
+    let mut out = Vec::new();
+    for c in chunks {
+        for e in c.events_named("hpm.Phase") {
+            out.push(PhaseMark {
+                name: e.str("name").unwrap_or("").to_string(),
+                index: e.i64("index").unwrap_or(-1),
+                time: c.header.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
+            });
+        }
+    }
+    out.sort_by_key(|p| p.time);
+    out
+}
+
+/// The `hpm.Phase` markers of a `.jfr` file, in time order.
+pub fn read_phases(path: &std::path::Path) -> Result<Vec<PhaseMark>, String> {
+    let mut chunks = Vec::new();
+    super::parser::for_each_chunk(path, &|t| t.name == "hpm.Phase", |c| {
+        chunks.push(c);
+        Ok(())
+    })?;
+    Ok(phases_of(&chunks))
+}
+
+/// Keeps the samples from the first marker matching `spec` on: `NAME` (a phase) or
+/// `NAME=INDEX` (an iteration, e.g. `iteration=5` leaves out iterations 0..4 as warm-up).
+/// Returns how many samples were left out.
+pub fn cut_from_phase(samples: &mut Vec<crate::model::Sample>, phases: &[PhaseMark], spec: &str) -> Result<usize, String> {
+    let (name, index) = match spec.rsplit_once('=') {
+        Some((n, i)) => {
+            let i = i.parse::<i64>().map_err(|_| format!("`{spec}`: the part after `=` must be an iteration number, as in iteration=5"))?;
+            (n, Some(i))
+        }
+        None => (spec, None),
+    };
+    let Some(from) = phases.iter().find(|p| p.name == name && index.map_or(true, |i| p.index == i)) else {
+        let mut seen: Vec<String> = phases.iter().map(|p| if p.index >= 0 { format!("{}={}", p.name, p.index) } else { p.name.clone() }).collect();
+        seen.dedup();
+        let seen = if seen.is_empty() { "the file has none (mark them with the Java bridge: Hpm.phase / Hpm.iteration)".to_string() } else { format!("markers: {}", seen.join(", ")) };
+        return Err(format!("no phase marker `{spec}`; {seen}"));
+    };
+    let before = samples.len();
+    samples.retain(|s| s.time >= from.time);
+    Ok(before - samples.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +228,30 @@ mod tests {
         let events: Vec<String> = REGION_COUNTERS.iter().map(|(e, _)| e.to_string()).collect();
         let expected = crate::jfr::schema::counter_field_names(&events);
         assert_eq!(&names[5..], expected.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
+    }
+    #[test]
+    fn a_profile_is_cut_at_a_phase_or_iteration() {
+        let mut rec = sample_recording();
+        let samples = crate::jfr::tests::sample_batch(&mut rec, 5_000_000_000, 40);
+        let t = |i: usize| samples[i].time;
+        let marks = vec![
+            Mark::Phase { time: t(0), thread: 0, name: "warm-up".into(), index: -1 },
+            Mark::Phase { time: t(10), thread: 0, name: "iteration".into(), index: 0 },
+            Mark::Phase { time: t(25), thread: 0, name: "iteration".into(), index: 1 },
+        ];
+        let bytes = encode_chunk_with_marks(&rec, &samples, &marks, times(5_000_000_000, t(39) + 1));
+        let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+        let phases = phases_of(&chunks);
+        assert_eq!(phases.iter().map(|p| p.index).collect::<Vec<_>>(), [-1, 0, 1]);
+        let mut read = crate::jfr::recording_from_chunks(&chunks).unwrap().samples;
+        assert_eq!(read.len(), 40);
+        assert_eq!(cut_from_phase(&mut read, &phases, "iteration=1"), Ok(25));
+        assert_eq!(read.len(), 15);
+        let mut all = samples.clone();
+        assert_eq!(cut_from_phase(&mut all, &phases, "iteration"), Ok(10));
+        let e = cut_from_phase(&mut all, &phases, "iteration=7").unwrap_err();
+        assert!(e.contains("warm-up, iteration=0, iteration=1"), "{e}");
+        assert!(cut_from_phase(&mut all, &phases, "iteration=x").unwrap_err().contains("iteration number"));
+        assert!(cut_from_phase(&mut all, &[], "steady").unwrap_err().contains("Hpm.iteration"));
     }
 }
