@@ -126,7 +126,9 @@ impl SampleResolver {
             };
             for (f, kind) in java.iter().zip(kinds) {
                 let method = self.method_idx(rec, jm, f.method_id);
-                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno, jm.line(f.method_id, f.lineno)) };
+                // A compiled frame stopped at its entry has bci -1 (InvocationEntryBci), as in
+                // the code map: it is about to run bytecode 0, so that is its position and line.
+                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno.max(0), jm.line(f.method_id, f.lineno.max(0))) };
                 stack.push(Frame { method, bci, line, kind });
             }
         } else if !untrusted_retry && (!is_java || c.num_frames == -3) {

@@ -193,6 +193,18 @@ fn a_walk_from_the_caller_of_compiled_code_is_not_trusted() {
     assert_eq!(res.stats.failed, vec![("in_compiled_prologue".to_string(), 1)]);
 }
 
+/// AsyncGetCallTrace reports a compiled frame stopped at its entry with bci -1.
+#[test]
+fn an_entry_bci_from_the_stack_walk_is_bytecode_0() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let c = captured(0, 10, 0x9000, &[(4, -1), (1, 9)]);
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s)[..2], ["Main.leaf", "Main.run"]);
+    assert_eq!((s.stack[0].bci, s.stack[0].line), (0, 100));
+    assert_eq!((s.stack[1].bci, s.stack[1].line), (9, 109));
+}
+
 #[test]
 fn a_failed_walk_in_compiled_code_keeps_its_inline_chain_and_lines() {
     let mut res = SampleResolver::default();
