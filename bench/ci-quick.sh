@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-python3 scripts/bench-suite.py --quick --out "$out" 2>&1 | sed 's/^/  /'
+python3 scripts/bench-suite.py --quick --out "$out" 2>&1 | sed -u 's/^/  /'
 status=${PIPESTATUS[0]}
 passed=$(grep -c '^ok ' "$out/checks.txt" 2>/dev/null || true)
 failed=$(grep -c '^FAILED ' "$out/checks.txt" 2>/dev/null || true)

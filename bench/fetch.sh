@@ -29,7 +29,9 @@ done
 want=($(printf '%s\n' "${want[@]}" | sort -u))
 if [ ${#want[@]} -gt 0 ]; then
   echo "bench/fetch.sh: downloading ${#want[@]} packages into $cache/debs" >&2
-  if ! (cd "$cache/debs" && apt-get download "${want[@]}" >"$cache/apt.log" 2>&1); then
+  download() { (cd "$cache/debs" && apt-get download "${want[@]}" >"$cache/apt.log" 2>&1); }
+  # A fresh machine may have no package lists yet: refresh them once when we may.
+  if ! download && ! { [ "$(id -u)" = 0 ] && apt-get update -qq >"$cache/apt-update.log" 2>&1 && download; }; then
     echo "bench/fetch.sh: apt-get download failed (log: $cache/apt.log):" >&2
     tail -n 5 "$cache/apt.log" >&2
     echo "bench/fetch.sh: check that Debian's package lists are reachable (sudo apt-get update) and that the packages exist: apt-cache policy ${want[*]}" >&2

@@ -147,6 +147,16 @@ def smoke_jobs(a, spsjava):
 def main():
     a = parse_args()
     spsjava = sps_jdk()
+    os.makedirs(a.out, exist_ok=True)
+    agent, hpm = build_agent()
+    probe_failures = []
+    if spsjava and "hpm-sps" in a.profilers:
+        r = measure([spsjava, f"-agentpath:{agent}=sampler=sps,interval=10ms,file={a.out}/probe.jfr,quiet", "-version"])
+        if r.status != 0:
+            why = " | ".join(r.err.strip().splitlines()[-2:])
+            print(f"bench: sampler=sps does not start on {spsjava}: {why}\nbench: the hpm-sps cells are left out", flush=True)
+            probe_failures.append(f"hpm-sps on {spsjava}: {why}")
+            a.profilers.remove("hpm-sps")
     jobs = smoke_jobs(a, spsjava) if a.smoke else plan(a, spsjava)
     shares_cells = sorted({(c.profiler, c.interval, c.group, c.java) for _, _, c in jobs if c.profiler != "none"},
                           key=lambda t: (t[2], t[0], prof.seconds(t[1])))
@@ -162,13 +172,11 @@ def main():
     if not spsjava and any(p in a.profilers for p in ("hpm-sps",)):
         print("bench: no patched JDK (HPM_SPS_JDK or /var/cache/hpm/jdk-sps-latest): sampler=sps cells left out, "
               "sampler=jvmti runs on the stock JDK", flush=True)
-    os.makedirs(a.out, exist_ok=True)
-    agent, hpm = build_agent()
     aplib = async_profiler(a.ap_version) if "async-profiler" in a.profilers else None
     root = fetch(a.workloads)
     cps = compile_drivers(root, a.workloads)
     tools = prof.Tools(agent, hpm, aplib, a.out)
-    rows, checks = [], []
+    rows, checks = [], [(f, False) for f in probe_failures]
     started = time.monotonic()
     csv_path = os.path.join(a.out, "runs.csv")
     with open(csv_path, "w", newline="") as f:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -71,8 +72,8 @@ def async_profiler(version):
     out = os.path.join(target_dir(), f"async-profiler-{version}")
     lib = os.path.join(out, "linux-x64", "libasyncProfiler.so")
     if not os.path.exists(lib):
-        os.makedirs(out, exist_ok=True)
-        subprocess.run(["unzip", "-o", "-q", jar, "linux-x64/*", "-d", out], check=True)
+        with zipfile.ZipFile(jar) as z:
+            z.extract("linux-x64/libasyncProfiler.so", out)
     return lib
 
 

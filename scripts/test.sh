@@ -41,6 +41,7 @@ step() {
   fi
 }
 # (steps are added below this line, one per suite)
+step bench-quick bash bench/ci-quick.sh  # the benchmark harness end to end (scripts/bench-suite.py --quick); never judged on timings
 step java-bridge java/bridge/test.sh
 step jmc-parser tests/jmc/test.sh
 # One closing line over every test binary (cargo's own last lines are the empty doc-test runs).
