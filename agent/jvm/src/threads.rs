@@ -49,6 +49,10 @@ struct Inner {
     next_slot: u32,
     /// Threads never to profile (the agent's own).
     excluded: HashSet<i32>,
+    /// Java threads past ThreadEnd whose task may still be listed in /proc for a moment: the
+    /// scan must not take them for new VM threads (their descriptors would outlive them until
+    /// the next scan). Pruned by the scan once the task is gone.
+    ended: HashSet<i32>,
     /// Without perf (timer samplers): thread index by kernel id and by Java id.
     by_tid: HashMap<i32, u32>,
     by_java_id: HashMap<u64, u32>,
@@ -145,10 +149,11 @@ impl Threads {
     /// known about it (a VM-scan name replaced by the Java name, say).
     pub fn attach(&self, tid: i32, info: ThreadInfo) -> Result<(), PerfError> {
         let mut g = self.lock();
-        if g.excluded.contains(&tid) {
+        if g.excluded.contains(&tid) || (!info.is_java && g.ended.contains(&tid)) {
             return Ok(());
         }
         if info.is_java {
+            g.ended.remove(&tid);
             g.java_live.insert(tid, info.clone());
         }
         let Some((spec, perf)) = g.config.clone() else { return Ok(()) };
@@ -267,7 +272,8 @@ impl Threads {
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
         let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
         let (to_attach, gone): (Vec<i32>, Vec<i32>) = {
-            let g = self.lock();
+            let mut g = self.lock();
+            g.ended.retain(|t| present.contains(t));
             (
                 present.iter().copied().filter(|t| !g.live.contains_key(t) && !g.excluded.contains(t)).collect(),
                 g.live.keys().copied().filter(|t| !present.contains(t)).collect(),
@@ -353,7 +359,11 @@ impl Threads {
 
     /// A Java thread ended (ThreadEnd, on the thread itself).
     pub fn thread_ended(&self, tid: i32, queues: &BatchQueues<Captured>) {
-        self.lock().java_live.remove(&tid);
+        {
+            let mut g = self.lock();
+            g.java_live.remove(&tid);
+            g.ended.insert(tid);
+        }
         self.detach(tid, queues);
     }
 
