@@ -43,7 +43,9 @@ def profiler_args(tools, cell, workdir):
         return [f"-agentpath:{tools.agent}=sampler={p[4:]},interval={i},file={path},quiet"], path
     if p == "async-profiler":
         path = os.path.join(workdir, "profile.collapsed")
-        return [f"-agentpath:{tools.aplib}=start,event=cpu,interval={i},collapsed,file={path}"], path
+        # `ann` marks Java frames (_[j], _[i], _[0], _[1]) so the Java-only comparison can
+        # tell them from native ones; hpm compare removes the marks.
+        return [f"-agentpath:{tools.aplib}=start,event=cpu,interval={i},collapsed,ann,file={path}"], path
     if p == "jfr":
         path = os.path.join(workdir, "profile.jfr")
         jfc = os.path.join(workdir, "sampling.jfc")
@@ -168,6 +170,36 @@ def merged(tools, paths, dest):
     return dest
 
 
+AP_JAVA = re.compile(r"_\[(j|i|0|1)\]$")
+AP_MARK = re.compile(r"_\[\w{1,3}\]$")
+JAVA_NAME = re.compile(r"^[\w$<>+-]+([./][\w$<>+-]+)+$")
+
+
+def java_frame(frame, annotated):
+    """Is this a Java method frame? async-profiler's marks decide when present (`ann`);
+    otherwise Java frames look like pkg.Class.method (native ones have `::`, no dot, a path,
+    or are pseudo-frames in brackets)."""
+    if AP_MARK.search(frame):
+        return bool(AP_JAVA.search(frame))
+    return not annotated and not frame.startswith(("[", "/")) and bool(JAVA_NAME.match(frame))
+
+
+def java_only(src, dest):
+    """The profile with every non-Java frame dropped (JIT, GC and VM threads' native stacks,
+    native leaves under Java code, pseudo-frames such as `[JIT compiler]`); samples with no
+    Java frame left are dropped."""
+    with open(src, errors="replace") as f:
+        lines = f.read().splitlines()
+    annotated = any(AP_JAVA.search(fr) for ln in lines[:500] for fr in ln.rpartition(" ")[0].split(";"))
+    with open(dest, "w") as out:
+        for ln in lines:
+            stack, _, n = ln.rpartition(" ")
+            frames = [fr for fr in stack.split(";") if java_frame(fr, annotated)]
+            if frames and n.isdigit():
+                out.write(";".join(frames) + " " + n + "\n")
+    return dest
+
+
 def agreement(tools, rows):
     """hpm (each mode) vs async-profiler and vs JFR, and async-profiler vs JFR, per workload
     and interval: `hpm compare` of the profiles of all runs of each cell merged. As the noise
@@ -194,7 +226,12 @@ def agreement(tools, rows):
         todo += [(f"{p} vs itself (half the runs each)", p + "/even", p + "/odd")
                  for p in ("hpm-asgct", "async-profiler", "jfr") if p + "/even" in files]
         for name, x, y in todo:
-            got = compare(tools, files[x], files[y])
-            out.append({"workload": wl, "interval": interval, "pair": name, "runs": len(prof[(wl, x.split("/")[0], interval)]),
-                        "ok": got is not None, **(got or {})})
+            for scope in ("Java frames", "all samples"):
+                fx, fy = files[x], files[y]
+                if scope == "Java frames":
+                    fx = java_only(fx, fx[:-10] + ".java.collapsed")
+                    fy = java_only(fy, fy[:-10] + ".java.collapsed")
+                got = compare(tools, fx, fy)
+                out.append({"workload": wl, "interval": interval, "pair": name, "scope": scope,
+                            "runs": len(prof[(wl, x.split("/")[0], interval)]), "ok": got is not None, **(got or {})})
     return out
