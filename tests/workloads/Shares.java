@@ -5,7 +5,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * Each method runs the same loop for 5, 3 or 2 units of work, called in a random order so the
  * sampling period cannot lock onto the work cycle.
  *
- * Usage: java Shares THREADS SECONDS
+ * Usage: java Shares THREADS SECONDS [cpu]
+ * With "cpu", each thread runs until it has used SECONDS of CPU time rather than wall time, so a
+ * cpu-clock profile gets the same number of samples however loaded the machine is.
  * Run with -XX:CompileCommand=dontinline,Shares::* to keep a, b and c as separate compiled
  * frames; by default the JIT inlines them into run().
  */
@@ -24,10 +26,15 @@ public class Shares {
     static long b(long x) { return spin(x, 3 * unit); }
     static long c(long x) { return spin(x, 2 * unit); }
 
-    static void run(long deadline) {
+    static void run(long deadline, long cpuBudget) {
         ThreadLocalRandom r = ThreadLocalRandom.current();
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
         long x = r.nextLong();
-        while (System.nanoTime() < deadline) {
+        for (long round = 0; ; round++) {
+            // The clock is read every 32 rounds (a few ms of work) so it adds no visible samples.
+            if ((round & 31) == 0 && (cpuBudget > 0 ? mx.getCurrentThreadCpuTime() >= cpuBudget : System.nanoTime() >= deadline)) {
+                break;
+            }
             switch (r.nextInt(6)) {
                 case 0: x = a(x); x = b(x); x = c(x); break;
                 case 1: x = a(x); x = c(x); x = b(x); break;
@@ -44,9 +51,10 @@ public class Shares {
         int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 5;
         long deadline = System.nanoTime() + (long) (seconds * 1e9);
+        long cpuBudget = args.length > 2 && args[2].equals("cpu") ? (long) (seconds * 1e9) : 0;
         Thread[] ts = new Thread[threads];
         for (int i = 0; i < threads; i++) {
-            ts[i] = new Thread(() -> run(deadline), "shares-" + i);
+            ts[i] = new Thread(() -> run(deadline, cpuBudget), "shares-" + i);
             ts[i].start();
         }
         for (Thread t : ts) t.join();
