@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from benchlib import ROOT, async_profiler, build_agent, quartiles, run as measure_run
 
 

@@ -23,6 +23,7 @@ import shutil
 import sys
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import ROOT, async_profiler, build_agent, java_version, machine, measure, target_dir  # noqa: E402
 import bench_report  # noqa: E402
@@ -222,6 +223,7 @@ def main():
     svgs = bench_report.svgs(results, os.path.join(a.out, "img"))
     checks.append(("tables and plots rendered", bool(md) and all(os.path.getsize(s) > 0 for s in svgs)))
     if a.docs:
+        os.makedirs(os.path.join(ROOT, "docs", "img"), exist_ok=True)
         for s in svgs:
             shutil.copy(s, os.path.join(ROOT, "docs", "img", os.path.basename(s)))
         bench_report.rewrite_docs(os.path.join(ROOT, "docs", "benchmarks.md"), md)
