@@ -36,8 +36,10 @@ EST_RUN_S = {"sunflow": 9, "h2": 9, "lucene": 9, "xalan": 7, "rhino": 9, "ecj": 
 WARMUP = 2  # iterations discarded from the steady-state wall time (Hofer et al.)
 
 
-def sps_jdk():
-    for home in (os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
+def sps_jdk(a):
+    if a.sps_jdk == "none":
+        return None
+    for home in (a.sps_jdk, os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
         if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
             return os.path.join(home, "bin", "java")
     return None
@@ -90,6 +92,8 @@ def parse_args():
     ap.add_argument("--profilers", default=",".join(PROFILERS))
     ap.add_argument("--iterations", type=int, help="override every workload's iteration count")
     ap.add_argument("--java", default="java", help="the stock JDK's java (default: java on PATH, JDK 17)")
+    ap.add_argument("--sps-jdk", help="home of the patched JDK (default: HPM_SPS_JDK, then "
+                    "/var/cache/hpm/jdk-sps-latest); `none`: no patched JDK, hpm-jvmti on the stock JDK")
     ap.add_argument("--async-profiler", dest="ap_version", default=AP_VERSION, help="Maven Central version")
     ap.add_argument("--shares-seconds", type=float, default=8.0, help="length of each known-share (Shares) run")
     ap.add_argument("--out", help="output directory (default target/bench-results/<UTC time>)")
@@ -147,7 +151,7 @@ def smoke_jobs(a, spsjava):
 
 def main():
     a = parse_args()
-    spsjava = sps_jdk()
+    spsjava = sps_jdk(a)
     os.makedirs(a.out, exist_ok=True)
     agent, hpm = build_agent()
     probe_failures = []
