@@ -11,7 +11,9 @@ from benchlib import measure
 from bench_workloads import classes_dir
 
 ROW_FIELDS = ["workload", "cell", "profiler", "interval", "group", "run", "ok", "error", "wall_s", "cpu_s",
-              "rss_mib", "steady_s", "iterations", "samples", "profile"]
+              "rss_mib", "steady_s", "iterations", "samples", "profile", "lat_med_us", "lat_p95_us"]
+# The timer samplers' summary line: time to obtain each sample (jvm-patches, Hofer et al.).
+LATENCY = re.compile(r"latency per sample median ([0-9.]+) us, p95 ([0-9.]+) us")
 MARKER = re.compile(r"^hpm-bench iteration (\d+) (\d+) ([0-9.]+)$", re.M)
 SAMPLES = re.compile(r"\((\d+) samples")
 
@@ -40,7 +42,10 @@ def profiler_args(tools, cell, workdir):
         return [], None
     if p.startswith("hpm-"):
         path = os.path.join(workdir, "profile.jfr")
-        return [f"-agentpath:{tools.agent}=sampler={p[4:]},interval={i},file={path},quiet"], path
+        # The timer samplers print their latency per sample in the summary, which quiet hides;
+        # jvmti and sps cells are compared with each other, so both pay for the summary alike.
+        quiet = "" if p in ("hpm-jvmti", "hpm-sps") else ",quiet"
+        return [f"-agentpath:{tools.agent}=sampler={p[4:]},interval={i},file={path}{quiet}"], path
     if p == "async-profiler":
         path = os.path.join(workdir, "profile.collapsed")
         # `ann` marks Java frames (_[j], _[i], _[0], _[1]) so the Java-only comparison can
@@ -92,6 +97,7 @@ def run_cell(tools, w, cell, r, cp, main, args, warmup):
         f.write(res.err)
     iters = [(int(i), float(ms) / 1e3) for i, _, ms in MARKER.findall(res.out)]
     samples = count_samples(tools, path)
+    lat = LATENCY.search(res.err)
     error = ""
     if res.status != 0:
         error = f"exit {res.status}: " + " | ".join(res.err.strip().splitlines()[-3:])
@@ -102,7 +108,8 @@ def run_cell(tools, w, cell, r, cp, main, args, warmup):
     return {"workload": w.name, "cell": cell.key, "profiler": cell.profiler, "interval": cell.interval or "",
             "group": cell.group, "run": r, "ok": not error, "error": error, "wall_s": res.wall, "cpu_s": res.cpu,
             "rss_mib": res.rss_kib / 1024, "steady_s": sum(s for i, s in iters if i >= warmup),
-            "iterations": len(iters), "samples": samples if samples is not None else "", "profile": path or ""}
+            "iterations": len(iters), "samples": samples if samples is not None else "", "profile": path or "",
+            "lat_med_us": lat.group(1) if lat else "", "lat_p95_us": lat.group(2) if lat else ""}
 
 
 def shares_of(collapsed):

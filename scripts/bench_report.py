@@ -39,6 +39,9 @@ def aggregate(rows, shares, agreement, meta):
             bs = statistics.median(b["steady_s"] for b in base)
             c["steady_ratio"] = c["steady"] / bs if bs else None
             c["rss_added_mib"] = c["rss_mib"] - statistics.median(b["rss_mib"] for b in base)
+        lats = [(float(r["lat_med_us"]), float(r["lat_p95_us"])) for r in rs if r.get("lat_med_us")]
+        if lats:
+            c["latency_us"] = (statistics.median(x[0] for x in lats), statistics.median(x[1] for x in lats))
         if r0["interval"]:
             rates = [int(r["samples"]) / r["cpu_s"] for r in rs if r["samples"] != ""]
             c["rate"] = statistics.median(rates) if rates else None
@@ -92,6 +95,7 @@ def markdown(res, img_prefix="img/"):
             f"**{pct(res['geomean'][k]['cpu_ratio'])}** ({pct(res['geomean'][k]['wall_ratio'])})" for k in keys) + " |")
         out += ["", f"![CPU overhead per workload{' (patched JDK)' if group == 'sps' else ''}]"
                 f"({img_prefix}bench-overhead-{group}.svg)", ""]
+    out += partial_safepoints(res, wls, get)
     keys = cell_order({c["cell"] for c in cells if c["profiler"] != "none"})
     out += ["#### Samples per CPU-second (share of the rate asked for) and peak RSS added", "",
             "| workload | " + " | ".join(keys) + " |", "| --- |" + " --- |" * len(keys)]
@@ -136,6 +140,41 @@ def markdown(res, img_prefix="img/"):
     return "\n".join(out) + "\n"
 
 
+def partial_safepoints(res, wls, get):
+    """jvmti vs sps on the patched JDK: overheads, their ratio and the latency per sample
+    (issue jvm-patches: the paper's shape is sps overhead <= 1/3 of jvmti's)."""
+    ints = sorted({c["interval"] for c in res["cells"] if c["profiler"] == "hpm-sps"}, key=lambda i: -seconds(i))
+    if not ints:
+        return []
+    out = ["#### Partial safepoints: `sampler=jvmti` vs `sampler=sps` (patched JDK)", "",
+           "Overheads against the patched JDK's own `none`; \"sps / jvmti\" is the ratio of the overheads "
+           "(the paper's shape: at most 1/3); latency per sample from the agent's summary line, median "
+           "over runs of each run's median and p95.", "",
+           "| workload | interval | jvmti CPU (wall) | sps CPU (wall) | sps / jvmti, CPU (wall) | "
+           "latency jvmti, median / p95 (us) | latency sps, median / p95 (us) |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    def ratio(s, j, k):
+        a, b = s.get(k), j.get(k)
+        return "—" if a is None or b is None or b <= 1 else f"{(a - 1) / (b - 1):.2f}"
+    def lat(c):
+        return "—" if "latency_us" not in c else f"{c['latency_us'][0]:.0f} / {c['latency_us'][1]:.0f}"
+    for i in ints:
+        for wl in wls:
+            j, s_ = get.get((wl, f"hpm-jvmti {i} (sps JDK)")), get.get((wl, f"hpm-sps {i} (sps JDK)"))
+            if not j or not s_:
+                continue
+            out.append(f"| {wl} | {i} | {pct(j.get('cpu_ratio'))} ({pct(j.get('wall_ratio'))}) | "
+                       f"{pct(s_.get('cpu_ratio'))} ({pct(s_.get('wall_ratio'))}) | {ratio(s_, j, 'cpu_ratio')} "
+                       f"({ratio(s_, j, 'wall_ratio')}) | {lat(j)} | {lat(s_)} |")
+        g = res["geomean"]
+        j, s_ = g.get(f"hpm-jvmti {i} (sps JDK)"), g.get(f"hpm-sps {i} (sps JDK)")
+        if j and s_:
+            out.append(f"| **geometric mean** | {i} | **{pct(j['cpu_ratio'])}** ({pct(j['wall_ratio'])}) | "
+                       f"**{pct(s_['cpu_ratio'])}** ({pct(s_['wall_ratio'])}) | **{ratio(s_, j, 'cpu_ratio')}** "
+                       f"({ratio(s_, j, 'wall_ratio')}) | | |")
+    return out + [""]
+
+
 def goals(res):
     g, lines = res["geomean"], []
     for interval, goal in GOALS.items():
@@ -149,6 +188,15 @@ def goals(res):
             ao = (a["cpu_ratio"] - 1) * 100
             lines.append(f"- hpm vs async-profiler at {interval}: {ho:+.2f}% vs {ao:+.2f}% — "
                          + ("hpm no higher: met." if ho <= ao else f"**hpm higher by {ho - ao:.2f} points**."))
+    for interval in ("10ms", "1ms"):
+        j, s = g.get(f"hpm-jvmti {interval} (sps JDK)"), g.get(f"hpm-sps {interval} (sps JDK)")
+        if j and s:
+            for what in ("cpu_ratio", "wall_ratio"):
+                jo, so = (j[what] - 1) * 100, (s[what] - 1) * 100
+                name = "CPU" if what == "cpu_ratio" else "wall"
+                met = so <= jo / 3 if jo > 0 else so <= 0
+                lines.append(f"- sps vs jvmti at {interval} ({name}, geometric mean): {so:+.2f}% vs {jo:+.2f}% — paper's "
+                             f"shape (sps at most 1/3 of jvmti) " + ("holds." if met else "**does not hold**."))
     for scope in ("Java frames", "all samples"):
         lines += agreement_goal(res, scope)
     return lines
