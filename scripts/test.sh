@@ -17,12 +17,13 @@ elif home=$(bash jvm-patches/build.sh 2>target/jvm-patches-build.log | tail -n 1
   # The extension functions called from a small C agent (jvm-patches/test/spstest.c).
   bash jvm-patches/test/smoke.sh "$HPM_SPS_JDK" 2>&1 | tail -n 3
 else
-  echo "test: THE PATCHED JDK DID NOT BUILD; its tests will print NOT RUN. Last lines of target/jvm-patches-build.log:"
+  echo "test: THE PATCHED JDK DID NOT BUILD; its tests will print NOT RUN and the run fails. Last lines of target/jvm-patches-build.log:"
   tail -n 20 target/jvm-patches-build.log || true
+  jdk_failed=1
 fi
 
 cargo build --release -p hpm-agent -p hpm-cli
-status=0
+status=${jdk_failed:-0}
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
 
 # Suites outside cargo (Maven, Go, the benchmark harness). Each step script prints its own
