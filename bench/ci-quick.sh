@@ -5,6 +5,7 @@
 # checks are "ran, produced, rendered", never a timing.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+source scripts/steplib.sh
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 python3 scripts/bench-suite.py --quick --out "$out" 2>&1 | sed -u 's/^/  /'

@@ -29,10 +29,8 @@ cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || statu
 # Suites outside cargo (Maven, Go, the benchmark harness). Each step script prints its own
 # lines and ends with `record NAME PASSED FAILED SKIPPED`, which adds a cargo-style result
 # line so the closing total counts it; a step that exits non-zero fails the run.
-record() {
-  echo "test result: $( [ "$3" = 0 ] && echo ok || echo FAILED ). $2 passed; $3 failed; $4 ignored ($1)" | tee -a target/test-output.txt
-}
-export -f record
+source scripts/steplib.sh
+export HPM_TEST_OUTPUT=$PWD/target/test-output.txt
 step() {
   local name=$1; shift
   echo "test: == $name"

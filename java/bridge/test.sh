@@ -5,15 +5,8 @@
 # with `record java-bridge PASSED FAILED SKIPPED` summed from surefire's reports (+1 for Gradle).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-type record >/dev/null 2>&1 || record() {
-  echo "test result: $( [ "$3" = 0 ] && echo ok || echo FAILED ). $2 passed; $3 failed; $4 ignored ($1)"
-}
-lib="${CARGO_TARGET_DIR:-$PWD/target}/release/libhpm.so"
-if [ ! -f "$lib" ]; then
-  echo "java-bridge: $lib is missing; build it with: cargo build --release -p hpm-agent"
-  record java-bridge 0 1 0
-  exit 1
-fi
+source scripts/steplib.sh
+require_agent java-bridge
 
 reports=java/bridge/target/surefire-reports
 rm -rf "$reports"

@@ -9,15 +9,8 @@
 # Ends with `record jmc-parser PASSED FAILED SKIPPED`. Files go to target/jmc-check/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-type record >/dev/null 2>&1 || record() {
-  echo "test result: $( [ "$3" = 0 ] && echo ok || echo FAILED ). $2 passed; $3 failed; $4 ignored ($1)"
-}
-lib="${CARGO_TARGET_DIR:-$PWD/target}/release/libhpm.so"
-if [ ! -f "$lib" ]; then
-  echo "jmc-parser: $lib is missing; build it with: cargo build --release -p hpm-agent"
-  record jmc-parser 0 1 0
-  exit 1
-fi
+source scripts/steplib.sh
+require_agent jmc-parser
 out=$PWD/target/jmc-check
 run=$out/run
 rm -rf "$run"
