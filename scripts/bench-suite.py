@@ -99,6 +99,8 @@ def parse_args():
     ap.add_argument("--out", help="output directory (default target/bench-results/<UTC time>)")
     ap.add_argument("--no-docs", action="store_true", help="do not touch docs/ (always so with --quick/--smoke)")
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its expected duration, run nothing")
+    ap.add_argument("--render", metavar="RESULTS_DIR",
+                    help="re-render the tables, plots and docs section from a finished run's results.json")
     a = ap.parse_args()
     if a.quick:
         a.workloads, a.runs, a.intervals = "xalan", 2, "10ms"
@@ -149,8 +151,30 @@ def smoke_jobs(a, spsjava):
     return jobs
 
 
+def render(a):
+    """Tables, plots and (unless --no-docs) the docs section again from a saved results.json."""
+    with open(os.path.join(a.render, "results.json")) as f:
+        results = json.load(f)
+    for key, g in results["geomean"].items():  # results saved before steady-state means existed
+        if "steady_ratio" not in g:
+            cs = [c for c in results["cells"] if c["cell"] == key and c.get("steady_ratio")]
+            g["steady_ratio"] = bench_report.geomean([c["steady_ratio"] for c in cs]) if cs else None
+    md = bench_report.markdown(results)
+    with open(os.path.join(a.render, "tables.md"), "w") as f:
+        f.write(md)
+    svgs = bench_report.svgs(results, os.path.join(a.render, "img"))
+    if a.docs:
+        os.makedirs(os.path.join(ROOT, "docs", "img"), exist_ok=True)
+        for s in svgs:
+            shutil.copy(s, os.path.join(ROOT, "docs", "img", os.path.basename(s)))
+        bench_report.rewrite_docs(os.path.join(ROOT, "docs", "benchmarks.md"), md)
+    print(f"bench: rendered {a.render}/tables.md" + (" and the docs section" if a.docs else ""))
+
+
 def main():
     a = parse_args()
+    if a.render:
+        return render(a)
     spsjava = sps_jdk(a)
     os.makedirs(a.out, exist_ok=True)
     agent, hpm = build_agent()
