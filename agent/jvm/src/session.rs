@@ -70,12 +70,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let opts = options::parse(option_string).map_err(|e| e.to_string())?;
     let pid = std::process::id();
     let start_wall_ns = now_wall_ns();
-    let mut outputs = Vec::new();
-    for f in opts.outputs() {
-        let path = f.path(pid, start_wall_ns / 1_000_000_000);
-        create_output(&path)?;
-        outputs.push((path, f.format));
-    }
+    let outputs: Vec<_> = opts.outputs().iter().map(|f| (f.path(pid, start_wall_ns / 1_000_000_000), f.format)).collect();
     let sps = match opts.sampler {
         Sampler::Sps => Some(timer_sampler::find_sps(jvmti)?),
         _ => None,
@@ -94,6 +89,10 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
     };
+    // Created last, so a start refused for another reason leaves no empty file behind.
+    for (path, _) in &outputs {
+        create_output(path)?;
+    }
     Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns })
 }
 
