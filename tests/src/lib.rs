@@ -186,6 +186,24 @@ pub fn read_collapsed(path: &Path) -> Vec<(Vec<String>, u64)> {
 
 /// Samples whose stack contains `frame`, and how many of those also contain each of `names`:
 /// the "total" share of each name among samples under `frame`.
+/// The known shares of `Shares.a`, `b` and `c` (tests/workloads/Shares.java, also run by
+/// Attachee): 50%, 30% and 20% of the samples under `under`.
+pub const KNOWN_SHARES: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)];
+
+/// Asserts that at least `min_samples` samples lie under `under` and that each known share is
+/// within `points` of the truth; `what` names the run in messages. Returns the sample count.
+pub fn assert_known_shares(stacks: &[(Vec<String>, u64)], under: &str, min_samples: u64, points: f64, what: &str) -> u64 {
+    let names: Vec<&str> = KNOWN_SHARES.iter().map(|t| t.0).collect();
+    let (n, shares) = total_shares(stacks, under, &names);
+    eprintln!("{what}: {n} samples under {under}, shares {shares:?}");
+    assert!(n >= min_samples, "{what}: only {n} samples under {under}");
+    for (name, truth) in KNOWN_SHARES {
+        let got = shares[name];
+        assert!((got - truth).abs() <= points, "{what}: {name} has {got:.1}% of samples, truth {truth}%");
+    }
+    n
+}
+
 pub fn total_shares(stacks: &[(Vec<String>, u64)], under: &str, names: &[&str]) -> (u64, HashMap<String, f64>) {
     let mut base = 0u64;
     let mut counts: HashMap<String, u64> = HashMap::new();

@@ -62,8 +62,6 @@ fn attach_ok(pid: u32, command: &str) -> String {
     out.into_owned()
 }
 
-const TRUTH: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)];
-
 #[test]
 fn attach_start_dump_stop_on_a_running_jvm() {
     for jdk in jdks() {
@@ -90,15 +88,7 @@ fn attach_start_dump_stop_on_a_running_jvm() {
         // late, 3 s on a shared machine).
         let dump = dir.join("dump.collapsed");
         attach_ok(pid, &format!("dump,file={}", dump.display()));
-        let stacks = read_collapsed(&dump);
-        let names: Vec<&str> = TRUTH.iter().map(|t| t.0).collect();
-        let (n, shares) = total_shares(&stacks, "Attachee.work", &names);
-        eprintln!("{}: attached dump: {n} samples under Attachee.work, shares {shares:?}", jdk.name);
-        assert!(n >= 500, "{}: only {n} samples under Attachee.work", jdk.name);
-        for (name, truth) in TRUTH {
-            let got = shares[name];
-            assert!((got - truth).abs() <= 6.0, "{}: {name} has {got:.1}% of samples, truth {truth}%", jdk.name);
-        }
+        let n = assert_known_shares(&read_collapsed(&dump), "Attachee.work", 500, 6.0, &format!("{}: attached dump", jdk.name));
         let jfr = dir.join("dump.jfr");
         attach_ok(pid, &format!("dump,file={}", jfr.display()));
         let report = hpm(&["report", jfr.to_str().unwrap()]);

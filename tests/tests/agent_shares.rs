@@ -4,8 +4,6 @@
 
 use hpm_tests::*;
 
-const TRUTH: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)];
-
 fn check(interval: &str, seconds: &str, inlined: bool) {
     for jdk in jdks() {
         let dir = scratch(&format!("shares-{}-{interval}-{inlined}", jdk.name));
@@ -17,16 +15,9 @@ fn check(interval: &str, seconds: &str, inlined: bool) {
         }
         // CPU seconds per thread: the sample count does not depend on how loaded the machine is.
         run_java(&jdk, Some(&opts), &jvm, "Shares", &["2", seconds, "cpu"]).assert_ok("Shares");
-        let stacks = read_collapsed(&out);
-        let names: Vec<&str> = TRUTH.iter().map(|t| t.0).collect();
-        let (n, shares) = total_shares(&stacks, "Shares.run", &names);
-        eprintln!("{} interval={interval} inlined={inlined}: {n} samples, shares {shares:?}", jdk.name);
         // Enough samples that a 3-point error is > 3 standard deviations of sampling noise.
-        assert!(n >= 2_000, "{}: only {n} samples under Shares.run", jdk.name);
-        for (name, truth) in TRUTH {
-            let got = shares[name];
-            assert!((got - truth).abs() <= 3.0, "{}: {name} has {got:.1}% of samples, truth {truth}%", jdk.name);
-        }
+        let what = format!("{} interval={interval} inlined={inlined}", jdk.name);
+        assert_known_shares(&read_collapsed(&out), "Shares.run", 2_000, 3.0, &what);
     }
 }
 
