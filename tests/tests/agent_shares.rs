@@ -23,12 +23,12 @@ fn check(interval: &str, seconds: &str, inlined: bool) {
 
 #[test]
 fn shares_jit_compiled_10ms() {
-    check("10ms", "12", false);
+    check("10ms", "16", false);
 }
 
 #[test]
 fn shares_inlined_10ms() {
-    check("10ms", "12", true);
+    check("10ms", "16", true);
 }
 
 #[test]

@@ -26,15 +26,14 @@ public class Shares {
     static long b(long x) { return spin(x, 3 * unit); }
     static long c(long x) { return spin(x, 2 * unit); }
 
-    static void run(long deadline, long cpuBudget) {
+    // When the run ends (System.nanoTime()); in "cpu" mode main moves it once every thread
+    // has used its CPU budget.
+    static volatile long stopAt;
+
+    static void run() {
         ThreadLocalRandom r = ThreadLocalRandom.current();
-        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
         long x = r.nextLong();
-        for (long round = 0; ; round++) {
-            // The clock is read every 32 rounds (a few ms of work) so it adds no visible samples.
-            if ((round & 31) == 0 && (cpuBudget > 0 ? mx.getCurrentThreadCpuTime() >= cpuBudget : System.nanoTime() >= deadline)) {
-                break;
-            }
+        while (System.nanoTime() < stopAt) {
             switch (r.nextInt(6)) {
                 case 0: x = a(x); x = b(x); x = c(x); break;
                 case 1: x = a(x); x = c(x); x = b(x); break;
@@ -50,12 +49,28 @@ public class Shares {
     public static void main(String[] args) throws Exception {
         int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
         double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 5;
-        long deadline = System.nanoTime() + (long) (seconds * 1e9);
-        long cpuBudget = args.length > 2 && args[2].equals("cpu") ? (long) (seconds * 1e9) : 0;
+        boolean cpu = args.length > 2 && args[2].equals("cpu");
+        stopAt = cpu ? Long.MAX_VALUE : System.nanoTime() + (long) (seconds * 1e9);
         Thread[] ts = new Thread[threads];
         for (int i = 0; i < threads; i++) {
-            ts[i] = new Thread(() -> run(deadline, cpuBudget), "shares-" + i);
+            ts[i] = new Thread(Shares::run, "shares-" + i);
             ts[i].start();
+        }
+        if (cpu) {
+            // The workers' loop stays as in wall-clock mode; this thread watches their CPU time
+            // (a few reads every 10 ms, asleep otherwise) and ends the run.
+            java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+            long budget = (long) (seconds * 1e9);
+            while (true) {
+                long least = Long.MAX_VALUE;
+                for (Thread t : ts) {
+                    long used = mx.getThreadCpuTime(t.getId()); // -1 once a thread has ended
+                    least = Math.min(least, used < 0 ? Long.MAX_VALUE : used);
+                }
+                if (least >= budget) break;
+                Thread.sleep(10);
+            }
+            stopAt = 0;
         }
         for (Thread t : ts) t.join();
         System.out.println("done " + sink);
