@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use hpm_core::options::OutputFormat;
 use hpm_core::output::json::to_json;
 use hpm_core::output::pprof::pprof_gz;
 use hpm_core::output::stacks::StackTable;
@@ -38,13 +39,15 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let output = output.ok_or(format!(
         "missing -o OUT: name the output file, e.g. `hpm convert {input} -o profile.pb.gz` (.pb.gz or .json)"
     ))?;
-    let lower = output.to_ascii_lowercase();
-    let pprof = lower.ends_with(".pb.gz") || lower.ends_with(".pprof");
-    if !pprof && !lower.ends_with(".json") {
-        return Err(format!(
-            "output `{output}`: use .pb.gz (pprof) or .json (hpm-profile/1); for flame graphs and collapsed stacks use `hpm flamegraph`"
-        ));
-    }
+    let pprof = match OutputFormat::from_path(output) {
+        Ok(OutputFormat::Pprof) => true,
+        Ok(OutputFormat::Json) => false,
+        _ => {
+            return Err(format!(
+                "output `{output}`: use .pb.gz (pprof) or .json (hpm-profile/1); for flame graphs and collapsed stacks use `hpm flamegraph`"
+            ))
+        }
+    };
     if !input.ends_with(".jfr") {
         return Err(format!(
             "input `{input}` is not a .jfr recording; `hpm convert` needs one (collapsed stacks carry no source lines)"
