@@ -162,6 +162,18 @@ impl Jvmti {
         }
     }
 
+    /// Copies and frees a JVMTI-allocated array of `n` elements.
+    fn take_array<T: Copy>(&self, p: *mut T, n: jint) -> Vec<T> {
+        let out = if p.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: JVMTI returned `p` pointing at `n` initialised elements, alive until freed below.
+            unsafe { std::slice::from_raw_parts(p, n.max(0) as usize) }.to_vec()
+        };
+        self.deallocate(p.cast());
+        out
+    }
+
     /// Copies and frees a JVMTI-allocated C string.
     fn take_string(&self, p: *mut c_char) -> Option<String> {
         if p.is_null() {
@@ -234,10 +246,7 @@ impl Jvmti {
     pub fn loaded_classes(&self) -> Result<Vec<jclass>> {
         let (mut n, mut classes): (jint, *mut jclass) = (0, ptr::null_mut());
         call!(self, 78, "GetLoadedClasses", fn(*mut jint, *mut *mut jclass), &mut n, &mut classes)?;
-        // SAFETY: JVMTI returned an array of `n` class references.
-        let out = (0..n.max(0) as usize).map(|i| unsafe { *classes.add(i) }).collect();
-        self.deallocate(classes.cast());
-        Ok(out)
+        Ok(self.take_array(classes, n))
     }
 
     /// The thread's name.
@@ -310,10 +319,7 @@ impl Jvmti {
     pub fn all_threads(&self) -> Result<Vec<jthread>> {
         let (mut n, mut threads): (jint, *mut jthread) = (0, ptr::null_mut());
         call!(self, 4, "GetAllThreads", fn(*mut jint, *mut *mut jthread), &mut n, &mut threads)?;
-        // SAFETY: JVMTI returned an array of `n` thread references.
-        let out = (0..n.max(0) as usize).map(|i| unsafe { *threads.add(i) }).collect();
-        self.deallocate(threads.cast());
-        Ok(out)
+        Ok(self.take_array(threads, n))
     }
 
     /// Stacks of `threads` (one VM operation at a global safepoint in HotSpot): per thread its
