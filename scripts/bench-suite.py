@@ -66,11 +66,14 @@ def cells_for(w, a, spsjava):
     """The cells of workload w: on the stock JDK none, hpm-asgct, async-profiler and JFR at
     every interval; hpm-jvmti and hpm-sps on the patched JDK with its own none (hpm-jvmti on
     the stock JDK when there is no patched JDK), on multi-threaded workloads only."""
-    cells = [Cell("none", None, "stock", a.java)]
+    cells = []
     for i in a.intervals:
         for p in ("hpm-asgct", "async-profiler", "jfr"):
             if p in a.profilers and not (p == "jfr" and prof.seconds(i) < 0.001):
                 cells.append(Cell(p, i, "stock", a.java))
+    # The stock JDK's own baseline, when something runs there (or it is all that runs).
+    if cells or not (spsjava and w.name in a.sps_workloads and {"hpm-jvmti", "hpm-sps"} & set(a.profilers)):
+        cells.insert(0, Cell("none", None, "stock", a.java))
     sps_modes = [p for p in ("hpm-jvmti", "hpm-sps") if p in a.profilers]
     if sps_modes and (w.multithreaded or a.quick or a.smoke) and w.name in a.sps_workloads:
         if spsjava:
@@ -91,6 +94,8 @@ def parse_args():
     ap.add_argument("--sps-workloads", default="sunflow,h2,lucene", help="workloads with hpm-jvmti/hpm-sps cells")
     ap.add_argument("--profilers", default=",".join(PROFILERS))
     ap.add_argument("--iterations", type=int, help="override every workload's iteration count")
+    ap.add_argument("--warmup", type=int, default=WARMUP,
+                    help=f"iterations left out of the steady-state time (default {WARMUP}; Hofer et al. use 20 of 30)")
     ap.add_argument("--java", default="java", help="the stock JDK's java (default: java on PATH, JDK 17)")
     ap.add_argument("--sps-jdk", help="home of the patched JDK (default: HPM_SPS_JDK, then "
                     "/var/cache/hpm/jdk-sps-latest); `none`: no patched JDK, hpm-jvmti on the stock JDK")
@@ -213,7 +218,7 @@ def main():
         wr.writeheader()
         for n, (r, w, c) in enumerate(jobs):
             args = [str(a.iterations)] + w.args[1:] if a.iterations else w.args
-            row = prof.run_cell(tools, w, c, r, cps[w.name], w.main, args, WARMUP)
+            row = prof.run_cell(tools, w, c, r, cps[w.name], w.main, args, a.warmup)
             rows.append(row)
             wr.writerow(row)
             f.flush()
@@ -238,7 +243,7 @@ def main():
         "command": " ".join(["scripts/bench-suite.py"] + sys.argv[1:]),
         "machine": machine(a.java), "java": java_version(a.java),
         "sps_java": java_version(spsjava) if spsjava else None,
-        "async_profiler": a.ap_version, "runs": a.runs, "intervals": a.intervals, "warmup": WARMUP,
+        "async_profiler": a.ap_version, "runs": a.runs, "intervals": a.intervals, "warmup": a.warmup,
         "versions": versions(a.workloads), "duration_min": (time.monotonic() - started) / 60,
         "workloads": [{"name": w.name, "threads": w.threads, "what": w.what} for w in a.workloads],
     }

@@ -10,6 +10,7 @@ pub mod codemap;
 pub mod component;
 pub mod hash;
 pub mod jfr;
+pub mod latency;
 pub mod load;
 pub mod model;
 pub mod options;

@@ -39,6 +39,9 @@ pub struct Agent {
     /// Serialises start/stop/dump/status, and holds whether a session is running.
     pub control: Mutex<Control>,
     signal_installed: AtomicBool,
+    /// The code-map events are on (callbacks::enable_code_map): from load for a signal-sampler
+    /// session, else from the first one started later.
+    code_map: Mutex<bool>,
     /// The VM is dying: no session may start.
     pub dead: AtomicBool,
     /// The Java bridge's regions, phase markers and live-profile queries.
@@ -87,6 +90,7 @@ impl Agent {
             current: AtomicPtr::new(std::ptr::null_mut()),
             control: Mutex::new(Control::default()),
             signal_installed: AtomicBool::new(false),
+            code_map: Mutex::new(false),
             dead: AtomicBool::new(false),
             live: Default::default(),
         }
@@ -138,6 +142,26 @@ impl Agent {
         self.threads.reset_failures();
     }
 
+    /// Turns the code-map events on once (the signal sampler names IPs with them). In the live
+    /// phase (`jni` given) classes loaded and code compiled before are replayed, so the map is
+    /// complete from here on; at load, VMInit replays them (on_vm_init).
+    pub fn ensure_code_map(&self, jni: Option<*mut JNIEnv>) -> Result<(), String> {
+        let mut on = crate::session::lock(&self.code_map);
+        if *on {
+            return Ok(());
+        }
+        callbacks::enable_code_map(self).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
+        *on = true;
+        if let Some(jni) = jni {
+            load_existing(self, jni);
+        }
+        Ok(())
+    }
+
+    fn code_map_on(&self) -> bool {
+        *crate::session::lock(&self.code_map)
+    }
+
     pub fn lock_control(&self) -> std::sync::MutexGuard<'_, Control> {
         crate::session::lock(&self.control)
     }
@@ -169,11 +193,12 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         return Err("the agent is already loaded in this JVM".into());
     }
     let agent = get().expect("just set");
+    callbacks::register(agent).map_err(|e| e.to_string())?;
     if plan.opts.sampler == Sampler::Asgct {
         agent.ensure_signal_handler()?;
+        agent.ensure_code_map(None)?;
     }
     agent.lock_control().pending = Some(plan.into_session(agent));
-    callbacks::register(agent).map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -191,7 +216,7 @@ const CAPABILITIES: [u32; 4] = [
 ///
 /// What a late start cannot see: samples before it, and threads' Java names for threads that
 /// started earlier (they are found by the /proc scan under their OS names). Code compiled
-/// earlier is replayed by GenerateEvents, and methods of loaded classes get their jmethodIDs.
+/// earlier is replayed by GenerateEvents when the first signal-sampler session starts.
 pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     if let Some(a) = get() {
         return Ok(a);
@@ -217,8 +242,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     }
     pin_library();
     callbacks::register(agent).map_err(|e| e.to_string())?;
-    let jni = agent.current_jni_env().ok_or("the calling thread is not attached to the JVM")?;
-    load_existing(agent, jni);
+    agent.current_jni_env().ok_or("the calling thread is not attached to the JVM")?;
     Ok(agent)
 }
 
@@ -294,10 +318,12 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
     }
 }
 
-/// VMInit: make jmethodIDs for classes loaded so far, replay code already generated, and start
-/// the session planned at load.
+/// VMInit: for the code map, make jmethodIDs for classes loaded so far and replay code already
+/// generated; then start the session planned at load.
 pub fn on_vm_init(agent: &'static Agent, jni: *mut JNIEnv, thread: crate::jvmti::jthread) {
-    load_existing(agent, jni);
+    if agent.code_map_on() {
+        load_existing(agent, jni);
+    }
     let mut control = agent.lock_control();
     if let Some(s) = control.pending.take() {
         match session::start(s) {

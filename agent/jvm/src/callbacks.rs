@@ -42,13 +42,19 @@ pub fn register(agent: &Agent) -> Result<(), JvmtiError> {
         event::THREAD_START,
         event::THREAD_END,
         event::CLASS_LOAD,
-        event::CLASS_PREPARE,
-        event::COMPILED_METHOD_LOAD,
-        event::COMPILED_METHOD_UNLOAD,
-        event::DYNAMIC_CODE_GENERATED,
         event::GARBAGE_COLLECTION_START,
         event::GARBAGE_COLLECTION_FINISH,
     ] {
+        agent.jvmti.set_event(true, ev)?;
+    }
+    Ok(())
+}
+
+/// The events that feed the code map (what the signal sampler needs to name an IP): jmethodIDs
+/// made at ClassPrepare, compiled and generated code. The timer samplers get exact frames from
+/// the JVM and leave them off, so their sessions do not pay for them (agent::ensure_code_map).
+pub fn enable_code_map(agent: &Agent) -> Result<(), JvmtiError> {
+    for ev in [event::CLASS_PREPARE, event::COMPILED_METHOD_LOAD, event::COMPILED_METHOD_UNLOAD, event::DYNAMIC_CODE_GENERATED] {
         agent.jvmti.set_event(true, ev)?;
     }
     Ok(())

@@ -121,7 +121,9 @@ pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
         while !flag.load(Ordering::Acquire) {
             std::thread::park_timeout(ROUND);
             round += 1;
-            if round % 2 == 0 {
+            // New VM threads get perf groups; the timer samplers sample only Java threads,
+            // which ThreadStart announces.
+            if agent.perf && round % 2 == 0 {
                 agent.threads.scan(&agent.queues);
             }
             p.round(agent, false);

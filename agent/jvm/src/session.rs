@@ -140,6 +140,7 @@ pub fn start(s: &'static Session) -> Result<(), String> {
     let agent = s.agent;
     if s.perf {
         agent.ensure_signal_handler()?;
+        agent.ensure_code_map(agent.current_jni_env())?;
     }
     agent.reset_counters();
     agent.set_current(s);
@@ -174,17 +175,16 @@ pub fn stop(s: &'static Session, extra: &[(String, OutputFormat)]) -> Result<(Ve
     }
     let timer = lock(&s.timer).take();
     if let Some(t) = timer {
-        let mut lat = t.stop();
+        let lat = t.stop();
         if !s.opts.quiet && !lat.is_empty() {
-            lat.sort_unstable();
-            let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
+            let us = |ns: u64| ns as f64 / 1000.0;
             eprintln!(
                 "hpm: sampler={}: {} stacks, latency per sample median {:.1} us, p95 {:.1} us, max {:.1} us",
                 s.opts.sampler.name(),
                 lat.len(),
-                q(0.5),
-                q(0.95),
-                q(1.0)
+                us(lat.quantile(0.5)),
+                us(lat.quantile(0.95)),
+                us(lat.max())
             );
         }
     }

@@ -14,11 +14,12 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES};
+use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
 use hpm_core::options::Sampler;
 use jni::sys::JNIEnv;
@@ -95,30 +96,35 @@ pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
 
 pub struct TimerHandle {
     stop: Arc<AtomicBool>,
-    join: JoinHandle<()>,
-    /// Time to obtain each sample (per thread for sps, per round for jvmti), nanoseconds.
-    pub latencies: Arc<Mutex<Vec<u64>>>,
+    /// Returns the time taken to obtain each sample (per thread for sps, per round for jvmti).
+    join: JoinHandle<Histogram>,
 }
 
 impl TimerHandle {
-    pub fn stop(self) -> Vec<u64> {
+    /// Stops the sampling thread; returns its latencies per sample, in nanoseconds.
+    pub fn stop(self) -> Histogram {
         self.stop.store(true, Ordering::Release);
         self.join.thread().unpark();
-        let _ = self.join.join();
-        std::mem::take(&mut *self.latencies.lock().unwrap_or_else(|p| p.into_inner()))
+        self.join.join().unwrap_or_default()
     }
 }
 
 /// Starts the sampling thread (an attached daemon, excluded from its own samples).
 pub fn start(agent: &'static Agent, sps: Option<Sps>) -> std::io::Result<TimerHandle> {
     let stop = Arc::new(AtomicBool::new(false));
-    let latencies = Arc::new(Mutex::new(Vec::new()));
-    let (flag, lat) = (stop.clone(), latencies.clone());
+    let flag = stop.clone();
     let join = std::thread::Builder::new().name("hpm-sampler".into()).spawn(move || {
+        let mut lat = Histogram::default();
         agent.threads.exclude(crate::perf::gettid());
-        let Some(jni) = crate::processor::attach_daemon(agent, c"hpm-sampler") else { return };
+        let Some(jni) = crate::processor::attach_daemon(agent, c"hpm-sampler") else { return lat };
         let period = agent.event.period;
         let mut buf = Buffers::new(agent.max_depth as usize);
+        // N running threads per round: the CPUs this process may use, found once (the JVM's
+        // own default re-reads the cgroup files every 20 ms).
+        let running = match agent.opts.sps_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()) as i32,
+            n => n as i32,
+        };
         let mut next = now_ticks() + period;
         while !flag.load(Ordering::Acquire) {
             let now = now_ticks();
@@ -128,22 +134,19 @@ pub fn start(agent: &'static Agent, sps: Option<Sps>) -> std::io::Result<TimerHa
             }
             // Fell behind (a long safepoint): resume the rhythm instead of bursting.
             next = if next + period > now { next + period } else { now + period };
-            let mut l = Vec::new();
             match (agent.opts.sampler, sps) {
-                (Sampler::Sps, Some(s)) => sample_sps(agent, s, &mut buf, &mut l),
-                _ => sample_jvmti(agent, jni, &mut l),
+                (Sampler::Sps, Some(s)) => sample_sps(agent, s, running, &mut buf, &mut lat),
+                _ => sample_jvmti(agent, jni, &mut lat),
             }
-            lat.lock().unwrap_or_else(|p| p.into_inner()).extend(l);
         }
-        let mut l = Vec::new();
-        buf.collect(agent, &mut l);
-        lat.lock().unwrap_or_else(|p| p.into_inner()).extend(l);
+        buf.collect(agent, &mut lat);
         if buf.abandoned > 0 && !agent.opts.quiet {
             eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
         }
         buf.release();
+        lat
     })?;
-    Ok(TimerHandle { stop, join, latencies })
+    Ok(TimerHandle { stop, join })
 }
 
 /// The slots shared with the patched JVM. Sampled threads write their slot (trace and frames)
@@ -191,7 +194,7 @@ impl Buffers {
     }
 
     /// Hands every published trace to the processor and frees its slot.
-    fn collect(&mut self, agent: &Agent, lat: &mut Vec<u64>) {
+    fn collect(&mut self, agent: &Agent, lat: &mut Histogram) {
         for i in 0..self.traces.len() {
             match self.status(i).load(Ordering::Acquire) {
                 SLOT_DONE => {
@@ -199,12 +202,12 @@ impl Buffers {
                     // DONE after the trace, and our acquire load saw it); it stays ours until
                     // we store FREE below.
                     let t = unsafe { std::ptr::read(self.base.add(i)) };
-                    lat.push(t.latency_ns.max(0) as u64);
+                    lat.record(t.latency_ns.max(0) as u64);
                     let n = (t.num_frames.max(0) as usize).min(self.depth);
                     // SAFETY: the JVM wrote `num_frames` (<= depth) frames into this slot's buffer.
                     let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
                     if let Some(thread) = agent.threads.index_for_tid(t.os_tid as i32) {
-                        let frames = frames.iter().map(|f| (f.method as u64, f.bci, Some(sps_kind(f.type_))));
+                        let frames = frames.iter().map(|f| (f.method as u64, f.bci, sps_kind(f.type_)));
                         push(agent, thread, t.os_tid as u32, t.time_ns.max(0) as u64, frames);
                     }
                 }
@@ -227,7 +230,7 @@ impl Buffers {
 
 /// One `sps` round: collect what threads published since the last round, then ask the
 /// patched JVM for samples of up to N running threads (it returns without waiting for them).
-fn sample_sps(agent: &Agent, sps: Sps, b: &mut Buffers, lat: &mut Vec<u64>) {
+fn sample_sps(agent: &Agent, sps: Sps, running: i32, b: &mut Buffers, lat: &mut Histogram) {
     b.collect(agent, lat);
     let mut count = 0i32;
     // SAFETY: the arguments match hpm_sps.h: `base` has `traces.len()` slots whose `frames`
@@ -236,7 +239,7 @@ fn sample_sps(agent: &Agent, sps: Sps, b: &mut Buffers, lat: &mut Vec<u64>) {
     let _rc = unsafe {
         (sps.sample)(
             agent.jvmti.raw(),
-            agent.opts.sps_threads as i32,
+            running,
             u8::from(agent.opts.sps_waiting),
             b.depth as i32,
             b.base,
@@ -260,12 +263,12 @@ fn sps_kind(t: i32) -> FrameKind {
 /// running Java code are kept (a CPU profile, comparable to the other samplers). JVMTI calls a
 /// thread blocked inside a native method RUNNABLE (the Reference Handler waiting for pending
 /// references, say), so threads whose top frame is native are left out too.
-fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Vec<u64>) {
+fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Histogram) {
     let Ok(threads) = agent.jvmti.all_threads() else { return };
     let start = now_ticks();
     let stacks = agent.jvmti.thread_list_stack_traces(&threads, agent.max_depth.min(MAX_FRAMES as u32) as i32);
     let time = now_ticks();
-    lat.push(time - start);
+    lat.record(time - start);
     if let Ok(stacks) = stacks {
         for (thread, state, frames) in stacks {
             const RUNNABLE: i32 = 0x0004;
@@ -277,7 +280,10 @@ fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Vec<u64>) {
             let java_id = jvmti::java_thread_id(jni, thread);
             let Some(idx) = java_id.map(|id| agent.threads.index_for_java_id(id, || agent.jvmti.thread_name(thread).unwrap_or_default())) else { continue };
             let Some(idx) = idx else { continue };
-            push(agent, idx, 0, time, frames.iter().map(|&(m, loc)| (m, loc as i32, None)));
+            // JVMTI does not say how a frame runs (and these sessions keep no code map to
+            // guess it from): Java frames are of unknown kind, native ones native.
+            let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
+            push(agent, idx, 0, time, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
         }
     }
     for t in threads {
@@ -286,7 +292,7 @@ fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Vec<u64>) {
 }
 
 /// Hands one stack (leaf first) to the processor as a captured record.
-fn push(agent: &Agent, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item = (u64, i32, Option<FrameKind>)>) {
+fn push(agent: &Agent, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item = (u64, i32, FrameKind)>) {
     let _ = agent.threads.timer_queue.push_with(&agent.queues, |c: &mut Captured| {
         c.raw = Default::default();
         c.raw.time = time;
@@ -297,12 +303,9 @@ fn push(agent: &Agent, thread: u32, tid: u32, time: u64, frames: impl Iterator<I
         c.exact_kinds = true;
         let mut n = 0;
         for (m, bci, kind) in frames.take(MAX_FRAMES) {
-            let native = kind == Some(FrameKind::Native) || bci < 0;
+            let native = kind == FrameKind::Native || bci < 0;
             c.frames[n] = CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m };
-            match kind {
-                Some(k) => c.kinds[n] = k,
-                None => c.exact_kinds = false,
-            }
+            c.kinds[n] = kind;
             n += 1;
         }
         c.num_frames = n as i32;
