@@ -129,7 +129,8 @@ def parse_args():
         sys.exit(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(BY_NAME)}")
     a.workloads = [BY_NAME[n] for n in a.workloads.split(",")]
     a.docs = not (a.no_docs or a.quick or a.smoke)
-    a.out = a.out or os.path.join(target_dir(), "bench-results", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    # Absolute: each JVM runs in its own directory below it.
+    a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
 
 
