@@ -118,6 +118,23 @@ pub fn workloads() -> &'static Path {
 }
 
 /// A fresh scratch directory for one test.
+/// The patched JDK of jvm-patches/ (`HPM_SPS_JDK`, else build.sh's default location), or None
+/// with the reason printed.
+pub fn patched_jdk() -> Option<Jdk> {
+    let home = std::env::var_os("HPM_SPS_JDK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/hpm/jdk-sps-latest"));
+    if home.join("bin/java").is_file() {
+        Some(Jdk { name: "patched-17-sps".into(), home })
+    } else {
+        eprintln!(
+            "NOT RUN on the patched JDK: {} has no bin/java; build it with `bash jvm-patches/build.sh` (CI does) or set HPM_SPS_JDK",
+            home.display()
+        );
+        None
+    }
+}
+
 pub fn scratch(name: &str) -> PathBuf {
     let d = target_dir().join("test-scratch").join(name);
     let _ = std::fs::remove_dir_all(&d);

@@ -111,6 +111,29 @@ fn attach_start_dump_stop_on_a_running_jvm() {
     }
 }
 
+/// A timer-sampler session started late sees the threads that were running before it: jvmti
+/// on every JDK, sps on the patched one (its samples name threads by kernel id, which the
+/// session must learn for threads it never saw start).
+#[test]
+fn timer_samplers_attached_late_see_running_threads() {
+    let mut cells: Vec<(Jdk, &str)> = jdks().into_iter().map(|j| (j, "jvmti")).collect();
+    cells.extend(patched_jdk().map(|j| (j, "sps")));
+    for (jdk, sampler) in cells {
+        let what = format!("{} sampler={sampler}", jdk.name);
+        let dir = scratch(&format!("attach-{sampler}-{}", jdk.name));
+        let mut jvm = Jvm::start(&jdk);
+        assert_eq!(jvm.say("work 500"), "worked");
+        let file = dir.join("late.collapsed");
+        let out = attach_ok(jvm.pid, &format!("sampler={sampler},interval=5ms,quiet,file={}", file.display()));
+        assert!(out.contains("profiling started"), "{what}: {out}");
+        assert_eq!(jvm.say("work 3000"), "worked");
+        attach_ok(jvm.pid, "stop");
+        assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 8.0, &what);
+        assert!(jvm.say("exit").starts_with("done"));
+        assert!(jvm.child.wait().unwrap().success(), "{what}: the attached JVM failed");
+    }
+}
+
 #[test]
 fn attach_to_a_process_that_is_not_a_jvm_says_so() {
     hpm_bin(); // build first: the sleeper must outlive the build

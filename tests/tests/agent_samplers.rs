@@ -8,22 +8,6 @@ use std::process::Command;
 
 use hpm_tests::*;
 
-/// The patched JDK, or None with the reason printed.
-fn patched_jdk() -> Option<Jdk> {
-    let home = std::env::var_os("HPM_SPS_JDK")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/hpm/jdk-sps-latest"));
-    if home.join("bin/java").is_file() {
-        Some(Jdk { name: "patched-17-sps".into(), home })
-    } else {
-        eprintln!(
-            "NOT RUN on the patched JDK: {} has no bin/java; build it with `bash jvm-patches/build.sh` (CI does) or set HPM_SPS_JDK",
-            home.display()
-        );
-        None
-    }
-}
-
 fn compare(a: &std::path::Path, b: &std::path::Path) -> (f64, f64) {
     let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout).to_string();

@@ -264,11 +264,14 @@ impl Threads {
     }
 
     /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
-    /// threads) and detaches threads that are gone. Returns how many were attached.
+    /// threads) and detaches threads that are gone. Returns how many were attached. Under a
+    /// timer sampler (which sees Java threads only) it registers the Java threads that started
+    /// before the session, so their samples can be told apart by kernel id.
     pub fn scan(&self, queues: &BatchQueues<Captured>) -> usize {
-        if !matches!(self.lock().config, Some((_, true))) {
-            return 0; // no session, or a timer sampler (which sees Java threads only)
-        }
+        let java_only = match self.lock().config {
+            None => return 0,
+            Some((_, perf)) => !perf,
+        };
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
         let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
         let (to_attach, gone): (Vec<i32>, Vec<i32>) = {
@@ -293,7 +296,7 @@ impl Threads {
                     None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
                 }
             });
-            if self.attach(tid, info).is_ok() {
+            if (info.is_java || !java_only) && self.attach(tid, info).is_ok() {
                 n += 1;
             }
         }
