@@ -91,7 +91,10 @@ def compile_drivers(root, workloads):
     out = classes_dir()
     os.makedirs(out, exist_ok=True)
     src = os.path.join(ROOT, "bench", "src")
-    files = [os.path.join(src, "Harness.java")] + [os.path.join(src, w.main + ".java") for w in workloads]
+    # Toggle (paired runs) drives the agent through the Java bridge, compiled from its sources.
+    bridge = sorted(glob.glob(os.path.join(ROOT, "java", "bridge", "src", "main", "java", "io", "github", "hpm", "*.java")))
+    files = [os.path.join(src, "Harness.java"), os.path.join(src, "Toggle.java")] + bridge + \
+        [os.path.join(src, w.main + ".java") for w in workloads]
     cp = ":".join(sorted({p for ps in paths.values() for p in ps}))
     r = subprocess.run(["javac", "--release", "17", "-nowarn", "-d", out, "-cp", cp] + files, capture_output=True, text=True)
     if r.returncode != 0:

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Paired overhead of sampler=jvmti against sampler=sps inside each JVM (docs/benchmarks.md,
+"Partial safepoints"). Separate JVMs differ by ±10-15% from run to run on this machine (JIT
+decisions, heap layout, the host), which hides a cost of a few percent. Here every run is one
+JVM on the patched JDK that loads the agent through the Java bridge, runs the warm-up
+iterations, then the measured ones in the order off, on, on, off, ... with a session of the
+cell's sampler started before each "on" iteration and stopped after it (bench/src/Toggle.java).
+A run's overhead is its "on" iterations' total time over its "off" ones' (wall, and the CPU time
+of the whole process, agent threads included); a cell is the median and quartiles over runs.
+Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
+
+    scripts/bench-paired.py                          3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
+    scripts/bench-paired.py --runs 3 --workloads h2 --intervals 1ms
+    scripts/bench-paired.py --dry-run                the plan and its expected duration
+
+Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
+defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
+import argparse
+import csv
+import math
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, build_agent, java_version, machine, measure, target_dir  # noqa: E402
+from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
+
+PAIRED = re.compile(r"^hpm-bench paired (\d+) (on|off) ([0-9.]+) ([0-9.]+)$", re.M)
+LATENCY = re.compile(r"latency per sample median ([0-9.]+) us")
+# Seconds per iteration on 2 quiet cores, for the expected duration.
+EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default="sunflow,h2,lucene")
+    ap.add_argument("--samplers", default="jvmti,sps")
+    ap.add_argument("--intervals", default="10ms,1ms")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=30, help="per run, warm-up included (default 30, as Hofer et al.)")
+    ap.add_argument("--warmup", type=int, default=10, help="iterations before the measured ones (default 10)")
+    ap.add_argument("--java", help="java of the patched JDK (default: HPM_SPS_JDK, then /var/cache/hpm/jdk-sps-latest)")
+    ap.add_argument("--out")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    a.workloads = [BY_NAME[w] for w in a.workloads.split(",")]
+    a.samplers, a.intervals = a.samplers.split(","), a.intervals.split(",")
+    if a.iterations - a.warmup < 4:
+        sys.exit("bench-paired: need at least 4 measured iterations (one off-on-on-off block)")
+    if not a.java:
+        for home in (os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
+            if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+                a.java = os.path.join(home, "bin", "java")
+                break
+    if not a.java and "sps" in a.samplers:
+        sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
+    a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
+    return a
+
+
+def quartiles(xs):
+    if len(xs) < 2:
+        return (xs[0],) * 3
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return q[0], statistics.median(xs), q[2]
+
+
+def pct(x):
+    return f"{x * 100:+.1f}%"
+
+
+def run_one(a, agent, cp, w, sampler, interval, r):
+    workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
+    os.makedirs(workdir, exist_ok=True)
+    opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
+    args = [str(a.iterations)] + w.args[1:]
+    cmd = [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
+           f"-Dhpm.bench.warmup={a.warmup}", "-cp", cp, w.main] + args
+    with open(os.path.join(workdir, "command.txt"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
+    with open(os.path.join(workdir, "stderr.txt"), "w") as f:
+        f.write(res.err)
+    its = [(int(i), k == "on", float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
+    if res.status != 0 or len(its) != a.iterations - a.warmup:
+        tail = " | ".join(res.err.strip().splitlines()[-3:])
+        return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
+    on = [x for x in its if x[1]]
+    off = [x for x in its if not x[1]]
+    ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
+    lat = [float(v) for v in LATENCY.findall(res.err)]
+    ov["latency_us"] = statistics.median(lat) if lat else None
+    return ov, its, None
+
+
+def main():
+    a = parse_args()
+    # Interleaved: each run visits every workload and cell, the cells' order rotating.
+    cells = [(s, i) for i in a.intervals for s in a.samplers]
+    jobs = [(r, w) + c for r in range(a.runs) for w in a.workloads
+            for c in cells[r % len(cells):] + cells[:r % len(cells)]]
+    est = sum(EST_ITER_S.get(w.name, 1.0) * a.iterations * 1.15 + 3 for _, w, _, _ in jobs)
+    print(f"bench-paired: {len(jobs)} runs of {a.iterations} iterations ({a.warmup} warm-up); expected about "
+          f"{est / 60:.0f} min on 2 quiet cores", flush=True)
+    if a.dry_run:
+        return
+    os.makedirs(a.out, exist_ok=True)
+    agent, _ = build_agent()
+    root = fetch(a.workloads)
+    cps = compile_drivers(root, a.workloads)
+    results = {}
+    started = time.monotonic()
+    with open(os.path.join(a.out, "paired.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        wr.writerow(["workload", "sampler", "interval", "run", "iteration", "sampled", "wall_ms", "cpu_ms"])
+        for k, (r, w, s, i) in enumerate(jobs):
+            ov, its, err = run_one(a, agent, cps[w.name], w, s, i, r)
+            for it, on, wall, cpu in its:
+                wr.writerow([w.name, s, i, r, it, int(on), wall, cpu])
+            f.flush()
+            eta = (time.monotonic() - started) / (k + 1) * (len(jobs) - k - 1)
+            if err:
+                print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: FAILED: {err}", flush=True)
+                continue
+            results.setdefault((w.name, s, i), []).append(ov)
+            print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: wall {pct(ov['wall'])} cpu {pct(ov['cpu'])}; "
+                  f"ETA {eta / 60:.1f} min", flush=True)
+    md = report(a, results)
+    with open(os.path.join(a.out, "paired.md"), "w") as f:
+        f.write(md)
+    print(md)
+    print(f"bench-paired: {a.out}/paired.md, paired.csv")
+
+
+def report(a, results):
+    lines = [f"Machine: {machine(a.java)}; {a.runs} runs per cell, {a.iterations} iterations each, the first "
+             f"{a.warmup} not measured; overhead = sampled iterations / unsampled ones in the same JVM, "
+             "median (q1 / q3) over runs.", "",
+             "| workload | interval | jvmti wall | sps wall | sps / jvmti (wall) | jvmti CPU | sps CPU | sps / jvmti (CPU) | latency jvmti / sps (us) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def cell(w, s, i, m):
+        xs = [o[m] for o in results.get((w, s, i), [])]
+        return quartiles(xs) if xs else None
+
+    def fmt(q):
+        return f"{pct(q[1])} ({pct(q[0])} / {pct(q[2])})" if q else "—"
+
+    def ratio(j, s):
+        if not (j and s):
+            return "—"
+        return f"{s[1] / j[1]:.2f}" if j[1] > 0 else "n/a (jvmti ≤ 0)"
+
+    for i in a.intervals:
+        gm = {}
+        for w in a.workloads:
+            row = {}
+            for s in ("jvmti", "sps"):
+                for m in ("wall", "cpu"):
+                    row[s, m] = cell(w.name, s, i, m)
+                    if row[s, m]:
+                        gm.setdefault((s, m), []).append(row[s, m][1])
+            lat = [statistics.median([o["latency_us"] for o in results.get((w.name, s, i), []) if o["latency_us"]] or [0])
+                   for s in ("jvmti", "sps")]
+            lines.append(f"| {w.name} | {i} | {fmt(row['jvmti', 'wall'])} | {fmt(row['sps', 'wall'])} | "
+                         f"{ratio(row['jvmti', 'wall'], row['sps', 'wall'])} | {fmt(row['jvmti', 'cpu'])} | "
+                         f"{fmt(row['sps', 'cpu'])} | {ratio(row['jvmti', 'cpu'], row['sps', 'cpu'])} | "
+                         f"{lat[0]:.0f} / {lat[1]:.0f} |")
+        g = {k: math.exp(sum(math.log1p(x) for x in v) / len(v)) - 1 for k, v in gm.items() if len(v) == len(a.workloads)}
+        if len(g) == 4:
+            lines.append(f"| **geometric mean** | {i} | **{pct(g['jvmti', 'wall'])}** | **{pct(g['sps', 'wall'])}** | "
+                         f"**{ratio((0, g['jvmti', 'wall'], 0), (0, g['sps', 'wall'], 0))}** | **{pct(g['jvmti', 'cpu'])}** | "
+                         f"**{pct(g['sps', 'cpu'])}** | **{ratio((0, g['jvmti', 'cpu'], 0), (0, g['sps', 'cpu'], 0))}** | |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
