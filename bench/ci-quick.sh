@@ -2,7 +2,7 @@
 # CI step of scripts/test.sh: `scripts/bench-suite.py --quick` end to end (packages fetched,
 # drivers compiled, every profiler cell run, a profile produced, agreement computed, tables and
 # plots rendered) into a temporary directory. Passes or fails on the harness only: the suite's
-# checks are "ran, produced, rendered", never a timing.
+# checks are "ran, produced, rendered", never a timing. Then `scripts/bench-paired.py --quick`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/steplib.sh
@@ -22,5 +22,13 @@ elif [ "$status" != 0 ] && [ "$failed" = 0 ]; then
   failed=1
 fi
 grep '^SKIPPED ' "$out/checks.txt" 2>/dev/null | sed 's/^/bench-quick: /'
+# The paired harness (sessions toggled through the Java bridge): one short run; it fails if a
+# JVM fails or a session yields no measured iteration, never on a timing.
+if python3 scripts/bench-paired.py --quick --out "$out/paired" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+  passed=$((${passed:-0} + 1))
+else
+  failed=$((${failed:-0} + 1))
+  echo "bench-quick: scripts/bench-paired.py --quick failed"
+fi
 record bench-quick "${passed:-0}" "${failed:-0}" "${skipped:-0}"
 [ "$failed" = 0 ]

@@ -12,6 +12,7 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
     scripts/bench-paired.py                          3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
     scripts/bench-paired.py --runs 3 --workloads h2 --intervals 1ms
     scripts/bench-paired.py --dry-run                the plan and its expected duration
+    scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -30,6 +31,7 @@ from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
 
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (on|off) ([0-9.]+) ([0-9.]+)$", re.M)
 LATENCY = re.compile(r"latency per sample median ([0-9.]+) us")
+SAMPLES = re.compile(r"^hpm: (\d+) samples", re.M)
 # Seconds per iteration on 2 quiet cores, for the expected duration.
 EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
 
@@ -45,7 +47,10 @@ def parse_args():
     ap.add_argument("--java", help="java of the patched JDK (default: HPM_SPS_JDK, then /var/cache/hpm/jdk-sps-latest)")
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="one run of 8 iterations of xalan at 10ms (CI)")
     a = ap.parse_args()
+    if a.quick:
+        a.workloads, a.intervals, a.runs, a.iterations, a.warmup = "xalan", "10ms", 1, 8, 4
     a.workloads = [BY_NAME[w] for w in a.workloads.split(",")]
     a.samplers, a.intervals = a.samplers.split(","), a.intervals.split(",")
     if a.iterations - a.warmup < 4:
@@ -55,6 +60,9 @@ def parse_args():
             if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
                 a.java = os.path.join(home, "bin", "java")
                 break
+    if not a.java and a.quick:
+        print("SKIPPED bench-paired sps: no patched JDK (bash jvm-patches/build.sh); jvmti on the stock JDK", flush=True)
+        a.java, a.samplers = "java", [s for s in a.samplers if s != "sps"]
     if not a.java and "sps" in a.samplers:
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
@@ -88,6 +96,9 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
+    samples = [int(n) for n in SAMPLES.findall(res.err)]
+    if not samples or min(samples) == 0:
+        return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
     on = [x for x in its if x[1]]
     off = [x for x in its if not x[1]]
     ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
@@ -111,7 +122,7 @@ def main():
     agent, _ = build_agent()
     root = fetch(a.workloads)
     cps = compile_drivers(root, a.workloads)
-    results = {}
+    results, failed = {}, 0
     started = time.monotonic()
     with open(os.path.join(a.out, "paired.csv"), "w", newline="") as f:
         wr = csv.writer(f)
@@ -124,6 +135,7 @@ def main():
             eta = (time.monotonic() - started) / (k + 1) * (len(jobs) - k - 1)
             if err:
                 print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: FAILED: {err}", flush=True)
+                failed += 1
                 continue
             results.setdefault((w.name, s, i), []).append(ov)
             print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: wall {pct(ov['wall'])} cpu {pct(ov['cpu'])}; "
@@ -132,7 +144,9 @@ def main():
     with open(os.path.join(a.out, "paired.md"), "w") as f:
         f.write(md)
     print(md)
-    print(f"bench-paired: {a.out}/paired.md, paired.csv")
+    print(f"bench-paired: {a.out}/paired.md, paired.csv; {len(jobs) - failed} runs ok, {failed} failed")
+    if failed:
+        sys.exit(1)
 
 
 def report(a, results):
