@@ -11,6 +11,7 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
 
     scripts/bench-paired.py                          3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
     scripts/bench-paired.py --runs 3 --workloads h2 --intervals 1ms
+    scripts/bench-paired.py --workloads h2 --workload-args "16 250" --intervals 10ms   16 clients
     scripts/bench-paired.py --dry-run                the plan and its expected duration
     scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
 
@@ -44,6 +45,8 @@ def parse_args():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=30, help="per run, warm-up included (default 30, as Hofer et al.)")
     ap.add_argument("--warmup", type=int, default=10, help="iterations before the measured ones (default 10)")
+    ap.add_argument("--workload-args", help="the workload's arguments after the iteration count (one workload only), "
+                    "e.g. `16 1000` for h2 with 16 clients")
     ap.add_argument("--java", help="java of the patched JDK (default: HPM_SPS_JDK, then /var/cache/hpm/jdk-sps-latest)")
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
@@ -53,6 +56,8 @@ def parse_args():
         a.workloads, a.intervals, a.runs, a.iterations, a.warmup = "xalan", "10ms", 1, 8, 4
     a.workloads = [BY_NAME[w] for w in a.workloads.split(",")]
     a.samplers, a.intervals = a.samplers.split(","), a.intervals.split(",")
+    if a.workload_args and len(a.workloads) != 1:
+        sys.exit("bench-paired: --workload-args needs exactly one workload")
     if a.iterations - a.warmup < 4:
         sys.exit("bench-paired: need at least 4 measured iterations (one off-on-on-off block)")
     if not a.java:
@@ -84,7 +89,7 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
     os.makedirs(workdir, exist_ok=True)
     opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
-    args = [str(a.iterations)] + w.args[1:]
+    args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
     cmd = [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
            f"-Dhpm.bench.warmup={a.warmup}", "-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
