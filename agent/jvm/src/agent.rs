@@ -142,14 +142,16 @@ impl Agent {
         self.threads.reset_failures();
     }
 
-    /// Turns the code-map events on once (the signal sampler names IPs with them). In the live
-    /// phase (`jni` given) classes loaded and code compiled before are replayed, so the map is
-    /// complete from here on; at load, VMInit replays them (on_vm_init).
-    pub fn ensure_code_map(&self, jni: Option<*mut JNIEnv>) -> Result<(), String> {
+    /// Turns the code-map events on once (the signal sampler names IPs with them). With
+    /// `replay` (the live phase, on a thread attached to the VM) classes loaded and code compiled
+    /// before are replayed, so the map is complete from here on; at load nothing exists yet and
+    /// VMInit replays what start-up made (on_vm_init).
+    pub fn ensure_code_map(&self, replay: bool) -> Result<(), String> {
         let mut on = crate::session::lock(&self.code_map);
         if *on {
             return Ok(());
         }
+        let jni = if replay { Some(self.current_jni_env().ok_or("the calling thread is not attached to the JVM")?) } else { None };
         callbacks::enable_code_map(self).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
         *on = true;
         if let Some(jni) = jni {
@@ -196,7 +198,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
     callbacks::register(agent).map_err(|e| e.to_string())?;
     if plan.opts.sampler == Sampler::Asgct {
         agent.ensure_signal_handler()?;
-        agent.ensure_code_map(None)?;
+        agent.ensure_code_map(false)?;
     }
     agent.lock_control().pending = Some(plan.into_session(agent));
     Ok(())

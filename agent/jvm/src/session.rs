@@ -140,7 +140,8 @@ pub fn start(s: &'static Session) -> Result<(), String> {
     let agent = s.agent;
     if s.perf {
         agent.ensure_signal_handler()?;
-        agent.ensure_code_map(agent.current_jni_env())?;
+        // Sessions start at VMInit or later: what was loaded and compiled before is replayed.
+        agent.ensure_code_map(true)?;
     }
     agent.reset_counters();
     agent.set_current(s);
