@@ -19,7 +19,6 @@ Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the tab
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
 import argparse
 import csv
-import math
 import os
 import re
 import statistics
@@ -27,11 +26,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, build_agent, java_version, machine, measure, target_dir  # noqa: E402
+from benchlib import build_agent, machine, measure, patched_java, quartiles, target_dir  # noqa: E402
+from bench_profiles import LATENCY  # noqa: E402
+from bench_report import geomean  # noqa: E402
 from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
 
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (on|off) ([0-9.]+) ([0-9.]+)$", re.M)
-LATENCY = re.compile(r"latency per sample median ([0-9.]+) us")
 SAMPLES = re.compile(r"^hpm: (\d+) samples", re.M)
 # Seconds per iteration on 2 quiet cores, for the expected duration.
 EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
@@ -60,11 +60,7 @@ def parse_args():
         sys.exit("bench-paired: --workload-args needs exactly one workload")
     if a.iterations - a.warmup < 4:
         sys.exit("bench-paired: need at least 4 measured iterations (one off-on-on-off block)")
-    if not a.java:
-        for home in (os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
-            if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
-                a.java = os.path.join(home, "bin", "java")
-                break
+    a.java = a.java or patched_java()
     if not a.java and a.quick:
         print("SKIPPED bench-paired sps: no patched JDK (bash jvm-patches/build.sh); jvmti on the stock JDK", flush=True)
         a.java, a.samplers = "java", [s for s in a.samplers if s != "sps"]
@@ -72,13 +68,6 @@ def parse_args():
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
-
-
-def quartiles(xs):
-    if len(xs) < 2:
-        return (xs[0],) * 3
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], statistics.median(xs), q[2]
 
 
 def pct(x):
@@ -107,7 +96,7 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     on = [x for x in its if x[1]]
     off = [x for x in its if not x[1]]
     ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
-    lat = [float(v) for v in LATENCY.findall(res.err)]
+    lat = [float(median) for median, _p95 in LATENCY.findall(res.err)]
     ov["latency_us"] = statistics.median(lat) if lat else None
     return ov, its, None
 
@@ -188,7 +177,7 @@ def report(a, results):
                          f"{ratio(row['jvmti', 'wall'], row['sps', 'wall'])} | {fmt(row['jvmti', 'cpu'])} | "
                          f"{fmt(row['sps', 'cpu'])} | {ratio(row['jvmti', 'cpu'], row['sps', 'cpu'])} | "
                          f"{lat[0]:.0f} / {lat[1]:.0f} |")
-        g = {k: math.exp(sum(math.log1p(x) for x in v) / len(v)) - 1 for k, v in gm.items() if len(v) == len(a.workloads)}
+        g = {k: geomean([1 + x for x in v]) - 1 for k, v in gm.items() if len(v) == len(a.workloads)}
         if len(g) == 4:
             lines.append(f"| **geometric mean** | {i} | **{pct(g['jvmti', 'wall'])}** | **{pct(g['sps', 'wall'])}** | "
                          f"**{ratio((0, g['jvmti', 'wall'], 0), (0, g['sps', 'wall'], 0))}** | **{pct(g['jvmti', 'cpu'])}** | "

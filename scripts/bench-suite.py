@@ -25,7 +25,7 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, async_profiler, build_agent, java_version, machine, measure, target_dir  # noqa: E402
+from benchlib import ROOT, async_profiler, build_agent, java_version, machine, measure, patched_java, target_dir  # noqa: E402
 import bench_report  # noqa: E402
 import bench_profiles as prof  # noqa: E402
 from bench_workloads import BY_NAME, WORKLOADS, compile_drivers, fetch, versions  # noqa: E402
@@ -37,12 +37,7 @@ WARMUP = 2  # iterations discarded from the steady-state wall time (Hofer et al.
 
 
 def sps_jdk(a):
-    if a.sps_jdk == "none":
-        return None
-    for home in (a.sps_jdk, os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
-        if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
-            return os.path.join(home, "bin", "java")
-    return None
+    return None if a.sps_jdk == "none" else patched_java(a.sps_jdk)
 
 
 def temurins():

@@ -85,6 +85,15 @@ def quartiles(xs):
     return q[0], statistics.median(xs), q[2]
 
 
+def patched_java(home=None):
+    """bin/java of the patched JDK of jvm-patches/: `home` if given, else HPM_SPS_JDK, else
+    build.sh's default /var/cache/hpm/jdk-sps-latest; None if none of them has one."""
+    for h in (home, os.environ.get("HPM_SPS_JDK"), "/var/cache/hpm/jdk-sps-latest"):
+        if h and os.access(os.path.join(h, "bin", "java"), os.X_OK):
+            return os.path.join(h, "bin", "java")
+    return None
+
+
 def java_version(java):
     return subprocess.run([java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
 
