@@ -22,8 +22,18 @@ else
   jdk_failed=1
 fi
 
-cargo build --release -p hpm-agent -p hpm-cli
 status=${jdk_failed:-0}
+# Guardrails (principle 2): formatting and lints, over every target (tests and benches too).
+# `clippy::undocumented_unsafe_blocks` is denied in Cargo.toml's [workspace.lints].
+echo "test: == lint (cargo fmt --check; cargo clippy --workspace --all-targets -- -D warnings)"
+if ! cargo fmt --check >target/lint.log 2>&1; then
+  echo "test: cargo fmt --check FAILED (run cargo fmt):"; head -n 40 target/lint.log; status=1
+fi
+if ! cargo clippy --workspace --all-targets --quiet -- -D warnings >target/lint.log 2>&1; then
+  echo "test: cargo clippy FAILED:"; head -n 60 target/lint.log; status=1
+fi
+
+cargo build --release -p hpm-agent -p hpm-cli
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
 
 # Suites outside cargo (Maven, Go, the benchmark harness). Each step script prints its own

@@ -111,7 +111,8 @@ pub fn workloads() -> &'static Path {
             .filter(|p| p.extension().is_some_and(|e| e == "java"))
             .collect();
         let javac = jdks()[0].tool("javac");
-        let status = Command::new(javac).args(["--release", "17", "-d"]).arg(&out).args(&files).status().expect("run javac");
+        let status =
+            Command::new(javac).args(["--release", "17", "-d"]).arg(&out).args(&files).status().expect("run javac");
         assert!(status.success(), "javac of the workloads failed");
         out
     })
@@ -164,7 +165,13 @@ impl Run {
     }
 
     pub fn assert_ok(&self, what: &str) -> &Run {
-        assert!(self.status.success(), "{what} failed: {}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr);
+        assert!(
+            self.status.success(),
+            "{what} failed: {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
         self
     }
 }
@@ -175,7 +182,14 @@ pub fn run_java(jdk: &Jdk, options: Option<&str>, jvm_args: &[&str], main: &str,
     run_java_env(jdk, options, jvm_args, main, args, &[])
 }
 
-pub fn run_java_env(jdk: &Jdk, options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub fn run_java_env(
+    jdk: &Jdk,
+    options: Option<&str>,
+    jvm_args: &[&str],
+    main: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Run {
     let mut cmd = Command::new(jdk.java());
     cmd.args(jvm_args);
     if let Some(o) = options {
@@ -209,7 +223,13 @@ pub const KNOWN_SHARES: [(&str, f64); 3] = [("Shares.a", 50.0), ("Shares.b", 30.
 
 /// Asserts that at least `min_samples` samples lie under `under` and that each known share is
 /// within `points` of the truth; `what` names the run in messages. Returns the sample count.
-pub fn assert_known_shares(stacks: &[(Vec<String>, u64)], under: &str, min_samples: u64, points: f64, what: &str) -> u64 {
+pub fn assert_known_shares(
+    stacks: &[(Vec<String>, u64)],
+    under: &str,
+    min_samples: u64,
+    points: f64,
+    what: &str,
+) -> u64 {
     let names: Vec<&str> = KNOWN_SHARES.iter().map(|t| t.0).collect();
     let (n, shares) = total_shares(stacks, under, &names);
     eprintln!("{what}: {n} samples under {under}, shares {shares:?}");

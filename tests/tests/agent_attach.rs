@@ -28,7 +28,8 @@ impl Jvm {
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        let pid = line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Attachee said {line:?}")).parse().unwrap();
+        let pid =
+            line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Attachee said {line:?}")).parse().unwrap();
         Jvm { child, stdin, stdout, pid }
     }
 
@@ -80,7 +81,8 @@ fn attach_start_dump_stop_on_a_running_jvm() {
 
         assert_eq!(jvm.say("work 3000"), "worked");
         let status = attach_ok(pid, "status");
-        for want in ["state: running", "sampler: asgct", "event: cpu-clock", "interval: 1ms", "samples: ", "duration: "] {
+        for want in ["state: running", "sampler: asgct", "event: cpu-clock", "interval: 1ms", "samples: ", "duration: "]
+        {
             assert!(status.contains(want), "{}: status lacks {want:?}:\n{status}", jdk.name);
         }
 
@@ -88,17 +90,31 @@ fn attach_start_dump_stop_on_a_running_jvm() {
         // late, 3 s on a shared machine).
         let dump = dir.join("dump.collapsed");
         attach_ok(pid, &format!("dump,file={}", dump.display()));
-        let n = assert_known_shares(&read_collapsed(&dump), "Attachee.work", 500, 6.0, &format!("{}: attached dump", jdk.name));
+        let n = assert_known_shares(
+            &read_collapsed(&dump),
+            "Attachee.work",
+            500,
+            6.0,
+            &format!("{}: attached dump", jdk.name),
+        );
         let jfr = dir.join("dump.jfr");
         attach_ok(pid, &format!("dump,file={}", jfr.display()));
         let report = hpm(&["report", jfr.to_str().unwrap()]);
         assert!(report.status.success(), "{}: hpm report of the JFR dump: {:?}", jdk.name, report);
-        assert!(String::from_utf8_lossy(&report.stdout).contains("Shares.spin"), "{}: JFR dump lacks Shares.spin", jdk.name);
+        assert!(
+            String::from_utf8_lossy(&report.stdout).contains("Shares.spin"),
+            "{}: JFR dump lacks Shares.spin",
+            jdk.name
+        );
 
         // Stop: the session's file is written; the program runs on and exits normally.
         let out = attach_ok(pid, "stop");
         assert!(out.contains("profiling stopped") && out.contains("session.collapsed"), "{}: {out}", jdk.name);
-        assert!(total(&read_collapsed(&session)) >= n, "{}: the session file has fewer samples than the dump", jdk.name);
+        assert!(
+            total(&read_collapsed(&session)) >= n,
+            "{}: the session file has fewer samples than the dump",
+            jdk.name
+        );
         assert!(attach_ok(pid, "status").contains("state: idle"), "{}: status after stop", jdk.name);
         // After stop, dump writes the last session's profile.
         let after = dir.join("after.collapsed");

@@ -7,7 +7,11 @@ fn refused(options: &str, env: &[(&str, &str)], expect: &[&str]) {
     let jdk = &jdks()[0];
     let run = run_java_env(jdk, Some(options), &[], "Shares", &["1", "0.1"], env);
     assert!(!run.status.success(), "`{options}` should stop the JVM; stderr: {}", run.stderr);
-    let line = run.stderr.lines().find(|l| l.starts_with("hpm: ")).unwrap_or_else(|| panic!("no hpm line for `{options}`: {}", run.stderr));
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("hpm: "))
+        .unwrap_or_else(|| panic!("no hpm line for `{options}`: {}", run.stderr));
     for e in expect {
         assert!(line.contains(e), "`{options}`: {line:?} lacks {e:?}");
     }
@@ -48,11 +52,21 @@ fn help_lists_options_and_exits() {
 fn hardware_events_fall_back_with_one_line() {
     let dir = scratch("fallback");
     let out = dir.join("p.collapsed");
-    let run = run_java(&jdks()[0], Some(&format!("event=cycles,counters=instructions+task-clock,file={}", out.display())), &[], "Shares", &["1", "1"]);
+    let run = run_java(
+        &jdks()[0],
+        Some(&format!("event=cycles,counters=instructions+task-clock,file={}", out.display())),
+        &[],
+        "Shares",
+        &["1", "1"],
+    );
     run.assert_ok("Shares with event=cycles");
     let pmu = run.stderr.lines().find(|l| l.starts_with("hpm: event "));
     if run.stderr.contains("no hardware PMU for cycles") {
-        let fallback: Vec<&str> = run.stderr.lines().filter(|l| l.contains("no hardware PMU for cycles") && l.contains("sampling cpu-clock")).collect();
+        let fallback: Vec<&str> = run
+            .stderr
+            .lines()
+            .filter(|l| l.contains("no hardware PMU for cycles") && l.contains("sampling cpu-clock"))
+            .collect();
         assert_eq!(fallback.len(), 1, "{}", run.stderr);
         assert!(run.stderr.contains("counter instructions is not available"), "{}", run.stderr);
         assert!(pmu.unwrap().contains("cpu-clock"), "{}", run.stderr);

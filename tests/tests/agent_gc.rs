@@ -22,10 +22,19 @@ fn gc_time_goes_to_the_gc_component() {
         // The truth is the CPU time of the GC worker threads (from /proc, at exit): unlike the
         // pause time it does not grow when the machine is loaded. Samples of GC work can also
         // land on the VM thread, hence the wider upper bound.
-        let gc_cpu_truth: f64 = line.split("gc-cpu ms=").nth(1).and_then(|s| s.split_whitespace().next()?.parse().ok()).expect("gc-cpu");
+        let gc_cpu_truth: f64 =
+            line.split("gc-cpu ms=").nth(1).and_then(|s| s.split_whitespace().next()?.parse().ok()).expect("gc-cpu");
         let gc_cpu_ms = gc as f64; // 1 sample = 1 ms of CPU
-        assert!(gc_cpu_ms >= 0.6 * gc_cpu_truth, "{}: {gc_cpu_ms} ms of GC samples for {gc_cpu_truth} ms of GC thread CPU", jdk.name);
-        assert!(gc_cpu_ms <= 1.5 * gc_cpu_truth + 50.0, "{}: {gc_cpu_ms} ms of GC samples for {gc_cpu_truth} ms of GC thread CPU", jdk.name);
+        assert!(
+            gc_cpu_ms >= 0.6 * gc_cpu_truth,
+            "{}: {gc_cpu_ms} ms of GC samples for {gc_cpu_truth} ms of GC thread CPU",
+            jdk.name
+        );
+        assert!(
+            gc_cpu_ms <= 1.5 * gc_cpu_truth + 50.0,
+            "{}: {gc_cpu_ms} ms of GC samples for {gc_cpu_truth} ms of GC thread CPU",
+            jdk.name
+        );
         assert!(comp.contains("GC "), "{}: summary names no GC component: {comp}", jdk.name);
     }
 }

@@ -49,7 +49,11 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
                     l.starts_with("jfr ") || l.to_lowercase().starts_with("error") || l.contains("Exception in thread")
                 })
                 .collect();
-            assert!(errors.is_empty() && !stderr.contains("rror"), "{}: jfr {args:?} reported an error: {errors:?} {stderr}", jdk.name);
+            assert!(
+                errors.is_empty() && !stderr.contains("rror"),
+                "{}: jfr {args:?} reported an error: {errors:?} {stderr}",
+                jdk.name
+            );
         }
 
         let r = check_jfr(&jdk, &jfr);
@@ -59,12 +63,18 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
         assert_eq!(samples, total(&stacks), "{}: JFR and collapsed disagree", jdk.name);
         assert_eq!(r["count hpm.Sample"], samples, "{}", jdk.name);
         assert!(r["count hpm.Config"] >= 2, "{}: expected several flushed chunks", jdk.name);
-        for field in ["event", "period", "component", "dataAddress", "taskClock", "pageFaults", "stackTrace", "sampledThread"] {
+        for field in
+            ["event", "period", "component", "dataAddress", "taskClock", "pageFaults", "stackTrace", "sampledThread"]
+        {
             assert!(r.contains_key(&format!("field hpm.Sample.{field}")), "{}: hpm.Sample lacks {field}", jdk.name);
         }
         // task-clock deltas add up to about the sampled CPU time (1 ms per sample).
         let task_ms = r["sum hpm.Sample.taskClock"] as f64 / 1e6;
-        assert!(task_ms > 0.7 * samples as f64 && task_ms < 1.3 * samples as f64, "{}: task-clock {task_ms} ms for {samples} samples", jdk.name);
+        assert!(
+            task_ms > 0.7 * samples as f64 && task_ms < 1.3 * samples as f64,
+            "{}: task-clock {task_ms} ms for {samples} samples",
+            jdk.name
+        );
         // Top frames agree with the collapsed leaves.
         let spin_top = r.get("top Shares.spin").copied().unwrap_or(0);
         let spin_leaf: u64 = stacks.iter().filter(|(f, _)| f.last().unwrap() == "Shares.spin").map(|(_, n)| n).sum();

@@ -44,7 +44,11 @@ fn jvmti_sampler_agrees_with_asgct() {
 fn sps_on_a_stock_jdk_gives_the_clear_error() {
     let run = run_java(&jdks()[0], Some("sampler=sps"), &[], "Shares", &["1", "0.1"]);
     assert!(!run.status.success());
-    assert!(run.stderr.contains("sampler=sps needs the patched JVM") && run.stderr.contains("jvm-patches/build.sh"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("sampler=sps needs the patched JVM") && run.stderr.contains("jvm-patches/build.sh"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -72,7 +76,10 @@ fn sps_survives_hard_cases() {
         assert!(run.stdout.contains("stress done"), "{opts}: {}", run.stdout);
         let stacks = read_collapsed(&out);
         let has = |m: &str| stacks.iter().any(|(f, _)| f.iter().any(|x| x == m));
-        assert!(has("Stress.recurse") && has("Stress.throwing") && has("Stress.shapes"), "{opts}: busy methods missing");
+        assert!(
+            has("Stress.recurse") && has("Stress.throwing") && has("Stress.shapes"),
+            "{opts}: busy methods missing"
+        );
         eprintln!("patched JDK, {opts}: {} samples", total(&stacks));
     }
 }
@@ -82,6 +89,8 @@ fn stock_jdk_still_works_with_stress() {
     let jdk = &jdks()[0];
     let dir = scratch("stock-stress");
     let out = dir.join("p.collapsed");
-    run_java(jdk, Some(&format!("sampler=jvmti,interval=1ms,file={}", out.display())), &[], "Stress", &["3"]).assert_ok("jvmti stress");
-    run_java(jdk, Some(&format!("interval=1ms,file={}", out.display())), &[], "Stress", &["3"]).assert_ok("asgct stress");
+    run_java(jdk, Some(&format!("sampler=jvmti,interval=1ms,file={}", out.display())), &[], "Stress", &["3"])
+        .assert_ok("jvmti stress");
+    run_java(jdk, Some(&format!("interval=1ms,file={}", out.display())), &[], "Stress", &["3"])
+        .assert_ok("asgct stress");
 }

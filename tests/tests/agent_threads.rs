@@ -42,7 +42,11 @@ fn short_lived_threads_leak_no_descriptors() {
         // are found gone by the next 100 ms scan, so a few may still be counted here. 2000
         // leaking threads would leave 6000.
         let lagging_vm_threads = 10;
-        assert!(perf_after <= 3 * (tasks + lagging_vm_threads), "{}: {perf_after} perf descriptors for {tasks} live threads", jdk.name);
+        assert!(
+            perf_after <= 3 * (tasks + lagging_vm_threads),
+            "{}: {perf_after} perf descriptors for {tasks} live threads",
+            jdk.name
+        );
         assert!(after - before < 100, "{}: descriptors grew from {before} to {after}", jdk.name);
         let seen = run.stderr.lines().find(|l| l.contains("threads seen")).expect("summary threads line");
         let n: u64 = seen.split(|c: char| !c.is_ascii_digit()).find_map(|s| s.parse().ok()).unwrap();

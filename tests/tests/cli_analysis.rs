@@ -12,11 +12,7 @@ fn hpm() -> PathBuf {
 }
 
 fn data(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("data/analysis")
-        .join(name)
-        .display()
-        .to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/analysis").join(name).display().to_string()
 }
 
 fn scratch(name: &str) -> PathBuf {
@@ -32,10 +28,7 @@ fn run(args: &[&str]) -> Output {
 /// Stdout of a command that must succeed.
 fn ok(args: &[&str]) -> String {
     let out = run(args);
-    let (o, e) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (o, e) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "hpm {args:?} failed: {e}");
     assert!(e.is_empty(), "hpm {args:?} wrote to stderr: {e}");
     o.into_owned()
@@ -45,11 +38,7 @@ fn ok(args: &[&str]) -> String {
 fn fails(args: &[&str]) -> String {
     let out = run(args);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "hpm {args:?} should fail with status 2; stderr: {err}"
-    );
+    assert_eq!(out.status.code(), Some(2), "hpm {args:?} should fail with status 2; stderr: {err}");
     assert_eq!(err.lines().count(), 1, "one line expected: {err}");
     assert!(err.starts_with("hpm: "), "{err}");
     err
@@ -57,35 +46,16 @@ fn fails(args: &[&str]) -> String {
 
 /// `name: value` lines as a map.
 fn values(out: &str) -> HashMap<String, String> {
-    out.lines()
-        .filter_map(|l| l.split_once(": "))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    out.lines().filter_map(|l| l.split_once(": ")).map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[test]
 fn compare_prints_the_three_metrics_first_and_matches_async_profiler_names() {
-    let out = ok(&[
-        "compare",
-        &data("async-profiler.collapsed"),
-        &data("ours.collapsed"),
-    ]);
+    let out = ok(&["compare", &data("async-profiler.collapsed"), &data("ours.collapsed")]);
     let first: Vec<&str> = out.lines().take(3).collect();
-    assert_eq!(
-        first,
-        [
-            "overlap: 100.00%",
-            "hot-edge coverage: 100.00%",
-            "method correlation: 1.0000"
-        ]
-    );
+    assert_eq!(first, ["overlap: 100.00%", "hot-edge coverage: 100.00%", "method correlation: 1.0000"]);
     assert_eq!(values(&out)["samples"], "100 50");
-    let raw = values(&ok(&[
-        "compare",
-        &data("async-profiler.collapsed"),
-        &data("ours.collapsed"),
-        "--exact-names",
-    ]));
+    let raw = values(&ok(&["compare", &data("async-profiler.collapsed"), &data("ours.collapsed"), "--exact-names"]));
     assert_eq!(raw["overlap"], "0.00%");
 }
 
@@ -93,18 +63,9 @@ fn compare_prints_the_three_metrics_first_and_matches_async_profiler_names() {
 fn compare_is_symmetric_total_for_identical_and_zero_for_disjoint() {
     let (a, b) = (data("figure2.collapsed"), data("ours.collapsed"));
     let same = values(&ok(&["compare", &a, &a]));
-    assert_eq!(
-        (same["overlap"].as_str(), same["hot-edge coverage"].as_str()),
-        ("100.00%", "100.00%")
-    );
+    assert_eq!((same["overlap"].as_str(), same["hot-edge coverage"].as_str()), ("100.00%", "100.00%"));
     let disjoint = values(&ok(&["compare", &a, &b]));
-    assert_eq!(
-        (
-            disjoint["overlap"].as_str(),
-            disjoint["hot-edge coverage"].as_str()
-        ),
-        ("0.00%", "0.00%")
-    );
+    assert_eq!((disjoint["overlap"].as_str(), disjoint["hot-edge coverage"].as_str()), ("0.00%", "0.00%"));
     let (x, y) = (data("ours.collapsed"), data("other.collapsed"));
     let xy = values(&ok(&["compare", &x, &y, "--inclusive"]));
     let yx = values(&ok(&["compare", &y, &x, "--inclusive"]));
@@ -121,18 +82,12 @@ fn ccmap_answers_figure2_and_round_trips_its_dump() {
     let dump = scratch("figure2.ccmap");
     let out = ok(&["ccmap", &fig2, "--dump", dump.to_str().unwrap()]);
     let lines: Vec<&str> = out.lines().map(str::trim).collect();
-    let at = lines
-        .iter()
-        .position(|l| *l == "8  B -> C -> D")
-        .expect(&out);
+    let at = lines.iter().position(|l| *l == "8  B -> C -> D").expect(&out);
     assert_eq!(lines[at + 1], "below: A 5, E 1, no caller seen 2");
     assert!(lines.contains(&"6  E -> B -> C -> F"), "{out}");
     assert!(lines.contains(&"5  A > B > C -> D"), "{out}");
     // The dump loads back to the same map: same report.
-    assert_eq!(
-        ok(&["ccmap", dump.to_str().unwrap()]),
-        ok(&["ccmap", &fig2])
-    );
+    assert_eq!(ok(&["ccmap", dump.to_str().unwrap()]), ok(&["ccmap", &fig2]));
     let pruned = ok(&["ccmap", &fig2, "--min-count", "2"]);
     assert!(pruned.contains("below: A 5, no caller seen 3"), "{pruned}");
 }
@@ -143,34 +98,20 @@ fn callerchain_reproduces_figure6_and_flags_figure7() {
     assert!(out.starts_with("A @10\n  B @50  10 samples\n    D @90  20 samples\n      E @100  80 samples\n  C @40  10 samples\n    D @80  40 samples\n    E @50  10 samples\n"), "{out}");
     let v = values(&out);
     assert_eq!(v["nodes"], "7");
-    assert_eq!(
-        v["nodes with several callers at the same depth"],
-        "0 (0.0%)"
-    );
-    let ev = values(&ok(&[
-        "callerchain",
-        &data("figure6.quads"),
-        "--events",
-        &data("figure6.events"),
-    ]));
+    assert_eq!(v["nodes with several callers at the same depth"], "0 (0.0%)");
+    let ev = values(&ok(&["callerchain", &data("figure6.quads"), "--events", &data("figure6.events")]));
     assert_eq!(ev["events mapped"], "45 (100.0%), by fitting: 5");
     for fig in ["figure7a.quads", "figure7b.quads"] {
         let out = ok(&["callerchain", &data(fig)]);
         assert_eq!(out.matches("[2 callers at this depth").count(), 2, "{out}");
         let v = values(&out);
-        assert!(
-            v["nodes with several callers at the same depth"].starts_with("2 "),
-            "{out}"
-        );
+        assert!(v["nodes with several callers at the same depth"].starts_with("2 "), "{out}");
         assert_ne!(v["callers uniquely identified for >= 3 levels"], "100.0%");
     }
 }
 
 fn phases_of(out: &str) -> Vec<String> {
-    let start = out
-        .lines()
-        .position(|l| l.starts_with("phases ("))
-        .expect(out);
+    let start = out.lines().position(|l| l.starts_with("phases (")).expect(out);
     out.lines()
         .skip(start + 1)
         .take_while(|l| l.starts_with("  "))
@@ -180,45 +121,20 @@ fn phases_of(out: &str) -> Vec<String> {
 
 #[test]
 fn phases_selects_figure3_main_read_data_sort_data() {
-    let out = ok(&[
-        "phases",
-        &data("figure3.trace"),
-        "--weight",
-        "10",
-        "--grain",
-        "5",
-    ]);
+    let out = ok(&["phases", &data("figure3.trace"), "--weight", "10", "--grain", "5"]);
     assert_eq!(phases_of(&out), ["main", "sortData", "readData"]);
-    assert!(
-        out.contains("estimated overhead: 0.457% (3 of 656 invocations profiled)"),
-        "{out}"
-    );
+    assert!(out.contains("estimated overhead: 0.457% (3 of 656 invocations profiled)"), "{out}");
     assert!(out.contains("total time: 1800 counter"), "{out}");
 }
 
 #[test]
 fn phases_reports_cov_and_anova() {
-    let out = ok(&[
-        "phases",
-        &data("counters.trace"),
-        "--weight",
-        "20",
-        "--grain",
-        "2",
-    ]);
+    let out = ok(&["phases", &data("counters.trace"), "--weight", "20", "--grain", "2"]);
     assert_eq!(phases_of(&out), ["main", "work"]);
     assert!(out.contains("metric instructions per cycles:"), "{out}");
     assert!(out.contains("ANOVA: F=90.9091 df=(1, 20)"), "{out}");
-    let out = ok(&[
-        "phases",
-        &data("figure3.trace"),
-        "--metrics",
-        &data("plantgrowth.metrics"),
-    ]);
-    assert!(
-        out.contains("ANOVA: F=4.8461 df=(2, 27) p=1.5910e-2"),
-        "{out}"
-    );
+    let out = ok(&["phases", &data("figure3.trace"), "--metrics", &data("plantgrowth.metrics")]);
+    assert!(out.contains("ANOVA: F=4.8461 df=(2, 27) p=1.5910e-2"), "{out}");
 }
 
 /// Encodes a text trace in the binary format of docs/analysis.md.
@@ -254,10 +170,7 @@ fn phases_reads_binary_traces_too() {
     bytes.truncate(bytes.len() - 2);
     std::fs::write(&bin, bytes).unwrap();
     let err = fails(&["phases", bin.to_str().unwrap()]);
-    assert!(
-        err.contains("figure3.bin: record") && err.contains("cut short"),
-        "{err}"
-    );
+    assert!(err.contains("figure3.bin: record") && err.contains("cut short"), "{err}");
 }
 
 #[test]
@@ -265,23 +178,13 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     use hpm_core::jfr::{ChunkTimes, JfrFileWriter};
     use hpm_core::model::*;
     let mut rec = Recording::default();
-    rec.add_thread(ThreadInfo {
-        os_tid: 7,
-        java_id: Some(1),
-        name: "main".into(),
-        is_java: true,
-    });
+    rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true });
     let run = rec.methods.intern(MethodInfo::java("p.Main", "run", "()V"));
     let (f, g) = (
         rec.methods.intern(MethodInfo::java("p.A", "f", "()V")),
         rec.methods.intern(MethodInfo::java("p.B", "g", "()V")),
     );
-    let frame = |method, bci| Frame {
-        method,
-        bci,
-        line: -1,
-        kind: FrameKind::JitCompiled,
-    };
+    let frame = |method, bci| Frame { method, bci, line: -1, kind: FrameKind::JitCompiled };
     for (i, (callee, site)) in [(f, 5), (g, 9), (f, 5), (f, 5)].into_iter().enumerate() {
         rec.samples.push(Sample {
             time: 1_000 + i as u64,
@@ -297,16 +200,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     }
     let jfr = scratch("sites.jfr");
     let mut w = JfrFileWriter::create(&jfr).unwrap();
-    w.write_chunk(
-        &rec,
-        &rec.samples,
-        ChunkTimes {
-            start_ticks: 0,
-            end_ticks: 2_000,
-            start_wall_ns: 0,
-        },
-    )
-    .unwrap();
+    w.write_chunk(&rec, &rec.samples, ChunkTimes { start_ticks: 0, end_ticks: 2_000, start_wall_ns: 0 }).unwrap();
     w.flush().unwrap();
     drop(w);
     let jfr = jfr.to_str().unwrap();
@@ -316,10 +210,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     let collapsed = scratch("sites.collapsed");
     std::fs::write(&collapsed, "p.Main.run;p.A.f 3\np.Main.run;p.B.g 1\n").unwrap();
     let v = values(&ok(&["compare", jfr, collapsed.to_str().unwrap()]));
-    assert_eq!(
-        (v["overlap"].as_str(), v["samples"].as_str()),
-        ("100.00%", "4 4")
-    );
+    assert_eq!((v["overlap"].as_str(), v["samples"].as_str()), ("100.00%", "4 4"));
 }
 
 #[test]
@@ -330,24 +221,19 @@ fn bad_input_names_file_line_and_problem() {
         p.display().to_string()
     };
     let q = write("bad.quads", "A 10 B 50 1\nA 10 B x 1\n");
-    assert!(
-        fails(&["callerchain", &q]).contains("bad.quads:2: callee depth `x` is not a whole number")
-    );
+    assert!(fails(&["callerchain", &q]).contains("bad.quads:2: callee depth `x` is not a whole number"));
     let q = write("shallow.quads", "A 50 B 40 1\n");
     assert!(fails(&["callerchain", &q]).contains("shallow.quads:1: callee depth 40 is not deeper"));
     let t = write("bad.trace", "enter t main 0\nexit t other 5\n");
     assert!(fails(&["phases", &t])
         .contains("bad.trace:2: exit of other on thread t, but the innermost open method is main"));
     let t = write("back.trace", "enter t main 10\nexit t main 5\n");
-    assert!(fails(&["phases", &t])
-        .contains("back.trace:2: counter value 5 is below the previous value 10"));
+    assert!(fails(&["phases", &t]).contains("back.trace:2: counter value 5 is below the previous value 10"));
     let c = write("bad.collapsed", "main;a 1\nmain;b many\n");
     assert!(fails(&["compare", &c, &c]).contains("bad.collapsed:2:"));
     assert!(fails(&["ccmap", &c]).contains("bad.collapsed:2:"));
     let d = write("bad.ccmap", "# hpm ccmap 1\nN 1 0\nM 0 1 1 a\nS 0 3 -1\n");
-    assert!(
-        fails(&["ccmap", &d]).contains("bad.ccmap:4: caller refers to a node that does not exist")
-    );
+    assert!(fails(&["ccmap", &d]).contains("bad.ccmap:4: caller refers to a node that does not exist"));
     let m = write("bad.metrics", "a 1\nb one\n");
     assert!(fails(&["phases", &data("figure3.trace"), "--metrics", &m])
         .contains("bad.metrics:2: value `one` is not a number"));
@@ -362,14 +248,8 @@ fn bad_input_names_file_line_and_problem() {
     fails(&["ccmap", "/nonexistent/x.collapsed"]);
     // Absurd counts saturate instead of overflowing.
     let max = u64::MAX;
-    let q = write(
-        "huge.quads",
-        &format!("A 10 B 50 {max}\nA 10 B 50 {max}\nB 50 C 60 {max}\n"),
-    );
+    let q = write("huge.quads", &format!("A 10 B 50 {max}\nA 10 B 50 {max}\nB 50 C 60 {max}\n"));
     assert!(ok(&["callerchain", &q]).contains(&format!("B @50  {max} samples")));
-    let t = write(
-        "huge.trace",
-        &format!("enter t a 0\nexit t a {max}\nenter t b {max}\nexit t b {max}\n"),
-    );
+    let t = write("huge.trace", &format!("enter t a 0\nexit t a {max}\nenter t b {max}\nexit t b {max}\n"));
     assert!(ok(&["phases", &t]).contains(&format!("total time: {max} counter")));
 }

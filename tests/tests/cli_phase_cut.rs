@@ -28,8 +28,12 @@ fn recording_with_phases() -> PathBuf {
     // Iteration 0 (warm-up) runs Warm.up 30 times; iterations 1 and 2 run Steady.run 10 times each.
     let mut samples: Vec<Sample> = (0..30).map(|i| sample(2_000 + i, warm)).collect();
     samples.extend((0..20).map(|i| sample(3_000 + i, steady)));
-    let phases = [(0, 1_999), (1, 2_999), (2, 3_010)]
-        .map(|(index, time)| Mark::Phase { time, thread: 0, name: "iteration".into(), index });
+    let phases = [(0, 1_999), (1, 2_999), (2, 3_010)].map(|(index, time)| Mark::Phase {
+        time,
+        thread: 0,
+        name: "iteration".into(),
+        index,
+    });
     let times = ChunkTimes { start_ticks: 1_000, end_ticks: 4_000, start_wall_ns: 1_700_000_000_000_000_000 };
     let bytes = encode_chunk_with_marks(&rec, &samples, &phases, times);
     let dir = std::env::temp_dir().join(format!("hpm-phase-cut-{}", std::process::id()));
@@ -41,7 +45,11 @@ fn recording_with_phases() -> PathBuf {
 
 fn report(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(hpm_tests::hpm_bin()).arg("report").args(args).output().expect("run hpm");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -61,7 +69,10 @@ fn report_from_an_iteration_leaves_warm_up_out() {
     assert!(ok && err.contains("10 samples kept"), "{err}");
 
     let (ok, _, err) = report(&[jfr, "--from-phase", "iteration=9"]);
-    assert!(!ok && err.contains("no phase marker `iteration=9`") && err.contains("iteration=0, iteration=1, iteration=2"), "{err}");
+    assert!(
+        !ok && err.contains("no phase marker `iteration=9`") && err.contains("iteration=0, iteration=1, iteration=2"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -29,34 +29,18 @@ impl Jdk {
 const TEMURIN_25: &str = "/usr/lib/jvm/temurin-25-jdk-amd64";
 
 fn jdk_at(home: PathBuf) -> Jdk {
-    let out = Command::new(home.join("bin/java"))
-        .arg("-version")
-        .output()
-        .expect("run java -version");
+    let out = Command::new(home.join("bin/java")).arg("-version").output().expect("run java -version");
     let text = String::from_utf8_lossy(&out.stderr);
     let version = text.lines().next().unwrap_or("?").to_string();
-    Jdk {
-        label: format!("{version} at {}", home.display()),
-        home,
-    }
+    Jdk { label: format!("{version} at {}", home.display()), home }
 }
 
 /// The JDK on PATH (must exist) and Temurin 25 (reported if missing).
 fn jdks() -> Vec<Jdk> {
     let on_path = std::env::var_os("PATH")
-        .and_then(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("jfr"))
-                .find(|f| f.is_file())
-        })
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("jfr")).find(|f| f.is_file()))
         .expect("the `jfr` tool must be on PATH for these tests");
-    let home = std::fs::canonicalize(&on_path)
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_path_buf();
+    let home = std::fs::canonicalize(&on_path).unwrap().parent().unwrap().parent().unwrap().to_path_buf();
     let mut out = vec![jdk_at(home.clone())];
     let temurin = PathBuf::from(TEMURIN_25);
     if temurin.join("bin/jfr").is_file() {
@@ -64,18 +48,14 @@ fn jdks() -> Vec<Jdk> {
             out.push(jdk_at(temurin));
         }
     } else {
-        println!(
-            "NOTE: Temurin 25 not found at {TEMURIN_25}: its checks are not run on this machine"
-        );
+        println!("NOTE: Temurin 25 not found at {TEMURIN_25}: its checks are not run on this machine");
     }
     out
 }
 
 fn run(cmd: &mut Command) -> Output {
     let shown = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {shown}: {e}"));
     if !out.status.success() {
         panic!(
             "{shown} failed with {}\nstdout:\n{}\nstderr:\n{}",
@@ -92,10 +72,7 @@ fn run_clean(cmd: &mut Command) -> String {
     let shown = format!("{cmd:?}");
     let out = run(cmd);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.trim().is_empty(),
-        "{shown} wrote to stderr:\n{stderr}"
-    );
+    assert!(stderr.trim().is_empty(), "{shown} wrote to stderr:\n{stderr}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -103,19 +80,8 @@ fn run_clean(cmd: &mut Command) -> String {
 fn run_no_errors(cmd: &mut Command) -> String {
     let shown = format!("{cmd:?}");
     let stdout = run_clean(cmd);
-    for bad in [
-        "Exception",
-        "Error",
-        "error",
-        "could not",
-        "Could not",
-        "N/A",
-    ] {
-        assert!(
-            !stdout.contains(bad),
-            "{shown} printed `{bad}`:\n{}",
-            &stdout[..stdout.len().min(4000)]
-        );
+    for bad in ["Exception", "Error", "error", "could not", "Could not", "N/A"] {
+        assert!(!stdout.contains(bad), "{shown} printed `{bad}`:\n{}", &stdout[..stdout.len().min(4000)]);
     }
     stdout
 }
@@ -163,45 +129,19 @@ fn write_recording(path: &Path) -> Written {
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()
     };
-    let main = rec.add_thread(ThreadInfo {
-        os_tid: 4001,
-        java_id: Some(1),
-        name: "main".into(),
-        is_java: true,
-    });
-    let worker = rec.add_thread(ThreadInfo {
-        os_tid: 4002,
-        java_id: Some(21),
-        name: "pool-1-thread-1".into(),
-        is_java: true,
-    });
-    let gc = rec.add_thread(ThreadInfo {
-        os_tid: 4003,
-        java_id: None,
-        name: "GC Thread#0".into(),
-        is_java: false,
-    });
+    let main = rec.add_thread(ThreadInfo { os_tid: 4001, java_id: Some(1), name: "main".into(), is_java: true });
+    let worker =
+        rec.add_thread(ThreadInfo { os_tid: 4002, java_id: Some(21), name: "pool-1-thread-1".into(), is_java: true });
+    let gc = rec.add_thread(ThreadInfo { os_tid: 4003, java_id: None, name: "GC Thread#0".into(), is_java: false });
     let m_main = method(&mut rec, "demo.App", "main", "([Ljava/lang/String;)V");
     let m_loop = method(&mut rec, "demo.App", "loop", "(J)J");
-    let m_hash = method(
-        &mut rec,
-        "java.util.HashMap",
-        "hash",
-        "(Ljava/lang/Object;)I",
-    );
+    let m_hash = method(&mut rec, "java.util.HashMap", "hash", "(Ljava/lang/Object;)I");
     let m_read = method(&mut rec, "java.io.FileInputStream", "readBytes", "([BII)I");
     let m_libc = rec.methods.intern(MethodInfo::native("read"));
     let m_kern = rec.methods.intern(MethodInfo::native("ksys_read"));
-    let m_cpp = rec
-        .methods
-        .intern(MethodInfo::native("G1CollectedHeap::do_collection_pause()"));
+    let m_cpp = rec.methods.intern(MethodInfo::native("G1CollectedHeap::do_collection_pause()"));
     let m_gc = rec.methods.intern(MethodInfo::native("[GC]"));
-    let f = |method, bci, line, kind| Frame {
-        method,
-        bci,
-        line,
-        kind,
-    };
+    let f = |method, bci, line, kind| Frame { method, bci, line, kind };
     let shapes: Vec<(ThreadIdx, Vec<Frame>, VmComponent)> = vec![
         (
             main,
@@ -222,14 +162,7 @@ fn write_recording(path: &Path) -> Written {
             ],
             VmComponent::Kernel,
         ),
-        (
-            gc,
-            vec![
-                f(m_cpp, -1, -1, FrameKind::Cpp),
-                f(m_gc, -1, -1, FrameKind::Unknown),
-            ],
-            VmComponent::Gc,
-        ),
+        (gc, vec![f(m_cpp, -1, -1, FrameKind::Cpp), f(m_gc, -1, -1, FrameKind::Unknown)], VmComponent::Gc),
     ];
     let mut w = JfrFileWriter::create(path).unwrap();
     let mut all = Vec::new();
@@ -249,11 +182,7 @@ fn write_recording(path: &Path) -> Written {
                     truncated: i == 7,
                     weight: 500_000 + n,
                     counters: vec![1_000 + n, 2_000_000 + 7 * n, n % 4],
-                    data_addr: if i % 2 == 0 {
-                        Some(0x10_0000 + n)
-                    } else {
-                        None
-                    },
+                    data_addr: if i % 2 == 0 { Some(0x10_0000 + n) } else { None },
                     ip: 0x7f00_0000_0000 + n,
                     component,
                 }
@@ -265,11 +194,7 @@ fn write_recording(path: &Path) -> Written {
             // Threads get their Java names late; the last chunk must show the new name.
             rec.threads[worker as usize].name = "renamed-worker".into();
         }
-        names.extend(
-            batch
-                .iter()
-                .map(|s| rec.threads[s.thread as usize].name.clone()),
-        );
+        names.extend(batch.iter().map(|s| rec.threads[s.thread as usize].name.clone()));
         let times = ChunkTimes {
             start_ticks: start,
             end_ticks: start + 1_000_000_000,
@@ -278,12 +203,7 @@ fn write_recording(path: &Path) -> Written {
         w.write_chunk(&rec, &batch, times).unwrap();
         all.extend(batch);
     }
-    Written {
-        rec,
-        samples: all,
-        thread_names: names,
-        chunks,
-    }
+    Written { rec, samples: all, thread_names: names, chunks }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -302,11 +222,7 @@ enum Json {
 impl Json {
     fn get(&self, key: &str) -> &Json {
         match self {
-            Json::Obj(m) => m
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v)
-                .unwrap_or(&Json::Null),
+            Json::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v).unwrap_or(&Json::Null),
             _ => &Json::Null,
         }
     }
@@ -322,9 +238,7 @@ impl Json {
     fn i64(&self) -> i64 {
         match self {
             Json::Num(n) => n.parse().unwrap_or_else(|_| panic!("not an integer: {n}")),
-            Json::Str(s) if s.starts_with("0x") || s.starts_with("0X") => {
-                i64::from_str_radix(&s[2..], 16).unwrap()
-            }
+            Json::Str(s) if s.starts_with("0x") || s.starts_with("0X") => i64::from_str_radix(&s[2..], 16).unwrap(),
             other => panic!("not a number: {other:?}"),
         }
     }
@@ -337,10 +251,7 @@ impl Json {
 }
 
 fn parse_json(text: &str) -> Json {
-    let mut p = JsonParser {
-        b: text.as_bytes(),
-        i: 0,
-    };
+    let mut p = JsonParser { b: text.as_bytes(), i: 0 };
     let v = p.value();
     p.ws();
     assert_eq!(p.i, p.b.len(), "trailing text after JSON");
@@ -372,9 +283,7 @@ impl JsonParser<'_> {
         if self.eat(b'{') {
             let mut m = Vec::new();
             while !self.eat(b'}') {
-                let Json::Str(k) = self.value() else {
-                    panic!("object key at byte {}", self.i)
-                };
+                let Json::Str(k) = self.value() else { panic!("object key at byte {}", self.i) };
                 assert!(self.eat(b':'), "`:` expected at byte {}", self.i);
                 m.push((k, self.value()));
                 self.eat(b',');
@@ -398,8 +307,7 @@ impl JsonParser<'_> {
                     (b'"', _) => return Json::Str(String::from_utf8(out).unwrap()),
                     (b'\\', b'u') => {
                         let hex = std::str::from_utf8(&self.b[self.i + 1..self.i + 5]).unwrap();
-                        let ch =
-                            char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap_or('?');
+                        let ch = char::from_u32(u32::from_str_radix(hex, 16).unwrap()).unwrap_or('?');
                         out.extend_from_slice(ch.to_string().as_bytes());
                         self.i += 5;
                     }
@@ -417,11 +325,7 @@ impl JsonParser<'_> {
             }
         }
         let start = self.i;
-        while self
-            .b
-            .get(self.i)
-            .is_some_and(|c| !b",]} \n\r\t".contains(c))
-        {
+        while self.b.get(self.i).is_some_and(|c| !b",]} \n\r\t".contains(c)) {
             self.i += 1;
         }
         match &self.b[start..self.i] {
@@ -435,9 +339,7 @@ impl JsonParser<'_> {
 
 fn print_json_events(jdk: &Jdk, file: &Path, event: &str) -> Vec<Json> {
     let text = run_no_errors(
-        Command::new(jdk.tool("jfr"))
-            .args(["print", "--json", "--stack-depth", "64", "--events", event])
-            .arg(file),
+        Command::new(jdk.tool("jfr")).args(["print", "--json", "--stack-depth", "64", "--events", event]).arg(file),
     );
     let j = parse_json(&text);
     j.at(&["recording", "events"]).arr().to_vec()
@@ -456,10 +358,7 @@ fn jdk_tools_accept_hpm_recordings() {
         println!("[{}] checking {}", jdk.label, file.display());
 
         let summary = run_no_errors(Command::new(jdk.tool("jfr")).arg("summary").arg(&file));
-        assert!(
-            summary.contains(&format!("Chunks: {}", w.chunks)),
-            "{summary}"
-        );
+        assert!(summary.contains(&format!("Chunks: {}", w.chunks)), "{summary}");
         println!("[{}] jfr summary: ok", jdk.label);
         let printed = run_no_errors(Command::new(jdk.tool("jfr")).arg("print").arg(&file));
         assert!(printed.contains("hpm.Sample") && printed.contains("jdk.ExecutionSample"));
@@ -474,30 +373,19 @@ fn jdk_tools_accept_hpm_recordings() {
             let name = t.get("javaName").str().or(t.get("osName").str()).unwrap();
             assert_eq!(name, *expected_name);
             assert_eq!(v.at(&["state"]).str(), Some("STATE_RUNNABLE"));
-            assert_eq!(
-                v.at(&["stackTrace", "truncated"]),
-                &Json::Bool(s.truncated),
-                "truncated flag"
-            );
+            assert_eq!(v.at(&["stackTrace", "truncated"]), &Json::Bool(s.truncated), "truncated flag");
             let frames = v.at(&["stackTrace", "frames"]).arr();
             assert_eq!(frames.len(), s.stack.len());
             for (jf, f) in frames.iter().zip(&s.stack) {
                 let m = w.rec.method(f.method);
                 assert_eq!(jf.at(&["method", "name"]).str(), Some(m.name.as_str()));
-                assert_eq!(
-                    jf.at(&["method", "type", "name"]).str(),
-                    Some(m.class_name.replace('.', "/").as_str())
-                );
+                assert_eq!(jf.at(&["method", "type", "name"]).str(), Some(m.class_name.replace('.', "/").as_str()));
                 assert_eq!(jf.get("lineNumber").i64(), f.line as i64);
                 assert_eq!(jf.get("bytecodeIndex").i64(), f.bci as i64);
                 assert_eq!(jf.get("type").str(), Some(f.kind.jfr_name()));
             }
         }
-        println!(
-            "[{}] jfr print --json jdk.ExecutionSample: {} events match",
-            jdk.label,
-            events.len()
-        );
+        println!("[{}] jfr print --json jdk.ExecutionSample: {} events match", jdk.label, events.len());
 
         // hpm.Sample: counters as named long fields, and the rest of what the agent measured.
         let fields = counter_field_names(&w.rec.counters);
@@ -516,10 +404,7 @@ fn jdk_tools_accept_hpm_recordings() {
             assert_eq!(v.get("dataAddress").i64(), s.data_addr.unwrap_or(0) as i64);
             assert_eq!(v.at(&["stackTrace", "frames"]).arr().len(), s.stack.len());
         }
-        println!(
-            "[{}] jfr print --json hpm.Sample: counters {fields:?} present with the values written",
-            jdk.label
-        );
+        println!("[{}] jfr print --json hpm.Sample: counters {fields:?} present with the values written", jdk.label);
 
         let config = print_json_events(&jdk, &file, "hpm.Config");
         assert_eq!(config.len(), w.chunks);
@@ -529,10 +414,7 @@ fn jdk_tools_accept_hpm_recordings() {
         let drops = print_json_events(&jdk, &file, "hpm.Drops");
         assert_eq!(drops.len(), 2 * w.chunks);
         let last = drops.last().unwrap().get("values");
-        assert_eq!(
-            (last.get("reason").str(), last.get("count").i64()),
-            (Some("no java frame"), 3)
-        );
+        assert_eq!((last.get("reason").str(), last.get("count").i64()), (Some("no java frame"), 3));
         println!("[{}] hpm.Config and hpm.Drops: ok", jdk.label);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -556,11 +438,7 @@ fn recording_file_api_reads_every_event() {
             match key {
                 "count" | "sum" => {
                     let (name, n) = rest.rsplit_once(' ').unwrap();
-                    let map = if key == "count" {
-                        &mut counts
-                    } else {
-                        &mut sums
-                    };
+                    let map = if key == "count" { &mut counts } else { &mut sums };
                     map.insert(name.to_string(), n.parse::<u64>().unwrap());
                 }
                 "frames" => frames = rest.parse().unwrap(),
@@ -586,14 +464,8 @@ fn recording_file_api_reads_every_event() {
             let total: u64 = w.samples.iter().map(|s| s.counters[i]).sum();
             assert_eq!(sums[field], total, "[{}] sum of {field}", jdk.label);
         }
-        assert_eq!(
-            sums["period"],
-            w.samples.iter().map(|s| s.weight).sum::<u64>()
-        );
-        println!(
-            "[{}] RecordingFile read {counts:?}, counter sums match",
-            jdk.label
-        );
+        assert_eq!(sums["period"], w.samples.iter().map(|s| s.weight).sum::<u64>());
+        println!("[{}] RecordingFile read {counts:?}, counter sums match", jdk.label);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -609,10 +481,7 @@ fn hpm_reader_round_trips_the_written_file() {
     assert_eq!(back.drops, w.rec.drops);
     assert_eq!(back.event, w.rec.event);
     for (a, b) in w.samples.iter().zip(&back.samples) {
-        assert_eq!(
-            w.rec.stack_names_root_first(a),
-            back.stack_names_root_first(b)
-        );
+        assert_eq!(w.rec.stack_names_root_first(a), back.stack_names_root_first(b));
         assert_eq!(
             (a.weight, &a.counters, a.data_addr, a.ip, a.component),
             (b.weight, &b.counters, b.data_addr, b.ip, b.component)
@@ -649,20 +518,11 @@ fn summary_counts(jdk: &Jdk, file: &Path) -> BTreeMap<String, u64> {
 #[test]
 fn hpm_reads_recordings_made_by_the_jdk() {
     for jdk in jdks() {
-        let dir = temp_dir(&format!(
-            "jdk-{}",
-            jdk.home.file_name().unwrap().to_string_lossy()
-        ));
-        run(Command::new(jdk.tool("javac"))
-            .arg("-d")
-            .arg(&dir)
-            .arg(data_dir().join("Busy.java")));
+        let dir = temp_dir(&format!("jdk-{}", jdk.home.file_name().unwrap().to_string_lossy()));
+        run(Command::new(jdk.tool("javac")).arg("-d").arg(&dir).arg(data_dir().join("Busy.java")));
         let file = dir.join("busy.jfr");
         run(Command::new(jdk.tool("java"))
-            .arg(format!(
-                "-XX:StartFlightRecording=filename={},settings=profile",
-                file.display()
-            ))
+            .arg(format!("-XX:StartFlightRecording=filename={},settings=profile", file.display()))
             .arg("-cp")
             .arg(&dir)
             .args(["Busy", "2000"]));
@@ -672,81 +532,39 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         let mut ours: BTreeMap<String, u64> = BTreeMap::new();
         for c in &chunks {
             for e in &c.events {
-                *ours
-                    .entry(c.event_type(e).unwrap().name.clone())
-                    .or_default() += 1;
+                *ours.entry(c.event_type(e).unwrap().name.clone()).or_default() += 1;
             }
         }
         let theirs = summary_counts(&jdk, &file);
-        assert_eq!(
-            ours, theirs,
-            "[{}] per-type event counts vs jfr summary",
-            jdk.label
-        );
-        println!(
-            "[{}] generic reader: {} event types, counts equal to jfr summary",
-            jdk.label,
-            ours.len()
-        );
+        assert_eq!(ours, theirs, "[{}] per-type event counts vs jfr summary", jdk.label);
+        println!("[{}] generic reader: {} event types, counts equal to jfr summary", jdk.label, ours.len());
 
         let rec = jfr::read_recording(&file).unwrap();
         let n = rec.samples.len();
-        assert_eq!(
-            n as u64, theirs["jdk.ExecutionSample"],
-            "[{}] samples",
-            jdk.label
-        );
+        assert_eq!(n as u64, theirs["jdk.ExecutionSample"], "[{}] samples", jdk.label);
         assert!(n >= 20, "[{}] only {n} samples", jdk.label);
         assert_eq!(rec.event.name, "jfr-execution-sample");
-        assert_eq!(
-            rec.event.period, 10_000_000,
-            "[{}] period from the profile settings",
-            jdk.label
-        );
+        assert_eq!(rec.event.period, 10_000_000, "[{}] period from the profile settings", jdk.label);
         assert!(rec.samples.iter().all(|s| s.weight == 10_000_000));
-        assert!(rec
-            .threads
-            .iter()
-            .any(|t| t.name == "main" && t.is_java && t.java_id.is_some()));
+        assert!(rec.threads.iter().any(|t| t.name == "main" && t.is_java && t.java_id.is_some()));
         assert!(rec.jvm.contains("VM"), "[{}] jvm = {}", jdk.label, rec.jvm);
         assert!(rec.pid > 0);
         let in_spin = rec
             .samples
             .iter()
-            .filter(|s| {
-                s.stack
-                    .iter()
-                    .any(|f| rec.method(f.method).display_name() == "Busy.spin")
-            })
+            .filter(|s| s.stack.iter().any(|f| rec.method(f.method).display_name() == "Busy.spin"))
             .count();
-        assert!(
-            in_spin * 2 >= n,
-            "[{}] Busy.spin in only {in_spin} of {n} samples",
-            jdk.label
-        );
-        let spin = rec
-            .methods
-            .iter()
-            .find(|(_, m)| m.display_name() == "Busy.spin")
-            .unwrap()
-            .1;
+        assert!(in_spin * 2 >= n, "[{}] Busy.spin in only {in_spin} of {n} samples", jdk.label);
+        let spin = rec.methods.iter().find(|(_, m)| m.display_name() == "Busy.spin").unwrap().1;
         assert_eq!(spin.descriptor, "(J)J");
-        let kinds: std::collections::BTreeSet<FrameKind> = rec
-            .samples
-            .iter()
-            .flat_map(|s| &s.stack)
-            .map(|f| f.kind)
-            .collect();
-        assert!(
-            kinds.iter().all(|k| k.is_java() || *k == FrameKind::Native),
-            "[{}] frame types {kinds:?}",
-            jdk.label
+        let kinds: std::collections::BTreeSet<FrameKind> =
+            rec.samples.iter().flat_map(|s| &s.stack).map(|f| f.kind).collect();
+        assert!(kinds.iter().all(|k| k.is_java() || *k == FrameKind::Native), "[{}] frame types {kinds:?}", jdk.label);
+        assert!(rec.samples.iter().any(|s| s.stack.iter().any(|f| f.line > 0 && f.bci >= 0)));
+        println!(
+            "[{}] hpm reader: {n} samples, Busy.spin in {in_spin}, period {} ns, frame types {kinds:?}",
+            jdk.label, rec.event.period
         );
-        assert!(rec
-            .samples
-            .iter()
-            .any(|s| s.stack.iter().any(|f| f.line > 0 && f.bci >= 0)));
-        println!("[{}] hpm reader: {n} samples, Busy.spin in {in_spin}, period {} ns, frame types {kinds:?}", jdk.label, rec.event.period);
 
         // A JFR file is a sequence of chunks: the recording twice over reads as two chunks,
         // with threads and methods deduplicated across them.
@@ -759,11 +577,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         assert_eq!(rec2.methods.len(), rec.methods.len());
         let theirs2 = summary_counts(&jdk, &twice);
         assert_eq!(theirs2["jdk.ExecutionSample"], 2 * n as u64);
-        println!(
-            "[{}] two-chunk JDK file: {} samples, threads and methods deduplicated",
-            jdk.label,
-            2 * n
-        );
+        println!("[{}] two-chunk JDK file: {} samples, threads and methods deduplicated", jdk.label, 2 * n);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

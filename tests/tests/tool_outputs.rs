@@ -120,7 +120,11 @@ fn check_pprof(go: &Path, file: &Path, want: &HashMap<String, f64>, with_files: 
     // Default sample type: the sampling event (cpu-clock ns); the hottest entry is the leaf.
     let top = pprof(go, &["-top", "-nodecount=5"], file);
     let first = top.lines().find(|l| l.contains('%') && l.split_whitespace().count() == 6);
-    assert!(first.is_some_and(|l| l.ends_with("Shares.spin")), "{}: hottest entry is not Shares.spin:\n{top}", file.display());
+    assert!(
+        first.is_some_and(|l| l.ends_with("Shares.spin")),
+        "{}: hottest entry is not Shares.spin:\n{top}",
+        file.display()
+    );
     // Sample counts: cumulative shares agree with the collapsed stacks.
     let top = pprof(go, &["-top", "-sample_index=samples", "-nodecount=30"], file);
     let rows = top_rows(&top);
@@ -151,11 +155,16 @@ fn check_json(python: &str, file: &Path, want: &HashMap<String, f64>, with_files
     }
     let text = std::fs::read_to_string(file).unwrap();
     if with_files {
-        assert!(text.contains("\"sourceFile\":\"Shares.java\",\"sourcePath\":\"Shares.java\",\"lines\":[{"), "source files are recorded");
+        assert!(
+            text.contains("\"sourceFile\":\"Shares.java\",\"sourcePath\":\"Shares.java\",\"lines\":[{"),
+            "source files are recorded"
+        );
     } else {
         assert!(text.contains("\"sourceFile\":null,\"sourcePath\":null,\"lines\":[{"), "lines without files");
     }
-    assert!(text.contains("\"counters\":[{\"name\":\"task-clock\",\"unit\":\"ns\"},{\"name\":\"page-faults\",\"unit\":\"events\"}]"));
+    assert!(text.contains(
+        "\"counters\":[{\"name\":\"task-clock\",\"unit\":\"ns\"},{\"name\":\"page-faults\",\"unit\":\"events\"}]"
+    ));
     assert!(!text.contains("CPI"), "no CPI without cycles and instructions");
 }
 
@@ -163,10 +172,14 @@ fn check_json(python: &str, file: &Path, want: &HashMap<String, f64>, with_files
 fn agent_pprof_and_json_are_read_by_their_tools() {
     let (go, python) = (go(), python());
     if go.is_none() {
-        eprintln!("SKIPPED pprof checks: no `go` on PATH or in /usr/local/go/bin (scripts/setup.sh installs golang-go)");
+        eprintln!(
+            "SKIPPED pprof checks: no `go` on PATH or in /usr/local/go/bin (scripts/setup.sh installs golang-go)"
+        );
     }
     if python.is_none() {
-        eprintln!("SKIPPED JSON schema checks: no python3 with jsonschema (scripts/setup.sh installs python3-jsonschema)");
+        eprintln!(
+            "SKIPPED JSON schema checks: no python3 with jsonschema (scripts/setup.sh installs python3-jsonschema)"
+        );
     }
     for jdk in jdks() {
         let dir = profile(&jdk);

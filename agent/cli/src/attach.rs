@@ -25,7 +25,8 @@ impl Target {
     /// Checks the process exists, is a HotSpot JVM, has attach enabled, and that we may talk
     /// to it (same user; root switches to the JVM's user as HotSpot requires).
     pub fn find(pid: u32) -> Result<Target, String> {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| format!("no process with PID {pid}"))?;
+        let status =
+            std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| format!("no process with PID {pid}"))?;
         let field = |name: &str| -> Vec<u32> {
             status
                 .lines()
@@ -38,14 +39,18 @@ impl Target {
         let gid = *field("Gid:").get(1).ok_or("cannot read the process's group")?;
         let ns_pid = field("NSpid:").last().copied().unwrap_or(pid);
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).map_err(|e| {
-            format!("cannot read /proc/{pid}/maps ({e}): PID {pid} belongs to uid {uid}; run hpm as that user (or root)")
+            format!(
+                "cannot read /proc/{pid}/maps ({e}): PID {pid} belongs to uid {uid}; run hpm as that user (or root)"
+            )
         })?;
         if !maps.contains("/libjvm.so") {
             return Err(format!("PID {pid} is not a HotSpot JVM (no libjvm.so in its memory map)"));
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         if cmdline.split(|&b| b == 0).any(|a| a == b"-XX:+DisableAttachMechanism") {
-            return Err(format!("the JVM {pid} runs with -XX:+DisableAttachMechanism; restart it without, or load hpm with -agentpath"));
+            return Err(format!(
+                "the JVM {pid} runs with -XX:+DisableAttachMechanism; restart it without, or load hpm with -agentpath"
+            ));
         }
         let me = current_euid();
         if me != uid {

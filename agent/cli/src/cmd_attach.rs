@@ -41,7 +41,10 @@ pub fn main(args: &[String]) -> Result<(), String> {
             }
             "--lib" => lib = Some(it.next().ok_or("--lib needs a path to libhpm.so")?.clone()),
             _ if pid.is_none() => {
-                pid = Some(a.parse::<u32>().map_err(|_| format!("`{a}` is not a process id; usage: hpm attach PID [COMMAND]"))?)
+                pid = Some(
+                    a.parse::<u32>()
+                        .map_err(|_| format!("`{a}` is not a process id; usage: hpm attach PID [COMMAND]"))?,
+                )
             }
             _ => words.push(a.as_str()),
         }
@@ -62,7 +65,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let name = format!("hpm-reply-{}-{nanos}", std::process::id());
     let ours = target.tmp_dir().join(&name);
-    let options = if command.is_empty() { format!("reply=/tmp/{name}") } else { format!("{command},reply=/tmp/{name}") };
+    let options =
+        if command.is_empty() { format!("reply=/tmp/{name}") } else { format!("{command},reply=/tmp/{name}") };
     let lib_text = lib.to_string_lossy();
     let result = target.request("load", &[&lib_text, "true", &options]);
     let reply = std::fs::read_to_string(&ours).ok();

@@ -26,17 +26,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
         return Ok(());
     };
     let [file] = a.positional.as_slice() else {
-        return Err(format!(
-            "give one quadruple file, got {}; {}",
-            a.positional.len(),
-            first_line(USAGE)
-        ));
+        return Err(format!("give one quadruple file, got {}; {}", a.positional.len(), first_line(USAGE)));
     };
     let quads = load_quads(Path::new(file)).map_err(|e| e.to_string())?;
     if quads.is_empty() {
-        return Err(format!(
-            "{file}: no quadruples; expected lines `caller caller_depth callee callee_depth count`"
-        ));
+        return Err(format!("{file}: no quadruples; expected lines `caller caller_depth callee callee_depth count`"));
     }
     let events = match a.value("--events") {
         Some(f) => load_events(Path::new(f)).map_err(|e| e.to_string())?,
@@ -55,19 +49,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     println!("methods: {}", s.methods);
     println!("nodes per method: {:.1}", s.nodes_per_method());
     println!("events: {}", s.events);
-    println!(
-        "events mapped: {} ({}), by fitting: {}",
-        s.mapped,
-        share(s.mapped, s.events),
-        s.fitted
-    );
-    println!(
-        "callers uniquely identified for >= 1 level: {}",
-        share(s.unique_1, s.events)
-    );
-    println!(
-        "callers uniquely identified for >= 3 levels: {}",
-        share(s.unique_3, s.events)
-    );
+    println!("events mapped: {} ({}), by fitting: {}", s.mapped, share(s.mapped, s.events), s.fitted);
+    println!("callers uniquely identified for >= 1 level: {}", share(s.unique_1, s.events));
+    println!("callers uniquely identified for >= 3 levels: {}", share(s.unique_3, s.events));
     Ok(())
 }

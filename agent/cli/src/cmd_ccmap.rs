@@ -19,8 +19,7 @@ fn load(path: &str) -> Result<CcMap, String> {
     match p.extension().and_then(|e| e.to_str()) {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
         Some("jfr") => {
-            let rec = hpm_core::jfr::read_recording(p)
-                .map_err(|m| format!("cannot load recording: {m}"))?;
+            let rec = hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
             if rec.samples.is_empty() {
                 return Err(format!("{path}: the recording has no samples"));
             }
@@ -44,20 +43,9 @@ fn targets(title: &str, v: &[SingleTarget], top: usize) {
         println!("  (none)");
     }
     for t in v.iter().take(top) {
-        let (caller, context) = t
-            .context
-            .split_last()
-            .map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
-        let ctx = if context.is_empty() {
-            String::new()
-        } else {
-            format!("{} > ", context.join(" > "))
-        };
-        println!(
-            "  {:>8}  {ctx}{}",
-            t.count,
-            call(caller, t.offset, &t.callee)
-        );
+        let (caller, context) = t.context.split_last().map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
+        let ctx = if context.is_empty() { String::new() } else { format!("{} > ", context.join(" > ")) };
+        println!("  {:>8}  {ctx}{}", t.count, call(caller, t.offset, &t.callee));
     }
 }
 
@@ -66,17 +54,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
         return Ok(());
     };
     let [file] = a.positional.as_slice() else {
-        return Err(format!(
-            "give one profile, got {}; {}",
-            a.positional.len(),
-            first_line(USAGE)
-        ));
+        return Err(format!("give one profile, got {}; {}", a.positional.len(), first_line(USAGE)));
     };
-    let top = a
-        .value("--top")
-        .map(|v| parse_count("--top", v))
-        .transpose()?
-        .unwrap_or(10) as usize;
+    let top = a.value("--top").map(|v| parse_count("--top", v)).transpose()?.unwrap_or(10) as usize;
     let mut map = load(file)?;
     if let Some(v) = a.value("--min-count") {
         map = map.prune(parse_count("--min-count", v)?);
@@ -106,26 +86,14 @@ pub fn main(args: &[String]) -> Result<(), String> {
         println!("  {:>8}  {}", p.count, p.methods.join(" -> "));
         let names: Vec<&str> = p.methods.iter().map(String::as_str).collect();
         if let Some(ctx) = map.path_contexts(&names) {
-            let mut parts: Vec<String> = ctx
-                .callers
-                .iter()
-                .map(|(m, n)| format!("{m} {n}"))
-                .collect();
+            let mut parts: Vec<String> = ctx.callers.iter().map(|(m, n)| format!("{m} {n}")).collect();
             if ctx.without_caller > 0 {
                 parts.push(format!("no caller seen {}", ctx.without_caller));
             }
             println!("  {:>8}  below: {}", "", parts.join(", "));
         }
     }
-    targets(
-        "single-target call sites (calls)",
-        &map.single_target_sites(),
-        top,
-    );
-    targets(
-        "call sites with one target in a context (calls)",
-        &map.single_target_in_context(),
-        top,
-    );
+    targets("single-target call sites (calls)", &map.single_target_sites(), top);
+    targets("call sites with one target in a context (calls)", &map.single_target_in_context(), top);
     Ok(())
 }

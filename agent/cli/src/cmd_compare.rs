@@ -23,17 +23,8 @@ pub(crate) struct Args {
 impl Args {
     /// Parses `args`; `valued` options take a value (`--x V` or `--x=V`), `flags` do not.
     /// Returns `None` after printing `usage` for `-h`/`--help`.
-    pub fn parse(
-        args: &[String],
-        valued: &[&str],
-        flags: &[&str],
-        usage: &str,
-    ) -> Result<Option<Args>, String> {
-        let mut out = Args {
-            positional: Vec::new(),
-            values: Vec::new(),
-            flags: Vec::new(),
-        };
+    pub fn parse(args: &[String], valued: &[&str], flags: &[&str], usage: &str) -> Result<Option<Args>, String> {
+        let mut out = Args { positional: Vec::new(), values: Vec::new(), flags: Vec::new() };
         let mut i = 0;
         while i < args.len() {
             let a = args[i].as_str();
@@ -51,9 +42,9 @@ impl Args {
                         Some(v) => v,
                         None => {
                             i += 1;
-                            args.get(i).cloned().ok_or_else(|| {
-                                format!("{name} needs a value; {}", first_line(usage))
-                            })?
+                            args.get(i)
+                                .cloned()
+                                .ok_or_else(|| format!("{name} needs a value; {}", first_line(usage)))?
                         }
                     };
                     out.values.push((name.to_string(), v));
@@ -72,11 +63,7 @@ impl Args {
 
     /// The last value given for an option.
     pub fn value(&self, name: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+        self.values.iter().rev().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
     }
 
     pub fn flag(&self, name: &str) -> bool {
@@ -100,19 +87,14 @@ pub(crate) fn parse_percent(name: &str, v: &str) -> Result<f64, String> {
 
 /// A positive whole number.
 pub(crate) fn parse_count(name: &str, v: &str) -> Result<u64, String> {
-    v.parse::<u64>()
-        .ok()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| format!("{name} needs a positive whole number, got `{v}`"))
+    v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| format!("{name} needs a positive whole number, got `{v}`"))
 }
 
 /// Loads a profile as a calling context tree, refusing empty ones.
 pub(crate) fn load_profile(path: &str) -> Result<Cct, String> {
     let p = Path::new(path);
     if p.is_dir() {
-        return Err(format!(
-            "`{path}` is a directory; give a .jfr or collapsed-stacks file"
-        ));
+        return Err(format!("`{path}` is a directory; give a .jfr or collapsed-stacks file"));
     }
     let cct = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
     if cct.total_samples() == 0 {
@@ -126,21 +108,11 @@ pub(crate) fn pct(x: Option<f64>) -> String {
 }
 
 pub fn main(args: &[String]) -> Result<(), String> {
-    let Some(a) = Args::parse(
-        args,
-        &["--threshold"],
-        &["--inclusive", "--exact-names"],
-        USAGE,
-    )?
-    else {
+    let Some(a) = Args::parse(args, &["--threshold"], &["--inclusive", "--exact-names"], USAGE)? else {
         return Ok(());
     };
     let [pa, pb] = a.positional.as_slice() else {
-        return Err(format!(
-            "give two profiles to compare, got {}; {}",
-            a.positional.len(),
-            first_line(USAGE)
-        ));
+        return Err(format!("give two profiles to compare, got {}; {}", a.positional.len(), first_line(USAGE)));
     };
     let threshold = match a.value("--threshold") {
         None => 0.1,
@@ -149,33 +121,22 @@ pub fn main(args: &[String]) -> Result<(), String> {
                 Some(p) => p.parse::<f64>().map(|p| p / 100.0),
                 None => v.parse::<f64>(),
             };
-            t.ok()
-                .filter(|t| *t > 0.0 && *t <= 1.0)
-                .ok_or_else(|| format!("--threshold needs a share of the hottest edge in (0, 1] such as 0.1 or 10%, got `{v}`"))?
+            t.ok().filter(|t| *t > 0.0 && *t <= 1.0).ok_or_else(|| {
+                format!("--threshold needs a share of the hottest edge in (0, 1] such as 0.1 or 10%, got `{v}`")
+            })?
         }
     };
     let opts = CompareOptions {
         threshold,
-        weight: if a.flag("--inclusive") {
-            Weight::TotalSamples
-        } else {
-            Weight::SelfSamples
-        },
+        weight: if a.flag("--inclusive") { Weight::TotalSamples } else { Weight::SelfSamples },
         normalize: !a.flag("--exact-names"),
     };
     let (ca, cb) = (load_profile(pa)?, load_profile(pb)?);
     let c = compare(&ca, &cb, &opts);
     println!("overlap: {}", pct(c.overlap));
     println!("hot-edge coverage: {}", pct(c.hot_edge_coverage));
-    println!(
-        "method correlation: {}",
-        c.method_correlation
-            .map_or("n/a".to_string(), |r| format!("{r:.4}"))
-    );
-    println!(
-        "hot-edge coverage reverse: {}",
-        pct(c.hot_edge_coverage_reverse)
-    );
+    println!("method correlation: {}", c.method_correlation.map_or("n/a".to_string(), |r| format!("{r:.4}")));
+    println!("hot-edge coverage reverse: {}", pct(c.hot_edge_coverage_reverse));
     println!("method overlap: {}", pct(c.method_overlap));
     println!("class overlap: {}", pct(c.class_overlap));
     println!("hot edges: {} {}", c.hot_edges.0, c.hot_edges.1);

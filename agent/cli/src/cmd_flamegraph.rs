@@ -10,8 +10,7 @@ use hpm_core::output::report::event_line;
 
 use crate::cmd_report::{load_input, option_value};
 
-const USAGE: &str =
-    "usage: hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed \
+const USAGE: &str = "usage: hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed \
                      [--threads] [--title T] [--weight]";
 
 #[derive(Clone, Copy, PartialEq)]
@@ -22,20 +21,13 @@ enum Format {
 }
 
 fn output_format(out: &str) -> Result<Format, String> {
-    let ext = Path::new(out)
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("");
+    let ext = Path::new(out).extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "html" | "htm" => Ok(Format::Html),
         "svg" => Ok(Format::Svg),
         "collapsed" | "folded" | "txt" => Ok(Format::Collapsed),
         _ => {
-            let what = if ext.is_empty() {
-                "has no extension".to_string()
-            } else {
-                format!("has extension `.{ext}`")
-            };
+            let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
             Err(format!("output `{out}` {what}; use .html (interactive), .svg (static) or .collapsed (stacks)"))
         }
     }
@@ -57,33 +49,20 @@ pub fn main(args: &[String]) -> Result<(), String> {
                  --weight   widths by event weight (period) instead of sample counts"
             );
             return Ok(());
-        } else if let Some(v) =
-            option_value(args, &mut i, "-o", "an output file, e.g. -o profile.html")?
-        {
+        } else if let Some(v) = option_value(args, &mut i, "-o", "an output file, e.g. -o profile.html")? {
             output = Some(v);
-        } else if let Some(v) = option_value(
-            args,
-            &mut i,
-            "--output",
-            "an output file, e.g. --output profile.html",
-        )? {
+        } else if let Some(v) = option_value(args, &mut i, "--output", "an output file, e.g. --output profile.html")? {
             output = Some(v);
-        } else if let Some(v) =
-            option_value(args, &mut i, "--title", "a title, e.g. --title \"my run\"")?
-        {
+        } else if let Some(v) = option_value(args, &mut i, "--title", "a title, e.g. --title \"my run\"")? {
             title = Some(v);
         } else if a == "--threads" {
             threads = true;
         } else if a == "--weight" {
             by = CountBy::Weight;
         } else if a.starts_with('-') && a.len() > 1 {
-            return Err(format!(
-                "unknown option `{a}` for `hpm flamegraph`; {USAGE}"
-            ));
+            return Err(format!("unknown option `{a}` for `hpm flamegraph`; {USAGE}"));
         } else if let Some(f) = input {
-            return Err(format!(
-                "unexpected argument `{a}` after `{f}`; give one input file and the output with -o"
-            ));
+            return Err(format!("unexpected argument `{a}` after `{f}`; give one input file and the output with -o"));
         } else {
             input = Some(a);
         }
@@ -96,13 +75,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let format = output_format(output)?;
     let loaded = load_input(input, threads)?;
 
-    let file_name = Path::new(input)
-        .file_name()
-        .and_then(|f| f.to_str())
-        .unwrap_or(input);
-    let title = title
-        .map(str::to_string)
-        .unwrap_or_else(|| format!("hpm: {file_name}"));
+    let file_name = Path::new(input).file_name().and_then(|f| f.to_str()).unwrap_or(input);
+    let title = title.map(str::to_string).unwrap_or_else(|| format!("hpm: {file_name}"));
     let subtitle = loaded.rec.as_ref().map(|r| {
         let mut s = format!("event {}", event_line(r));
         if !loaded.cct.counters.is_empty() {
@@ -111,24 +85,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
         s
     });
     let text = match format {
-        Format::Html => flame_html(
-            &loaded.cct,
-            &HtmlOptions {
-                title,
-                subtitle,
-                by,
-                ..Default::default()
-            },
-        ),
-        Format::Svg => flame_svg(
-            &loaded.cct,
-            &SvgOptions {
-                title,
-                subtitle,
-                by,
-                ..Default::default()
-            },
-        ),
+        Format::Html => flame_html(&loaded.cct, &HtmlOptions { title, subtitle, by, ..Default::default() }),
+        Format::Svg => flame_svg(&loaded.cct, &SvgOptions { title, subtitle, by, ..Default::default() }),
         Format::Collapsed => to_collapsed(&loaded.cct, by),
     };
     std::fs::write(output, text).map_err(|e| format!("cannot write `{output}`: {e}"))?;

@@ -42,46 +42,21 @@ fn print_summary(s: &MetricSummary) {
         None => println!("  weighted CoV: n/a"),
     }
     match &s.anova {
-        Ok(a) => println!(
-            "  ANOVA: F={:.4} df=({}, {}) p={:.4e}",
-            a.f, a.df.0, a.df.1, a.p
-        ),
+        Ok(a) => println!("  ANOVA: F={:.4} df=({}, {}) p={:.4e}", a.f, a.df.0, a.df.1, a.p),
         Err(m) => println!("  ANOVA: n/a ({m})"),
     }
 }
 
 pub fn main(args: &[String]) -> Result<(), String> {
-    let Some(a) = Args::parse(
-        args,
-        &["--weight", "--grain", "--top", "--metrics"],
-        &[],
-        USAGE,
-    )?
-    else {
+    let Some(a) = Args::parse(args, &["--weight", "--grain", "--top", "--metrics"], &[], USAGE)? else {
         return Ok(());
     };
     let [file] = a.positional.as_slice() else {
-        return Err(format!(
-            "give one trace, got {}; {}",
-            a.positional.len(),
-            first_line(USAGE)
-        ));
+        return Err(format!("give one trace, got {}; {}", a.positional.len(), first_line(USAGE)));
     };
-    let weight = a
-        .value("--weight")
-        .map(|v| parse_percent("--weight", v))
-        .transpose()?
-        .unwrap_or(0.10);
-    let grain = a
-        .value("--grain")
-        .map(|v| parse_percent("--grain", v))
-        .transpose()?
-        .unwrap_or(0.05);
-    let top = a
-        .value("--top")
-        .map(|v| parse_count("--top", v))
-        .transpose()?
-        .unwrap_or(20) as usize;
+    let weight = a.value("--weight").map(|v| parse_percent("--weight", v)).transpose()?.unwrap_or(0.10);
+    let grain = a.value("--grain").map(|v| parse_percent("--grain", v)).transpose()?.unwrap_or(0.05);
+    let top = a.value("--top").map(|v| parse_count("--top", v)).transpose()?.unwrap_or(20) as usize;
     let metrics = match a.value("--metrics") {
         Some(m) => {
             let text = std::fs::read_to_string(m).map_err(|e| format!("{m}: {e}"))?;
@@ -91,9 +66,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     };
     let trace = load_trace(Path::new(file)).map_err(|e| e.to_string())?;
     if trace.events.is_empty() {
-        return Err(format!(
-            "{file}: the trace has no events; expected lines `enter|exit THREAD METHOD COUNTER`"
-        ));
+        return Err(format!("{file}: the trace has no events; expected lines `enter|exit THREAD METHOD COUNTER`"));
     }
     let graph = CallGraph::build(&trace).map_err(|(l, m)| match trace.binary {
         true => format!("{file}: record {l}: {m}"),
@@ -104,21 +77,12 @@ pub fn main(args: &[String]) -> Result<(), String> {
     println!("total time: {} {unit}", sel.total_time);
     println!("invocations: {}", sel.all_invocations);
     if graph.unclosed > 0 {
-        println!(
-            "unclosed invocations: {} (closed at their thread's last event)",
-            graph.unclosed
-        );
+        println!("unclosed invocations: {} (closed at their thread's last event)", graph.unclosed);
     }
     let stats = graph.method_stats();
     println!("\nmethods (total {unit} including callees, per invocation, calls):");
     for s in stats.iter().take(top) {
-        println!(
-            "  {:<30} {:>14} {:>14.1} {:>10}",
-            s.name,
-            s.total,
-            s.average(),
-            s.calls
-        );
+        println!("  {:<30} {:>14} {:>14.1} {:>10}", s.name, s.total, s.average(), s.calls);
     }
     println!(
         "\nphases (theta_weight {}, theta_grain {}): {}",

@@ -35,27 +35,18 @@ pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
     let is_jfr = ext == "jfr";
     if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
-        let what = if ext.is_empty() {
-            "has no extension".to_string()
-        } else {
-            format!("has extension `.{ext}`")
-        };
+        let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
         return Err(format!(
             "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
         ));
     }
     match std::fs::metadata(p) {
         Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
-        Ok(m) if m.is_dir() => {
-            return Err(format!(
-                "`{path}` is a directory; give a .jfr or .collapsed file"
-            ))
-        }
+        Ok(m) if m.is_dir() => return Err(format!("`{path}` is a directory; give a .jfr or .collapsed file")),
         Ok(_) => {}
     }
     if is_jfr {
-        let mut rec =
-            hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
+        let mut rec = hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
         if let Some(spec) = from_phase {
             let phases = hpm_core::jfr::marks::read_phases(p).map_err(|m| format!("cannot load recording: {m}"))?;
             let left_out = hpm_core::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
@@ -66,14 +57,12 @@ pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str
         let components = component_counts(&rec.samples);
         // The outputs need only metadata from here on.
         rec.samples = Vec::new();
-        Ok(Input {
-            rec: Some(rec),
-            cct,
-            components,
-        })
+        Ok(Input { rec: Some(rec), cct, components })
     } else {
         if from_phase.is_some() {
-            return Err(format!("--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"));
+            return Err(format!(
+                "--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"
+            ));
         }
         if threads {
             return Err(format!(
@@ -81,13 +70,8 @@ pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str
                  (async-profiler's `threads` option already puts thread frames into them)"
             ));
         }
-        let cct = hpm_core::load::load_cct(p)
-            .map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
-        Ok(Input {
-            rec: None,
-            cct,
-            components: Vec::new(),
-        })
+        let cct = hpm_core::load::load_cct(p).map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
+        Ok(Input { rec: None, cct, components: Vec::new() })
     }
 }
 
@@ -120,33 +104,26 @@ pub fn main(args: &[String]) -> Result<(), String> {
     while i < args.len() {
         let a = args[i].as_str();
         if a == "-h" || a == "--help" {
-            println!("{USAGE}\n  --top N          rows in the method tables (default 20)\n  --min-percent P  \
+            println!(
+                "{USAGE}\n  --top N          rows in the method tables (default 20)\n  --min-percent P  \
                       call-tree frames below P% of samples are summarised (default 1)\n  --threads        \
                       one call tree per thread (.jfr only)\n  --from-phase NAME[=INDEX]  only the samples from \
-                      the first phase marker NAME (iteration INDEX) on, e.g. iteration=5 (markers: the Java bridge)");
+                      the first phase marker NAME (iteration INDEX) on, e.g. iteration=5 (markers: the Java bridge)"
+            );
             return Ok(());
-        } else if let Some(v) =
-            option_value(args, &mut i, "--top", "a number of rows, e.g. --top 30")?
-        {
+        } else if let Some(v) = option_value(args, &mut i, "--top", "a number of rows, e.g. --top 30")? {
             opts.top = v
                 .parse::<usize>()
                 .ok()
                 .filter(|n| *n > 0)
                 .ok_or(format!("--top needs a positive whole number, got `{v}`"))?;
-        } else if let Some(v) = option_value(
-            args,
-            &mut i,
-            "--min-percent",
-            "a percentage, e.g. --min-percent 0.5",
-        )? {
+        } else if let Some(v) = option_value(args, &mut i, "--min-percent", "a percentage, e.g. --min-percent 0.5")? {
             opts.min_percent = v
                 .trim_end_matches('%')
                 .parse::<f64>()
                 .ok()
                 .filter(|p| (0.0..=100.0).contains(p))
-                .ok_or(format!(
-                    "--min-percent needs a percentage between 0 and 100, got `{v}`"
-                ))?;
+                .ok_or(format!("--min-percent needs a percentage between 0 and 100, got `{v}`"))?;
         } else if let Some(v) = option_value(args, &mut i, "--from-phase", "a phase, e.g. --from-phase iteration=5")? {
             from_phase = Some(v);
         } else if a == "--threads" {
@@ -154,9 +131,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         } else if a.starts_with('-') && a.len() > 1 {
             return Err(format!("unknown option `{a}` for `hpm report`; {USAGE}"));
         } else if let Some(f) = file {
-            return Err(format!(
-                "unexpected argument `{a}` after `{f}`; give one input file"
-            ));
+            return Err(format!("unexpected argument `{a}` after `{f}`; give one input file"));
         } else {
             file = Some(a);
         }
@@ -164,9 +139,6 @@ pub fn main(args: &[String]) -> Result<(), String> {
     }
     let file = file.ok_or(format!("missing input file; {USAGE}"))?;
     let input = load_input_from(file, opts.threads, from_phase)?;
-    print!(
-        "{}",
-        full_report(input.rec.as_ref(), &input.cct, &input.components, &opts)
-    );
+    print!("{}", full_report(input.rec.as_ref(), &input.cct, &input.components, &opts));
     Ok(())
 }

@@ -25,11 +25,8 @@ pub fn main(args: &[String]) -> Result<(), String> {
     } else {
         format!("-agentpath:{}={options}", agent.display())
     };
-    let status = Command::new(java)
-        .arg(agentpath)
-        .args(rest)
-        .status()
-        .map_err(|e| format!("cannot run `{java}`: {e}"))?;
+    let status =
+        Command::new(java).arg(agentpath).args(rest).status().map_err(|e| format!("cannot run `{java}`: {e}"))?;
     match status.code() {
         Some(0) => Ok(()),
         Some(code) => std::process::exit(code),

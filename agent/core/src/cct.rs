@@ -46,12 +46,8 @@ impl Default for Cct {
 impl Cct {
     pub fn new(counters: Vec<String>) -> Cct {
         let n = counters.len();
-        let root = CctNode {
-            name: "all".into(),
-            total_counters: vec![0; n],
-            self_counters: vec![0; n],
-            ..Default::default()
-        };
+        let root =
+            CctNode { name: "all".into(), total_counters: vec![0; n], self_counters: vec![0; n], ..Default::default() };
         Cct { nodes: vec![root], counters, name_ids: IntMap::default(), child_index: IntMap::default() }
     }
 

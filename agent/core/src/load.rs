@@ -31,12 +31,11 @@ impl std::error::Error for LoadError {}
 pub fn load_cct(path: &Path) -> Result<Cct, LoadError> {
     let p = path.display().to_string();
     if path.extension().and_then(|e| e.to_str()) == Some("jfr") {
-        let rec = crate::jfr::read_recording(path)
-            .map_err(|m| LoadError { path: p.clone(), line: 0, message: m })?;
+        let rec = crate::jfr::read_recording(path).map_err(|m| LoadError { path: p.clone(), line: 0, message: m })?;
         return Ok(Cct::from_recording(&rec, false));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
     parse_collapsed(&text).map_err(|(line, message)| LoadError { path: p, line, message })
 }
 
@@ -48,12 +47,8 @@ pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, String)> {
         if line.trim().is_empty() || line.starts_with('#') {
             continue;
         }
-        let (stack, count) = line
-            .rsplit_once(' ')
-            .ok_or((i + 1, "expected `frame;frame;... count`".to_string()))?;
-        let count: u64 = count
-            .parse()
-            .map_err(|_| (i + 1, format!("sample count `{count}` is not a whole number")))?;
+        let (stack, count) = line.rsplit_once(' ').ok_or((i + 1, "expected `frame;frame;... count`".to_string()))?;
+        let count: u64 = count.parse().map_err(|_| (i + 1, format!("sample count `{count}` is not a whole number")))?;
         let frames: Vec<&str> = stack.split(';').filter(|f| !f.is_empty()).collect();
         if frames.is_empty() {
             return Err((i + 1, "empty stack".to_string()));

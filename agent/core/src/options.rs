@@ -59,15 +59,7 @@ const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period:
 }
 
 const fn hw(name: &'static str, type_: u32, config: u64, addr: bool, period: u64) -> EventDef {
-    EventDef {
-        name,
-        type_,
-        config,
-        is_clock: false,
-        hardware: true,
-        data_address: addr,
-        default_period: period,
-    }
+    EventDef { name, type_, config, is_clock: false, hardware: true, data_address: addr, default_period: period }
 }
 
 /// The software event the agent falls back to when the PMU is missing.
@@ -260,7 +252,8 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting";
+const KEYS: &str =
+    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -275,7 +268,8 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             "event" => o.event = parse_event(need_value(key, value)?)?,
             "interval" => interval_text = Some(need_value(key, value)?.to_string()),
             "counters" => {
-                o.counters = need_value(key, value)?.split('+').map(|c| parse_event(c.trim())).collect::<Result<_, _>>()?;
+                o.counters =
+                    need_value(key, value)?.split('+').map(|c| parse_event(c.trim())).collect::<Result<_, _>>()?;
                 if o.counters.len() > MAX_COUNTERS {
                     return Err(OptionError(format!(
                         "counters: at most {MAX_COUNTERS} counters fit in one group, got {}",
@@ -296,7 +290,9 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     "jvmti" => Sampler::Jvmti,
                     "sps" => Sampler::Sps,
                     other => {
-                        return Err(OptionError(format!("unknown sampler `{other}`; valid samplers: asgct, jvmti, sps")))
+                        return Err(OptionError(format!(
+                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps"
+                        )))
                     }
                 }
             }
@@ -306,8 +302,9 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                 o.max_depth = parse_count(key, need_value(key, value)?)?.clamp(1, 4096) as u32;
             }
             "flush" => {
-                let ns = parse_duration(need_value(key, value)?)
-                    .ok_or_else(|| OptionError(format!("flush={}: expected a time such as 5s or 500ms", value.unwrap_or(""))))?;
+                let ns = parse_duration(need_value(key, value)?).ok_or_else(|| {
+                    OptionError(format!("flush={}: expected a time such as 5s or 500ms", value.unwrap_or("")))
+                })?;
                 o.flush_secs = (ns / 1_000_000_000).max(1);
             }
             other => return Err(OptionError(format!("unknown option `{other}`; valid options: {KEYS}"))),
@@ -366,7 +363,8 @@ fn parse_count(key: &str, v: &str) -> Result<u64, OptionError> {
 
 /// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds.
 pub fn parse_duration(t: &str) -> Option<u64> {
-    let units: [(&str, u64); 5] = [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
+    let units: [(&str, u64); 5] =
+        [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
     for (suffix, mult) in units {
         if let Some(num) = t.strip_suffix(suffix) {
             if let Ok(n) = num.parse::<u64>() {
@@ -385,7 +383,9 @@ fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
     if event.is_clock {
         if let Some(ns) = parse_duration(t) {
             if ns < 10_000 {
-                return Err(OptionError(format!("interval={t} is below 10us, which the kernel cannot deliver; use 10us or more")));
+                return Err(OptionError(format!(
+                    "interval={t} is below 10us, which the kernel cannot deliver; use 10us or more"
+                )));
             }
             return Ok(Interval::Fixed(ns));
         }
@@ -427,7 +427,8 @@ pub fn help_text() -> String {
     );
     for e in EVENTS {
         let kind = if e.hardware { "hardware" } else { "software" };
-        let period = if e.is_clock { format!("{}ms", e.default_period / 1_000_000) } else { e.default_period.to_string() };
+        let period =
+            if e.is_clock { format!("{}ms", e.default_period / 1_000_000) } else { e.default_period.to_string() };
         s.push_str(&format!("  {:<24}{kind}, default interval {period}\n", e.name));
     }
     s.push_str("  rXXXX                   raw PMU event encoding (hex), hardware\n");
@@ -448,7 +449,9 @@ mod tests {
 
     #[test]
     fn full_option_string() {
-        let o = parse("event=task-clock,interval=1ms,counters=task-clock+page-faults,file=a.jfr,file=b.html,threads,quiet").unwrap();
+        let o =
+            parse("event=task-clock,interval=1ms,counters=task-clock+page-faults,file=a.jfr,file=b.html,threads,quiet")
+                .unwrap();
         assert_eq!(o.event.name, "task-clock");
         assert_eq!(o.interval, Interval::Fixed(1_000_000));
         assert_eq!(o.counters.iter().map(|c| c.name).collect::<Vec<_>>(), ["task-clock", "page-faults"]);
@@ -470,7 +473,10 @@ mod tests {
     #[test]
     fn errors_name_the_problem_and_the_choices() {
         let e = parse("event=cyclez").unwrap_err().0;
-        assert!(e.contains("unknown event `cyclez`") && e.contains("cpu-clock") && e.contains("dTLB-load-misses"), "{e}");
+        assert!(
+            e.contains("unknown event `cyclez`") && e.contains("cpu-clock") && e.contains("dTLB-load-misses"),
+            "{e}"
+        );
         let e = parse("bogus=1").unwrap_err().0;
         assert!(e.contains("unknown option `bogus`") && e.contains("interval"), "{e}");
         let e = parse("event=page-faults,interval=1ms").unwrap_err().0;

@@ -76,11 +76,8 @@ impl SampleResolver {
         let raw = &c.raw;
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
-        let (thread_name, is_java) = rec
-            .threads
-            .get(c.thread as usize)
-            .map(|t| (t.name.clone(), t.is_java))
-            .unwrap_or_default();
+        let (thread_name, is_java) =
+            rec.threads.get(c.thread as usize).map(|t| (t.name.clone(), t.is_java)).unwrap_or_default();
 
         let native = self.place_ip(ip, raw.time);
         let site = match &native {
@@ -128,7 +125,11 @@ impl SampleResolver {
                 let method = self.method_idx(rec, jm, f.method_id);
                 // A compiled frame stopped at its entry has bci -1 (InvocationEntryBci), as in
                 // the code map: it is about to run bytecode 0, so that is its position and line.
-                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME { (-1, -1) } else { (f.lineno.max(0), jm.line(f.method_id, f.lineno.max(0))) };
+                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME {
+                    (-1, -1)
+                } else {
+                    (f.lineno.max(0), jm.line(f.method_id, f.lineno.max(0)))
+                };
                 stack.push(Frame { method, bci, line, kind });
             }
         } else if !untrusted_retry && (!is_java || c.num_frames == -3) {
@@ -283,10 +284,12 @@ pub fn frame_kinds(map: &CodeMap, ip: u64, frames: &[CallFrame]) -> Vec<FrameKin
         match &b.kind {
             BlobKind::Interpreter if n > 0 && frames[0].lineno != BCI_NATIVE_FRAME => kinds[0] = FrameKind::Interpreted,
             BlobKind::Compiled { method, .. } => {
-                let chain: Vec<u64> = b.scope_at(ip).map(|s| s.frames.iter().map(|f| f.0).collect()).unwrap_or_else(|| vec![*method]);
+                let chain: Vec<u64> =
+                    b.scope_at(ip).map(|s| s.frames.iter().map(|f| f.0).collect()).unwrap_or_else(|| vec![*method]);
                 if chain.len() <= n && chain.iter().zip(frames).all(|(m, f)| *m == f.method_id) {
-                    for k in 0..chain.len() {
-                        kinds[k] = if k + 1 == chain.len() { FrameKind::JitCompiled } else { FrameKind::Inlined };
+                    let last = chain.len() - 1;
+                    for (k, kind) in kinds.iter_mut().enumerate().take(chain.len()) {
+                        *kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
                     }
                 }
             }

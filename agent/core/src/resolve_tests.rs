@@ -2,11 +2,11 @@
 //! table of methods instead of a JVM.
 
 use super::*;
-use std::collections::HashMap;
 use crate::capture::MAX_FRAMES;
 use crate::codemap::{CodeBlob, CodeEvent, PcScope};
 use crate::model::{ThreadInfo, VmComponent};
 use crate::symbols::{parse_maps, SymbolTable};
+use std::collections::HashMap;
 
 struct Table(HashMap<u64, (&'static str, &'static str)>);
 
@@ -86,7 +86,13 @@ fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
 fn deeper_frames_use_installed_code() {
     let mut map = CodeMap::default();
     // Main.run compiled with Main.outer inlined; Main.inner compiled on its own.
-    map.apply(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, vec![PcScope { pc: 0x1010, frames: vec![(2, 1), (1, 1)] }], 0)));
+    map.apply(CodeEvent::Load(CodeBlob::compiled(
+        1,
+        0x1000,
+        0x100,
+        vec![PcScope { pc: 0x1010, frames: vec![(2, 1), (1, 1)] }],
+        0,
+    )));
     map.apply(CodeEvent::Load(CodeBlob::compiled(3, 0x2000, 0x100, vec![], 0)));
     let frames = [
         CallFrame { lineno: 0, method_id: 4 },
@@ -104,7 +110,10 @@ fn deeper_frames_use_installed_code() {
 fn vm_threads_get_their_component_root_and_native_leaf() {
     let mut res = SampleResolver::default();
     res.symbolizer.set_mappings(parse_maps("7f0000000000-7f0000100000 r-xp 00000000 fd:01 9 /x/libjvm.so\n"));
-    res.symbolizer.insert_table("/x/libjvm.so", SymbolTable::from_symbols(vec![(0x100, 0x100, "G1ParScanThreadState::trim_queue".into())]));
+    res.symbolizer.insert_table(
+        "/x/libjvm.so",
+        SymbolTable::from_symbols(vec![(0x100, 0x100, "G1ParScanThreadState::trim_queue".into())]),
+    );
     let mut rec = recording();
     let mut c = captured(1, 10, 0x7f0000000150, &[]);
     c.num_frames = -3;
@@ -119,7 +128,10 @@ fn vm_threads_get_their_component_root_and_native_leaf() {
 fn java_thread_in_the_jvm_gets_a_native_leaf_and_runtime_component() {
     let mut res = SampleResolver::default();
     res.symbolizer.set_mappings(parse_maps("7f0000000000-7f0000100000 r-xp 00000000 fd:01 9 /x/libjvm.so\n"));
-    res.symbolizer.insert_table("/x/libjvm.so", SymbolTable::from_symbols(vec![(0x100, 0x100, "SharedRuntime::resolve_static_call_C".into())]));
+    res.symbolizer.insert_table(
+        "/x/libjvm.so",
+        SymbolTable::from_symbols(vec![(0x100, 0x100, "SharedRuntime::resolve_static_call_C".into())]),
+    );
     let mut rec = recording();
     let c = captured(0, 10, 0x7f0000000150, &[(1, 2)]);
     let s = res.resolve(&mut rec, &mut table(), &c);

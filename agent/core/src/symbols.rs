@@ -218,11 +218,8 @@ impl Symbolizer {
             return None;
         }
         let lib = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
-        let table = self
-            .tables
-            .entry(m.path.clone())
-            .or_insert_with(|| SymbolTable::open(&m.path).ok().map(Arc::new))
-            .clone();
+        let table =
+            self.tables.entry(m.path.clone()).or_insert_with(|| SymbolTable::open(&m.path).ok().map(Arc::new)).clone();
         let file_off = ip - m.start + m.offset;
         let name = match table {
             Some(t) => {
@@ -268,7 +265,11 @@ mod tests {
 
     #[test]
     fn lookup_uses_sizes_and_next_symbol() {
-        let t = SymbolTable::from_symbols(vec![(0x100, 0x10, "a".into()), (0x200, 0, "b".into()), (0x300, 0x8, "c".into())]);
+        let t = SymbolTable::from_symbols(vec![
+            (0x100, 0x10, "a".into()),
+            (0x200, 0, "b".into()),
+            (0x300, 0x8, "c".into()),
+        ]);
         assert_eq!(t.lookup(0x105), Some("a"));
         assert_eq!(t.lookup(0x180), None, "past a's size");
         assert_eq!(t.lookup(0x2ff), Some("b"), "sizeless symbol runs to the next");

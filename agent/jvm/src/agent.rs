@@ -151,7 +151,11 @@ impl Agent {
         if *on {
             return Ok(());
         }
-        let jni = if replay { Some(self.current_jni_env().ok_or("the calling thread is not attached to the JVM")?) } else { None };
+        let jni = if replay {
+            Some(self.current_jni_env().ok_or("the calling thread is not attached to the JVM")?)
+        } else {
+            None
+        };
         callbacks::enable_code_map(self).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
         *on = true;
         if let Some(jni) = jni {
@@ -188,7 +192,8 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         print!("{}", options::help_text());
         std::process::exit(0);
     }
-    let jvmti = Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
+    let jvmti =
+        Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
     let plan = session::plan(&jvmti, option_string)?;
     jvmti.add_capabilities(&CAPABILITIES).map_err(|e| e.to_string())?;
     if AGENT.set(Agent::new(jvmti, vm)).is_err() {
@@ -223,15 +228,20 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     if let Some(a) = get() {
         return Ok(a);
     }
-    let jvmti = Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
+    let jvmti =
+        Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
     // In the live phase HotSpot grants only some capabilities; line numbers and compiled-code
     // events are always available, GC events may not be (then GC time is not marked).
     for c in CAPABILITIES {
         if let Err(e) = jvmti.add_capabilities(&[c]) {
             if c != cap::GENERATE_GARBAGE_COLLECTION_EVENTS {
-                return Err(format!("{e}: this JVM does not grant the capability late; start it with -agentpath instead"));
+                return Err(format!(
+                    "{e}: this JVM does not grant the capability late; start it with -agentpath instead"
+                ));
             }
-            eprintln!("hpm: {e}: no GC start/finish events after a late attach; the VM thread's GC work counts as VM runtime");
+            eprintln!(
+                "hpm: {e}: no GC start/finish events after a late attach; the VM thread's GC work counts as VM runtime"
+            );
         }
     }
     let mut fresh = false;

@@ -54,7 +54,12 @@ pub fn register(agent: &Agent) -> Result<(), JvmtiError> {
 /// made at ClassPrepare, compiled and generated code. The timer samplers get exact frames from
 /// the JVM and leave them off, so their sessions do not pay for them (agent::ensure_code_map).
 pub fn enable_code_map(agent: &Agent) -> Result<(), JvmtiError> {
-    for ev in [event::CLASS_PREPARE, event::COMPILED_METHOD_LOAD, event::COMPILED_METHOD_UNLOAD, event::DYNAMIC_CODE_GENERATED] {
+    for ev in [
+        event::CLASS_PREPARE,
+        event::COMPILED_METHOD_LOAD,
+        event::COMPILED_METHOD_UNLOAD,
+        event::DYNAMIC_CODE_GENERATED,
+    ] {
         agent.jvmti.set_event(true, ev)?;
     }
     Ok(())
@@ -177,7 +182,12 @@ unsafe extern "C" fn compiled_method_unload(_env: JvmtiEnvPtr, _method: jmethodI
     guarded("CompiledMethodUnload", |a| push_code(a, CodeEvent::Unload { time, start: code_addr as u64 }));
 }
 
-unsafe extern "C" fn dynamic_code_generated(_env: JvmtiEnvPtr, name: *const c_char, address: *const c_void, length: jint) {
+unsafe extern "C" fn dynamic_code_generated(
+    _env: JvmtiEnvPtr,
+    name: *const c_char,
+    address: *const c_void,
+    length: jint,
+) {
     let time = now_ticks();
     guarded("DynamicCodeGenerated", |a| {
         let name = if name.is_null() {

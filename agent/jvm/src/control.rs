@@ -28,7 +28,8 @@ pub const COMMANDS: &str = "start[,OPTIONS], stop[,file=PATH], dump,file=PATH, s
 /// Runs one control command against the loaded agent.
 pub fn execute(command: &str) -> Result<String, String> {
     let agent = agent::get().ok_or_else(|| {
-        "the hpm agent is not set up in this JVM; load it with -agentpath, `hpm attach PID` or the Java bridge".to_string()
+        "the hpm agent is not set up in this JVM; load it with -agentpath, `hpm attach PID` or the Java bridge"
+            .to_string()
     })?;
     let command = command.trim();
     let (verb, rest) = match command.split_once(',') {
@@ -140,8 +141,8 @@ fn elapsed_secs(s: &Session) -> f64 {
 fn interval_text(s: &Session) -> String {
     let p = s.event.period;
     match s.event.unit {
-        PeriodUnit::Nanoseconds if p % 1_000_000 == 0 => format!("{}ms", p / 1_000_000),
-        PeriodUnit::Nanoseconds if p % 1_000 == 0 => format!("{}us", p / 1_000),
+        PeriodUnit::Nanoseconds if p.is_multiple_of(1_000_000) => format!("{}ms", p / 1_000_000),
+        PeriodUnit::Nanoseconds if p.is_multiple_of(1_000) => format!("{}us", p / 1_000),
         PeriodUnit::Nanoseconds => format!("{p}ns"),
         _ => format!("{p} events"),
     }

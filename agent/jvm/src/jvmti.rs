@@ -188,7 +188,16 @@ impl Jvmti {
     /// (name, descriptor) of a method.
     pub fn method_name(&self, m: jmethodID) -> Result<(String, String)> {
         let (mut name, mut sig) = (ptr::null_mut(), ptr::null_mut());
-        call!(self, 64, "GetMethodName", fn(jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char), m, &mut name, &mut sig, ptr::null_mut())?;
+        call!(
+            self,
+            64,
+            "GetMethodName",
+            fn(jmethodID, *mut *mut c_char, *mut *mut c_char, *mut *mut c_char),
+            m,
+            &mut name,
+            &mut sig,
+            ptr::null_mut()
+        )?;
         Ok((self.take_string(name).unwrap_or_default(), self.take_string(sig).unwrap_or_default()))
     }
 
@@ -207,7 +216,15 @@ impl Jvmti {
     /// Class signature, e.g. `Ljava/lang/String;`.
     pub fn class_signature(&self, c: jclass) -> Result<String> {
         let mut sig = ptr::null_mut();
-        call!(self, 48, "GetClassSignature", fn(jclass, *mut *mut c_char, *mut *mut c_char), c, &mut sig, ptr::null_mut())?;
+        call!(
+            self,
+            48,
+            "GetClassSignature",
+            fn(jclass, *mut *mut c_char, *mut *mut c_char),
+            c,
+            &mut sig,
+            ptr::null_mut()
+        )?;
         Ok(self.take_string(sig).unwrap_or_default())
     }
 
@@ -325,7 +342,11 @@ impl Jvmti {
     /// Stacks of `threads` (one VM operation at a global safepoint in HotSpot): per thread its
     /// reference, JVMTI thread state and (jmethodID, location) frames, leaf first.
     #[allow(clippy::type_complexity)]
-    pub fn thread_list_stack_traces(&self, threads: &[jthread], max_frames: i32) -> Result<Vec<(jthread, i32, Vec<(u64, i64)>)>> {
+    pub fn thread_list_stack_traces(
+        &self,
+        threads: &[jthread],
+        max_frames: i32,
+    ) -> Result<Vec<(jthread, i32, Vec<(u64, i64)>)>> {
         #[repr(C)]
         struct FrameInfo {
             method: jmethodID,
@@ -340,14 +361,27 @@ impl Jvmti {
         }
         let mut info: *mut StackInfo = ptr::null_mut();
         let n = threads.len() as jint;
-        call!(self, 101, "GetThreadListStackTraces", fn(jint, *const jthread, jint, *mut *mut StackInfo), n, threads.as_ptr(), max_frames, &mut info)?;
+        call!(
+            self,
+            101,
+            "GetThreadListStackTraces",
+            fn(jint, *const jthread, jint, *mut *mut StackInfo),
+            n,
+            threads.as_ptr(),
+            max_frames,
+            &mut info
+        )?;
         let mut out = Vec::with_capacity(threads.len());
         for i in 0..threads.len() {
             // SAFETY: JVMTI returned one StackInfo per requested thread, each with
             // `frame_count` frames, all in the one allocation freed below.
             let s = unsafe { &*info.add(i) };
             let frames = (0..s.frame_count.max(0) as usize)
-                .map(|k| unsafe { ((*s.frame_buffer.add(k)).method as u64, (*s.frame_buffer.add(k)).location) })
+                .map(|k| {
+                    // SAFETY: k < frame_count, within this StackInfo's frame buffer.
+                    let f = unsafe { &*s.frame_buffer.add(k) };
+                    (f.method as u64, f.location)
+                })
                 .collect();
             out.push((s.thread, s.state, frames));
         }

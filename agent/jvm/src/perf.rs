@@ -85,7 +85,9 @@ impl fmt::Display for PerfError {
             libc::EMFILE | libc::ENFILE => {
                 write!(f, "{} failed ({os}): too many open files; raise the limit with `ulimit -n`", self.what)
             }
-            libc::ENOSYS => write!(f, "{} failed ({os}): this kernel or container does not offer perf_event_open", self.what),
+            libc::ENOSYS => {
+                write!(f, "{} failed ({os}): this kernel or container does not offer perf_event_open", self.what)
+            }
             _ => write!(f, "{} failed ({os})", self.what),
         }
     }
@@ -157,13 +159,20 @@ fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), (Eve
     Ok((leader, members))
 }
 
-fn open(attr: &mut sys::bindings::perf_event_attr, tid: i32, group: RawFd, spec: &PerfSpec, name: &str) -> Result<OwnedFd, PerfError> {
+fn open(
+    attr: &mut sys::bindings::perf_event_attr,
+    tid: i32,
+    group: RawFd,
+    spec: &PerfSpec,
+    name: &str,
+) -> Result<OwnedFd, PerfError> {
     let what = format!("perf_event_open({name}) for thread {tid}");
     if let Some(e) = spec.inject_errno {
         return Err(PerfError { what, errno: e });
     }
     // SAFETY: `attr` is a fully initialised perf_event_attr whose `size` field matches the struct.
-    let fd = unsafe { sys::perf_event_open(attr, tid, -1, group, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong) };
+    let fd =
+        unsafe { sys::perf_event_open(attr, tid, -1, group, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong) };
     if fd < 0 {
         return Err(PerfError { what, errno: errno() });
     }
@@ -196,11 +205,19 @@ impl ThreadEvents {
         let ring_len = page * (1 + RING_DATA_PAGES);
         // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented ring setup.
         let ring = unsafe {
-            libc::mmap(ptr::null_mut(), ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, leader.as_raw_fd(), 0)
+            libc::mmap(
+                ptr::null_mut(),
+                ring_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                leader.as_raw_fd(),
+                0,
+            )
         };
         if ring == libc::MAP_FAILED {
             let e = errno();
-            let hint = if e == libc::EPERM { " (locked perf memory exhausted: raise kernel.perf_event_mlock_kb)" } else { "" };
+            let hint =
+                if e == libc::EPERM { " (locked perf memory exhausted: raise kernel.perf_event_mlock_kb)" } else { "" };
             return Err(PerfError { what: format!("mmap of the perf ring for thread {tid}{hint}"), errno: e });
         }
         let ev = ThreadEvents { leader, _members: members, ring: ring.cast(), ring_len, page };
@@ -341,9 +358,14 @@ impl Counting {
             a.set_exclude_kernel(1);
             // SAFETY: `a` is a fully initialised perf_event_attr whose `size` matches the struct;
             // pid 0 / cpu -1 is the calling thread on any CPU.
-            let fd = unsafe { sys::perf_event_open(&mut a, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong) };
+            let fd = unsafe {
+                sys::perf_event_open(&mut a, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong)
+            };
             if fd < 0 {
-                failed.push((*ev, PerfError { what: format!("perf_event_open({}) for counting", ev.name), errno: errno() }));
+                failed.push((
+                    *ev,
+                    PerfError { what: format!("perf_event_open({}) for counting", ev.name), errno: errno() },
+                ));
             } else {
                 // SAFETY: the kernel returned a new descriptor that nothing else owns.
                 ok.push((*ev, unsafe { OwnedFd::from_raw_fd(fd) }));

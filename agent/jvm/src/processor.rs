@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::Batch;
 use hpm_core::capture::Captured;
 use hpm_core::cct::Cct;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{Recording, VmComponent};
+use hpm_core::options::Interval;
 use hpm_core::options::OutputFormat;
 use hpm_core::output::stacks::StackTable;
-use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
-use hpm_core::options::Interval;
 use hpm_core::resolve::SampleResolver;
 use jni::sys::{JNIEnv, JavaVMAttachArgs, JNI_OK, JNI_VERSION_1_6};
 
@@ -123,7 +123,7 @@ pub fn start(agent: &'static Session) -> std::io::Result<ProcessorHandle> {
             round += 1;
             // New VM threads get perf groups; the timer samplers sample only Java threads,
             // which ThreadStart announces.
-            if agent.perf && round % 2 == 0 {
+            if agent.perf && round.is_multiple_of(2) {
                 agent.threads.scan(&agent.queues);
             }
             p.round(agent, false);
@@ -147,7 +147,8 @@ fn answer_dumps(p: &mut Processor, inbox: &Receiver<DumpRequest>) {
 pub fn attach_daemon(agent: &Agent, name: &std::ffi::CStr) -> Option<*mut JNIEnv> {
     let vm = agent.vm();
     let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
-    let mut args = JavaVMAttachArgs { version: JNI_VERSION_1_6, name: name.as_ptr() as *mut _, group: std::ptr::null_mut() };
+    let mut args =
+        JavaVMAttachArgs { version: JNI_VERSION_1_6, name: name.as_ptr() as *mut _, group: std::ptr::null_mut() };
     // SAFETY: `vm` is the live JavaVM; AttachCurrentThreadAsDaemon is in its invoke interface
     // and `args` outlives the call.
     let rc = unsafe { ((**vm).AttachCurrentThreadAsDaemon?)(vm, &mut env, &mut args as *mut _ as *mut _) };
@@ -160,7 +161,11 @@ pub fn attach_daemon(agent: &Agent, name: &std::ffi::CStr) -> Option<*mut JNIEnv
 
 /// Stops the processor and the session's sampling, writes every output and `extra` files, and
 /// returns the files written and the profile (for later dumps).
-pub fn finish(agent: &Session, h: ProcessorHandle, extra: &[(String, OutputFormat)]) -> Result<(Vec<String>, Finished), String> {
+pub fn finish(
+    agent: &Session,
+    h: ProcessorHandle,
+    extra: &[(String, OutputFormat)],
+) -> Result<(Vec<String>, Finished), String> {
     h.stop.store(true, Ordering::Release);
     h.join.thread().unpark();
     let Ok(Some(mut p)) = h.join.join() else {
@@ -187,7 +192,11 @@ pub fn finish(agent: &Session, h: ProcessorHandle, extra: &[(String, OutputForma
         };
         let handler_ms = agent.signal_stats.handler_ns.load(Ordering::Relaxed) as f64 / 1e6;
         let total_ms = handler_ms + p.cpu_ns as f64 / 1e6;
-        let share = if share.is_empty() { share } else { format!(" ({:.2}% of the sampled CPU time)", total_ms / sampled_ms * 100.0) };
+        let share = if share.is_empty() {
+            share
+        } else {
+            format!(" ({:.2}% of the sampled CPU time)", total_ms / sampled_ms * 100.0)
+        };
         eprintln!(
             "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {:.0} ms",
             p.cpu_ns as f64 / 1e6
@@ -323,7 +332,14 @@ impl Processor {
                     let refused = agent.threads.set_period(change.new);
                     self.rec.event.period = change.new;
                     if !agent.opts.quiet {
-                        eprintln!("hpm: interval=auto: {change}{}", if refused > 0 { format!(" ({refused} threads kept the old period)") } else { String::new() });
+                        eprintln!(
+                            "hpm: interval=auto: {change}{}",
+                            if refused > 0 {
+                                format!(" ({refused} threads kept the old period)")
+                            } else {
+                                String::new()
+                            }
+                        );
                     }
                 }
             }

@@ -70,7 +70,8 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let opts = options::parse(option_string).map_err(|e| e.to_string())?;
     let pid = std::process::id();
     let start_wall_ns = now_wall_ns();
-    let outputs: Vec<_> = opts.outputs().iter().map(|f| (f.path(pid, start_wall_ns / 1_000_000_000), f.format)).collect();
+    let outputs: Vec<_> =
+        opts.outputs().iter().map(|f| (f.path(pid, start_wall_ns / 1_000_000_000), f.format)).collect();
     let sps = match opts.sampler {
         Sampler::Sps => Some(timer_sampler::find_sps(jvmti)?),
         _ => None,

@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hpm_core::capture::{Captured, CallFrame, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::capture::{CallFrame, Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED};
 use hpm_core::perf_record::{Record, Ring};
 
 use crate::agent::Agent;
@@ -54,7 +54,15 @@ pub struct SignalStats {
 impl SignalStats {
     /// Zeroes every counter (between sessions, when no thread is sampled).
     pub fn reset(&self) {
-        for c in [&self.signals, &self.samples, &self.no_slot, &self.kernel_lost, &self.corrupt_ring, &self.throttled, &self.handler_ns] {
+        for c in [
+            &self.signals,
+            &self.samples,
+            &self.no_slot,
+            &self.kernel_lost,
+            &self.corrupt_ring,
+            &self.throttled,
+            &self.handler_ns,
+        ] {
             c.store(0, Ordering::Relaxed);
         }
     }
@@ -191,7 +199,7 @@ fn walk_from_caller(asgct: AsgctFn, trace: &mut CallTrace, depth: c_int, ucontex
     unsafe {
         let mut uc: libc::ucontext_t = std::ptr::read(ucontext as *const libc::ucontext_t);
         let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as u64;
-        if sp == 0 || sp % 8 != 0 {
+        if sp == 0 || !sp.is_multiple_of(8) {
             return None;
         }
         let ret = *(sp as *const u64);

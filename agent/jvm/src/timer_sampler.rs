@@ -26,8 +26,8 @@ use jni::sys::JNIEnv;
 
 use crate::agent::now_ticks;
 // The timer samplers run inside a profiling session, which derefs to the Agent.
-use crate::session::Session as Agent;
 use crate::jvmti::{self, Jvmti, JvmtiEnvPtr};
+use crate::session::Session as Agent;
 
 pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
@@ -141,7 +141,10 @@ pub fn start(agent: &'static Agent, sps: Option<Sps>) -> std::io::Result<TimerHa
         }
         buf.collect(agent, &mut lat);
         if buf.abandoned > 0 && !agent.opts.quiet {
-            eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
+            eprintln!(
+                "hpm: sampler=sps: {} requested samples were not taken: their threads ended first",
+                buf.abandoned
+            );
         }
         buf.release();
         lat
@@ -278,7 +281,11 @@ fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Histogram) {
                 continue;
             }
             let java_id = jvmti::java_thread_id(jni, thread);
-            let Some(idx) = java_id.map(|id| agent.threads.index_for_java_id(id, || agent.jvmti.thread_name(thread).unwrap_or_default())) else { continue };
+            let Some(idx) = java_id
+                .map(|id| agent.threads.index_for_java_id(id, || agent.jvmti.thread_name(thread).unwrap_or_default()))
+            else {
+                continue;
+            };
             let Some(idx) = idx else { continue };
             // JVMTI does not say how a frame runs (and these sessions keep no code map to
             // guess it from): Java frames are of unknown kind, native ones native.

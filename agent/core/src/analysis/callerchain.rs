@@ -83,10 +83,7 @@ pub fn parse_events(text: &str) -> Result<Vec<Event>, (usize, String)> {
         let Some(f) = fields(line) else { continue };
         let err = |m: String| (i + 1, m);
         if f.len() != 3 {
-            return Err(err(format!(
-                "expected `method depth count`, got {} fields",
-                f.len()
-            )));
+            return Err(err(format!("expected `method depth count`, got {} fields", f.len())));
         }
         out.push(Event {
             method: f[0].to_string(),
@@ -107,14 +104,7 @@ pub fn load_events(path: &Path) -> Result<Vec<Event>, LoadError> {
 
 /// The events the quadruples themselves stand for: each sample was taken in the callee.
 pub fn quad_events(quads: &[Quad]) -> Vec<Event> {
-    quads
-        .iter()
-        .map(|q| Event {
-            method: q.callee.clone(),
-            depth: q.callee_depth,
-            count: q.count,
-        })
-        .collect()
+    quads.iter().map(|q| Event { method: q.callee.clone(), depth: q.callee_depth, count: q.count }).collect()
 }
 
 type Key = (u32, u64);
@@ -213,50 +203,26 @@ impl ChainTree {
         for v in children.values_mut().chain(t.callers.values_mut()) {
             v.sort_by_key(|(k, _)| by_name(k));
         }
-        let into: HashMap<Key, u64> = t
-            .callers
-            .iter()
-            .map(|(k, v)| (*k, sat_sum(v.iter().map(|e| e.1))))
-            .collect();
+        let into: HashMap<Key, u64> = t.callers.iter().map(|(k, v)| (*k, sat_sum(v.iter().map(|e| e.1)))).collect();
         let mut roots: Vec<Key> = callers_set.difference(&callees).copied().collect();
         roots.sort_by_key(by_name);
         // Depth-first unfolding; depths grow along every edge, so it ends.
-        let mut stack: Vec<(Key, Option<usize>, u64, f64)> =
-            roots.iter().rev().map(|&k| (k, None, 0, 1.0)).collect();
+        let mut stack: Vec<(Key, Option<usize>, u64, f64)> = roots.iter().rev().map(|&k| (k, None, 0, 1.0)).collect();
         while let Some((key, parent, samples, share)) = stack.pop() {
             if t.nodes.len() >= max_nodes {
-                return Err(format!(
-                    "the reconstructed tree exceeds {max_nodes} nodes: too many shared call paths"
-                ));
+                return Err(format!("the reconstructed tree exceeds {max_nodes} nodes: too many shared call paths"));
             }
             let id = t.nodes.len();
-            t.nodes.push(ChainNode {
-                method: key.0,
-                depth: key.1,
-                parent,
-                children: Vec::new(),
-                samples,
-                share,
-            });
+            t.nodes.push(ChainNode { method: key.0, depth: key.1, parent, children: Vec::new(), samples, share });
             match parent {
                 Some(p) => t.nodes[p].children.push(id),
                 None => t.roots.push(id),
             }
             t.by_key.entry(key).or_default().push(id);
             t.by_method.entry(key.0).or_default().push(id);
-            for &(child, n) in children
-                .get(&key)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-                .iter()
-                .rev()
-            {
+            for &(child, n) in children.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().rev() {
                 let total_in = into.get(&child).copied().unwrap_or(0);
-                let edge_share = if total_in == 0 {
-                    0.0
-                } else {
-                    n as f64 / total_in as f64
-                };
+                let edge_share = if total_in == 0 { 0.0 } else { n as f64 / total_in as f64 };
                 stack.push((child, Some(id), n, share * edge_share));
             }
         }
@@ -298,25 +264,17 @@ impl ChainTree {
     /// Nodes whose key has several callers: the paper's "nodes having multiple callers with
     /// the same call stack depth" (Figure 7's D), below which contexts are ambiguous.
     pub fn ambiguous_nodes(&self) -> Vec<usize> {
-        (0..self.nodes.len())
-            .filter(|&n| self.callers_of(n) > 1)
-            .collect()
+        (0..self.nodes.len()).filter(|&n| self.callers_of(n) > 1).collect()
     }
 
     /// Maps an event onto the tree: exact key first, then the fitting step.
     pub fn map_event(&self, method: &str, depth: u64) -> Mapping {
-        let none = Mapping {
-            nodes: Vec::new(),
-            fitted: false,
-        };
+        let none = Mapping { nodes: Vec::new(), fitted: false };
         let Some(&m) = self.method_index.get(method) else {
             return none;
         };
         if let Some(v) = self.by_key.get(&(m, depth)) {
-            return Mapping {
-                nodes: self.weighted(v),
-                fitted: false,
-            };
+            return Mapping { nodes: self.weighted(v), fitted: false };
         }
         let fits: Vec<usize> = self
             .by_method
@@ -334,26 +292,14 @@ impl ChainTree {
         if fits.is_empty() {
             return none;
         }
-        Mapping {
-            nodes: self.weighted(&fits),
-            fitted: true,
-        }
+        Mapping { nodes: self.weighted(&fits), fitted: true }
     }
 
     fn weighted(&self, nodes: &[usize]) -> Vec<(usize, f64)> {
         let sum: f64 = nodes.iter().map(|&n| self.nodes[n].share).sum();
         nodes
             .iter()
-            .map(|&n| {
-                (
-                    n,
-                    if sum > 0.0 {
-                        self.nodes[n].share / sum
-                    } else {
-                        1.0 / nodes.len() as f64
-                    },
-                )
-            })
+            .map(|&n| (n, if sum > 0.0 { self.nodes[n].share / sum } else { 1.0 / nodes.len() as f64 }))
             .collect()
     }
 
@@ -367,10 +313,7 @@ impl ChainTree {
         let mut cur: Vec<Option<usize>> = candidates.iter().map(|&n| Some(n)).collect();
         let mut level = 0;
         loop {
-            cur = cur
-                .iter()
-                .map(|n| n.and_then(|n| self.nodes[n].parent))
-                .collect();
+            cur = cur.iter().map(|n| n.and_then(|n| self.nodes[n].parent)).collect();
             let first = key(&cur[0]);
             if cur.iter().any(|n| key(n) != first) {
                 return level;
@@ -431,10 +374,7 @@ impl ChainTree {
             }
             let callers = self.callers_of(n);
             if callers > 1 {
-                out.push_str(&format!(
-                    "  [{callers} callers at this depth: share {:.1}%]",
-                    node.share * 100.0
-                ));
+                out.push_str(&format!("  [{callers} callers at this depth: share {:.1}%]", node.share * 100.0));
             }
             out.push('\n');
             stack.extend(node.children.iter().rev().map(|&c| (c, level + 1)));

@@ -7,11 +7,7 @@ fn tree(text: &str) -> ChainTree {
 }
 
 fn names(t: &ChainTree, node: usize) -> String {
-    t.path(node)
-        .iter()
-        .map(|(m, _)| m.as_str())
-        .collect::<Vec<_>>()
-        .join("-")
+    t.path(node).iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>().join("-")
 }
 
 /// Figure 6 of Inoue & Nakatani, as `caller depth callee depth samples` (the paper's table
@@ -54,18 +50,12 @@ A @10
     assert_eq!(names(&t, m.nodes[0].0), "A-C-E");
     // ... and a depth belonging to a callee: D at 100 is the D whose callee E is at 100.
     let m = t.map_event("D", 100);
-    assert_eq!(
-        (m.fitted, names(&t, m.nodes[0].0)),
-        (true, "A-B-D".to_string())
-    );
+    assert_eq!((m.fitted, names(&t, m.nodes[0].0)), (true, "A-B-D".to_string()));
     assert!(t.map_event("E", 7).nodes.is_empty());
     assert!(t.map_event("Z", 10).nodes.is_empty());
     let s = t.stats(&quad_events(&parse_quads(FIGURE6).unwrap()));
     assert_eq!((s.nodes, s.ambiguous_nodes, s.methods), (7, 0, 5));
-    assert_eq!(
-        (s.events, s.mapped, s.unique_1, s.unique_3),
-        (170, 170, 170, 170)
-    );
+    assert_eq!((s.events, s.mapped, s.unique_1, s.unique_3), (170, 170, 170, 170));
 }
 
 /// Figure 7(A): B and F have the same frame size, so D at 90 is reached from both.
@@ -84,36 +74,17 @@ fn figure7a_same_frame_sizes_are_detected_and_distributed_by_edge_hotness() {
     assert_eq!(amb, ["A-B-D", "A-F-D"]);
     let m = t.map_event("E", 100);
     let got: Vec<(String, f64)> = m.nodes.iter().map(|&(n, w)| (names(&t, n), w)).collect();
-    assert_eq!(
-        got,
-        vec![("A-B-D-E".to_string(), 0.75), ("A-F-D-E".to_string(), 0.25)]
-    );
+    assert_eq!(got, vec![("A-B-D-E".to_string(), 0.75), ("A-F-D-E".to_string(), 0.25)]);
     // D is certain one level up, not three.
     let ids: Vec<usize> = m.nodes.iter().map(|x| x.0).collect();
     assert_eq!(t.unique_levels(&ids), 1);
     let s = t.stats(&[
-        Event {
-            method: "E".into(),
-            depth: 100,
-            count: 100,
-        },
-        Event {
-            method: "B".into(),
-            depth: 50,
-            count: 20,
-        },
+        Event { method: "E".into(), depth: 100, count: 100 },
+        Event { method: "B".into(), depth: 50, count: 20 },
     ]);
     assert_eq!((s.nodes, s.ambiguous_nodes, s.methods), (7, 2, 5));
-    assert_eq!(
-        (s.events, s.mapped, s.unique_1, s.unique_3),
-        (120, 120, 120, 20)
-    );
-    assert!(
-        t.render()
-            .contains("D @90  30 samples  [2 callers at this depth: share 75.0%]"),
-        "{}",
-        t.render()
-    );
+    assert_eq!((s.events, s.mapped, s.unique_1, s.unique_3), (120, 120, 120, 20));
+    assert!(t.render().contains("D @90  30 samples  [2 callers at this depth: share 75.0%]"), "{}", t.render());
 }
 
 /// Figure 7(B): B and C appear in different orders (frames of 40 and 30), so both orders
@@ -135,30 +106,13 @@ fn figure7b_methods_in_different_orders_are_detected() {
     assert_eq!(amb, ["A-B-C-D", "A-C-B-D"]);
     let m = t.map_event("E", 150);
     let got: Vec<(String, f64)> = m.nodes.iter().map(|&(n, w)| (names(&t, n), w)).collect();
-    assert_eq!(
-        got,
-        vec![
-            ("A-B-C-D-E".to_string(), 0.25),
-            ("A-C-B-D-E".to_string(), 0.75)
-        ]
-    );
-    assert_eq!(
-        t.unique_levels(&m.nodes.iter().map(|x| x.0).collect::<Vec<_>>()),
-        1
-    );
+    assert_eq!(got, vec![("A-B-C-D-E".to_string(), 0.25), ("A-C-B-D-E".to_string(), 0.75)]);
+    assert_eq!(t.unique_levels(&m.nodes.iter().map(|x| x.0).collect::<Vec<_>>()), 1);
     // The same with E called directly at depth 80 + 40: not even its caller is known.
-    let t =
-        tree("A 10 B 50 1\nB 50 C 80 1\nA 10 C 40 1\nC 40 B 80 1\nC 80 E 120 1\nB 80 E 120 1\n");
+    let t = tree("A 10 B 50 1\nB 50 C 80 1\nA 10 C 40 1\nC 40 B 80 1\nC 80 E 120 1\nB 80 E 120 1\n");
     let m = t.map_event("E", 120);
-    assert_eq!(
-        t.unique_levels(&m.nodes.iter().map(|x| x.0).collect::<Vec<_>>()),
-        0
-    );
-    let s = t.stats(&[Event {
-        method: "E".into(),
-        depth: 120,
-        count: 4,
-    }]);
+    assert_eq!(t.unique_levels(&m.nodes.iter().map(|x| x.0).collect::<Vec<_>>()), 0);
+    let s = t.stats(&[Event { method: "E".into(), depth: 120, count: 4 }]);
     assert_eq!((s.unique_1, s.unique_3), (0, 0));
 }
 
@@ -184,14 +138,7 @@ fn bad_quads_name_the_line() {
     assert_eq!(line, 1);
     assert!(msg.contains("not deeper"), "{msg}");
     assert_eq!(parse_events("E 100\n").unwrap_err().0, 1);
-    assert_eq!(
-        parse_events("E 100 4\n").unwrap(),
-        vec![Event {
-            method: "E".into(),
-            depth: 100,
-            count: 4
-        }]
-    );
+    assert_eq!(parse_events("E 100 4\n").unwrap(), vec![Event { method: "E".into(), depth: 100, count: 4 }]);
 }
 
 #[test]
@@ -200,20 +147,8 @@ fn sharing_that_explodes_is_refused() {
     let mut text = String::new();
     for i in 0..25u64 {
         let d = 10 + i * 20;
-        text.push_str(&format!(
-            "M{i} {d} X{i} {} 1\nM{i} {d} Y{i} {} 1\n",
-            d + 10,
-            d + 10
-        ));
-        text.push_str(&format!(
-            "X{i} {} M{} {} 1\nY{i} {} M{} {} 1\n",
-            d + 10,
-            i + 1,
-            d + 20,
-            d + 10,
-            i + 1,
-            d + 20
-        ));
+        text.push_str(&format!("M{i} {d} X{i} {} 1\nM{i} {d} Y{i} {} 1\n", d + 10, d + 10));
+        text.push_str(&format!("X{i} {} M{} {} 1\nY{i} {} M{} {} 1\n", d + 10, i + 1, d + 20, d + 10, i + 1, d + 20));
     }
     let err = ChainTree::build_with_limit(&parse_quads(&text).unwrap(), 10_000).unwrap_err();
     assert!(err.contains("exceeds"), "{err}");

@@ -37,10 +37,7 @@ pub struct CcFrame {
 
 impl CcFrame {
     pub fn new(method: &str, offset: i32) -> CcFrame {
-        CcFrame {
-            method: method.to_string(),
-            offset,
-        }
+        CcFrame { method: method.to_string(), offset }
     }
 }
 
@@ -55,10 +52,7 @@ pub struct CcSample {
 impl CcSample {
     /// A complete sample from method names, top of stack first, offsets unknown.
     pub fn of(top_first: &[&str]) -> CcSample {
-        CcSample {
-            frames: top_first.iter().map(|m| CcFrame::new(m, -1)).collect(),
-            stopped_at_visited: false,
-        }
+        CcSample { frames: top_first.iter().map(|m| CcFrame::new(m, -1)).collect(), stopped_at_visited: false }
     }
 }
 
@@ -189,18 +183,9 @@ impl CcMap {
             let frames = s
                 .stack
                 .iter()
-                .map(|f| CcFrame {
-                    method: rec.method(f.method).display_name(),
-                    offset: f.bci,
-                })
+                .map(|f| CcFrame { method: rec.method(f.method).display_name(), offset: f.bci })
                 .collect();
-            map.add_samples(
-                &CcSample {
-                    frames,
-                    stopped_at_visited: false,
-                },
-                1,
-            );
+            map.add_samples(&CcSample { frames, stopped_at_visited: false }, 1);
         }
         map
     }
@@ -222,23 +207,20 @@ impl CcMap {
         let ids: Vec<MethodId> = buf.iter().map(|f| self.method_id(&f.method)).collect();
         self.methods[ids[0] as usize].top = self.methods[ids[0] as usize].top.saturating_add(n);
         for i in 0..buf.len() {
-            self.methods[ids[i] as usize].total =
-                self.methods[ids[i] as usize].total.saturating_add(n);
+            self.methods[ids[i] as usize].total = self.methods[ids[i] as usize].total.saturating_add(n);
             if i == 0 {
                 continue;
             }
             let site = self.site_id(ids[i], buf[i].offset);
             let callee = self.callee_id(site, ids[i - 1]);
-            self.callees[callee as usize].count =
-                self.callees[callee as usize].count.saturating_add(n);
+            self.callees[callee as usize].count = self.callees[callee as usize].count.saturating_add(n);
             let mut parent = RefParent::Callee(callee);
             for j in (0..i.saturating_sub(1)).rev() {
                 let site = self.site_id(ids[j + 1], buf[j + 1].offset);
                 let site_ref = self.site_ref_id(parent, site);
                 let callee = self.callee_id(site, ids[j]);
                 let r = self.callee_ref_id(site_ref, callee);
-                self.callee_refs[r as usize].count =
-                    self.callee_refs[r as usize].count.saturating_add(n);
+                self.callee_refs[r as usize].count = self.callee_refs[r as usize].count.saturating_add(n);
                 parent = RefParent::CalleeRef(r);
             }
         }
@@ -249,12 +231,7 @@ impl CcMap {
             return id;
         }
         let id = self.methods.len() as MethodId;
-        self.methods.push(MethodProfile {
-            name: name.to_string(),
-            total: 0,
-            top: 0,
-            sites: Vec::new(),
-        });
+        self.methods.push(MethodProfile { name: name.to_string(), total: 0, top: 0, sites: Vec::new() });
         self.method_index.insert(name.to_string(), id);
         id
     }
@@ -264,12 +241,7 @@ impl CcMap {
             return id;
         }
         let id = self.sites.len() as SiteId;
-        self.sites.push(CallSite {
-            caller,
-            offset,
-            callees: Vec::new(),
-            contexts: Vec::new(),
-        });
+        self.sites.push(CallSite { caller, offset, callees: Vec::new(), contexts: Vec::new() });
         self.methods[caller as usize].sites.push(id);
         self.site_index.insert((caller, offset), id);
         id
@@ -280,13 +252,7 @@ impl CcMap {
             return id;
         }
         let id = self.callees.len() as CalleeId;
-        self.callees.push(Callee {
-            site,
-            method,
-            count: 0,
-            sites: Vec::new(),
-            contexts: Vec::new(),
-        });
+        self.callees.push(Callee { site, method, count: 0, sites: Vec::new(), contexts: Vec::new() });
         self.sites[site as usize].callees.push(id);
         self.callee_index.insert((site, method), id);
         id
@@ -297,11 +263,7 @@ impl CcMap {
             return id;
         }
         let id = self.site_refs.len() as SiteRefId;
-        self.site_refs.push(CallSiteRef {
-            site,
-            parent,
-            callees: Vec::new(),
-        });
+        self.site_refs.push(CallSiteRef { site, parent, callees: Vec::new() });
         self.sites[site as usize].contexts.push(id);
         match parent {
             RefParent::Callee(c) => self.callees[c as usize].sites.push(id),
@@ -316,12 +278,7 @@ impl CcMap {
             return id;
         }
         let id = self.callee_refs.len() as CalleeRefId;
-        self.callee_refs.push(CalleeRef {
-            callee,
-            site_ref,
-            count: 0,
-            sites: Vec::new(),
-        });
+        self.callee_refs.push(CalleeRef { callee, site_ref, count: 0, sites: Vec::new() });
         self.site_refs[site_ref as usize].callees.push(id);
         self.callees[callee as usize].contexts.push(id);
         self.callee_ref_index.insert((site_ref, callee), id);
@@ -352,9 +309,7 @@ impl CcMap {
         &self.callee_refs
     }
     pub fn method(&self, name: &str) -> Option<&MethodProfile> {
-        self.method_index
-            .get(name)
-            .map(|&i| &self.methods[i as usize])
+        self.method_index.get(name).map(|&i| &self.methods[i as usize])
     }
     pub(super) fn name(&self, m: MethodId) -> &str {
         &self.methods[m as usize].name

@@ -90,12 +90,7 @@ impl CcMap {
         let mut lines = text.lines().enumerate();
         match lines.next() {
             Some((_, l)) if l.trim_end() == HEADER => {}
-            _ => {
-                return Err((
-                    1,
-                    format!("not a CC-Map dump: the first line must be `{HEADER}`"),
-                ))
-            }
+            _ => return Err((1, format!("not a CC-Map dump: the first line must be `{HEADER}`"))),
         }
         // Line of every node, per kind (M, S, C, R, r), for errors found after parsing.
         let mut at: [Vec<usize>; 5] = Default::default();
@@ -106,12 +101,7 @@ impl CcMap {
             let id_ok = |expected: usize| -> Result<(), (usize, String)> {
                 let got = parse_u64("id", f.get(1).copied().unwrap_or("")).map_err(err)?;
                 if got as usize != expected {
-                    return Err((
-                        no,
-                        format!(
-                            "expected id {expected}, got {got}: nodes must be listed in id order"
-                        ),
-                    ));
+                    return Err((no, format!("expected id {expected}, got {got}: nodes must be listed in id order")));
                 }
                 Ok(())
             };
@@ -133,53 +123,32 @@ impl CcMap {
                     if name.is_empty() {
                         return Err((no, "method line without a name".into()));
                     }
-                    p.methods
-                        .push((name.to_string(), num(2, "total")?, num(3, "top")?));
+                    p.methods.push((name.to_string(), num(2, "total")?, num(3, "top")?));
                 }
                 "S" => {
                     id_ok(p.sites.len())?;
                     let off = f.get(3).ok_or_else(|| (no, "missing offset".to_string()))?;
-                    let off: i32 = off
-                        .parse()
-                        .map_err(|_| (no, format!("offset `{off}` is not an integer")))?;
+                    let off: i32 = off.parse().map_err(|_| (no, format!("offset `{off}` is not an integer")))?;
                     p.sites.push((id32(2, "caller")?, off));
                 }
                 "C" => {
                     id_ok(p.callees.len())?;
-                    p.callees.push((
-                        id32(2, "site")?,
-                        id32(3, "callee method")?,
-                        num(4, "count")?,
-                    ));
+                    p.callees.push((id32(2, "site")?, id32(3, "callee method")?, num(4, "count")?));
                 }
                 "R" => {
                     id_ok(p.site_refs.len())?;
                     let parent = match f.get(2).copied() {
                         Some("c") => RefParent::Callee(id32(3, "parent callee")?),
                         Some("r") => RefParent::CalleeRef(id32(3, "parent callee ref")?),
-                        _ => {
-                            return Err((
-                                no,
-                                "parent kind must be `c` (callee) or `r` (callee ref)".into(),
-                            ))
-                        }
+                        _ => return Err((no, "parent kind must be `c` (callee) or `r` (callee ref)".into())),
                     };
                     p.site_refs.push((parent, id32(4, "site")?));
                 }
                 "r" => {
                     id_ok(p.callee_refs.len())?;
-                    p.callee_refs.push((
-                        id32(2, "site ref")?,
-                        id32(3, "callee")?,
-                        num(4, "count")?,
-                    ));
+                    p.callee_refs.push((id32(2, "site ref")?, id32(3, "callee")?, num(4, "count")?));
                 }
-                other => {
-                    return Err((
-                        no,
-                        format!("unknown node kind `{other}`; expected N, M, S, C, R or r"),
-                    ))
-                }
+                other => return Err((no, format!("unknown node kind `{other}`; expected N, M, S, C, R or r"))),
             }
             if let Some(k) = KINDS.iter().position(|&k| k == f[0]) {
                 at[k].push(no);
@@ -198,16 +167,10 @@ impl CcMap {
             .callees
             .iter()
             .map(|c| {
-                c.count >= min_count
-                    && keep_m[c.method as usize]
-                    && keep_m[self.sites[c.site as usize].caller as usize]
+                c.count >= min_count && keep_m[c.method as usize] && keep_m[self.sites[c.site as usize].caller as usize]
             })
             .collect();
-        let keep_s: Vec<bool> = self
-            .sites
-            .iter()
-            .map(|s| s.callees.iter().any(|&c| keep_c[c as usize]))
-            .collect();
+        let keep_s: Vec<bool> = self.sites.iter().map(|s| s.callees.iter().any(|&c| keep_c[c as usize])).collect();
         let mut keep_r = vec![false; self.callee_refs.len()];
         for (i, r) in self.callee_refs.iter().enumerate() {
             let parent_kept = match self.site_refs[r.site_ref as usize].parent {
@@ -216,11 +179,7 @@ impl CcMap {
             };
             keep_r[i] = parent_kept && r.count >= min_count && keep_c[r.callee as usize];
         }
-        let keep_sr: Vec<bool> = self
-            .site_refs
-            .iter()
-            .map(|s| s.callees.iter().any(|&r| keep_r[r as usize]))
-            .collect();
+        let keep_sr: Vec<bool> = self.site_refs.iter().map(|s| s.callees.iter().any(|&r| keep_r[r as usize])).collect();
         let remap = |keep: &[bool]| -> Vec<u32> {
             let mut next = 0;
             keep.iter()
@@ -231,23 +190,11 @@ impl CcMap {
                 })
                 .collect()
         };
-        let (nm, ns, nc, nsr, nr) = (
-            remap(&keep_m),
-            remap(&keep_s),
-            remap(&keep_c),
-            remap(&keep_sr),
-            remap(&keep_r),
-        );
-        let mut p = Parts {
-            samples: self.samples,
-            repeats: self.repeats,
-            ..Parts::default()
-        };
+        let (nm, ns, nc, nsr, nr) = (remap(&keep_m), remap(&keep_s), remap(&keep_c), remap(&keep_sr), remap(&keep_r));
+        let mut p = Parts { samples: self.samples, repeats: self.repeats, ..Parts::default() };
         p.methods = kept(&self.methods, &keep_m, |m| (m.name.clone(), m.total, m.top));
         p.sites = kept(&self.sites, &keep_s, |s| (nm[s.caller as usize], s.offset));
-        p.callees = kept(&self.callees, &keep_c, |c| {
-            (ns[c.site as usize], nm[c.method as usize], c.count)
-        });
+        p.callees = kept(&self.callees, &keep_c, |c| (ns[c.site as usize], nm[c.method as usize], c.count));
         p.site_refs = kept(&self.site_refs, &keep_sr, |s| {
             let parent = match s.parent {
                 RefParent::Callee(c) => RefParent::Callee(nc[c as usize]),
@@ -255,20 +202,15 @@ impl CcMap {
             };
             (parent, ns[s.site as usize])
         });
-        p.callee_refs = kept(&self.callee_refs, &keep_r, |r| {
-            (nsr[r.site_ref as usize], nc[r.callee as usize], r.count)
-        });
+        p.callee_refs =
+            kept(&self.callee_refs, &keep_r, |r| (nsr[r.site_ref as usize], nc[r.callee as usize], r.count));
         // Kept nodes only refer to kept nodes, in the same relative order: cannot fail.
         from_parts(p).unwrap_or_default()
     }
 }
 
 fn kept<T, U>(v: &[T], keep: &[bool], f: impl Fn(&T) -> U) -> Vec<U> {
-    v.iter()
-        .zip(keep)
-        .filter(|(_, &k)| k)
-        .map(|(x, _)| f(x))
-        .collect()
+    v.iter().zip(keep).filter(|(_, &k)| k).map(|(x, _)| f(x)).collect()
 }
 
 type PartError = (&'static str, usize, String);
@@ -276,32 +218,19 @@ type PartError = (&'static str, usize, String);
 /// Rebuilds a map from its nodes, checking every reference; the derived lists come out in id
 /// order, as incremental construction makes them.
 fn from_parts(p: Parts) -> Result<CcMap, PartError> {
-    let mut m = CcMap {
-        samples: p.samples,
-        repeats: p.repeats,
-        ..CcMap::default()
-    };
+    let mut m = CcMap { samples: p.samples, repeats: p.repeats, ..CcMap::default() };
     let check = |kind: &'static str, id: usize, ok: bool, what: &str| -> Result<(), PartError> {
         if ok {
             Ok(())
         } else {
-            Err((
-                kind,
-                id,
-                format!("{what} refers to a node that does not exist or comes later"),
-            ))
+            Err((kind, id, format!("{what} refers to a node that does not exist or comes later")))
         }
     };
     for (i, (name, total, top)) in p.methods.into_iter().enumerate() {
         if m.method_index.insert(name.clone(), i as MethodId).is_some() {
             return Err(("M", i, format!("method `{name}` is listed twice")));
         }
-        m.methods.push(MethodProfile {
-            name,
-            total,
-            top,
-            sites: Vec::new(),
-        });
+        m.methods.push(MethodProfile { name, total, top, sites: Vec::new() });
     }
     for (i, (caller, offset)) in p.sites.into_iter().enumerate() {
         check("S", i, (caller as usize) < m.methods.len(), "caller")?;
@@ -309,34 +238,15 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             return Err(("S", i, "call site is listed twice".into()));
         }
         m.methods[caller as usize].sites.push(i as SiteId);
-        m.sites.push(CallSite {
-            caller,
-            offset,
-            callees: Vec::new(),
-            contexts: Vec::new(),
-        });
+        m.sites.push(CallSite { caller, offset, callees: Vec::new(), contexts: Vec::new() });
     }
     for (i, (site, method, count)) in p.callees.into_iter().enumerate() {
-        check(
-            "C",
-            i,
-            (site as usize) < m.sites.len() && (method as usize) < m.methods.len(),
-            "callee",
-        )?;
-        if m.callee_index
-            .insert((site, method), i as CalleeId)
-            .is_some()
-        {
+        check("C", i, (site as usize) < m.sites.len() && (method as usize) < m.methods.len(), "callee")?;
+        if m.callee_index.insert((site, method), i as CalleeId).is_some() {
             return Err(("C", i, "callee is listed twice".into()));
         }
         m.sites[site as usize].callees.push(i as CalleeId);
-        m.callees.push(Callee {
-            site,
-            method,
-            count,
-            sites: Vec::new(),
-            contexts: Vec::new(),
-        });
+        m.callees.push(Callee { site, method, count, sites: Vec::new(), contexts: Vec::new() });
     }
     // Site refs may hang below callee refs listed later in the file; check those after.
     let mut sr_parent_ref: HashMap<usize, CalleeRefId> = HashMap::new();
@@ -347,77 +257,40 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             RefParent::Callee(c) => {
                 check("R", i, (c as usize) < m.callees.len(), "parent")?;
                 if m.callees[c as usize].method != caller {
-                    return Err((
-                        "R",
-                        i,
-                        "the call site is not in the method the parent call reaches".into(),
-                    ));
+                    return Err(("R", i, "the call site is not in the method the parent call reaches".into()));
                 }
             }
             RefParent::CalleeRef(r) => {
                 sr_parent_ref.insert(i, r);
             }
         }
-        if m.site_ref_index
-            .insert((parent, site), i as SiteRefId)
-            .is_some()
-        {
+        if m.site_ref_index.insert((parent, site), i as SiteRefId).is_some() {
             return Err(("R", i, "call-site ref is listed twice".into()));
         }
         m.sites[site as usize].contexts.push(i as SiteRefId);
-        m.site_refs.push(CallSiteRef {
-            site,
-            parent,
-            callees: Vec::new(),
-        });
+        m.site_refs.push(CallSiteRef { site, parent, callees: Vec::new() });
     }
     for (i, (site_ref, callee, count)) in p.callee_refs.into_iter().enumerate() {
-        check(
-            "r",
-            i,
-            (site_ref as usize) < m.site_refs.len() && (callee as usize) < m.callees.len(),
-            "callee ref",
-        )?;
+        check("r", i, (site_ref as usize) < m.site_refs.len() && (callee as usize) < m.callees.len(), "callee ref")?;
         if m.callees[callee as usize].site != m.site_refs[site_ref as usize].site {
-            return Err((
-                "r",
-                i,
-                "the callee belongs to another call site than its call-site ref".into(),
-            ));
+            return Err(("r", i, "the callee belongs to another call site than its call-site ref".into()));
         }
-        if m.callee_ref_index
-            .insert((site_ref, callee), i as CalleeRefId)
-            .is_some()
-        {
+        if m.callee_ref_index.insert((site_ref, callee), i as CalleeRefId).is_some() {
             return Err(("r", i, "callee ref is listed twice".into()));
         }
-        m.site_refs[site_ref as usize]
-            .callees
-            .push(i as CalleeRefId);
+        m.site_refs[site_ref as usize].callees.push(i as CalleeRefId);
         m.callees[callee as usize].contexts.push(i as CalleeRefId);
-        m.callee_refs.push(CalleeRef {
-            callee,
-            site_ref,
-            count,
-            sites: Vec::new(),
-        });
+        m.callee_refs.push(CalleeRef { callee, site_ref, count, sites: Vec::new() });
     }
-    let mut by_ref: Vec<(CalleeRefId, usize)> =
-        sr_parent_ref.into_iter().map(|(sr, r)| (r, sr)).collect();
+    let mut by_ref: Vec<(CalleeRefId, usize)> = sr_parent_ref.into_iter().map(|(sr, r)| (r, sr)).collect();
     by_ref.sort_by_key(|&(_, sr)| sr);
     for (r, sr) in by_ref {
         // A parent must come before its child's site ref, which rules out cycles.
-        let ok = (r as usize) < m.callee_refs.len()
-            && (m.callee_refs[r as usize].site_ref as usize) < sr;
+        let ok = (r as usize) < m.callee_refs.len() && (m.callee_refs[r as usize].site_ref as usize) < sr;
         check("R", sr, ok, "parent")?;
         let parent_callee = m.callee_refs[r as usize].callee;
-        if m.callees[parent_callee as usize].method != m.sites[m.site_refs[sr].site as usize].caller
-        {
-            return Err((
-                "R",
-                sr,
-                "the call site is not in the method the parent call reaches".into(),
-            ));
+        if m.callees[parent_callee as usize].method != m.sites[m.site_refs[sr].site as usize].caller {
+            return Err(("R", sr, "the call site is not in the method the parent call reaches".into()));
         }
         m.callee_refs[r as usize].sites.push(sr as SiteRefId);
     }

@@ -21,11 +21,7 @@ impl CcMap {
         sat_sum(self.general_callees(caller, callee).map(|c| c.count))
     }
 
-    fn general_callees<'a>(
-        &'a self,
-        caller: &str,
-        callee: &str,
-    ) -> impl Iterator<Item = &'a Callee> + 'a {
+    fn general_callees<'a>(&'a self, caller: &str, callee: &str) -> impl Iterator<Item = &'a Callee> + 'a {
         let caller = self.method_index.get(caller).copied();
         let callee = self.method_index.get(callee).copied();
         let sites: &'a [SiteId] = match caller {
@@ -78,18 +74,10 @@ impl CcMap {
     }
 
     fn sorted_paths(&self, m: HashMap<Vec<MethodId>, u64>) -> Vec<PathCount> {
-        let mut v: Vec<PathCount> = m
-            .into_iter()
-            .map(|(p, count)| PathCount {
-                methods: self.names(&p),
-                count,
-            })
-            .collect();
+        let mut v: Vec<PathCount> =
+            m.into_iter().map(|(p, count)| PathCount { methods: self.names(&p), count }).collect();
         v.sort_by(|a, b| {
-            b.count
-                .cmp(&a.count)
-                .then(b.methods.len().cmp(&a.methods.len()))
-                .then_with(|| a.methods.cmp(&b.methods))
+            b.count.cmp(&a.count).then(b.methods.len().cmp(&a.methods.len())).then_with(|| a.methods.cmp(&b.methods))
         });
         v
     }
@@ -104,11 +92,7 @@ impl CcMap {
 
     /// Hottest call sequences starting at `method`.
     pub fn hottest_paths_from(&self, method: &str, n: usize) -> Vec<PathCount> {
-        let mut v: Vec<PathCount> = self
-            .all_paths(true)
-            .into_iter()
-            .filter(|p| p.methods[0] == method)
-            .collect();
+        let mut v: Vec<PathCount> = self.all_paths(true).into_iter().filter(|p| p.methods[0] == method).collect();
         v.truncate(n);
         v
     }
@@ -116,10 +100,7 @@ impl CcMap {
     fn all_paths(&self, drop_prefixes: bool) -> Vec<PathCount> {
         let mut out: HashMap<Vec<MethodId>, u64> = HashMap::new();
         for (i, r) in self.callee_refs.iter().enumerate() {
-            if drop_prefixes
-                && r.count > 0
-                && sat_sum(self.children_of_ref(r).map(|c| c.count)) >= r.count
-            {
+            if drop_prefixes && r.count > 0 && sat_sum(self.children_of_ref(r).map(|c| c.count)) >= r.count {
                 continue;
             }
             let e = out.entry(self.ref_path(i as CalleeRefId)).or_default();
@@ -142,17 +123,10 @@ impl CcMap {
         if path.len() < 2 {
             return None;
         }
-        let ids: Option<Vec<MethodId>> = path
-            .iter()
-            .map(|m| self.method_index.get(*m).copied())
-            .collect();
+        let ids: Option<Vec<MethodId>> = path.iter().map(|m| self.method_index.get(*m).copied()).collect();
         let ids = ids?;
         let (n, last) = (ids.len(), path.len() - 1);
-        let mut count = if n == 2 {
-            self.calls(path[0], path[1])
-        } else {
-            0
-        };
+        let mut count = if n == 2 { self.calls(path[0], path[1]) } else { 0 };
         let mut callers: HashMap<MethodId, u64> = HashMap::new();
         for c in self.general_callees(path[last - 1], path[last]) {
             for &r in &c.contexts {
@@ -169,17 +143,10 @@ impl CcMap {
         if count == 0 {
             return None;
         }
-        let mut callers: Vec<(String, u64)> = callers
-            .into_iter()
-            .map(|(m, k)| (self.name(m).to_string(), k))
-            .collect();
+        let mut callers: Vec<(String, u64)> = callers.into_iter().map(|(m, k)| (self.name(m).to_string(), k)).collect();
         callers.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let seen = sat_sum(callers.iter().map(|c| c.1));
-        Some(PathContexts {
-            count,
-            callers,
-            without_caller: count.saturating_sub(seen),
-        })
+        Some(PathContexts { count, callers, without_caller: count.saturating_sub(seen) })
     }
 
     /// Call sites that have seen exactly one target in any context (`CallSite` level),
@@ -213,10 +180,7 @@ impl CcMap {
             }
             let r = &self.callee_refs[sr.callees[0] as usize];
             let mut path = self.ref_path(sr.callees[0]);
-            let callee = path
-                .pop()
-                .map(|m| self.name(m).to_string())
-                .unwrap_or_default();
+            let callee = path.pop().map(|m| self.name(m).to_string()).unwrap_or_default();
             v.push(SingleTarget {
                 context: self.names(&path),
                 offset: self.sites[sr.site as usize].offset,
@@ -230,10 +194,5 @@ impl CcMap {
 }
 
 fn sort_targets(v: &mut [SingleTarget]) {
-    v.sort_by(|a, b| {
-        b.count
-            .cmp(&a.count)
-            .then_with(|| a.context.cmp(&b.context))
-            .then(a.offset.cmp(&b.offset))
-    });
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.context.cmp(&b.context)).then(a.offset.cmp(&b.offset)));
 }

@@ -44,20 +44,13 @@ fn figure2_bcd_is_hot_in_total_but_only_under_a() {
     // ... but only below A is it hot: 5 of the 8 are below A, 1 below E.
     let ctx = m.path_contexts(&["B", "C", "D"]).unwrap();
     assert_eq!(ctx.count, 8);
-    assert_eq!(
-        ctx.callers,
-        vec![("A".to_string(), 5), ("E".to_string(), 1)]
-    );
+    assert_eq!(ctx.callers, vec![("A".to_string(), 5), ("E".to_string(), 1)]);
     assert_eq!(ctx.without_caller, 2);
     // The contexts of the call C->D, through the general node's Context references.
     let cd: Vec<_> = m.call_contexts("C", "D").iter().map(path).collect();
     assert_eq!(
         cd,
-        vec![
-            (owned(&["B", "C", "D"]), 8),
-            (owned(&["A", "B", "C", "D"]), 5),
-            (owned(&["E", "B", "C", "D"]), 1)
-        ]
+        vec![(owned(&["B", "C", "D"]), 8), (owned(&["A", "B", "C", "D"]), 5), (owned(&["E", "B", "C", "D"]), 1)]
     );
 }
 
@@ -65,50 +58,24 @@ fn figure2_bcd_is_hot_in_total_but_only_under_a() {
 fn figure2_ebcf_is_the_hot_path_from_e() {
     let m = figure2();
     let from_e: Vec<_> = m.hottest_paths_from("E", 5).iter().map(path).collect();
-    assert_eq!(
-        from_e,
-        vec![
-            (owned(&["E", "B", "C", "F"]), 6),
-            (owned(&["E", "B", "C", "D"]), 1)
-        ]
-    );
+    assert_eq!(from_e, vec![(owned(&["E", "B", "C", "F"]), 6), (owned(&["E", "B", "C", "D"]), 1)]);
     let from_a: Vec<_> = m.hottest_paths_from("A", 5).iter().map(path).collect();
     assert_eq!(from_a, vec![(owned(&["A", "B", "C", "D"]), 5)]);
     let ctx = m.path_contexts(&["B", "C", "F"]).unwrap();
-    assert_eq!(
-        (ctx.count, ctx.callers.clone(), ctx.without_caller),
-        (6, vec![("E".to_string(), 6)], 0)
-    );
+    assert_eq!((ctx.count, ctx.callers.clone(), ctx.without_caller), (6, vec![("E".to_string(), 6)], 0));
     // Prefixes that all went on to one longer path are not listed separately.
-    assert!(m
-        .hottest_paths(20)
-        .iter()
-        .all(|p| p.methods != ["A", "B", "C"]));
+    assert!(m.hottest_paths(20).iter().all(|p| p.methods != ["A", "B", "C"]));
 }
 
 #[test]
 fn method_profiles_and_single_targets() {
     let m = figure2();
-    let hot: Vec<(&str, u64)> = m
-        .hottest_methods(3)
-        .iter()
-        .map(|p| (p.name.as_str(), p.total))
-        .collect();
+    let hot: Vec<(&str, u64)> = m.hottest_methods(3).iter().map(|p| (p.name.as_str(), p.total)).collect();
     assert_eq!(hot, vec![("B", 14), ("C", 14), ("D", 8)]);
     assert_eq!(m.method("F").unwrap().top, 6);
-    let single: Vec<(String, String, u64)> = m
-        .single_target_sites()
-        .into_iter()
-        .map(|s| (s.context.join(">"), s.callee, s.count))
-        .collect();
-    assert_eq!(
-        single,
-        vec![
-            ("B".into(), "C".into(), 14),
-            ("E".into(), "B".into(), 7),
-            ("A".into(), "B".into(), 5)
-        ]
-    );
+    let single: Vec<(String, String, u64)> =
+        m.single_target_sites().into_iter().map(|s| (s.context.join(">"), s.callee, s.count)).collect();
+    assert_eq!(single, vec![("B".into(), "C".into(), 14), ("E".into(), "B".into(), 7), ("A".into(), "B".into(), 5)]);
     // C's site has two targets, but below A->B it only ever called D.
     let ctx = m.single_target_in_context();
     assert_eq!(ctx.len(), 1);
@@ -123,15 +90,9 @@ fn samples_stopping_at_a_visited_frame() {
     let mut m = CcMap::new();
     m.add_sample(&CcSample::of(&["D", "C", "B", "A"]));
     // The next walk stops at C, already visited: C's frame is recorded for its new call to F.
-    m.add_sample(&CcSample {
-        frames: vec![CcFrame::new("F", -1), CcFrame::new("C", -1)],
-        stopped_at_visited: true,
-    });
+    m.add_sample(&CcSample { frames: vec![CcFrame::new("F", -1), CcFrame::new("C", -1)], stopped_at_visited: true });
     // Then only the visited top frame F: a repetition for the self-tuning heuristic.
-    m.add_sample(&CcSample {
-        frames: vec![CcFrame::new("F", -1)],
-        stopped_at_visited: true,
-    });
+    m.add_sample(&CcSample { frames: vec![CcFrame::new("F", -1)], stopped_at_visited: true });
     assert_eq!((m.samples(), m.repeats()), (3, 1));
     assert_eq!(m.method("C").unwrap().total, 2);
     assert_eq!(m.method("F").unwrap().total, 2);
@@ -144,9 +105,7 @@ fn samples_stopping_at_a_visited_frame() {
 
 /// Tiny deterministic generator for property tests.
 fn lcg(seed: &mut u64) -> u64 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
+    *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
     *seed >> 33
 }
 
@@ -157,13 +116,9 @@ fn random_map(seed: u64, samples: usize) -> (CcMap, Vec<(CcSample, u64)>) {
     let mut all = Vec::new();
     for _ in 0..samples {
         let len = 1 + (lcg(&mut s) % 7) as usize;
-        let frames = (0..len)
-            .map(|_| CcFrame::new(names[(lcg(&mut s) % 6) as usize], (lcg(&mut s) % 3) as i32))
-            .collect();
-        let sample = CcSample {
-            frames,
-            stopped_at_visited: lcg(&mut s) & 3 == 0,
-        };
+        let frames =
+            (0..len).map(|_| CcFrame::new(names[(lcg(&mut s) % 6) as usize], (lcg(&mut s) % 3) as i32)).collect();
+        let sample = CcSample { frames, stopped_at_visited: lcg(&mut s) & 3 == 0 };
         let n = 1 + lcg(&mut s) % 3;
         m.add_samples(&sample, n);
         all.push((sample, n));
@@ -177,10 +132,7 @@ fn counters_add_up_for_random_samples() {
         let (m, all) = random_map(seed, 200);
         let n_samples: u64 = all.iter().map(|(_, n)| n).sum();
         let frames: u64 = all.iter().map(|(s, n)| s.frames.len() as u64 * n).sum();
-        let calls: u64 = all
-            .iter()
-            .map(|(s, n)| (s.frames.len() as u64 - 1) * n)
-            .sum();
+        let calls: u64 = all.iter().map(|(s, n)| (s.frames.len() as u64 - 1) * n).sum();
         let refs: u64 = all
             .iter()
             .map(|(s, n)| {
@@ -195,10 +147,7 @@ fn counters_add_up_for_random_samples() {
         assert_eq!(m.callee_refs().iter().map(|r| r.count).sum::<u64>(), refs);
         // A call in context never happened more often than the call in general.
         for c in m.callees() {
-            assert!(c
-                .contexts
-                .iter()
-                .all(|&r| m.callee_refs()[r as usize].count <= c.count));
+            assert!(c.contexts.iter().all(|&r| m.callee_refs()[r as usize].count <= c.count));
         }
     }
 }
@@ -213,10 +162,7 @@ fn dump_and_load_are_lossless() {
         assert_eq!(back.dump(), text);
     }
     let mut m = figure2();
-    m.add_sample(&CcSample::of(&[
-        "operator new(unsigned long)",
-        "java.lang.Thread.run",
-    ]));
+    m.add_sample(&CcSample::of(&["operator new(unsigned long)", "java.lang.Thread.run"]));
     assert_eq!(CcMap::parse_dump(&m.dump()).unwrap(), m);
 }
 
@@ -227,24 +173,13 @@ fn bad_dumps_name_the_line() {
     let bad = text.replacen("\nS 1 ", "\nS 7 ", 1);
     let (line, msg) = CcMap::parse_dump(&bad).unwrap_err();
     assert!(msg.contains("expected id 1"), "{msg}");
-    assert_eq!(
-        bad.lines()
-            .nth(line - 1)
-            .unwrap()
-            .split(' ')
-            .take(2)
-            .collect::<Vec<_>>(),
-        ["S", "7"]
-    );
+    assert_eq!(bad.lines().nth(line - 1).unwrap().split(' ').take(2).collect::<Vec<_>>(), ["S", "7"]);
     // A callee that points at a method that does not exist.
     let bad = text.replacen("\nC 0 0 0 ", "\nC 0 0 99 ", 1);
     let (line, msg) = CcMap::parse_dump(&bad).unwrap_err();
     assert!(msg.contains("does not exist"), "{msg}");
     assert!(bad.lines().nth(line - 1).unwrap().starts_with("C 0 0 99"));
-    assert!(CcMap::parse_dump(&format!("{text}X 1 2\n"))
-        .unwrap_err()
-        .1
-        .contains("unknown node kind"));
+    assert!(CcMap::parse_dump(&format!("{text}X 1 2\n")).unwrap_err().1.contains("unknown node kind"));
     assert!(CcMap::parse_dump(&format!("{text}r 99 0 0 x\n")).is_err());
 }
 
@@ -277,12 +212,7 @@ fn recordings_keep_call_sites_apart() {
     let a = rec.methods.intern(MethodInfo::java("p.A", "run", "()V"));
     let b = rec.methods.intern(MethodInfo::java("p.B", "f", "()V"));
     let c = rec.methods.intern(MethodInfo::java("p.C", "f", "()V"));
-    let frame = |method, bci| Frame {
-        method,
-        bci,
-        line: -1,
-        kind: FrameKind::JitCompiled,
-    };
+    let frame = |method, bci| Frame { method, bci, line: -1, kind: FrameKind::JitCompiled };
     for (callee, site) in [(b, 5), (c, 9), (b, 5)] {
         rec.samples.push(Sample {
             time: 0,
@@ -297,15 +227,9 @@ fn recordings_keep_call_sites_apart() {
         });
     }
     let m = CcMap::from_recording(&rec);
-    let single: Vec<(i32, String, u64)> = m
-        .single_target_sites()
-        .into_iter()
-        .map(|s| (s.offset, s.callee, s.count))
-        .collect();
-    assert_eq!(
-        single,
-        vec![(5, "p.B.f".to_string(), 2), (9, "p.C.f".to_string(), 1)]
-    );
+    let single: Vec<(i32, String, u64)> =
+        m.single_target_sites().into_iter().map(|s| (s.offset, s.callee, s.count)).collect();
+    assert_eq!(single, vec![(5, "p.B.f".to_string(), 2), (9, "p.C.f".to_string(), 1)]);
     assert_eq!(m.calls("p.A.run", "p.B.f"), 2);
     // Without offsets (collapsed stacks) it is one site with two targets.
     let cct = crate::cct::Cct::from_recording(&rec, false);

@@ -34,10 +34,7 @@ pub enum Weight {
 /// Overlap of two weighted sets, 0..=1; `None` if either has no weight.
 pub fn overlap<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
     let (sa, sb) = (total(a)?, total(b)?);
-    let sum = a
-        .iter()
-        .filter_map(|(k, &wa)| b.get(k).map(|&wb| (wa / sa).min(wb / sb)))
-        .fold(0.0, |acc, x| acc + x); // not sum(): an empty f64 sum is -0.0
+    let sum = a.iter().filter_map(|(k, &wa)| b.get(k).map(|&wb| (wa / sa).min(wb / sb))).fold(0.0, |acc, x| acc + x); // not sum(): an empty f64 sum is -0.0
     Some(sum.min(1.0))
 }
 
@@ -52,10 +49,7 @@ pub fn hot_keys<K: Eq + Hash>(m: &HashMap<K, f64>, threshold: f64) -> HashSet<&K
     if max <= 0.0 {
         return HashSet::new();
     }
-    m.iter()
-        .filter(|(_, &w)| w > 0.0 && w >= threshold * max)
-        .map(|(k, _)| k)
-        .collect()
+    m.iter().filter(|(_, &w)| w > 0.0 && w >= threshold * max).map(|(k, _)| k).collect()
 }
 
 /// Share of `reference`'s hot edges that are hot in `other` too; `None` if `reference` has no
@@ -77,15 +71,8 @@ pub fn hot_edge_coverage<K: Eq + Hash>(
 /// Pearson correlation of the weights over the union of keys (missing keys weigh 0).
 pub fn correlation<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
     let keys: HashSet<&K> = a.keys().chain(b.keys()).collect();
-    let pairs: Vec<(f64, f64)> = keys
-        .into_iter()
-        .map(|k| {
-            (
-                a.get(k).copied().unwrap_or(0.0),
-                b.get(k).copied().unwrap_or(0.0),
-            )
-        })
-        .collect();
+    let pairs: Vec<(f64, f64)> =
+        keys.into_iter().map(|k| (a.get(k).copied().unwrap_or(0.0), b.get(k).copied().unwrap_or(0.0))).collect();
     pearson(&pairs)
 }
 
@@ -161,20 +148,12 @@ pub fn normalize_frame(name: &str) -> String {
     if let Some(i) = s.rfind("_[") {
         let tag = &s[i + 2..];
         let short = (2..=4).contains(&tag.len()) && tag.ends_with(']');
-        if short
-            && tag[..tag.len() - 1]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric())
-        {
+        if short && tag[..tag.len() - 1].chars().all(|c| c.is_ascii_alphanumeric()) {
             s = &s[..i];
         }
     }
     let javaish = s.contains('/') && !s.starts_with('/') && !s.contains(' ') && !s.contains("::");
-    let s = if javaish {
-        s.replace('/', ".")
-    } else {
-        s.to_string()
-    };
+    let s = if javaish { s.replace('/', ".") } else { s.to_string() };
     strip_lambda_number(&strip_hex_segments(&s))
 }
 
@@ -190,9 +169,7 @@ fn strip_hex_segments(s: &str) -> String {
         let mut tail = &after[hex_len..];
         if sep == b'+' {
             // JFR appends `.<digits>` to the address of a hidden class.
-            let id = tail
-                .strip_prefix('.')
-                .map_or(0, |t| t.chars().take_while(|c| c.is_ascii_digit()).count());
+            let id = tail.strip_prefix('.').map_or(0, |t| t.chars().take_while(|c| c.is_ascii_digit()).count());
             if id > 0 && (tail[1 + id..].is_empty() || tail[1 + id..].starts_with('.')) {
                 tail = &tail[1 + id..];
             }
@@ -220,11 +197,7 @@ fn strip_lambda_number(s: &str) -> String {
         let digits = after.chars().take_while(|c| c.is_ascii_digit()).count();
         out.push_str(&rest[..i]);
         out.push_str("$$Lambda");
-        rest = if digits > 0 {
-            &after[digits..]
-        } else {
-            &rest[i + L.len() - 1..]
-        };
+        rest = if digits > 0 { &after[digits..] } else { &rest[i + L.len() - 1..] };
     }
     out.push_str(rest);
     out
@@ -255,11 +228,7 @@ pub struct CompareOptions {
 
 impl Default for CompareOptions {
     fn default() -> Self {
-        CompareOptions {
-            threshold: 0.1,
-            weight: Weight::SelfSamples,
-            normalize: true,
-        }
+        CompareOptions { threshold: 0.1, weight: Weight::SelfSamples, normalize: true }
     }
 }
 
@@ -291,28 +260,16 @@ pub fn compare(a: &Cct, b: &Cct, opts: &CompareOptions) -> Comparison {
     } else {
         (a, b)
     };
-    let (ca, cb) = (
-        context_weights(a, opts.weight),
-        context_weights(b, opts.weight),
-    );
-    let (ta, tb) = (
-        method_weights(a, Weight::TotalSamples),
-        method_weights(b, Weight::TotalSamples),
-    );
+    let (ca, cb) = (context_weights(a, opts.weight), context_weights(b, opts.weight));
+    let (ta, tb) = (method_weights(a, Weight::TotalSamples), method_weights(b, Weight::TotalSamples));
     Comparison {
         samples: (a.total_samples(), b.total_samples()),
         overlap: overlap(&ca, &cb),
         hot_edge_coverage: hot_edge_coverage(&ca, &cb, opts.threshold),
         hot_edge_coverage_reverse: hot_edge_coverage(&cb, &ca, opts.threshold),
-        hot_edges: (
-            hot_keys(&ca, opts.threshold).len(),
-            hot_keys(&cb, opts.threshold).len(),
-        ),
+        hot_edges: (hot_keys(&ca, opts.threshold).len(), hot_keys(&cb, opts.threshold).len()),
         method_correlation: correlation(&ta, &tb),
-        method_overlap: overlap(
-            &method_weights(a, Weight::SelfSamples),
-            &method_weights(b, Weight::SelfSamples),
-        ),
+        method_overlap: overlap(&method_weights(a, Weight::SelfSamples), &method_weights(b, Weight::SelfSamples)),
         class_overlap: overlap(&class_weights(a), &class_weights(b)),
     }
 }
@@ -348,9 +305,7 @@ mod tests {
     fn random_set(seed: &mut u64, keys: usize) -> HashMap<String, f64> {
         let mut out = HashMap::new();
         for k in 0..keys {
-            *seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let w = (*seed >> 40) % 50;
             if w > 0 {
                 out.insert(format!("k{k}"), w as f64);
@@ -369,8 +324,7 @@ mod tests {
             assert!(close(ab, ba), "not symmetric: {ab} {ba}");
             assert!((0.0..=1.0).contains(&ab));
             assert!(close(overlap(&a, &a).unwrap(), 1.0));
-            let shifted: HashMap<String, f64> =
-                b.iter().map(|(k, w)| (format!("other {k}"), *w)).collect();
+            let shifted: HashMap<String, f64> = b.iter().map(|(k, w)| (format!("other {k}"), *w)).collect();
             assert_eq!(overlap(&a, &shifted), Some(0.0));
             let c = hot_edge_coverage(&a, &a, 0.1).unwrap();
             assert!(close(c, 1.0));
@@ -412,20 +366,11 @@ mod tests {
             ("JavaThread::run()", "JavaThread::run()"),
             ("[main tid=12]", "[main tid=12]"),
             ("my_func_[x", "my_func_[x"),
-            (
-                "p/Foo$$Lambda$14/0x0000000800c03000.run_[j]",
-                "p.Foo$$Lambda.run",
-            ),
+            ("p/Foo$$Lambda$14/0x0000000800c03000.run_[j]", "p.Foo$$Lambda.run"),
             ("p.Foo$$Lambda/0x0000000800c03000.run", "p.Foo$$Lambda.run"),
-            (
-                "p.Foo$$Lambda$7.0x0000000800c03000.run",
-                "p.Foo$$Lambda.run",
-            ),
+            ("p.Foo$$Lambda$7.0x0000000800c03000.run", "p.Foo$$Lambda.run"),
             ("p.Hex.0xcafe", "p.Hex"),
-            (
-                "Shares$$Lambda$83+0x00007fe2fc007a08.1545242146.run",
-                "Shares$$Lambda.run",
-            ),
+            ("Shares$$Lambda$83+0x00007fe2fc007a08.1545242146.run", "Shares$$Lambda.run"),
             ("p.Gen+0x00007fe2fc007a08.run", "p.Gen.run"),
             ("p.Plus+0xzz.run", "p.Plus+0xzz.run"),
             ("p.A0x1234.run", "p.A0x1234.run"),
@@ -435,33 +380,24 @@ mod tests {
             assert_eq!(normalize_frame(from), to, "{from}");
         }
         assert_eq!(class_of("java.util.HashMap.get"), "java.util.HashMap");
-        assert_eq!(
-            class_of("operator new(unsigned long)"),
-            "operator new(unsigned long)"
-        );
+        assert_eq!(class_of("operator new(unsigned long)"), "operator new(unsigned long)");
     }
 
     #[test]
     fn comparing_async_profiler_output_with_ours() {
-        let theirs = parse_collapsed("java/lang/Thread.run_[j];Main.work_[j];Main.hot_[j] 90\njava/lang/Thread.run_[j];Main.work_[j] 10\n").unwrap();
-        let ours = parse_collapsed(
-            "java.lang.Thread.run;Main.work;Main.hot 45\njava.lang.Thread.run;Main.work 5\n",
+        let theirs = parse_collapsed(
+            "java/lang/Thread.run_[j];Main.work_[j];Main.hot_[j] 90\njava/lang/Thread.run_[j];Main.work_[j] 10\n",
         )
         .unwrap();
+        let ours =
+            parse_collapsed("java.lang.Thread.run;Main.work;Main.hot 45\njava.lang.Thread.run;Main.work 5\n").unwrap();
         let c = compare(&theirs, &ours, &CompareOptions::default());
         assert_eq!(c.samples, (100, 50));
         assert!(close(c.overlap.unwrap(), 1.0));
         assert_eq!(c.hot_edge_coverage, Some(1.0));
         assert!(close(c.method_overlap.unwrap(), 1.0));
         assert!(close(c.method_correlation.unwrap(), 1.0));
-        let raw = compare(
-            &theirs,
-            &ours,
-            &CompareOptions {
-                normalize: false,
-                ..Default::default()
-            },
-        );
+        let raw = compare(&theirs, &ours, &CompareOptions { normalize: false, ..Default::default() });
         assert_eq!(raw.overlap, Some(0.0));
     }
 
@@ -474,14 +410,7 @@ mod tests {
         assert_eq!(c.overlap, Some(0.0));
         assert!(close(c.method_overlap.unwrap(), 1.0));
         assert_eq!(c.hot_edge_coverage, Some(0.0));
-        let inclusive = compare(
-            &a,
-            &b,
-            &CompareOptions {
-                weight: Weight::TotalSamples,
-                ..Default::default()
-            },
-        );
+        let inclusive = compare(&a, &b, &CompareOptions { weight: Weight::TotalSamples, ..Default::default() });
         // main, main;a, main;b agree: (100 + 50 + 50) of 300 on each side.
         assert!(close(inclusive.overlap.unwrap(), 2.0 / 3.0));
     }
@@ -496,9 +425,7 @@ mod tests {
             for _ in 0..20 {
                 let mut stack = Vec::new();
                 for _ in 0..1 + (seed >> 60) {
-                    seed = seed
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     stack.push(names[((seed >> 33) % 5) as usize]);
                 }
                 let count = 1 + (seed >> 50) % 9;

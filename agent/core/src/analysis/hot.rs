@@ -31,10 +31,17 @@ pub fn hottest_methods(cct: &Cct, n: usize) -> Vec<HotMethod> {
     let mut v: Vec<HotMethod> = cct
         .method_totals()
         .into_iter()
-        .map(|(name, t)| HotMethod { name: name.to_string(), self_samples: t.self_samples, total_samples: t.total_samples })
+        .map(|(name, t)| HotMethod {
+            name: name.to_string(),
+            self_samples: t.self_samples,
+            total_samples: t.total_samples,
+        })
         .collect();
     v.sort_by(|a, b| {
-        b.self_samples.cmp(&a.self_samples).then(b.total_samples.cmp(&a.total_samples)).then_with(|| a.name.cmp(&b.name))
+        b.self_samples
+            .cmp(&a.self_samples)
+            .then(b.total_samples.cmp(&a.total_samples))
+            .then_with(|| a.name.cmp(&b.name))
     });
     v.truncate(n);
     v
@@ -102,7 +109,10 @@ mod tests {
     fn hottest_callees_sum_every_occurrence_of_the_caller() {
         let t = tree();
         let callees = hottest_callees(&t, "run", 10);
-        assert_eq!(callees, [Weighted { item: "hash".to_string(), samples: 6 }, Weighted { item: "sort".to_string(), samples: 3 }]);
+        assert_eq!(
+            callees,
+            [Weighted { item: "hash".to_string(), samples: 6 }, Weighted { item: "sort".to_string(), samples: 3 }]
+        );
         assert_eq!(hottest_callees(&t, "main", 1)[0].item, "run");
         assert!(hottest_callees(&t, "nothing", 5).is_empty());
         assert_eq!(hottest_callees(&t, "fib", 5), [Weighted { item: "fib".to_string(), samples: 8 }]);

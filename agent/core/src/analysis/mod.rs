@@ -31,9 +31,7 @@ mod phases_trace;
 pub mod stats;
 pub mod tuner;
 
-pub use phases_trace::{
-    load_trace, parse_binary_trace, parse_text_trace, Trace, TraceEvent, TraceKind,
-};
+pub use phases_trace::{load_trace, parse_binary_trace, parse_text_trace, Trace, TraceEvent, TraceKind};
 
 use crate::load::LoadError;
 use std::path::Path;
@@ -44,16 +42,9 @@ pub(crate) fn load_text<T>(
     parse: impl FnOnce(&str) -> Result<T, (usize, String)>,
 ) -> Result<T, LoadError> {
     let p = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-        path: p.clone(),
-        line: 0,
-        message: e.to_string(),
-    })?;
-    parse(&text).map_err(|(line, message)| LoadError {
-        path: p,
-        line,
-        message,
-    })
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
+    parse(&text).map_err(|(line, message)| LoadError { path: p, line, message })
 }
 
 /// Splits a text line into whitespace-separated fields, ignoring blank lines and `#` comments.
@@ -68,8 +59,7 @@ pub(crate) fn fields(line: &str) -> Option<Vec<&str>> {
 
 /// Parses a whole number field, naming it in the error.
 pub(crate) fn parse_u64(what: &str, s: &str) -> Result<u64, String> {
-    s.parse::<u64>()
-        .map_err(|_| format!("{what} `{s}` is not a whole number"))
+    s.parse::<u64>().map_err(|_| format!("{what} `{s}` is not a whole number"))
 }
 
 /// Sum that stops at `u64::MAX` instead of overflowing on absurd counts from a file.

@@ -94,14 +94,15 @@ impl<'t> CallGraph<'t> {
                     let Some(&top) = stack.last() else {
                         return Err((
                             e.line,
-                            format!(
-                                "exit of {method} on thread {thread}, but no method is open there"
-                            ),
+                            format!("exit of {method} on thread {thread}, but no method is open there"),
                         ));
                     };
                     if inv[top].method != e.method {
                         let inner = &trace.methods[inv[top].method as usize];
-                        return Err((e.line, format!("exit of {method} on thread {thread}, but the innermost open method is {inner}")));
+                        return Err((
+                            e.line,
+                            format!("exit of {method} on thread {thread}, but the innermost open method is {inner}"),
+                        ));
                     }
                     stack.pop();
                     inv[top].exit = i;
@@ -118,11 +119,7 @@ impl<'t> CallGraph<'t> {
                 unclosed += 1;
             }
         }
-        Ok(CallGraph {
-            trace,
-            invocations: inv,
-            unclosed,
-        })
+        Ok(CallGraph { trace, invocations: inv, unclosed })
     }
 
     /// Counter `k` consumed by an invocation, callees included.
@@ -134,9 +131,7 @@ impl<'t> CallGraph<'t> {
     /// The program's total time c_T: the outermost invocations of every thread.
     pub fn total_time(&self) -> u64 {
         sat_sum(
-            (0..self.invocations.len())
-                .filter(|&i| self.invocations[i].parent.is_none())
-                .map(|i| self.inclusive(i, 0)),
+            (0..self.invocations.len()).filter(|&i| self.invocations[i].parent.is_none()).map(|i| self.inclusive(i, 0)),
         )
     }
 
@@ -146,13 +141,7 @@ impl<'t> CallGraph<'t> {
             .trace
             .methods
             .iter()
-            .map(|n| MethodStats {
-                name: n.clone(),
-                calls: 0,
-                total: 0,
-                inclusive_sum: 0,
-                self_time: 0,
-            })
+            .map(|n| MethodStats { name: n.clone(), calls: 0, total: 0, inclusive_sum: 0, self_time: 0 })
             .collect();
         for (i, v) in self.invocations.iter().enumerate() {
             let t = self.inclusive(i, 0);
@@ -182,47 +171,25 @@ impl<'t> CallGraph<'t> {
         let phases: Vec<SelectedPhase> = stats
             .into_iter()
             .filter(|s| s.total as f64 / c_t > theta_weight && s.average() / c_t > theta_grain)
-            .map(|s| SelectedPhase {
-                total_share: s.total as f64 / c_t,
-                average_share: s.average() / c_t,
-                stats: s,
-            })
+            .map(|s| SelectedPhase { total_share: s.total as f64 / c_t, average_share: s.average() / c_t, stats: s })
             .collect();
         let profiled_invocations = sat_sum(phases.iter().map(|p| p.stats.calls));
-        Selection {
-            total_time,
-            phases,
-            profiled_invocations,
-            all_invocations,
-        }
+        Selection { total_time, phases, profiled_invocations, all_invocations }
     }
 
     /// Observations per selected phase: for every further counter k, delta(k)/delta(counter 0)
     /// of each invocation, with nested phases taken out.
     pub fn phase_metrics(&self, selection: &Selection) -> PhaseMetrics {
         let width = self.trace.counters.len();
-        let index: HashMap<&str, usize> = selection
-            .phases
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.stats.name.as_str(), i))
-            .collect();
-        let phase_of = |id: usize| {
-            index
-                .get(self.trace.methods[self.invocations[id].method as usize].as_str())
-                .copied()
-        };
+        let index: HashMap<&str, usize> =
+            selection.phases.iter().enumerate().map(|(i, p)| (p.stats.name.as_str(), i)).collect();
+        let phase_of =
+            |id: usize| index.get(self.trace.methods[self.invocations[id].method as usize].as_str()).copied();
         // Own counters of every phase invocation: inclusive minus nearest nested phases.
         let mut own: HashMap<usize, Vec<u64>> = HashMap::new();
         let mut nearest: Vec<Option<usize>> = vec![None; self.invocations.len()];
         for id in 0..self.invocations.len() {
-            let up = self.invocations[id].parent.and_then(|p| {
-                if phase_of(p).is_some() {
-                    Some(p)
-                } else {
-                    nearest[p]
-                }
-            });
+            let up = self.invocations[id].parent.and_then(|p| if phase_of(p).is_some() { Some(p) } else { nearest[p] });
             nearest[id] = up;
             if phase_of(id).is_some() {
                 let incl: Vec<u64> = (0..width).map(|k| self.inclusive(id, k)).collect();
@@ -234,9 +201,8 @@ impl<'t> CallGraph<'t> {
                 own.entry(id).or_default().extend(incl);
             }
         }
-        let metric_names = (1..width)
-            .map(|k| format!("{} per {}", self.trace.counters[k], self.trace.counters[0]))
-            .collect();
+        let metric_names =
+            (1..width).map(|k| format!("{} per {}", self.trace.counters[k], self.trace.counters[0])).collect();
         let mut phases: Vec<PhaseObservations> = selection
             .phases
             .iter()
@@ -260,10 +226,7 @@ impl<'t> CallGraph<'t> {
                 phases[p].values[k - 1].push(d[k] as f64 / d[0] as f64);
             }
         }
-        PhaseMetrics {
-            metric_names,
-            phases,
-        }
+        PhaseMetrics { metric_names, phases }
     }
 }
 
@@ -352,21 +315,14 @@ impl PhaseMetrics {
             let i = match phases.iter().position(|o| &o.phase == p) {
                 Some(i) => i,
                 None => {
-                    phases.push(PhaseObservations {
-                        phase: p.clone(),
-                        weight: 0.0,
-                        values: vec![Vec::new()],
-                    });
+                    phases.push(PhaseObservations { phase: p.clone(), weight: 0.0, values: vec![Vec::new()] });
                     phases.len() - 1
                 }
             };
             phases[i].weight += 1.0;
             phases[i].values[0].push(*v);
         }
-        PhaseMetrics {
-            metric_names: vec![metric.to_string()],
-            phases,
-        }
+        PhaseMetrics { metric_names: vec![metric.to_string()], phases }
     }
 
     pub fn summarize(&self) -> Vec<MetricSummary> {
@@ -403,14 +359,9 @@ pub fn parse_metric_pairs(text: &str) -> Result<Vec<(String, f64)>, (usize, Stri
             continue;
         };
         if f.len() != 2 {
-            return Err((
-                i + 1,
-                format!("expected `PHASE VALUE`, got {} fields", f.len()),
-            ));
+            return Err((i + 1, format!("expected `PHASE VALUE`, got {} fields", f.len())));
         }
-        let v: f64 = f[1]
-            .parse()
-            .map_err(|_| (i + 1, format!("value `{}` is not a number", f[1])))?;
+        let v: f64 = f[1].parse().map_err(|_| (i + 1, format!("value `{}` is not a number", f[1])))?;
         if !v.is_finite() {
             return Err((i + 1, format!("value `{}` is not a finite number", f[1])));
         }

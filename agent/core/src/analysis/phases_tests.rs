@@ -14,22 +14,11 @@ struct Writer {
 
 impl Writer {
     fn new(header: bool) -> Writer {
-        let out = if header {
-            "# counters: cycles instructions\n".to_string()
-        } else {
-            String::new()
-        };
-        Writer {
-            out,
-            clock: 0,
-            instr: 0,
-        }
+        let out = if header { "# counters: cycles instructions\n".to_string() } else { String::new() };
+        Writer { out, clock: 0, instr: 0 }
     }
     fn event(&mut self, kind: &str, thread: &str, m: &str) {
-        self.out.push_str(&format!(
-            "{kind} {thread} {m} {} {}\n",
-            self.clock, self.instr
-        ));
+        self.out.push_str(&format!("{kind} {thread} {m} {} {}\n", self.clock, self.instr));
     }
     fn work(&mut self, cycles: u64, ipc10: u64) {
         self.clock += cycles;
@@ -73,11 +62,7 @@ pub(super) fn figure3() -> String {
     w.work(20, 10);
     w.event("exit", t, "printData");
     w.event("exit", t, "main");
-    w.out
-        .lines()
-        .map(|l| l.rsplit_once(' ').map_or(l, |x| x.0))
-        .collect::<Vec<_>>()
-        .join("\n")
+    w.out.lines().map(|l| l.rsplit_once(' ').map_or(l, |x| x.0)).collect::<Vec<_>>().join("\n")
 }
 
 fn names(s: &Selection) -> Vec<&str> {
@@ -91,11 +76,8 @@ fn figure3_selects_exactly_main_read_data_and_sort_data() {
     assert_eq!(g.total_time(), 1800);
     // The figure's table: total time, time per call, calls. (It prints 200 per call for
     // readData's single call of 300; the tree adds up only with 300.)
-    let table: Vec<(String, u64, f64, u64)> = g
-        .method_stats()
-        .into_iter()
-        .map(|s| (s.name.clone(), s.total, s.average(), s.calls))
-        .collect();
+    let table: Vec<(String, u64, f64, u64)> =
+        g.method_stats().into_iter().map(|s| (s.name.clone(), s.total, s.average(), s.calls)).collect();
     let expect = [
         ("main", 1800, 1800.0, 1),
         ("sortData", 1300, 1300.0, 1),
@@ -108,10 +90,7 @@ fn figure3_selects_exactly_main_read_data_and_sort_data() {
         ("init", 30, 30.0, 1),
         ("print", 30, 30.0, 1),
     ];
-    let expect: Vec<(String, u64, f64, u64)> = expect
-        .iter()
-        .map(|e| (e.0.to_string(), e.1, e.2, e.3))
-        .collect();
+    let expect: Vec<(String, u64, f64, u64)> = expect.iter().map(|e| (e.0.to_string(), e.1, e.2, e.3)).collect();
     assert_eq!(table, expect);
     // theta_weight = 10%, theta_grain = 5%: total > 180 and average > 90.
     let s = g.select(0.10, 0.05);
@@ -121,21 +100,8 @@ fn figure3_selects_exactly_main_read_data_and_sort_data() {
     assert!((s.phases[1].total_share - 1300.0 / 1800.0).abs() < 1e-12);
     // printData passes the grain (170 > 90) but not the weight (170 < 180); compare, swap
     // and readElement the weight but not the grain.
-    assert_eq!(
-        names(&g.select(0.10, 0.0)),
-        [
-            "main",
-            "sortData",
-            "compare",
-            "swap",
-            "readData",
-            "readElement"
-        ]
-    );
-    assert_eq!(
-        names(&g.select(0.0, 0.05)),
-        ["main", "sortData", "readData", "printData"]
-    );
+    assert_eq!(names(&g.select(0.10, 0.0)), ["main", "sortData", "compare", "swap", "readData", "readElement"]);
+    assert_eq!(names(&g.select(0.0, 0.05)), ["main", "sortData", "readData", "printData"]);
     assert_eq!(names(&g.select(0.5, 0.5)), ["main", "sortData"]);
 }
 
@@ -144,27 +110,15 @@ fn binary_trace_gives_the_same_result() {
     let text = parse_text_trace(&figure3()).unwrap();
     let bin = parse_binary_trace(&encode_binary(&text)).unwrap();
     assert!(bin.binary);
-    assert_eq!(
-        (&bin.methods, &bin.threads, &bin.counters),
-        (&text.methods, &text.threads, &text.counters)
-    );
+    assert_eq!((&bin.methods, &bin.threads, &bin.counters), (&text.methods, &text.threads, &text.counters));
     assert_eq!(bin.events.len(), text.events.len());
     let sel = |t: &Trace| CallGraph::build(t).unwrap().select(0.10, 0.05);
     assert_eq!(sel(&bin), sel(&text));
     let mut bytes = encode_binary(&text);
     bytes.truncate(bytes.len() - 3);
-    assert!(parse_binary_trace(&bytes)
-        .unwrap_err()
-        .1
-        .contains("cut short"));
-    assert!(parse_binary_trace(b"HPMTRACE\x01\x55")
-        .unwrap_err()
-        .1
-        .contains("unknown record type"));
-    assert!(parse_binary_trace(b"HPMTRACE\x02")
-        .unwrap_err()
-        .1
-        .contains("version 2"));
+    assert!(parse_binary_trace(&bytes).unwrap_err().1.contains("cut short"));
+    assert!(parse_binary_trace(b"HPMTRACE\x01\x55").unwrap_err().1.contains("unknown record type"));
+    assert!(parse_binary_trace(b"HPMTRACE\x02").unwrap_err().1.contains("version 2"));
 }
 
 #[test]
@@ -200,15 +154,8 @@ fn open_invocations_recursion_and_threads() {
     let g = CallGraph::build(&trace).unwrap();
     assert_eq!(g.unclosed, 1);
     assert_eq!(g.total_time(), 50 + 60);
-    let f = g
-        .method_stats()
-        .into_iter()
-        .find(|s| s.name == "f")
-        .unwrap();
-    assert_eq!(
-        (f.calls, f.total, f.inclusive_sum, f.self_time),
-        (2, 30, 40, 30)
-    );
+    let f = g.method_stats().into_iter().find(|s| s.name == "f").unwrap();
+    assert_eq!((f.calls, f.total, f.inclusive_sum, f.self_time), (2, 30, 40, 30));
     assert_eq!(f.average(), 20.0);
 }
 
@@ -262,10 +209,7 @@ fn anova_on_given_phase_metrics_matches_plant_growth() {
     let s = PhaseMetrics::from_pairs("weight", &pairs).summarize();
     let a = s[0].anova.as_ref().unwrap();
     assert_eq!(a.df, (2, 27));
-    assert!(
-        (a.f - 4.846).abs() < 5e-4 && (a.p - 0.0159).abs() < 5e-5,
-        "{a:?}"
-    );
+    assert!((a.f - 4.846).abs() < 5e-4 && (a.p - 0.0159).abs() < 5e-5, "{a:?}");
     assert_eq!(parse_metric_pairs("a 1\nb\n").unwrap_err().0, 2);
     assert_eq!(parse_metric_pairs("a NaN\n").unwrap_err().0, 1);
 }

@@ -75,8 +75,7 @@ impl Interner {
             return i;
         }
         self.names.push(s.to_string());
-        self.index
-            .insert(s.to_string(), self.names.len() as u32 - 1);
+        self.index.insert(s.to_string(), self.names.len() as u32 - 1);
         self.names.len() as u32 - 1
     }
 }
@@ -104,49 +103,31 @@ pub fn parse_text_trace(text: &str) -> Result<Trace, (usize, String)> {
             "enter" => TraceKind::Enter,
             "exit" => TraceKind::Exit,
             other => {
-                return Err((no, format!("unknown event `{other}`; expected `enter THREAD METHOD COUNTER...` or `exit ...`")))
+                return Err((
+                    no,
+                    format!("unknown event `{other}`; expected `enter THREAD METHOD COUNTER...` or `exit ...`"),
+                ))
             }
         };
         if f.len() < 4 {
-            return Err((
-                no,
-                format!("expected `{} THREAD METHOD COUNTER [COUNTER...]`", f[0]),
-            ));
+            return Err((no, format!("expected `{} THREAD METHOD COUNTER [COUNTER...]`", f[0])));
         }
         let n = f.len() - 3;
         match width {
             None => {
                 width = Some(n);
-                t.counters = (0..n)
-                    .map(|k| {
-                        if k == 0 {
-                            "counter".into()
-                        } else {
-                            format!("counter{}", k + 1)
-                        }
-                    })
-                    .collect();
+                t.counters =
+                    (0..n).map(|k| if k == 0 { "counter".into() } else { format!("counter{}", k + 1) }).collect();
             }
             Some(w) if w != n => {
-                return Err((
-                    no,
-                    format!("{n} counter values, but the trace has {w} counter columns"),
-                ))
+                return Err((no, format!("{n} counter values, but the trace has {w} counter columns")))
             }
             _ => {}
         }
         for v in &f[3..] {
-            t.values.push(
-                v.parse()
-                    .map_err(|_| (no, format!("counter value `{v}` is not a whole number")))?,
-            );
+            t.values.push(v.parse().map_err(|_| (no, format!("counter value `{v}` is not a whole number")))?);
         }
-        t.events.push(TraceEvent {
-            kind,
-            thread: threads.get(f[1]),
-            method: methods.get(f[2]),
-            line: no,
-        });
+        t.events.push(TraceEvent { kind, thread: threads.get(f[1]), method: methods.get(f[2]), line: no });
     }
     t.threads = threads.names;
     t.methods = methods.names;
@@ -171,12 +152,10 @@ impl Reader<'_> {
         self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
     }
     fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        self.take(4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     }
     fn u64(&mut self) -> Option<u64> {
-        self.take(8)
-            .map(|s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+        self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
     }
     fn name(&mut self) -> Option<Result<String, String>> {
         let len = self.u16()? as usize;
@@ -191,19 +170,10 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
         return Err((0, "not a binary hpm trace (no HPMTRACE header)".into()));
     }
     if bytes[8] != 1 {
-        return Err((
-            0,
-            format!(
-                "binary trace version {} is not supported (expected 1)",
-                bytes[8]
-            ),
-        ));
+        return Err((0, format!("binary trace version {} is not supported (expected 1)", bytes[8])));
     }
     let mut r = Reader { b: bytes, pos: 9 };
-    let mut t = Trace {
-        binary: true,
-        ..Trace::default()
-    };
+    let mut t = Trace { binary: true, ..Trace::default() };
     let (mut thread_ids, mut method_ids) = (HashMap::new(), HashMap::new());
     let (mut thread_names, mut method_names) = (HashMap::new(), HashMap::new());
     let mut counter_names: HashMap<u8, String> = HashMap::new();
@@ -212,31 +182,18 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
     while r.pos < bytes.len() {
         record += 1;
         let start = r.pos;
-        let cut = |what: &str| {
-            (
-                record,
-                format!("record at byte {start} is cut short in its {what}"),
-            )
-        };
+        let cut = |what: &str| (record, format!("record at byte {start} is cut short in its {what}"));
         let tag = r.u8().ok_or_else(|| cut("tag"))?;
         let (ty, n) = (tag >> 4, (tag & 0xF) as usize);
         match ty {
             1..=3 => {
                 if !(1..=4).contains(&n) {
-                    return Err((
-                        record,
-                        format!("record at byte {start}: {n} counters, expected 1 to 4"),
-                    ));
+                    return Err((record, format!("record at byte {start}: {n} counters, expected 1 to 4")));
                 }
                 match width {
                     None => width = Some(n),
                     Some(w) if w != n => {
-                        return Err((
-                            record,
-                            format!(
-                                "record at byte {start}: {n} counters, earlier records had {w}"
-                            ),
-                        ))
+                        return Err((record, format!("record at byte {start}: {n} counters, earlier records had {w}")))
                     }
                     _ => {}
                 }
@@ -249,67 +206,37 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
                 let thread = *thread_ids.entry(thread).or_insert(next);
                 let next = method_ids.len() as u32;
                 let method = *method_ids.entry(method).or_insert(next);
-                let kind = if ty == 1 {
-                    TraceKind::Enter
-                } else {
-                    TraceKind::Exit
-                };
-                t.events.push(TraceEvent {
-                    kind,
-                    thread,
-                    method,
-                    line: record,
-                });
+                let kind = if ty == 1 { TraceKind::Enter } else { TraceKind::Exit };
+                t.events.push(TraceEvent { kind, thread, method, line: record });
             }
             8 => {
                 let id = r.u32().ok_or_else(|| cut("method id"))?;
-                let name = r
-                    .name()
-                    .ok_or_else(|| cut("name"))?
-                    .map_err(|m| (record, m))?;
+                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
                 method_names.insert(id, name);
             }
             9 => {
                 let id = r.u16().ok_or_else(|| cut("thread id"))?;
-                let name = r
-                    .name()
-                    .ok_or_else(|| cut("name"))?
-                    .map_err(|m| (record, m))?;
+                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
                 thread_names.insert(id, name);
             }
             0xA => {
                 let col = r.u8().ok_or_else(|| cut("column"))?;
-                let name = r
-                    .name()
-                    .ok_or_else(|| cut("name"))?
-                    .map_err(|m| (record, m))?;
+                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
                 counter_names.insert(col, name);
             }
-            _ => {
-                return Err((
-                    record,
-                    format!("record at byte {start}: unknown record type 0x{tag:02x}"),
-                ))
-            }
+            _ => return Err((record, format!("record at byte {start}: unknown record type 0x{tag:02x}"))),
         }
     }
     let name_of = |ids: &HashMap<u32, u32>, names: &HashMap<u32, String>, prefix: &str| {
         let mut v = vec![String::new(); ids.len()];
         for (&raw, &i) in ids {
-            v[i as usize] = names
-                .get(&raw)
-                .cloned()
-                .unwrap_or_else(|| format!("{prefix}{raw}"));
+            v[i as usize] = names.get(&raw).cloned().unwrap_or_else(|| format!("{prefix}{raw}"));
         }
         v
     };
     t.methods = name_of(&method_ids, &method_names, "#");
-    let thread_ids: HashMap<u32, u32> =
-        thread_ids.into_iter().map(|(k, v)| (k as u32, v)).collect();
-    let thread_names: HashMap<u32, String> = thread_names
-        .into_iter()
-        .map(|(k, v)| (k as u32, v))
-        .collect();
+    let thread_ids: HashMap<u32, u32> = thread_ids.into_iter().map(|(k, v)| (k as u32, v)).collect();
+    let thread_names: HashMap<u32, String> = thread_names.into_iter().map(|(k, v)| (k as u32, v)).collect();
     t.threads = name_of(&thread_ids, &thread_names, "thread ");
     let w = width.unwrap_or(0);
     t.counters = (0..w)
@@ -329,20 +256,12 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
 /// Reads a trace file, binary if it starts with the magic, text otherwise.
 pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
     let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| LoadError {
-        path: p.clone(),
-        line: 0,
-        message: e.to_string(),
-    })?;
+    let bytes = std::fs::read(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
     if bytes.starts_with(BINARY_MAGIC) {
         return parse_binary_trace(&bytes).map_err(|(rec, message)| LoadError {
             path: p,
             line: 0,
-            message: if rec > 0 {
-                format!("record {rec}: {message}")
-            } else {
-                message
-            },
+            message: if rec > 0 { format!("record {rec}: {message}") } else { message },
         });
     }
     let text = String::from_utf8(bytes).map_err(|e| LoadError {
@@ -353,11 +272,7 @@ pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
             e.utf8_error().valid_up_to()
         ),
     })?;
-    parse_text_trace(&text).map_err(|(line, message)| LoadError {
-        path: p,
-        line,
-        message,
-    })
+    parse_text_trace(&text).map_err(|(line, message)| LoadError { path: p, line, message })
 }
 
 #[cfg(test)]
@@ -371,11 +286,7 @@ pub(super) fn encode_binary(t: &Trace) -> Vec<u8> {
         b.extend(name.as_bytes());
     }
     for (i, e) in t.events.iter().enumerate() {
-        let ty = if e.kind == TraceKind::Enter {
-            0x10
-        } else {
-            0x20
-        };
+        let ty = if e.kind == TraceKind::Enter { 0x10 } else { 0x20 };
         b.push(ty | t.counters.len() as u8);
         b.extend((e.thread as u16).to_le_bytes());
         b.extend((e.method + 100).to_le_bytes());

@@ -96,14 +96,10 @@ pub fn anova(groups: &[&[f64]]) -> Result<Anova, String> {
     let k = groups.len();
     let n: usize = groups.iter().map(|g| g.len()).sum();
     if k < 2 {
-        return Err(format!(
-            "ANOVA needs at least 2 groups with observations, got {k}"
-        ));
+        return Err(format!("ANOVA needs at least 2 groups with observations, got {k}"));
     }
     if n <= k {
-        return Err(format!(
-            "ANOVA needs more observations ({n}) than groups ({k})"
-        ));
+        return Err(format!("ANOVA needs more observations ({n}) than groups ({k})"));
     }
     if groups.iter().flat_map(|g| g.iter()).any(|x| !x.is_finite()) {
         return Err("ANOVA observations must be finite numbers".into());
@@ -126,15 +122,7 @@ pub fn anova(groups: &[&[f64]]) -> Result<Anova, String> {
         let f = (ss_between / df.0 as f64) / (ss_within / df.1 as f64);
         (f, f_sf(f, df.0 as f64, df.1 as f64))
     };
-    Ok(Anova {
-        groups: k,
-        observations: n,
-        ss_between,
-        ss_within,
-        df,
-        f,
-        p,
-    })
+    Ok(Anova { groups: k, observations: n, ss_between, ss_within, df, f, p })
 }
 
 /// Survival function of the F distribution: P(X > f) for X ~ F(d1, d2).
@@ -250,11 +238,7 @@ mod tests {
             assert!(close(ln_gamma(n as f64), fact.ln(), 1e-10), "n={n}");
             fact *= n as f64;
         }
-        assert!(close(
-            ln_gamma(0.5),
-            std::f64::consts::PI.sqrt().ln(),
-            1e-12
-        ));
+        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-12));
         assert!(close(ln_gamma(0.1), 2.252_712_651_734_206, 1e-10));
     }
 
@@ -262,27 +246,15 @@ mod tests {
     fn incomplete_beta_closed_forms() {
         for &x in &[0.01, 0.1, 0.3, 0.5, 0.77, 0.99] {
             // I_x(1, b) = 1 - (1 - x)^b and I_x(a, 1) = x^a.
-            assert!(close(
-                inc_beta(1.0, 3.5, x),
-                1.0 - (1.0 - x).powf(3.5),
-                1e-12
-            ));
+            assert!(close(inc_beta(1.0, 3.5, x), 1.0 - (1.0 - x).powf(3.5), 1e-12));
             assert!(close(inc_beta(2.5, 1.0, x), x.powf(2.5), 1e-12));
             // I_x(a, b) = 1 - I_{1-x}(b, a).
-            assert!(close(
-                inc_beta(3.0, 7.0, x),
-                1.0 - inc_beta(7.0, 3.0, 1.0 - x),
-                1e-12
-            ));
+            assert!(close(inc_beta(3.0, 7.0, x), 1.0 - inc_beta(7.0, 3.0, 1.0 - x), 1e-12));
         }
         // I_{1/2}(a, a) = 1/2 by symmetry.
         assert!(close(inc_beta(13.0, 13.0, 0.5), 0.5, 1e-12));
         // I_x(2, 2) = 3x^2 - 2x^3.
-        assert!(close(
-            inc_beta(2.0, 2.0, 0.3),
-            3.0 * 0.09 - 2.0 * 0.027,
-            1e-12
-        ));
+        assert!(close(inc_beta(2.0, 2.0, 0.3), 3.0 * 0.09 - 2.0 * 0.027, 1e-12));
     }
 
     #[test]
@@ -337,11 +309,7 @@ mod tests {
         assert_eq!(cov(&[0.0, 0.0]), None);
         // mean 5, sample sd sqrt(32/7) for the classic 2,4,4,4,5,5,7,9.
         let xs = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
-        assert!(close(
-            cov(&xs).unwrap(),
-            (32.0f64 / 7.0).sqrt() / 5.0,
-            1e-12
-        ));
+        assert!(close(cov(&xs).unwrap(), (32.0f64 / 7.0).sqrt() / 5.0, 1e-12));
         let a = [1.0, 3.0]; // cov = sqrt(2)/2
         let b = [5.0, 5.0]; // cov = 0
         let w = weighted_cov(&[(&a, 1.0), (&b, 3.0)]).unwrap();
@@ -350,16 +318,8 @@ mod tests {
 
     #[test]
     fn pearson_basics() {
-        assert!(close(
-            pearson(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]).unwrap(),
-            1.0,
-            1e-12
-        ));
-        assert!(close(
-            pearson(&[(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]).unwrap(),
-            -1.0,
-            1e-12
-        ));
+        assert!(close(pearson(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]).unwrap(), 1.0, 1e-12));
+        assert!(close(pearson(&[(1.0, 3.0), (2.0, 2.0), (3.0, 1.0)]).unwrap(), -1.0, 1e-12));
         assert_eq!(pearson(&[(1.0, 1.0), (2.0, 1.0)]), None);
     }
 }

@@ -58,10 +58,7 @@ impl TunerConfig {
             return Err("the evaluation window must be at least 1 sample".into());
         }
         if !(self.factor > 1.0 && self.factor.is_finite()) {
-            return Err(format!(
-                "the interval factor must be above 1, got {}",
-                self.factor
-            ));
+            return Err(format!("the interval factor must be above 1, got {}", self.factor));
         }
         if self.min_interval == 0 || self.min_interval > self.max_interval {
             return Err(format!(
@@ -86,11 +83,7 @@ pub struct IntervalChange {
 
 impl fmt::Display for IntervalChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let dir = if self.new > self.old {
-            "lengthened"
-        } else {
-            "shortened"
-        };
+        let dir = if self.new > self.old { "lengthened" } else { "shortened" };
         write!(
             f,
             "sampling interval {dir} from {} to {}: top frame repeated in {:.1}% of {} samples",
@@ -116,13 +109,7 @@ impl SelfTuner {
     pub fn new(config: TunerConfig, initial_interval: u64) -> Result<SelfTuner, String> {
         config.validate()?;
         let interval = initial_interval.clamp(config.min_interval, config.max_interval);
-        Ok(SelfTuner {
-            config,
-            interval,
-            last_top: HashMap::new(),
-            seen: 0,
-            repeats: 0,
-        })
+        Ok(SelfTuner { config, interval, last_top: HashMap::new(), seen: 0, repeats: 0 })
     }
 
     pub fn interval(&self) -> u64 {
@@ -146,10 +133,7 @@ impl SelfTuner {
 
     /// Records a batch of (thread, top frame) samples, then evaluates once if at least a
     /// window's worth of samples has accumulated — the paper's manager thread does this.
-    pub fn observe_batch(
-        &mut self,
-        samples: impl IntoIterator<Item = (u64, u64)>,
-    ) -> Option<IntervalChange> {
+    pub fn observe_batch(&mut self, samples: impl IntoIterator<Item = (u64, u64)>) -> Option<IntervalChange> {
         for (t, f) in samples {
             self.record(t, f);
         }
@@ -202,12 +186,7 @@ impl SelfTuner {
             return None;
         }
         self.interval = new;
-        Some(IntervalChange {
-            old,
-            new,
-            repeat_share: share,
-            samples,
-        })
+        Some(IntervalChange { old, new, repeat_share: share, samples })
     }
 }
 
@@ -216,11 +195,7 @@ mod tests {
     use super::*;
 
     fn cfg() -> TunerConfig {
-        TunerConfig {
-            min_interval: 1_000,
-            max_interval: 64_000,
-            ..TunerConfig::default()
-        }
+        TunerConfig { min_interval: 1_000, max_interval: 64_000, ..TunerConfig::default() }
     }
 
     /// Simulates a program whose top frame changes every `run` samples of the current interval;
@@ -246,9 +221,7 @@ mod tests {
         let mut t = SelfTuner::new(cfg(), 1_000).unwrap();
         let changes = simulate(&mut t, 200, 18_000);
         assert_eq!(changes.len(), 4, "{changes:?}");
-        assert!(changes
-            .iter()
-            .all(|c| c.new == 2 * c.old && c.repeat_share > 0.15));
+        assert!(changes.iter().all(|c| c.new == 2 * c.old && c.repeat_share > 0.15));
         assert_eq!(t.interval(), 16_000);
         // Every change was evaluated over at least the window.
         assert!(changes.iter().all(|c| c.samples >= 1000));
@@ -264,9 +237,7 @@ mod tests {
         }
         assert_eq!(t.interval(), 1_000);
         assert_eq!(changes.len(), 6); // 64 -> 32 -> 16 -> 8 -> 4 -> 2 -> 1 us
-        assert!(changes
-            .iter()
-            .all(|c| c.new < c.old && c.repeat_share < 0.01));
+        assert!(changes.iter().all(|c| c.new < c.old && c.repeat_share < 0.01));
         assert_eq!(changes[0].samples, 1000);
     }
 
@@ -295,23 +266,10 @@ mod tests {
         }
         let c = last.unwrap();
         assert_eq!((c.old, c.new), (2_000, 4_000));
-        assert!(
-            c.to_string().contains("lengthened from 2000 to 4000"),
-            "{c}"
-        );
-        let bad = TunerConfig {
-            min_repeat: 0.2,
-            ..cfg()
-        };
+        assert!(c.to_string().contains("lengthened from 2000 to 4000"), "{c}");
+        let bad = TunerConfig { min_repeat: 0.2, ..cfg() };
         assert!(SelfTuner::new(bad, 1).is_err());
-        assert!(SelfTuner::new(
-            TunerConfig {
-                factor: 1.0,
-                ..cfg()
-            },
-            1
-        )
-        .is_err());
+        assert!(SelfTuner::new(TunerConfig { factor: 1.0, ..cfg() }, 1).is_err());
         assert_eq!(SelfTuner::new(cfg(), 1).unwrap().interval(), 1_000);
     }
 }

@@ -61,8 +61,9 @@ pub fn event_defs() -> Vec<EventDef> {
         duration_field(),
         FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
         string_field("name", "Region"),
-        string_field("counters", "Counters Measured")
-            .with(description("Counters read at the region's start and end, comma-separated; the other counter fields are 0")),
+        string_field("counters", "Counters Measured").with(description(
+            "Counters read at the region's start and end, comma-separated; the other counter fields are 0",
+        )),
     ];
     for (event, field) in REGION_COUNTERS {
         region.push(
@@ -76,7 +77,8 @@ pub fn event_defs() -> Vec<EventDef> {
             id: EVENT_HPM_REGION,
             name: "hpm.Region",
             label: "hpm Region",
-            description: "A code region marked through the Java bridge, with the counter deltas of the thread that ran it",
+            description:
+                "A code region marked through the Java bridge, with the counter deltas of the thread that ran it",
             category: HPM_CATEGORY,
             fields: region,
         },
@@ -84,13 +86,15 @@ pub fn event_defs() -> Vec<EventDef> {
             id: EVENT_HPM_PHASE,
             name: "hpm.Phase",
             label: "hpm Phase",
-            description: "The start of a phase or iteration, marked through the Java bridge; samples after it belong to it",
+            description:
+                "The start of a phase or iteration, marked through the Java bridge; samples after it belong to it",
             category: HPM_CATEGORY,
             fields: vec![
                 start_time_field(),
                 FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
                 string_field("name", "Phase"),
-                FieldDef::new("index", T_LONG, "Iteration").with(description("Iteration number, -1 for a phase without one")),
+                FieldDef::new("index", T_LONG, "Iteration")
+                    .with(description("Iteration number, -1 for a phase without one")),
             ],
         },
     ]
@@ -156,18 +160,31 @@ pub fn read_phases(path: &std::path::Path) -> Result<Vec<PhaseMark>, String> {
 /// Keeps the samples from the first marker matching `spec` on: `NAME` (a phase) or
 /// `NAME=INDEX` (an iteration, e.g. `iteration=5` leaves out iterations 0..4 as warm-up).
 /// Returns how many samples were left out.
-pub fn cut_from_phase(samples: &mut Vec<crate::model::Sample>, phases: &[PhaseMark], spec: &str) -> Result<usize, String> {
+pub fn cut_from_phase(
+    samples: &mut Vec<crate::model::Sample>,
+    phases: &[PhaseMark],
+    spec: &str,
+) -> Result<usize, String> {
     let (name, index) = match spec.rsplit_once('=') {
         Some((n, i)) => {
-            let i = i.parse::<i64>().map_err(|_| format!("`{spec}`: the part after `=` must be an iteration number, as in iteration=5"))?;
+            let i = i
+                .parse::<i64>()
+                .map_err(|_| format!("`{spec}`: the part after `=` must be an iteration number, as in iteration=5"))?;
             (n, Some(i))
         }
         None => (spec, None),
     };
-    let Some(from) = phases.iter().find(|p| p.name == name && index.map_or(true, |i| p.index == i)) else {
-        let mut seen: Vec<String> = phases.iter().map(|p| if p.index >= 0 { format!("{}={}", p.name, p.index) } else { p.name.clone() }).collect();
+    let Some(from) = phases.iter().find(|p| p.name == name && index.is_none_or(|i| p.index == i)) else {
+        let mut seen: Vec<String> = phases
+            .iter()
+            .map(|p| if p.index >= 0 { format!("{}={}", p.name, p.index) } else { p.name.clone() })
+            .collect();
         seen.dedup();
-        let seen = if seen.is_empty() { "the file has none (mark them with the Java bridge: Hpm.phase / Hpm.iteration)".to_string() } else { format!("markers: {}", seen.join(", ")) };
+        let seen = if seen.is_empty() {
+            "the file has none (mark them with the Java bridge: Hpm.phase / Hpm.iteration)".to_string()
+        } else {
+            format!("markers: {}", seen.join(", "))
+        };
         return Err(format!("no phase marker `{spec}`; {seen}"));
     };
     let before = samples.len();

@@ -22,10 +22,7 @@ pub struct Element {
 
 impl Element {
     pub fn new(name: &str) -> Element {
-        Element {
-            name: name.to_string(),
-            ..Default::default()
-        }
+        Element { name: name.to_string(), ..Default::default() }
     }
 
     /// Builder: adds an attribute.
@@ -41,10 +38,7 @@ impl Element {
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.attributes
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Element> + 'a {
@@ -63,11 +57,7 @@ impl Element {
         self.encode_element(out, &index);
     }
 
-    fn collect_strings<'a>(
-        &'a self,
-        strings: &mut Vec<&'a str>,
-        index: &mut HashMap<&'a str, u64>,
-    ) {
+    fn collect_strings<'a>(&'a self, strings: &mut Vec<&'a str>, index: &mut HashMap<&'a str, u64>) {
         let mut add = |s: &'a str| {
             index.entry(s).or_insert_with(|| {
                 strings.push(s);
@@ -141,16 +131,10 @@ fn decode_element(r: &mut Reader, strings: &[String], depth: usize) -> DResult<E
     let string = |r: &mut Reader| -> DResult<String> {
         let at = r.offset();
         let i = r.varint()?;
-        strings
-            .get(i as usize)
-            .cloned()
-            .ok_or_else(|| super::varint::DecodeError {
-                offset: at,
-                message: format!(
-                    "metadata string index {i} out of range ({} strings)",
-                    strings.len()
-                ),
-            })
+        strings.get(i as usize).cloned().ok_or_else(|| super::varint::DecodeError {
+            offset: at,
+            message: format!("metadata string index {i} out of range ({} strings)", strings.len()),
+        })
     };
     let mut e = Element::new(&string(r)?);
     let na = r.count("metadata attribute", 2)?;
@@ -253,10 +237,8 @@ pub struct Metadata {
 impl Metadata {
     /// Builds the type model from the tree. Checks that every referenced type id is declared.
     pub fn from_tree(root: Element) -> Result<Metadata, String> {
-        let meta = root
-            .children_named("metadata")
-            .next()
-            .ok_or_else(|| "metadata has no <metadata> element".to_string())?;
+        let meta =
+            root.children_named("metadata").next().ok_or_else(|| "metadata has no <metadata> element".to_string())?;
         let mut types = IntMap::default();
         let mut by_name = HashMap::new();
         for c in meta.children_named("class") {
@@ -290,19 +272,12 @@ impl Metadata {
         let kinds: IntMap<u64, Kind> = types.iter().map(|(id, t)| (*id, t.kind)).collect();
         for t in types.values_mut() {
             for f in &mut t.fields {
-                f.kind = *kinds.get(&f.type_id).ok_or_else(|| {
-                    format!(
-                        "field {}.{} refers to undeclared type id {}",
-                        t.name, f.name, f.type_id
-                    )
-                })?;
+                f.kind = *kinds
+                    .get(&f.type_id)
+                    .ok_or_else(|| format!("field {}.{} refers to undeclared type id {}", t.name, f.name, f.type_id))?;
             }
         }
-        Ok(Metadata {
-            types,
-            by_name,
-            root,
-        })
+        Ok(Metadata { types, by_name, root })
     }
 
     pub fn get(&self, id: u64) -> Option<&TypeDesc> {
@@ -314,31 +289,19 @@ impl Metadata {
     }
 
     /// The `value` of the first annotation of type `annotation` (e.g. `jdk.jfr.Label`).
-    pub fn annotation_value<'a>(
-        &'a self,
-        anns: &'a [AnnotationDesc],
-        annotation: &str,
-    ) -> Option<&'a str> {
+    pub fn annotation_value<'a>(&'a self, anns: &'a [AnnotationDesc], annotation: &str) -> Option<&'a str> {
         let id = *self.by_name.get(annotation)?;
-        anns.iter().find(|a| a.type_id == id).and_then(|a| {
-            a.values
-                .iter()
-                .find(|(k, _)| k == "value")
-                .map(|(_, v)| v.as_str())
-        })
+        anns.iter()
+            .find(|a| a.type_id == id)
+            .and_then(|a| a.values.iter().find(|(k, _)| k == "value").map(|(_, v)| v.as_str()))
     }
 }
 
 fn parse_id(e: &Element, key: &str) -> Result<u64, String> {
-    let v = e
-        .get(key)
-        .ok_or_else(|| format!("<{}> element without `{key}` attribute", e.name))?;
-    v.parse::<i64>().map(|x| x as u64).map_err(|_| {
-        format!(
-            "<{}> element has non-numeric `{key}` attribute `{v}`",
-            e.name
-        )
-    })
+    let v = e.get(key).ok_or_else(|| format!("<{}> element without `{key}` attribute", e.name))?;
+    v.parse::<i64>()
+        .map(|x| x as u64)
+        .map_err(|_| format!("<{}> element has non-numeric `{key}` attribute `{v}`", e.name))
 }
 
 fn annotations(e: &Element) -> Result<Vec<AnnotationDesc>, String> {
@@ -346,12 +309,7 @@ fn annotations(e: &Element) -> Result<Vec<AnnotationDesc>, String> {
         .map(|a| {
             Ok(AnnotationDesc {
                 type_id: parse_id(a, "class")?,
-                values: a
-                    .attributes
-                    .iter()
-                    .filter(|(k, _)| k != "class")
-                    .cloned()
-                    .collect(),
+                values: a.attributes.iter().filter(|(k, _)| k != "class").cloned().collect(),
             })
         })
         .collect()
@@ -377,16 +335,8 @@ mod tests {
                             .attr("id", 3)
                             .attr("name", "x.Event")
                             .attr("superType", "jdk.jfr.Event")
-                            .child(
-                                Element::new("annotation")
-                                    .attr("class", 2)
-                                    .attr("value", "X"),
-                            )
-                            .child(
-                                Element::new("field")
-                                    .attr("name", "startTime")
-                                    .attr("class", 1),
-                            ),
+                            .child(Element::new("annotation").attr("class", 2).attr("value", "X"))
+                            .child(Element::new("field").attr("name", "startTime").attr("class", 1)),
                     ),
             )
             .child(Element::new("region").attr("locale", "en_US"))
@@ -404,10 +354,7 @@ mod tests {
         assert!(ev.is_event());
         assert_eq!(ev.kind, Kind::Struct);
         assert_eq!(m.get(1).unwrap().kind, Kind::Long);
-        assert_eq!(
-            m.annotation_value(&ev.annotations, "jdk.jfr.Label"),
-            Some("X")
-        );
+        assert_eq!(m.annotation_value(&ev.annotations, "jdk.jfr.Label"), Some("X"));
     }
 
     #[test]

@@ -21,10 +21,7 @@ pub const METADATA_TYPE_ID: u64 = 0;
 pub const CONSTANT_POOL_TYPE_ID: u64 = 1;
 
 fn err(offset: u64, message: impl Into<String>) -> DecodeError {
-    DecodeError {
-        offset,
-        message: message.into(),
-    }
+    DecodeError { offset, message: message.into() }
 }
 
 /// Parses the 68-byte header at the start of `data` (`base` is its file offset).
@@ -33,13 +30,7 @@ pub fn parse_header(data: &[u8], base: u64) -> DResult<ChunkHeader> {
         return Err(err(base, "not a JFR chunk (magic `FLR\\0` missing)"));
     }
     if data.len() < HEADER_SIZE {
-        return Err(err(
-            base,
-            format!(
-                "incomplete chunk header ({} of {HEADER_SIZE} bytes)",
-                data.len()
-            ),
-        ));
+        return Err(err(base, format!("incomplete chunk header ({} of {HEADER_SIZE} bytes)", data.len())));
     }
     let mut r = Reader::new(&data[..HEADER_SIZE], base);
     if r.bytes(4)? != MAGIC {
@@ -59,39 +50,24 @@ pub fn parse_header(data: &[u8], base: u64) -> DResult<ChunkHeader> {
         features: r.be_u32()?,
     };
     if h.major != 1 && h.major != 2 {
-        return Err(err(
-            base + 4,
-            format!("unsupported JFR version {}.{}", h.major, h.minor),
-        ));
+        return Err(err(base + 4, format!("unsupported JFR version {}.{}", h.major, h.minor)));
     }
     if h.features >> 24 != 0 {
-        return Err(err(
-            base + 64,
-            "chunk is unfinished (still being written, or the writer died)",
-        ));
+        return Err(err(base + 64, "chunk is unfinished (still being written, or the writer died)"));
     }
     if h.size < HEADER_SIZE as u64 {
-        return Err(err(
-            base + 8,
-            format!("chunk size {} is smaller than the header", h.size),
-        ));
+        return Err(err(base + 8, format!("chunk size {} is smaller than the header", h.size)));
     }
     if h.metadata_offset == 0 || h.metadata_offset >= h.size {
         return Err(err(
             base + 24,
-            format!(
-                "metadata offset {} is outside the chunk ({} bytes)",
-                h.metadata_offset, h.size
-            ),
+            format!("metadata offset {} is outside the chunk ({} bytes)", h.metadata_offset, h.size),
         ));
     }
     if h.constant_pool_offset >= h.size {
         return Err(err(
             base + 16,
-            format!(
-                "constant pool offset {} is outside the chunk ({} bytes)",
-                h.constant_pool_offset, h.size
-            ),
+            format!("constant pool offset {} is outside the chunk ({} bytes)", h.constant_pool_offset, h.size),
         ));
     }
     Ok(h)
@@ -105,10 +81,7 @@ pub fn parse_metadata(data: &[u8], h: &ChunkHeader) -> DResult<Metadata> {
     let (_size, mut r) = record(&mut r)?;
     let ty = r.varint()?;
     if ty != METADATA_TYPE_ID {
-        return Err(err(
-            at,
-            format!("expected the metadata event (type 0), found type {ty}"),
-        ));
+        return Err(err(at, format!("expected the metadata event (type 0), found type {ty}")));
     }
     r.varint()?; // start time
     r.varint()?; // duration
@@ -124,17 +97,11 @@ fn record<'a>(r: &mut Reader<'a>) -> DResult<(usize, Reader<'a>)> {
     let at = r.offset();
     let size = r.varint()?;
     if size == 0 || size as usize > r.remaining() + (r.pos() - start) {
-        return Err(err(
-            at,
-            format!("event size {size} is zero or runs past the end of the chunk"),
-        ));
+        return Err(err(at, format!("event size {size} is zero or runs past the end of the chunk")));
     }
     let header_len = r.pos() - start;
     if (size as usize) <= header_len {
-        return Err(err(
-            at,
-            format!("event size {size} is smaller than its own size field"),
-        ));
+        return Err(err(at, format!("event size {size} is smaller than its own size field")));
     }
     let body = r.bytes(size as usize - header_len)?;
     Ok((size as usize, Reader::new(body, at + header_len as u64)))
@@ -142,9 +109,7 @@ fn record<'a>(r: &mut Reader<'a>) -> DResult<(usize, Reader<'a>)> {
 
 /// Reads one value of type `type_id` (not a pool reference).
 fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize) -> DResult<Value> {
-    let t = meta
-        .get(type_id)
-        .ok_or_else(|| r.error(format!("undeclared type id {type_id}")))?;
+    let t = meta.get(type_id).ok_or_else(|| r.error(format!("undeclared type id {type_id}")))?;
     match t.kind {
         Kind::Struct => {
             if depth > MAX_DEPTH {
@@ -181,10 +146,7 @@ fn read_fields(r: &mut Reader, meta: &Metadata, t: &TypeDesc, depth: usize) -> D
     for f in &t.fields {
         let one = |r: &mut Reader| -> DResult<Value> {
             match (f.constant_pool, f.kind) {
-                (true, _) => Ok(Value::Ref {
-                    type_id: f.type_id,
-                    key: r.varint()?,
-                }),
+                (true, _) => Ok(Value::Ref { type_id: f.type_id, key: r.varint()? }),
                 (false, Kind::Struct) => read_value(r, meta, f.type_id, depth),
                 (false, k) => read_primitive(r, k, f.type_id),
             }
@@ -204,20 +166,13 @@ fn read_fields(r: &mut Reader, meta: &Metadata, t: &TypeDesc, depth: usize) -> D
 }
 
 /// Reads every constant-pool event of the chunk (following the chain of relative offsets).
-fn parse_pools(
-    data: &[u8],
-    h: &ChunkHeader,
-    meta: &Metadata,
-) -> DResult<IntMap<u64, IntMap<u64, Value>>> {
+fn parse_pools(data: &[u8], h: &ChunkHeader, meta: &Metadata) -> DResult<IntMap<u64, IntMap<u64, Value>>> {
     let mut pools: IntMap<u64, IntMap<u64, Value>> = IntMap::default();
     let mut seen = HashSet::new();
     let mut pos = h.constant_pool_offset;
     while pos != 0 {
         if !seen.insert(pos) || pos >= h.size {
-            return Err(err(
-                h.file_offset + pos,
-                "constant pool chain loops or leaves the chunk",
-            ));
+            return Err(err(h.file_offset + pos, "constant pool chain loops or leaves the chunk"));
         }
         let mut r = Reader::new(data, h.file_offset);
         r.seek(pos as usize)?;
@@ -225,10 +180,7 @@ fn parse_pools(
         let (_size, mut r) = record(&mut r)?;
         let ty = r.varint()?;
         if ty != CONSTANT_POOL_TYPE_ID {
-            return Err(err(
-                at,
-                format!("expected a constant pool event (type 1), found type {ty}"),
-            ));
+            return Err(err(at, format!("expected a constant pool event (type 1), found type {ty}")));
         }
         r.varint()?; // start time
         r.varint()?; // duration
@@ -239,10 +191,7 @@ fn parse_pools(
             let tat = r.offset();
             let type_id = r.varint()?;
             if meta.get(type_id).is_none() {
-                return Err(err(
-                    tat,
-                    format!("constant pool for undeclared type id {type_id}"),
-                ));
+                return Err(err(tat, format!("constant pool for undeclared type id {type_id}")));
             }
             let n = r.count("constant", 1)?;
             let pool = pools.entry(type_id).or_default();
@@ -252,11 +201,7 @@ fn parse_pools(
                 pool.insert(key, v);
             }
         }
-        pos = if delta == 0 {
-            0
-        } else {
-            (pos as i64).wrapping_add(delta) as u64
-        };
+        pos = if delta == 0 { 0 } else { (pos as i64).wrapping_add(delta) as u64 };
     }
     Ok(pools)
 }
@@ -266,14 +211,7 @@ fn parse_pools(
 pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> DResult<Chunk> {
     let header = parse_header(data, base)?;
     if (data.len() as u64) < header.size {
-        return Err(err(
-            base + 8,
-            format!(
-                "chunk size {} but only {} bytes present",
-                header.size,
-                data.len()
-            ),
-        ));
+        return Err(err(base + 8, format!("chunk size {} but only {} bytes present", header.size, data.len())));
     }
     let data = &data[..header.size as usize];
     let metadata = parse_metadata(data, &header)?;
@@ -295,18 +233,9 @@ pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> 
             continue;
         }
         let fields = read_fields(&mut body, &metadata, t, 1)?;
-        events.push(Event {
-            type_id,
-            offset: at,
-            fields,
-        });
+        events.push(Event { type_id, offset: at, fields });
     }
-    Ok(Chunk {
-        header,
-        metadata,
-        pools,
-        events,
-    })
+    Ok(Chunk { header, metadata, pools, events })
 }
 
 /// Reads every chunk of a file in order, handing each to `f`. Chunks are read one at a time,
@@ -333,11 +262,7 @@ pub fn for_each_chunk(
         if header.size > len - offset {
             return Err(ctx(err(
                 offset + 8,
-                format!(
-                    "chunk size {} but only {} bytes left in the file (truncated?)",
-                    header.size,
-                    len - offset
-                ),
+                format!("chunk size {} but only {} bytes left in the file (truncated?)", header.size, len - offset),
             )));
         }
         let mut data = vec![0u8; header.size as usize];

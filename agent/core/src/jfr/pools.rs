@@ -18,9 +18,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
-use crate::model::{
-    Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent,
-};
+use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent};
 
 /// Descriptor written for methods without one (native symbols, pseudo-frames): the JDK's
 /// `jfr print` needs parentheses in every descriptor. Read back as an empty descriptor.
@@ -56,9 +54,7 @@ pub fn thread_key(t: ThreadIdx, info: &ThreadInfo) -> u64 {
 }
 
 fn fnv64(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
-        (h ^ x as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Class name in the JVM's internal form (`java/util/HashMap`), as the JDK writes it.
@@ -122,11 +118,7 @@ impl<'a> Names<'a> {
     }
 
     fn symbol(&self, s: &str) -> u64 {
-        self.symbols
-            .get(s)
-            .or_else(|| self.owned_symbols.get(s))
-            .copied()
-            .unwrap_or(0)
+        self.symbols.get(s).or_else(|| self.owned_symbols.get(s)).copied().unwrap_or(0)
     }
 }
 
@@ -208,11 +200,7 @@ impl<'a> Pools<'a> {
         let mut key = stack_hash(&s.stack, s.truncated);
         loop {
             match self.stacks.get(&key) {
-                Some(&(frames, truncated))
-                    if frames == s.stack.as_slice() && truncated == s.truncated =>
-                {
-                    return key
-                }
+                Some(&(frames, truncated)) if frames == s.stack.as_slice() && truncated == s.truncated => return key,
                 Some(_) => key = (key + 1) & ((1 << 56) - 1), // hash collision: probe
                 None => break,
             }
@@ -262,18 +250,9 @@ impl<'a> Pools<'a> {
         let mut pools = PoolsOut::default();
         self.encode_threads(&mut pools);
         self.encode_stacks(&mut pools);
-        let upto = self
-            .methods
-            .iter()
-            .map(|&m| m as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let upto = self.methods.iter().map(|&m| m as usize + 1).max().unwrap_or(0);
         let names = Names::scan(self.rec, upto);
-        let mut symbols = Symbols {
-            names: &names,
-            seen: HashSet::new(),
-            entries: Vec::new(),
-        };
+        let mut symbols = Symbols { names: &names, seen: HashSet::new(), entries: Vec::new() };
         let classes = self.encode_methods(&mut pools, &names, &mut symbols);
         encode_classes(&mut pools, &classes, &names, &mut symbols);
         let mut b = Vec::new();
@@ -324,12 +303,7 @@ impl<'a> Pools<'a> {
     }
 
     /// Writes the method pool; returns the classes it refers to as (key, internal name).
-    fn encode_methods(
-        &self,
-        pools: &mut PoolsOut,
-        names: &Names,
-        symbols: &mut Symbols,
-    ) -> Vec<(u64, String)> {
+    fn encode_methods(&self, pools: &mut PoolsOut, names: &Names, symbols: &mut Symbols) -> Vec<(u64, String)> {
         let mut classes = Vec::new();
         let mut class_seen = HashSet::new();
         let mut b = Vec::new();
@@ -443,29 +417,16 @@ fn write_method(b: &mut Vec<u8>, key: u64, class: u64, name: u64, desc: u64, m: 
 }
 
 /// Writes the class pool (name in internal form, package) and the package pool.
-fn encode_classes(
-    pools: &mut PoolsOut,
-    classes: &[(u64, String)],
-    names: &Names,
-    symbols: &mut Symbols,
-) {
+fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &Names, symbols: &mut Symbols) {
     let mut packages: Vec<(u64, &str)> = Vec::new();
     let mut b = Vec::new();
     for (key, internal) in classes {
         let pkg = package_of(internal);
-        let pkg_key = if pkg.is_empty() || *key == INVALID_METHOD_KEY {
-            0
-        } else {
-            names.packages[pkg]
-        };
+        let pkg_key = if pkg.is_empty() || *key == INVALID_METHOD_KEY { 0 } else { names.packages[pkg] };
         if pkg_key != 0 && !packages.iter().any(|(k, _)| *k == pkg_key) {
             packages.push((pkg_key, pkg));
         }
-        let name = if *key == INVALID_METHOD_KEY {
-            INVALID_METHOD_KEY + 2
-        } else {
-            symbols.key(internal)
-        };
+        let name = if *key == INVALID_METHOD_KEY { INVALID_METHOD_KEY + 2 } else { symbols.key(internal) };
         put_varint(&mut b, *key);
         put_varint(&mut b, 0); // class loader: null
         put_varint(&mut b, name);

@@ -14,14 +14,8 @@ use super::schema::HPM_SAMPLE_FIXED_FIELDS;
 use super::value::{Chunk, ObjectView, Value};
 use crate::model::*;
 
-const WANTED: &[&str] = &[
-    "hpm.Sample",
-    "hpm.Config",
-    "hpm.Drops",
-    "jdk.ExecutionSample",
-    "jdk.ActiveSetting",
-    "jdk.JVMInformation",
-];
+const WANTED: &[&str] =
+    &["hpm.Sample", "hpm.Config", "hpm.Drops", "jdk.ExecutionSample", "jdk.ActiveSetting", "jdk.JVMInformation"];
 
 /// Event name used for recordings made by the JDK's own sampler.
 pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
@@ -29,16 +23,12 @@ pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
 /// Reads a whole `.jfr` file (all chunks) into a [`Recording`].
 pub fn read_recording(path: &Path) -> Result<Recording, String> {
     let mut b = Builder::default();
-    for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| {
-        b.add_chunk(&c)
-    })?;
+    for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| b.add_chunk(&c))?;
     Ok(b.finish())
 }
 
 /// Builds a [`Recording`] from parsed chunks (in file order).
-pub fn recording_from_chunks<'a>(
-    chunks: impl IntoIterator<Item = &'a Chunk>,
-) -> Result<Recording, String> {
+pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> Result<Recording, String> {
     let mut b = Builder::default();
     for c in chunks {
         b.add_chunk(c)?;
@@ -72,10 +62,7 @@ impl Builder {
             self.rec.start_ticks = start;
         }
         self.rec.start_ticks = self.rec.start_ticks.min(start);
-        self.rec.end_ticks = self
-            .rec
-            .end_ticks
-            .max(start.saturating_add(h.duration_nanos));
+        self.rec.end_ticks = self.rec.end_ticks.max(start.saturating_add(h.duration_nanos));
         self.chunks += 1;
 
         for e in c.events_named("hpm.Config") {
@@ -97,19 +84,11 @@ impl Builder {
         if let Some(t) = c.metadata.by_name("hpm.Sample") {
             // Map this chunk's counter fields to `rec.counters` by their label (the name).
             let mut counter_slots = Vec::new();
-            for f in t
-                .fields
-                .iter()
-                .filter(|f| !HPM_SAMPLE_FIXED_FIELDS.contains(&f.name.as_str()))
-            {
-                let name = c
-                    .metadata
-                    .annotation_value(&f.annotations, "jdk.jfr.Label")
-                    .unwrap_or(&f.name);
+            for f in t.fields.iter().filter(|f| !HPM_SAMPLE_FIXED_FIELDS.contains(&f.name.as_str())) {
+                let name = c.metadata.annotation_value(&f.annotations, "jdk.jfr.Label").unwrap_or(&f.name);
                 // The first slot of that name not taken yet (a counter may be listed twice).
-                let free = (0..self.rec.counters.len()).find(|&i| {
-                    self.rec.counters[i] == name && !counter_slots.iter().any(|(_, s)| *s == i)
-                });
+                let free = (0..self.rec.counters.len())
+                    .find(|&i| self.rec.counters[i] == name && !counter_slots.iter().any(|(_, s)| *s == i));
                 let slot = match free {
                     Some(i) => i,
                     None => {
@@ -120,12 +99,7 @@ impl Builder {
                 counter_slots.push((f.name.clone(), slot));
             }
             for e in c.events_named("hpm.Sample") {
-                let mut s = self.sample(
-                    c,
-                    &e,
-                    &mut cache,
-                    h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
-                );
+                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64));
                 s.weight = e.i64("period").unwrap_or(0) as u64;
                 s.data_addr = e.i64("dataAddress").filter(|&a| a != 0).map(|a| a as u64);
                 s.ip = e.i64("ip").unwrap_or(0) as u64;
@@ -141,12 +115,7 @@ impl Builder {
         } else {
             let weight = self.jdk_period_ns.unwrap_or(0);
             for e in c.events_named("jdk.ExecutionSample") {
-                let mut s = self.sample(
-                    c,
-                    &e,
-                    &mut cache,
-                    h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
-                );
+                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64));
                 s.weight = weight;
                 s.component = match s.stack.first().map(|f| f.kind) {
                     Some(k) if k.is_java() => VmComponent::Java,
@@ -182,10 +151,7 @@ impl Builder {
 
     /// Event info, JVM and pid for recordings made by the JDK.
     fn jdk_info(&mut self, c: &Chunk) {
-        let exec_id = c
-            .metadata
-            .by_name("jdk.ExecutionSample")
-            .map(|t| t.id as i64);
+        let exec_id = c.metadata.by_name("jdk.ExecutionSample").map(|t| t.id as i64);
         for e in c.events_named("jdk.ActiveSetting") {
             if e.i64("id") == exec_id && e.str("name") == Some("period") {
                 if let Some(p) = e.str("value").and_then(parse_duration_ns) {
@@ -245,10 +211,7 @@ impl Builder {
                     is_java: java_name.is_some(),
                 }
             }
-            None => ThreadInfo {
-                name: "[unknown thread]".into(),
-                ..Default::default()
-            },
+            None => ThreadInfo { name: "[unknown thread]".into(), ..Default::default() },
         };
         let id = (info.os_tid as u64, info.java_id.unwrap_or(0));
         let idx = match self.threads.get(&id) {
@@ -273,12 +236,7 @@ impl Builder {
         idx
     }
 
-    fn stack(
-        &mut self,
-        c: &Chunk,
-        v: Option<&Value>,
-        cache: &mut ChunkCache,
-    ) -> (Vec<Frame>, bool) {
+    fn stack(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> (Vec<Frame>, bool) {
         let key = match v {
             Some(Value::Ref { key, .. }) => Some(*key),
             _ => None,
@@ -336,19 +294,12 @@ impl Builder {
 
 fn method_info(m: &ObjectView) -> MethodInfo {
     let class = m.object("type");
-    let class_name = class
-        .and_then(|c| c.str("name"))
-        .unwrap_or("")
-        .replace('/', ".");
+    let class_name = class.and_then(|c| c.str("name")).unwrap_or("").replace('/', ".");
     let descriptor = m.str("descriptor").unwrap_or("");
     MethodInfo {
         class_name,
         name: m.str("name").unwrap_or("").to_string(),
-        descriptor: if descriptor == NATIVE_DESCRIPTOR {
-            String::new()
-        } else {
-            descriptor.to_string()
-        },
+        descriptor: if descriptor == NATIVE_DESCRIPTOR { String::new() } else { descriptor.to_string() },
         source_file: None,
         modifiers: m.i64("modifiers").unwrap_or(0) as u32,
         hidden: m.bool("hidden").unwrap_or(false),

@@ -68,16 +68,8 @@ pub const EVENT_HPM_DROPS: u64 = 103;
 pub const HPM_CATEGORY: &[&str] = &["hpm"];
 
 /// Fixed fields of `hpm.Sample`, in order; one `long` per counter follows.
-pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
-    "startTime",
-    "sampledThread",
-    "stackTrace",
-    "event",
-    "period",
-    "component",
-    "dataAddress",
-    "ip",
-];
+pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] =
+    &["startTime", "sampledThread", "stackTrace", "event", "period", "component", "dataAddress", "ip"];
 
 /// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
 /// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
@@ -88,7 +80,9 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
         FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
         string_field("event", "Sampling Event"),
         FieldDef::new("period", T_LONG, "Period")
-            .with(description("Amount of the sampling event this sample stands for: ns for clock events, a count otherwise"))
+            .with(description(
+                "Amount of the sampling event this sample stands for: ns for clock events, a count otherwise",
+            ))
             .with(marker(A_UNSIGNED)),
         string_field("component", "VM Component"),
         FieldDef::new("dataAddress", T_LONG, "Data Address")
@@ -100,9 +94,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
     for (name, counter) in counter_field_names(counters).iter().zip(counters) {
         sample_fields.push(
             FieldDef::new(name, T_LONG, counter)
-                .with(description(&format!(
-                    "Counter `{counter}`: delta since the thread's previous sample"
-                )))
+                .with(description(&format!("Counter `{counter}`: delta since the thread's previous sample")))
                 .with(marker(A_UNSIGNED)),
         );
     }
@@ -124,7 +116,8 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             id: EVENT_HPM_SAMPLE,
             name: "hpm.Sample",
             label: "hpm Sample",
-            description: "A sample taken by hpm on a hardware or software performance event, with the counters read with it",
+            description:
+                "A sample taken by hpm on a hardware or software performance event, with the counters read with it",
             category: HPM_CATEGORY,
             fields: sample_fields,
         },
@@ -174,12 +167,9 @@ pub fn all_types(counters: &[String]) -> Vec<TypeDef> {
 pub fn metadata_tree(types: &[TypeDef]) -> Element {
     let mut meta = Element::new("metadata");
     meta.children = types.iter().map(TypeDef::to_element).collect();
-    Element::new("root").child(meta).child(
-        Element::new("region")
-            .attr("locale", "en_US")
-            .attr("gmtOffset", "0")
-            .attr("dst", "0"),
-    )
+    Element::new("root")
+        .child(meta)
+        .child(Element::new("region").attr("locale", "en_US").attr("gmtOffset", "0").attr("dst", "0"))
 }
 
 /// `hpm.Sample` field names for counters: a Java-identifier-like camelCase form of each name
@@ -187,18 +177,11 @@ pub fn metadata_tree(types: &[TypeDef]) -> Element {
 /// `r01c2`), prefixed with `c` if it would start with a digit, and suffixed `_2`, `_3`... if it
 /// would clash with a fixed field or an earlier counter. Stable: depends only on the list.
 pub fn counter_field_names(counters: &[String]) -> Vec<String> {
-    let mut used: Vec<String> = HPM_SAMPLE_FIXED_FIELDS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut used: Vec<String> = HPM_SAMPLE_FIXED_FIELDS.iter().map(|s| s.to_string()).collect();
     let mut out = Vec::with_capacity(counters.len());
     for c in counters {
         let mut name = String::new();
-        for (i, part) in c
-            .split(|ch: char| !ch.is_ascii_alphanumeric())
-            .filter(|p| !p.is_empty())
-            .enumerate()
-        {
+        for (i, part) in c.split(|ch: char| !ch.is_ascii_alphanumeric()).filter(|p| !p.is_empty()).enumerate() {
             let mut chars = part.chars();
             if i > 0 {
                 if let Some(f) = chars.next() {

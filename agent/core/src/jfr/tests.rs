@@ -24,42 +24,16 @@ pub(crate) fn sample_recording() -> Recording {
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()
     };
-    rec.add_thread(ThreadInfo {
-        os_tid: 101,
-        java_id: Some(1),
-        name: "main".into(),
-        is_java: true,
-    });
-    rec.add_thread(ThreadInfo {
-        os_tid: 102,
-        java_id: Some(15),
-        name: "worker-1".into(),
-        is_java: true,
-    });
-    rec.add_thread(ThreadInfo {
-        os_tid: 103,
-        java_id: None,
-        name: "GC Thread#0".into(),
-        is_java: false,
-    });
+    rec.add_thread(ThreadInfo { os_tid: 101, java_id: Some(1), name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 102, java_id: Some(15), name: "worker-1".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 103, java_id: None, name: "GC Thread#0".into(), is_java: false });
     rec.add_drops("ring full", 3);
     rec.add_drops("no java frame", 1);
     rec
 }
 
-pub(crate) fn frame(
-    rec: &mut Recording,
-    m: MethodInfo,
-    bci: i32,
-    line: i32,
-    kind: FrameKind,
-) -> Frame {
-    Frame {
-        method: rec.methods.intern(m),
-        bci,
-        line,
-        kind,
-    }
+pub(crate) fn frame(rec: &mut Recording, m: MethodInfo, bci: i32, line: i32, kind: FrameKind) -> Frame {
+    Frame { method: rec.methods.intern(m), bci, line, kind }
 }
 
 /// Samples for `sample_recording`, starting at `t0`.
@@ -74,62 +48,22 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
     let mut hot = MethodInfo::java("com.example.Hot", "spin", "(I)D");
     hot.modifiers = 0x9;
     let spin = frame(rec, hot, 7, 44, FrameKind::JitCompiled);
-    let inl = frame(
-        rec,
-        MethodInfo::java("java.lang.Math", "sqrt", "(D)D"),
-        0,
-        400,
-        FrameKind::Inlined,
-    );
+    let inl = frame(rec, MethodInfo::java("java.lang.Math", "sqrt", "(D)D"), 0, 400, FrameKind::Inlined);
     let lambda = {
         let mut m = MethodInfo::java("com.example.App$$Lambda+0x0000000800c01234", "run", "()V");
         m.hidden = true;
         frame(rec, m, 1, -1, FrameKind::JitCompiled)
     };
-    let dflt = frame(
-        rec,
-        MethodInfo::java("NoPackage", "work", "()V"),
-        3,
-        9,
-        FrameKind::Interpreted,
-    );
-    let jni = frame(
-        rec,
-        MethodInfo::java("java.lang.Thread", "yield", "()V"),
-        -1,
-        -1,
-        FrameKind::Native,
-    );
-    let libc = frame(
-        rec,
-        MethodInfo::native("__sched_yield"),
-        -1,
-        -1,
-        FrameKind::Native,
-    );
-    let cpp = frame(
-        rec,
-        MethodInfo::native("G1ParScanThreadState::trim_queue()"),
-        -1,
-        -1,
-        FrameKind::Cpp,
-    );
-    let kernel = frame(
-        rec,
-        MethodInfo::native("do_syscall_64"),
-        -1,
-        -1,
-        FrameKind::Kernel,
-    );
+    let dflt = frame(rec, MethodInfo::java("NoPackage", "work", "()V"), 3, 9, FrameKind::Interpreted);
+    let jni = frame(rec, MethodInfo::java("java.lang.Thread", "yield", "()V"), -1, -1, FrameKind::Native);
+    let libc = frame(rec, MethodInfo::native("__sched_yield"), -1, -1, FrameKind::Native);
+    let cpp = frame(rec, MethodInfo::native("G1ParScanThreadState::trim_queue()"), -1, -1, FrameKind::Cpp);
+    let kernel = frame(rec, MethodInfo::native("do_syscall_64"), -1, -1, FrameKind::Kernel);
     let gc = frame(rec, MethodInfo::native("[GC]"), -1, -1, FrameKind::Unknown);
     let stacks: Vec<(ThreadIdx, Vec<Frame>, VmComponent)> = vec![
         (0, vec![inl, spin, main], VmComponent::Java),
         (0, vec![spin, main], VmComponent::Java),
-        (
-            1,
-            vec![kernel, libc, jni, lambda, dflt],
-            VmComponent::Kernel,
-        ),
+        (1, vec![kernel, libc, jni, lambda, dflt], VmComponent::Kernel),
         (2, vec![cpp, gc], VmComponent::Gc),
     ];
     (0..n)
@@ -142,11 +76,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                 truncated: i % 5 == 4,
                 weight: 1_000_003 + i as u64,
                 counters: vec![1_000_000 + i as u64, 2_000_000 + 3 * i as u64, i as u64 % 3],
-                data_addr: if i % 2 == 0 {
-                    Some(0x7f00_0000_1000 + i as u64)
-                } else {
-                    None
-                },
+                data_addr: if i % 2 == 0 { Some(0x7f00_0000_1000 + i as u64) } else { None },
                 ip: 0x7f12_3456_0000 + i as u64,
                 component,
             }
@@ -178,10 +108,7 @@ fn assert_same_samples(a: &Recording, b: &Recording) {
         for (f, g) in x.stack.iter().zip(&y.stack) {
             assert_eq!((f.bci, f.line, f.kind), (g.bci, g.line, g.kind));
             assert_eq!(a.method(f.method), b.method(g.method));
-            assert_eq!(
-                a.method(f.method).display_name(),
-                b.method(g.method).display_name()
-            );
+            assert_eq!(a.method(f.method).display_name(), b.method(g.method).display_name());
         }
     }
 }
@@ -214,13 +141,7 @@ fn single_chunk_round_trip() {
     assert_same_samples(&expected, &back);
     // Pseudo-frames and native symbols keep their display names.
     let names: Vec<String> = back.methods.iter().map(|(_, m)| m.display_name()).collect();
-    for n in [
-        "[GC]",
-        "__sched_yield",
-        "do_syscall_64",
-        "com.example.Hot.spin",
-        "NoPackage.work",
-    ] {
+    for n in ["[GC]", "__sched_yield", "do_syscall_64", "com.example.Hot.spin", "NoPackage.work"] {
         assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
     }
 }
@@ -236,13 +157,7 @@ fn several_chunks_concatenated() {
         // A method that only appears from the second chunk on.
         let mut batch = batch;
         if c > 0 {
-            let f = frame(
-                &mut rec,
-                MethodInfo::java("com.example.Late", "m", "()V"),
-                2,
-                3,
-                FrameKind::JitCompiled,
-            );
+            let f = frame(&mut rec, MethodInfo::java("com.example.Late", "m", "()V"), 2, 3, FrameKind::JitCompiled);
             batch[0].stack.insert(0, f);
         }
         rec.add_drops("ring full", 1);
@@ -253,18 +168,9 @@ fn several_chunks_concatenated() {
     assert_eq!(chunks.len(), 3);
     let p = write_temp("multi.jfr", &file);
     let back = read_recording(&p).unwrap();
-    assert_eq!(
-        back.drops,
-        vec![
-            ("ring full".to_string(), 6),
-            ("no java frame".to_string(), 1)
-        ]
-    );
+    assert_eq!(back.drops, vec![("ring full".to_string(), 6), ("no java frame".to_string(), 1)]);
     assert_eq!(back.end_ticks, 8_000_000_000);
-    let expected = Recording {
-        samples: all,
-        ..rec
-    };
+    let expected = Recording { samples: all, ..rec };
     assert_same_samples(&expected, &back);
     // Threads are deduplicated across chunks.
     assert_eq!(back.threads.len(), 3);
@@ -293,13 +199,7 @@ fn keys_are_stable_across_chunks() {
     // thing in every chunk.
     let mut rec = sample_recording();
     let a = sample_batch(&mut rec, 5_000_000_000, 8);
-    let late = frame(
-        &mut rec,
-        MethodInfo::java("z.Late", "x", "()V"),
-        0,
-        1,
-        FrameKind::Interpreted,
-    );
+    let late = frame(&mut rec, MethodInfo::java("z.Late", "x", "()V"), 0, 1, FrameKind::Interpreted);
     let mut b = sample_batch(&mut rec, 6_000_000_000, 8);
     b[1].stack.push(late);
     let c1 = encode_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000));
@@ -311,10 +211,7 @@ fn keys_are_stable_across_chunks() {
     // Our reader keeps one thread, with its latest name.
     let back = recording_from_chunks(&chunks).unwrap();
     assert_eq!(back.threads.len(), 3);
-    assert!(back
-        .threads
-        .iter()
-        .any(|t| t.name == "renamed-worker" && t.os_tid == 102));
+    assert!(back.threads.iter().any(|t| t.name == "renamed-worker" && t.os_tid == 102));
     for (type_id, pool) in &chunks[0].pools {
         if let Some(other) = chunks[1].pools.get(type_id) {
             for (k, v) in pool {
@@ -353,14 +250,8 @@ fn out_of_range_indices_are_written_as_placeholders() {
     let back = recording_from_chunks(&parse_chunks(&bytes, &|_| true).unwrap()).unwrap();
     let s = &back.samples[0];
     assert_eq!(back.threads[s.thread as usize].name, "[unknown thread]");
-    assert_eq!(
-        back.method(s.stack[0].method).display_name(),
-        "[unknown method]"
-    );
-    assert_eq!(
-        back.stack_names_root_first(&back.samples[1]),
-        rec.stack_names_root_first(&samples[1])
-    );
+    assert_eq!(back.method(s.stack[0].method).display_name(), "[unknown method]");
+    assert_eq!(back.stack_names_root_first(&back.samples[1]), rec.stack_names_root_first(&samples[1]));
 }
 
 #[test]
@@ -386,10 +277,7 @@ fn header_fields() {
     assert_eq!(h.duration_nanos, 250_000_000);
     assert_eq!(h.start_ticks, 5_000_000_000);
     assert_eq!(h.features, 1);
-    assert!(
-        h.constant_pool_offset < h.metadata_offset,
-        "metadata comes last"
-    );
+    assert!(h.constant_pool_offset < h.metadata_offset, "metadata comes last");
 }
 
 #[test]
@@ -400,16 +288,13 @@ fn file_writer_appends_chunks() {
     let p = dir.join("writer.jfr");
     let mut w = JfrFileWriter::create(&p).unwrap();
     let a = sample_batch(&mut rec, 5_000_000_000, 5);
-    w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000))
-        .unwrap();
+    w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)).unwrap();
     let b = sample_batch(&mut rec, 6_000_000_000, 7);
-    w.write_chunk(&rec, &b, times(6_000_000_000, 7_000_000_000))
-        .unwrap();
+    w.write_chunk(&rec, &b, times(6_000_000_000, 7_000_000_000)).unwrap();
     assert_eq!(w.chunks_written(), 2);
     assert_eq!(std::fs::metadata(&p).unwrap().len(), w.bytes());
     drop(w);
     let mut w = JfrFileWriter::append(&p).unwrap();
-    w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000))
-        .unwrap();
+    w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000)).unwrap();
     assert_eq!(read_recording(&p).unwrap().samples.len(), 17);
 }

@@ -14,26 +14,13 @@ fn truncated_and_corrupted_files_are_errors_not_panics() {
     let file = [one.clone(), one.clone()].concat();
     let p = write_temp("cut.jfr", &file[..file.len() - 10]);
     let e = read_recording(&p).unwrap_err();
-    assert!(
-        e.contains("cut.jfr") && e.contains("chunk 1") && e.contains("truncated"),
-        "{e}"
-    );
+    assert!(e.contains("cut.jfr") && e.contains("chunk 1") && e.contains("truncated"), "{e}");
 
     // Every prefix of a chunk is an error; so are cuts into a second chunk.
     for cut in 1..one.len() {
-        assert!(
-            parse_chunks(&one[..cut], &|_| true).is_err(),
-            "prefix of {cut} bytes parsed"
-        );
+        assert!(parse_chunks(&one[..cut], &|_| true).is_err(), "prefix of {cut} bytes parsed");
     }
-    for cut in [
-        1,
-        10,
-        HEADER_SIZE,
-        HEADER_SIZE + 1,
-        one.len() / 2,
-        one.len() - 1,
-    ] {
+    for cut in [1, 10, HEADER_SIZE, HEADER_SIZE + 1, one.len() / 2, one.len() - 1] {
         assert!(parse_chunks(&file[..one.len() + cut], &|_| true).is_err());
     }
 
@@ -72,16 +59,12 @@ fn truncated_and_corrupted_files_are_errors_not_panics() {
     }
 
     // Garbage and empty files.
-    let p = write_temp(
-        "garbage.jfr",
-        b"this is not a flight recording, just text......................................",
-    );
+    let p =
+        write_temp("garbage.jfr", b"this is not a flight recording, just text......................................");
     assert!(read_recording(&p).unwrap_err().contains("magic"));
     let p = write_temp("empty.jfr", b"");
     assert!(read_recording(&p).unwrap_err().contains("empty"));
-    assert!(read_recording(std::path::Path::new("/nonexistent/x.jfr"))
-        .unwrap_err()
-        .contains("/nonexistent/x.jfr"));
+    assert!(read_recording(std::path::Path::new("/nonexistent/x.jfr")).unwrap_err().contains("/nonexistent/x.jfr"));
     // A header alone.
     assert!(parse_chunks(&one[..HEADER_SIZE], &|_| true).is_err());
 }
@@ -138,13 +121,7 @@ fn bench_encode_and_read() {
     // cargo test --release -p hpm-core jfr::tests::bench -- --ignored --nocapture
     let mut rec = sample_recording();
     let methods: Vec<MethodIdx> = (0..50_000)
-        .map(|i| {
-            rec.methods.intern(MethodInfo::java(
-                &format!("p{}.C{}", i % 300, i % 5000),
-                &format!("m{i}"),
-                "(I)V",
-            ))
-        })
+        .map(|i| rec.methods.intern(MethodInfo::java(&format!("p{}.C{}", i % 300, i % 5000), &format!("m{i}"), "(I)V")))
         .collect();
     let mut x = 12345u64;
     let mut next = || {
@@ -181,15 +158,8 @@ fn bench_encode_and_read() {
     println!("parse: {:?}", t.elapsed());
     let t = std::time::Instant::now();
     let back = recording_from_chunks(&chunks).unwrap();
-    println!(
-        "build: {:?} for {} samples",
-        t.elapsed(),
-        back.samples.len()
-    );
+    println!("build: {:?} for {} samples", t.elapsed(), back.samples.len());
     let t = std::time::Instant::now();
     let _ = encode_chunk(&rec, &samples[..10], times(5_000_000_000, 6_000_000_000));
-    println!(
-        "encode 10 samples with 50k methods in the table: {:?}",
-        t.elapsed()
-    );
+    println!("encode 10 samples with 50k methods in the table: {:?}", t.elapsed());
 }

@@ -11,43 +11,24 @@ pub struct Annotation {
 }
 
 pub fn label(s: &str) -> Annotation {
-    Annotation {
-        type_id: A_LABEL,
-        values: vec![("value".into(), s.into())],
-    }
+    Annotation { type_id: A_LABEL, values: vec![("value".into(), s.into())] }
 }
 
 pub fn description(s: &str) -> Annotation {
-    Annotation {
-        type_id: A_DESCRIPTION,
-        values: vec![("value".into(), s.into())],
-    }
+    Annotation { type_id: A_DESCRIPTION, values: vec![("value".into(), s.into())] }
 }
 
 pub fn category(path: &[&str]) -> Annotation {
-    let values = path
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (format!("value-{i}"), s.to_string()))
-        .collect();
-    Annotation {
-        type_id: A_CATEGORY,
-        values,
-    }
+    let values = path.iter().enumerate().map(|(i, s)| (format!("value-{i}"), s.to_string())).collect();
+    Annotation { type_id: A_CATEGORY, values }
 }
 
 pub fn timestamp_ticks() -> Annotation {
-    Annotation {
-        type_id: A_TIMESTAMP,
-        values: vec![("value".into(), "TICKS".into())],
-    }
+    Annotation { type_id: A_TIMESTAMP, values: vec![("value".into(), "TICKS".into())] }
 }
 
 pub fn marker(type_id: u64) -> Annotation {
-    Annotation {
-        type_id,
-        values: vec![],
-    }
+    Annotation { type_id, values: vec![] }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,22 +80,10 @@ pub struct TypeDef {
 
 impl TypeDef {
     fn plain(id: u64, name: &str) -> TypeDef {
-        TypeDef {
-            id,
-            name: name.into(),
-            super_type: None,
-            simple_type: false,
-            annotations: vec![],
-            fields: vec![],
-        }
+        TypeDef { id, name: name.into(), super_type: None, simple_type: false, annotations: vec![], fields: vec![] }
     }
 
-    fn annotation(
-        id: u64,
-        name: &str,
-        fields: Vec<FieldDef>,
-        annotations: Vec<Annotation>,
-    ) -> TypeDef {
+    fn annotation(id: u64, name: &str, fields: Vec<FieldDef>, annotations: Vec<Annotation>) -> TypeDef {
         TypeDef {
             id,
             name: name.into(),
@@ -137,10 +106,7 @@ impl TypeDef {
     }
 
     fn simple(id: u64, name: &str, label_text: &str, field: FieldDef) -> TypeDef {
-        TypeDef {
-            simple_type: true,
-            ..TypeDef::strukt(id, name, label_text, vec![field])
-        }
+        TypeDef { simple_type: true, ..TypeDef::strukt(id, name, label_text, vec![field]) }
     }
 
     pub fn to_element(&self) -> Element {
@@ -153,9 +119,7 @@ impl TypeDef {
         }
         e = e.attr("id", self.id);
         for f in &self.fields {
-            let mut fe = Element::new("field")
-                .attr("name", &f.name)
-                .attr("class", f.type_id);
+            let mut fe = Element::new("field").attr("name", &f.name).attr("class", f.type_id);
             if f.constant_pool {
                 fe = fe.attr("constantPool", "true");
             }
@@ -200,11 +164,7 @@ impl EventDef {
             name: self.name.into(),
             super_type: Some("jdk.jfr.Event"),
             simple_type: false,
-            annotations: vec![
-                label(self.label),
-                description(self.description),
-                category(self.category),
-            ],
+            annotations: vec![label(self.label), description(self.description), category(self.category)],
             fields: self.fields.clone(),
         }
     }
@@ -217,10 +177,8 @@ pub fn start_time_field() -> FieldDef {
 
 /// `duration`, which must be the second field of an event type that has one.
 pub fn duration_field() -> FieldDef {
-    FieldDef::new("duration", T_LONG, "Duration").with(Annotation {
-        type_id: A_TIMESPAN,
-        values: vec![("value".into(), "TICKS".into())],
-    })
+    FieldDef::new("duration", T_LONG, "Duration")
+        .with(Annotation { type_id: A_TIMESPAN, values: vec![("value".into(), "TICKS".into())] })
 }
 
 /// A `java.lang.String` field.
@@ -258,10 +216,7 @@ pub fn builtin_types() -> Vec<TypeDef> {
             T_THREAD_GROUP,
             "jdk.types.ThreadGroup",
             "Thread Group",
-            vec![
-                FieldDef::new("parent", T_THREAD_GROUP, "Parent").pooled(),
-                string_field("name", "Name"),
-            ],
+            vec![FieldDef::new("parent", T_THREAD_GROUP, "Parent").pooled(), string_field("name", "Name")],
         ),
         TypeDef::strukt(
             T_CLASS,
@@ -279,10 +234,7 @@ pub fn builtin_types() -> Vec<TypeDef> {
             T_CLASS_LOADER,
             "jdk.types.ClassLoader",
             "Java Class Loader",
-            vec![
-                FieldDef::new("type", T_CLASS, "Type").pooled(),
-                sym("name", "Name"),
-            ],
+            vec![FieldDef::new("type", T_CLASS, "Type").pooled(), sym("name", "Name")],
         ),
         TypeDef::strukt(
             T_PACKAGE,
@@ -305,12 +257,7 @@ pub fn builtin_types() -> Vec<TypeDef> {
                 FieldDef::new("classLoader", T_CLASS_LOADER, "Class Loader").pooled(),
             ],
         ),
-        TypeDef::simple(
-            T_SYMBOL,
-            "jdk.types.Symbol",
-            "Symbol",
-            string_field("string", "String"),
-        ),
+        TypeDef::simple(T_SYMBOL, "jdk.types.Symbol", "Symbol", string_field("string", "String")),
         TypeDef::strukt(
             T_METHOD,
             "jdk.types.Method",
@@ -346,86 +293,23 @@ pub fn builtin_types() -> Vec<TypeDef> {
                 ],
             )
         },
-        TypeDef::simple(
-            T_FRAME_TYPE,
-            "jdk.types.FrameType",
-            "Frame type",
-            string_field("description", "Description"),
-        ),
-        TypeDef::simple(
-            T_THREAD_STATE,
-            "jdk.types.ThreadState",
-            "Java Thread State",
-            string_field("name", "Name"),
-        ),
+        TypeDef::simple(T_FRAME_TYPE, "jdk.types.FrameType", "Frame type", string_field("description", "Description")),
+        TypeDef::simple(T_THREAD_STATE, "jdk.types.ThreadState", "Java Thread State", string_field("name", "Name")),
     ];
-    let s = || {
-        vec![FieldDef {
-            annotations: vec![],
-            ..string_field("value", "")
-        }]
-    };
+    let s = || vec![FieldDef { annotations: vec![], ..string_field("value", "") }];
     let ct = || marker(A_CONTENT_TYPE);
     t.extend([
         TypeDef::annotation(A_LABEL, "jdk.jfr.Label", s(), vec![]),
         TypeDef::annotation(A_DESCRIPTION, "jdk.jfr.Description", s(), vec![]),
-        TypeDef::annotation(
-            A_CATEGORY,
-            "jdk.jfr.Category",
-            vec![FieldDef {
-                array: true,
-                ..s().remove(0)
-            }],
-            vec![],
-        ),
-        TypeDef::annotation(
-            A_TIMESTAMP,
-            "jdk.jfr.Timestamp",
-            s(),
-            vec![ct(), label("Timestamp")],
-        ),
-        TypeDef::annotation(
-            A_TIMESPAN,
-            "jdk.jfr.Timespan",
-            s(),
-            vec![ct(), label("Timespan")],
-        ),
-        TypeDef::annotation(
-            A_UNSIGNED,
-            "jdk.jfr.Unsigned",
-            vec![],
-            vec![ct(), label("Unsigned Value")],
-        ),
-        TypeDef::annotation(
-            A_MEMORY_ADDRESS,
-            "jdk.jfr.MemoryAddress",
-            vec![],
-            vec![ct(), label("Memory Address")],
-        ),
-        TypeDef::annotation(
-            A_CONTENT_TYPE,
-            "jdk.jfr.ContentType",
-            vec![],
-            vec![label("Content Type")],
-        ),
-        TypeDef::annotation(
-            A_DATA_AMOUNT,
-            "jdk.jfr.DataAmount",
-            s(),
-            vec![ct(), label("Data Amount")],
-        ),
-        TypeDef::annotation(
-            A_PERCENTAGE,
-            "jdk.jfr.Percentage",
-            vec![],
-            vec![ct(), label("Percentage")],
-        ),
-        TypeDef::annotation(
-            A_EXPERIMENTAL,
-            "jdk.jfr.Experimental",
-            vec![],
-            vec![label("Experimental")],
-        ),
+        TypeDef::annotation(A_CATEGORY, "jdk.jfr.Category", vec![FieldDef { array: true, ..s().remove(0) }], vec![]),
+        TypeDef::annotation(A_TIMESTAMP, "jdk.jfr.Timestamp", s(), vec![ct(), label("Timestamp")]),
+        TypeDef::annotation(A_TIMESPAN, "jdk.jfr.Timespan", s(), vec![ct(), label("Timespan")]),
+        TypeDef::annotation(A_UNSIGNED, "jdk.jfr.Unsigned", vec![], vec![ct(), label("Unsigned Value")]),
+        TypeDef::annotation(A_MEMORY_ADDRESS, "jdk.jfr.MemoryAddress", vec![], vec![ct(), label("Memory Address")]),
+        TypeDef::annotation(A_CONTENT_TYPE, "jdk.jfr.ContentType", vec![], vec![label("Content Type")]),
+        TypeDef::annotation(A_DATA_AMOUNT, "jdk.jfr.DataAmount", s(), vec![ct(), label("Data Amount")]),
+        TypeDef::annotation(A_PERCENTAGE, "jdk.jfr.Percentage", vec![], vec![ct(), label("Percentage")]),
+        TypeDef::annotation(A_EXPERIMENTAL, "jdk.jfr.Experimental", vec![], vec![label("Experimental")]),
     ]);
     t
 }

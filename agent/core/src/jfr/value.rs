@@ -4,8 +4,6 @@
 //! until someone looks at it through [`Chunk::resolve`] or an [`ObjectView`], so pools can be
 //! read in any order and may refer to each other (or to themselves) without a resolution pass.
 
-
-
 use super::metadata::{Metadata, TypeDesc};
 
 pub use crate::hash::{IntHasher, IntMap};
@@ -117,11 +115,7 @@ impl Chunk {
         for _ in 0..MAX_REF_CHAIN {
             match v {
                 Value::Ref { type_id, key } => {
-                    v = self
-                        .pools
-                        .get(type_id)
-                        .and_then(|p| p.get(key))
-                        .unwrap_or(&NULL);
+                    v = self.pools.get(type_id).and_then(|p| p.get(key)).unwrap_or(&NULL);
                 }
                 _ => return v,
             }
@@ -135,30 +129,21 @@ impl Chunk {
 
     /// A view of an event's fields by name.
     pub fn event_view<'a>(&'a self, e: &'a Event) -> Option<ObjectView<'a>> {
-        Some(ObjectView {
-            chunk: self,
-            ty: self.event_type(e)?,
-            fields: &e.fields,
-        })
+        Some(ObjectView { chunk: self, ty: self.event_type(e)?, fields: &e.fields })
     }
 
     /// Events whose type has the given name.
     pub fn events_named<'a>(&'a self, name: &str) -> impl Iterator<Item = ObjectView<'a>> + 'a {
         let id = self.metadata.by_name(name).map(|t| t.id);
-        self.events
-            .iter()
-            .filter(move |e| Some(e.type_id) == id)
-            .filter_map(move |e| self.event_view(e))
+        self.events.iter().filter(move |e| Some(e.type_id) == id).filter_map(move |e| self.event_view(e))
     }
 
     /// A view of a value that is (or refers to) a struct.
     pub fn object<'a>(&'a self, v: &'a Value) -> Option<ObjectView<'a>> {
         match self.resolve(v) {
-            Value::Struct { type_id, fields } => Some(ObjectView {
-                chunk: self,
-                ty: self.metadata.get(*type_id)?,
-                fields,
-            }),
+            Value::Struct { type_id, fields } => {
+                Some(ObjectView { chunk: self, ty: self.metadata.get(*type_id)?, fields })
+            }
             _ => None,
         }
     }

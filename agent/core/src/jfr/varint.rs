@@ -129,10 +129,7 @@ impl<'a> Reader<'a> {
         if pos > self.data.len() {
             return Err(self.error_at(
                 self.base + pos as u64,
-                format!(
-                    "position is past the end of the data ({} bytes)",
-                    self.data.len()
-                ),
+                format!("position is past the end of the data ({} bytes)", self.data.len()),
             ));
         }
         self.pos = pos;
@@ -140,17 +137,11 @@ impl<'a> Reader<'a> {
     }
 
     pub fn error(&self, message: impl Into<String>) -> DecodeError {
-        DecodeError {
-            offset: self.offset(),
-            message: message.into(),
-        }
+        DecodeError { offset: self.offset(), message: message.into() }
     }
 
     fn error_at(&self, offset: u64, message: impl Into<String>) -> DecodeError {
-        DecodeError {
-            offset,
-            message: message.into(),
-        }
+        DecodeError { offset, message: message.into() }
     }
 
     fn eof(&self, what: &str) -> DecodeError {
@@ -215,13 +206,7 @@ impl<'a> Reader<'a> {
         }
         let n = n as usize;
         if n.saturating_mul(min_item_size.max(1)) > self.remaining() {
-            return Err(self.error_at(
-                at,
-                format!(
-                    "{what} count {n} exceeds the {} bytes left",
-                    self.remaining()
-                ),
-            ));
+            return Err(self.error_at(at, format!("{what} count {n} exceeds the {} bytes left", self.remaining())));
         }
         Ok(n)
     }
@@ -273,10 +258,7 @@ impl<'a> Reader<'a> {
         match self.string()? {
             RawString::Null => Ok(String::new()),
             RawString::Text(s) => Ok(s),
-            RawString::PoolRef(_) => Err(self.error_at(
-                at,
-                "constant-pool string where an inline string is required",
-            )),
+            RawString::PoolRef(_) => Err(self.error_at(at, "constant-pool string where an inline string is required")),
         }
     }
 }
@@ -287,16 +269,7 @@ mod tests {
 
     #[test]
     fn varints_round_trip_at_every_length() {
-        let mut values = vec![
-            0u64,
-            1,
-            0x7f,
-            0x80,
-            0x3fff,
-            0x4000,
-            u32::MAX as u64,
-            u64::MAX,
-        ];
+        let mut values = vec![0u64, 1, 0x7f, 0x80, 0x3fff, 0x4000, u32::MAX as u64, u64::MAX];
         for shift in 0..64 {
             values.push(1u64 << shift);
             values.push((1u64 << shift) - 1);

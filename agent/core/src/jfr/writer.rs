@@ -101,17 +101,12 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
         let thread = pools.thread(s.thread);
         let stack = pools.stack(s);
         let mut e = EventBuf::new(EVENT_EXECUTION_SAMPLE);
-        e.long(s.time)
-            .long(thread)
-            .long(stack)
-            .long(pools.runnable_state());
+        e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
         e.finish(&mut out);
 
         let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
         e.long(s.time).long(thread).long(stack);
-        e.string_ref(pools.event_name())
-            .long(s.weight)
-            .string_ref(pools.component(s.component));
+        e.string_ref(pools.event_name()).long(s.weight).string_ref(pools.component(s.component));
         e.long(s.data_addr.unwrap_or(0)).long(s.ip);
         for i in 0..ncounters {
             e.long(s.counters.get(i).copied().unwrap_or(0));
@@ -128,9 +123,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     put_varint(&mut body, 0); // delta to the next (older) pool event: none
     body.push(0); // checkpoint flags
     pools.encode(&mut body);
-    EventBuf::new(CONSTANT_POOL_TYPE_ID)
-        .bytes(&body)
-        .finish(&mut out);
+    EventBuf::new(CONSTANT_POOL_TYPE_ID).bytes(&body).finish(&mut out);
 
     // Metadata.
     let meta_offset = out.len();
@@ -146,12 +139,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     h.extend_from_slice(&(cp_offset as u64).to_be_bytes());
     h.extend_from_slice(&(meta_offset as u64).to_be_bytes());
     h.extend_from_slice(&chunk.start_wall_ns.to_be_bytes());
-    h.extend_from_slice(
-        &chunk
-            .end_ticks
-            .saturating_sub(chunk.start_ticks)
-            .to_be_bytes(),
-    );
+    h.extend_from_slice(&chunk.end_ticks.saturating_sub(chunk.start_ticks).to_be_bytes());
     h.extend_from_slice(&chunk.start_ticks.to_be_bytes());
     h.extend_from_slice(&TICKS_PER_SECOND.to_be_bytes());
     // File state 0 (finished) in byte 64, flags in byte 67.
@@ -190,9 +178,7 @@ fn write_metadata(out: &mut Vec<u8>, tree: &Element, ticks: u64) {
 }
 
 fn fnv64(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
-        (h ^ x as u64).wrapping_mul(0x0100_0000_01b3)
-    })
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Appends chunks to a `.jfr` file, one `write_all` per chunk, so the file is readable after
@@ -207,38 +193,19 @@ pub struct JfrFileWriter {
 impl JfrFileWriter {
     /// Creates (or truncates) `path`.
     pub fn create(path: &Path) -> io::Result<JfrFileWriter> {
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(path)?;
-        Ok(JfrFileWriter {
-            file,
-            path: path.to_path_buf(),
-            chunks: 0,
-            bytes: 0,
-        })
+        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
+        Ok(JfrFileWriter { file, path: path.to_path_buf(), chunks: 0, bytes: 0 })
     }
 
     /// Opens `path` for appending (creating it if missing).
     pub fn append(path: &Path) -> io::Result<JfrFileWriter> {
         let file = OpenOptions::new().create(true).append(true).open(path)?;
         let bytes = file.metadata()?.len();
-        Ok(JfrFileWriter {
-            file,
-            path: path.to_path_buf(),
-            chunks: 0,
-            bytes,
-        })
+        Ok(JfrFileWriter { file, path: path.to_path_buf(), chunks: 0, bytes })
     }
 
     /// Encodes and appends one chunk.
-    pub fn write_chunk(
-        &mut self,
-        rec: &Recording,
-        samples: &[Sample],
-        chunk: ChunkTimes,
-    ) -> io::Result<()> {
+    pub fn write_chunk(&mut self, rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> io::Result<()> {
         let data = encode_chunk(rec, samples, chunk);
         self.write_encoded(&data)
     }

@@ -55,11 +55,7 @@ pub fn collapsed_lines(cct: &Cct, by: CountBy) -> Vec<(String, u64)> {
         let stack = if id as u32 == ROOT {
             NO_FRAMES.to_string()
         } else {
-            let path: Vec<String> = cct
-                .path(id as u32)
-                .iter()
-                .map(|f| sanitize_frame(f))
-                .collect();
+            let path: Vec<String> = cct.path(id as u32).iter().map(|f| sanitize_frame(f)).collect();
             path.join(";")
         };
         *lines.entry(stack).or_insert(0) += count;
@@ -124,16 +120,10 @@ mod tests {
     #[test]
     fn weight_option_and_round_trip() {
         let c = sample_tree(false);
-        assert_eq!(
-            to_collapsed(&c, CountBy::Weight),
-            "[GC] 40\nmain;a 20\nmain;a;y 10\nmain;b;x 30\n"
-        );
+        assert_eq!(to_collapsed(&c, CountBy::Weight), "[GC] 40\nmain;a 20\nmain;a;y 10\nmain;b;x 30\n");
         let back = parse_collapsed(&to_collapsed(&c, CountBy::Samples)).unwrap();
         assert_eq!(back.total_samples(), c.total_samples());
-        assert_eq!(
-            to_collapsed(&back, CountBy::Samples),
-            to_collapsed(&c, CountBy::Samples)
-        );
+        assert_eq!(to_collapsed(&back, CountBy::Samples), to_collapsed(&c, CountBy::Samples));
     }
 
     #[test]

@@ -122,11 +122,7 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
             out.push(',');
         }
         // names[0] is the root's ("all"): a pseudo-frame whatever it is called.
-        let fam = if i == 0 {
-            FrameFamily::Pseudo
-        } else {
-            frame_family(name)
-        };
+        let fam = if i == 0 { FrameFamily::Pseudo } else { frame_family(name) };
         let _ = write!(out, "{}", fam.index());
     }
     let _ = write!(
@@ -134,26 +130,14 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
         "],\"pruned\":{{\"frames\":{},\"value\":{},\"minTotal\":{}}}}}",
         flat.pruned_frames, flat.pruned_value, flat.min_total
     );
-    Built {
-        json: out,
-        root_total,
-        min_total,
-        pruned_frames: flat.pruned_frames,
-        pruned_value: flat.pruned_value,
-    }
+    Built { json: out, root_total, min_total, pruned_frames: flat.pruned_frames, pruned_value: flat.pruned_value }
 }
 
 /// Renders the page. Every name reaches the page either HTML-escaped (title, notes) or inside
 /// the JSON data block with `<`, `>` and `&` written as `\u` escapes, and the script only ever
 /// puts names into the document with `textContent`/canvas text.
 pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
-    let Built {
-        json,
-        root_total,
-        min_total,
-        pruned_frames,
-        pruned_value,
-    } = build(cct, opts);
+    let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts);
     let unit = opts.by.name();
     let mut note = format!("{} {unit} in total.", group(root_total));
     if pruned_frames > 0 {
@@ -191,10 +175,7 @@ pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
         "<footer id=\"status\">Hover over a frame for details; click to zoom.</footer>\n",
         "<noscript><p>This flame graph needs JavaScript.</p></noscript>\n",
     ));
-    let _ = writeln!(
-        s,
-        "<script type=\"application/json\" id=\"fg-data\">{json}</script>"
-    );
+    let _ = writeln!(s, "<script type=\"application/json\" id=\"fg-data\">{json}</script>");
     let _ = writeln!(s, "<script>\n{JS}</script>\n</body>\n</html>");
     s
 }

@@ -14,12 +14,7 @@ pub enum J {
 impl J {
     pub fn get(&self, key: &str) -> &J {
         match self {
-            J::Obj(kv) => {
-                &kv.iter()
-                    .find(|(k, _)| k == key)
-                    .unwrap_or_else(|| panic!("no key {key}"))
-                    .1
-            }
+            J::Obj(kv) => &kv.iter().find(|(k, _)| k == key).unwrap_or_else(|| panic!("no key {key}")).1,
             _ => panic!("not an object"),
         }
     }
@@ -133,11 +128,7 @@ fn value(b: &[char], p: &mut usize) -> Result<J, String> {
             Ok(J::Str(s))
         }
         't' | 'f' | 'n' => {
-            for (word, v) in [
-                ("true", J::Bool(true)),
-                ("false", J::Bool(false)),
-                ("null", J::Null),
-            ] {
+            for (word, v) in [("true", J::Bool(true)), ("false", J::Bool(false)), ("null", J::Null)] {
                 if b[*p..].iter().take(word.len()).copied().eq(word.chars()) {
                     *p += word.len();
                     return Ok(v);
@@ -151,17 +142,13 @@ fn value(b: &[char], p: &mut usize) -> Result<J, String> {
                 *p += 1;
             }
             let t: String = b[start..*p].iter().collect();
-            t.parse()
-                .map(J::Num)
-                .map_err(|_| format!("bad number `{t}` at {start}"))
+            t.parse().map(J::Num).map_err(|_| format!("bad number `{t}` at {start}"))
         }
     }
 }
 
 fn embedded_json(html: &str) -> &str {
-    let start = html
-        .find(r#"<script type="application/json" id="fg-data">"#)
-        .unwrap();
+    let start = html.find(r#"<script type="application/json" id="fg-data">"#).unwrap();
     let body = &html[start..];
     let open = body.find('>').unwrap() + 1;
     let close = body.find("</script>").unwrap();
@@ -180,23 +167,14 @@ fn tree() -> Cct {
 
 #[test]
 fn embedded_json_parses_and_keeps_names() {
-    let html = flame_html(
-        &tree(),
-        &HtmlOptions {
-            title: "T <b>&".into(),
-            ..Default::default()
-        },
-    );
+    let html = flame_html(&tree(), &HtmlOptions { title: "T <b>&".into(), ..Default::default() });
     let j = parse_json(embedded_json(&html)).unwrap();
     assert_eq!(j.get("title").str(), "T <b>&");
     assert_eq!(j.get("unit").str(), "samples");
     assert_eq!(j.get("total").num(), 45.0);
     let counters: Vec<&str> = j.get("counters").arr().iter().map(J::str).collect();
     assert_eq!(counters, ["cycles", "instructions"]);
-    assert_eq!(
-        j.get("cpi").arr().iter().map(J::num).collect::<Vec<_>>(),
-        [0.0, 1.0]
-    );
+    assert_eq!(j.get("cpi").arr().iter().map(J::num).collect::<Vec<_>>(), [0.0, 1.0]);
     let names: Vec<&str> = j.get("names").arr().iter().map(J::str).collect();
     assert!(names.contains(&EVIL), "{names:?}");
     let stride = j.get("stride").num() as usize;
@@ -210,39 +188,24 @@ fn embedded_json_parses_and_keeps_names() {
     let fam = j.get("fam").arr();
     let gc = names.iter().position(|n| *n == "[GC]").unwrap();
     assert_eq!(fam[gc].num() as usize, FrameFamily::Pseudo.index());
-    let cpp = names
-        .iter()
-        .position(|n| *n == "os::javaTimeNanos")
-        .unwrap();
+    let cpp = names.iter().position(|n| *n == "os::javaTimeNanos").unwrap();
     assert_eq!(fam[cpp].num() as usize, FrameFamily::Cpp.index());
 }
 
 #[test]
 fn names_cannot_break_out_of_the_page() {
-    let html = flame_html(
-        &tree(),
-        &HtmlOptions {
-            title: EVIL.into(),
-            ..Default::default()
-        },
-    );
+    let html = flame_html(&tree(), &HtmlOptions { title: EVIL.into(), ..Default::default() });
     // Exactly our two script elements (data + code) and their closing tags.
     assert_eq!(html.matches("<script").count(), 2, "{html}");
     assert_eq!(html.matches("</script>").count(), 2);
     assert!(!html.contains("alert(\"x\")</"));
     assert!(html.contains("<title>Evil.&lt;init&gt;&lt;/script&gt;"));
-    assert!(
-        !html.contains("http://") && !html.contains("https://"),
-        "no external resources"
-    );
+    assert!(!html.contains("http://") && !html.contains("https://"), "no external resources");
 }
 
 #[test]
 fn weight_mode_and_determinism() {
-    let o = HtmlOptions {
-        by: CountBy::Weight,
-        ..Default::default()
-    };
+    let o = HtmlOptions { by: CountBy::Weight, ..Default::default() };
     let a = flame_html(&tree(), &o);
     assert_eq!(a, flame_html(&tree(), &o));
     let j = parse_json(embedded_json(&a)).unwrap();
@@ -271,10 +234,7 @@ fn large_trees_are_pruned_and_say_so() {
     }
     c.add_stack(&["Main.main", "Hot.path"], 1_000_000, 1, &[]);
     assert!(c.nodes.len() > 200_000);
-    let opts = HtmlOptions {
-        max_nodes: 50_000,
-        ..Default::default()
-    };
+    let opts = HtmlOptions { max_nodes: 50_000, ..Default::default() };
     let t = std::time::Instant::now();
     let html = flame_html(&c, &opts);
     assert!(t.elapsed().as_secs() < 20);
@@ -284,16 +244,8 @@ fn large_trees_are_pruned_and_say_so() {
     assert!(n <= 50_000 && n > 3, "{n} nodes kept");
     let pruned = j.get("pruned");
     assert_eq!(pruned.get("frames").num(), 200_000.0);
-    assert!(
-        html.contains("frames with fewer than"),
-        "page must mention pruning"
-    );
-    let self_sum: f64 = j
-        .get("nodes")
-        .arr()
-        .chunks(stride)
-        .map(|n| n[3].num())
-        .sum();
+    assert!(html.contains("frames with fewer than"), "page must mention pruning");
+    let self_sum: f64 = j.get("nodes").arr().chunks(stride).map(|n| n[3].num()).sum();
     assert_eq!(self_sum, 1_200_000.0);
 }
 

@@ -46,21 +46,14 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
     let root_total = total_of(cct, crate::cct::ROOT, by);
     let width = opts.width.max(200) as f64;
     let inner = width - 2.0 * PAD_X;
-    let min_total = if root_total == 0 {
-        1
-    } else {
-        threshold(cct, by, opts.min_width_px / inner, usize::MAX)
-    };
+    let min_total = if root_total == 0 { 1 } else { threshold(cct, by, opts.min_width_px / inner, usize::MAX) };
     let flat = flatten(cct, by, min_total);
     let fh = opts.frame_height.max(8) as f64;
     let height = HEADER + (flat.max_depth as f64 + 1.0) * fh + FOOTER;
     let unit = by.name();
 
     let mut s = String::with_capacity(256 + flat.nodes.len() * 200);
-    let _ = writeln!(
-        s,
-        r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#
-    );
+    let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#);
     let _ = writeln!(
         s,
         r#"<svg version="1.1" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}">"#,
@@ -72,10 +65,8 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         "<style>text {{ font-family: Verdana, sans-serif; font-size: 12px; fill: #000; }} \
          .t {{ font-size: 17px; }} .s {{ fill: #555; }} rect {{ stroke: #fff; stroke-width: 0.5; }}</style>"
     );
-    let _ = writeln!(
-        s,
-        r##"<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f8" style="stroke:none"/>"##
-    );
+    let _ =
+        writeln!(s, r##"<rect x="0" y="0" width="{width}" height="{height}" fill="#f8f8f8" style="stroke:none"/>"##);
     let _ = writeln!(
         s,
         r#"<text class="t" x="{}" y="22" text-anchor="middle">{}</text>"#,
@@ -106,40 +97,23 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         let px = PAD_X + x as f64 / root_total as f64 * inner;
         let pw = n.total as f64 / root_total as f64 * inner;
         let y = HEADER + (flat.max_depth - n.depth) as f64 * fh;
-        let fam = if n.depth == 0 {
-            FrameFamily::Pseudo
-        } else {
-            frame_family(n.name)
-        };
+        let fam = if n.depth == 0 { FrameFamily::Pseudo } else { frame_family(n.name) };
         let (r, g, b) = color(fam, n.name);
 
-        let mut tip = format!(
-            "{} ({} {unit}, {}",
-            n.name,
-            group(n.total),
-            pct(n.total, root_total)
-        );
+        let mut tip = format!("{} ({} {unit}, {}", n.name, group(n.total), pct(n.total, root_total));
         if n.self_value > 0 {
             let _ = write!(tip, "; self {}", group(n.self_value));
         }
         tip.push(')');
         for (k, cname) in cct.counters.iter().enumerate() {
             let v = n.counters.get(k).copied().unwrap_or(0);
-            let _ = write!(
-                tip,
-                "\n{cname}: {} ({})",
-                group(v),
-                pct(v, root_counters[k])
-            );
+            let _ = write!(tip, "\n{cname}: {} ({})", group(v), pct(v, root_counters[k]));
             if cpi.is_none() && by == CountBy::Samples {
                 let _ = write!(tip, ", {}/sample", ratio(v, n.total));
             }
         }
         if let Some((c, i)) = cpi {
-            let (cv, iv) = (
-                n.counters.get(c).copied().unwrap_or(0),
-                n.counters.get(i).copied().unwrap_or(0),
-            );
+            let (cv, iv) = (n.counters.get(c).copied().unwrap_or(0), n.counters.get(i).copied().unwrap_or(0));
             let _ = write!(tip, "\nCPI: {}", ratio(cv, iv));
         }
 
@@ -155,13 +129,7 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         let chars = ((pw - 6.0) / CHAR_W).floor();
         if chars >= 3.0 {
             let label = clip(n.name, chars as usize);
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-                px + 3.0,
-                y + fh - 4.5,
-                escape_xml(&label)
-            );
+            let _ = write!(s, r#"<text x="{:.1}" y="{:.1}">{}</text>"#, px + 3.0, y + fh - 4.5, escape_xml(&label));
         }
         s.push_str("</g>\n");
     }
@@ -180,24 +148,12 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         .iter()
         .map(|f| {
             let (r, g, b) = color(*f, "");
-            format!(
-                r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#,
-                f.name()
-            )
+            format!(r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#, f.name())
         })
         .collect();
-    let _ = writeln!(
-        s,
-        r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#,
-        height - FOOTER + 16.0,
-        escape_xml(&note)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#,
-        height - 6.0,
-        legend.join("  ")
-    );
+    let _ =
+        writeln!(s, r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#, height - FOOTER + 16.0, escape_xml(&note));
+    let _ = writeln!(s, r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#, height - 6.0, legend.join("  "));
     s.push_str("</svg>\n");
     s
 }
@@ -260,7 +216,7 @@ pub(crate) mod tests {
                 count += 1;
             }
             // Attribute values must not hold raw quotes of their own kind: count them.
-            if tag.matches('"').count() % 2 != 0 {
+            if !tag.matches('"').count().is_multiple_of(2) {
                 return Err(format!("odd quotes in tag: {tag}"));
             }
             rest = &at[end + 1..];
@@ -273,12 +229,7 @@ pub(crate) mod tests {
 
     fn tree() -> Cct {
         let mut c = Cct::new(vec!["cycles".into(), "instructions".into()]);
-        c.add_stack(
-            &["Main.main", "a.B<T>.run\"x'", "memcpy"],
-            30,
-            30,
-            &[300, 100],
-        );
+        c.add_stack(&["Main.main", "a.B<T>.run\"x'", "memcpy"], 30, 30, &[300, 100]);
         c.add_stack(&["Main.main", "os::javaTimeNanos & co"], 10, 10, &[50, 50]);
         c.add_stack(&["[GC]"], 5, 5, &[20, 0]);
         c
@@ -286,13 +237,7 @@ pub(crate) mod tests {
 
     #[test]
     fn svg_is_well_formed_and_escaped() {
-        let svg = flame_svg(
-            &tree(),
-            &SvgOptions {
-                title: "t <&> \"q\"".into(),
-                ..Default::default()
-            },
-        );
+        let svg = flame_svg(&tree(), &SvgOptions { title: "t <&> \"q\"".into(), ..Default::default() });
         let n = check_xml(&svg).unwrap_or_else(|e| panic!("{e}\n{svg}"));
         assert!(n > 10);
         assert!(svg.contains("a.B&lt;T&gt;.run&quot;x&#39;"));

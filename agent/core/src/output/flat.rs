@@ -50,9 +50,7 @@ pub fn threshold(cct: &Cct, by: CountBy, min_share: f64, max_nodes: usize) -> u6
     let root = total_of(cct, ROOT, by);
     let mut t = ((root as f64) * min_share.max(0.0)).ceil() as u64;
     if cct.nodes.len() > max_nodes.max(1) {
-        let mut totals: Vec<u64> = (0..cct.nodes.len() as NodeId)
-            .map(|i| total_of(cct, i, by))
-            .collect();
+        let mut totals: Vec<u64> = (0..cct.nodes.len() as NodeId).map(|i| total_of(cct, i, by)).collect();
         let k = max_nodes.max(1);
         let (_, kth, _) = totals.select_nth_unstable_by(k, |a, b| b.cmp(a));
         // Everything strictly above the (k+1)-th largest total: at most k frames.
@@ -63,13 +61,7 @@ pub fn threshold(cct: &Cct, by: CountBy, min_share: f64, max_nodes: usize) -> u6
 
 /// Lays out the tree, keeping the root and every frame whose total is at least `min_total`.
 pub fn flatten(cct: &Cct, by: CountBy, min_total: u64) -> Flat<'_> {
-    let mut flat = Flat {
-        nodes: Vec::new(),
-        pruned_frames: 0,
-        pruned_value: 0,
-        min_total,
-        max_depth: 0,
-    };
+    let mut flat = Flat { nodes: Vec::new(), pruned_frames: 0, pruned_value: 0, min_total, max_depth: 0 };
     let mut stack: Vec<(NodeId, u32)> = vec![(ROOT, 0)];
     while let Some((id, depth)) = stack.pop() {
         let node = cct.node(id);

@@ -90,7 +90,8 @@ fn sums_json(out: &mut String, s: &Sums, counters: &[String]) {
 /// The JSON document for a recording's metadata and its aggregated stacks.
 pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     let mut methods: HashMap<MethodIdx, MethodAgg> = HashMap::new();
-    let mut nodes = vec![Node { parent: None, method: None, self_: Sums::default(), total: Sums::default(), children: Vec::new() }];
+    let mut nodes =
+        vec![Node { parent: None, method: None, self_: Sums::default(), total: Sums::default(), children: Vec::new() }];
     let mut child_of: HashMap<(usize, MethodIdx), usize> = HashMap::new();
     for e in &stacks.entries {
         let (n, w, c) = (e.samples, e.weight, &e.counters[..]);
@@ -114,7 +115,13 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         nodes[0].total.add(n, w, c);
         for &(m, _) in e.key.frames.iter().rev() {
             cur = *child_of.entry((cur, m)).or_insert_with(|| {
-                nodes.push(Node { parent: Some(cur), method: Some(m), self_: Sums::default(), total: Sums::default(), children: Vec::new() });
+                nodes.push(Node {
+                    parent: Some(cur),
+                    method: Some(m),
+                    self_: Sums::default(),
+                    total: Sums::default(),
+                    children: Vec::new(),
+                });
                 let id = nodes.len() - 1;
                 nodes[cur].children.push(id);
                 id
@@ -135,7 +142,8 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _))| (*m, i)).collect();
 
     let mut out = String::new();
-    let _ = write!(out, "{{\"schema\":\"{SCHEMA}\",\"generator\":\"hpm {}\",\n\"recording\":{{", env!("CARGO_PKG_VERSION"));
+    let _ =
+        write!(out, "{{\"schema\":\"{SCHEMA}\",\"generator\":\"hpm {}\",\n\"recording\":{{", env!("CARGO_PKG_VERSION"));
     let _ = write!(
         out,
         "\"pid\":{},\"jvm\":{},\"startTimeNanos\":{},\"durationNanos\":{},",
@@ -163,7 +171,12 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     let _ = write!(out, "],\"samples\":{},\"drops\":[", stacks.total_samples());
     for (i, (reason, n)) in rec.drops.iter().enumerate() {
         let kept = reason.starts_with(crate::model::KEPT_PREFIX);
-        let _ = write!(out, "{}{{\"reason\":{},\"count\":{n},\"kept\":{kept}}}", if i > 0 { "," } else { "" }, str_lit(reason));
+        let _ = write!(
+            out,
+            "{}{{\"reason\":{},\"count\":{n},\"kept\":{kept}}}",
+            if i > 0 { "," } else { "" },
+            str_lit(reason)
+        );
     }
     out.push_str("]},\n\"ratios\":[");
     if cpi_counters(&rec.counters).is_some() {
@@ -190,10 +203,15 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
             opt_str(info.source_file.as_deref()),
             opt_str(source_path(&info.class_name, info.source_file.as_deref()).as_deref()),
         );
-        let mut lines: Vec<(i32, (u64, u64))> = agg.lines.iter().filter(|(l, _)| **l >= 0).map(|(l, v)| (*l, *v)).collect();
+        let mut lines: Vec<(i32, (u64, u64))> =
+            agg.lines.iter().filter(|(l, _)| **l >= 0).map(|(l, v)| (*l, *v)).collect();
         lines.sort_unstable();
         for (j, (line, (s, t))) in lines.iter().enumerate() {
-            let _ = write!(out, "{}{{\"line\":{line},\"selfSamples\":{s},\"totalSamples\":{t}}}", if j > 0 { "," } else { "" });
+            let _ = write!(
+                out,
+                "{}{{\"line\":{line},\"selfSamples\":{s},\"totalSamples\":{t}}}",
+                if j > 0 { "," } else { "" }
+            );
         }
         out.push_str("],\"self\":");
         sums_json(&mut out, &agg.self_, &rec.counters);
@@ -220,7 +238,13 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         sums_json(&mut out, &node.total, &rec.counters);
         out.push('}');
         let mut kids = node.children.clone();
-        kids.sort_by(|&a, &b| nodes[a].total.samples.cmp(&nodes[b].total.samples).then(id_of[&nodes[b].method.unwrap_or(0)].cmp(&id_of[&nodes[a].method.unwrap_or(0)])));
+        kids.sort_by(|&a, &b| {
+            nodes[a]
+                .total
+                .samples
+                .cmp(&nodes[b].total.samples)
+                .then(id_of[&nodes[b].method.unwrap_or(0)].cmp(&id_of[&nodes[a].method.unwrap_or(0)]))
+        });
         stack.extend(kids); // lightest pushed first, so the heaviest is popped next
     }
     out.push_str("\n]}\n");

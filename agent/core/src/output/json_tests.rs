@@ -2,9 +2,17 @@ use super::*;
 use crate::model::{EventInfo, Frame, FrameKind, MethodInfo, Sample, VmComponent};
 
 fn rec_with(counters: &[&str]) -> Recording {
-    let mut rec = Recording { event: EventInfo::default(), counters: counters.iter().map(|c| c.to_string()).collect(), ..Default::default() };
-    let main = rec.methods.intern(MethodInfo { source_file: Some("Main.java".into()), ..MethodInfo::java("p.Main", "main", "()V") });
-    let f = rec.methods.intern(MethodInfo { source_file: Some("Main.java".into()), ..MethodInfo::java("p.Main", "f", "(I)I") });
+    let mut rec = Recording {
+        event: EventInfo::default(),
+        counters: counters.iter().map(|c| c.to_string()).collect(),
+        ..Default::default()
+    };
+    let main = rec
+        .methods
+        .intern(MethodInfo { source_file: Some("Main.java".into()), ..MethodInfo::java("p.Main", "main", "()V") });
+    let f = rec
+        .methods
+        .intern(MethodInfo { source_file: Some("Main.java".into()), ..MethodInfo::java("p.Main", "f", "(I)I") });
     let frame = |method, line| Frame { method, bci: 0, line, kind: FrameKind::Interpreted };
     let mut push = |stack: Vec<Frame>, c: &[u64]| {
         rec.samples.push(Sample {

@@ -38,13 +38,8 @@ pub enum FrameFamily {
 }
 
 impl FrameFamily {
-    pub const ALL: [FrameFamily; 5] = [
-        FrameFamily::Java,
-        FrameFamily::Cpp,
-        FrameFamily::Native,
-        FrameFamily::Kernel,
-        FrameFamily::Pseudo,
-    ];
+    pub const ALL: [FrameFamily; 5] =
+        [FrameFamily::Java, FrameFamily::Cpp, FrameFamily::Native, FrameFamily::Kernel, FrameFamily::Pseudo];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -58,10 +53,7 @@ impl FrameFamily {
 
     /// Index used in the HTML data and the JS colour table.
     pub fn index(self) -> usize {
-        FrameFamily::ALL
-            .iter()
-            .position(|&f| f == self)
-            .unwrap_or(0)
+        FrameFamily::ALL.iter().position(|&f| f == self).unwrap_or(0)
     }
 }
 
@@ -85,13 +77,9 @@ pub fn frame_family(name: &str) -> FrameFamily {
     if name.contains("::") {
         return FrameFamily::Cpp;
     }
-    let java_chars =
-        |c: char| c.is_alphanumeric() || matches!(c, '_' | '$' | '<' | '>' | '/' | '.');
+    let java_chars = |c: char| c.is_alphanumeric() || matches!(c, '_' | '$' | '<' | '>' | '/' | '.');
     if let Some((class, method)) = name.rsplit_once('.') {
-        let method_ok = method
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_alphabetic() || matches!(c, '_' | '$' | '<'));
+        let method_ok = method.chars().next().is_some_and(|c| c.is_alphabetic() || matches!(c, '_' | '$' | '<'));
         if !class.is_empty() && method_ok && name.chars().all(java_chars) {
             return FrameFamily::Java;
         }
@@ -102,9 +90,7 @@ pub fn frame_family(name: &str) -> FrameFamily {
 /// Indices of the `cycles` and `instructions` counters, when both were recorded: the pair
 /// that gives cycles per instruction (CPI).
 pub fn cpi_counters(counters: &[String]) -> Option<(usize, usize)> {
-    let cyc = counters
-        .iter()
-        .position(|c| c == "cycles" || c == "cpu-cycles")?;
+    let cyc = counters.iter().position(|c| c == "cycles" || c == "cpu-cycles")?;
     let ins = counters.iter().position(|c| c == "instructions")?;
     Some((cyc, ins))
 }
@@ -117,10 +103,7 @@ mod tests {
     fn families_from_names() {
         assert_eq!(frame_family("java.util.HashMap.get"), FrameFamily::Java);
         assert_eq!(frame_family("Main.main"), FrameFamily::Java);
-        assert_eq!(
-            frame_family("Foo$$Lambda/0x0000000800c0b000.run"),
-            FrameFamily::Java
-        );
+        assert_eq!(frame_family("Foo$$Lambda/0x0000000800c0b000.run"), FrameFamily::Java);
         assert_eq!(frame_family("java.lang.Object.<init>"), FrameFamily::Java);
         assert_eq!(frame_family("os::javaTimeNanos"), FrameFamily::Cpp);
         assert_eq!(frame_family("JavaThread::run()"), FrameFamily::Cpp);

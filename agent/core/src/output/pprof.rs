@@ -156,7 +156,9 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
         }
         let mut s = Pb::default();
         s.packed(1, ids.into_iter());
-        let values = [e.samples, e.weight].into_iter().chain((0..rec.counters.len()).map(|i| e.counters.get(i).copied().unwrap_or(0)));
+        let values = [e.samples, e.weight]
+            .into_iter()
+            .chain((0..rec.counters.len()).map(|i| e.counters.get(i).copied().unwrap_or(0)));
         s.packed(2, values);
         if let Some(t) = rec.threads.get(e.key.thread as usize) {
             s.message(3, label(&mut st, "thread", Some(&t.name), None));
@@ -181,7 +183,13 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
     }
     // Informational fields, and the comments; their strings must be in the table before it
     // is written.
-    let mut comments = vec![format!("hpm: event {} every {} {}, sampler {}", rec.event.name, rec.event.period, rec.event.unit.name(), rec.event.sampler)];
+    let mut comments = vec![format!(
+        "hpm: event {} every {} {}, sampler {}",
+        rec.event.name,
+        rec.event.period,
+        rec.event.unit.name(),
+        rec.event.sampler
+    )];
     if let Some(f) = &rec.event.fallback {
         comments.push(format!("hpm: requested {}: {f}", rec.event.requested));
     }

@@ -133,7 +133,8 @@ fn profile_decodes_with_types_values_and_lines() {
             (s(int(&f, 1)).to_string(), s(int(&f, 2)).to_string())
         })
         .collect();
-    let want = [("samples", "count"), ("cpu-clock", "nanoseconds"), ("task-clock", "nanoseconds"), ("page-faults", "count")];
+    let want =
+        [("samples", "count"), ("cpu-clock", "nanoseconds"), ("task-clock", "nanoseconds"), ("page-faults", "count")];
     assert_eq!(types, want.map(|(a, b)| (a.to_string(), b.to_string())));
     assert_eq!(s(int(&p, 14)), "cpu-clock", "default sample type");
     assert_eq!(int(&p, 12), 10_000_000, "period");
@@ -185,7 +186,10 @@ fn profile_decodes_with_types_values_and_lines() {
     assert_eq!(seen[0].0, "[GC]@:0");
     assert_eq!(seen[0].1, vec![1, 10_000_000, 7_000_000, 2]);
     assert_eq!(seen[0].2, "thread=main,tid=42,component=GC");
-    assert_eq!(seen[1].0, "com.example.Main.hot@com/example/Main.java:12 < com.example.Main.main@com/example/Main.java:30");
+    assert_eq!(
+        seen[1].0,
+        "com.example.Main.hot@com/example/Main.java:12 < com.example.Main.main@com/example/Main.java:30"
+    );
     assert_eq!(seen[1].1, vec![3, 30_000_000, 27_000_000, 3]);
     assert_eq!(seen[2].1, vec![1, 10_000_000, 8_000_000, 0]);
 

@@ -29,11 +29,7 @@ pub struct ReportOptions {
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions {
-            top: 20,
-            min_percent: 1.0,
-            threads: false,
-        }
+        ReportOptions { top: 20, min_percent: 1.0, threads: false }
     }
 }
 
@@ -47,25 +43,14 @@ pub(crate) struct Row<'a> {
 /// the root's children (thread frames) are left out.
 pub(crate) fn method_rows(cct: &Cct, skip_threads: bool) -> Vec<Row<'_>> {
     let skip: HashSet<&str> = if skip_threads {
-        cct.root()
-            .children
-            .iter()
-            .map(|&c| cct.node(c).name.as_str())
-            .collect()
+        cct.root().children.iter().map(|&c| cct.node(c).name.as_str()).collect()
     } else {
         HashSet::new()
     };
-    let mut rows: Vec<Row> = cct
-        .method_totals()
-        .into_iter()
-        .filter(|(n, _)| !skip.contains(n))
-        .map(|(name, t)| Row { name, t })
-        .collect();
+    let mut rows: Vec<Row> =
+        cct.method_totals().into_iter().filter(|(n, _)| !skip.contains(n)).map(|(name, t)| Row { name, t }).collect();
     rows.sort_by(|a, b| {
-        b.t.self_samples
-            .cmp(&a.t.self_samples)
-            .then(b.t.total_samples.cmp(&a.t.total_samples))
-            .then(a.name.cmp(b.name))
+        b.t.self_samples.cmp(&a.t.self_samples).then(b.t.total_samples.cmp(&a.t.total_samples)).then(a.name.cmp(b.name))
     });
     rows
 }
@@ -104,11 +89,7 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
             if let Some(f) = fallback_line(rec) {
                 kv("fallback", f);
             }
-            let counters = if cct.counters.is_empty() {
-                "none".to_string()
-            } else {
-                cct.counters.join(", ")
-            };
+            let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
             kv("counters", counters);
             if rec.end_ticks > rec.start_ticks {
                 kv("duration", duration_ns(rec.end_ticks - rec.start_ticks));
@@ -120,19 +101,13 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
                 }
                 kv("jvm", v);
             }
-            kv(
-                "samples",
-                format!("{}, {}", group(cct.total_samples()), drops_line(rec)),
-            );
+            kv("samples", format!("{}, {}", group(cct.total_samples()), drops_line(rec)));
             if let Some(t) = threads_line(rec) {
                 kv("threads", t);
             }
         }
         None => {
-            kv(
-                "source",
-                "collapsed stacks (no event, counter or thread metadata)".into(),
-            );
+            kv("source", "collapsed stacks (no event, counter or thread metadata)".into());
             if !cct.counters.is_empty() {
                 kv("counters", cct.counters.join(", "));
             }
@@ -146,21 +121,14 @@ fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
     let rows = method_rows(cct, opts.threads);
     let cpi = cpi_counters(&cct.counters);
     let roots = &cct.root().total_counters;
-    let shown: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.t.self_samples > 0)
-        .take(opts.top)
-        .collect();
+    let shown: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top).collect();
     let _ = writeln!(out, "\n== Top {} methods by self samples ==", opts.top);
     if shown.is_empty() {
         out.push_str("(no samples)\n");
         return;
     }
     let widths: Vec<usize> = cct.counters.iter().map(|c| (c.len() + 1).max(8)).collect();
-    let mut h = format!(
-        "{:>8} {:>10} {:>8} {:>10}",
-        "self%", "self", "total%", "total"
-    );
+    let mut h = format!("{:>8} {:>10} {:>8} {:>10}", "self%", "self", "total%", "total");
     for (c, w) in cct.counters.iter().zip(&widths) {
         let _ = write!(h, " {:>w$}", format!("{c}%"));
     }
@@ -179,38 +147,17 @@ fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
             group(t.total_samples)
         );
         for (i, w) in widths.iter().enumerate() {
-            let _ = write!(
-                l,
-                " {:>w$}",
-                pct(counter_at(&t.self_counters, i), counter_at(roots, i))
-            );
+            let _ = write!(l, " {:>w$}", pct(counter_at(&t.self_counters, i), counter_at(roots, i)));
         }
         if let Some((c, i)) = cpi {
-            let _ = write!(
-                l,
-                " {:>6}",
-                ratio(
-                    counter_at(&t.self_counters, c),
-                    counter_at(&t.self_counters, i)
-                )
-            );
+            let _ = write!(l, " {:>6}", ratio(counter_at(&t.self_counters, c), counter_at(&t.self_counters, i)));
         }
         let _ = writeln!(out, "{l}  {}", r.name);
     }
-    let rest: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.t.self_samples > 0)
-        .skip(opts.top)
-        .collect();
+    let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
     if !rest.is_empty() {
         let s: u64 = rest.iter().map(|r| r.t.self_samples).sum();
-        let _ = writeln!(
-            out,
-            "{:>8} {:>10}  ({} more methods)",
-            pct(s, total),
-            group(s),
-            group(rest.len() as u64)
-        );
+        let _ = writeln!(out, "{:>8} {:>10}  ({} more methods)", pct(s, total), group(s), group(rest.len() as u64));
     }
 }
 
@@ -224,30 +171,18 @@ fn counter_tables(out: &mut String, cct: &Cct, opts: &ReportOptions) {
     let roots = &cct.root().total_counters;
     let cpi = cpi_counters(&cct.counters);
     if let Some((c, i)) = cpi {
-        let mut by_cycles: Vec<&Row> = rows
-            .iter()
-            .filter(|r| counter_at(&r.t.self_counters, c) > 0)
-            .collect();
+        let mut by_cycles: Vec<&Row> = rows.iter().filter(|r| counter_at(&r.t.self_counters, c) > 0).collect();
         by_cycles.sort_by(|a, b| {
-            counter_at(&b.t.self_counters, c)
-                .cmp(&counter_at(&a.t.self_counters, c))
-                .then(a.name.cmp(b.name))
+            counter_at(&b.t.self_counters, c).cmp(&counter_at(&a.t.self_counters, c)).then(a.name.cmp(b.name))
         });
-        let _ = writeln!(
-            out,
-            "\n== CPI profile: top {} methods by cycles ==",
-            opts.top
-        );
+        let _ = writeln!(out, "\n== CPI profile: top {} methods by cycles ==", opts.top);
         let _ = writeln!(
             out,
             "{:>8} {:>16} {:>8} {:>16} {:>6} {:>10}  method",
             "cycles%", "cycles", "instr%", "instructions", "CPI", "samples"
         );
         for r in by_cycles.iter().take(opts.top) {
-            let (cv, iv) = (
-                counter_at(&r.t.self_counters, c),
-                counter_at(&r.t.self_counters, i),
-            );
+            let (cv, iv) = (counter_at(&r.t.self_counters, c), counter_at(&r.t.self_counters, i));
             let _ = writeln!(
                 out,
                 "{:>8} {:>16} {:>8} {:>16} {:>6} {:>10}  {}",
@@ -272,22 +207,14 @@ fn counter_tables(out: &mut String, cct: &Cct, opts: &ReportOptions) {
             group(cct.total_samples())
         );
     }
-    let others: Vec<usize> = (0..cct.counters.len())
-        .filter(|&k| !matches!(cpi, Some((c, i)) if k == c || k == i))
-        .collect();
+    let others: Vec<usize> =
+        (0..cct.counters.len()).filter(|&k| !matches!(cpi, Some((c, i)) if k == c || k == i)).collect();
     if others.is_empty() {
         return;
     }
-    let _ = writeln!(
-        out,
-        "\n== Counters per method (self), top {} methods by self samples ==",
-        opts.top
-    );
+    let _ = writeln!(out, "\n== Counters per method (self), top {} methods by self samples ==", opts.top);
     let mut h = String::new();
-    let widths: Vec<usize> = others
-        .iter()
-        .map(|&k| cct.counters[k].len().max(8) + 7)
-        .collect();
+    let widths: Vec<usize> = others.iter().map(|&k| cct.counters[k].len().max(8) + 7).collect();
     for (&k, w) in others.iter().zip(&widths) {
         let name = &cct.counters[k];
         let _ = write!(h, "{:>w$} {:>8} {:>12} ", name, "%", "per sample");
@@ -297,13 +224,7 @@ fn counter_tables(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         let mut l = String::new();
         for (&k, w) in others.iter().zip(&widths) {
             let v = counter_at(self_counters, k);
-            let _ = write!(
-                l,
-                "{:>w$} {:>8} {:>12} ",
-                group(v),
-                pct(v, counter_at(roots, k)),
-                ratio(v, samples)
-            );
+            let _ = write!(l, "{:>w$} {:>8} {:>12} ", group(v), pct(v, counter_at(roots, k)), ratio(v, samples));
         }
         let _ = writeln!(out, "{l} {name}");
     };
@@ -321,31 +242,15 @@ fn component_table(out: &mut String, components: &[(VmComponent, u64)]) {
         return;
     }
     if v.iter().all(|(c, _)| *c == VmComponent::Unknown) {
-        let _ = writeln!(
-            out,
-            "(not recorded: all {} samples unclassified)",
-            group(v[0].1)
-        );
+        let _ = writeln!(out, "(not recorded: all {} samples unclassified)", group(v[0].1));
         return;
     }
     let all: u64 = v.iter().map(|(_, n)| n).sum();
     let _ = writeln!(out, "{:<14} {:>10} {:>8}", "component", "samples", "%");
     for (c, n) in &v {
-        let _ = writeln!(
-            out,
-            "{:<14} {:>10} {:>8}",
-            c.name(),
-            group(*n),
-            pct(*n, all)
-        );
+        let _ = writeln!(out, "{:<14} {:>10} {:>8}", c.name(), group(*n), pct(*n, all));
     }
-    let _ = writeln!(
-        out,
-        "{:<14} {:>10} {:>8}",
-        "total",
-        group(all),
-        pct(all, all)
-    );
+    let _ = writeln!(out, "{:<14} {:>10} {:>8}", "total", group(all), pct(all, all));
 }
 
 const MAX_INDENT: usize = 40;
@@ -363,15 +268,10 @@ fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         out.push_str("(no samples)\n");
         return;
     }
-    let keep =
-        |id: NodeId| cct.node(id).total_samples as f64 * 100.0 >= opts.min_percent * total as f64;
+    let keep = |id: NodeId| cct.node(id).total_samples as f64 * 100.0 >= opts.min_percent * total as f64;
     enum Item {
         Node(NodeId, usize),
-        Omitted {
-            depth: usize,
-            frames: u64,
-            samples: u64,
-        },
+        Omitted { depth: usize, frames: u64, samples: u64 },
     }
     let mut stack = vec![Item::Node(ROOT, 0)];
     while let Some(item) = stack.pop() {
@@ -386,37 +286,22 @@ fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
                     indent(depth),
                     n.name
                 );
-                let mut kids: Vec<NodeId> = n
-                    .children
-                    .iter()
-                    .copied()
-                    .filter(|&c| cct.node(c).total_samples > 0)
-                    .collect();
+                let mut kids: Vec<NodeId> =
+                    n.children.iter().copied().filter(|&c| cct.node(c).total_samples > 0).collect();
                 kids.sort_by(|&a, &b| {
                     let (x, y) = (cct.node(a), cct.node(b));
-                    y.total_samples
-                        .cmp(&x.total_samples)
-                        .then(x.name.cmp(&y.name))
+                    y.total_samples.cmp(&x.total_samples).then(x.name.cmp(&y.name))
                 });
-                let (shown, cut): (Vec<NodeId>, Vec<NodeId>) =
-                    kids.into_iter().partition(|&c| keep(c));
+                let (shown, cut): (Vec<NodeId>, Vec<NodeId>) = kids.into_iter().partition(|&c| keep(c));
                 if !cut.is_empty() {
                     let samples = cut.iter().map(|&c| cct.node(c).total_samples).sum();
-                    stack.push(Item::Omitted {
-                        depth: depth + 1,
-                        frames: cut.len() as u64,
-                        samples,
-                    });
+                    stack.push(Item::Omitted { depth: depth + 1, frames: cut.len() as u64, samples });
                 }
                 for &c in shown.iter().rev() {
                     stack.push(Item::Node(c, depth + 1));
                 }
             }
-            Item::Omitted {
-                depth,
-                frames,
-                samples,
-            } => {
+            Item::Omitted { depth, frames, samples } => {
                 let _ = writeln!(
                     out,
                     "{:>8} {:>8}  {}({} more {} below {}%)",
@@ -460,7 +345,13 @@ fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
             continue;
         }
         let width = rows.iter().map(|(r, _)| r.chars().count()).max().unwrap_or(0).max(6);
-        let _ = writeln!(out, "{:<width$} {:>10} {:>12}", "reason", "samples", if want_kept { "% taken" } else { "% attempted" });
+        let _ = writeln!(
+            out,
+            "{:<width$} {:>10} {:>12}",
+            "reason",
+            "samples",
+            if want_kept { "% taken" } else { "% attempted" }
+        );
         let base = if want_kept { taken } else { attempted };
         for (reason, n) in &rows {
             let _ = writeln!(out, "{:<width$} {:>10} {:>12}", reason, group(*n), pct(*n, base));

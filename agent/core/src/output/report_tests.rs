@@ -19,38 +19,14 @@ fn recording(counters: &[&str]) -> Recording {
         pid: 4242,
         ..Default::default()
     };
-    let t0 = rec.add_thread(ThreadInfo {
-        os_tid: 10,
-        java_id: Some(1),
-        name: "main".into(),
-        is_java: true,
-    });
-    let t1 = rec.add_thread(ThreadInfo {
-        os_tid: 11,
-        java_id: None,
-        name: "GC Thread#0".into(),
-        is_java: false,
-    });
-    let main = rec.methods.intern(MethodInfo::java(
-        "app.Main",
-        "main",
-        "([Ljava/lang/String;)V",
-    ));
-    let hot = rec
-        .methods
-        .intern(MethodInfo::java("app.Hot", "loop", "()V"));
-    let get = rec.methods.intern(MethodInfo::java(
-        "java.util.HashMap",
-        "get",
-        "(Ljava/lang/Object;)Ljava/lang/Object;",
-    ));
+    let t0 = rec.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
+    let t1 = rec.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    let main = rec.methods.intern(MethodInfo::java("app.Main", "main", "([Ljava/lang/String;)V"));
+    let hot = rec.methods.intern(MethodInfo::java("app.Hot", "loop", "()V"));
+    let get =
+        rec.methods.intern(MethodInfo::java("java.util.HashMap", "get", "(Ljava/lang/Object;)Ljava/lang/Object;"));
     let gc = rec.methods.intern(MethodInfo::native("[GC]"));
-    let f = |m, kind| Frame {
-        method: m,
-        bci: -1,
-        line: -1,
-        kind,
-    };
+    let f = |m, kind| Frame { method: m, bci: -1, line: -1, kind };
     let n = counters.len();
     let mut push = |stack: Vec<Frame>, thread, count: usize, per: Vec<u64>, component| {
         for _ in 0..count {
@@ -69,54 +45,29 @@ fn recording(counters: &[&str]) -> Recording {
     };
     // Leaf first.
     push(
-        vec![
-            f(hot, FrameKind::JitCompiled),
-            f(main, FrameKind::Interpreted),
-        ],
+        vec![f(hot, FrameKind::JitCompiled), f(main, FrameKind::Interpreted)],
         t0,
         60,
         vec![300, 100, 0],
         VmComponent::Java,
     );
     push(
-        vec![
-            f(get, FrameKind::Inlined),
-            f(hot, FrameKind::JitCompiled),
-            f(main, FrameKind::Interpreted),
-        ],
+        vec![f(get, FrameKind::Inlined), f(hot, FrameKind::JitCompiled), f(main, FrameKind::Interpreted)],
         t0,
         25,
         vec![100, 100, 1],
         VmComponent::Java,
     );
-    push(
-        vec![f(main, FrameKind::Interpreted)],
-        t0,
-        5,
-        vec![10, 10, 2],
-        VmComponent::Interpreter,
-    );
-    push(
-        vec![f(gc, FrameKind::Cpp)],
-        t1,
-        10,
-        vec![50, 0, 3],
-        VmComponent::Gc,
-    );
+    push(vec![f(main, FrameKind::Interpreted)], t0, 5, vec![10, 10, 2], VmComponent::Interpreter);
+    push(vec![f(gc, FrameKind::Cpp)], t1, 10, vec![50, 0, 3], VmComponent::Gc);
     rec.add_drops("ring full", 7);
     rec.add_drops("no java frame", 3);
     rec
 }
 
 fn table_rows<'a>(report: &'a str, section: &str) -> Vec<&'a str> {
-    let start = report
-        .find(section)
-        .unwrap_or_else(|| panic!("no section {section}\n{report}"));
-    report[start..]
-        .lines()
-        .skip(2)
-        .take_while(|l| !l.is_empty())
-        .collect()
+    let start = report.find(section).unwrap_or_else(|| panic!("no section {section}\n{report}"));
+    report[start..].lines().skip(2).take_while(|l| !l.is_empty()).collect()
 }
 
 fn pct_value(cell: &str) -> f64 {
@@ -131,23 +82,14 @@ fn self_percentages_add_up_to_100() {
         Some(&rec),
         &cct,
         &component_counts(&rec.samples),
-        &ReportOptions {
-            top: 100,
-            ..Default::default()
-        },
+        &ReportOptions { top: 100, ..Default::default() },
     );
     let rows = table_rows(&r, "== Top 100 methods");
     assert_eq!(rows.len(), 4, "{r}");
-    let sum: f64 = rows
-        .iter()
-        .map(|l| pct_value(l.split_whitespace().next().unwrap()))
-        .sum();
+    let sum: f64 = rows.iter().map(|l| pct_value(l.split_whitespace().next().unwrap())).sum();
     assert!((sum - 100.0).abs() < 0.02, "{sum}\n{r}");
     // Counter share columns also add up, per counter.
-    let cyc: f64 = rows
-        .iter()
-        .map(|l| pct_value(l.split_whitespace().nth(4).unwrap()))
-        .sum();
+    let cyc: f64 = rows.iter().map(|l| pct_value(l.split_whitespace().nth(4).unwrap())).sum();
     assert!((cyc - 100.0).abs() < 0.02, "{cyc}\n{r}");
     assert!(rows[0].ends_with("app.Hot.loop"), "{}", rows[0]);
     assert!(rows[0].starts_with("  60.00%"), "{}", rows[0]);
@@ -160,16 +102,10 @@ fn cpi_only_with_cycles_and_instructions() {
     let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
     assert!(r.contains("== CPI profile"), "{r}");
     // app.Hot.loop: 60*300 cycles / 60*100 instructions.
-    let hot = table_rows(&r, "== CPI profile")
-        .into_iter()
-        .find(|l| l.ends_with("app.Hot.loop"))
-        .unwrap();
+    let hot = table_rows(&r, "== CPI profile").into_iter().find(|l| l.ends_with("app.Hot.loop")).unwrap();
     assert!(hot.contains(" 3.00 "), "{hot}");
     // [GC] has cycles but no instructions: CPI is undefined, not 0 or infinite.
-    let gc = table_rows(&r, "== CPI profile")
-        .into_iter()
-        .find(|l| l.ends_with("[GC]"))
-        .unwrap();
+    let gc = table_rows(&r, "== CPI profile").into_iter().find(|l| l.ends_with("[GC]")).unwrap();
     assert!(gc.contains(" - "), "{gc}");
 
     let rec = recording(&["cycles"]);
@@ -181,10 +117,7 @@ fn cpi_only_with_cycles_and_instructions() {
     let rec = recording(&[]);
     let cct = Cct::from_recording(&rec, false);
     let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
-    assert!(
-        !r.contains("CPI") && !r.contains("Counters per method"),
-        "{r}"
-    );
+    assert!(!r.contains("CPI") && !r.contains("Counters per method"), "{r}");
     assert!(r.contains("counters:   none"));
 }
 
@@ -195,10 +128,7 @@ fn other_counters_get_totals_and_per_sample() {
     let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
     assert!(!r.contains("CPI"));
     let rows = table_rows(&r, "== Counters per method");
-    let get = rows
-        .iter()
-        .find(|l| l.ends_with("java.util.HashMap.get"))
-        .unwrap();
+    let get = rows.iter().find(|l| l.ends_with("java.util.HashMap.get")).unwrap();
     // 25 samples x 100 task-clock: 2,500 total, 100 per sample.
     assert!(get.contains("2,500") && get.contains(" 100.0 "), "{get}");
     let all = rows.last().unwrap();
@@ -210,57 +140,23 @@ fn header_components_tree_and_drops() {
     let rec = recording(&["cycles", "instructions"]);
     let cct = Cct::from_recording(&rec, false);
     let comps = component_counts(&rec.samples);
-    assert_eq!(
-        comps,
-        vec![
-            (VmComponent::Java, 85),
-            (VmComponent::Interpreter, 5),
-            (VmComponent::Gc, 10)
-        ]
-    );
-    let r = full_report(
-        Some(&rec),
-        &cct,
-        &comps,
-        &ReportOptions {
-            min_percent: 8.0,
-            ..Default::default()
-        },
-    );
-    assert!(
-        r.contains("event:      cpu-clock, interval 1 ms, sampler asgct"),
-        "{r}"
-    );
-    assert!(
-        r.contains("fallback:   requested `cycles` could not be used (perf_event_paranoid is 3)")
-    );
+    assert_eq!(comps, vec![(VmComponent::Java, 85), (VmComponent::Interpreter, 5), (VmComponent::Gc, 10)]);
+    let r = full_report(Some(&rec), &cct, &comps, &ReportOptions { min_percent: 8.0, ..Default::default() });
+    assert!(r.contains("event:      cpu-clock, interval 1 ms, sampler asgct"), "{r}");
+    assert!(r.contains("fallback:   requested `cycles` could not be used (perf_event_paranoid is 3)"));
     assert!(r.contains("duration:   2.5 s"));
     assert!(r.contains("samples:    100, 10 dropped (ring full: 7, no java frame: 3)"));
     assert!(r.contains("threads:    2 (1 Java, 1 VM)"));
     let comp = table_rows(&r, "== VM components");
-    assert_eq!(
-        comp[0].split_whitespace().collect::<Vec<_>>(),
-        ["Java", "85", "85.00%"]
-    );
-    assert_eq!(
-        comp[1].split_whitespace().collect::<Vec<_>>(),
-        ["GC", "10", "10.00%"]
-    );
+    assert_eq!(comp[0].split_whitespace().collect::<Vec<_>>(), ["Java", "85", "85.00%"]);
+    assert_eq!(comp[1].split_whitespace().collect::<Vec<_>>(), ["GC", "10", "10.00%"]);
     let tree = table_rows(&r, "== Call tree");
     assert!(tree[0].ends_with("  all"));
-    assert!(
-        tree.iter()
-            .any(|l| l.ends_with("      java.util.HashMap.get")),
-        "{tree:?}"
-    );
+    assert!(tree.iter().any(|l| l.ends_with("      java.util.HashMap.get")), "{tree:?}");
     // app.Main.main's 5 self samples stay; nothing under 8% is listed, but it is summarised.
     let drops = table_rows(&r, "== Dropped samples");
     assert_eq!(drops.len(), 3);
-    assert!(
-        drops[0].starts_with("ring full") && drops[0].contains("6.36%"),
-        "{}",
-        drops[0]
-    );
+    assert!(drops[0].starts_with("ring full") && drops[0].contains("6.36%"), "{}", drops[0]);
 }
 
 #[test]
@@ -269,24 +165,12 @@ fn tree_cut_is_summarised() {
     cct.add_stack(&["main", "big"], 95, 95, &[]);
     cct.add_stack(&["main", "small1"], 3, 3, &[]);
     cct.add_stack(&["main", "small2"], 2, 2, &[]);
-    let r = full_report(
-        None,
-        &cct,
-        &[],
-        &ReportOptions {
-            min_percent: 5.0,
-            ..Default::default()
-        },
-    );
+    let r = full_report(None, &cct, &[], &ReportOptions { min_percent: 5.0, ..Default::default() });
     assert!(r.contains("source:     collapsed stacks"), "{r}");
     assert!(!r.contains("event:") && !r.contains("Dropped"), "{r}");
     let tree = table_rows(&r, "== Call tree");
     assert_eq!(tree.len(), 4, "{tree:?}");
-    assert!(
-        tree[3].trim_start().starts_with("5.00%") && tree[3].ends_with("(2 more callees below 5%)"),
-        "{}",
-        tree[3]
-    );
+    assert!(tree[3].trim_start().starts_with("5.00%") && tree[3].ends_with("(2 more callees below 5%)"), "{}", tree[3]);
     assert!(r.contains("(not recorded in this profile)"));
 }
 
@@ -294,16 +178,7 @@ fn tree_cut_is_summarised() {
 fn per_thread_tree_leaves_threads_out_of_method_tables() {
     let rec = recording(&[]);
     let cct = Cct::from_recording(&rec, true);
-    let r = full_report(
-        Some(&rec),
-        &cct,
-        &[],
-        &ReportOptions {
-            top: 100,
-            threads: true,
-            ..Default::default()
-        },
-    );
+    let r = full_report(Some(&rec), &cct, &[], &ReportOptions { top: 100, threads: true, ..Default::default() });
     let rows = table_rows(&r, "== Top 100 methods");
     assert!(rows.iter().all(|l| !l.contains("tid=")), "{rows:?}");
     let tree = table_rows(&r, "== Call tree per thread");
@@ -318,24 +193,12 @@ fn summary_is_short_and_complete() {
     let lines: Vec<&str> = s.lines().collect();
     assert!(lines.len() <= 20, "{s}");
     assert!(lines.iter().all(|l| l.starts_with("hpm: ")));
-    assert_eq!(
-        lines[0],
-        "hpm: event cpu-clock, interval 1 ms, sampler asgct"
-    );
+    assert_eq!(lines[0], "hpm: event cpu-clock, interval 1 ms, sampler asgct");
     assert!(lines[1].contains("requested `cycles` could not be used"));
-    assert_eq!(
-        lines[2],
-        "hpm: 100 samples, 10 dropped (ring full: 7, no java frame: 3)"
-    );
+    assert_eq!(lines[2], "hpm: 100 samples, 10 dropped (ring full: 7, no java frame: 3)");
     assert_eq!(lines[3], "hpm: threads seen: 2 (1 Java, 1 VM)");
-    assert!(
-        lines[5].contains("60.00%") && lines[5].ends_with("app.Hot.loop"),
-        "{s}"
-    );
-    assert_eq!(
-        lines.last().unwrap(),
-        &"hpm: components: Java 85.00%, GC 10.00%, Interpreter 5.00%"
-    );
+    assert!(lines[5].contains("60.00%") && lines[5].ends_with("app.Hot.loop"), "{s}");
+    assert_eq!(lines.last().unwrap(), &"hpm: components: Java 85.00%, GC 10.00%, Interpreter 5.00%");
     assert_eq!(s, summary(&rec, &cct, &component_counts(&rec.samples)));
 }
 
@@ -348,10 +211,7 @@ fn summary_without_extras_prints_no_made_up_lines() {
         cct.add_stack(&[format!("m{i:02}")], 1 + i, 0, &[]);
     }
     let s = summary(&rec, &cct, &[]);
-    assert!(
-        !s.contains("threads") && !s.contains("components") && !s.contains("requested"),
-        "{s}"
-    );
+    assert!(!s.contains("threads") && !s.contains("components") && !s.contains("requested"), "{s}");
     assert_eq!(s.lines().filter(|l| l.contains("  m")).count(), 10, "{s}");
     assert!(s.contains("hpm: 120 samples, none dropped"), "{s}");
 }
@@ -360,17 +220,11 @@ fn summary_without_extras_prints_no_made_up_lines() {
 #[test]
 #[ignore]
 fn print_example_report() {
-    for counters in [
-        &["cycles", "instructions"][..],
-        &["task-clock", "page-faults"][..],
-    ] {
+    for counters in [&["cycles", "instructions"][..], &["task-clock", "page-faults"][..]] {
         let rec = recording(counters);
         let cct = Cct::from_recording(&rec, false);
         let comps = component_counts(&rec.samples);
         println!("{}", summary(&rec, &cct, &comps));
-        println!(
-            "{}",
-            full_report(Some(&rec), &cct, &comps, &ReportOptions::default())
-        );
+        println!("{}", full_report(Some(&rec), &cct, &comps, &ReportOptions::default()));
     }
 }

@@ -96,7 +96,10 @@ mod tests {
         Sample {
             time: 0,
             thread,
-            stack: frames.iter().map(|&(m, l)| Frame { method: m, bci: 0, line: l, kind: FrameKind::JitCompiled }).collect(),
+            stack: frames
+                .iter()
+                .map(|&(m, l)| Frame { method: m, bci: 0, line: l, kind: FrameKind::JitCompiled })
+                .collect(),
             truncated: false,
             weight: 10,
             counters: counters.to_vec(),

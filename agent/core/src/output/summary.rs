@@ -18,12 +18,7 @@ pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
             counts[i] += 1;
         }
     }
-    VmComponent::ALL
-        .iter()
-        .zip(counts)
-        .filter(|(_, n)| *n > 0)
-        .map(|(&c, n)| (c, n))
-        .collect()
+    VmComponent::ALL.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(&c, n)| (c, n)).collect()
 }
 
 /// Components with samples, largest first (ties in [`VmComponent::ALL`] order), merged if a
@@ -60,10 +55,9 @@ pub fn event_line(rec: &Recording) -> String {
 pub(crate) fn fallback_line(rec: &Recording) -> Option<String> {
     let e = &rec.event;
     match &e.fallback {
-        Some(reason) => Some(format!(
-            "requested `{}` could not be used ({reason}); sampled `{}` instead",
-            e.requested, e.name
-        )),
+        Some(reason) => {
+            Some(format!("requested `{}` could not be used ({reason}); sampled `{}` instead", e.requested, e.name))
+        }
         None if e.requested != e.name && !e.requested.is_empty() => {
             Some(format!("requested `{}`, sampled `{}`", e.requested, e.name))
         }
@@ -82,7 +76,8 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut s = if lost == 0 { "none dropped".to_string() } else { format!("{} dropped ({})", group(lost), list(false)) };
+    let mut s =
+        if lost == 0 { "none dropped".to_string() } else { format!("{} dropped ({})", group(lost), list(false)) };
     if kept > 0 {
         s.push_str(&format!("; {} kept without Java stack ({})", group(kept), list(true)));
     }
@@ -106,12 +101,7 @@ pub(crate) fn components_line(components: &[(VmComponent, u64)]) -> Option<Strin
     if all == 0 {
         return None;
     }
-    Some(
-        v.iter()
-            .map(|(c, n)| format!("{} {}", c.name(), pct(*n, all)))
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
+    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
 }
 
 /// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,
@@ -129,20 +119,11 @@ pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)]) ->
         lines.push(format!("threads seen: {t}"));
     }
     let rows = method_rows(cct, false);
-    let hot: Vec<_> = rows
-        .iter()
-        .filter(|r| r.t.self_samples > 0)
-        .take(10)
-        .collect();
+    let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();
     if !hot.is_empty() {
         lines.push("top methods by self samples:".into());
         for r in hot {
-            lines.push(format!(
-                "{:>9} {:>10}  {}",
-                pct(r.t.self_samples, total),
-                group(r.t.self_samples),
-                r.name
-            ));
+            lines.push(format!("{:>9} {:>10}  {}", pct(r.t.self_samples, total), group(r.t.self_samples), r.name));
         }
     }
     if let Some(c) = components_line(components) {

@@ -13,7 +13,9 @@ pub mod live;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use ::jni::sys::{jboolean, jclass, jint, jlong, jlongArray, jobjectArray, jstring, JNIEnv, JavaVM, JNI_FALSE, JNI_TRUE};
+use ::jni::sys::{
+    jboolean, jclass, jint, jlong, jlongArray, jobjectArray, jstring, JNIEnv, JavaVM, JNI_FALSE, JNI_TRUE,
+};
 use hpm_core::analysis::hot;
 use hpm_core::jfr::marks::Mark;
 
@@ -73,7 +75,11 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeLoaded(env: *mut JNIEnv, 
 }
 
 #[no_mangle]
-pub extern "system" fn Java_io_github_hpm_Native_nativeExecute(env: *mut JNIEnv, _c: jclass, command: jstring) -> jstring {
+pub extern "system" fn Java_io_github_hpm_Native_nativeExecute(
+    env: *mut JNIEnv,
+    _c: jclass,
+    command: jstring,
+) -> jstring {
     entry(env, std::ptr::null_mut(), || {
         let command = jni::string(env, command, "command")?;
         loaded_agent()?;
@@ -115,15 +121,27 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeRegion(
         let end = jni::long_array(env, end, "end counters")?;
         let names = counters::names();
         if start.len() != names.len() + 1 || end.len() != start.len() {
-            return Err(format!("region '{name}': counter readings of the wrong length (read them with Hpm.counters() on this thread)"));
+            return Err(format!(
+                "region '{name}': counter readings of the wrong length (read them with Hpm.counters() on this thread)"
+            ));
         }
         let tname = jni::string(env, thread_name, "thread name")?;
         if !recording(a) {
             return Ok(());
         }
         let Some(thread) = this_thread(a, java_id, tname) else { return Ok(()) };
-        let counters = names.into_iter().zip(start[1..].iter().zip(&end[1..])).map(|(n, (s, e))| (n, e.wrapping_sub(*s).max(0) as u64)).collect();
-        a.live.push(Mark::Region { start: start[0] as u64, end: (end[0] as u64).max(start[0] as u64), thread, name, counters });
+        let counters = names
+            .into_iter()
+            .zip(start[1..].iter().zip(&end[1..]))
+            .map(|(n, (s, e))| (n, e.wrapping_sub(*s).max(0) as u64))
+            .collect();
+        a.live.push(Mark::Region {
+            start: start[0] as u64,
+            end: (end[0] as u64).max(start[0] as u64),
+            thread,
+            name,
+            counters,
+        });
         Ok(())
     })
 }
@@ -152,7 +170,11 @@ pub extern "system" fn Java_io_github_hpm_Native_nativePhase(
 
 /// Rows `self<TAB>total<TAB>method`, hottest first.
 #[no_mangle]
-pub extern "system" fn Java_io_github_hpm_Native_nativeHottestMethods(env: *mut JNIEnv, _c: jclass, n: jint) -> jobjectArray {
+pub extern "system" fn Java_io_github_hpm_Native_nativeHottestMethods(
+    env: *mut JNIEnv,
+    _c: jclass,
+    n: jint,
+) -> jobjectArray {
     entry(env, std::ptr::null_mut(), || {
         let tree = loaded_agent()?.live.tree(QUERY_TIMEOUT)?;
         let rows: Vec<String> = hot::hottest_methods(&tree, n.max(0) as usize)
@@ -165,12 +187,19 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeHottestMethods(env: *mut 
 
 /// Rows `samples<TAB>callee`, hottest first.
 #[no_mangle]
-pub extern "system" fn Java_io_github_hpm_Native_nativeHottestCallees(env: *mut JNIEnv, _c: jclass, method: jstring, n: jint) -> jobjectArray {
+pub extern "system" fn Java_io_github_hpm_Native_nativeHottestCallees(
+    env: *mut JNIEnv,
+    _c: jclass,
+    method: jstring,
+    n: jint,
+) -> jobjectArray {
     entry(env, std::ptr::null_mut(), || {
         let method = jni::string(env, method, "method")?;
         let tree = loaded_agent()?.live.tree(QUERY_TIMEOUT)?;
-        let rows: Vec<String> =
-            hot::hottest_callees(&tree, &method, n.max(0) as usize).into_iter().map(|w| format!("{}\t{}", w.samples, w.item)).collect();
+        let rows: Vec<String> = hot::hottest_callees(&tree, &method, n.max(0) as usize)
+            .into_iter()
+            .map(|w| format!("{}\t{}", w.samples, w.item))
+            .collect();
         jni::new_string_array(env, &rows)
     })
 }

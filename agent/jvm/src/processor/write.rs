@@ -17,17 +17,18 @@ impl Processor {
             // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
             OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
             OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
-            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes(),
+            OutputFormat::Collapsed => {
+                output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes()
+            }
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.cct,
                 &output::flame_html::HtmlOptions { title, ..Default::default() },
             )
             .into_bytes(),
-            OutputFormat::Svg => output::flame_svg::flame_svg(
-                &self.cct,
-                &output::flame_svg::SvgOptions { title, ..Default::default() },
-            )
-            .into_bytes(),
+            OutputFormat::Svg => {
+                output::flame_svg::flame_svg(&self.cct, &output::flame_svg::SvgOptions { title, ..Default::default() })
+                    .into_bytes()
+            }
         }
     }
 
@@ -59,13 +60,16 @@ impl Processor {
             }
             match (&self.jfr_mem, self.jfr.first()) {
                 (Some(m), _) => m.clone(),
-                (None, Some(w)) => std::fs::read(w.path()).map_err(|e| format!("cannot read {}: {e}", w.path().display()))?,
+                (None, Some(w)) => {
+                    std::fs::read(w.path()).map_err(|e| format!("cannot read {}: {e}", w.path().display()))?
+                }
                 (None, None) => return Err("no JFR data recorded".into()),
             }
         } else {
             self.render(format)
         };
-        std::fs::write(path, &bytes).map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
+        std::fs::write(path, &bytes)
+            .map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
         Ok(format!("wrote {path} ({} samples)", self.cct.total_samples()))
     }
 }
