@@ -14,6 +14,7 @@ pub mod latency;
 pub mod load;
 pub mod model;
 pub mod options;
+pub mod outfile;
 pub mod output;
 pub mod perf_record;
 pub mod resolve;
