@@ -23,7 +23,11 @@ fn bad_options_name_the_problem_and_the_choices() {
     refused("bogus=1", &[], &["unknown option `bogus`", "interval"]);
     refused("interval=fast", &[], &["interval=fast", "10ms"]);
     refused("event=page-faults,interval=1ms", &[], &["is a time, but page-faults counts events"]);
-    refused("file=/nonexistent-dir/p.jfr", &[], &["cannot write file=/nonexistent-dir/p.jfr", "writable"]);
+    refused(
+        "file=/nonexistent-dir/p.jfr",
+        &[],
+        &["cannot write /nonexistent-dir/p.jfr", "no such directory", "writable"],
+    );
     refused("file=p.txt", &[], &[".jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"]);
     refused("counters=task-clock+nope", &[], &["unknown event `nope`"]);
     refused("sampler=sps", &[], &["sampler=sps", "sampler=asgct"]);

@@ -94,19 +94,21 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
     }
 }
 
-/// A JVM killed with SIGKILL leaves the chunks flushed so far, readable.
+/// A JVM killed with SIGKILL leaves the chunks flushed so far, readable, in `NAME.part` (the
+/// final name appears only when the file is complete).
 #[test]
 fn killed_jvm_leaves_a_readable_file() {
     let jdk = &jdks()[0];
     let dir = scratch("killed");
     let jfr = dir.join("p.jfr");
+    let part = dir.join("p.jfr.part");
     let opts = format!("interval=1ms,flush=1s,file={},quiet", jfr.display());
     let mut child = Command::new(jdk.java())
         .arg(format!("-agentpath:{}={opts}", agent_path().display()))
         .arg("-cp")
         .arg(workloads())
         .args(["Linger"])
-        .arg(&jfr)
+        .arg(&part)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -116,6 +118,7 @@ fn killed_jvm_leaves_a_readable_file() {
     assert_eq!(line.trim(), "flushed");
     child.kill().unwrap();
     child.wait().unwrap();
-    let r = check_jfr(jdk, &jfr);
+    assert!(!jfr.exists(), "the final name is only written once the profile is complete");
+    let r = check_jfr(jdk, &part);
     assert!(r.get("count jdk.ExecutionSample").copied().unwrap_or(0) > 0, "{r:?}");
 }

@@ -201,8 +201,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     let jfr = scratch("sites.jfr");
     let mut w = JfrFileWriter::create(&jfr).unwrap();
     w.write_chunk(&rec, &rec.samples, ChunkTimes { start_ticks: 0, end_ticks: 2_000, start_wall_ns: 0 }).unwrap();
-    w.flush().unwrap();
-    drop(w);
+    w.finish().unwrap();
     let jfr = jfr.to_str().unwrap();
     let out = ok(&["ccmap", jfr]);
     assert!(out.contains("3  p.Main.run@5 -> p.A.f"), "{out}");

@@ -203,6 +203,7 @@ fn write_recording(path: &Path) -> Written {
         w.write_chunk(&rec, &batch, times).unwrap();
         all.extend(batch);
     }
+    w.finish().unwrap();
     Written { rec, samples: all, thread_names: names, chunks }
 }
 

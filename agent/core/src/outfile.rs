@@ -55,6 +55,8 @@ pub enum ErrorKind {
     /// `create_new`: the file exists.
     Exists,
     TooManyLinks,
+    /// The directory is missing, unreadable or not writable.
+    Dir(&'static str, std::io::Error),
     /// A system call failed.
     Io(&'static str, std::io::Error),
 }
@@ -67,7 +69,7 @@ impl OutputError {
     /// The error number behind an `Io` failure, if any.
     pub fn raw_os_error(&self) -> Option<i32> {
         match &self.kind {
-            ErrorKind::Io(_, e) => e.raw_os_error(),
+            ErrorKind::Io(_, e) | ErrorKind::Dir(_, e) => e.raw_os_error(),
             _ => None,
         }
     }
@@ -97,6 +99,9 @@ impl fmt::Display for OutputError {
             ),
             ErrorKind::Exists => write!(f, "cannot create {p}: it exists already"),
             ErrorKind::TooManyLinks => write!(f, "cannot write {p}: more than {MAX_LINKS} symbolic links on the way"),
+            ErrorKind::Dir(what, e) => {
+                write!(f, "cannot write {p}: {what} ({e}); give a path in a writable directory")
+            }
             ErrorKind::Io(op, e) => write!(f, "cannot write {p}: {op}: {e}"),
         }
     }
@@ -167,8 +172,9 @@ fn open_dir(shown: &Path, dir: &Path) -> Result<OwnedFd, OutputError> {
         }
         let c = cstr(shown, &name)?;
         let next = open_at(fd.as_raw_fd(), &c, libc::O_PATH | libc::O_NOFOLLOW, 0).map_err(|e| {
-            let op = if e.raw_os_error() == Some(libc::ENOENT) { "no such directory" } else { "open directory" };
-            OutputError::new(shown, ErrorKind::Io(op, e))
+            let what =
+                if e.raw_os_error() == Some(libc::ENOENT) { "no such directory" } else { "cannot open the directory" };
+            OutputError::new(shown, ErrorKind::Dir(what, e))
         })?;
         let st = stat_at(next.as_raw_fd(), &CString::default(), true)
             .map_err(|e| OutputError::new(shown, ErrorKind::Io("stat", e)))?;
@@ -253,7 +259,10 @@ impl Target {
         let rc =
             unsafe { libc::faccessat(t.dir.as_raw_fd(), c".".as_ptr(), libc::W_OK | libc::X_OK, libc::AT_EACCESS) };
         if rc != 0 {
-            return Err(last_error(path, "directory not writable"));
+            return Err(OutputError::new(
+                path,
+                ErrorKind::Dir("the directory is not writable", std::io::Error::last_os_error()),
+            ));
         }
         Ok(t)
     }

@@ -83,6 +83,8 @@ struct Processor {
     methods: JvmtiMethods,
     pending: Vec<(Box<Batch<Captured>>, usize)>,
     jfr: Vec<JfrFileWriter>,
+    /// JFR files completed at stop (renamed from `.part`), for dumps after stop.
+    jfr_done: Vec<std::path::PathBuf>,
     chunk_start: u64,
     thread_generation: u64,
     late: u64,
@@ -258,6 +260,7 @@ impl Processor {
             methods: JvmtiMethods::new(agent.jvmti, jni),
             pending: Vec::new(),
             jfr,
+            jfr_done: Vec::new(),
             chunk_start: agent.start_ticks,
             thread_generation: u64::MAX,
             late: 0,

@@ -90,22 +90,17 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
     };
-    // Created last, so a start refused for another reason leaves no empty file behind.
+    // Checked last (after the options and perf); nothing is created before the session starts.
     for (path, _) in &outputs {
         create_output(path)?;
     }
     Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns })
 }
 
-/// Creates (truncates) an output file now, so an unwritable path is reported at start.
+/// Checks that an output can be written (no file is created: a start refused for another
+/// reason touches nothing); the file itself is made as `PATH.part` and renamed at the end.
 pub fn create_output(path: &str) -> Result<(), String> {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))
+    hpm_core::outfile::Target::check(path).map(|_| ()).map_err(|e| e.to_string())
 }
 
 impl Plan {

@@ -281,20 +281,46 @@ fn header_fields() {
 }
 
 #[test]
-fn file_writer_appends_chunks() {
+fn file_writer_appends_chunks_to_part_then_publishes() {
     let mut rec = sample_recording();
     let dir = std::env::temp_dir().join(format!("hpm-jfr-unit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join("writer.jfr");
+    let _ = std::fs::remove_file(&p);
     let mut w = JfrFileWriter::create(&p).unwrap();
     let a = sample_batch(&mut rec, 5_000_000_000, 5);
     w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)).unwrap();
     let b = sample_batch(&mut rec, 6_000_000_000, 7);
     w.write_chunk(&rec, &b, times(6_000_000_000, 7_000_000_000)).unwrap();
     assert_eq!(w.chunks_written(), 2);
-    assert_eq!(std::fs::metadata(&p).unwrap().len(), w.bytes());
-    drop(w);
-    let mut w = JfrFileWriter::append(&p).unwrap();
-    w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000)).unwrap();
-    assert_eq!(read_recording(&p).unwrap().samples.len(), 17);
+    assert!(!p.exists(), "the final name appears only when the file is complete");
+    // What a killed JVM leaves: the .part, readable up to its last chunk.
+    assert_eq!(std::fs::metadata(w.part_path()).unwrap().len(), w.bytes());
+    assert_eq!(read_recording(&w.part_path()).unwrap().samples.len(), 12);
+    w.finish().unwrap();
+    assert_eq!(read_recording(&p).unwrap().samples.len(), 12);
+    assert!(!dir.join("writer.jfr.part").exists());
+}
+
+/// A full disk: the chunk that did not fit is cut off, the error comes once, later chunks are
+/// dropped, and the file keeps every complete chunk (the failure is injected: half a chunk is
+/// written, then ENOSPC).
+#[test]
+fn file_writer_stops_once_on_a_failed_write_and_keeps_complete_chunks() {
+    let mut rec = sample_recording();
+    let dir = std::env::temp_dir().join(format!("hpm-jfr-full-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("full.jfr");
+    let _ = std::fs::remove_file(&p);
+    let mut w = JfrFileWriter::create(&p).unwrap();
+    let a = sample_batch(&mut rec, 5_000_000_000, 5);
+    w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)).unwrap();
+    let good = w.bytes();
+    w.fail_next_write_for_test();
+    let e = w.write_chunk(&rec, &a, times(6_000_000_000, 7_000_000_000)).unwrap_err();
+    assert!(e.to_string().contains("stopped writing") && e.to_string().contains("complete chunks"), "{e}");
+    assert!(w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000)).is_ok(), "reported once");
+    assert_eq!(std::fs::metadata(w.part_path()).unwrap().len(), good, "the partial chunk was cut off");
+    w.finish().unwrap();
+    assert_eq!(read_recording(&p).unwrap().samples.len(), 5);
 }

@@ -5,8 +5,7 @@
 //! sample a `jdk.ExecutionSample` and an `hpm.Sample`, then the constant-pool event, then the
 //! metadata event last (JMC's parser stops reading events at the metadata event).
 
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::marks::Mark;
@@ -16,6 +15,7 @@ use super::pools::Pools;
 use super::schema::{self, *};
 use super::varint::{put_i64, put_string, put_string_ref, put_varint, varint_len};
 use crate::model::{Recording, Sample};
+use crate::outfile::{OutputError, PartFile, Target};
 
 /// Time span of a chunk. Ticks are CLOCK_MONOTONIC nanoseconds (ticks per second = 1e9).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -181,27 +181,41 @@ fn fnv64(b: &[u8]) -> u64 {
     b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
-/// Appends chunks to a `.jfr` file, one `write_all` per chunk, so the file is readable after
-/// every chunk even if the process dies later.
+/// Appends chunks to a new `.jfr` file, one `write_all` per chunk, so the file is readable after
+/// every chunk even if the process dies later. The file grows as `NAME.part` (created with
+/// [`crate::outfile`]'s rules: new, exclusive, no link followed) and [`Self::finish`] renames
+/// it over `NAME`; a killed process leaves `NAME.part`, complete up to its last chunk.
+///
+/// A failed write (a full disk, say) cuts the file back to its last complete chunk and stops the
+/// writer: the error is returned once, later chunks are dropped, and `finish` still publishes
+/// the chunks written before.
 pub struct JfrFileWriter {
-    file: File,
-    path: PathBuf,
+    part: PartFile,
     chunks: u64,
     bytes: u64,
+    /// Why writing stopped, once it did.
+    stopped: Option<String>,
+    /// Unit tests: the next write stores half the chunk, then fails with ENOSPC.
+    #[cfg(test)]
+    fail_next: bool,
 }
 
 impl JfrFileWriter {
-    /// Creates (or truncates) `path`.
-    pub fn create(path: &Path) -> io::Result<JfrFileWriter> {
-        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
-        Ok(JfrFileWriter { file, path: path.to_path_buf(), chunks: 0, bytes: 0 })
+    /// Checks `path` and creates `path.part` (see [`crate::outfile::Target::check`]).
+    pub fn create(path: &Path) -> Result<JfrFileWriter, OutputError> {
+        JfrFileWriter::from_target(Target::check(path)?)
     }
 
-    /// Opens `path` for appending (creating it if missing).
-    pub fn append(path: &Path) -> io::Result<JfrFileWriter> {
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
-        let bytes = file.metadata()?.len();
-        Ok(JfrFileWriter { file, path: path.to_path_buf(), chunks: 0, bytes })
+    /// Creates the `.part` file of an already checked target.
+    pub fn from_target(target: Target) -> Result<JfrFileWriter, OutputError> {
+        Ok(JfrFileWriter {
+            part: target.create_part()?,
+            chunks: 0,
+            bytes: 0,
+            stopped: None,
+            #[cfg(test)]
+            fail_next: false,
+        })
     }
 
     /// Encodes and appends one chunk.
@@ -210,25 +224,73 @@ impl JfrFileWriter {
         self.write_encoded(&data)
     }
 
-    /// Appends an already encoded chunk (e.g. encoded off the sampling thread).
+    /// Appends an already encoded chunk (e.g. encoded off the sampling thread). After a failure
+    /// the file is cut back to its last complete chunk and every later call does nothing.
     pub fn write_encoded(&mut self, chunk: &[u8]) -> io::Result<()> {
-        self.file.write_all(chunk)?;
+        if self.stopped.is_some() {
+            return Ok(());
+        }
+        let result = self.write_all(chunk);
+        let file = self.part.file();
+        if let Err(e) = result {
+            // A partial chunk would make the file end in garbage: cut it off.
+            let cut = file.set_len(self.bytes).and_then(|_| file.seek(SeekFrom::Start(self.bytes)).map(|_| ()));
+            let kept = if cut.is_ok() { "complete chunks" } else { "chunks (the last one partial)" };
+            let why = format!(
+                "stopped writing {} after {} chunks ({e}); {} holds the {kept} so far",
+                self.part.path().display(),
+                self.chunks,
+                self.part.part_path().display()
+            );
+            self.stopped = Some(why.clone());
+            return Err(io::Error::new(e.kind(), why));
+        }
         self.chunks += 1;
         self.bytes += chunk.len() as u64;
         Ok(())
     }
 
+    fn write_all(&mut self, chunk: &[u8]) -> io::Result<()> {
+        #[cfg(test)]
+        if std::mem::take(&mut self.fail_next) {
+            self.part.file().write_all(&chunk[..chunk.len() / 2])?;
+            return Err(io::Error::from_raw_os_error(28)); // ENOSPC
+        }
+        self.part.file().write_all(chunk)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fail_next_write_for_test(&mut self) {
+        self.fail_next = true;
+    }
+
     pub fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.part.file().flush()
     }
 
     /// Forces the data to disk (`fsync`).
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.part.file().sync_data()
     }
 
+    /// The final path (the data is in [`Self::part_path`] until [`Self::finish`]).
     pub fn path(&self) -> &Path {
-        &self.path
+        self.part.path()
+    }
+
+    /// The file being written.
+    pub fn part_path(&self) -> PathBuf {
+        self.part.part_path()
+    }
+
+    /// Why writing stopped, if it did.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// Renames `NAME.part` over `NAME` (the chunks written before any failure).
+    pub fn finish(self) -> Result<(), OutputError> {
+        self.part.commit()
     }
 
     /// Chunks written through this writer.

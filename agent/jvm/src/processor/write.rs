@@ -35,12 +35,21 @@ impl Processor {
     /// Writes the session's outputs and prints the summary; returns the files written.
     pub(super) fn write_outputs(&mut self, agent: &Session) -> Vec<String> {
         let mut written = Vec::new();
+        for w in std::mem::take(&mut self.jfr) {
+            let path = w.path().to_path_buf();
+            match w.finish() {
+                Ok(()) => self.jfr_done.push(path),
+                Err(e) => eprintln!("hpm: {e}"),
+            }
+        }
         for (path, format) in &agent.outputs {
             if *format != OutputFormat::Jfr {
-                if let Err(e) = std::fs::write(path, self.render(*format)) {
-                    eprintln!("hpm: writing {path}: {e}");
+                if let Err(e) = hpm_core::outfile::write(path, &self.render(*format)) {
+                    eprintln!("hpm: {e}");
                     continue;
                 }
+            } else if !self.jfr_done.iter().any(|p| p.as_os_str() == path.as_str()) {
+                continue;
             }
             written.push(path.clone());
         }
@@ -58,18 +67,16 @@ impl Processor {
             if !self.rec.samples.is_empty() || self.chunks == 0 {
                 self.flush_chunk(self.session, now_ticks());
             }
-            match (&self.jfr_mem, self.jfr.first()) {
+            let file = self.jfr.first().map(|w| w.part_path()).or_else(|| self.jfr_done.first().cloned());
+            match (&self.jfr_mem, file) {
                 (Some(m), _) => m.clone(),
-                (None, Some(w)) => {
-                    std::fs::read(w.path()).map_err(|e| format!("cannot read {}: {e}", w.path().display()))?
-                }
+                (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
                 (None, None) => return Err("no JFR data recorded".into()),
             }
         } else {
             self.render(format)
         };
-        std::fs::write(path, &bytes)
-            .map_err(|e| format!("cannot write file={path}: {e}; give a path in a writable directory"))?;
+        hpm_core::outfile::write(path, &bytes).map_err(|e| e.to_string())?;
         Ok(format!("wrote {path} ({} samples)", self.cct.total_samples()))
     }
 }
