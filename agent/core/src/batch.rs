@@ -1,20 +1,33 @@
-//! Per-thread sample queues handed to a global queue in batches (Chilingarova & Safonov,
+//! Per-thread sample queues handed to a processing thread in batches (Chilingarova & Safonov,
 //! section 3.2), built so that the producer side runs inside a signal handler.
 //!
-//! Each profiled thread owns a [`ThreadQueue`]: an atomic pointer to the batch it is filling.
-//! A producer takes the batch out with an atomic swap (so it owns it exclusively), appends one
-//! item, and either puts it back or, once it holds [`BATCH_SIZE`] items, pushes it onto the
-//! global full queue. Empty batches come from a preallocated free pool. The manager thread pops
-//! full batches, processes them and recycles them; it can also steal a partially filled batch
-//! from an idle thread with the same swap. No step allocates, locks or blocks: when no free
-//! batch is left or the full queue is full, the sample is dropped and counted.
+//! A [`BatchPool`] owns a bounded arena of batches, referred to by index. Every batch is owned
+//! by exactly one party at a time — the free stack, the full stack, one [`ThreadQueue`], a
+//! producer filling it, or the consumer holding a [`BatchHandle`] — and ownership moves only by
+//! atomic operations on a single word, so contents are touched by their owner alone.
+//!
+//! Each profiled thread owns a [`ThreadQueue`]: the index of the batch it is filling. A producer
+//! takes it with an atomic swap, appends one item and either puts it back or, once it holds
+//! [`BATCH_SIZE`] items, pushes it on the full stack. The consumer takes the whole full stack at
+//! once, processes and recycles the batches; it can also steal a partially filled batch from an
+//! idle or ending thread with the same swap.
+//!
+//! The free and full stacks are Treiber stacks over indices with a 32-bit tag against ABA. Their
+//! operations are lock-free *and reentrant*: a push or pop interrupted by a signal whose handler
+//! pushes or pops on the same stack just retries its compare-and-swap, it never waits for the
+//! interrupted operation to finish. (crossbeam's `ArrayQueue`, used before, is not: a pop in a
+//! handler spins until a push it interrupted on the same thread completes, which never happens.)
+//!
+//! Memory is bounded by construction: the arena has a fixed capacity; batches are allocated on
+//! demand by the consumer ([`BatchPool::grow`], never on the signal path) up to it; when no batch
+//! is free the sample is dropped and counted. Dropping the pool frees everything.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-
-use crossbeam::queue::ArrayQueue;
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// The paper's threshold: a thread hands its queue over after 10 samples.
 pub const BATCH_SIZE: usize = 10;
+
+const NIL: u32 = u32::MAX;
 
 pub struct Batch<T> {
     pub len: usize,
@@ -36,271 +49,304 @@ impl<T> Batch<T> {
 /// Why a sample was not queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Drop {
-    /// Every preallocated batch was in use.
+    /// Every batch of the pool was in use.
     NoFreeBatch,
-    /// The manager is behind: the global queue is full.
-    QueueFull,
 }
 
-/// The global side: the free pool, the full queue and drop counters.
-pub struct BatchQueues<T> {
-    free: ArrayQueue<Box<Batch<T>>>,
-    full: ArrayQueue<Box<Batch<T>>>,
-    allocated: AtomicUsize,
-    pub dropped_no_free_batch: AtomicU64,
-    pub dropped_queue_full: AtomicU64,
+/// A batch owned by the consumer (taken from the full stack or stolen from a thread). Give it
+/// back with [`BatchPool::recycle`]; a handle dropped otherwise only shrinks the pool.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BatchHandle(u32);
+
+/// A Treiber stack of batch indices: `(tag << 32) | top`, links in the pool's `next` array.
+struct Stack {
+    head: AtomicU64,
 }
 
-impl<T: Default> BatchQueues<T> {
-    /// Preallocates `initial` batches; the pool may grow to `capacity` through [`Self::grow`].
-    pub fn new(initial: usize, capacity: usize) -> BatchQueues<T> {
-        let capacity = capacity.max(initial).max(1);
-        let q = BatchQueues {
-            free: ArrayQueue::new(capacity),
-            full: ArrayQueue::new(capacity),
-            allocated: AtomicUsize::new(0),
-            dropped_no_free_batch: AtomicU64::new(0),
-            dropped_queue_full: AtomicU64::new(0),
-        };
-        q.grow(initial);
-        q
+fn pack(tag: u64, idx: u32) -> u64 {
+    (tag << 32) | u64::from(idx)
+}
+
+fn unpack(word: u64) -> (u64, u32) {
+    (word >> 32, word as u32)
+}
+
+impl Stack {
+    fn new() -> Stack {
+        Stack { head: AtomicU64::new(pack(0, NIL)) }
     }
 
-    /// Adds up to `n` empty batches to the pool (manager side; allocates).
-    pub fn grow(&self, n: usize) -> usize {
-        let mut added = 0;
-        for _ in 0..n {
-            if self.allocated.load(Ordering::Relaxed) >= self.free.capacity() {
-                break;
+    /// Pushes `idx`, which the caller owns. Release: the batch's contents and link are visible
+    /// to whoever pops it.
+    fn push(&self, next: &[AtomicU32], idx: u32) {
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            let (tag, top) = unpack(head);
+            next[idx as usize].store(top, Ordering::Relaxed);
+            match self.head.compare_exchange_weak(
+                head,
+                pack(tag.wrapping_add(1), idx),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(h) => head = h,
             }
-            if self.free.push(Batch::new()).is_err() {
-                break;
-            }
-            self.allocated.fetch_add(1, Ordering::Relaxed);
-            added += 1;
         }
-        added
+    }
+
+    /// Pops one index, which the caller then owns. If the top changes between the load and the
+    /// swap (another thread, or a signal handler that interrupted this one), the tag differs and
+    /// the swap retries: nothing waits for anybody.
+    fn pop(&self, next: &[AtomicU32]) -> Option<u32> {
+        let mut head = self.head.load(Ordering::Acquire);
+        loop {
+            let (tag, top) = unpack(head);
+            if top == NIL {
+                return None;
+            }
+            // May be stale if `top` was popped meanwhile: then the tag has moved on and the swap
+            // fails. Links are never freed, so the read itself is always valid.
+            let below = next[top as usize].load(Ordering::Relaxed);
+            match self.head.compare_exchange_weak(
+                head,
+                pack(tag.wrapping_add(1), below),
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(top),
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Takes the whole stack (single consumer): the indices, top first.
+    fn take_all(&self, next: &[AtomicU32], out: &mut Vec<u32>) {
+        let mut head = self.head.load(Ordering::Relaxed);
+        loop {
+            let (tag, top) = unpack(head);
+            if top == NIL {
+                return;
+            }
+            match self.head.compare_exchange_weak(
+                head,
+                pack(tag.wrapping_add(1), NIL),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    // The taken chain is ours alone: producers only write links of batches they own.
+                    let mut i = top;
+                    while i != NIL {
+                        out.push(i);
+                        i = next[i as usize].load(Ordering::Relaxed);
+                    }
+                    return;
+                }
+                Err(h) => head = h,
+            }
+        }
     }
 }
 
-impl<T> BatchQueues<T> {
-    /// Next full batch, if any (manager side).
-    pub fn pop_full(&self) -> Option<Box<Batch<T>>> {
-        self.full.pop()
+/// The bounded arena of batches with its free and full stacks and the drop counter.
+pub struct BatchPool<T> {
+    /// Batch `i`, null until [`Self::grow`] allocates it; never changed again until drop.
+    batches: Box<[AtomicPtr<Batch<T>>]>,
+    next: Box<[AtomicU32]>,
+    free: Stack,
+    full: Stack,
+    /// Batches allocated so far (only the consumer allocates).
+    allocated: AtomicUsize,
+    free_count: AtomicUsize,
+    pub dropped_no_free_batch: AtomicU64,
+}
+
+// SAFETY: batches are reached only by the party that owns their index (see the module docs),
+// and ownership moves through atomics with acquire/release ordering; `T: Send` moves with it.
+unsafe impl<T: Send> Sync for BatchPool<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for BatchPool<T> {}
+
+impl<T: Default> BatchPool<T> {
+    /// A pool of at most `capacity` batches, `initial` of them allocated now.
+    pub fn new(initial: usize, capacity: usize) -> BatchPool<T> {
+        let capacity = capacity.clamp(1, NIL as usize - 1);
+        let pool = BatchPool {
+            batches: (0..capacity).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            next: (0..capacity).map(|_| AtomicU32::new(NIL)).collect(),
+            free: Stack::new(),
+            full: Stack::new(),
+            allocated: AtomicUsize::new(0),
+            free_count: AtomicUsize::new(0),
+            dropped_no_free_batch: AtomicU64::new(0),
+        };
+        pool.grow(initial);
+        pool
     }
 
-    /// Returns a processed batch to the free pool (manager side).
-    pub fn recycle(&self, mut b: Box<Batch<T>>) {
-        b.len = 0;
-        // The pool's capacity is the number of batches that can exist, so this cannot fail.
-        let _ = self.free.push(b);
+    /// Allocates up to `n` more batches, within the capacity (consumer side: allocates; call it
+    /// from one thread only). Returns how many were added.
+    pub fn grow(&self, n: usize) -> usize {
+        let start = self.allocated.load(Ordering::Relaxed);
+        let end = (start + n).min(self.batches.len());
+        for i in start..end {
+            self.batches[i].store(Box::into_raw(Batch::new()), Ordering::Relaxed);
+            self.allocated.store(i + 1, Ordering::Relaxed);
+            self.free_count.fetch_add(1, Ordering::Relaxed);
+            // Release in the push publishes the pointer stored above with the index.
+            self.free.push(&self.next, i as u32);
+        }
+        end - start
+    }
+}
+
+impl<T> BatchPool<T> {
+    fn slot(&self, idx: u32) -> *mut Batch<T> {
+        self.batches[idx as usize].load(Ordering::Relaxed)
     }
 
-    /// Queues a batch taken from a thread (at thread end); counted as dropped if the full
-    /// queue has no room.
-    pub fn submit(&self, b: Box<Batch<T>>) {
-        if let Err(mut b) = self.full.push(b) {
-            self.dropped_queue_full.fetch_add(b.len as u64, Ordering::Relaxed);
-            b.len = 0;
-            let _ = self.free.push(b);
+    /// The batch behind `idx`, which the caller owns.
+    ///
+    /// # Safety
+    /// The caller owns `idx` (popped it, swapped it out of a queue, or holds its handle) and
+    /// no other reference to this batch is alive.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn owned(&self, idx: u32) -> &mut Batch<T> {
+        // SAFETY: an owned index was pushed on the free stack by `grow` after its pointer was
+        // stored, and the acquire that transferred ownership makes the pointer visible; the
+        // caller guarantees exclusivity.
+        unsafe { &mut *self.slot(idx) }
+    }
+
+    fn pop_free(&self) -> Option<u32> {
+        let i = self.free.pop(&self.next)?;
+        self.free_count.fetch_sub(1, Ordering::Relaxed);
+        Some(i)
+    }
+
+    fn push_free(&self, idx: u32) {
+        // SAFETY: the caller gives up `idx`, which it owns.
+        unsafe { self.owned(idx) }.len = 0;
+        self.free_count.fetch_add(1, Ordering::Relaxed);
+        self.free.push(&self.next, idx);
+    }
+
+    /// Every full batch queued so far (consumer side).
+    pub fn take_full(&self) -> Vec<BatchHandle> {
+        let mut v = Vec::new();
+        self.full.take_all(&self.next, &mut v);
+        // The stack is newest first; hand them out oldest first.
+        v.into_iter().rev().map(BatchHandle).collect()
+    }
+
+    /// The contents of a batch the consumer holds.
+    pub fn get(&self, h: &BatchHandle) -> &Batch<T> {
+        // SAFETY: the handle proves the consumer owns the batch; the shared borrow of the
+        // handle keeps it from being recycled while this reference lives.
+        unsafe { &*self.slot(h.0) }
+    }
+
+    /// Gives a processed batch back to the free stack.
+    pub fn recycle(&self, h: BatchHandle) {
+        self.push_free(h.0);
+    }
+
+    /// Queues a batch taken from a thread (a partial one at detach): empty ones go back to the
+    /// free stack.
+    pub fn submit(&self, h: BatchHandle) {
+        if self.get(&h).len == 0 {
+            self.recycle(h);
+        } else {
+            self.full.push(&self.next, h.0);
         }
     }
 
     pub fn free_batches(&self) -> usize {
-        self.free.len()
+        self.free_count.load(Ordering::Relaxed)
     }
 
     pub fn allocated(&self) -> usize {
         self.allocated.load(Ordering::Relaxed)
     }
 
+    pub fn capacity(&self) -> usize {
+        self.batches.len()
+    }
+
     pub fn dropped(&self) -> u64 {
-        self.dropped_no_free_batch.load(Ordering::Relaxed) + self.dropped_queue_full.load(Ordering::Relaxed)
+        self.dropped_no_free_batch.load(Ordering::Relaxed)
     }
 }
 
-/// One thread's current batch.
-pub struct ThreadQueue<T> {
-    current: AtomicPtr<Batch<T>>,
+impl<T> std::ops::Drop for BatchPool<T> {
+    fn drop(&mut self) {
+        for p in self.batches.iter() {
+            let p = p.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: every non-null pointer came from `Box::into_raw` in `grow`, and `&mut
+                // self` means no party holds a batch any more.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
 }
 
-impl<T> Default for ThreadQueue<T> {
+/// One producer's current batch (the index, or none).
+pub struct ThreadQueue {
+    current: AtomicU32,
+}
+
+impl Default for ThreadQueue {
     fn default() -> Self {
-        ThreadQueue { current: AtomicPtr::new(std::ptr::null_mut()) }
+        ThreadQueue { current: AtomicU32::new(NIL) }
     }
 }
 
-impl<T> ThreadQueue<T> {
+impl ThreadQueue {
     /// Appends one item, written in place by `fill` (which returns false to discard it).
-    /// Async-signal-safe: atomics and lock-free queue operations only.
-    pub fn push_with(&self, q: &BatchQueues<T>, fill: impl FnOnce(&mut T) -> bool) -> Result<(), Drop> {
-        let taken = self.current.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        let mut batch = if taken.is_null() {
-            match q.free.pop() {
-                Some(b) => b,
+    /// Async-signal-safe and reentrant: atomics only, no allocation, no waiting. One producer
+    /// per queue (the owning thread's signal handler, or the one timer thread).
+    pub fn push_with<T>(&self, pool: &BatchPool<T>, fill: impl FnOnce(&mut T) -> bool) -> Result<(), Drop> {
+        let taken = self.current.swap(NIL, Ordering::Acquire);
+        let idx = if taken != NIL {
+            taken
+        } else {
+            match pool.pop_free() {
+                Some(i) => i,
                 None => {
-                    q.dropped_no_free_batch.fetch_add(1, Ordering::Relaxed);
+                    pool.dropped_no_free_batch.fetch_add(1, Ordering::Relaxed);
                     return Err(Drop::NoFreeBatch);
                 }
             }
-        } else {
-            // SAFETY: non-null pointers in `current` always come from `Box::into_raw` below,
-            // and the swap made this producer their only owner.
-            unsafe { Box::from_raw(taken) }
         };
+        // SAFETY: the swap or the pop made this producer the owner of `idx`.
+        let batch = unsafe { pool.owned(idx) };
         let i = batch.len;
         if fill(&mut batch.items[i]) {
             batch.len += 1;
         }
-        if batch.len == BATCH_SIZE {
-            if let Err(mut b) = q.full.push(batch) {
-                q.dropped_queue_full.fetch_add(b.len as u64, Ordering::Relaxed);
-                b.len = 0;
-                let _ = q.free.push(b);
-                return Err(Drop::QueueFull);
-            }
-        } else {
-            // Only the owning thread stores into `current`; the manager only swaps it out, so the
-            // slot is still null here.
-            self.current.store(Box::into_raw(batch), Ordering::Release);
+        if batch.len == BATCH_SIZE
+            || self.current.compare_exchange(NIL, idx, Ordering::Release, Ordering::Relaxed).is_err()
+        {
+            // Full, or (never with one producer) another batch was put back meanwhile.
+            pool.full.push(&pool.next, idx);
         }
         Ok(())
     }
 
-    /// Takes the partially filled batch, if any (manager side, for idle or ending threads).
-    pub fn steal(&self) -> Option<Box<Batch<T>>> {
-        let p = self.current.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        if p.is_null() {
-            None
-        } else {
-            // SAFETY: as in `push_with`: the pointer came from `Box::into_raw` and the swap
-            // transferred ownership to this caller.
-            Some(unsafe { Box::from_raw(p) })
-        }
+    /// Takes the partially filled batch, if any (consumer side, for idle or ending threads).
+    pub fn steal(&self) -> Option<BatchHandle> {
+        let idx = self.current.swap(NIL, Ordering::Acquire);
+        (idx != NIL).then_some(BatchHandle(idx))
     }
-}
 
-impl<T> std::ops::Drop for ThreadQueue<T> {
-    fn drop(&mut self) {
-        drop(self.steal());
+    /// Whether a batch is parked here (a queue must be empty before its pool goes away).
+    pub fn is_empty(&self) -> bool {
+        self.current.load(Ordering::Relaxed) == NIL
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-
-    #[test]
-    fn batches_are_handed_over_at_the_threshold() {
-        let q: BatchQueues<u64> = BatchQueues::new(4, 4);
-        let t = ThreadQueue::default();
-        for i in 0..(BATCH_SIZE as u64 - 1) {
-            t.push_with(&q, |x| {
-                *x = i;
-                true
-            })
-            .unwrap();
-        }
-        assert!(q.pop_full().is_none(), "not full yet");
-        t.push_with(&q, |x| {
-            *x = 99;
-            true
-        })
-        .unwrap();
-        let b = q.pop_full().expect("a full batch after 10 items");
-        assert_eq!(b.filled().len(), BATCH_SIZE);
-        assert_eq!(b.filled()[9], 99);
-        q.recycle(b);
-        assert_eq!(q.free_batches(), 4);
-    }
-
-    #[test]
-    fn discarded_fills_do_not_count() {
-        let q: BatchQueues<u64> = BatchQueues::new(1, 1);
-        let t = ThreadQueue::default();
-        t.push_with(&q, |_| false).unwrap();
-        assert_eq!(t.steal().unwrap().len, 0);
-    }
-
-    #[test]
-    fn exhausted_pool_drops_and_counts() {
-        let q: BatchQueues<u64> = BatchQueues::new(1, 1);
-        let a = ThreadQueue::default();
-        let b = ThreadQueue::default();
-        a.push_with(&q, |_| true).unwrap();
-        assert_eq!(b.push_with(&q, |_| true), Err(Drop::NoFreeBatch));
-        assert_eq!(q.dropped(), 1);
-        assert_eq!(q.grow(5), 0, "capacity is fixed");
-    }
-
-    #[test]
-    fn stealing_returns_partial_batches() {
-        let q: BatchQueues<u64> = BatchQueues::new(2, 2);
-        let t = ThreadQueue::default();
-        for _ in 0..3 {
-            t.push_with(&q, |_| true).unwrap();
-        }
-        let b = t.steal().unwrap();
-        assert_eq!(b.len, 3);
-        assert!(t.steal().is_none());
-        q.recycle(b);
-    }
-
-    /// Producers and a stealing manager race; every item is either processed or counted as
-    /// dropped, none is lost or seen twice.
-    #[test]
-    fn concurrent_producers_and_manager_conserve_items() {
-        let q: Arc<BatchQueues<u64>> = Arc::new(BatchQueues::new(8, 8));
-        let queues: Arc<Vec<ThreadQueue<u64>>> = Arc::new((0..4).map(|_| ThreadQueue::default()).collect());
-        let done = Arc::new(AtomicBool::new(false));
-        let per_thread = 20_000u64;
-        let producers: Vec<_> = (0..4)
-            .map(|t| {
-                let (q, queues) = (q.clone(), queues.clone());
-                std::thread::spawn(move || {
-                    for i in 0..per_thread {
-                        let _ = queues[t].push_with(&q, |x| {
-                            *x = (t as u64) << 32 | i;
-                            true
-                        });
-                    }
-                })
-            })
-            .collect();
-        let manager = {
-            let (q, queues, done) = (q.clone(), queues.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut seen = std::collections::HashSet::new();
-                loop {
-                    let finished = done.load(Ordering::Acquire);
-                    while let Some(b) = q.pop_full() {
-                        for &x in b.filled() {
-                            assert!(seen.insert(x), "item {x:#x} seen twice");
-                        }
-                        q.recycle(b);
-                    }
-                    for tq in queues.iter() {
-                        if let Some(b) = tq.steal() {
-                            for &x in b.filled() {
-                                assert!(seen.insert(x), "item {x:#x} seen twice");
-                            }
-                            q.recycle(b);
-                        }
-                    }
-                    if finished {
-                        return seen.len() as u64;
-                    }
-                }
-            })
-        };
-        for p in producers {
-            p.join().unwrap();
-        }
-        done.store(true, Ordering::Release);
-        let processed = manager.join().unwrap();
-        assert_eq!(processed + q.dropped(), 4 * per_thread);
-        assert!(processed > 0);
-    }
-}
+#[path = "batch_tests.rs"]
+mod tests;

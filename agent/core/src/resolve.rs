@@ -29,6 +29,9 @@ pub struct WalkStats {
     pub failed: Vec<(String, u64)>,
 }
 
+/// Collections kept to mark samples that ran during one.
+const GC_KEPT: usize = 64;
+
 #[derive(Default)]
 pub struct SampleResolver {
     pub timeline: CodeTimeline,
@@ -50,11 +53,16 @@ impl SampleResolver {
 
     pub fn gc_finish(&mut self, t: u64) {
         let start = self.open_gc.take().unwrap_or(t);
+        // Only the latest collections can still matter (samples resolve within ~100 ms of
+        // their time): bounded, however long the session runs.
+        if self.gc.len() >= 2 * GC_KEPT {
+            self.gc.drain(..GC_KEPT);
+        }
         self.gc.push((start, t));
     }
 
     fn gc_active(&self, t: u64) -> bool {
-        self.open_gc.is_some_and(|s| s <= t) || self.gc.iter().rev().take(64).any(|&(s, e)| s <= t && t <= e)
+        self.open_gc.is_some_and(|s| s <= t) || self.gc.iter().rev().take(GC_KEPT).any(|&(s, e)| s <= t && t <= e)
     }
 
     fn method_idx(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, id: u64) -> MethodIdx {

@@ -1,6 +1,7 @@
-//! JVMTI event callbacks. Each is `extern "C"`, catches any panic (none may cross into the
-//! JVM), and only records what happened: code-map events are queued with their time for the
-//! processor, threads are attached or detached.
+//! JVMTI event callbacks (all but VMInit/VMDeath, which are lifecycle.rs's). Each is an
+//! `extern "C"` trampoline that finds the agent, catches any panic (none may cross into the
+//! JVM), and hands the event to the part it concerns: threads are attached or detached, code
+//! and GC events are recorded with their time for the processor.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -10,11 +11,22 @@ use hpm_core::codemap::{CodeBlob, CodeEvent, PcScope};
 use hpm_core::model::ThreadInfo;
 use jni::sys::{jclass, jint, jmethodID, JNIEnv};
 
-use crate::agent::{self, now_ticks, Agent};
-use crate::jvmti::{self, event, jthread, EventCallbacks, JvmtiEnvPtr, JvmtiError};
-use crate::perf::gettid;
+use crate::agent::{self, Agent};
+use crate::jnienv;
+use crate::jvmti::{event, jthread, EventCallbacks, Jvmti, JvmtiEnvPtr};
+use crate::os::{gettid, now_ticks};
+use crate::threads::Threads;
 
-/// Runs `f` with the agent, swallowing panics (reported once on stderr).
+/// Events on from the start (the code-map ones are turned on by `CodeEvents::enable`).
+pub const ALWAYS_ON: [u32; 5] = [
+    event::THREAD_START,
+    event::THREAD_END,
+    event::CLASS_LOAD,
+    event::GARBAGE_COLLECTION_START,
+    event::GARBAGE_COLLECTION_FINISH,
+];
+
+/// Runs `f` with the agent, swallowing panics (reported on stderr).
 fn guarded(name: &str, f: impl FnOnce(&'static Agent)) {
     let Some(a) = agent::get() else { return };
     if catch_unwind(AssertUnwindSafe(|| f(a))).is_err() {
@@ -22,10 +34,8 @@ fn guarded(name: &str, f: impl FnOnce(&'static Agent)) {
     }
 }
 
-pub fn register(agent: &Agent) -> Result<(), JvmtiError> {
-    let mut cb = EventCallbacks::default();
-    cb.set(event::VM_INIT, vm_init as *const c_void);
-    cb.set(event::VM_DEATH, vm_death as *const c_void);
+/// Puts this module's trampolines into `cb`.
+pub fn fill(cb: &mut EventCallbacks) {
     cb.set(event::THREAD_START, thread_start as *const c_void);
     cb.set(event::THREAD_END, thread_end as *const c_void);
     cb.set(event::CLASS_LOAD, class_load as *const c_void);
@@ -35,71 +45,28 @@ pub fn register(agent: &Agent) -> Result<(), JvmtiError> {
     cb.set(event::DYNAMIC_CODE_GENERATED, dynamic_code_generated as *const c_void);
     cb.set(event::GARBAGE_COLLECTION_START, gc_start as *const c_void);
     cb.set(event::GARBAGE_COLLECTION_FINISH, gc_finish as *const c_void);
-    agent.jvmti.set_event_callbacks(&cb)?;
-    for ev in [
-        event::VM_INIT,
-        event::VM_DEATH,
-        event::THREAD_START,
-        event::THREAD_END,
-        event::CLASS_LOAD,
-        event::GARBAGE_COLLECTION_START,
-        event::GARBAGE_COLLECTION_FINISH,
-    ] {
-        agent.jvmti.set_event(true, ev)?;
-    }
-    Ok(())
-}
-
-/// The events that feed the code map (what the signal sampler needs to name an IP): jmethodIDs
-/// made at ClassPrepare, compiled and generated code. The timer samplers get exact frames from
-/// the JVM and leave them off, so their sessions do not pay for them (agent::ensure_code_map).
-pub fn enable_code_map(agent: &Agent) -> Result<(), JvmtiError> {
-    for ev in [
-        event::CLASS_PREPARE,
-        event::COMPILED_METHOD_LOAD,
-        event::COMPILED_METHOD_UNLOAD,
-        event::DYNAMIC_CODE_GENERATED,
-    ] {
-        agent.jvmti.set_event(true, ev)?;
-    }
-    Ok(())
-}
-
-fn push_code(a: &Agent, ev: CodeEvent) {
-    a.code_events.lock().unwrap_or_else(|p| p.into_inner()).push(ev);
-}
-
-unsafe extern "C" fn vm_init(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
-    guarded("VMInit", |a| agent::on_vm_init(a, jni, thread));
-}
-
-unsafe extern "C" fn vm_death(_env: JvmtiEnvPtr, _jni: *mut JNIEnv) {
-    guarded("VMDeath", agent::on_vm_death);
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
-pub fn attach_java_thread(a: &Agent, jni: *mut JNIEnv, thread: jthread) {
-    if a.dead.load(Ordering::Relaxed) {
-        return;
-    }
+pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, jni: *mut JNIEnv, thread: jthread) {
     let tid = gettid();
-    let name = a.jvmti.thread_name(thread).unwrap_or_default();
-    let info = ThreadInfo { os_tid: tid as u32, java_id: jvmti::java_thread_id(jni, thread), name, is_java: true };
+    let name = jvmti.thread_name(thread).unwrap_or_default();
+    let info = ThreadInfo { os_tid: tid as u32, java_id: jnienv::java_thread_id(jni, thread), name, is_java: true };
     // Failures are counted per reason and the first one is printed at exit.
-    let _ = a.threads.attach(tid, info);
+    let _ = threads.attach(tid, info);
 }
 
 unsafe extern "C" fn thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
-    guarded("ThreadStart", |a| attach_java_thread(a, jni, thread));
+    guarded("ThreadStart", |a| attach_java_thread(&a.jvmti, &a.threads, jni, thread));
 }
 
 unsafe extern "C" fn thread_end(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {
-    guarded("ThreadEnd", |a| a.threads.thread_ended(gettid(), &a.queues));
+    guarded("ThreadEnd", |a| a.threads.thread_ended(gettid()));
 }
 
 unsafe extern "C" fn class_load(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, _klass: jclass) {
     guarded("ClassLoad", |a| {
-        a.classes_loaded.fetch_add(1, Ordering::Relaxed);
+        a.code.classes_loaded.fetch_add(1, Ordering::Relaxed);
     });
 }
 
@@ -173,13 +140,13 @@ unsafe extern "C" fn compiled_method_load(
         // SAFETY: `compile_info` is the record chain of this event, valid during the callback.
         let scopes = unsafe { inline_scopes(compile_info) };
         let blob = CodeBlob::compiled(method as u64, code_addr as u64, code_size.max(0) as u64, scopes, time);
-        push_code(a, CodeEvent::Load(blob));
+        a.code.push(CodeEvent::Load(blob));
     });
 }
 
 unsafe extern "C" fn compiled_method_unload(_env: JvmtiEnvPtr, _method: jmethodID, code_addr: *const c_void) {
     let time = now_ticks();
-    guarded("CompiledMethodUnload", |a| push_code(a, CodeEvent::Unload { time, start: code_addr as u64 }));
+    guarded("CompiledMethodUnload", |a| a.code.push(CodeEvent::Unload { time, start: code_addr as u64 }));
 }
 
 unsafe extern "C" fn dynamic_code_generated(
@@ -196,17 +163,17 @@ unsafe extern "C" fn dynamic_code_generated(
             // SAFETY: JVMTI passes a NUL-terminated name valid during the callback.
             unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
         };
-        push_code(a, CodeEvent::Load(CodeBlob::dynamic(&name, address as u64, length.max(0) as u64, time)));
+        a.code.push(CodeEvent::Load(CodeBlob::dynamic(&name, address as u64, length.max(0) as u64, time)));
     });
 }
 
 // GC callbacks run inside the collection: no JVMTI or JNI calls, just the time.
 unsafe extern "C" fn gc_start(_env: JvmtiEnvPtr) {
     let time = now_ticks();
-    guarded("GarbageCollectionStart", |a| a.gc_events.lock().unwrap_or_else(|p| p.into_inner()).push((true, time)));
+    guarded("GarbageCollectionStart", |a| a.code.gc(true, time));
 }
 
 unsafe extern "C" fn gc_finish(_env: JvmtiEnvPtr) {
     let time = now_ticks();
-    guarded("GarbageCollectionFinish", |a| a.gc_events.lock().unwrap_or_else(|p| p.into_inner()).push((false, time)));
+    guarded("GarbageCollectionFinish", |a| a.code.gc(false, time));
 }

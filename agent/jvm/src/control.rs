@@ -1,9 +1,10 @@
 //! Run-time control of profiling: the commands shared by `hpm attach PID ...` (through
-//! Agent_OnAttach) and the Java bridge (`execute(command)` and friends).
+//! Agent_OnAttach) and the Java bridge (`execute(command)` and friends), and the sessions they
+//! start and stop, serialised by one lock.
 //!
-//! Contract (stable, other modules code against it): `execute(command)` takes one command
-//! text and returns the text to show the user, or an error line that says what to do. It never
-//! panics across its callers' `extern "C"` boundaries (callers still catch unwinding).
+//! Contract (stable, other modules code against it): `execute(sessions, parts, command)` takes
+//! one command text and returns the text to show the user, or an error line that says what to
+//! do. Nothing is created or written before every check of the command passed.
 //!
 //! Grammar (async-profiler's, comma-separated like the agent options):
 //! - `start[,OPTIONS]` — begin a profiling session with agent OPTIONS (`interval=1ms,file=x.jfr`,
@@ -15,34 +16,94 @@
 //!   the last session's profile); the format comes from the extension as for `file=`.
 //! - `status` — `state`, `sampler`, `event`, `interval`, `samples`, `duration`, `files`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use hpm_core::model::PeriodUnit;
 use hpm_core::options::{self, OutputFile, OutputFormat};
 
-use crate::agent::{self, now_ticks, now_wall_ns, Agent};
-use crate::session::{self, Session};
+use crate::os::{now_ticks, now_wall_ns};
+use crate::processor::{Finished, Output};
+use crate::session::{self, Parts, Plan, Session};
 
 pub const COMMANDS: &str = "start[,OPTIONS], stop[,file=PATH], dump,file=PATH, status";
 
-/// Runs one control command against the loaded agent.
-pub fn execute(command: &str) -> Result<String, String> {
-    let agent = agent::get().ok_or_else(|| {
-        "the hpm agent is not set up in this JVM; load it with -agentpath, `hpm attach PID` or the Java bridge"
-            .to_string()
-    })?;
+/// The sessions of one JVM: at most one running.
+#[derive(Default)]
+pub struct Sessions {
+    control: Mutex<Control>,
+    /// The VM is dying: no session may start.
+    dead: AtomicBool,
+    /// A session is recording (the bridge's marks are kept only then).
+    recording: AtomicBool,
+}
+
+#[derive(Default)]
+struct Control {
+    running: Option<Session>,
+    /// `-agentpath`: the session planned at load, started at VMInit.
+    pending: Option<Plan>,
+    /// The last stopped session's profile, for `dump` after `stop`.
+    last: Option<Finished>,
+}
+
+impl Sessions {
+    fn lock(&self) -> MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn is_recording(&self) -> bool {
+        self.recording.load(Ordering::Acquire)
+    }
+
+    /// `-agentpath`: the session checked at load, to start at VMInit.
+    pub fn plan_at_load(&self, plan: Plan) {
+        self.lock().pending = Some(plan);
+    }
+
+    /// VMInit: starts the session planned at load.
+    pub fn start_pending(&self, parts: Parts) {
+        let mut c = self.lock();
+        if let Some(plan) = c.pending.take() {
+            match Session::start(parts, plan) {
+                Ok(s) => {
+                    c.running = Some(s);
+                    self.recording.store(true, Ordering::Release);
+                }
+                Err(e) => eprintln!("hpm: {e}; no profile will be written"),
+            }
+        }
+    }
+
+    /// VMDeath: stops the running session (its outputs and summary are written); no session
+    /// may start afterwards.
+    pub fn shutdown(&self) {
+        self.dead.store(true, Ordering::Release);
+        let mut c = self.lock();
+        self.recording.store(false, Ordering::Release);
+        if let Some(s) = c.running.take() {
+            if let Err(e) = s.stop(Vec::new()) {
+                eprintln!("hpm: {e}");
+            }
+        }
+        c.last = None;
+    }
+}
+
+/// Runs one control command.
+pub fn execute(sessions: &Sessions, parts: Parts, command: &str) -> Result<String, String> {
     let command = command.trim();
     let (verb, rest) = match command.split_once(',') {
         Some((v, r)) => (v.trim(), r),
         None => (command, ""),
     };
     match verb {
-        "start" => start(agent, rest),
-        "stop" => stop(agent, rest),
-        "dump" => dump(agent, rest),
-        "status" if rest.trim().is_empty() => Ok(status(agent)),
+        "start" => start(sessions, parts, rest),
+        "stop" => stop(sessions, rest),
+        "dump" => dump(sessions, rest),
+        "status" if rest.trim().is_empty() => Ok(status(sessions, parts)),
         "status" => Err("status takes no arguments".into()),
-        _ => start(agent, command).map_err(|e| {
+        _ => start(sessions, parts, command).map_err(|e| {
             if verb.contains('=') || verb.is_empty() {
                 e
             } else {
@@ -52,86 +113,89 @@ pub fn execute(command: &str) -> Result<String, String> {
     }
 }
 
-fn start(agent: &'static Agent, option_string: &str) -> Result<String, String> {
-    if agent.dead.load(Ordering::Acquire) {
+fn start(sessions: &Sessions, parts: Parts, option_string: &str) -> Result<String, String> {
+    if sessions.dead.load(Ordering::Acquire) {
         return Err("the JVM is shutting down; no profiling session can start".into());
     }
     if options::parse(option_string).map_err(|e| e.to_string())?.help {
         return Ok(options::help_text());
     }
-    let mut control = agent.lock_control();
-    if let Some(s) = control.running {
+    let mut control = sessions.lock();
+    if let Some(s) = &control.running {
         return Err(format!("a profiling session is already running ({}); `stop` it first", describe(s)));
     }
-    let plan = session::plan(&agent.jvmti, option_string)?;
-    let s = plan.into_session(agent);
-    session::start(s)?;
+    let plan = session::plan(&parts.jvmti, option_string)?;
+    let s = Session::start(parts, plan)?;
+    let line = format!("profiling started: {}; at stop writes {}", describe(&s), s.files.join(", "));
     control.running = Some(s);
     control.last = None;
-    Ok(format!("profiling started: {}; at stop writes {}", describe(s), files(s)))
+    sessions.recording.store(true, Ordering::Release);
+    Ok(line)
 }
 
-fn stop(agent: &'static Agent, rest: &str) -> Result<String, String> {
-    let extra = parse_files(rest, "stop")?;
-    let mut control = agent.lock_control();
-    let Some(s) = control.running.take() else {
+fn stop(sessions: &Sessions, rest: &str) -> Result<String, String> {
+    let mut control = sessions.lock();
+    // The session is checked first: nothing is created for a stop that cannot happen.
+    if control.running.is_none() {
         return Err("no profiling session is running; `start` one first".into());
-    };
-    let seconds = elapsed_secs(s);
-    let (written, finished) = session::stop(s, &extra)?;
+    }
+    let extra = check_files(rest, "stop")?;
+    let s = control.running.take().expect("checked above");
+    sessions.recording.store(false, Ordering::Release);
+    let seconds = elapsed_secs(&s);
+    let (written, finished) = s.stop(extra)?;
+    let samples = finished.samples();
     control.last = Some(finished);
     Ok(format!(
-        "profiling stopped after {seconds:.1}s: {} samples; wrote {}",
-        s.resolved.load(Ordering::Relaxed),
+        "profiling stopped after {seconds:.1}s: {samples} samples; wrote {}",
         if written.is_empty() { "nothing".to_string() } else { written.join(", ") }
     ))
 }
 
-fn dump(agent: &'static Agent, rest: &str) -> Result<String, String> {
-    let targets = parse_files(rest, "dump")?;
+fn dump(sessions: &Sessions, rest: &str) -> Result<String, String> {
+    let mut control = sessions.lock();
+    if control.running.is_none() && control.last.is_none() {
+        return Err("no profile to dump: no session is running or has run; `start` one first".into());
+    }
+    let targets = check_files(rest, "dump")?;
     if targets.is_empty() {
         return Err("dump needs file=PATH (format from the extension: .jfr, .collapsed, .html, .svg, ...)".into());
     }
-    let mut control = agent.lock_control();
     let mut lines = Vec::new();
-    for (path, format) in &targets {
-        let line = if let Some(s) = control.running {
-            let guard = session::lock(&s.processor);
-            let h = guard.as_ref().ok_or("the session has no processing thread")?;
-            h.dump(path, *format)?
-        } else if let Some(last) = control.last.as_mut() {
-            last.dump(path, *format)?
-        } else {
-            return Err("no profile to dump: no session is running or has run; `start` one first".into());
+    for o in targets {
+        let line = match &mut *control {
+            Control { running: Some(s), .. } => s.dump(&o.path, o.format, o.target)?,
+            Control { last: Some(last), .. } => last.dump(&o.path, o.format, o.target)?,
+            _ => return Err("no profile to dump".into()),
         };
         lines.push(line);
     }
     Ok(lines.join("\n"))
 }
 
-fn status(agent: &'static Agent) -> String {
-    let control = agent.lock_control();
-    let Some(s) = control.running else {
+fn status(sessions: &Sessions, parts: Parts) -> String {
+    let control = sessions.lock();
+    let (live, java, excluded, slots) = parts.threads.sizes();
+    let agent = format!("agent: {live} threads in the session, {java} Java threads known, {excluded} own threads, {slots} perf slots in use\n");
+    let Some(s) = &control.running else {
         let last = if control.last.is_some() { " (the last session's profile can still be dumped)" } else { "" };
-        return format!("state: idle{last}\n");
+        return format!("state: idle{last}\n{agent}");
     };
+    let (allocated, capacity) = s.buffers();
     format!(
-        "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n",
+        "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n\
+         sample buffers: {allocated} of {capacity} allocated\n{agent}",
         s.opts.sampler.name(),
         s.event.name,
         interval_text(s),
-        s.resolved.load(Ordering::Relaxed),
+        s.resolved(),
         elapsed_secs(s),
-        files(s)
+        s.files.join(", ")
     )
 }
 
 fn describe(s: &Session) -> String {
     format!("sampler {}, event {} every {}", s.opts.sampler.name(), s.event.name, interval_text(s))
-}
-
-fn files(s: &Session) -> String {
-    s.outputs.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>().join(", ")
 }
 
 fn elapsed_secs(s: &Session) -> f64 {
@@ -148,18 +212,16 @@ fn interval_text(s: &Session) -> String {
     }
 }
 
-/// `file=PATH` items (`%p`/`%t` expanded, created now so a bad path is reported at once).
-fn parse_files(rest: &str, verb: &str) -> Result<Vec<(String, OutputFormat)>, String> {
-    let mut out = Vec::new();
+/// `file=PATH` items (`%p`/`%t` expanded), every one checked before any is written.
+fn check_files(rest: &str, verb: &str) -> Result<Vec<Output>, String> {
+    let mut files = Vec::new();
     for item in rest.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let Some(path) = item.strip_prefix("file=").filter(|p| !p.is_empty()) else {
             return Err(format!("{verb} takes only file=PATH (repeatable), not `{item}`"));
         };
         let format = OutputFormat::from_path(path).map_err(|e| e.to_string())?;
         let f = OutputFile { pattern: path.to_string(), format };
-        let path = f.path(std::process::id(), now_wall_ns() / 1_000_000_000);
-        session::create_output(&path)?;
-        out.push((path, format));
+        files.push((f.path(std::process::id(), now_wall_ns() / 1_000_000_000), format));
     }
-    Ok(out)
+    session::check_outputs(files)
 }

@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
 use std::ptr;
 
-use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JavaVM};
 
 #[allow(non_camel_case_types)]
 pub type jthread = jobject;
@@ -394,44 +394,6 @@ impl Jvmti {
         let mut value = ptr::null_mut();
         call!(self, 131, "GetSystemProperty", fn(*const c_char, *mut *mut c_char), key.as_ptr(), &mut value)?;
         Ok(self.take_string(value).unwrap_or_default())
-    }
-}
-
-/// `Thread.getId()` of a thread object, through JNI (JVMTI has no call for it).
-pub fn java_thread_id(env: *mut JNIEnv, thread: jthread) -> Option<u64> {
-    if env.is_null() || thread.is_null() {
-        return None;
-    }
-    // SAFETY: `env` is the current thread's JNIEnv (from a JVMTI callback) and `thread` a live
-    // local reference; every JNI function used is present in JNI 1.2+ and checked for null.
-    unsafe {
-        let f = &**env;
-        let class = (f.GetObjectClass?)(env, thread);
-        let mid = (f.GetMethodID?)(env, class, c"getId".as_ptr(), c"()J".as_ptr());
-        (f.DeleteLocalRef?)(env, class);
-        if mid.is_null() {
-            (f.ExceptionClear?)(env);
-            return None;
-        }
-        let id = (f.CallLongMethodA?)(env, thread, mid, ptr::null());
-        if (f.ExceptionCheck?)(env) != 0 {
-            (f.ExceptionClear?)(env);
-            return None;
-        }
-        Some(id as u64)
-    }
-}
-
-/// Deletes a JNI local reference (classes from `loaded_classes`).
-pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
-    if env.is_null() || obj.is_null() {
-        return;
-    }
-    // SAFETY: `env` is the current thread's JNIEnv and `obj` a local reference it owns.
-    unsafe {
-        if let Some(f) = (**env).DeleteLocalRef {
-            f(env, obj)
-        }
     }
 }
 

@@ -1,20 +1,35 @@
 //! libhpm.so — the JVMTI agent. Only JVM and kernel glue lives here; the profile model,
 //! formats and analyses are in `hpm-core`.
 //!
+//! Modules, from the leaves up (no module imports one above it; docs/design.md has the picture):
+//! - leaves: `os` (clocks, thread id), `jnienv` (every JNI call), `jvmti` (every JVMTI call),
+//!   `perf` (every perf syscall);
+//! - `threads` (slots, fd table, registry), `signal` (the handler), `code` (code and GC events),
+//!   `live` (the bridge's marks and queries), `methods` (names and lines for the processor);
+//! - `sampler` (one module per sampler behind one trait), `processor`, `session`, `control`;
+//! - `agent` (the one global), `callbacks` and `lifecycle` (the JVMTI trampolines and the
+//!   agent's life), `bridge` (the Java bridge's natives), and the entry points below.
+//!
 //! Entry points catch every panic: nothing unwinds into the JVM.
 
 mod agent;
 mod bridge;
 mod callbacks;
+mod code;
 mod control;
+mod jnienv;
 mod jvmti;
+mod lifecycle;
+mod live;
 mod methods;
+mod os;
 mod perf;
 mod processor;
+mod sampler;
 mod session;
 mod signal;
+mod sink;
 mod threads;
-mod timer_sampler;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::catch_unwind;
@@ -35,7 +50,7 @@ fn options_text(options: *const c_char) -> String {
 #[no_mangle]
 pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     let text = options_text(options);
-    match catch_unwind(|| agent::on_load(vm, &text)) {
+    match catch_unwind(|| lifecycle::on_load(vm, &text)) {
         Ok(Ok(())) => JNI_OK,
         Ok(Err(msg)) => {
             eprintln!("hpm: {msg}");
@@ -52,22 +67,23 @@ pub extern "C" fn Agent_OnLoad(vm: *mut JavaVM, options: *mut c_char, _reserved:
 /// in the running VM if this is the first attach, then runs COMMAND (see `control`; no command
 /// or bare options mean `start`). Loading the same library again calls this again, so later
 /// attaches run their command against the same agent. The text answer goes to the file named by
-/// a `reply=PATH` item (which `hpm attach` adds and reads), else to the JVM's stderr. Returns
-/// 0, or JNI_ERR when the command failed.
+/// a `reply=PATH` item (which `hpm attach` adds and reads; created new, never through a link or
+/// over an existing file), else to the JVM's stderr. Returns 0, or JNI_ERR when the command
+/// failed.
 #[no_mangle]
 pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserved: *mut c_void) -> jint {
     let text = options_text(options);
     let (command, reply) = split_reply(&text);
-    let result = catch_unwind(|| {
-        agent::init_live(vm)?;
-        control::execute(&command)
-    })
-    .unwrap_or_else(|_| Err("internal error while running the command; the JVM continues without it".into()));
-    let (code, message) = match result {
-        Ok(m) => (JNI_OK, m),
-        Err(e) => (JNI_ERR, format!("error: {e}")),
-    };
-    let delivered = reply.is_some_and(|path| std::fs::write(path, format!("{}\n", message.trim_end())).is_ok());
+    let (code, message) = lifecycle::on_attach(vm, &command);
+    let delivered = reply.is_some_and(|path| {
+        catch_unwind(|| {
+            use std::io::Write;
+            hpm_core::outfile::create_new(path)
+                .ok()
+                .is_some_and(|mut f| f.write_all(format!("{}\n", message.trim_end()).as_bytes()).is_ok())
+        })
+        .unwrap_or(false)
+    });
     if !delivered {
         eprintln!("hpm: {}", message.trim_end());
     }

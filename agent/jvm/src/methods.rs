@@ -5,7 +5,8 @@ use hpm_core::model::MethodInfo;
 use hpm_core::resolve::JavaMethods;
 use jni::sys::{jmethodID, JNIEnv};
 
-use crate::jvmti::{class_name_from_signature, delete_local_ref, Jvmti};
+use crate::jnienv::delete_local_ref;
+use crate::jvmti::{class_name_from_signature, Jvmti};
 
 pub struct JvmtiMethods {
     jvmti: Jvmti,

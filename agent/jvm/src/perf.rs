@@ -7,7 +7,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hpm_core::options::EventDef;
+use hpm_core::model::{EventInfo, PeriodUnit};
+use hpm_core::options::{self, EventDef, Options};
 use hpm_core::perf_record::Layout;
 use perf_event_open_sys as sys;
 
@@ -59,6 +60,12 @@ impl PerfError {
 
     pub fn is_permission(&self) -> bool {
         matches!(self.errno, libc::EACCES | libc::EPERM)
+    }
+
+    /// What failed and why, without the thread: a drop reason shared by every thread it hit.
+    pub fn reason(&self) -> String {
+        let what = self.what.split(" for thread").next().unwrap_or("");
+        format!("{what} ({})", std::io::Error::from_raw_os_error(self.errno))
     }
 }
 
@@ -328,12 +335,7 @@ impl RingPtr {
 /// Checks that the group opens for the calling thread exactly as it will for every profiled
 /// thread (same attributes), without a ring or signals. Returns the first failure.
 pub fn probe(spec: &PerfSpec) -> Result<(), (EventDef, PerfError)> {
-    open_group(spec, gettid()).map(|_| ())
-}
-
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    open_group(spec, crate::os::gettid()).map(|_| ())
 }
 
 /// Counting events of the calling thread for the Java bridge (`Hpm.counters()`, regions):
@@ -390,5 +392,49 @@ impl Counting {
             out.push(v);
         }
         Ok(())
+    }
+}
+
+/// Probes perf for the requested event and counters. A hardware event on a machine without a
+/// PMU falls back to cpu-clock (sampling) or is left out (counters), with one line each;
+/// permission problems are errors that say which sysctl value is needed.
+pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
+    let mut notes = Vec::new();
+    let requested = opts.event;
+    let mut event = opts.event;
+    let mut period = opts.period();
+    let mut counters: Vec<EventDef> = opts.counters.clone();
+    let mut fallback = None;
+    loop {
+        let spec = PerfSpec::new(event, period, counters.clone());
+        match probe(&spec) {
+            Ok(()) => {
+                let info = EventInfo {
+                    name: event.name.to_string(),
+                    requested: requested.name.to_string(),
+                    period,
+                    unit: if event.is_clock { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
+                    fallback,
+                    sampler: opts.sampler.name().to_string(),
+                };
+                return Ok((spec, info, notes));
+            }
+            Err((_, e)) if e.is_permission() => return Err(e.to_string()),
+            Err((ev, e)) if ev == event && ev.hardware && e.is_unsupported() && event != options::cpu_clock() => {
+                let os = std::io::Error::from_raw_os_error(e.errno);
+                event = options::cpu_clock();
+                // A count for the hardware event means nothing to cpu-clock: its default period.
+                period = event.default_period;
+                let why = format!("no hardware PMU for {}: perf_event_open failed ({os})", ev.name);
+                notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
+                fallback = Some(why);
+            }
+            Err((ev, e)) if ev.hardware && e.is_unsupported() && counters.contains(&ev) => {
+                let os = std::io::Error::from_raw_os_error(e.errno);
+                notes.push(format!("counter {} is not available (no hardware PMU: {os}); it is not recorded", ev.name));
+                counters.retain(|c| *c != ev);
+            }
+            Err((_, e)) => return Err(e.to_string()),
+        }
     }
 }

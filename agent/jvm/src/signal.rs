@@ -1,24 +1,25 @@
 //! The perf overflow signal handler: empties the thread's ring, walks the Java stack with
 //! AsyncGetCallTrace straight into a preallocated batch slot, and hands full batches to the
 //! processor. It never allocates, locks or blocks; whatever cannot be recorded is counted.
+//!
+//! Which signals are ours (issue 11, item 6): the perf groups deliver SIGPROF through F_SETSIG,
+//! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. A SIGPROF from
+//! anything else (kill(2), a profiling interval timer, another profiler's perf events) fails
+//! that test or names no slot of this thread, and goes to the handler that was installed before
+//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
-use hpm_core::capture::{CallFrame, Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::capture::{Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED};
 use hpm_core::perf_record::{Record, Ring};
 
-use crate::agent::Agent;
+use crate::sink::{AsgctFn, CallTrace, SignalCtx};
+use crate::threads::{Refused, Threads};
 
-/// `ASGCT_CallTrace` from HotSpot's forte.cpp.
-#[repr(C)]
-pub struct CallTrace {
-    pub env_id: *mut jni::sys::JNIEnv,
-    pub num_frames: c_int,
-    pub frames: *mut CallFrame,
-}
-
-pub type AsgctFn = unsafe extern "C" fn(*mut CallTrace, c_int, *mut c_void);
+/// The signal perf overflows are delivered with.
+pub const SAMPLE_SIGNAL: c_int = libc::SIGPROF;
 
 /// Looks up `AsyncGetCallTrace` in the already-loaded libjvm.so.
 pub fn find_asgct() -> Option<AsgctFn> {
@@ -42,6 +43,8 @@ pub struct SignalStats {
     pub signals: AtomicU64,
     pub samples: AtomicU64,
     pub no_slot: AtomicU64,
+    /// Signals that were not ours (si_code or fd), handed to the previous handler.
+    pub foreign: AtomicU64,
     pub kernel_lost: AtomicU64,
     pub corrupt_ring: AtomicU64,
     pub throttled: AtomicU64,
@@ -51,28 +54,48 @@ pub struct SignalStats {
     pub handler_ns: AtomicU64,
 }
 
-impl SignalStats {
-    /// Zeroes every counter (between sessions, when no thread is sampled).
-    pub fn reset(&self) {
-        for c in [
-            &self.signals,
-            &self.samples,
-            &self.no_slot,
-            &self.kernel_lost,
-            &self.corrupt_ring,
-            &self.throttled,
-            &self.handler_ns,
-        ] {
-            c.store(0, Ordering::Relaxed);
+/// The installed handler's state: installed once, with the handler it replaced.
+#[derive(Default)]
+pub struct SignalSetup {
+    installed: Mutex<bool>,
+}
+
+/// The handler we replaced, for signals that are not ours: its sa_sigaction/sa_handler and
+/// whether it takes siginfo. Written once before our handler is installed.
+static PREVIOUS: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
+static PREVIOUS_SIGINFO: AtomicBool = AtomicBool::new(false);
+/// The handler's only way to the agent (it gets no user data): set before it is installed.
+static THREADS: std::sync::OnceLock<&'static Threads> = std::sync::OnceLock::new();
+static STATS: std::sync::OnceLock<&'static SignalStats> = std::sync::OnceLock::new();
+
+impl SignalSetup {
+    /// Installs the handler once (at the first signal-sampler session). `threads` and `stats`
+    /// are the agent's, alive for the process.
+    pub fn ensure_installed(&self, threads: &'static Threads, stats: &'static SignalStats) -> Result<(), String> {
+        let mut installed = self.installed.lock().unwrap_or_else(|p| p.into_inner());
+        if *installed {
+            return Ok(());
         }
+        let _ = THREADS.set(threads);
+        let _ = STATS.set(stats);
+        install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
+        *installed = true;
+        Ok(())
     }
 }
 
-/// Installs `handler` for `sig` with SA_SIGINFO | SA_RESTART.
-pub fn install(sig: c_int) -> std::io::Result<()> {
+/// Installs `on_signal` for `sig` with SA_SIGINFO | SA_RESTART, keeping the previous handler for
+/// signals that are not ours.
+fn install(sig: c_int) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO
-    // signature; sigemptyset initialises the mask.
+    // signature; sigemptyset initialises the mask; `old` receives the previous action.
     unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        PREVIOUS.store(old.sa_sigaction, Ordering::Relaxed);
+        PREVIOUS_SIGINFO.store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::Relaxed);
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
@@ -84,6 +107,10 @@ pub fn install(sig: c_int) -> std::io::Result<()> {
     Ok(())
 }
 
+/// si_code values of a SIGIO-style notification (F_SETSIG): POLL_IN (1) .. POLL_HUP (6).
+const POLL_IN: c_int = 1;
+const POLL_HUP: c_int = 6;
+
 /// `si_fd` of a SIGPOLL-style siginfo (F_SETSIG fills it): after si_signo, si_errno, si_code
 /// and padding comes the union, whose sigpoll member is `{ long si_band; int si_fd; }`.
 fn si_fd(info: *const libc::siginfo_t) -> c_int {
@@ -91,47 +118,82 @@ fn si_fd(info: *const libc::siginfo_t) -> c_int {
     unsafe { *(info as *const u8).add(24).cast::<c_int>() }
 }
 
-extern "C" fn on_signal(_sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+/// The perf descriptor a signal is for, if it is a perf notification at all.
+fn perf_fd(info: *const libc::siginfo_t) -> Option<c_int> {
+    if info.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel passed a full siginfo_t.
+    let code = unsafe { (*info).si_code };
+    (POLL_IN..=POLL_HUP).contains(&code).then(|| si_fd(info))
+}
+
+/// The trampoline: the only code of this module that reaches the agent's statics.
+extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
     // A panic must not unwind into the interrupted frame; nothing here is expected to panic.
-    let _ = std::panic::catch_unwind(|| {
-        if let Some(agent) = crate::agent::get() {
-            let start = crate::agent::now_ticks();
-            handle(agent, si_fd(info), ucontext);
-            agent.signal_stats.handler_ns.fetch_add(crate::agent::now_ticks().saturating_sub(start), Ordering::Relaxed);
+    let ours = std::panic::catch_unwind(|| match (THREADS.get(), STATS.get(), perf_fd(info)) {
+        (Some(threads), Some(stats), Some(fd)) => {
+            let start = crate::os::now_ticks();
+            let ours = handle(threads, stats, fd, ucontext);
+            stats.handler_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
+            ours
         }
-    });
+        _ => false,
+    })
+    .unwrap_or(true);
+    if !ours {
+        if let Some(stats) = STATS.get() {
+            stats.foreign.fetch_add(1, Ordering::Relaxed);
+        }
+        chain(sig, info, ucontext);
+    }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
 }
 
-fn handle(agent: &Agent, fd: c_int, ucontext: *mut c_void) {
-    let stats = &agent.signal_stats;
-    stats.signals.fetch_add(1, Ordering::Relaxed);
-    let Some(slot) = agent.threads.slot_for_fd(fd) else {
-        stats.no_slot.fetch_add(1, Ordering::Relaxed);
+/// Passes a signal that is not ours to the handler installed before.
+fn chain(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    let prev = PREVIOUS.load(Ordering::Relaxed);
+    if prev == libc::SIG_DFL || prev == libc::SIG_IGN || prev == on_signal as *const () as usize {
         return;
-    };
-    // Detach waits for `busy` to drop before unmapping the ring (threads.rs).
-    slot.busy.fetch_add(1, Ordering::AcqRel);
-    drain(agent, slot, ucontext);
-    slot.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+    // SAFETY: `prev` is the handler that was installed for this signal before ours, with the
+    // signature its flags declare; it is called as the kernel would have called it.
+    unsafe {
+        if PREVIOUS_SIGINFO.load(Ordering::Relaxed) {
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = std::mem::transmute(prev);
+            f(sig, info, ucontext);
+        } else {
+            let f: extern "C" fn(c_int) = std::mem::transmute(prev);
+            f(sig);
+        }
+    }
 }
 
-fn drain(agent: &Agent, slot: &crate::threads::Slot, ucontext: *mut c_void) {
-    let stats = &agent.signal_stats;
-    // A slot with a ring belongs to the running session (threads are detached before a
-    // session ends and the next one is published).
-    let (Some(ring), Some(session)) = (slot.ring(), agent.current()) else {
+/// Returns false when the signal is not for a slot of this thread.
+fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_void) -> bool {
+    stats.signals.fetch_add(1, Ordering::Relaxed);
+    let Some(slot) = threads.slot_for_fd(fd) else {
         stats.no_slot.fetch_add(1, Ordering::Relaxed);
-        return;
+        return false;
     };
+    let inside = match slot.enter(crate::os::gettid()) {
+        Ok(e) => e,
+        Err(Refused::Retired) => {
+            stats.no_slot.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        Err(Refused::OtherThread) => return false,
+    };
+    let ctx = inside.ctx();
+    let ring = inside.ring();
     let (mut tail, head, data) = ring.pending();
     let view = Ring::new(data);
-    let thread = slot.thread_idx.load(Ordering::Relaxed);
+    let thread = inside.thread_idx();
     while tail < head {
-        let Some((rec, size)) = view.record_at(tail, &session.spec.layout) else {
+        let Some((rec, size)) = view.record_at(tail, &ctx.layout) else {
             // Unreadable: skip everything the kernel has written so far.
             stats.corrupt_ring.fetch_add(1, Ordering::Relaxed);
             tail = head;
@@ -142,12 +204,12 @@ fn drain(agent: &Agent, slot: &crate::threads::Slot, ucontext: *mut c_void) {
         match rec {
             Record::Sample(raw) => {
                 stats.samples.fetch_add(1, Ordering::Relaxed);
-                let _ = slot.queue.push_with(&agent.queues, |c: &mut Captured| {
+                let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
                     c.raw = raw;
                     c.thread = thread;
                     c.exact_kinds = false;
                     // The signal's context is the state at the latest overflow only.
-                    c.num_frames = if last { walk(agent, session.max_depth, c, ucontext) } else { WALK_NOT_ATTEMPTED };
+                    c.num_frames = if last { walk(ctx, c, ucontext) } else { WALK_NOT_ATTEMPTED };
                     true
                 });
             }
@@ -161,15 +223,16 @@ fn drain(agent: &Agent, slot: &crate::threads::Slot, ucontext: *mut c_void) {
         }
     }
     ring.consume_to(tail);
+    true
 }
 
-fn walk(agent: &Agent, max_depth: u32, c: &mut Captured, ucontext: *mut c_void) -> i32 {
-    let Some(asgct) = agent.asgct else { return WALK_NOT_ATTEMPTED };
-    let Some(env) = agent.current_jni_env() else {
+fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
+    let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
+    let Some(env) = ctx.vm.env() else {
         return -3; // ticks_unknown_not_Java: not a Java thread
     };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
-    let depth = (max_depth as usize).min(MAX_FRAMES) as c_int;
+    let depth = (ctx.max_depth as usize).min(MAX_FRAMES) as c_int;
     // SAFETY: `trace.frames` points at MAX_FRAMES >= depth preallocated frames; `ucontext` is
     // the context the kernel passed to this handler; ASGCT is designed to run in signal
     // handlers of the thread it walks.
@@ -214,4 +277,22 @@ fn walk_from_caller(asgct: AsgctFn, trace: &mut CallTrace, depth: c_int, ucontex
 #[cfg(not(target_arch = "x86_64"))]
 fn walk_from_caller(_: AsgctFn, _: &mut CallTrace, _: c_int, _: *mut c_void) -> Option<c_int> {
     None
+}
+
+impl SignalStats {
+    /// Zeroes every counter (between sessions, when no thread is sampled).
+    pub fn reset(&self) {
+        for c in [
+            &self.signals,
+            &self.samples,
+            &self.no_slot,
+            &self.foreign,
+            &self.kernel_lost,
+            &self.corrupt_ring,
+            &self.throttled,
+            &self.handler_ns,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
 }

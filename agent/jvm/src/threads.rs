@@ -1,26 +1,44 @@
 //! Profiled threads: a fixed pool of per-thread slots the signal handler can always read, the
-//! fd -> slot table it looks them up in, and the registry that attaches perf groups to threads
-//! (Java threads from JVMTI ThreadStart, VM threads from scanning /proc/self/task) and detaches
-//! them at thread end, so no descriptor outlives its thread.
+//! fd -> slot table it finds them by, and the registry that gives each thread its index in the
+//! running session and, for the signal sampler, a perf group (Java threads from JVMTI
+//! ThreadStart, VM threads from scanning /proc/self/task), detached at thread end so no
+//! descriptor outlives its thread.
+//!
+//! Bounded by construction (issue 11, item 9): the registry holds live threads and the running
+//! session's thread list only (reset when a session starts); the processor copies the entries
+//! that changed since its last round, not the whole list.
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use hpm_core::batch::{BatchQueues, ThreadQueue};
-use hpm_core::capture::Captured;
+use hpm_core::batch::BatchHandle;
 use hpm_core::model::ThreadInfo;
 
 use crate::perf::{PerfError, PerfSpec, ThreadEvents};
+use crate::sink::SignalCtx;
 
 mod slot;
-pub use slot::Slot;
+pub use slot::{Refused, Slot};
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
 /// File descriptors the handler can map to a slot.
 pub const MAX_FD: usize = 1 << 16;
+/// Threads one session can name; more are counted and not profiled.
+pub const MAX_SESSION_THREADS: usize = 1 << 20;
+
+/// How the running session samples threads.
+pub enum Mode {
+    /// No session samples: attaching only remembers live Java threads.
+    Off,
+    /// Timer samplers: each thread gets an index in the session, no perf group.
+    Identity,
+    /// The signal sampler: each thread gets a perf group whose overflow signals reach its slot.
+    /// The context stays alive (held here) while any slot is published with it.
+    Perf { spec: PerfSpec, ctx: Arc<SignalCtx> },
+}
 
 /// Per-reason counts of threads that could not be profiled.
 #[derive(Default, Debug, Clone)]
@@ -34,33 +52,30 @@ impl AttachFailures {
     }
 }
 
-struct Live {
-    slot: u32,
-    events: ThreadEvents,
+struct LiveThread {
+    idx: u32,
+    perf: Option<(u32, ThreadEvents)>,
 }
 
-#[derive(Default)]
 struct Inner {
-    /// Every thread ever seen; the index is the recording's ThreadIdx.
-    threads: Vec<ThreadInfo>,
-    generation: u64,
-    live: HashMap<i32, Live>,
+    mode: Mode,
+    /// The session's threads; the index is the recording's ThreadIdx.
+    infos: Vec<ThreadInfo>,
+    /// Indices whose entry changed since the processor's last sync.
+    dirty: Vec<u32>,
+    /// Threads with an index in this session, by kernel id.
+    live: HashMap<i32, LiveThread>,
+    /// Timer samplers: index by Java thread id (this session).
+    by_java_id: HashMap<u64, u32>,
     free_slots: Vec<u32>,
     next_slot: u32,
-    /// Threads never to profile (the agent's own).
+    /// The agent's own threads, never profiled (removed when they end).
     excluded: HashSet<i32>,
     /// Java threads past ThreadEnd whose task may still be listed in /proc for a moment: the
-    /// scan must not take them for new VM threads (their descriptors would outlive them until
-    /// the next scan). Pruned by the scan once the task is gone.
+    /// scan must not take them for new VM threads. Pruned by the scan (perf mode only).
     ended: HashSet<i32>,
-    /// Without perf (timer samplers): thread index by kernel id and by Java id.
-    by_tid: HashMap<i32, u32>,
-    by_java_id: HashMap<u64, u32>,
     failures: AttachFailures,
     first_error: Option<PerfError>,
-    /// The running session's perf spec and whether threads get perf groups (`None`: no session
-    /// is sampling, attach only remembers Java threads).
-    config: Option<(PerfSpec, bool)>,
     /// Live Java threads by kernel id (from ThreadStart), so a later session's /proc scan
     /// attaches them under their Java identity.
     java_live: HashMap<i32, ThreadInfo>,
@@ -70,35 +85,45 @@ struct Inner {
 }
 
 pub struct Threads {
-    /// The timer sampler's batches (it is one thread filling samples of many).
-    pub timer_queue: ThreadQueue<Captured>,
     /// Current sampling period (changes with interval=auto); new threads start with it.
     period: AtomicU64,
-    pub slots: Box<[Slot]>,
+    slots: Box<[Slot]>,
     fd_table: Box<[AtomicU32]>,
     inner: Mutex<Inner>,
-    pub signal: i32,
+    signal: i32,
 }
 
 impl Threads {
     pub fn new(signal: i32) -> Threads {
         Threads {
-            timer_queue: ThreadQueue::default(),
             period: AtomicU64::new(0),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                mode: Mode::Off,
+                infos: Vec::new(),
+                dirty: Vec::new(),
+                live: HashMap::new(),
+                by_java_id: HashMap::new(),
+                free_slots: Vec::new(),
+                next_slot: 0,
+                excluded: HashSet::new(),
+                ended: HashSet::new(),
+                failures: AttachFailures::default(),
+                first_error: None,
+                java_live: HashMap::new(),
+                java_hints: HashMap::new(),
+            }),
             signal,
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // A panic while holding the lock leaves consistent data (each step is atomic w.r.t.
-        // the maps), so a poisoned lock is still usable.
+        // Each step keeps the maps consistent, so a lock poisoned by a panic is still usable.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Signal-handler lookup: the slot whose perf group leader is `fd`.
+    /// Signal-handler lookup: the slot whose perf group leader is `fd`. Async-signal-safe.
     pub fn slot_for_fd(&self, fd: i32) -> Option<&Slot> {
         let i = self.fd_table.get(usize::try_from(fd).ok()?)?.load(Ordering::Acquire);
         if i == 0 {
@@ -108,15 +133,20 @@ impl Threads {
         }
     }
 
-    /// Sets what attaching means for the session starting (`Some((spec, perf))`: perf groups
-    /// when `perf`, for the timer samplers only each thread's identity) or that none is
-    /// running (`None`).
-    pub fn configure(&self, config: Option<(PerfSpec, bool)>) {
+    /// A session starts sampling with `mode` (not `Off`: [`Self::stop_all`] ends it). Its thread
+    /// list starts empty.
+    pub fn begin(&self, mode: Mode) {
         let mut g = self.lock();
-        if let Some((spec, _)) = &config {
+        if let Mode::Perf { spec, .. } = &mode {
             self.period.store(spec.period, Ordering::Relaxed);
         }
-        g.config = config;
+        g.mode = mode;
+        g.infos.clear();
+        g.dirty.clear();
+        g.by_java_id.clear();
+        g.ended.clear();
+        g.failures = AttachFailures::default();
+        g.first_error = None;
     }
 
     /// Java threads the VM lists now (names and Java ids, no kernel ids): the /proc scan
@@ -135,14 +165,25 @@ impl Threads {
         }
     }
 
-    pub fn reset_failures(&self) {
-        let mut g = self.lock();
-        g.failures = AttachFailures::default();
-        g.first_error = None;
-    }
-
+    /// The agent's own thread `tid` is never profiled (until [`Self::include`]).
     pub fn exclude(&self, tid: i32) {
         self.lock().excluded.insert(tid);
+    }
+
+    /// The agent's thread `tid` ended.
+    pub fn include(&self, tid: i32) {
+        self.lock().excluded.remove(&tid);
+    }
+
+    fn new_index(g: &mut Inner, info: ThreadInfo) -> Option<u32> {
+        if g.infos.len() >= MAX_SESSION_THREADS {
+            g.failures.add(format!("more than {MAX_SESSION_THREADS} threads in one session"));
+            return None;
+        }
+        g.infos.push(info);
+        let idx = (g.infos.len() - 1) as u32;
+        g.dirty.push(idx);
+        Some(idx)
     }
 
     /// Starts profiling `tid` (idempotent). For a thread already attached, updates what is
@@ -156,33 +197,32 @@ impl Threads {
             g.ended.remove(&tid);
             g.java_live.insert(tid, info.clone());
         }
-        let Some((spec, perf)) = g.config.clone() else { return Ok(()) };
-        if !perf {
-            let idx = match g.by_tid.get(&tid) {
-                Some(&i) => {
-                    g.threads[i as usize] = info.clone();
-                    i
+        let (spec, ctx) = match &g.mode {
+            Mode::Off => return Ok(()),
+            Mode::Identity => (None, None),
+            Mode::Perf { spec, ctx } => (Some(spec.clone()), Some(ctx.clone())),
+        };
+        if let Some(live) = g.live.get(&tid) {
+            let idx = live.idx;
+            if info.is_java {
+                if let Some(j) = info.java_id {
+                    g.by_java_id.insert(j, idx);
                 }
-                None => {
-                    g.threads.push(info.clone());
-                    (g.threads.len() - 1) as u32
-                }
-            };
-            g.by_tid.insert(tid, idx);
-            if let Some(j) = info.java_id {
+                g.infos[idx as usize] = info;
+                g.dirty.push(idx);
+            }
+            return Ok(());
+        }
+        let (Some(spec), Some(ctx)) = (spec, ctx) else {
+            // Timer samplers: an index only.
+            let java_id = info.java_id;
+            let Some(idx) = Self::new_index(&mut g, info) else { return Ok(()) };
+            if let Some(j) = java_id {
                 g.by_java_id.insert(j, idx);
             }
-            g.generation += 1;
+            g.live.insert(tid, LiveThread { idx, perf: None });
             return Ok(());
-        }
-        if let Some(live) = g.live.get(&tid) {
-            let idx = self.slots[live.slot as usize].thread_idx.load(Ordering::Relaxed) as usize;
-            if info.is_java {
-                g.threads[idx] = info;
-                g.generation += 1;
-            }
-            return Ok(());
-        }
+        };
         let slot = match g.free_slots.pop() {
             Some(s) => s,
             None if (g.next_slot as usize) < MAX_SLOTS => {
@@ -205,7 +245,7 @@ impl Threads {
             }
             Err(e) => {
                 g.free_slots.push(slot);
-                g.failures.add(e.to_string().split(" for thread").next().unwrap_or("").to_string() + &errno_suffix(&e));
+                g.failures.add(e.reason());
                 if g.first_error.is_none() {
                     g.first_error = Some(e.clone());
                 }
@@ -218,59 +258,61 @@ impl Threads {
             g.failures.add(format!("descriptor number above {MAX_FD}"));
             return Ok(());
         }
-        let idx = g.threads.len() as u32;
-        g.threads.push(info);
-        g.generation += 1;
+        let Some(idx) = Self::new_index(&mut g, info) else {
+            g.free_slots.push(slot);
+            return Ok(());
+        };
         let s = &self.slots[slot as usize];
-        s.tid.store(tid, Ordering::Relaxed);
-        s.thread_idx.store(idx, Ordering::Relaxed);
-        s.set_ring(Some(events.ring_parts()));
+        debug_assert!(s.queue.is_empty());
+        s.publish(tid, idx, events.ring_parts(), Arc::as_ptr(&ctx));
         self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
         if let Err(e) = events.enable() {
             self.fd_table[fd as usize].store(0, Ordering::Release);
-            s.set_ring(None);
+            s.retire();
             g.free_slots.push(slot);
             return Err(e);
         }
-        g.live.insert(tid, Live { slot, events });
+        g.live.insert(tid, LiveThread { idx, perf: Some((slot, events)) });
         Ok(())
     }
 
-    /// Stops profiling `tid`: the group is disabled and closed, and the thread's partial batch
-    /// is handed to the processor.
-    pub fn detach(&self, tid: i32, queues: &BatchQueues<Captured>) {
+    /// Stops profiling `tid`: the group is disabled, no handler uses its slot any more, its
+    /// partial batch goes to the processor, and the descriptors are closed.
+    pub fn detach(&self, tid: i32) {
         let mut g = self.lock();
-        g.by_tid.remove(&tid);
+        let ctx = match &g.mode {
+            Mode::Perf { ctx, .. } => Some(ctx.clone()),
+            _ => None,
+        };
+        self.detach_locked(&mut g, tid, ctx.as_deref());
+    }
+
+    fn detach_locked(&self, g: &mut Inner, tid: i32, ctx: Option<&SignalCtx>) {
         let Some(live) = g.live.remove(&tid) else { return };
-        live.events.disable();
-        self.fd_table[live.events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
-        let s = &self.slots[live.slot as usize];
-        s.set_ring(None);
-        // A handler that found the ring before it was cleared finishes before it is unmapped
-        // (handlers never block, so this wait is short).
-        while s.busy.load(Ordering::Acquire) != 0 {
-            std::hint::spin_loop();
+        let Some((slot, events)) = live.perf else { return };
+        events.disable();
+        self.fd_table[events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
+        let s = &self.slots[slot as usize];
+        // Waits for a handler still inside (handlers never block, so this is short); none
+        // enters afterwards, so the ring can be unmapped below.
+        s.retire();
+        // The partial batch goes to the processor (a slot is only published with a context).
+        if let (Some(b), Some(ctx)) = (s.queue.steal(), ctx) {
+            ctx.sink.pool.submit(b);
         }
-        s.tid.store(0, Ordering::Relaxed);
-        if let Some(b) = s.queue.steal() {
-            if b.len > 0 {
-                queues.submit(b);
-            } else {
-                queues.recycle(b);
-            }
-        }
-        drop(live.events);
-        g.free_slots.push(live.slot);
+        drop(events);
+        g.free_slots.push(slot);
     }
 
     /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
     /// threads) and detaches threads that are gone. Returns how many were attached. Under a
     /// timer sampler (which sees Java threads only) it registers the Java threads that started
     /// before the session, so their samples can be told apart by kernel id.
-    pub fn scan(&self, queues: &BatchQueues<Captured>) -> usize {
-        let java_only = match self.lock().config {
-            None => return 0,
-            Some((_, perf)) => !perf,
+    pub fn scan(&self) -> usize {
+        let java_only = match self.lock().mode {
+            Mode::Off => return 0,
+            Mode::Identity => true,
+            Mode::Perf { .. } => false,
         };
         let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
         let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
@@ -283,7 +325,7 @@ impl Threads {
             )
         };
         for tid in gone {
-            self.detach(tid, queues);
+            self.detach(tid);
         }
         let mut n = 0;
         for tid in to_attach {
@@ -303,32 +345,40 @@ impl Threads {
         n
     }
 
-    /// Timer samplers: the index of the live thread with kernel id `tid`.
+    /// The session index of the live thread with kernel id `tid`.
     pub fn index_for_tid(&self, tid: i32) -> Option<u32> {
-        self.lock().by_tid.get(&tid).copied()
+        self.lock().live.get(&tid).map(|l| l.idx)
     }
 
     /// Timer samplers: the index of the thread with Java id `id`, registering it (named by
-    /// `name`) if it started before the agent saw it; `None` for the agent's own threads.
+    /// `name`) if it started before the agent saw it; `None` for the agent's own threads or
+    /// when no session runs.
     pub fn index_for_java_id(&self, id: u64, name: impl FnOnce() -> String) -> Option<u32> {
         let mut g = self.lock();
+        if matches!(g.mode, Mode::Off) {
+            return None;
+        }
         if let Some(&i) = g.by_java_id.get(&id) {
-            return (!g.threads[i as usize].name.starts_with("hpm-")).then_some(i);
+            return (!g.infos[i as usize].name.starts_with("hpm-")).then_some(i);
         }
         let name = name();
-        let idx = g.threads.len() as u32;
-        g.threads.push(ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name });
+        let own = name.starts_with("hpm-");
+        let idx = Self::new_index(&mut g, ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name })?;
         g.by_java_id.insert(id, idx);
-        g.generation += 1;
-        (!g.threads[idx as usize].name.starts_with("hpm-")).then_some(idx)
+        (!own).then_some(idx)
     }
 
-    /// Copies the thread list into `out` if it changed since `seen_generation`.
-    pub fn sync_threads(&self, out: &mut Vec<ThreadInfo>, seen_generation: &mut u64) {
-        let g = self.lock();
-        if g.generation != *seen_generation {
-            out.clone_from(&g.threads);
-            *seen_generation = g.generation;
+    /// Brings `out` (the recording's thread list) up to date with the entries that changed since
+    /// the last call.
+    pub fn sync(&self, out: &mut Vec<ThreadInfo>) {
+        let mut g = self.lock();
+        let Inner { infos, dirty, .. } = &mut *g;
+        for idx in dirty.drain(..) {
+            let i = idx as usize;
+            if out.len() <= i {
+                out.resize(i + 1, ThreadInfo::default());
+            }
+            out[i].clone_from(&infos[i]);
         }
     }
 
@@ -336,7 +386,7 @@ impl Threads {
     pub fn set_period(&self, period: u64) -> usize {
         let g = self.lock();
         self.period.store(period, Ordering::Relaxed);
-        g.live.values().filter(|l| l.events.set_period(period).is_err()).count()
+        g.live.values().filter_map(|l| l.perf.as_ref()).filter(|(_, ev)| ev.set_period(period).is_err()).count()
     }
 
     pub fn failures(&self) -> AttachFailures {
@@ -348,43 +398,52 @@ impl Threads {
     }
 
     /// Partial batches of every live thread (the processor calls this each round).
-    pub fn steal_all(&self, mut f: impl FnMut(Box<hpm_core::batch::Batch<Captured>>)) {
+    pub fn steal_all(&self, mut f: impl FnMut(BatchHandle)) {
         let g = self.lock();
-        for live in g.live.values() {
-            if let Some(b) = self.slots[live.slot as usize].queue.steal() {
+        for (slot, _) in g.live.values().filter_map(|l| l.perf.as_ref()) {
+            if let Some(b) = self.slots[*slot as usize].queue.steal() {
                 f(b);
             }
-        }
-        if let Some(b) = self.timer_queue.steal() {
-            f(b);
         }
     }
 
     /// A Java thread ended (ThreadEnd, on the thread itself).
-    pub fn thread_ended(&self, tid: i32, queues: &BatchQueues<Captured>) {
-        {
-            let mut g = self.lock();
-            g.java_live.remove(&tid);
+    pub fn thread_ended(&self, tid: i32) {
+        let mut g = self.lock();
+        g.java_live.remove(&tid);
+        let ctx = match &g.mode {
+            Mode::Perf { ctx, .. } => Some(ctx.clone()),
+            _ => None,
+        };
+        if ctx.is_some() {
             g.ended.insert(tid);
         }
-        self.detach(tid, queues);
+        self.detach_locked(&mut g, tid, ctx.as_deref());
     }
 
-    /// Ends the session's sampling: no more attaching, every group stopped.
-    pub fn stop_all(&self, queues: &BatchQueues<Captured>) {
-        let tids: Vec<i32> = {
-            let mut g = self.lock();
-            g.config = None;
-            g.by_tid.clear();
-            g.java_hints.clear();
-            g.live.keys().copied().collect()
+    /// Ends the session's sampling: no more attaching, every group stopped and every slot
+    /// retired; the session's sampling context is released.
+    pub fn stop_all(&self) {
+        let mut g = self.lock();
+        let mode = std::mem::replace(&mut g.mode, Mode::Off);
+        let ctx = match &mode {
+            Mode::Perf { ctx, .. } => Some(ctx.clone()),
+            _ => None,
         };
+        let tids: Vec<i32> = g.live.keys().copied().collect();
         for t in tids {
-            self.detach(t, queues);
+            self.detach_locked(&mut g, t, ctx.as_deref());
         }
+        g.live.clear();
+        g.by_java_id.clear();
+        g.java_hints.clear();
+        g.ended.clear();
     }
-}
 
-fn errno_suffix(e: &PerfError) -> String {
-    format!(" ({})", std::io::Error::from_raw_os_error(e.errno))
+    /// (live threads in the session, Java threads known, excluded, slots in use): for the soak
+    /// check that nothing grows.
+    pub fn sizes(&self) -> (usize, usize, usize, usize) {
+        let g = self.lock();
+        (g.live.len(), g.java_live.len(), g.excluded.len(), g.next_slot as usize - g.free_slots.len())
+    }
 }

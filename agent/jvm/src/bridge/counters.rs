@@ -56,7 +56,7 @@ pub fn missing() -> Vec<String> {
 pub fn read() -> Result<Vec<i64>, String> {
     with(|c| {
         let mut v = Vec::with_capacity(8);
-        v.push(crate::agent::now_ticks());
+        v.push(crate::os::now_ticks());
         c.counting.read(&mut v).map_err(|e| format!("{e}"))?;
         Ok(v.into_iter().map(|x| x as i64).collect())
     })

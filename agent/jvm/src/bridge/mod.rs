@@ -7,8 +7,6 @@
 //! says what to do; nothing here can take the JVM down.
 
 mod counters;
-mod jni;
-pub mod live;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -20,6 +18,7 @@ use hpm_core::analysis::hot;
 use hpm_core::jfr::marks::Mark;
 
 use crate::agent::{self, Agent};
+use crate::jnienv as jni;
 
 const NOT_LOADED: &str = "the hpm agent is not running in this JVM: call Hpm.load(path) or Hpm.getInstance() first, \
                           or start java with -agentpath:/path/to/libhpm.so";
@@ -51,7 +50,7 @@ fn loaded_agent() -> Result<&'static Agent, String> {
 /// earlier load) did. A failure is printed and leaves the library loaded without an agent, so
 /// the Java side reports it as "not running" instead of failing the load.
 pub fn on_jni_load(vm: *mut JavaVM) {
-    match catch_unwind(|| agent::init_live(vm)) {
+    match catch_unwind(|| crate::lifecycle::init_live(vm)) {
         Ok(Ok(_)) => {}
         Ok(Err(msg)) => eprintln!("hpm: {msg}"),
         Err(_) => eprintln!("hpm: internal error while starting from System.load; profiling is unavailable"),
@@ -61,12 +60,12 @@ pub fn on_jni_load(vm: *mut JavaVM) {
 /// Whether a session is recording: like the JDK's own events, regions and phase markers are
 /// written only while one runs (the processor also drops any older than its session).
 fn recording(a: &Agent) -> bool {
-    a.current().is_some_and(|s| !s.stopped.load(std::sync::atomic::Ordering::Acquire))
+    a.sessions.is_recording()
 }
 
 /// The thread index of the calling Java thread in the agent's registry.
 fn this_thread(a: &Agent, java_id: jlong, name: String) -> Option<u32> {
-    a.threads.index_for_tid(crate::perf::gettid()).or_else(|| a.threads.index_for_java_id(java_id as u64, || name))
+    a.threads.index_for_tid(crate::os::gettid()).or_else(|| a.threads.index_for_java_id(java_id as u64, || name))
 }
 
 #[no_mangle]
@@ -82,8 +81,8 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeExecute(
 ) -> jstring {
     entry(env, std::ptr::null_mut(), || {
         let command = jni::string(env, command, "command")?;
-        loaded_agent()?;
-        let out = crate::control::execute(&command)?;
+        let a = loaded_agent()?;
+        let out = crate::control::execute(&a.sessions, a.parts(), &command)?;
         jni::new_string(env, &out)
     })
 }
@@ -163,7 +162,7 @@ pub extern "system" fn Java_io_github_hpm_Native_nativePhase(
             return Ok(());
         }
         let Some(thread) = this_thread(a, java_id, tname) else { return Ok(()) };
-        a.live.push(Mark::Phase { time: agent::now_ticks(), thread, name, index });
+        a.live.push(Mark::Phase { time: crate::os::now_ticks(), thread, name, index });
         Ok(())
     })
 }

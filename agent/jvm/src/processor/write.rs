@@ -2,11 +2,11 @@
 //! the session's files at stop, and dumps of the profile so far.
 
 use hpm_core::options::OutputFormat;
+use hpm_core::outfile::Target;
 use hpm_core::output;
 
 use super::Processor;
-use crate::agent::now_ticks;
-use crate::session::Session;
+use crate::os::now_ticks;
 
 impl Processor {
     /// Renders the profile in any format but JFR (which is written chunk by chunk).
@@ -33,50 +33,58 @@ impl Processor {
     }
 
     /// Writes the session's outputs and prints the summary; returns the files written.
-    pub(super) fn write_outputs(&mut self, agent: &Session) -> Vec<String> {
+    pub(super) fn write_outputs(&mut self) -> Vec<String> {
         let mut written = Vec::new();
         for w in std::mem::take(&mut self.jfr) {
             let path = w.path().to_path_buf();
             match w.finish() {
-                Ok(()) => self.jfr_done.push(path),
+                Ok(()) => {
+                    written.push(path.display().to_string());
+                    self.jfr_done.push(path);
+                }
                 Err(e) => eprintln!("hpm: {e}"),
             }
         }
-        for (path, format) in &agent.outputs {
-            if *format != OutputFormat::Jfr {
-                if let Err(e) = hpm_core::outfile::write(path, &self.render(*format)) {
-                    eprintln!("hpm: {e}");
-                    continue;
-                }
-            } else if !self.jfr_done.iter().any(|p| p.as_os_str() == path.as_str()) {
-                continue;
+        for o in std::mem::take(&mut self.outputs) {
+            match o.target.write_all(&self.render(o.format)) {
+                Ok(()) => written.push(o.path),
+                Err(e) => eprintln!("hpm: {e}"),
             }
-            written.push(path.clone());
         }
-        if !agent.opts.quiet {
+        if !self.inputs.opts.quiet {
             eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
-            eprintln!("hpm: wrote {}", written.join(", "));
+            eprintln!("hpm: wrote {}", if written.is_empty() { "nothing".to_string() } else { written.join(", ") });
         }
         written
     }
 
-    /// Writes the profile so far to `path` (a JFR file gets every chunk flushed so far plus
+    /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far plus
     /// one with the samples since). Returns a line saying what was written.
-    pub(super) fn dump(&mut self, path: &str, format: OutputFormat) -> Result<String, String> {
+    pub(super) fn dump(&mut self, path: &str, format: OutputFormat, target: Target) -> Result<String, String> {
+        let mut note = String::new();
         let bytes = if format == OutputFormat::Jfr {
             if !self.rec.samples.is_empty() || self.chunks == 0 {
-                self.flush_chunk(self.session, now_ticks());
+                self.flush_chunk(now_ticks());
             }
             let file = self.jfr.first().map(|w| w.part_path()).or_else(|| self.jfr_done.first().cloned());
             match (&self.jfr_mem, file) {
-                (Some(m), _) => m.clone(),
+                (Some(m), _) => {
+                    if m.dropped_chunks > 0 {
+                        note = format!(
+                            "; the oldest {} chunks were dropped (without file=*.jfr hpm keeps at most {} MB of JFR in memory)",
+                            m.dropped_chunks,
+                            super::JFR_MEMORY_LIMIT >> 20
+                        );
+                    }
+                    m.chunks.iter().flatten().copied().collect()
+                }
                 (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
                 (None, None) => return Err("no JFR data recorded".into()),
             }
         } else {
             self.render(format)
         };
-        hpm_core::outfile::write(path, &bytes).map_err(|e| e.to_string())?;
-        Ok(format!("wrote {path} ({} samples)", self.cct.total_samples()))
+        target.write_all(&bytes).map_err(|e| e.to_string())?;
+        Ok(format!("wrote {path} ({} samples){note}", self.cct.total_samples()))
     }
 }

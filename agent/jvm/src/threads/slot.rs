@@ -1,59 +1,126 @@
-//! One profiled thread's slot: what the signal handler reads (ring, thread index, batch queue),
-//! all atomics, in a pool that is never freed.
+//! One profiled thread's slot: what the signal handler reads (ring, thread index, batch queue,
+//! the session's sampling context), in a pool that is never freed, so a handler holding a
+//! reference never sees freed memory.
+//!
+//! A handler may use a slot only inside [`Slot::enter`], which succeeds only while the slot is
+//! live (published by attach, retired by detach: `hpm_core::claim`) and only on the thread the
+//! slot belongs to. That makes three races of issue 11 (item 5) impossible by construction: a
+//! handler reading a ring being unmapped (retire waits for it), a delayed handler draining a
+//! slot that detach+attach gave to another thread (the thread check), and a stale `si_fd` whose
+//! number now names another thread's group (the same check).
 
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use hpm_core::batch::ThreadQueue;
-use hpm_core::capture::Captured;
+use hpm_core::claim::{Claim, Inside};
 
 use crate::perf::RingPtr;
+use crate::sink::SignalCtx;
 
-/// What the signal handler needs about one thread. Slots are never freed, only reused, so a
-/// handler holding a reference can never see freed memory.
 pub struct Slot {
-    pub tid: AtomicI32,
-    pub thread_idx: AtomicU32,
-    pub queue: ThreadQueue<Captured>,
-    /// Signal handlers inside this slot now; detach waits for zero before unmapping the ring.
-    pub busy: AtomicU32,
+    claim: Claim,
+    tid: AtomicI32,
+    thread_idx: AtomicU32,
+    pub queue: ThreadQueue,
+    ctx: AtomicPtr<SignalCtx>,
     ring_meta: AtomicU64,
     ring_data: AtomicU64,
     ring_size: AtomicU64,
 }
 
+/// What a handler may use while inside a slot (the borrows end with it).
+pub struct Entered<'a> {
+    _inside: Inside<'a>,
+    slot: &'a Slot,
+    ring: RingPtr,
+    ctx: *const SignalCtx,
+    thread_idx: u32,
+}
+
+impl Entered<'_> {
+    pub fn queue(&self) -> &ThreadQueue {
+        &self.slot.queue
+    }
+
+    pub fn ring(&self) -> &RingPtr {
+        &self.ring
+    }
+
+    pub fn ctx(&self) -> &SignalCtx {
+        // SAFETY: the context was published with the slot and stays valid until `retire`
+        // returns, which waits for this `Entered` (its `Inside`) to be dropped; the returned
+        // borrow cannot outlive `self`.
+        unsafe { &*self.ctx }
+    }
+
+    pub fn thread_idx(&self) -> u32 {
+        self.thread_idx
+    }
+}
+
+/// Why a handler could not use a slot.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Not live: detached, or never attached.
+    Retired,
+    /// Live, but another thread's (a stale or reused descriptor number).
+    OtherThread,
+}
+
 impl Slot {
     pub(super) fn new() -> Slot {
         Slot {
+            claim: Claim::default(),
             tid: AtomicI32::new(0),
             thread_idx: AtomicU32::new(0),
             queue: ThreadQueue::default(),
-            busy: AtomicU32::new(0),
+            ctx: AtomicPtr::new(std::ptr::null_mut()),
             ring_meta: AtomicU64::new(0),
             ring_data: AtomicU64::new(0),
             ring_size: AtomicU64::new(0),
         }
     }
 
-    pub fn ring(&self) -> Option<RingPtr> {
-        let meta = self.ring_meta.load(Ordering::Acquire);
-        if meta == 0 {
-            return None;
-        }
-        Some(RingPtr {
-            meta: meta as *mut _,
-            data: self.ring_data.load(Ordering::Relaxed) as *mut u8,
-            size: self.ring_size.load(Ordering::Relaxed) as usize,
-        })
+    /// Owner side: fills the slot for thread `tid` and makes it live. `ctx` must stay valid
+    /// until [`Self::retire`] returns.
+    pub(super) fn publish(&self, tid: i32, thread_idx: u32, ring: RingPtr, ctx: *const SignalCtx) {
+        debug_assert!(!self.claim.is_live());
+        self.tid.store(tid, Ordering::Relaxed);
+        self.thread_idx.store(thread_idx, Ordering::Relaxed);
+        self.ctx.store(ctx as *mut SignalCtx, Ordering::Relaxed);
+        self.ring_data.store(ring.data as u64, Ordering::Relaxed);
+        self.ring_size.store(ring.size as u64, Ordering::Relaxed);
+        self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
+        // Release: a handler that enters sees every store above.
+        self.claim.publish();
     }
 
-    pub(super) fn set_ring(&self, r: Option<RingPtr>) {
-        match r {
-            Some(r) => {
-                self.ring_data.store(r.data as u64, Ordering::Relaxed);
-                self.ring_size.store(r.size as u64, Ordering::Relaxed);
-                self.ring_meta.store(r.meta as u64, Ordering::Release);
-            }
-            None => self.ring_meta.store(0, Ordering::Release),
+    /// Owner side: no handler enters from now on; returns once none is inside. The ring may be
+    /// unmapped and the context freed afterwards.
+    pub(super) fn retire(&self) {
+        self.claim.retire();
+        self.ctx.store(std::ptr::null_mut(), Ordering::Relaxed);
+        self.ring_meta.store(0, Ordering::Relaxed);
+        self.tid.store(0, Ordering::Relaxed);
+    }
+
+    /// Handler side, on thread `tid`: the slot's ring and context, if the slot is live and
+    /// belongs to `tid`. Async-signal-safe.
+    pub fn enter(&self, tid: i32) -> Result<Entered<'_>, Refused> {
+        let inside = self.claim.enter().ok_or(Refused::Retired)?;
+        // Acquire in `enter` pairs with the release in `publish`: these are the published values.
+        if self.tid.load(Ordering::Relaxed) != tid {
+            return Err(Refused::OtherThread);
         }
+        let ctx = self.ctx.load(Ordering::Relaxed);
+        let ring = RingPtr {
+            meta: self.ring_meta.load(Ordering::Relaxed) as *mut _,
+            data: self.ring_data.load(Ordering::Relaxed) as *mut u8,
+            size: self.ring_size.load(Ordering::Relaxed) as usize,
+        };
+        if ctx.is_null() || ring.meta.is_null() {
+            return Err(Refused::Retired);
+        }
+        Ok(Entered { _inside: inside, slot: self, ring, ctx, thread_idx: self.thread_idx.load(Ordering::Relaxed) })
     }
 }

@@ -1,5 +1,5 @@
-//! Samplers driven by a timer thread instead of perf overflow signals (Hofer, Gnedt &
-//! Mössenböck 2015):
+//! `sampler=jvmti` and `sampler=sps`: a sampling thread on a timer instead of perf overflow
+//! signals (Hofer, Gnedt & Mössenböck 2015):
 //! - `jvmti`: GetThreadListStackTraces of every live thread at each tick. HotSpot takes all
 //!   the stacks in one VM operation at a global safepoint: every thread stops for every sample
 //!   (the paper's baseline).
@@ -14,20 +14,20 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
-use hpm_core::options::Sampler;
 use jni::sys::JNIEnv;
 
-use crate::agent::now_ticks;
-// The timer samplers run inside a profiling session, which derefs to the Agent.
-use crate::jvmti::{self, Jvmti, JvmtiEnvPtr};
-use crate::session::Session as Agent;
+use crate::jnienv::{self, Vm};
+use crate::jvmti::{Jvmti, JvmtiEnvPtr};
+use crate::os::now_ticks;
+use crate::sink::Sink;
+use crate::threads::{Mode, Threads};
 
 pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
@@ -94,62 +94,136 @@ pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
     Ok(Sps { sample: unsafe { std::mem::transmute::<*const c_void, SpsSampleFn>(sample) } })
 }
 
-pub struct TimerHandle {
-    stop: Arc<AtomicBool>,
-    /// Returns the time taken to obtain each sample (per thread for sps, per round for jvmti).
-    join: JoinHandle<Histogram>,
+/// How the timer thread samples.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// GetThreadListStackTraces of every thread at a global safepoint.
+    Jvmti,
+    /// The patched JVM's partial safepoints: `threads` running threads per tick (0: the CPUs),
+    /// `waiting` also samples waiting threads.
+    Sps { sps: Sps, threads: u32, waiting: bool },
 }
 
-impl TimerHandle {
-    /// Stops the sampling thread; returns its latencies per sample, in nanoseconds.
-    pub fn stop(self) -> Histogram {
-        self.stop.store(true, Ordering::Release);
-        self.join.thread().unpark();
-        self.join.join().unwrap_or_default()
+/// The parts the timer sampler works with.
+pub struct Parts {
+    pub threads: &'static Threads,
+    pub jvmti: Jvmti,
+    pub vm: Vm,
+    pub sink: Arc<Sink>,
+    pub kind: Kind,
+    pub period: u64,
+    pub max_depth: u32,
+    pub quiet: bool,
+}
+
+/// `sampler=jvmti` and `sampler=sps`: one attached daemon thread sampling on a timer.
+pub struct TimerSampler {
+    parts: Arc<Parts>,
+    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Histogram>)>>,
+}
+
+impl TimerSampler {
+    pub fn new(parts: Parts) -> TimerSampler {
+        TimerSampler { parts: Arc::new(parts), running: Mutex::new(None) }
+    }
+
+    fn name(&self) -> &'static str {
+        match self.parts.kind {
+            Kind::Jvmti => "jvmti",
+            Kind::Sps { .. } => "sps",
+        }
     }
 }
 
-/// Starts the sampling thread (an attached daemon, excluded from its own samples).
-pub fn start(agent: &'static Agent, sps: Option<Sps>) -> std::io::Result<TimerHandle> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = stop.clone();
-    let join = std::thread::Builder::new().name("hpm-sampler".into()).spawn(move || {
-        let mut lat = Histogram::default();
-        agent.threads.exclude(crate::perf::gettid());
-        let Some(jni) = crate::processor::attach_daemon(agent, c"hpm-sampler") else { return lat };
-        let period = agent.event.period;
-        let mut buf = Buffers::new(agent.max_depth as usize);
-        // N running threads per round: the CPUs this process may use, found once (the JVM's
-        // own default re-reads the cgroup files every 20 ms).
-        let running = match agent.opts.sps_threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()) as i32,
-            n => n as i32,
-        };
-        let mut next = now_ticks() + period;
-        while !flag.load(Ordering::Acquire) {
-            let now = now_ticks();
-            if now < next {
-                std::thread::park_timeout(Duration::from_nanos(next - now));
-                continue;
-            }
-            // Fell behind (a long safepoint): resume the rhythm instead of bursting.
-            next = if next + period > now { next + period } else { now + period };
-            match (agent.opts.sampler, sps) {
-                (Sampler::Sps, Some(s)) => sample_sps(agent, s, running, &mut buf, &mut lat),
-                _ => sample_jvmti(agent, jni, &mut lat),
+impl super::Sampler for TimerSampler {
+    fn start(&self) -> Result<(), String> {
+        let p = &self.parts;
+        // Java threads only, by kernel id (sps) and Java id (jvmti); the ones running now are
+        // registered first, so samples of threads started before the session are kept.
+        p.threads.begin(Mode::Identity);
+        p.threads.hint_java_threads(super::java_threads(&p.jvmti, p.vm));
+        p.threads.scan();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, parts) = (stop.clone(), p.clone());
+        let join = std::thread::Builder::new()
+            .name("hpm-sampler".into())
+            .spawn(move || run(&parts, &flag))
+            .map_err(|e| format!("cannot start the sampling thread: {e}"))?;
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, join));
+        Ok(())
+    }
+
+    fn stop(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some((stop, join)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            stop.store(true, Ordering::Release);
+            join.thread().unpark();
+            let lat = join.join().unwrap_or_default();
+            if !lat.is_empty() {
+                let us = |ns: u64| ns as f64 / 1000.0;
+                lines.push(format!(
+                    "sampler={}: {} stacks, latency per sample median {:.1} us, p95 {:.1} us, max {:.1} us",
+                    self.name(),
+                    lat.len(),
+                    us(lat.quantile(0.5)),
+                    us(lat.quantile(0.95)),
+                    us(lat.max())
+                ));
             }
         }
-        buf.collect(agent, &mut lat);
-        if buf.abandoned > 0 && !agent.opts.quiet {
-            eprintln!(
-                "hpm: sampler=sps: {} requested samples were not taken: their threads ended first",
-                buf.abandoned
-            );
+        self.parts.threads.stop_all();
+        lines
+    }
+}
+
+/// The sampling thread: attached to the VM (and detached when it ends), excluded from its
+/// own samples. Returns the time taken to obtain each sample (per thread for sps, per round
+/// for jvmti).
+fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
+    let mut lat = Histogram::default();
+    let tid = crate::os::gettid();
+    p.threads.exclude(tid);
+    let attached = match p.vm.attach_daemon(c"hpm-sampler") {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("hpm: {e}; no samples will be taken");
+            p.threads.include(tid);
+            return lat;
         }
-        buf.release();
-        lat
-    })?;
-    Ok(TimerHandle { stop, join })
+    };
+    let jni = attached.env();
+    let period = p.period;
+    let mut buf = Buffers::new(p.max_depth as usize);
+    // N running threads per round: the CPUs this process may use, found once (the JVM's own
+    // default re-reads the cgroup files every 20 ms).
+    let running = match p.kind {
+        Kind::Sps { threads: 0, .. } | Kind::Jvmti => {
+            std::thread::available_parallelism().map_or(1, |n| n.get()) as i32
+        }
+        Kind::Sps { threads, .. } => threads as i32,
+    };
+    let mut next = now_ticks() + period;
+    while !stop.load(Ordering::Acquire) {
+        let now = now_ticks();
+        if now < next {
+            std::thread::park_timeout(Duration::from_nanos(next - now));
+            continue;
+        }
+        // Fell behind (a long safepoint): resume the rhythm instead of bursting.
+        next = if next + period > now { next + period } else { now + period };
+        match p.kind {
+            Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
+            Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
+        }
+    }
+    buf.collect(p, &mut lat);
+    if buf.abandoned > 0 && !p.quiet {
+        eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
+    }
+    buf.release();
+    drop(attached);
+    p.threads.include(tid);
+    lat
 }
 
 /// The slots shared with the patched JVM. Sampled threads write their slot (trace and frames)
@@ -197,7 +271,7 @@ impl Buffers {
     }
 
     /// Hands every published trace to the processor and frees its slot.
-    fn collect(&mut self, agent: &Agent, lat: &mut Histogram) {
+    fn collect(&mut self, p: &Parts, lat: &mut Histogram) {
         for i in 0..self.traces.len() {
             match self.status(i).load(Ordering::Acquire) {
                 SLOT_DONE => {
@@ -209,9 +283,9 @@ impl Buffers {
                     let n = (t.num_frames.max(0) as usize).min(self.depth);
                     // SAFETY: the JVM wrote `num_frames` (<= depth) frames into this slot's buffer.
                     let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
-                    if let Some(thread) = agent.threads.index_for_tid(t.os_tid as i32) {
+                    if let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) {
                         let frames = frames.iter().map(|f| (f.method as u64, f.bci, sps_kind(f.type_)));
-                        push(agent, thread, t.os_tid as u32, t.time_ns.max(0) as u64, frames);
+                        push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, frames);
                     }
                 }
                 SLOT_ABANDONED => self.abandoned += 1,
@@ -233,17 +307,17 @@ impl Buffers {
 
 /// One `sps` round: collect what threads published since the last round, then ask the
 /// patched JVM for samples of up to N running threads (it returns without waiting for them).
-fn sample_sps(agent: &Agent, sps: Sps, running: i32, b: &mut Buffers, lat: &mut Histogram) {
-    b.collect(agent, lat);
+fn sample_sps(p: &Parts, sps: Sps, running: i32, waiting: bool, b: &mut Buffers, lat: &mut Histogram) {
+    b.collect(p, lat);
     let mut count = 0i32;
     // SAFETY: the arguments match hpm_sps.h: `base` has `traces.len()` slots whose `frames`
     // point at `depth` entries each; both vectors live until `release`, which leaks them
     // while a slot is pending.
     let _rc = unsafe {
         (sps.sample)(
-            agent.jvmti.raw(),
+            p.jvmti.raw(),
             running,
-            u8::from(agent.opts.sps_waiting),
+            u8::from(waiting),
             b.depth as i32,
             b.base,
             b.traces.len() as i32,
@@ -266,10 +340,10 @@ fn sps_kind(t: i32) -> FrameKind {
 /// running Java code are kept (a CPU profile, comparable to the other samplers). JVMTI calls a
 /// thread blocked inside a native method RUNNABLE (the Reference Handler waiting for pending
 /// references, say), so threads whose top frame is native are left out too.
-fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Histogram) {
-    let Ok(threads) = agent.jvmti.all_threads() else { return };
+fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
+    let Ok(threads) = p.jvmti.all_threads() else { return };
     let start = now_ticks();
-    let stacks = agent.jvmti.thread_list_stack_traces(&threads, agent.max_depth.min(MAX_FRAMES as u32) as i32);
+    let stacks = p.jvmti.thread_list_stack_traces(&threads, p.max_depth.min(MAX_FRAMES as u32) as i32);
     let time = now_ticks();
     lat.record(time - start);
     if let Ok(stacks) = stacks {
@@ -280,31 +354,28 @@ fn sample_jvmti(agent: &Agent, jni: *mut JNIEnv, lat: &mut Histogram) {
             if state & RUNNABLE == 0 || state & IN_NATIVE != 0 || top_is_native {
                 continue;
             }
-            let java_id = jvmti::java_thread_id(jni, thread);
-            let Some(idx) = java_id
-                .map(|id| agent.threads.index_for_java_id(id, || agent.jvmti.thread_name(thread).unwrap_or_default()))
-            else {
+            let Some(id) = jnienv::java_thread_id(jni, thread) else { continue };
+            let Some(idx) = p.threads.index_for_java_id(id, || p.jvmti.thread_name(thread).unwrap_or_default()) else {
                 continue;
             };
-            let Some(idx) = idx else { continue };
             // JVMTI does not say how a frame runs (and these sessions keep no code map to
             // guess it from): Java frames are of unknown kind, native ones native.
             let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-            push(agent, idx, 0, time, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
+            push(p, idx, 0, time, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
         }
     }
     for t in threads {
-        jvmti::delete_local_ref(jni, t);
+        jnienv::delete_local_ref(jni, t);
     }
 }
 
 /// Hands one stack (leaf first) to the processor as a captured record.
-fn push(agent: &Agent, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item = (u64, i32, FrameKind)>) {
-    let _ = agent.threads.timer_queue.push_with(&agent.queues, |c: &mut Captured| {
+fn push(p: &Parts, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item = (u64, i32, FrameKind)>) {
+    let _ = p.sink.timer_queue.push_with(&p.sink.pool, |c: &mut Captured| {
         c.raw = Default::default();
         c.raw.time = time;
         c.raw.tid = tid;
-        c.raw.period = agent.event.period;
+        c.raw.period = p.period;
         c.thread = thread;
         c.walk_from_caller = false;
         c.exact_kinds = true;

@@ -1,10 +1,124 @@
-//! The bridge's only raw JNI calls: strings and arrays in and out, and throwing
-//! `io.github.hpm.HpmException`. Each helper checks for a pending Java exception and returns
+//! The one module that calls JNI (leaf): the invocation interface (`Vm`: this thread's
+//! JNIEnv, attaching the agent's own threads and detaching them when they end), the thread id
+//! and local references JVMTI callers need, and the Java bridge's strings, arrays and
+//! `io.github.hpm.HpmException`. Each env helper checks for a pending Java exception and returns
 //! `Err` with a message instead of continuing.
 
-use std::ffi::CString;
+use std::ffi::{c_void, CStr, CString};
 
-use jni::sys::{jint, jlong, jlongArray, jobjectArray, jsize, jstring, JNIEnv, JNI_TRUE};
+use jni::sys::{
+    jint, jlong, jlongArray, jobject, jobjectArray, jsize, jstring, JNIEnv, JavaVM, JavaVMAttachArgs, JNI_OK, JNI_TRUE,
+    JNI_VERSION_1_6,
+};
+
+/// The process's JavaVM (valid for the life of the process, usable from any thread).
+#[derive(Clone, Copy)]
+pub struct Vm(*mut JavaVM);
+
+// SAFETY: the JavaVM pointer is process-wide and its invocation interface may be called from any
+// thread; this type never writes through it.
+unsafe impl Send for Vm {}
+// SAFETY: as above.
+unsafe impl Sync for Vm {}
+
+impl Vm {
+    pub fn new(vm: *mut JavaVM) -> Vm {
+        Vm(vm)
+    }
+
+    /// This thread's JNIEnv if it is attached to the VM. Async-signal-safe in HotSpot (GetEnv
+    /// only reads the current thread, as async-profiler relies on too).
+    pub fn env(&self) -> Option<*mut JNIEnv> {
+        let mut env: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the JavaVM is valid for the process's life; GetEnv is in its invoke interface.
+        let rc = unsafe { ((**self.0).GetEnv?)(self.0, &mut env, JNI_VERSION_1_6) };
+        (rc == JNI_OK && !env.is_null()).then_some(env as *mut JNIEnv)
+    }
+
+    /// Attaches the calling native thread as a daemon named `name`; the returned guard
+    /// detaches it when dropped (on that same thread), so the agent's threads never outlive
+    /// their work as zombie JavaThreads.
+    pub fn attach_daemon(&self, name: &CStr) -> Result<AttachedThread, String> {
+        let mut env: *mut c_void = std::ptr::null_mut();
+        let mut args =
+            JavaVMAttachArgs { version: JNI_VERSION_1_6, name: name.as_ptr() as *mut _, group: std::ptr::null_mut() };
+        // SAFETY: valid JavaVM; AttachCurrentThreadAsDaemon is in its invoke interface and `args`
+        // outlives the call.
+        let rc = unsafe {
+            let f = (**self.0).AttachCurrentThreadAsDaemon.ok_or("AttachCurrentThreadAsDaemon is missing")?;
+            f(self.0, &mut env, &mut args as *mut _ as *mut c_void)
+        };
+        if rc != JNI_OK || env.is_null() {
+            return Err(format!("cannot attach {} to the JVM (JNI error {rc})", name.to_string_lossy()));
+        }
+        Ok(AttachedThread { vm: *self, env: env as *mut JNIEnv, _not_send: std::marker::PhantomData })
+    }
+}
+
+/// The calling thread, attached to the VM by [`Vm::attach_daemon`] until this is dropped.
+pub struct AttachedThread {
+    vm: Vm,
+    env: *mut JNIEnv,
+    /// Detaching must happen on the attached thread: not Send.
+    _not_send: std::marker::PhantomData<*mut ()>,
+}
+
+impl AttachedThread {
+    pub fn env(&self) -> *mut JNIEnv {
+        self.env
+    }
+}
+
+impl Drop for AttachedThread {
+    fn drop(&mut self) {
+        // SAFETY: this thread attached itself in `attach_daemon` and is still attached (the guard
+        // is not Send, so this runs on it); DetachCurrentThread is in the invoke interface.
+        unsafe {
+            if let Some(f) = (**self.vm.0).DetachCurrentThread {
+                f(self.vm.0);
+            }
+        }
+    }
+}
+
+/// `Thread.getId()` of a thread object (JVMTI has no call for it).
+pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
+    if env.is_null() || thread.is_null() {
+        return None;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv (from a JVMTI callback or an attached
+    // thread) and `thread` a live local reference; every JNI function used is present in JNI
+    // 1.2+ and checked for null.
+    unsafe {
+        let f = &**env;
+        let class = (f.GetObjectClass?)(env, thread);
+        let mid = (f.GetMethodID?)(env, class, c"getId".as_ptr(), c"()J".as_ptr());
+        (f.DeleteLocalRef?)(env, class);
+        if mid.is_null() {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        let id = (f.CallLongMethodA?)(env, thread, mid, std::ptr::null());
+        if (f.ExceptionCheck?)(env) != 0 {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        Some(id as u64)
+    }
+}
+
+/// Deletes a JNI local reference (classes and threads JVMTI handed out).
+pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
+    if env.is_null() || obj.is_null() {
+        return;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv and `obj` a local reference it owns.
+    unsafe {
+        if let Some(f) = (**env).DeleteLocalRef {
+            f(env, obj)
+        }
+    }
+}
 
 pub const EXCEPTION_CLASS: &std::ffi::CStr = c"io/github/hpm/HpmException";
 

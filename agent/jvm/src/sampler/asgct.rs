@@ -1,0 +1,59 @@
+//! `sampler=asgct`: every thread (Java, GC, JIT) gets a perf group whose overflow signal walks
+//! its stack with AsyncGetCallTrace in the handler (signal.rs). Threads come from ThreadStart
+//! and from a scan of /proc/self/task every other processor round.
+
+use std::sync::Arc;
+
+use crate::code::CodeEvents;
+use crate::jnienv::Vm;
+use crate::jvmti::Jvmti;
+use crate::perf::PerfSpec;
+use crate::signal::{SignalSetup, SignalStats};
+use crate::sink::SignalCtx;
+use crate::threads::{Mode, Threads};
+
+pub struct AsgctSampler {
+    pub threads: &'static Threads,
+    pub code: &'static CodeEvents,
+    pub setup: &'static SignalSetup,
+    pub stats: &'static SignalStats,
+    pub jvmti: Jvmti,
+    pub vm: Vm,
+    pub spec: PerfSpec,
+    pub ctx: Arc<SignalCtx>,
+}
+
+impl super::Sampler for AsgctSampler {
+    fn start(&self) -> Result<(), String> {
+        self.setup.ensure_installed(self.threads, self.stats)?;
+        if self.ctx.asgct.is_none() {
+            eprintln!("hpm: this JVM does not export AsyncGetCallTrace; samples will carry native frames only");
+        }
+        // Sessions start at VMInit or later: what was loaded and compiled before is replayed.
+        let jni = self.vm.env().ok_or("the calling thread is not attached to the JVM")?;
+        self.code.enable(&self.jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
+        self.threads.begin(Mode::Perf { spec: self.spec.clone(), ctx: self.ctx.clone() });
+        self.threads.hint_java_threads(super::java_threads(&self.jvmti, self.vm));
+        self.threads.scan();
+        if let Some(e) = self.threads.first_error() {
+            eprintln!("hpm: {e}");
+        }
+        Ok(())
+    }
+
+    fn tick(&self, round: u64) {
+        // New VM threads get perf groups (Java threads are announced by ThreadStart).
+        if round.is_multiple_of(2) {
+            self.threads.scan();
+        }
+    }
+
+    fn set_period(&self, period: u64) -> usize {
+        self.threads.set_period(period)
+    }
+
+    fn stop(&self) -> Vec<String> {
+        self.threads.stop_all();
+        Vec::new()
+    }
+}

@@ -1,0 +1,44 @@
+//! Samplers: each is one module behind [`Sampler`], built by the session with the narrow parts
+//! it needs, writing `Captured` records into the session's sink, which the processor drains.
+//! - `asgct`: perf overflow signals per thread, AsyncGetCallTrace in the handler (signal.rs);
+//! - `timer`: a sampling thread on a timer: `jvmti` (GetThreadListStackTraces at a global
+//!   safepoint) or `sps` (the patched JVM's partial safepoints).
+//!
+//! Later event sources (wall clock, allocations, locks, data addresses, a walk-free sampler) are
+//! new modules here.
+
+use hpm_core::model::ThreadInfo;
+
+use crate::jnienv::{self, Vm};
+use crate::jvmti::Jvmti;
+
+pub mod asgct;
+pub mod timer;
+
+pub trait Sampler: Send + Sync {
+    /// Starts sampling into the session's sink. The processor is already running.
+    fn start(&self) -> Result<(), String>;
+    /// Called by the processor every round (50 ms), e.g. to attach threads that appeared.
+    fn tick(&self, _round: u64) {}
+    /// `interval=auto` changed the period; returns how many threads kept the old one.
+    fn set_period(&self, _period: u64) -> usize {
+        0
+    }
+    /// Stops sampling: when this returns nothing writes into the sink any more. Returns lines
+    /// for the summary.
+    fn stop(&self) -> Vec<String>;
+}
+
+/// The Java threads alive now, named as the VM knows them (for threads that started before a
+/// late attach or before this session, which got no ThreadStart while it ran).
+pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
+    let (Some(jni), Ok(threads)) = (vm.env(), jvmti.all_threads()) else { return Vec::new() };
+    let mut out = Vec::new();
+    for t in threads {
+        if let Ok(name) = jvmti.thread_name(t) {
+            out.push(ThreadInfo { os_tid: 0, java_id: jnienv::java_thread_id(jni, t), name, is_java: true });
+        }
+        jnienv::delete_local_ref(jni, t);
+    }
+    out
+}
