@@ -269,3 +269,19 @@ pub fn total_shares(stacks: &[(Vec<String>, u64)], under: &str, names: &[&str]) 
 pub fn total(stacks: &[(Vec<String>, u64)]) -> u64 {
     stacks.iter().map(|(_, n)| n).sum()
 }
+
+/// Reads a JFR file with the JDK's own RecordingFile API (tests/java/CheckJfr.java, focused on
+/// `class`): its `name value` lines (event counts, frame types, lines...) as a map.
+pub fn check_jfr(jdk: &Jdk, jfr: &Path, class: &str) -> HashMap<String, u64> {
+    let checker = workspace_root().join("tests/java/CheckJfr.java");
+    let out = Command::new(jdk.java()).arg(&checker).arg(jfr).arg(class).output().expect("run CheckJfr");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}: RecordingFile failed: {}", jdk.name, String::from_utf8_lossy(&out.stderr));
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().unwrap_or(1)))
+        })
+        .collect()
+}

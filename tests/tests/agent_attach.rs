@@ -166,3 +166,56 @@ fn attach_to_a_process_that_is_not_a_jvm_says_so() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("no process with PID 999999999"), "{:?}", o);
 }
+
+/// The share of JIT-compiled and inlined frames among a JFR file's ExecutionSample frames.
+fn compiled_frame_share(jdk: &Jdk, jfr: &std::path::Path) -> f64 {
+    let r = check_jfr(jdk, jfr, "Shares");
+    let all: u64 = r.iter().filter(|(k, _)| k.starts_with("frametype ")).map(|(_, v)| v).sum();
+    let compiled = r.get("frametype JIT_compiled").unwrap_or(&0) + r.get("frametype Inlined").unwrap_or(&0);
+    compiled as f64 / all.max(1) as f64
+}
+
+/// The agent's own threads (`hpm-processor`, `hpm-sampler`) in `jcmd PID Thread.print`.
+fn agent_threads(jdk: &Jdk, pid: u32) -> Vec<String> {
+    let o = Command::new(jdk.tool("jcmd")).args([&pid.to_string(), "Thread.print"]).output().expect("run jcmd");
+    assert!(o.status.success(), "jcmd Thread.print failed: {o:?}");
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("\"hpm-")).map(str::to_string).collect()
+}
+
+/// Sessions one after another in one JVM (issue 11, items 7 and 8): each resolves its samples
+/// like the first (the code map outlives a session: a second session used to see ~98% of its
+/// samples as unknown), and no session leaves its processing or sampling thread attached to the
+/// JVM (each used to stay as a zombie JavaThread).
+#[test]
+fn every_session_resolves_like_the_first_and_leaves_no_agent_thread() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("sessions-{}", jdk.name));
+        let mut jvm = Jvm::start(&jdk);
+        let pid = jvm.pid;
+        let mut first_share = None;
+        for (i, sampler) in ["asgct", "jvmti", "asgct"].iter().enumerate() {
+            let what = format!("{} session {} (sampler={sampler})", jdk.name, i + 1);
+            let file = dir.join(format!("s{i}.collapsed"));
+            let jfr = dir.join(format!("s{i}.jfr"));
+            let files = format!("file={},file={}", file.display(), jfr.display());
+            attach_ok(pid, &format!("sampler={sampler},interval=2ms,quiet,{files}"));
+            assert_eq!(jvm.say("work 2000"), "worked");
+            attach_ok(pid, "stop");
+            assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 8.0, &what);
+            // The workers' hot code is JIT-compiled: the signal sampler names it through the code
+            // map, which every session must have (without it every frame looked interpreted).
+            // The timer samplers get no frame kinds from JVMTI.
+            if *sampler == "asgct" {
+                let share = compiled_frame_share(&jdk, &jfr);
+                let first = *first_share.get_or_insert(share);
+                assert!(
+                    share >= 0.1 && share >= first / 2.0,
+                    "{what}: {share:.2} of frames compiled, first session {first:.2}"
+                );
+            }
+            assert_eq!(agent_threads(&jdk, pid), Vec::<String>::new(), "{what}: agent threads left after stop");
+        }
+        assert!(jvm.say("exit").starts_with("done"));
+        assert!(jvm.child.wait().unwrap().success(), "{}: the attached JVM failed", jdk.name);
+    }
+}

@@ -3,24 +3,9 @@
 //! types incl. inlined) and the custom counter fields are present and agree with the collapsed
 //! output of the same run. `hpm report` reads it too.
 
-use std::collections::HashMap;
 use std::process::Command;
 
 use hpm_tests::*;
-
-fn check_jfr(jdk: &Jdk, jfr: &std::path::Path) -> HashMap<String, u64> {
-    let checker = workspace_root().join("tests/java/CheckJfr.java");
-    let out = Command::new(jdk.java()).arg(&checker).arg(jfr).arg("Shares").output().expect("run CheckJfr");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}: RecordingFile failed: {}", jdk.name, String::from_utf8_lossy(&out.stderr));
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let (k, v) = l.rsplit_once(' ')?;
-            Some((k.to_string(), v.parse().unwrap_or(1)))
-        })
-        .collect()
-}
 
 #[test]
 fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
@@ -56,7 +41,7 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
             );
         }
 
-        let r = check_jfr(&jdk, &jfr);
+        let r = check_jfr(&jdk, &jfr, "Shares");
         let stacks = read_collapsed(&collapsed);
         let samples = r["count jdk.ExecutionSample"];
         eprintln!("{}: {samples} ExecutionSample events, {} collapsed samples", jdk.name, total(&stacks));
@@ -119,6 +104,6 @@ fn killed_jvm_leaves_a_readable_file() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!jfr.exists(), "the final name is only written once the profile is complete");
-    let r = check_jfr(jdk, &part);
+    let r = check_jfr(jdk, &part, "Shares");
     assert!(r.get("count jdk.ExecutionSample").copied().unwrap_or(0) > 0, "{r:?}");
 }
