@@ -104,9 +104,15 @@ pub fn workloads() -> &'static Path {
     DIR.get_or_init(|| {
         let out = target_dir().join("test-workloads");
         std::fs::create_dir_all(&out).unwrap();
-        let src = workspace_root().join("tests/workloads");
-        let files: Vec<PathBuf> = std::fs::read_dir(&src)
-            .unwrap()
+        // The workloads, and the Java bridge's classes (the stress and soak workloads drive
+        // sessions through it).
+        let dirs = [
+            workspace_root().join("tests/workloads"),
+            workspace_root().join("java/bridge/src/main/java/io/github/hpm"),
+        ];
+        let files: Vec<PathBuf> = dirs
+            .iter()
+            .flat_map(|d| std::fs::read_dir(d).unwrap())
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "java"))
             .collect();
