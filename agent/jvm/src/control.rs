@@ -176,7 +176,13 @@ fn dump(sessions: &Sessions, rest: &str) -> Result<String, String> {
 fn status(sessions: &Sessions, parts: Parts) -> String {
     let control = sessions.lock();
     let (live, java, excluded, slots) = parts.threads.sizes();
-    let agent = format!("agent: {live} threads in the session, {java} Java threads known, {excluded} own threads, {slots} perf slots in use\n");
+    let (heap, peak) = crate::heap::live_and_peak();
+    let agent = format!(
+        "agent: {live} threads in the session, {java} Java threads known, {excluded} own threads, {slots} perf slots in use\n\
+         agent heap: {} KB (peak {} KB)\n",
+        heap / 1024,
+        peak / 1024
+    );
     let Some(s) = &control.running else {
         let last = if control.last.is_some() { " (the last session's profile can still be dumped)" } else { "" };
         return format!("state: idle{last}\n{agent}");

@@ -17,6 +17,7 @@ mod bridge;
 mod callbacks;
 mod code;
 mod control;
+mod heap;
 mod jnienv;
 mod jvmti;
 mod lifecycle;
@@ -35,6 +36,10 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::catch_unwind;
 
 use jni::sys::{jint, JavaVM, JNI_ERR, JNI_OK};
+
+/// The agent's allocations are counted (heap.rs), for `status` and the soak test.
+#[global_allocator]
+static ALLOCATOR: heap::Counting = heap::Counting;
 
 fn options_text(options: *const c_char) -> String {
     if options.is_null() {

@@ -209,7 +209,12 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.thread = thread;
                     c.exact_kinds = false;
                     // The signal's context is the state at the latest overflow only.
-                    c.num_frames = if last { walk(ctx, c, ucontext) } else { WALK_NOT_ATTEMPTED };
+                    c.num_frames = match (last, inside.is_java()) {
+                        (true, true) => walk(ctx, c, ucontext),
+                        // ticks_unknown_not_Java: a VM thread, or one not yet past ThreadStart.
+                        (true, false) => -3,
+                        (false, _) => WALK_NOT_ATTEMPTED,
+                    };
                     true
                 });
             }

@@ -204,6 +204,9 @@ impl Threads {
         };
         if let Some(live) = g.live.get(&tid) {
             let idx = live.idx;
+            if let (true, Some((slot, _))) = (info.is_java, &live.perf) {
+                self.slots[*slot as usize].set_java();
+            }
             if info.is_java {
                 if let Some(j) = info.java_id {
                     g.by_java_id.insert(j, idx);
@@ -258,13 +261,14 @@ impl Threads {
             g.failures.add(format!("descriptor number above {MAX_FD}"));
             return Ok(());
         }
+        let java = info.is_java;
         let Some(idx) = Self::new_index(&mut g, info) else {
             g.free_slots.push(slot);
             return Ok(());
         };
         let s = &self.slots[slot as usize];
         debug_assert!(s.queue.is_empty());
-        s.publish(tid, idx, events.ring_parts(), Arc::as_ptr(&ctx));
+        s.publish(tid, idx, java, events.ring_parts(), Arc::as_ptr(&ctx));
         self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
         if let Err(e) = events.enable() {
             self.fd_table[fd as usize].store(0, Ordering::Release);
@@ -333,7 +337,14 @@ impl Threads {
             let info = known.unwrap_or_else(|| {
                 let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
                 let comm = comm.trim_end();
-                match self.lock().java_hints.get(comm).cloned().flatten() {
+                // Each hint names one thread: taken by the first task of that name (the thread
+                // itself, listed since before the session), so a new thread still carrying its
+                // parent's name is not taken for it.
+                let hint = match self.lock().java_hints.get_mut(comm) {
+                    Some(h) => h.take(),
+                    None => None,
+                };
+                match hint {
                     Some(java) => ThreadInfo { os_tid: tid as u32, ..java },
                     None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
                 }

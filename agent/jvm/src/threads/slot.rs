@@ -9,7 +9,7 @@
 //! slot that detach+attach gave to another thread (the thread check), and a stale `si_fd` whose
 //! number now names another thread's group (the same check).
 
-use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use hpm_core::batch::ThreadQueue;
 use hpm_core::claim::{Claim, Inside};
@@ -21,6 +21,12 @@ pub struct Slot {
     claim: Claim,
     tid: AtomicI32,
     thread_idx: AtomicU32,
+    /// A Java thread past its ThreadStart (or listed by the VM): the JVM's thread-local state is
+    /// set up, so JNI GetEnv and AsyncGetCallTrace are safe in its handler. A thread the /proc
+    /// scan found is not, until ThreadStart says so: during its start-up a new thread holds
+    /// malloc's lock while libjvm allocates its TLS block, and GetEnv in the handler would then
+    /// allocate that block too and deadlock (seen in the soak test).
+    java: AtomicBool,
     pub queue: ThreadQueue,
     ctx: AtomicPtr<SignalCtx>,
     ring_meta: AtomicU64,
@@ -35,6 +41,7 @@ pub struct Entered<'a> {
     ring: RingPtr,
     ctx: *const SignalCtx,
     thread_idx: u32,
+    java: bool,
 }
 
 impl Entered<'_> {
@@ -56,6 +63,11 @@ impl Entered<'_> {
     pub fn thread_idx(&self) -> u32 {
         self.thread_idx
     }
+
+    /// Whether the thread's Java stack may be walked (see [`Slot`]'s `java`).
+    pub fn is_java(&self) -> bool {
+        self.java
+    }
 }
 
 /// Why a handler could not use a slot.
@@ -73,6 +85,7 @@ impl Slot {
             claim: Claim::default(),
             tid: AtomicI32::new(0),
             thread_idx: AtomicU32::new(0),
+            java: AtomicBool::new(false),
             queue: ThreadQueue::default(),
             ctx: AtomicPtr::new(std::ptr::null_mut()),
             ring_meta: AtomicU64::new(0),
@@ -83,9 +96,10 @@ impl Slot {
 
     /// Owner side: fills the slot for thread `tid` and makes it live. `ctx` must stay valid
     /// until [`Self::retire`] returns.
-    pub(super) fn publish(&self, tid: i32, thread_idx: u32, ring: RingPtr, ctx: *const SignalCtx) {
+    pub(super) fn publish(&self, tid: i32, thread_idx: u32, java: bool, ring: RingPtr, ctx: *const SignalCtx) {
         debug_assert!(!self.claim.is_live());
         self.tid.store(tid, Ordering::Relaxed);
+        self.java.store(java, Ordering::Relaxed);
         self.thread_idx.store(thread_idx, Ordering::Relaxed);
         self.ctx.store(ctx as *mut SignalCtx, Ordering::Relaxed);
         self.ring_data.store(ring.data as u64, Ordering::Relaxed);
@@ -93,6 +107,11 @@ impl Slot {
         self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
+    }
+
+    /// The thread turned out to be a started Java thread (its ThreadStart ran, on that thread).
+    pub(super) fn set_java(&self) {
+        self.java.store(true, Ordering::Relaxed);
     }
 
     /// Owner side: no handler enters from now on; returns once none is inside. The ring may be
@@ -121,6 +140,13 @@ impl Slot {
         if ctx.is_null() || ring.meta.is_null() {
             return Err(Refused::Retired);
         }
-        Ok(Entered { _inside: inside, slot: self, ring, ctx, thread_idx: self.thread_idx.load(Ordering::Relaxed) })
+        Ok(Entered {
+            _inside: inside,
+            slot: self,
+            ring,
+            ctx,
+            thread_idx: self.thread_idx.load(Ordering::Relaxed),
+            java: self.java.load(Ordering::Relaxed),
+        })
     }
 }
