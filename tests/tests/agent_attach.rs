@@ -150,6 +150,32 @@ fn timer_samplers_attached_late_see_running_threads() {
     }
 }
 
+/// The launcher's main thread started long before the agent, and its OS name ("java") matches
+/// no Java thread's name: its samples must still carry its Java stack (the handler learns that
+/// the JVM set the thread up from HotSpot's thread key, not from a name).
+#[test]
+fn a_late_attach_walks_the_main_thread() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("attach-main-{}", jdk.name));
+        let mut jvm = Jvm::start(&jdk);
+        let file = dir.join("main.collapsed");
+        attach_ok(jvm.pid, &format!("interval=2ms,quiet,file={}", file.display()));
+        assert_eq!(jvm.say("spin 1500"), "spun");
+        attach_ok(jvm.pid, "stop");
+        let stacks = read_collapsed(&file);
+        let all: u64 = stacks.iter().map(|(_, n)| n).sum();
+        let main: u64 = stacks.iter().filter(|(s, _)| s.iter().any(|f| f == "Attachee.spin")).map(|(_, n)| n).sum();
+        // Main spins on one of 2 cores beside two workers: about a third of the samples.
+        assert!(
+            all >= 300 && main as f64 >= 0.15 * all as f64,
+            "{}: {main} of {all} samples in Attachee.spin",
+            jdk.name
+        );
+        assert!(jvm.say("exit").starts_with("done"));
+        assert!(jvm.child.wait().unwrap().success(), "{}: the attached JVM failed", jdk.name);
+    }
+}
+
 #[test]
 fn attach_to_a_process_that_is_not_a_jvm_says_so() {
     hpm_bin(); // build first: the sleeper must outlive the build

@@ -6,6 +6,7 @@ import java.io.InputStreamReader;
  * their CPU) until told to exit. Driven by lines on stdin, answered on stdout:
  *   (start)      prints "ready PID" once the worker threads run
  *   "work MS"    lets the workers run MS more milliseconds, then prints "worked"
+ *   "spin MS"    the main thread itself runs the mix for MS milliseconds, then prints "spun"
  *   "exit"       stops the workers, prints "done", exits 0 (also at end of input)
  *
  * Usage: java Attachee THREADS
@@ -30,6 +31,17 @@ public class Attachee {
         sink += x;
     }
 
+    /** The mix on the calling thread (the launcher's main thread, whose OS name is "java"). */
+    static long spin(long ms) {
+        long end = System.nanoTime() + ms * 1_000_000L;
+        long x = end;
+        while (System.nanoTime() < end) {
+            x = Shares.a(x);
+            x = Shares.b(x);
+        }
+        return x;
+    }
+
     public static void main(String[] args) throws Exception {
         int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
         Thread[] ts = new Thread[threads];
@@ -44,6 +56,9 @@ public class Attachee {
             if (line.startsWith("work ")) {
                 Thread.sleep(Long.parseLong(line.substring(5).trim()));
                 System.out.println("worked");
+            } else if (line.startsWith("spin ")) {
+                sink += spin(Long.parseLong(line.substring(5).trim()));
+                System.out.println("spun");
             }
         }
         stop = true;

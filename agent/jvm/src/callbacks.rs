@@ -12,7 +12,7 @@ use hpm_core::model::ThreadInfo;
 use jni::sys::{jclass, jint, jmethodID, JNIEnv};
 
 use crate::agent::{self, Agent};
-use crate::jnienv;
+use crate::jnienv::{self, Vm};
 use crate::jvmti::{event, jthread, EventCallbacks, Jvmti, JvmtiEnvPtr};
 use crate::os::{gettid, now_ticks};
 use crate::threads::Threads;
@@ -48,7 +48,8 @@ pub fn fill(cb: &mut EventCallbacks) {
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
-pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, jni: *mut JNIEnv, thread: jthread) {
+pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, vm: Vm, jni: *mut JNIEnv, thread: jthread) {
+    vm.learn_thread_key();
     let tid = gettid();
     let name = jvmti.thread_name(thread).unwrap_or_default();
     let info = ThreadInfo { os_tid: tid as u32, java_id: jnienv::java_thread_id(jni, thread), name, is_java: true };
@@ -57,7 +58,7 @@ pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, jni: *mut JNIEnv, th
 }
 
 unsafe extern "C" fn thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread) {
-    guarded("ThreadStart", |a| attach_java_thread(&a.jvmti, &a.threads, jni, thread));
+    guarded("ThreadStart", |a| attach_java_thread(&a.jvmti, &a.threads, a.vm, jni, thread));
 }
 
 unsafe extern "C" fn thread_end(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread) {

@@ -5,11 +5,20 @@
 //! `Err` with a message instead of continuing.
 
 use std::ffi::{c_void, CStr, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use jni::sys::{
     jint, jlong, jlongArray, jobject, jobjectArray, jsize, jstring, JNIEnv, JavaVM, JavaVMAttachArgs, JNI_OK, JNI_TRUE,
     JNI_VERSION_1_6,
 };
+
+/// glibc's PTHREAD_KEYS_MAX.
+const PTHREAD_KEYS: libc::pthread_key_t = 1024;
+/// The JNIEnv is a field of HotSpot's JavaThread, well inside its first 16 KB (JDK 17 and 25).
+const MAX_ENV_OFFSET: usize = 0x4000;
+const NO_KEY: libc::pthread_key_t = libc::pthread_key_t::MAX;
+/// HotSpot's pthread key holding the current `Thread*` (see [`Vm::learn_thread_key`]).
+static THREAD_KEY: AtomicU32 = AtomicU32::new(NO_KEY);
 
 /// The process's JavaVM (valid for the life of the process, usable from any thread).
 #[derive(Clone, Copy)]
@@ -33,6 +42,41 @@ impl Vm {
         // SAFETY: the JavaVM is valid for the process's life; GetEnv is in its invoke interface.
         let rc = unsafe { ((**self.0).GetEnv?)(self.0, &mut env, JNI_VERSION_1_6) };
         (rc == JNI_OK && !env.is_null()).then_some(env as *mut JNIEnv)
+    }
+
+    /// Learns which pthread key HotSpot keeps each VM thread's `Thread*` in, from the calling
+    /// Java thread (HotSpot stores it there besides libjvm's own TLS, for its signal handlers).
+    /// Idempotent and cheap once learnt; leaves it unknown unless exactly one key fits.
+    pub fn learn_thread_key(&self) {
+        if THREAD_KEY.load(Ordering::Relaxed) != NO_KEY {
+            return;
+        }
+        let Some(env) = self.env() else { return };
+        let mut found = None;
+        for key in 0..PTHREAD_KEYS {
+            // SAFETY: glibc's pthread_getspecific accepts any key below PTHREAD_KEYS_MAX and
+            // returns null for one never created or deleted since.
+            let v = unsafe { libc::pthread_getspecific(key) } as usize;
+            // JNIEnv is a field of the JavaThread: the key's value is a little below it.
+            if v != 0 && (env as usize).wrapping_sub(v) < MAX_ENV_OFFSET {
+                if found.is_some() {
+                    return; // ambiguous: stay unknown
+                }
+                found = Some(key);
+            }
+        }
+        if let Some(key) = found {
+            THREAD_KEY.store(key, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the JVM has set the calling thread up (its libjvm TLS block exists), so GetEnv
+    /// and AsyncGetCallTrace are safe in a signal handler on it; false when unknown.
+    /// Async-signal-safe: pthread_getspecific reads the thread's own descriptor, never allocates.
+    pub fn set_up_here(&self) -> bool {
+        let key = THREAD_KEY.load(Ordering::Relaxed);
+        // SAFETY: `key` was a live HotSpot key when learnt; HotSpot never deletes it.
+        key != NO_KEY && !unsafe { libc::pthread_getspecific(key) }.is_null()
     }
 
     /// Attaches the calling native thread as a daemon named `name`; the returned guard

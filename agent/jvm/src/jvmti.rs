@@ -332,6 +332,13 @@ impl Jvmti {
         Ok(out)
     }
 
+    /// The calling thread, as a local reference.
+    pub fn current_thread(&self) -> Result<jthread> {
+        let mut t: jthread = ptr::null_mut();
+        call!(self, 18, "GetCurrentThread", fn(*mut jthread), &mut t)?;
+        Ok(t)
+    }
+
     /// Every live Java thread, as local references of the calling thread.
     pub fn all_threads(&self) -> Result<Vec<jthread>> {
         let (mut n, mut threads): (jint, *mut jthread) = (0, ptr::null_mut());

@@ -94,6 +94,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     pin_library();
     register(agent).map_err(|e| e.to_string())?;
     agent.vm.env().ok_or("the calling thread is not attached to the JVM")?;
+    agent.vm.learn_thread_key();
     Ok(agent)
 }
 
@@ -133,7 +134,7 @@ unsafe extern "C" fn vm_init(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthrea
             code::replay(&a.jvmti, jni);
         }
         a.sessions.start_pending(a.parts());
-        callbacks::attach_java_thread(&a.jvmti, &a.threads, jni, thread);
+        callbacks::attach_java_thread(&a.jvmti, &a.threads, a.vm, jni, thread);
     }));
     if r.is_err() {
         eprintln!("hpm: internal error in the VMInit callback; continuing");

@@ -209,11 +209,16 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.thread = thread;
                     c.exact_kinds = false;
                     // The signal's context is the state at the latest overflow only.
-                    c.num_frames = match (last, inside.is_java()) {
-                        (true, true) => walk(ctx, c, ucontext),
-                        // ticks_unknown_not_Java: a VM thread, or one not yet past ThreadStart.
-                        (true, false) => -3,
-                        (false, _) => WALK_NOT_ATTEMPTED,
+                    // A thread the JVM has not set up yet must not reach GetEnv (see
+                    // `Slot::java`); one announced by ThreadStart or listed by the VM, or
+                    // whose HotSpot thread key is set (a Java thread that started before the
+                    // agent, under a name no hint matched: `main`), may.
+                    c.num_frames = if !last {
+                        WALK_NOT_ATTEMPTED
+                    } else if inside.is_java() || ctx.vm.set_up_here() {
+                        walk(ctx, c, ucontext)
+                    } else {
+                        -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
                     true
                 });

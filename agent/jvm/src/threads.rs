@@ -207,7 +207,8 @@ impl Threads {
             if let (true, Some((slot, _))) = (info.is_java, &live.perf) {
                 self.slots[*slot as usize].set_java();
             }
-            if info.is_java {
+            let known = &g.infos[idx as usize];
+            if info.is_java && !(known.is_java && known.java_id == info.java_id && known.name == info.name) {
                 if let Some(j) = info.java_id {
                     g.by_java_id.insert(j, idx);
                 }

@@ -16,6 +16,7 @@ use ::jni::sys::{
 };
 use hpm_core::analysis::hot;
 use hpm_core::jfr::marks::Mark;
+use hpm_core::model::ThreadInfo;
 
 use crate::agent::{self, Agent};
 use crate::jnienv as jni;
@@ -63,9 +64,26 @@ fn recording(a: &Agent) -> bool {
     a.sessions.is_recording()
 }
 
-/// The thread index of the calling Java thread in the agent's registry.
+/// The thread index of the calling Java thread in the agent's registry. The caller runs Java
+/// code, so it is a Java thread: one the session found before knowing it (the launcher's `main`
+/// thread, whose OS name is the program's) takes its Java identity here.
 fn this_thread(a: &Agent, java_id: jlong, name: String) -> Option<u32> {
-    a.threads.index_for_tid(crate::os::gettid()).or_else(|| a.threads.index_for_java_id(java_id as u64, || name))
+    let tid = crate::os::gettid();
+    let info = ThreadInfo { os_tid: tid as u32, java_id: Some(java_id as u64), name, is_java: true };
+    let _ = a.threads.attach(tid, info.clone());
+    a.threads.index_for_tid(tid).or_else(|| a.threads.index_for_java_id(java_id as u64, || info.name))
+}
+
+/// After a command: the calling thread (which started the session, say) is profiled as the
+/// Java thread it is.
+fn identify_caller(a: &Agent, env: *mut JNIEnv) {
+    if !recording(a) {
+        return;
+    }
+    if let Ok(t) = a.jvmti.current_thread() {
+        crate::callbacks::attach_java_thread(&a.jvmti, &a.threads, a.vm, env, t);
+        crate::jnienv::delete_local_ref(env, t);
+    }
 }
 
 #[no_mangle]
@@ -83,6 +101,7 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeExecute(
         let command = jni::string(env, command, "command")?;
         let a = loaded_agent()?;
         let out = crate::control::execute(&a.sessions, a.parts(), &command)?;
+        identify_caller(a, env);
         jni::new_string(env, &out)
     })
 }
