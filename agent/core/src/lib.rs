@@ -11,6 +11,7 @@ pub mod component;
 pub mod hash;
 pub mod jfr;
 pub mod latency;
+pub mod limits;
 pub mod load;
 pub mod model;
 pub mod options;

@@ -5,13 +5,13 @@
 //! goes. Counters that were not recorded are simply absent; ratios whose divisor is zero
 //! print as `-`.
 
-use std::collections::HashSet;
 use std::fmt::Write;
 
-use crate::cct::{Cct, MethodTotals, NodeId, ROOT};
+use crate::cct::{Cct, NodeId, ROOT};
 use crate::model::{Recording, VmComponent};
 
 use super::cpi_counters;
+use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, sorted_components, threads_line};
 use super::text::{duration_ns, group, pct, ratio};
@@ -31,28 +31,6 @@ impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions { top: 20, min_percent: 1.0, threads: false }
     }
-}
-
-/// One method (frame name) with its totals.
-pub(crate) struct Row<'a> {
-    pub name: &'a str,
-    pub t: MethodTotals,
-}
-
-/// Methods by self samples, then total samples, then name. With `skip_threads`, the names of
-/// the root's children (thread frames) are left out.
-pub(crate) fn method_rows(cct: &Cct, skip_threads: bool) -> Vec<Row<'_>> {
-    let skip: HashSet<&str> = if skip_threads {
-        cct.root().children.iter().map(|&c| cct.node(c).name.as_str()).collect()
-    } else {
-        HashSet::new()
-    };
-    let mut rows: Vec<Row> =
-        cct.method_totals().into_iter().filter(|(n, _)| !skip.contains(n)).map(|(name, t)| Row { name, t }).collect();
-    rows.sort_by(|a, b| {
-        b.t.self_samples.cmp(&a.t.self_samples).then(b.t.total_samples.cmp(&a.t.total_samples)).then(a.name.cmp(b.name))
-    });
-    rows
 }
 
 fn counter_at(v: &[u64], i: usize) -> u64 {
