@@ -2,6 +2,7 @@
 //! interface — the profile model, the code map, option parsing, record decoding, the file
 //! formats and the analyses from the papers. Tested without a JVM.
 
+pub mod adversarial;
 pub mod analysis;
 pub mod batch;
 pub mod capture;

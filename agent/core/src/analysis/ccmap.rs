@@ -14,11 +14,19 @@
 //! `MethodProfile(buf[i])++`; if `i > 0`, `Callee(buf[i] -> buf[i-1])++`; then for
 //! `j = i-2 .. 0`, `CalleeRef(buf[j])++` along the path from that `Callee`.
 //!
+//! That inner loop makes the map grow with the square of the stack depth (a 20,000-frame stack
+//! alone would make 200 million reference nodes), so the path below a call is followed for at
+//! most [`CCMAP_MAX_CONTEXT`] calls: every call sequence of up to that many calls after its
+//! first is counted exactly, a longer one as the shorter sequences it contains. The bound
+//! covers what the map is for, contexts for inlining decisions (HotSpot inlines at most 15
+//! levels deep).
+//!
 //! Queries are in `ccmap_query.rs`, dump/load and pruning in `ccmap_io.rs`.
 
 use std::collections::HashMap;
 
-use crate::cct::Cct;
+use crate::cct::{group_samples, Cct};
+pub use crate::limits::CCMAP_MAX_CONTEXT;
 use crate::model::Recording;
 
 pub type MethodId = u32;
@@ -177,15 +185,16 @@ impl CcMap {
     }
 
     /// Builds the map from a recording; a caller frame's bytecode index is its call site.
+    /// Samples that share a stack are processed together, as one sample counted `n` times.
     pub fn from_recording(rec: &Recording) -> CcMap {
         let mut map = CcMap::new();
-        for s in &rec.samples {
-            let frames = s
+        for g in group_samples(&rec.samples, false) {
+            let frames = rec.samples[g.first]
                 .stack
                 .iter()
                 .map(|f| CcFrame { method: rec.method(f.method).display_name(), offset: f.bci })
                 .collect();
-            map.add_samples(&CcSample { frames, stopped_at_visited: false }, 1);
+            map.add_samples(&CcSample { frames, stopped_at_visited: false }, g.samples);
         }
         map
     }
@@ -215,7 +224,8 @@ impl CcMap {
             let callee = self.callee_id(site, ids[i - 1]);
             self.callees[callee as usize].count = self.callees[callee as usize].count.saturating_add(n);
             let mut parent = RefParent::Callee(callee);
-            for j in (0..i.saturating_sub(1)).rev() {
+            // At most CCMAP_MAX_CONTEXT calls of context below the call (see the module docs).
+            for j in (i.saturating_sub(1 + CCMAP_MAX_CONTEXT)..i.saturating_sub(1)).rev() {
                 let site = self.site_id(ids[j + 1], buf[j + 1].offset);
                 let site_ref = self.site_ref_id(parent, site);
                 let callee = self.callee_id(site, ids[j]);

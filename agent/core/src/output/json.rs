@@ -29,13 +29,13 @@ struct Sums {
 
 impl Sums {
     fn add(&mut self, samples: u64, weight: u64, counters: &[u64]) {
-        self.samples += samples;
-        self.weight += weight;
+        self.samples = self.samples.saturating_add(samples);
+        self.weight = self.weight.saturating_add(weight);
         if self.counters.len() < counters.len() {
             self.counters.resize(counters.len(), 0);
         }
         for (a, b) in self.counters.iter_mut().zip(counters) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
     }
 }
@@ -103,13 +103,15 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
                 agg.total.add(n, w, c);
             }
             if seen_l.insert((m, line)) {
-                agg.lines.entry(line).or_default().1 += n;
+                let l = agg.lines.entry(line).or_default();
+                l.1 = l.1.saturating_add(n);
             }
         }
         if let Some(&(m, line)) = e.key.frames.first() {
             let agg = methods.entry(m).or_default();
             agg.self_.add(n, w, c);
-            agg.lines.entry(line).or_default().0 += n;
+            let l = agg.lines.entry(line).or_default();
+            l.0 = l.0.saturating_add(n);
         }
         let mut cur = 0;
         nodes[0].total.add(n, w, c);
