@@ -13,6 +13,8 @@ pub mod hash;
 pub mod jfr;
 pub mod latency;
 pub mod limits;
+#[cfg(test)]
+mod limits_tests;
 pub mod load;
 pub mod model;
 pub mod options;

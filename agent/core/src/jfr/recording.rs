@@ -13,6 +13,7 @@ use super::parser::for_each_chunk;
 use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
+use crate::hash::IntMap;
 use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
 use crate::model::*;
 
@@ -64,9 +65,9 @@ struct Builder {
 /// every sample that refers to it.
 #[derive(Default)]
 struct ChunkCache {
-    methods: HashMap<u64, MethodIdx>,
-    stacks: HashMap<u64, (Stack, bool)>,
-    threads: HashMap<u64, ThreadIdx>,
+    methods: IntMap<u64, MethodIdx>,
+    stacks: IntMap<u64, (Stack, bool)>,
+    threads: IntMap<u64, ThreadIdx>,
     /// Class key -> source file, from hpm's `hpm.types.SourceFile` pool.
     source_files: HashMap<u64, String>,
 }

@@ -134,14 +134,15 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     }
 
     // Methods ordered by self, then total samples, then name: ids are positions.
-    let mut order: Vec<(MethodIdx, &MethodAgg)> = methods.iter().map(|(&m, a)| (m, a)).collect();
+    let mut order: Vec<(MethodIdx, &MethodAgg, String)> =
+        methods.iter().map(|(&m, a)| (m, a, rec.method(m).display_name())).collect();
     order.sort_by(|a, b| {
         (b.1.self_.samples, b.1.total.samples)
             .cmp(&(a.1.self_.samples, a.1.total.samples))
-            .then_with(|| rec.method(a.0).display_name().cmp(&rec.method(b.0).display_name()))
+            .then_with(|| a.2.cmp(&b.2))
             .then(a.0.cmp(&b.0))
     });
-    let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _))| (*m, i)).collect();
+    let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
 
     let mut out = String::new();
     let _ =
@@ -185,7 +186,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         out.push_str("{\"name\":\"CPI\",\"numerator\":\"cycles\",\"denominator\":\"instructions\"}");
     }
     out.push_str("],\n\"methods\":[");
-    for (i, (m, agg)) in order.iter().enumerate() {
+    for (i, (m, agg, _)) in order.iter().enumerate() {
         let info = rec.method(*m);
         let kind = if !info.class_name.is_empty() {
             "java"

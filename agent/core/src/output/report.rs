@@ -5,6 +5,7 @@
 //! goes. Counters that were not recorded are simply absent; ratios whose divisor is zero
 //! print as `-`.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::cct::{Cct, NodeId, ROOT};
@@ -46,7 +47,14 @@ pub fn full_report(
 ) -> String {
     let mut out = String::new();
     header(&mut out, rec, cct);
-    top_methods(&mut out, cct, opts);
+    // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
+    let mut sources: HashMap<String, &str> = HashMap::new();
+    for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
+        if let Some(f) = m.source_file.as_deref().filter(|f| !f.is_empty()) {
+            sources.entry(m.display_name()).or_insert(f);
+        }
+    }
+    top_methods(&mut out, cct, opts, &sources);
     counter_tables(&mut out, cct, opts);
     component_table(&mut out, components);
     call_tree(&mut out, cct, opts);
@@ -94,7 +102,7 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
     }
 }
 
-fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions, sources: &HashMap<String, &str>) {
     let total = cct.total_samples();
     let rows = method_rows(cct, opts.threads);
     let cpi = cpi_counters(&cct.counters);
@@ -130,7 +138,14 @@ fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         if let Some((c, i)) = cpi {
             let _ = write!(l, " {:>6}", ratio(counter_at(&t.self_counters, c), counter_at(&t.self_counters, i)));
         }
-        let _ = writeln!(out, "{l}  {}", r.name);
+        match sources.get(r.name) {
+            Some(file) => {
+                let _ = writeln!(out, "{l}  {} ({file})", r.name);
+            }
+            None => {
+                let _ = writeln!(out, "{l}  {}", r.name);
+            }
+        }
     }
     let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
     if !rest.is_empty() {
