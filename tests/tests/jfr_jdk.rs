@@ -108,8 +108,10 @@ struct Written {
     chunks: usize,
 }
 
+/// A Java method with the source file of its class (`App.java` for `demo.App`).
 fn method(rec: &mut Recording, class: &str, name: &str, desc: &str) -> MethodIdx {
-    rec.methods.intern(MethodInfo::java(class, name, desc))
+    let file = format!("{}.java", class.rsplit('.').next().unwrap_or(class));
+    rec.methods.intern(MethodInfo { source_file: Some(file), ..MethodInfo::java(class, name, desc) })
 }
 
 /// Three chunks: Java frames of every kind, JNI + native + C++ + kernel frames, a pseudo-frame,
@@ -364,6 +366,10 @@ fn jdk_tools_accept_hpm_recordings() {
         let printed = run_no_errors(Command::new(jdk.tool("jfr")).arg("print").arg(&file));
         assert!(printed.contains("hpm.Sample") && printed.contains("jdk.ExecutionSample"));
         println!("[{}] jfr print: ok ({} bytes)", jdk.label, printed.len());
+        // The source-file pool is a type of its own, declared like any other.
+        let meta = run_no_errors(Command::new(jdk.tool("jfr")).arg("metadata").arg(&file));
+        assert!(meta.contains("hpm.types.SourceFile"), "{meta}");
+        println!("[{}] jfr metadata: hpm.types.SourceFile declared", jdk.label);
 
         // jdk.ExecutionSample: threads, methods, lines, bytecode indexes, frame types.
         let events = print_json_events(&jdk, &file, "jdk.ExecutionSample");
@@ -483,6 +489,10 @@ fn hpm_reader_round_trips_the_written_file() {
     assert_eq!(back.event, w.rec.event);
     for (a, b) in w.samples.iter().zip(&back.samples) {
         assert_eq!(w.rec.stack_names_root_first(a), back.stack_names_root_first(b));
+        // Source files come back through hpm's hpm.types.SourceFile pool.
+        for (x, y) in a.stack.iter().zip(b.stack.iter()) {
+            assert_eq!(w.rec.method(x.method).source_file, back.method(y.method).source_file);
+        }
         assert_eq!(
             (a.weight, &a.counters, a.data_addr, a.ip, a.component),
             (b.weight, &b.counters, b.data_addr, b.ip, b.component)
