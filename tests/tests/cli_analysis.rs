@@ -189,7 +189,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
         rec.samples.push(Sample {
             time: 1_000 + i as u64,
             thread: 0,
-            stack: vec![frame(callee, 0), frame(run, site)],
+            stack: vec![frame(callee, 0), frame(run, site)].into(),
             truncated: false,
             weight: 10_000_000,
             counters: vec![],

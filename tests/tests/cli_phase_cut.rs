@@ -17,7 +17,7 @@ fn recording_with_phases() -> PathBuf {
     let sample = |time: u64, method: MethodIdx| Sample {
         time,
         thread: 0,
-        stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }],
+        stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into(),
         truncated: false,
         weight: 1_000_000,
         counters: Vec::new(),

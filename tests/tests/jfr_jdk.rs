@@ -108,8 +108,10 @@ struct Written {
     chunks: usize,
 }
 
+/// A Java method with the source file of its class (`App.java` for `demo.App`).
 fn method(rec: &mut Recording, class: &str, name: &str, desc: &str) -> MethodIdx {
-    rec.methods.intern(MethodInfo::java(class, name, desc))
+    let file = format!("{}.java", class.rsplit('.').next().unwrap_or(class));
+    rec.methods.intern(MethodInfo { source_file: Some(file), ..MethodInfo::java(class, name, desc) })
 }
 
 /// Three chunks: Java frames of every kind, JNI + native + C++ + kernel frames, a pseudo-frame,
@@ -178,7 +180,7 @@ fn write_recording(path: &Path) -> Written {
                 Sample {
                     time: start + 1_000 + i * 10_000_000,
                     thread,
-                    stack,
+                    stack: stack.into(),
                     truncated: i == 7,
                     weight: 500_000 + n,
                     counters: vec![1_000 + n, 2_000_000 + 7 * n, n % 4],
@@ -364,6 +366,10 @@ fn jdk_tools_accept_hpm_recordings() {
         let printed = run_no_errors(Command::new(jdk.tool("jfr")).arg("print").arg(&file));
         assert!(printed.contains("hpm.Sample") && printed.contains("jdk.ExecutionSample"));
         println!("[{}] jfr print: ok ({} bytes)", jdk.label, printed.len());
+        // The source-file pool is a type of its own, declared like any other.
+        let meta = run_no_errors(Command::new(jdk.tool("jfr")).arg("metadata").arg(&file));
+        assert!(meta.contains("hpm.types.SourceFile"), "{meta}");
+        println!("[{}] jfr metadata: hpm.types.SourceFile declared", jdk.label);
 
         // jdk.ExecutionSample: threads, methods, lines, bytecode indexes, frame types.
         let events = print_json_events(&jdk, &file, "jdk.ExecutionSample");
@@ -377,7 +383,7 @@ fn jdk_tools_accept_hpm_recordings() {
             assert_eq!(v.at(&["stackTrace", "truncated"]), &Json::Bool(s.truncated), "truncated flag");
             let frames = v.at(&["stackTrace", "frames"]).arr();
             assert_eq!(frames.len(), s.stack.len());
-            for (jf, f) in frames.iter().zip(&s.stack) {
+            for (jf, f) in frames.iter().zip(s.stack.iter()) {
                 let m = w.rec.method(f.method);
                 assert_eq!(jf.at(&["method", "name"]).str(), Some(m.name.as_str()));
                 assert_eq!(jf.at(&["method", "type", "name"]).str(), Some(m.class_name.replace('.', "/").as_str()));
@@ -476,13 +482,17 @@ fn hpm_reader_round_trips_the_written_file() {
     let dir = temp_dir("roundtrip");
     let file = dir.join("hpm.jfr");
     let w = write_recording(&file);
-    let back = jfr::read_recording(&file).unwrap();
+    let back = jfr::read_recording(&file).unwrap().recording;
     assert_eq!(back.samples.len(), w.samples.len());
     assert_eq!(back.counters, w.rec.counters);
     assert_eq!(back.drops, w.rec.drops);
     assert_eq!(back.event, w.rec.event);
     for (a, b) in w.samples.iter().zip(&back.samples) {
         assert_eq!(w.rec.stack_names_root_first(a), back.stack_names_root_first(b));
+        // Source files come back through hpm's hpm.types.SourceFile pool.
+        for (x, y) in a.stack.iter().zip(b.stack.iter()) {
+            assert_eq!(w.rec.method(x.method).source_file, back.method(y.method).source_file);
+        }
         assert_eq!(
             (a.weight, &a.counters, a.data_addr, a.ip, a.component),
             (b.weight, &b.counters, b.data_addr, b.ip, b.component)
@@ -529,7 +539,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
             .args(["Busy", "2000"]));
 
         // Generic layer: every event of every type, counted like `jfr summary` does.
-        let chunks = jfr::parser::read_chunks(&file, &|_| true).unwrap();
+        let (chunks, _) = jfr::parser::read_chunks(&file, &|_| true).unwrap();
         let mut ours: BTreeMap<String, u64> = BTreeMap::new();
         for c in &chunks {
             for e in &c.events {
@@ -540,7 +550,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         assert_eq!(ours, theirs, "[{}] per-type event counts vs jfr summary", jdk.label);
         println!("[{}] generic reader: {} event types, counts equal to jfr summary", jdk.label, ours.len());
 
-        let rec = jfr::read_recording(&file).unwrap();
+        let rec = jfr::read_recording(&file).unwrap().recording;
         let n = rec.samples.len();
         assert_eq!(n as u64, theirs["jdk.ExecutionSample"], "[{}] samples", jdk.label);
         assert!(n >= 20, "[{}] only {n} samples", jdk.label);
@@ -559,7 +569,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         let spin = rec.methods.iter().find(|(_, m)| m.display_name() == "Busy.spin").unwrap().1;
         assert_eq!(spin.descriptor, "(J)J");
         let kinds: std::collections::BTreeSet<FrameKind> =
-            rec.samples.iter().flat_map(|s| &s.stack).map(|f| f.kind).collect();
+            rec.samples.iter().flat_map(|s| s.stack.iter()).map(|f| f.kind).collect();
         assert!(kinds.iter().all(|k| k.is_java() || *k == FrameKind::Native), "[{}] frame types {kinds:?}", jdk.label);
         assert!(rec.samples.iter().any(|s| s.stack.iter().any(|f| f.line > 0 && f.bci >= 0)));
         println!(
@@ -572,7 +582,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         let bytes = std::fs::read(&file).unwrap();
         let twice = dir.join("twice.jfr");
         std::fs::write(&twice, [bytes.clone(), bytes].concat()).unwrap();
-        let rec2 = jfr::read_recording(&twice).unwrap();
+        let rec2 = jfr::read_recording(&twice).unwrap().recording;
         assert_eq!(rec2.samples.len(), 2 * n);
         assert_eq!(rec2.threads.len(), rec.threads.len());
         assert_eq!(rec2.methods.len(), rec.methods.len());

@@ -114,8 +114,8 @@ fn close(what: &str, got: f64, want: f64) {
     assert!((got - want).abs() <= 1.0, "{what}: {got:.2}% here, {want:.2}% in the collapsed stacks");
 }
 
-/// `with_files`: the agent knows source files; a `.jfr` has none (JFR's method type has no
-/// such field), so `hpm convert` output has lines only.
+/// `with_files`: source files are expected (the agent's own outputs, and `hpm convert` of the
+/// agent's `.jfr`, which keeps them in hpm's `hpm.types.SourceFile` pool).
 fn check_pprof(go: &Path, file: &Path, want: &HashMap<String, f64>, with_files: bool) {
     // Default sample type: the sampling event (cpu-clock ns); the hottest entry is the leaf.
     let top = pprof(go, &["-top", "-nodecount=5"], file);
@@ -204,10 +204,10 @@ fn agent_pprof_and_json_are_read_by_their_tools() {
             assert!(r.status.success(), "hpm convert -o {out}: {}", String::from_utf8_lossy(&r.stderr));
         }
         if let Some(go) = &go {
-            check_pprof(go, &dir.join("c.pb.gz"), &want, false);
+            check_pprof(go, &dir.join("c.pb.gz"), &want, true);
         }
         if let Some(py) = &python {
-            check_json(py, &dir.join("c.json"), &want, false);
+            check_json(py, &dir.join("c.json"), &want, true);
         }
     }
 }

@@ -19,7 +19,8 @@ fn load(path: &str) -> Result<CcMap, String> {
     match p.extension().and_then(|e| e.to_str()) {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
         Some("jfr") => {
-            let rec = hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
+            let (rec, notes) = hpm_core::load::load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+            crate::cmd_report::warn(&notes);
             if rec.samples.is_empty() {
                 return Err(format!("{path}: the recording has no samples"));
             }

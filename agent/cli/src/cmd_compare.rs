@@ -96,7 +96,8 @@ pub(crate) fn load_profile(path: &str) -> Result<Cct, String> {
     if p.is_dir() {
         return Err(format!("`{path}` is a directory; give a .jfr or collapsed-stacks file"));
     }
-    let cct = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
+    let (cct, notes) = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
+    crate::cmd_report::warn(&notes);
     if cct.total_samples() == 0 {
         return Err(format!("{path}: the profile has no samples"));
     }

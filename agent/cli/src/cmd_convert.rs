@@ -56,7 +56,9 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if let Err(e) = std::fs::metadata(input) {
         return Err(format!("cannot read `{input}`: {e}; check the path"));
     }
-    let rec = hpm_core::jfr::read_recording(Path::new(input)).map_err(|m| format!("cannot load recording: {m}"))?;
+    let (rec, notes) =
+        hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
+    crate::cmd_report::warn(&notes);
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
     std::fs::write(output, data).map_err(|e| format!("cannot write `{output}`: {e}"))?;

@@ -113,11 +113,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     if let Some(pairs) = metrics {
         let mut m = PhaseMetrics::from_pairs("from --metrics", &pairs);
         // Weigh phases found in the trace by their time, as the paper does.
-        for p in &mut m.phases {
-            if let Some(s) = stats.iter().find(|s| s.name == p.phase) {
-                p.weight = s.total as f64;
-            }
-        }
+        m.weigh_by_time(&stats);
         for s in m.summarize() {
             print_summary(&s);
         }

@@ -3,24 +3,13 @@
 //! (`.jfr`) or of collapsed stacks (`.collapsed`). Also holds the input loading shared with
 //! `hpm flamegraph`.
 
-use std::path::Path;
-
-use hpm_core::cct::Cct;
-use hpm_core::model::{Recording, VmComponent};
-use hpm_core::output::report::{component_counts, full_report, ReportOptions};
+use hpm_core::output::report::{full_report, ReportOptions};
 
 const USAGE: &str =
     "usage: hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]";
 
-/// Extensions read as collapsed stacks.
-const COLLAPSED_EXTS: [&str; 3] = ["collapsed", "folded", "txt"];
-
 /// A loaded profile: metadata when the source has any, the tree, and component counts.
-pub(crate) struct Input {
-    pub rec: Option<Recording>,
-    pub cct: Cct,
-    pub components: Vec<(VmComponent, u64)>,
-}
+pub(crate) type Input = hpm_core::load::Profile;
 
 /// Loads `.jfr` or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
 /// under the root (JFR only: collapsed stacks carry no thread information).
@@ -29,49 +18,18 @@ pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
 }
 
 /// [`load_input`], keeping only the samples from the phase marker `from_phase` on (`NAME` or
-/// `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only).
+/// `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only). Warnings (an incomplete
+/// last chunk, the samples left out) go to stderr.
 pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str>) -> Result<Input, String> {
-    let p = Path::new(path);
-    let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let is_jfr = ext == "jfr";
-    if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
-        let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
-        return Err(format!(
-            "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
-        ));
-    }
-    match std::fs::metadata(p) {
-        Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
-        Ok(m) if m.is_dir() => return Err(format!("`{path}` is a directory; give a .jfr or .collapsed file")),
-        Ok(_) => {}
-    }
-    if is_jfr {
-        let mut rec = hpm_core::jfr::read_recording(p).map_err(|m| format!("cannot load recording: {m}"))?;
-        if let Some(spec) = from_phase {
-            let phases = hpm_core::jfr::marks::read_phases(p).map_err(|m| format!("cannot load recording: {m}"))?;
-            let left_out = hpm_core::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
-                .map_err(|e| format!("--from-phase: {e}"))?;
-            eprintln!("hpm: from phase `{spec}` on: {} samples kept, {left_out} before it left out", rec.samples.len());
-        }
-        let cct = Cct::from_recording(&rec, threads);
-        let components = component_counts(&rec.samples);
-        // The outputs need only metadata from here on.
-        rec.samples = Vec::new();
-        Ok(Input { rec: Some(rec), cct, components })
-    } else {
-        if from_phase.is_some() {
-            return Err(format!(
-                "--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"
-            ));
-        }
-        if threads {
-            return Err(format!(
-                "--threads needs a .jfr recording: collapsed stacks like `{path}` carry no thread information \
-                 (async-profiler's `threads` option already puts thread frames into them)"
-            ));
-        }
-        let cct = hpm_core::load::load_cct(p).map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
-        Ok(Input { rec: None, cct, components: Vec::new() })
+    let input = hpm_core::load::load_profile(path, threads, from_phase)?;
+    warn(&input.notes);
+    Ok(input)
+}
+
+/// Prints the loaders' warnings, one line each.
+pub(crate) fn warn(notes: &[String]) {
+    for n in notes {
+        eprintln!("hpm: {n}");
     }
 }
 

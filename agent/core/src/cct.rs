@@ -5,16 +5,19 @@
 //! sample counts, event weight and counter sums, both total (including callees) and self.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::hash::IntMap;
-use crate::model::{Recording, Sample};
+use crate::model::{Recording, Sample, ThreadIdx};
 
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CctNode {
-    pub name: String,
+    /// Shared with every other node of the same name: memory grows with the distinct names,
+    /// not with nodes times name length.
+    pub name: Arc<str>,
     pub parent: NodeId,
     pub children: Vec<NodeId>,
     pub total_samples: u64,
@@ -33,7 +36,9 @@ pub struct Cct {
     /// Counter names, as in the recording the tree was built from.
     pub counters: Vec<String>,
     /// Frame names interned, so finding a child allocates nothing.
-    name_ids: IntMap<String, u32>,
+    name_ids: IntMap<Arc<str>, u32>,
+    /// Name id of every node (the root's is `u32::MAX`).
+    node_names: Vec<u32>,
     child_index: IntMap<(NodeId, u32), NodeId>,
 }
 
@@ -48,7 +53,13 @@ impl Cct {
         let n = counters.len();
         let root =
             CctNode { name: "all".into(), total_counters: vec![0; n], self_counters: vec![0; n], ..Default::default() };
-        Cct { nodes: vec![root], counters, name_ids: IntMap::default(), child_index: IntMap::default() }
+        Cct {
+            nodes: vec![root],
+            counters,
+            name_ids: IntMap::default(),
+            node_names: vec![u32::MAX],
+            child_index: IntMap::default(),
+        }
     }
 
     pub fn node(&self, id: NodeId) -> &CctNode {
@@ -63,35 +74,45 @@ impl Cct {
         self.root().total_samples
     }
 
+    /// The interned copy of `name`, and its id.
+    fn intern(&mut self, name: &str) -> (Arc<str>, u32) {
+        if let Some((k, &n)) = self.name_ids.get_key_value(name) {
+            return (k.clone(), n);
+        }
+        let n = self.name_ids.len() as u32;
+        let k: Arc<str> = name.into();
+        self.name_ids.insert(k.clone(), n);
+        (k, n)
+    }
+
     /// Child of `parent` named `name`, created if missing.
     pub fn child(&mut self, parent: NodeId, name: &str) -> NodeId {
         let name_id = match self.name_ids.get(name) {
             Some(&n) => n,
-            None => {
-                let n = self.name_ids.len() as u32;
-                self.name_ids.insert(name.to_string(), n);
-                n
-            }
+            None => self.intern(name).1,
         };
         if let Some(&id) = self.child_index.get(&(parent, name_id)) {
             return id;
         }
+        let (name, _) = self.intern(name);
         let id = self.nodes.len() as NodeId;
         let n = self.counters.len();
         self.nodes.push(CctNode {
-            name: name.to_string(),
+            name,
             parent,
             total_counters: vec![0; n],
             self_counters: vec![0; n],
             ..Default::default()
         });
+        self.node_names.push(name_id);
         self.nodes[parent as usize].children.push(id);
         self.child_index.insert((parent, name_id), id);
         id
     }
 
     /// Adds one stack (root first) with its sample count, weight and counter deltas.
-    /// Returns the leaf node.
+    /// Returns the leaf node. Sums saturate instead of wrapping; the readers refuse inputs whose
+    /// totals do not fit in 64 bits, so with them no sum ever reaches the bound.
     pub fn add_stack<S: AsRef<str>>(
         &mut self,
         root_first: &[S],
@@ -117,28 +138,34 @@ impl Cct {
             self.bump(cur, samples, weight, counters);
         }
         let leaf = &mut self.nodes[cur as usize];
-        leaf.self_samples += samples;
-        leaf.self_weight += weight;
+        leaf.self_samples = leaf.self_samples.saturating_add(samples);
+        leaf.self_weight = leaf.self_weight.saturating_add(weight);
         for (s, c) in leaf.self_counters.iter_mut().zip(counters) {
-            *s += c;
+            *s = s.saturating_add(*c);
         }
         cur
     }
 
     fn bump(&mut self, id: NodeId, samples: u64, weight: u64, counters: &[u64]) {
         let n = &mut self.nodes[id as usize];
-        n.total_samples += samples;
-        n.total_weight += weight;
+        n.total_samples = n.total_samples.saturating_add(samples);
+        n.total_weight = n.total_weight.saturating_add(weight);
         for (s, c) in n.total_counters.iter_mut().zip(counters) {
-            *s += c;
+            *s = s.saturating_add(*c);
         }
     }
 
     /// Adds the recording's samples. With `per_thread`, each stack hangs below a
-    /// `[thread name tid=N]` node.
+    /// `[thread name tid=N]` node. Samples that share a stack (as a reader builds them) are
+    /// summed first and their path walked once: the work grows with the distinct stacks, not
+    /// with samples times depth.
     pub fn add_recording(&mut self, rec: &Recording, per_thread: bool) {
-        for s in &rec.samples {
-            self.add_sample(rec, s, per_thread);
+        for g in group_samples(&rec.samples, per_thread) {
+            let s = &rec.samples[g.first];
+            let thread_root = per_thread.then(|| thread_frame_name(rec, s.thread));
+            let frames = s.stack.iter().rev().map(|f| rec.method(f.method).display_name());
+            let names: Vec<String> = thread_root.into_iter().chain(frames).collect();
+            self.add_path(names.iter().map(String::as_str), g.samples, g.weight, &g.counters);
         }
     }
 
@@ -168,7 +195,7 @@ impl Cct {
     pub fn path(&self, mut id: NodeId) -> Vec<&str> {
         let mut out = Vec::new();
         while id != ROOT {
-            out.push(self.nodes[id as usize].name.as_str());
+            out.push(&*self.nodes[id as usize].name);
             id = self.nodes[id as usize].parent;
         }
         out.reverse();
@@ -184,35 +211,89 @@ impl Cct {
             .collect()
     }
 
+    /// Nodes in depth-first pre-order, each with whether it is entered (`true`) or left
+    /// (`false`): a walk of any depth without recursion. Children in creation order.
+    pub fn walk(&self) -> Walk<'_> {
+        Walk { cct: self, stack: vec![(ROOT, true)] }
+    }
+
     /// Per-method (frame name) totals: samples in which the method appears at least once
-    /// (recursion counted once), and self samples.
+    /// (recursion counted once), and self samples. One walk of the tree, keeping how often each
+    /// name is on the current path: linear in the nodes whatever the depth.
     pub fn method_totals(&self) -> HashMap<&str, MethodTotals> {
         let mut out: HashMap<&str, MethodTotals> = HashMap::new();
-        for (id, n) in self.nodes.iter().enumerate().skip(1) {
-            let e = out.entry(n.name.as_str()).or_default();
-            e.self_samples += n.self_samples;
-            e.self_weight += n.self_weight;
+        let mut on_path = vec![0u32; self.name_ids.len()];
+        for (id, enter) in self.walk() {
+            if id == ROOT {
+                continue;
+            }
+            let name_id = self.node_names[id as usize] as usize;
+            if !enter {
+                on_path[name_id] -= 1;
+                continue;
+            }
+            let n = &self.nodes[id as usize];
+            let e = out.entry(&*n.name).or_default();
+            e.self_samples = e.self_samples.saturating_add(n.self_samples);
+            e.self_weight = e.self_weight.saturating_add(n.self_weight);
             add_into(&mut e.self_counters, &n.self_counters);
             // Count total only at the outermost occurrence of the name on this path.
-            if !self.has_ancestor_named(id as NodeId, &n.name) {
-                e.total_samples += n.total_samples;
-                e.total_weight += n.total_weight;
+            if on_path[name_id] == 0 {
+                e.total_samples = e.total_samples.saturating_add(n.total_samples);
+                e.total_weight = e.total_weight.saturating_add(n.total_weight);
                 add_into(&mut e.total_counters, &n.total_counters);
             }
+            on_path[name_id] += 1;
         }
         out
     }
+}
 
-    fn has_ancestor_named(&self, id: NodeId, name: &str) -> bool {
-        let mut cur = self.nodes[id as usize].parent;
-        while cur != ROOT {
-            if self.nodes[cur as usize].name == name {
-                return true;
-            }
-            cur = self.nodes[cur as usize].parent;
+/// See [`Cct::walk`].
+pub struct Walk<'a> {
+    cct: &'a Cct,
+    stack: Vec<(NodeId, bool)>,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = (NodeId, bool);
+
+    fn next(&mut self) -> Option<(NodeId, bool)> {
+        let (id, enter) = self.stack.pop()?;
+        if enter {
+            self.stack.push((id, false));
+            self.stack.extend(self.cct.nodes[id as usize].children.iter().rev().map(|&c| (c, true)));
         }
-        false
+        Some((id, enter))
     }
+}
+
+/// Samples that share a stack (the same shared copy, see [`crate::model::Stack`]) and, with
+/// `per_thread`, a thread: the first sample's index and the sums of the group.
+pub struct SampleGroup {
+    pub first: usize,
+    pub samples: u64,
+    pub weight: u64,
+    pub counters: Vec<u64>,
+}
+
+/// Groups samples by their shared stack (and thread, with `per_thread`), in order of first
+/// appearance. Linear in the samples; the stacks themselves are not looked at.
+pub fn group_samples(samples: &[Sample], per_thread: bool) -> Vec<SampleGroup> {
+    let mut index: HashMap<(usize, usize, ThreadIdx), usize> = HashMap::new();
+    let mut groups: Vec<SampleGroup> = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let key = (s.stack.as_ptr() as usize, s.stack.len(), if per_thread { s.thread } else { 0 });
+        let g = *index.entry(key).or_insert_with(|| {
+            groups.push(SampleGroup { first: i, samples: 0, weight: 0, counters: Vec::new() });
+            groups.len() - 1
+        });
+        let g = &mut groups[g];
+        g.samples += 1;
+        g.weight = g.weight.saturating_add(s.weight);
+        add_into(&mut g.counters, &s.counters);
+    }
+    groups
 }
 
 fn add_into(acc: &mut Vec<u64>, v: &[u64]) {
@@ -220,7 +301,7 @@ fn add_into(acc: &mut Vec<u64>, v: &[u64]) {
         acc.resize(v.len(), 0);
     }
     for (a, b) in acc.iter_mut().zip(v) {
-        *a += b;
+        *a = a.saturating_add(*b);
     }
 }
 

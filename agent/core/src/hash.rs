@@ -2,14 +2,18 @@
 //! method names). The default SipHash showed up at the top of the processing thread's profile.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, Hasher};
+use std::sync::OnceLock;
 
 #[derive(Clone, Copy, Default)]
 pub struct IntHasher(u64);
 
 impl Hasher for IntHasher {
+    /// The state with its high half folded into the low one: the multiply leaves the low bits
+    /// depending on the low bits of the input only, and the table picks buckets by the low bits,
+    /// so keys that differ only high up (ids shifted left, say) would all share a bucket.
     fn finish(&self) -> u64 {
-        self.0
+        self.0 ^ (self.0 >> 32)
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -42,7 +46,33 @@ impl Hasher for IntHasher {
     }
 }
 
-pub type FastBuild = BuildHasherDefault<IntHasher>;
+/// Builds [`IntHasher`]s that start from a seed drawn once per process, so that keys read from
+/// a file (JFR pool keys, frame names) cannot be chosen to land in one bucket and make a table
+/// quadratic: the bucket depends on the seed through the folded multiply.
+#[derive(Clone, Copy)]
+pub struct FastBuild {
+    seed: u64,
+}
+
+impl Default for FastBuild {
+    fn default() -> Self {
+        static SEED: OnceLock<u64> = OnceLock::new();
+        let seed = *SEED.get_or_init(|| {
+            // std's RandomState is seeded from the OS once per process (and per thread after).
+            let s = std::collections::hash_map::RandomState::new();
+            s.hash_one(0x9e37_79b9_7f4a_7c15u64) | 1
+        });
+        FastBuild { seed }
+    }
+}
+
+impl BuildHasher for FastBuild {
+    type Hasher = IntHasher;
+
+    fn build_hasher(&self) -> IntHasher {
+        IntHasher(self.seed)
+    }
+}
 
 /// A map with the fast hasher (integer or string keys).
 pub type IntMap<K, V> = HashMap<K, V, FastBuild>;

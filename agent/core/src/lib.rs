@@ -2,6 +2,7 @@
 //! interface — the profile model, the code map, option parsing, record decoding, the file
 //! formats and the analyses from the papers. Tested without a JVM.
 
+pub mod adversarial;
 pub mod analysis;
 pub mod batch;
 pub mod capture;
@@ -12,6 +13,9 @@ pub mod component;
 pub mod hash;
 pub mod jfr;
 pub mod latency;
+pub mod limits;
+#[cfg(test)]
+mod limits_tests;
 pub mod load;
 pub mod model;
 pub mod options;

@@ -1,10 +1,27 @@
 //! Loading profiles from files for the analysis commands: `.jfr` (ours or the JDK's) and
 //! collapsed stacks (`frame;frame;frame count` per line, as async-profiler and FlameGraph write).
+//!
+//! Loading is linear in the input: a recording's samples share their stacks, trees are built
+//! from distinct stacks, and the limits of [`crate::limits`] are checked as the input is read.
 
 use std::fmt;
 use std::path::Path;
 
 use crate::cct::Cct;
+use crate::jfr::{ReadError, ReadRecording};
+use crate::limits::{LimitError, MAX_STACK_DEPTH};
+use crate::model::{Recording, VmComponent};
+
+/// What kind of problem a [`LoadError`] is, for callers that decide on it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoadErrorKind {
+    /// The file could not be read.
+    Io,
+    /// The content is not what the format says.
+    Format,
+    /// Over a limit of [`crate::limits`].
+    Limit(LimitError),
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
@@ -12,6 +29,28 @@ pub struct LoadError {
     /// 1-based line for text formats, 0 when not line-related.
     pub line: usize,
     pub message: String,
+    pub kind: LoadErrorKind,
+}
+
+impl LoadError {
+    pub fn io(path: &Path, e: &std::io::Error) -> LoadError {
+        LoadError { path: path.display().to_string(), line: 0, message: e.to_string(), kind: LoadErrorKind::Io }
+    }
+
+    pub fn format(path: &Path, line: usize, message: String) -> LoadError {
+        LoadError { path: path.display().to_string(), line, message, kind: LoadErrorKind::Format }
+    }
+
+    fn from_jfr(e: ReadError) -> LoadError {
+        let kind = match &e.kind {
+            crate::jfr::ReadErrorKind::Io(_) => LoadErrorKind::Io,
+            crate::jfr::ReadErrorKind::Limit(l) => LoadErrorKind::Limit(l.clone()),
+            _ => LoadErrorKind::Format,
+        };
+        // The JFR error names the file itself.
+        let message = e.to_string().strip_prefix(&format!("{}: ", e.path)).map(str::to_string).unwrap_or_default();
+        LoadError { path: e.path, line: 0, message, kind }
+    }
 }
 
 impl fmt::Display for LoadError {
@@ -26,36 +65,145 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Loads a profile as a calling context tree. The format is chosen by the extension
-/// (`.jfr`; anything else is read as collapsed stacks).
-pub fn load_cct(path: &Path) -> Result<Cct, LoadError> {
-    let p = path.display().to_string();
-    if path.extension().and_then(|e| e.to_str()) == Some("jfr") {
-        let rec = crate::jfr::read_recording(path).map_err(|m| LoadError { path: p.clone(), line: 0, message: m })?;
-        return Ok(Cct::from_recording(&rec, false));
-    }
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
-    parse_collapsed(&text).map_err(|(line, message)| LoadError { path: p, line, message })
+/// A recording read from a `.jfr` file, with the warnings to show (an incomplete last chunk).
+pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError> {
+    let ReadRecording { recording, lost } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
+    let notes = lost.map(|t| format!("{}: {t}", path.display())).into_iter().collect();
+    Ok((recording, notes))
 }
 
-/// Parses collapsed stacks. Blank lines and lines starting with `#` are skipped.
-pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, String)> {
+/// Loads a profile as a calling context tree, with the warnings to show. The format is chosen
+/// by the extension (`.jfr`; anything else is read as collapsed stacks).
+pub fn load_cct(path: &Path) -> Result<(Cct, Vec<String>), LoadError> {
+    if path.extension().and_then(|e| e.to_str()) == Some("jfr") {
+        let (rec, notes) = load_recording(path)?;
+        return Ok((Cct::from_recording(&rec, false), notes));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::io(path, &e))?;
+    let cct = parse_collapsed(&text).map_err(|(line, problem)| {
+        let message = problem.to_string();
+        let kind = match problem {
+            CollapsedError::Limit(l) => LoadErrorKind::Limit(l),
+            CollapsedError::Format(_) => LoadErrorKind::Format,
+        };
+        LoadError { path: path.display().to_string(), line, message, kind }
+    })?;
+    Ok((cct, Vec::new()))
+}
+
+/// What is wrong with a line of collapsed stacks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CollapsedError {
+    Format(String),
+    Limit(LimitError),
+}
+
+impl fmt::Display for CollapsedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CollapsedError::Format(m) => write!(f, "{m}"),
+            CollapsedError::Limit(l) => write!(f, "{l}"),
+        }
+    }
+}
+
+/// Parses collapsed stacks. Blank lines and lines starting with `#` are skipped. The counts
+/// must add up to at most `u64::MAX` (checked, never wrapped) and no line may have more than
+/// [`MAX_STACK_DEPTH`] frames.
+pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, CollapsedError)> {
     let mut cct = Cct::default();
+    let mut total = 0u64;
+    let mut frames: Vec<&str> = Vec::new();
     for (i, line) in text.lines().enumerate() {
+        let format = |m: String| (i + 1, CollapsedError::Format(m));
         let line = line.trim_end();
         if line.trim().is_empty() || line.starts_with('#') {
             continue;
         }
-        let (stack, count) = line.rsplit_once(' ').ok_or((i + 1, "expected `frame;frame;... count`".to_string()))?;
-        let count: u64 = count.parse().map_err(|_| (i + 1, format!("sample count `{count}` is not a whole number")))?;
-        let frames: Vec<&str> = stack.split(';').filter(|f| !f.is_empty()).collect();
+        let (stack, count) = line.rsplit_once(' ').ok_or_else(|| format("expected `frame;frame;... count`".into()))?;
+        let count: u64 = count.parse().map_err(|_| format(format!("sample count `{count}` is not a whole number")))?;
+        total = total.checked_add(count).ok_or((
+            i + 1,
+            CollapsedError::Limit(LimitError::SumOverflow { what: "sample counts up to this line".into() }),
+        ))?;
+        frames.clear();
+        for f in stack.split(';').filter(|f| !f.is_empty()) {
+            if frames.len() == MAX_STACK_DEPTH {
+                let n = stack.split(';').filter(|f| !f.is_empty()).count();
+                return Err((i + 1, CollapsedError::Limit(LimitError::StackTooDeep { frames: n as u64 })));
+            }
+            frames.push(f);
+        }
         if frames.is_empty() {
-            return Err((i + 1, "empty stack".to_string()));
+            return Err(format("empty stack".into()));
         }
         cct.add_stack(&frames, count, count, &[]);
     }
     Ok(cct)
+}
+
+/// Extensions read as collapsed stacks.
+pub const COLLAPSED_EXTS: [&str; 3] = ["collapsed", "folded", "txt"];
+
+/// A profile for `hpm report` and `hpm flamegraph`: metadata when the source has any, the
+/// tree, per-component sample counts, and warnings to show.
+pub struct Profile {
+    pub rec: Option<Recording>,
+    pub cct: Cct,
+    pub components: Vec<(VmComponent, u64)>,
+    pub notes: Vec<String>,
+}
+
+/// Loads `.jfr` or collapsed stacks for the report and flame graphs. With `threads`, the tree
+/// gets a `[name tid=N]` level under the root (JFR only). With `from_phase` (`NAME` or
+/// `NAME=INDEX`, the Java bridge's `hpm.Phase` markers; JFR only), only the samples from that
+/// marker on. Errors are one line for the user.
+pub fn load_profile(path: &str, threads: bool, from_phase: Option<&str>) -> Result<Profile, String> {
+    let p = Path::new(path);
+    let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let is_jfr = ext == "jfr";
+    if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
+        let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
+        return Err(format!(
+            "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
+        ));
+    }
+    match std::fs::metadata(p) {
+        Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
+        Ok(m) if m.is_dir() => return Err(format!("`{path}` is a directory; give a .jfr or .collapsed file")),
+        Ok(_) => {}
+    }
+    if is_jfr {
+        let (mut rec, mut notes) = load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        if let Some(spec) = from_phase {
+            let phases = crate::jfr::marks::read_phases(p).map_err(|e| format!("cannot load recording: {e}"))?;
+            let left_out = crate::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
+                .map_err(|e| format!("--from-phase: {e}"))?;
+            notes.push(format!(
+                "from phase `{spec}` on: {} samples kept, {left_out} before it left out",
+                rec.samples.len()
+            ));
+        }
+        let cct = Cct::from_recording(&rec, threads);
+        let components = crate::output::report::component_counts(&rec.samples);
+        // The outputs need only metadata from here on.
+        rec.samples = Vec::new();
+        Ok(Profile { rec: Some(rec), cct, components, notes })
+    } else {
+        if from_phase.is_some() {
+            return Err(format!(
+                "--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"
+            ));
+        }
+        if threads {
+            return Err(format!(
+                "--threads needs a .jfr recording: collapsed stacks like `{path}` carry no thread information \
+                 (async-profiler's `threads` option already puts thread frames into them)"
+            ));
+        }
+        let (cct, notes) = load_cct(p).map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
+        Ok(Profile { rec: None, cct, components: Vec::new(), notes })
+    }
 }
 
 #[cfg(test)]
@@ -72,5 +220,17 @@ mod tests {
     fn collapsed_errors_name_the_line() {
         assert_eq!(parse_collapsed("main;a 1\nmain;b x\n").unwrap_err().0, 2);
         assert_eq!(parse_collapsed("nocount\n").unwrap_err().0, 1);
+    }
+
+    #[test]
+    fn collapsed_counts_that_overflow_are_refused_not_wrapped() {
+        let text = format!("a;b {}\na;c 1\n", u64::MAX);
+        let (line, e) = parse_collapsed(&text).unwrap_err();
+        assert_eq!(line, 2);
+        assert!(matches!(e, CollapsedError::Limit(LimitError::SumOverflow { .. })), "{e}");
+        assert!(e.to_string().contains("add up to more than 18446744073709551615"), "{e}");
+        // Up to the bound is fine.
+        let c = parse_collapsed(&format!("a;b {}\na;c 1\n", u64::MAX - 1)).unwrap();
+        assert_eq!(c.total_samples(), u64::MAX);
     }
 }

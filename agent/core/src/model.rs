@@ -7,6 +7,7 @@
 //! the clock the agent also asks the kernel to stamp perf samples with.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// What kind of code a frame executes. Mirrors JFR's `jdk.types.FrameType` values, plus the
 /// native kinds a sampling profiler sees.
@@ -180,12 +181,17 @@ pub struct ThreadInfo {
     pub is_java: bool,
 }
 
+/// A stack, leaf first. Shared: the samples a reader builds from one stored stack (a JFR
+/// constant-pool entry) all point at one copy, so memory grows with the distinct stacks of a
+/// file, not with samples times depth.
+pub type Stack = Arc<[Frame]>;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
     pub time: u64,
     pub thread: ThreadIdx,
     /// Leaf first.
-    pub stack: Vec<Frame>,
+    pub stack: Stack,
     /// The stack was cut at the maximum depth.
     pub truncated: bool,
     /// Amount of the sampling event this sample stands for (the period: ns for clock events,

@@ -166,7 +166,7 @@ impl SampleResolver {
             time: raw.time,
             thread: c.thread,
             truncated: java.len() >= crate::capture::MAX_FRAMES,
-            stack,
+            stack: stack.into(),
             weight: raw.period,
             counters: self.counter_deltas(c),
             data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),

@@ -28,6 +28,9 @@ use crate::load::LoadError;
 /// Largest tree [`ChainTree::build`] unfolds; deeper sharing than this is rejected.
 pub const MAX_NODES: usize = 1_000_000;
 
+/// Levels [`ChainTree::render`] indents; deeper levels are numbered instead.
+pub const MAX_INDENT: usize = 40;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Quad {
     pub caller: String,
@@ -162,7 +165,9 @@ pub struct ChainTree {
     pub nodes: Vec<ChainNode>,
     pub roots: Vec<usize>,
     by_key: HashMap<Key, Vec<usize>>,
-    by_method: HashMap<u32, Vec<usize>>,
+    /// (method, depth of the caller or of a callee) -> nodes of the method: the candidates of
+    /// the fitting step, found without scanning every node of the method.
+    fits: HashMap<Key, Vec<usize>>,
     /// Callers of each key with the samples of the edge.
     callers: HashMap<Key, Vec<(Key, u64)>>,
 }
@@ -219,11 +224,29 @@ impl ChainTree {
                 None => t.roots.push(id),
             }
             t.by_key.entry(key).or_default().push(id);
-            t.by_method.entry(key.0).or_default().push(id);
-            for &(child, n) in children.get(&key).map(Vec::as_slice).unwrap_or(&[]).iter().rev() {
+            let kids = children.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+            // Every entry on the stack becomes a node: bound both together, so neither grows past
+            // the limit (a key with many callees, reached through many paths, would otherwise
+            // fill the stack long before the tree).
+            if t.nodes.len() + stack.len() + kids.len() > max_nodes {
+                return Err(format!("the reconstructed tree exceeds {max_nodes} nodes: too many shared call paths"));
+            }
+            for &(child, n) in kids.iter().rev() {
                 let total_in = into.get(&child).copied().unwrap_or(0);
                 let edge_share = if total_in == 0 { 0.0 } else { n as f64 / total_in as f64 };
                 stack.push((child, Some(id), n, share * edge_share));
+            }
+        }
+        // Fitting candidates: a node of m fits depth d if its caller or one of its callees is at
+        // d. Each node is listed once per distinct such depth.
+        for id in 0..t.nodes.len() {
+            let n = &t.nodes[id];
+            let mut depths: Vec<u64> = n.children.iter().map(|&c| t.nodes[c].depth).collect();
+            depths.extend(n.parent.map(|p| t.nodes[p].depth));
+            depths.sort_unstable();
+            depths.dedup();
+            for d in depths {
+                t.fits.entry((n.method, d)).or_default().push(id);
             }
         }
         Ok(t)
@@ -276,23 +299,10 @@ impl ChainTree {
         if let Some(v) = self.by_key.get(&(m, depth)) {
             return Mapping { nodes: self.weighted(v), fitted: false };
         }
-        let fits: Vec<usize> = self
-            .by_method
-            .get(&m)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
-            .iter()
-            .copied()
-            .filter(|&n| {
-                let node = &self.nodes[n];
-                node.parent.is_some_and(|p| self.nodes[p].depth == depth)
-                    || node.children.iter().any(|&c| self.nodes[c].depth == depth)
-            })
-            .collect();
-        if fits.is_empty() {
-            return none;
+        match self.fits.get(&(m, depth)) {
+            Some(fits) => Mapping { nodes: self.weighted(fits), fitted: true },
+            None => none,
         }
-        Mapping { nodes: self.weighted(&fits), fitted: true }
     }
 
     fn weighted(&self, nodes: &[usize]) -> Vec<(usize, f64)> {
@@ -306,6 +316,13 @@ impl ChainTree {
     /// For how many levels the callers of all candidate nodes agree (`usize::MAX`: the whole
     /// calling context is known).
     pub fn unique_levels(&self, candidates: &[usize]) -> usize {
+        self.unique_levels_up_to(candidates, usize::MAX)
+    }
+
+    /// [`Self::unique_levels`], looking at most `max` levels up (and answering `max` if they
+    /// all agree): the statistics only ask about 1 and 3 levels, and candidates that share a
+    /// long chain of callers would otherwise be walked to the root for every event.
+    pub fn unique_levels_up_to(&self, candidates: &[usize], max: usize) -> usize {
         if candidates.len() <= 1 {
             return usize::MAX;
         }
@@ -313,6 +330,9 @@ impl ChainTree {
         let mut cur: Vec<Option<usize>> = candidates.iter().map(|&n| Some(n)).collect();
         let mut level = 0;
         loop {
+            if level >= max {
+                return max;
+            }
             cur = cur.iter().map(|n| n.and_then(|n| self.nodes[n].parent)).collect();
             let first = key(&cur[0]);
             if cur.iter().any(|n| key(n) != first) {
@@ -325,7 +345,8 @@ impl ChainTree {
         }
     }
 
-    /// Table 1 statistics for a set of events.
+    /// Table 1 statistics for a set of events. Events of the same method and depth are mapped
+    /// once, with their counts summed.
     pub fn stats(&self, events: &[Event]) -> ChainStats {
         let methods: BTreeSet<u32> = self.nodes.iter().map(|n| n.method).collect();
         let mut s = ChainStats {
@@ -338,36 +359,51 @@ impl ChainTree {
             unique_1: 0,
             unique_3: 0,
         };
+        let mut merged: HashMap<(&str, u64), u64> = HashMap::new();
+        let mut order: Vec<(&str, u64)> = Vec::new();
         for e in events {
             s.events = s.events.saturating_add(e.count);
-            let m = self.map_event(&e.method, e.depth);
+            let c = merged.entry((e.method.as_str(), e.depth)).or_insert_with(|| {
+                order.push((e.method.as_str(), e.depth));
+                0
+            });
+            *c = c.saturating_add(e.count);
+        }
+        for key in order {
+            let count = merged[&key];
+            let m = self.map_event(key.0, key.1);
             if m.nodes.is_empty() {
                 continue;
             }
-            s.mapped = s.mapped.saturating_add(e.count);
+            s.mapped = s.mapped.saturating_add(count);
             if m.fitted {
-                s.fitted = s.fitted.saturating_add(e.count);
+                s.fitted = s.fitted.saturating_add(count);
             }
             let ids: Vec<usize> = m.nodes.iter().map(|x| x.0).collect();
-            let levels = self.unique_levels(&ids);
+            let levels = self.unique_levels_up_to(&ids, 3);
             if levels >= 1 {
-                s.unique_1 = s.unique_1.saturating_add(e.count);
+                s.unique_1 = s.unique_1.saturating_add(count);
             }
             if levels >= 3 {
-                s.unique_3 = s.unique_3.saturating_add(e.count);
+                s.unique_3 = s.unique_3.saturating_add(count);
             }
         }
         s
     }
 
     /// The tree, one node a line, indented by level: `method @depth  samples`, with the
-    /// ambiguous nodes marked.
+    /// ambiguous nodes marked. Beyond [`MAX_INDENT`] levels the level is written out instead
+    /// of indented further, so the output stays linear in the nodes however deep the tree.
     pub fn render(&self) -> String {
         let mut out = String::new();
         let mut stack: Vec<(usize, usize)> = self.roots.iter().rev().map(|&r| (r, 0)).collect();
         while let Some((n, level)) = stack.pop() {
             let node = &self.nodes[n];
-            out.push_str(&"  ".repeat(level));
+            if level <= MAX_INDENT {
+                out.push_str(&"  ".repeat(level));
+            } else {
+                out.push_str(&format!("{}[level {level}] ", "  ".repeat(MAX_INDENT)));
+            }
             out.push_str(&format!("{} @{}", self.method_name(n), node.depth));
             if node.parent.is_some() {
                 out.push_str(&format!("  {} samples", node.samples));

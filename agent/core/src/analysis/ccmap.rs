@@ -14,11 +14,20 @@
 //! `MethodProfile(buf[i])++`; if `i > 0`, `Callee(buf[i] -> buf[i-1])++`; then for
 //! `j = i-2 .. 0`, `CalleeRef(buf[j])++` along the path from that `Callee`.
 //!
+//! That inner loop makes the map grow with the square of the stack depth (a 20,000-frame stack
+//! alone would make 200 million reference nodes), so the path below a call is followed for at
+//! most [`CCMAP_MAX_CONTEXT`] calls: every call sequence of up to that many calls after its
+//! first is counted exactly, a longer one as the shorter sequences it contains. The bound
+//! covers what the map is for, contexts for inlining decisions (HotSpot inlines at most 15
+//! levels deep).
+//!
 //! Queries are in `ccmap_query.rs`, dump/load and pruning in `ccmap_io.rs`.
 
 use std::collections::HashMap;
 
-use crate::cct::Cct;
+use crate::cct::{group_samples, Cct};
+use crate::hash::IntMap;
+pub use crate::limits::CCMAP_MAX_CONTEXT;
 use crate::model::Recording;
 
 pub type MethodId = u32;
@@ -151,10 +160,11 @@ pub struct CcMap {
     /// Samples made only of a frame already visited: the top frame repeated (section 3.3).
     pub(super) repeats: u64,
     pub(super) method_index: HashMap<String, MethodId>,
-    pub(super) site_index: HashMap<(MethodId, i32), SiteId>,
-    pub(super) callee_index: HashMap<(SiteId, MethodId), CalleeId>,
-    pub(super) site_ref_index: HashMap<(RefParent, SiteId), SiteRefId>,
-    pub(super) callee_ref_index: HashMap<(SiteRefId, CalleeId), CalleeRefId>,
+    // Keyed by the map's own ids: the fast hasher.
+    pub(super) site_index: IntMap<(MethodId, i32), SiteId>,
+    pub(super) callee_index: IntMap<(SiteId, MethodId), CalleeId>,
+    pub(super) site_ref_index: IntMap<(RefParent, SiteId), SiteRefId>,
+    pub(super) callee_ref_index: IntMap<(SiteRefId, CalleeId), CalleeRefId>,
 }
 
 impl CcMap {
@@ -177,15 +187,16 @@ impl CcMap {
     }
 
     /// Builds the map from a recording; a caller frame's bytecode index is its call site.
+    /// Samples that share a stack are processed together, as one sample counted `n` times.
     pub fn from_recording(rec: &Recording) -> CcMap {
         let mut map = CcMap::new();
-        for s in &rec.samples {
-            let frames = s
+        for g in group_samples(&rec.samples, false) {
+            let frames = rec.samples[g.first]
                 .stack
                 .iter()
                 .map(|f| CcFrame { method: rec.method(f.method).display_name(), offset: f.bci })
                 .collect();
-            map.add_samples(&CcSample { frames, stopped_at_visited: false }, 1);
+            map.add_samples(&CcSample { frames, stopped_at_visited: false }, g.samples);
         }
         map
     }
@@ -205,21 +216,26 @@ impl CcMap {
             self.repeats = self.repeats.saturating_add(n);
         }
         let ids: Vec<MethodId> = buf.iter().map(|f| self.method_id(&f.method)).collect();
+        // The call made by frame k (k >= 1): its site, and the general callee node.
+        let mut sites = vec![0 as SiteId; buf.len()];
+        let mut calls = vec![0 as CalleeId; buf.len()];
+        for k in 1..buf.len() {
+            sites[k] = self.site_id(ids[k], buf[k].offset);
+            calls[k] = self.callee_id(sites[k], ids[k - 1]);
+        }
         self.methods[ids[0] as usize].top = self.methods[ids[0] as usize].top.saturating_add(n);
         for i in 0..buf.len() {
             self.methods[ids[i] as usize].total = self.methods[ids[i] as usize].total.saturating_add(n);
             if i == 0 {
                 continue;
             }
-            let site = self.site_id(ids[i], buf[i].offset);
-            let callee = self.callee_id(site, ids[i - 1]);
+            let callee = calls[i];
             self.callees[callee as usize].count = self.callees[callee as usize].count.saturating_add(n);
             let mut parent = RefParent::Callee(callee);
-            for j in (0..i.saturating_sub(1)).rev() {
-                let site = self.site_id(ids[j + 1], buf[j + 1].offset);
-                let site_ref = self.site_ref_id(parent, site);
-                let callee = self.callee_id(site, ids[j]);
-                let r = self.callee_ref_id(site_ref, callee);
+            // At most CCMAP_MAX_CONTEXT calls of context below the call (see the module docs).
+            for j in (i.saturating_sub(1 + CCMAP_MAX_CONTEXT)..i.saturating_sub(1)).rev() {
+                let site_ref = self.site_ref_id(parent, sites[j + 1]);
+                let r = self.callee_ref_id(site_ref, calls[j + 1]);
                 self.callee_refs[r as usize].count = self.callee_refs[r as usize].count.saturating_add(n);
                 parent = RefParent::CalleeRef(r);
             }

@@ -299,5 +299,21 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             m.callees[c as usize].sites.push(i as SiteRefId);
         }
     }
+    // Contexts deeper than the map ever builds are refused: they would make every path query
+    // walk them. A parent's site ref comes first (checked above), so one pass in order works.
+    let mut depth = vec![0usize; m.site_refs.len()];
+    for sr in 0..m.site_refs.len() {
+        depth[sr] = match m.site_refs[sr].parent {
+            RefParent::Callee(_) => 0,
+            RefParent::CalleeRef(r) => depth[m.callee_refs[r as usize].site_ref as usize] + 1,
+        };
+        if depth[sr] >= CCMAP_MAX_CONTEXT {
+            return Err((
+                "R",
+                sr,
+                format!("context deeper than {CCMAP_MAX_CONTEXT} calls: hpm never writes such a map"),
+            ));
+        }
+    }
     Ok(m)
 }

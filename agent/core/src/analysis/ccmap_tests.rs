@@ -217,7 +217,7 @@ fn recordings_keep_call_sites_apart() {
         rec.samples.push(Sample {
             time: 0,
             thread: 0,
-            stack: vec![frame(callee, 0), frame(a, site)],
+            stack: vec![frame(callee, 0), frame(a, site)].into(),
             truncated: false,
             weight: 1,
             counters: vec![],

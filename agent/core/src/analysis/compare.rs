@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
 use super::stats::pearson;
-use crate::cct::{Cct, NodeId};
+use crate::cct::{Cct, NodeId, ROOT};
 
 /// Which weight of a CCT node counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,17 +76,34 @@ pub fn correlation<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Op
     pearson(&pairs)
 }
 
-/// Weight of every calling context (root-first path of frame names).
-pub fn context_weights(cct: &Cct, w: Weight) -> HashMap<Vec<String>, f64> {
-    let mut out = HashMap::new();
-    for id in 1..cct.nodes.len() as NodeId {
-        let v = node_weight(cct, id, w);
-        if v > 0.0 {
-            let path = cct.path(id).into_iter().map(str::to_string).collect();
-            *out.entry(path).or_insert(0.0) += v;
+/// Weight of every calling context of one tree, keyed by its node (a node is a root-first
+/// path of frame names).
+pub fn context_weights(cct: &Cct, w: Weight) -> HashMap<NodeId, f64> {
+    (1..cct.nodes.len() as NodeId).map(|id| (id, node_weight(cct, id, w))).filter(|(_, v)| *v > 0.0).collect()
+}
+
+/// The calling contexts of two trees keyed alike: both trees are laid over one joint tree, and a
+/// context's key is its joint node. Linear in the nodes, however deep (keying by the path of
+/// names would cost the depth per node).
+pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (HashMap<NodeId, f64>, HashMap<NodeId, f64>) {
+    let mut joint = Cct::default();
+    let mut lay = |t: &Cct| {
+        // A child's id is always above its parent's, so parents are mapped first.
+        let mut map = vec![ROOT; t.nodes.len()];
+        let mut out = HashMap::new();
+        for id in 1..t.nodes.len() {
+            let n = &t.nodes[id];
+            map[id] = joint.child(map[n.parent as usize], &n.name);
+            let v = node_weight(t, id as NodeId, w);
+            if v > 0.0 {
+                *out.entry(map[id]).or_insert(0.0) += v;
+            }
         }
-    }
-    out
+        out
+    };
+    let ca = lay(a);
+    let cb = lay(b);
+    (ca, cb)
 }
 
 fn node_weight(cct: &Cct, id: NodeId, w: Weight) -> f64 {
@@ -203,18 +220,48 @@ fn strip_lambda_number(s: &str) -> String {
     out
 }
 
-/// The tree with every frame name normalised (nodes that become equal are merged).
+/// The tree with every frame name normalised (nodes that become equal are merged). Each
+/// distinct name is normalised once and each node mapped once; totals are summed bottom-up.
 pub fn normalize_cct(cct: &Cct) -> Cct {
     let mut out = Cct::new(cct.counters.clone());
-    for id in 1..cct.nodes.len() as NodeId {
-        let n = cct.node(id);
-        if n.self_samples == 0 && n.self_weight == 0 {
-            continue;
-        }
-        let path: Vec<String> = cct.path(id).into_iter().map(normalize_frame).collect();
-        out.add_stack(&path, n.self_samples, n.self_weight, &n.self_counters);
+    let mut names: HashMap<&str, String> = HashMap::new();
+    let mut map = vec![ROOT; cct.nodes.len()];
+    for id in 1..cct.nodes.len() {
+        let n = &cct.nodes[id];
+        let name = names.entry(&n.name).or_insert_with(|| normalize_frame(&n.name));
+        // A child's id is always above its parent's, in both trees.
+        map[id] = out.child(map[n.parent as usize], name);
+    }
+    for (id, n) in cct.nodes.iter().enumerate() {
+        let m = &mut out.nodes[map[id] as usize];
+        m.self_samples = m.self_samples.saturating_add(n.self_samples);
+        m.self_weight = m.self_weight.saturating_add(n.self_weight);
+        add_saturating(&mut m.self_counters, &n.self_counters);
+    }
+    for n in out.nodes.iter_mut() {
+        n.total_samples = n.self_samples;
+        n.total_weight = n.self_weight;
+        n.total_counters = n.self_counters.clone();
+    }
+    for id in (1..out.nodes.len()).rev() {
+        let n = &out.nodes[id];
+        let (parent, samples, weight, counters) =
+            (n.parent as usize, n.total_samples, n.total_weight, n.total_counters.clone());
+        let p = &mut out.nodes[parent];
+        p.total_samples = p.total_samples.saturating_add(samples);
+        p.total_weight = p.total_weight.saturating_add(weight);
+        add_saturating(&mut p.total_counters, &counters);
     }
     out
+}
+
+fn add_saturating(acc: &mut Vec<u64>, v: &[u64]) {
+    if acc.len() < v.len() {
+        acc.resize(v.len(), 0);
+    }
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a = a.saturating_add(*b);
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -260,7 +307,7 @@ pub fn compare(a: &Cct, b: &Cct, opts: &CompareOptions) -> Comparison {
     } else {
         (a, b)
     };
-    let (ca, cb) = (context_weights(a, opts.weight), context_weights(b, opts.weight));
+    let (ca, cb) = joint_context_weights(a, b, opts.weight);
     let (ta, tb) = (method_weights(a, Weight::TotalSamples), method_weights(b, Weight::TotalSamples));
     Comparison {
         samples: (a.total_samples(), b.total_samples()),

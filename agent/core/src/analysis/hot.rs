@@ -50,10 +50,10 @@ pub fn hottest_methods(cct: &Cct, n: usize) -> Vec<HotMethod> {
 /// The `n` methods `method` calls with the most samples under the call.
 pub fn hottest_callees(cct: &Cct, method: &str, n: usize) -> Vec<Weighted<String>> {
     let mut by_callee: HashMap<&str, u64> = HashMap::new();
-    for node in cct.nodes.iter().skip(1).filter(|x| x.name == method) {
+    for node in cct.nodes.iter().skip(1).filter(|x| *x.name == *method) {
         for &c in &node.children {
             let child = cct.node(c);
-            *by_callee.entry(child.name.as_str()).or_default() += child.total_samples;
+            *by_callee.entry(&*child.name).or_default() += child.total_samples;
         }
     }
     ranked(by_callee.into_iter().map(|(k, v)| (k.to_string(), v)), n)
@@ -64,7 +64,7 @@ pub fn hottest_callees(cct: &Cct, method: &str, n: usize) -> Vec<Weighted<String
 pub fn call_contexts(cct: &Cct, caller: &str, callee: &str, n: usize) -> Vec<Weighted<Vec<String>>> {
     let mut by_path: HashMap<Vec<String>, u64> = HashMap::new();
     for (id, node) in cct.nodes.iter().enumerate().skip(1) {
-        if node.name != callee || node.parent == ROOT || cct.node(node.parent).name != caller {
+        if *node.name != *callee || node.parent == ROOT || *cct.node(node.parent).name != *caller {
             continue;
         }
         let path = cct.path(cct.node(id as NodeId).parent).into_iter().map(str::to_string).collect();

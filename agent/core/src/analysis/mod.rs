@@ -41,10 +41,8 @@ pub(crate) fn load_text<T>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, (usize, String)>,
 ) -> Result<T, LoadError> {
-    let p = path.display().to_string();
-    let text =
-        std::fs::read_to_string(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
-    parse(&text).map_err(|(line, message)| LoadError { path: p, line, message })
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError::io(path, &e))?;
+    parse(&text).map_err(|(line, message)| LoadError::format(path, line, message))
 }
 
 /// Splits a text line into whitespace-separated fields, ignoring blank lines and `#` comments.

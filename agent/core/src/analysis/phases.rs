@@ -311,18 +311,26 @@ impl PhaseMetrics {
     /// Observations given directly as `PHASE VALUE` pairs (one metric), weighted by count.
     pub fn from_pairs(metric: &str, pairs: &[(String, f64)]) -> PhaseMetrics {
         let mut phases: Vec<PhaseObservations> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::new();
         for (p, v) in pairs {
-            let i = match phases.iter().position(|o| &o.phase == p) {
-                Some(i) => i,
-                None => {
-                    phases.push(PhaseObservations { phase: p.clone(), weight: 0.0, values: vec![Vec::new()] });
-                    phases.len() - 1
-                }
-            };
+            let i = *index.entry(p.as_str()).or_insert_with(|| {
+                phases.push(PhaseObservations { phase: p.clone(), weight: 0.0, values: vec![Vec::new()] });
+                phases.len() - 1
+            });
             phases[i].weight += 1.0;
             phases[i].values[0].push(*v);
         }
         PhaseMetrics { metric_names: vec![metric.to_string()], phases }
+    }
+
+    /// Weighs the phases that are methods of the trace by their total time, as the paper does.
+    pub fn weigh_by_time(&mut self, stats: &[MethodStats]) {
+        let total: HashMap<&str, u64> = stats.iter().map(|s| (s.name.as_str(), s.total)).collect();
+        for p in &mut self.phases {
+            if let Some(&t) = total.get(p.phase.as_str()) {
+                p.weight = t as f64;
+            }
+        }
     }
 
     pub fn summarize(&self) -> Vec<MetricSummary> {

@@ -255,24 +255,23 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
 
 /// Reads a trace file, binary if it starts with the magic, text otherwise.
 pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
-    let p = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| LoadError { path: p.clone(), line: 0, message: e.to_string() })?;
+    let bytes = std::fs::read(path).map_err(|e| LoadError::io(path, &e))?;
     if bytes.starts_with(BINARY_MAGIC) {
-        return parse_binary_trace(&bytes).map_err(|(rec, message)| LoadError {
-            path: p,
-            line: 0,
-            message: if rec > 0 { format!("record {rec}: {message}") } else { message },
+        return parse_binary_trace(&bytes).map_err(|(rec, message)| {
+            LoadError::format(path, 0, if rec > 0 { format!("record {rec}: {message}") } else { message })
         });
     }
-    let text = String::from_utf8(bytes).map_err(|e| LoadError {
-        path: p.clone(),
-        line: 0,
-        message: format!(
-            "neither a binary trace (HPMTRACE header) nor UTF-8 text: invalid byte at offset {}",
-            e.utf8_error().valid_up_to()
-        ),
+    let text = String::from_utf8(bytes).map_err(|e| {
+        LoadError::format(
+            path,
+            0,
+            format!(
+                "neither a binary trace (HPMTRACE header) nor UTF-8 text: invalid byte at offset {}",
+                e.utf8_error().valid_up_to()
+            ),
+        )
     })?;
-    parse_text_trace(&text).map_err(|(line, message)| LoadError { path: p, line, message })
+    parse_text_trace(&text).map_err(|(line, message)| LoadError::format(path, line, message))
 }
 
 #[cfg(test)]

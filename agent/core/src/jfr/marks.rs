@@ -6,22 +6,10 @@
 //! `hpm.Region` has one `long` field per counter of [`REGION_COUNTERS`], so its type is the
 //! same in every file; the `counters` field names those actually measured (the others are 0).
 
+use super::event::EventBuf;
 use super::pools::Pools;
-use super::schema::*;
-use super::writer::EventBuf;
+pub use super::schema::{EVENT_HPM_PHASE, EVENT_HPM_REGION, REGION_COUNTERS};
 use crate::model::ThreadIdx;
-
-pub const EVENT_HPM_REGION: u64 = 104;
-pub const EVENT_HPM_PHASE: u64 = 105;
-
-/// The counters a region can carry: (perf event name, JFR field name).
-pub const REGION_COUNTERS: &[(&str, &str)] = &[
-    ("cycles", "cycles"),
-    ("instructions", "instructions"),
-    ("task-clock", "taskClock"),
-    ("page-faults", "pageFaults"),
-    ("context-switches", "contextSwitches"),
-];
 
 /// One bridge event, with ticks on the recording's clock (CLOCK_MONOTONIC ns).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,52 +40,6 @@ impl Mark {
             Mark::Phase { time, .. } => *time,
         }
     }
-}
-
-/// The `hpm.Region` and `hpm.Phase` event types.
-pub fn event_defs() -> Vec<EventDef> {
-    let mut region = vec![
-        start_time_field(),
-        duration_field(),
-        FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
-        string_field("name", "Region"),
-        string_field("counters", "Counters Measured").with(description(
-            "Counters read at the region's start and end, comma-separated; the other counter fields are 0",
-        )),
-    ];
-    for (event, field) in REGION_COUNTERS {
-        region.push(
-            FieldDef::new(field, T_LONG, event)
-                .with(description(&format!("Counter `{event}`: delta over the region")))
-                .with(marker(A_UNSIGNED)),
-        );
-    }
-    vec![
-        EventDef {
-            id: EVENT_HPM_REGION,
-            name: "hpm.Region",
-            label: "hpm Region",
-            description:
-                "A code region marked through the Java bridge, with the counter deltas of the thread that ran it",
-            category: HPM_CATEGORY,
-            fields: region,
-        },
-        EventDef {
-            id: EVENT_HPM_PHASE,
-            name: "hpm.Phase",
-            label: "hpm Phase",
-            description:
-                "The start of a phase or iteration, marked through the Java bridge; samples after it belong to it",
-            category: HPM_CATEGORY,
-            fields: vec![
-                start_time_field(),
-                FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
-                string_field("name", "Phase"),
-                FieldDef::new("index", T_LONG, "Iteration")
-                    .with(description("Iteration number, -1 for a phase without one")),
-            ],
-        },
-    ]
 }
 
 /// Appends one event record per mark.
@@ -147,8 +89,8 @@ pub fn phases_of<'a>(chunks: impl IntoIterator<Item = &'a super::value::Chunk>) 
     out
 }
 
-/// The `hpm.Phase` markers of a `.jfr` file, in time order.
-pub fn read_phases(path: &std::path::Path) -> Result<Vec<PhaseMark>, String> {
+/// The `hpm.Phase` markers of a `.jfr` file (its complete chunks), in time order.
+pub fn read_phases(path: &std::path::Path) -> Result<Vec<PhaseMark>, super::error::ReadError> {
     let mut chunks = Vec::new();
     super::parser::for_each_chunk(path, &|t| t.name == "hpm.Phase", |c| {
         chunks.push(c);
@@ -238,7 +180,7 @@ mod tests {
 
     #[test]
     fn region_counter_fields_are_fixed_and_named_like_sample_counters() {
-        let defs = event_defs();
+        let defs = crate::jfr::schema::mark_event_defs();
         let region = defs.iter().find(|d| d.name == "hpm.Region").unwrap();
         let names: Vec<&str> = region.fields.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(&names[..2], ["startTime", "duration"]);

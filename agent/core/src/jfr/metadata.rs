@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use super::value::IntMap;
 use super::varint::{put_string, put_varint, DResult, Reader};
+use crate::hash::IntMap;
 
 /// Nesting deeper than this in a metadata tree or in a value is treated as corrupt data.
 pub const MAX_DEPTH: usize = 64;

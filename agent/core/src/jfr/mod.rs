@@ -34,6 +34,9 @@
 //!   JMC skipped the second of two byte-identical chunks (same start time), so chunks need
 //!   distinct start times.
 
+pub mod error;
+pub mod event;
+pub mod ids;
 pub mod marks;
 pub mod metadata;
 pub mod parser;
@@ -50,6 +53,7 @@ mod tests;
 #[cfg(test)]
 mod tests_robustness;
 
-pub use recording::{read_recording, recording_from_chunks};
+pub use error::{LostTail, ReadError, ReadErrorKind};
+pub use recording::{read_recording, recording_from_chunks, ReadRecording};
 pub use schema::counter_field_names;
 pub use writer::{encode_chunk, encode_chunk_with_marks, ChunkTimes, JfrFileWriter};

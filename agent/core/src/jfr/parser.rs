@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use super::error::{ChunksRead, LostTail, ReadError, ReadErrorKind};
 use super::metadata::{Element, Kind, Metadata, TypeDesc, MAX_DEPTH};
 use super::value::{Chunk, ChunkHeader, Event, IntMap, Value};
 use super::varint::{DResult, DecodeError, RawString, Reader};
@@ -240,39 +241,92 @@ pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> 
 
 /// Reads every chunk of a file in order, handing each to `f`. Chunks are read one at a time,
 /// so memory use is bounded by the largest chunk. Errors name the file, the chunk and the byte
-/// offset.
+/// offset. An incomplete last chunk (the file was cut while a chunk was being written: a crash,
+/// a full disk, a recording still in progress) ends the reading without an error; the result
+/// says what was lost.
 pub fn for_each_chunk(
     path: &Path,
     want: &dyn Fn(&TypeDesc) -> bool,
-    mut f: impl FnMut(Chunk) -> Result<(), String>,
-) -> Result<(), String> {
-    let name = path.display();
-    let mut file = File::open(path).map_err(|e| format!("{name}: {e}"))?;
-    let len = file.metadata().map_err(|e| format!("{name}: {e}"))?.len();
+    mut f: impl FnMut(Chunk) -> Result<(), ReadErrorKind>,
+) -> Result<ChunksRead, ReadError> {
+    let name = path.display().to_string();
+    let fail = |chunk: Option<usize>, kind: ReadErrorKind| ReadError { path: name.clone(), chunk, kind };
+    let io = |e: std::io::Error| fail(None, ReadErrorKind::Io(e.to_string()));
+    let mut file = File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
     if len == 0 {
-        return Err(format!("{name}: empty file, not a JFR recording"));
+        return Err(fail(None, ReadErrorKind::Empty));
     }
     let mut offset = 0u64;
     let mut index = 0usize;
     while offset < len {
-        let ctx = |e: DecodeError| format!("{name}: chunk {index}: {e}");
         let mut head = [0u8; HEADER_SIZE];
-        let n = read_at(&mut file, offset, &mut head).map_err(|e| format!("{name}: {e}"))?;
-        let header = parse_header(&head[..n], offset).map_err(ctx)?;
-        if header.size > len - offset {
-            return Err(ctx(err(
-                offset + 8,
-                format!("chunk size {} but only {} bytes left in the file (truncated?)", header.size, len - offset),
-            )));
+        let n = read_at(&mut file, offset, &mut head).map_err(io)?;
+        let lost = |declared: Option<u64>, why: &'static str| LostTail {
+            chunk: index,
+            offset,
+            present: len - offset,
+            declared,
+            why,
+        };
+        let tail = incomplete_tail(&head[..n], len - offset).map(|(declared, why)| lost(declared, why)).or_else(|| {
+            (head[0] == 0 && read_is_all_zero(&mut file, offset, len))
+                .then(|| lost(None, "zero bytes where it should be"))
+        });
+        if let Some(t) = tail {
+            if index == 0 {
+                return Err(fail(None, ReadErrorKind::NoCompleteChunk(t)));
+            }
+            return Ok(ChunksRead { chunks: index, lost: Some(t) });
         }
+        let ctx = |e: DecodeError| fail(Some(index), ReadErrorKind::Format(e));
+        let header = parse_header(&head[..n], offset).map_err(ctx)?;
         let mut data = vec![0u8; header.size as usize];
-        read_at(&mut file, offset, &mut data).map_err(|e| format!("{name}: {e}"))?;
+        read_at(&mut file, offset, &mut data).map_err(io)?;
         let chunk = parse_chunk(&data, offset, want).map_err(ctx)?;
-        f(chunk).map_err(|m| format!("{name}: chunk {index}: {m}"))?;
+        f(chunk).map_err(|k| fail(Some(index), k))?;
         offset += header.size;
         index += 1;
     }
-    Ok(())
+    Ok(ChunksRead { chunks: index, lost: None })
+}
+
+/// Whether the bytes at a chunk boundary are a chunk that was cut short: fewer bytes than a
+/// header (that start like one), a header whose file state says "being written", or a size
+/// past the end of the file. Returns the declared size, if known, and why.
+fn incomplete_tail(head: &[u8], left: u64) -> Option<(Option<u64>, &'static str)> {
+    let magic_ok = MAGIC.starts_with(&head[..head.len().min(MAGIC.len())]);
+    if head.len() < HEADER_SIZE {
+        return magic_ok.then_some((None, "the file ends inside the chunk header"));
+    }
+    if !magic_ok {
+        return None;
+    }
+    let size = u64::from_be_bytes(head[8..16].try_into().unwrap_or([0; 8]));
+    if head[64] != 0 {
+        return Some(((size >= HEADER_SIZE as u64).then_some(size), "its header says it is still being written"));
+    }
+    (size > left).then_some((Some(size), "the file ends before the chunk does"))
+}
+
+/// Whether everything from `offset` to the end of the file is zero (space allocated for data
+/// that was never written).
+fn read_is_all_zero(file: &mut File, offset: u64, len: u64) -> bool {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut at = offset;
+    while at < len {
+        let want = ((len - at) as usize).min(buf.len());
+        match read_at(file, at, &mut buf[..want]) {
+            Ok(n) if n > 0 => {
+                if buf[..n].iter().any(|&b| b != 0) {
+                    return false;
+                }
+                at += n as u64;
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Reads up to `buf.len()` bytes at `offset`; returns how many were read.
@@ -288,14 +342,14 @@ fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> std::io::Result<usiz
     Ok(n)
 }
 
-/// Reads all chunks of a file, decoding the events `want` selects.
-pub fn read_chunks(path: &Path, want: &dyn Fn(&TypeDesc) -> bool) -> Result<Vec<Chunk>, String> {
+/// Reads all complete chunks of a file, decoding the events `want` selects.
+pub fn read_chunks(path: &Path, want: &dyn Fn(&TypeDesc) -> bool) -> Result<(Vec<Chunk>, ChunksRead), ReadError> {
     let mut out = Vec::new();
-    for_each_chunk(path, want, |c| {
+    let read = for_each_chunk(path, want, |c| {
         out.push(c);
         Ok(())
     })?;
-    Ok(out)
+    Ok((out, read))
 }
 
 /// Parses every chunk in an in-memory file image.

@@ -156,6 +156,9 @@ pub struct Pools<'a> {
     thread_seen: HashMap<ThreadIdx, ()>,
     /// key -> (frames, truncated)
     stacks: HashMap<u64, (&'a [Frame], bool)>,
+    /// (address, length, truncated) of a shared stack -> key: samples that share one stack
+    /// (read back from a file) are hashed once, not once each.
+    by_address: HashMap<(usize, usize, bool), u64>,
     stack_order: Vec<u64>,
     methods: Vec<MethodIdx>,
     method_seen: HashMap<MethodIdx, ()>,
@@ -173,6 +176,7 @@ impl<'a> Pools<'a> {
             threads: Vec::new(),
             thread_seen: HashMap::new(),
             stacks: HashMap::new(),
+            by_address: HashMap::new(),
             stack_order: Vec::new(),
             methods: Vec::new(),
             method_seen: HashMap::new(),
@@ -197,17 +201,28 @@ impl<'a> Pools<'a> {
 
     /// Key of a sample's stack trace, deduplicated by content.
     pub fn stack(&mut self, s: &'a Sample) -> u64 {
+        // The address is stable while `s` is borrowed, and no other stack can have it meanwhile.
+        let address = (s.stack.as_ptr() as usize, s.stack.len(), s.truncated);
+        if let Some(&key) = self.by_address.get(&address) {
+            return key;
+        }
+        let key = self.stack_key(s);
+        self.by_address.insert(address, key);
+        key
+    }
+
+    fn stack_key(&mut self, s: &'a Sample) -> u64 {
         let mut key = stack_hash(&s.stack, s.truncated);
         loop {
             match self.stacks.get(&key) {
-                Some(&(frames, truncated)) if frames == s.stack.as_slice() && truncated == s.truncated => return key,
+                Some(&(frames, truncated)) if *frames == *s.stack && truncated == s.truncated => return key,
                 Some(_) => key = (key + 1) & ((1 << 56) - 1), // hash collision: probe
                 None => break,
             }
         }
         self.stacks.insert(key, (&s.stack, s.truncated));
         self.stack_order.push(key);
-        for f in &s.stack {
+        for f in s.stack.iter() {
             self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
             if (f.method as usize) < self.rec.methods.len() {
                 if self.method_seen.insert(f.method, ()).is_none() {
@@ -255,6 +270,7 @@ impl<'a> Pools<'a> {
         let mut symbols = Symbols { names: &names, seen: HashSet::new(), entries: Vec::new() };
         let classes = self.encode_methods(&mut pools, &names, &mut symbols);
         encode_classes(&mut pools, &classes, &names, &mut symbols);
+        self.encode_source_files(&mut pools, &names);
         let mut b = Vec::new();
         for (k, s) in &symbols.entries {
             put_varint(&mut b, *k);
@@ -333,6 +349,26 @@ impl<'a> Pools<'a> {
         }
         pools.add(T_METHOD, n, b);
         classes
+    }
+
+    /// The source file of every class of the chunk's methods that has one, keyed like the class
+    /// (see [`super::schema::SOURCE_FILE_TYPE`]).
+    fn encode_source_files(&self, pools: &mut PoolsOut, names: &Names) {
+        let mut seen = HashSet::new();
+        let mut b = Vec::new();
+        let mut n = 0;
+        for &mi in &self.methods {
+            let m = self.rec.method(mi);
+            let Some(file) = m.source_file.as_deref().filter(|f| !f.is_empty()) else { continue };
+            let class = names.classes[&internal_name(&m.class_name)];
+            if seen.insert(class) {
+                put_varint(&mut b, class);
+                put_varint(&mut b, class);
+                put_string(&mut b, Some(file));
+                n += 1;
+            }
+        }
+        pools.add(T_SOURCE_FILE, n, b);
     }
 
     fn encode_small_tables(&self, pools: &mut PoolsOut) {

@@ -8,10 +8,13 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::error::{LostTail, ReadError, ReadErrorKind};
 use super::parser::for_each_chunk;
 use super::pools::NATIVE_DESCRIPTOR;
-use super::schema::HPM_SAMPLE_FIXED_FIELDS;
+use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
+use crate::hash::IntMap;
+use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
 use crate::model::*;
 
 const WANTED: &[&str] =
@@ -20,15 +23,25 @@ const WANTED: &[&str] =
 /// Event name used for recordings made by the JDK's own sampler.
 pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
 
-/// Reads a whole `.jfr` file (all chunks) into a [`Recording`].
-pub fn read_recording(path: &Path) -> Result<Recording, String> {
+/// A recording read from a file, and the incomplete last chunk, if the file ends in one.
+#[derive(Clone, Debug)]
+pub struct ReadRecording {
+    pub recording: Recording,
+    pub lost: Option<LostTail>,
+}
+
+/// Reads a whole `.jfr` file (every complete chunk) into a [`Recording`]. A last chunk cut
+/// short is not an error: [`ReadRecording::lost`] says what was lost.
+pub fn read_recording(path: &Path) -> Result<ReadRecording, ReadError> {
     let mut b = Builder::default();
-    for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| b.add_chunk(&c))?;
-    Ok(b.finish())
+    let read = for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| {
+        b.add_chunk(&c).map_err(ReadErrorKind::Limit)
+    })?;
+    Ok(ReadRecording { recording: b.finish(), lost: read.lost })
 }
 
 /// Builds a [`Recording`] from parsed chunks (in file order).
-pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> Result<Recording, String> {
+pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> Result<Recording, LimitError> {
     let mut b = Builder::default();
     for c in chunks {
         b.add_chunk(c)?;
@@ -43,18 +56,24 @@ struct Builder {
     threads: HashMap<(u64, u64), ThreadIdx>,
     saw_config: bool,
     jdk_period_ns: Option<u64>,
+    /// Running totals, so that no later sum over samples can overflow.
+    weight_total: u64,
+    counter_totals: Vec<u64>,
 }
 
-/// Per-chunk caches: pool key -> interned index.
+/// Per-chunk caches: pool key -> interned index. A stack is read once per chunk and shared by
+/// every sample that refers to it.
 #[derive(Default)]
 struct ChunkCache {
-    methods: HashMap<u64, MethodIdx>,
-    stacks: HashMap<u64, (Vec<Frame>, bool)>,
-    threads: HashMap<u64, ThreadIdx>,
+    methods: IntMap<u64, MethodIdx>,
+    stacks: IntMap<u64, (Stack, bool)>,
+    threads: IntMap<u64, ThreadIdx>,
+    /// Class key -> source file, from hpm's `hpm.types.SourceFile` pool.
+    source_files: HashMap<u64, String>,
 }
 
 impl Builder {
-    fn add_chunk(&mut self, c: &Chunk) -> Result<(), String> {
+    fn add_chunk(&mut self, c: &Chunk) -> Result<(), LimitError> {
         let h = &c.header;
         let start = h.ticks_to_nanos(h.start_ticks);
         if self.chunks == 0 {
@@ -80,7 +99,7 @@ impl Builder {
             self.jdk_info(c);
         }
 
-        let mut cache = ChunkCache::default();
+        let mut cache = ChunkCache { source_files: source_files(c)?, ..ChunkCache::default() };
         if let Some(t) = c.metadata.by_name("hpm.Sample") {
             // Map this chunk's counter fields to `rec.counters` by their label (the name).
             let mut counter_slots = Vec::new();
@@ -99,7 +118,7 @@ impl Builder {
                 counter_slots.push((f.name.clone(), slot));
             }
             for e in c.events_named("hpm.Sample") {
-                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64));
+                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64))?;
                 s.weight = e.i64("period").unwrap_or(0) as u64;
                 s.data_addr = e.i64("dataAddress").filter(|&a| a != 0).map(|a| a as u64);
                 s.ip = e.i64("ip").unwrap_or(0) as u64;
@@ -110,12 +129,12 @@ impl Builder {
                     }
                     s.counters[*slot] = e.i64(field).unwrap_or(0) as u64;
                 }
-                self.rec.samples.push(s);
+                self.push(s)?;
             }
         } else {
             let weight = self.jdk_period_ns.unwrap_or(0);
             for e in c.events_named("jdk.ExecutionSample") {
-                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64));
+                let mut s = self.sample(c, &e, &mut cache, h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64))?;
                 s.weight = weight;
                 s.component = match s.stack.first().map(|f| f.kind) {
                     Some(k) if k.is_java() => VmComponent::Java,
@@ -124,9 +143,25 @@ impl Builder {
                     Some(FrameKind::Kernel) => VmComponent::Kernel,
                     _ => VmComponent::Unknown,
                 };
-                self.rec.samples.push(s);
+                self.push(s)?;
             }
         }
+        Ok(())
+    }
+
+    /// Adds a sample, keeping the totals of weights and counters within 64 bits: every sum an
+    /// output or analysis forms over samples is then bounded by these.
+    fn push(&mut self, s: Sample) -> Result<(), LimitError> {
+        self.weight_total = checked_sum(self.weight_total, s.weight, "sample weights (periods)")?;
+        if self.counter_totals.len() < s.counters.len() {
+            self.counter_totals.resize(s.counters.len(), 0);
+        }
+        for (i, v) in s.counters.iter().enumerate() {
+            let what = || format!("values of counter `{}`", self.rec.counters.get(i).map_or("?", String::as_str));
+            self.counter_totals[i] =
+                self.counter_totals[i].checked_add(*v).ok_or_else(|| LimitError::SumOverflow { what: what() })?;
+        }
+        self.rec.samples.push(s);
         Ok(())
     }
 
@@ -176,10 +211,10 @@ impl Builder {
     }
 
     /// Time, thread and stack of a sample event; the rest is filled by the caller.
-    fn sample(&mut self, c: &Chunk, e: &ObjectView, cache: &mut ChunkCache, time: u64) -> Sample {
+    fn sample(&mut self, c: &Chunk, e: &ObjectView, cache: &mut ChunkCache, time: u64) -> Result<Sample, LimitError> {
         let thread = self.thread(c, e.raw("sampledThread"), cache);
-        let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache);
-        Sample {
+        let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache)?;
+        Ok(Sample {
             time,
             thread,
             stack,
@@ -189,7 +224,7 @@ impl Builder {
             data_addr: None,
             ip: 0,
             component: VmComponent::Unknown,
-        }
+        })
     }
 
     fn thread(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> ThreadIdx {
@@ -236,51 +271,57 @@ impl Builder {
         idx
     }
 
-    fn stack(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> (Vec<Frame>, bool) {
+    fn stack(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> Result<(Stack, bool), LimitError> {
         let key = match v {
             Some(Value::Ref { key, .. }) => Some(*key),
             _ => None,
         };
         if let Some(s) = key.and_then(|k| cache.stacks.get(&k)) {
-            return s.clone();
+            return Ok(s.clone());
         }
         let mut frames = Vec::new();
         let mut truncated = false;
         if let Some(st) = v.and_then(|v| c.object(v)) {
             truncated = st.bool("truncated").unwrap_or(false);
-            for f in st.array("frames").unwrap_or(&[]) {
+            let all = st.array("frames").unwrap_or(&[]);
+            if all.len() > MAX_STACK_DEPTH {
+                return Err(LimitError::StackTooDeep { frames: all.len() as u64 });
+            }
+            frames.reserve_exact(all.len());
+            for f in all {
                 let Some(f) = c.object(f) else { continue };
                 frames.push(Frame {
-                    method: self.method(c, f.raw("method"), cache),
+                    method: self.method(c, f.raw("method"), cache)?,
                     bci: f.i64("bytecodeIndex").unwrap_or(-1) as i32,
                     line: f.i64("lineNumber").unwrap_or(-1) as i32,
                     kind: FrameKind::from_jfr_name(f.str("type").unwrap_or("")),
                 });
             }
         }
+        let stack: Stack = frames.into();
         if let Some(k) = key {
-            cache.stacks.insert(k, (frames.clone(), truncated));
+            cache.stacks.insert(k, (stack.clone(), truncated));
         }
-        (frames, truncated)
+        Ok((stack, truncated))
     }
 
-    fn method(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> MethodIdx {
+    fn method(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> Result<MethodIdx, LimitError> {
         let key = match v {
             Some(Value::Ref { key, .. }) => Some(*key),
             _ => None,
         };
         if let Some(&m) = key.and_then(|k| cache.methods.get(&k)) {
-            return m;
+            return Ok(m);
         }
         let info = match v.and_then(|v| c.object(v)) {
-            Some(m) => method_info(&m),
+            Some(m) => method_info(&m, &cache.source_files)?,
             None => MethodInfo::native("[unknown method]"),
         };
         let idx = self.rec.methods.intern(info);
         if let Some(k) = key {
             cache.methods.insert(k, idx);
         }
-        idx
+        Ok(idx)
     }
 
     fn finish(mut self) -> Recording {
@@ -292,18 +333,49 @@ impl Builder {
     }
 }
 
-fn method_info(m: &ObjectView) -> MethodInfo {
+fn name_of(v: Option<&str>) -> Result<&str, LimitError> {
+    let s = v.unwrap_or("");
+    if s.len() > MAX_NAME_BYTES {
+        return Err(LimitError::NameTooLong { bytes: s.len() });
+    }
+    Ok(s)
+}
+
+fn method_info(m: &ObjectView, source_files: &HashMap<u64, String>) -> Result<MethodInfo, LimitError> {
     let class = m.object("type");
-    let class_name = class.and_then(|c| c.str("name")).unwrap_or("").replace('/', ".");
-    let descriptor = m.str("descriptor").unwrap_or("");
-    MethodInfo {
+    let class_name = name_of(class.and_then(|c| c.str("name")))?.replace('/', ".");
+    let descriptor = name_of(m.str("descriptor"))?;
+    let source_file = match m.raw("type") {
+        Some(Value::Ref { key, .. }) => source_files.get(key).cloned(),
+        _ => None,
+    };
+    Ok(MethodInfo {
         class_name,
-        name: m.str("name").unwrap_or("").to_string(),
+        name: name_of(m.str("name"))?.to_string(),
         descriptor: if descriptor == NATIVE_DESCRIPTOR { String::new() } else { descriptor.to_string() },
-        source_file: None,
+        source_file,
         modifiers: m.i64("modifiers").unwrap_or(0) as u32,
         hidden: m.bool("hidden").unwrap_or(false),
+    })
+}
+
+/// Class key -> source file name, from the `hpm.types.SourceFile` pool hpm writes (JFR's own
+/// types have no source file). Files of other producers have no such pool.
+fn source_files(c: &Chunk) -> Result<HashMap<u64, String>, LimitError> {
+    let mut out = HashMap::new();
+    let Some(t) = c.metadata.by_name(SOURCE_FILE_TYPE) else {
+        return Ok(out);
+    };
+    for v in c.pools.get(&t.id).into_iter().flat_map(|p| p.values()) {
+        let Some(o) = c.object(v) else { continue };
+        let (Some(Value::Ref { key, .. }), Some(file)) = (o.raw("type"), o.str("sourceFile")) else {
+            continue;
+        };
+        if !file.is_empty() {
+            out.insert(*key, name_of(Some(file))?.to_string());
+        }
     }
+    Ok(out)
 }
 
 /// Parses a JFR setting duration such as `10 ms`, `20ms`, `1 s`, `500 us`, `100 ns`.

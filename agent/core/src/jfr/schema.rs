@@ -1,10 +1,8 @@
-//! The types hpm writes: fixed type ids and the event types, each declared once in a table
-//! and turned into the metadata element tree (the `jdk.types.*` structs are in [`typedef`]).
+//! The types hpm writes: the event types, each declared once in a table and turned into the
+//! metadata element tree (the `jdk.types.*` structs are in [`typedef`], the ids in [`ids`]).
 //!
-//! Type ids must never change meaning between chunks of one file: the JDK's reader reuses a
-//! previous chunk's constant-pool entries by (type id, key). To add an event type (say
-//! `hpm.Region`, a counter region with a duration):
-//! 1. take an unused id from the `EVENT_*` range below;
+//! To add an event type (say `hpm.Region`, a counter region with a duration):
+//! 1. take an unused id from the `EVENT_*` range of [`ids`];
 //! 2. add an [`EventDef`] to [`event_defs`]: fields `start_time_field()`, then
 //!    `duration_field()` (the JDK requires this order), then its own fields, with labels;
 //! 3. in the writer, emit one record per instance with an [`EventBuf`], writing the fields
@@ -12,58 +10,15 @@
 //! 4. read it back with [`Chunk::events_named`] and the [`ObjectView`] accessors.
 //!
 //! [`typedef`]: super::typedef
-//! [`EventBuf`]: super::writer::EventBuf
+//! [`ids`]: super::ids
+//! [`EventBuf`]: super::event::EventBuf
 //! [`Pools`]: super::pools::Pools
 //! [`Chunk::events_named`]: super::value::Chunk::events_named
 //! [`ObjectView`]: super::value::ObjectView
 
+pub use super::ids::*;
 use super::metadata::Element;
 pub use super::typedef::*;
-
-// Built-in value types.
-pub const T_BOOLEAN: u64 = 4;
-pub const T_CHAR: u64 = 5;
-pub const T_FLOAT: u64 = 6;
-pub const T_DOUBLE: u64 = 7;
-pub const T_BYTE: u64 = 8;
-pub const T_SHORT: u64 = 9;
-pub const T_INT: u64 = 10;
-pub const T_LONG: u64 = 11;
-pub const T_STRING: u64 = 20;
-
-// Structs, all stored in constant pools except StackFrame (inline in StackTrace).
-pub const T_THREAD: u64 = 30;
-pub const T_THREAD_GROUP: u64 = 31;
-pub const T_CLASS: u64 = 32;
-pub const T_CLASS_LOADER: u64 = 33;
-pub const T_PACKAGE: u64 = 34;
-pub const T_MODULE: u64 = 35;
-pub const T_SYMBOL: u64 = 36;
-pub const T_METHOD: u64 = 37;
-pub const T_STACK_TRACE: u64 = 38;
-pub const T_STACK_FRAME: u64 = 39;
-pub const T_FRAME_TYPE: u64 = 40;
-pub const T_THREAD_STATE: u64 = 41;
-
-// Annotation types (as the JDK declares them).
-pub const A_LABEL: u64 = 200;
-pub const A_DESCRIPTION: u64 = 201;
-pub const A_CATEGORY: u64 = 202;
-pub const A_TIMESTAMP: u64 = 203;
-pub const A_TIMESPAN: u64 = 204;
-pub const A_UNSIGNED: u64 = 205;
-pub const A_MEMORY_ADDRESS: u64 = 206;
-pub const A_CONTENT_TYPE: u64 = 207;
-pub const A_DATA_AMOUNT: u64 = 208;
-pub const A_PERCENTAGE: u64 = 209;
-pub const A_EXPERIMENTAL: u64 = 210;
-
-// Event types. 104 hpm.Region and 105 hpm.Phase are in [`super::marks`]; reserved for later:
-// 106.. allocation/lock events.
-pub const EVENT_EXECUTION_SAMPLE: u64 = 100;
-pub const EVENT_HPM_SAMPLE: u64 = 101;
-pub const EVENT_HPM_CONFIG: u64 = 102;
-pub const EVENT_HPM_DROPS: u64 = 103;
 
 pub const HPM_CATEGORY: &[&str] = &["hpm"];
 
@@ -153,12 +108,83 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             ],
         },
     ];
-    defs.extend(super::marks::event_defs());
+    defs.extend(mark_event_defs());
     defs
 }
+/// The counters a region can carry: (perf event name, JFR field name).
+pub const REGION_COUNTERS: &[(&str, &str)] = &[
+    ("cycles", "cycles"),
+    ("instructions", "instructions"),
+    ("task-clock", "taskClock"),
+    ("page-faults", "pageFaults"),
+    ("context-switches", "contextSwitches"),
+];
+
+/// The `hpm.Region` and `hpm.Phase` event types.
+pub fn mark_event_defs() -> Vec<EventDef> {
+    let mut region = vec![
+        start_time_field(),
+        duration_field(),
+        FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
+        string_field("name", "Region"),
+        string_field("counters", "Counters Measured").with(description(
+            "Counters read at the region's start and end, comma-separated; the other counter fields are 0",
+        )),
+    ];
+    for (event, field) in REGION_COUNTERS {
+        region.push(
+            FieldDef::new(field, T_LONG, event)
+                .with(description(&format!("Counter `{event}`: delta over the region")))
+                .with(marker(A_UNSIGNED)),
+        );
+    }
+    vec![
+        EventDef {
+            id: EVENT_HPM_REGION,
+            name: "hpm.Region",
+            label: "hpm Region",
+            description:
+                "A code region marked through the Java bridge, with the counter deltas of the thread that ran it",
+            category: HPM_CATEGORY,
+            fields: region,
+        },
+        EventDef {
+            id: EVENT_HPM_PHASE,
+            name: "hpm.Phase",
+            label: "hpm Phase",
+            description:
+                "The start of a phase or iteration, marked through the Java bridge; samples after it belong to it",
+            category: HPM_CATEGORY,
+            fields: vec![
+                start_time_field(),
+                FieldDef::new("eventThread", T_THREAD, "Thread").pooled(),
+                string_field("name", "Phase"),
+                FieldDef::new("index", T_LONG, "Iteration")
+                    .with(description("Iteration number, -1 for a phase without one")),
+            ],
+        },
+    ]
+}
+
+/// `hpm.types.SourceFile`: a class's source file name, in a constant pool of its own keyed
+/// like the class. JFR's class and method types have no such field; a separate type leaves the
+/// JDK's types as the JDK declares them (JMC warns about fields it does not know), and readers
+/// that do not know it skip the pool.
+pub const SOURCE_FILE_TYPE: &str = "hpm.types.SourceFile";
+
+fn source_file_type() -> TypeDef {
+    TypeDef::strukt(
+        T_SOURCE_FILE,
+        SOURCE_FILE_TYPE,
+        "Source File",
+        vec![FieldDef::new("type", T_CLASS, "Class").pooled(), string_field("sourceFile", "Source File")],
+    )
+}
+
 /// All types of an hpm chunk, in declaration order.
 pub fn all_types(counters: &[String]) -> Vec<TypeDef> {
     let mut t = builtin_types();
+    t.push(source_file_type());
     t.extend(event_defs(counters).iter().map(EventDef::to_type));
     t
 }

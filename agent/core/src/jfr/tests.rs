@@ -72,7 +72,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
             Sample {
                 time: t0 + i as u64 * 1_000_000,
                 thread,
-                stack,
+                stack: stack.into(),
                 truncated: i % 5 == 4,
                 weight: 1_000_003 + i as u64,
                 counters: vec![1_000_000 + i as u64, 2_000_000 + 3 * i as u64, i as u64 % 3],
@@ -105,7 +105,7 @@ fn assert_same_samples(a: &Recording, b: &Recording) {
         assert_eq!(x.ip, y.ip);
         assert_eq!(x.component, y.component);
         assert_eq!(x.stack.len(), y.stack.len());
-        for (f, g) in x.stack.iter().zip(&y.stack) {
+        for (f, g) in x.stack.iter().zip(y.stack.iter()) {
             assert_eq!((f.bci, f.line, f.kind), (g.bci, g.line, g.kind));
             assert_eq!(a.method(f.method), b.method(g.method));
             assert_eq!(a.method(f.method).display_name(), b.method(g.method).display_name());
@@ -127,7 +127,7 @@ fn single_chunk_round_trip() {
     let samples = sample_batch(&mut rec, 5_000_000_000, 40);
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     let p = write_temp("single.jfr", &bytes);
-    let back = read_recording(&p).unwrap();
+    let back = read_recording(&p).unwrap().recording;
 
     assert_eq!(back.event, rec.event);
     assert_eq!(back.counters, rec.counters);
@@ -158,7 +158,9 @@ fn several_chunks_concatenated() {
         let mut batch = batch;
         if c > 0 {
             let f = frame(&mut rec, MethodInfo::java("com.example.Late", "m", "()V"), 2, 3, FrameKind::JitCompiled);
-            batch[0].stack.insert(0, f);
+            let mut frames = batch[0].stack.to_vec();
+            frames.insert(0, f);
+            batch[0].stack = frames.into();
         }
         rec.add_drops("ring full", 1);
         file.extend(encode_chunk(&rec, &batch, times(t0, t0 + 1_000_000_000)));
@@ -167,7 +169,7 @@ fn several_chunks_concatenated() {
     let chunks = parse_chunks(&file, &|_| true).unwrap();
     assert_eq!(chunks.len(), 3);
     let p = write_temp("multi.jfr", &file);
-    let back = read_recording(&p).unwrap();
+    let back = read_recording(&p).unwrap().recording;
     assert_eq!(back.drops, vec![("ring full".to_string(), 6), ("no java frame".to_string(), 1)]);
     assert_eq!(back.end_ticks, 8_000_000_000);
     let expected = Recording { samples: all, ..rec };
@@ -201,7 +203,9 @@ fn keys_are_stable_across_chunks() {
     let a = sample_batch(&mut rec, 5_000_000_000, 8);
     let late = frame(&mut rec, MethodInfo::java("z.Late", "x", "()V"), 0, 1, FrameKind::Interpreted);
     let mut b = sample_batch(&mut rec, 6_000_000_000, 8);
-    b[1].stack.push(late);
+    let mut frames = b[1].stack.to_vec();
+    frames.push(late);
+    b[1].stack = frames.into();
     let c1 = encode_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000));
     // A thread renamed between the chunks must not keep its key.
     rec.threads[1].name = "renamed-worker".into();
@@ -245,7 +249,9 @@ fn out_of_range_indices_are_written_as_placeholders() {
     let mut rec = sample_recording();
     let mut samples = sample_batch(&mut rec, 5_000_000_000, 2);
     samples[0].thread = 99;
-    samples[0].stack[0].method = 9_999;
+    let mut frames = samples[0].stack.to_vec();
+    frames[0].method = 9_999;
+    samples[0].stack = frames.into();
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     let back = recording_from_chunks(&parse_chunks(&bytes, &|_| true).unwrap()).unwrap();
     let s = &back.samples[0];
@@ -259,7 +265,7 @@ fn empty_chunk_is_valid() {
     let rec = sample_recording();
     let bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_000_000_001));
     let p = write_temp("empty.jfr", &bytes);
-    let back = read_recording(&p).unwrap();
+    let back = read_recording(&p).unwrap().recording;
     assert!(back.samples.is_empty());
     assert_eq!(back.counters, rec.counters);
 }
@@ -296,9 +302,9 @@ fn file_writer_appends_chunks_to_part_then_publishes() {
     assert!(!p.exists(), "the final name appears only when the file is complete");
     // What a killed JVM leaves: the .part, readable up to its last chunk.
     assert_eq!(std::fs::metadata(w.part_path()).unwrap().len(), w.bytes());
-    assert_eq!(read_recording(&w.part_path()).unwrap().samples.len(), 12);
+    assert_eq!(read_recording(&w.part_path()).unwrap().recording.samples.len(), 12);
     w.finish().unwrap();
-    assert_eq!(read_recording(&p).unwrap().samples.len(), 12);
+    assert_eq!(read_recording(&p).unwrap().recording.samples.len(), 12);
     assert!(!dir.join("writer.jfr.part").exists());
 }
 
@@ -322,5 +328,5 @@ fn file_writer_stops_once_on_a_failed_write_and_keeps_complete_chunks() {
     assert!(w.write_chunk(&rec, &a, times(7_000_000_000, 8_000_000_000)).is_ok(), "reported once");
     assert_eq!(std::fs::metadata(w.part_path()).unwrap().len(), good, "the partial chunk was cut off");
     w.finish().unwrap();
-    assert_eq!(read_recording(&p).unwrap().samples.len(), 5);
+    assert_eq!(read_recording(&p).unwrap().recording.samples.len(), 5);
 }

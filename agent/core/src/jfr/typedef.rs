@@ -1,8 +1,8 @@
 //! Builders for metadata type declarations (`class`, `field` and `annotation` elements), and
 //! the declarations of the JDK's own types that hpm's events refer to.
 
+use super::ids::*;
 use super::metadata::Element;
-use super::schema::*;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Annotation {
@@ -94,7 +94,7 @@ impl TypeDef {
         }
     }
 
-    fn strukt(id: u64, name: &str, label_text: &str, fields: Vec<FieldDef>) -> TypeDef {
+    pub(crate) fn strukt(id: u64, name: &str, label_text: &str, fields: Vec<FieldDef>) -> TypeDef {
         TypeDef {
             id,
             name: name.into(),

@@ -8,12 +8,13 @@
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+pub use super::event::EventBuf;
 use super::marks::Mark;
 use super::metadata::Element;
 use super::parser::{CONSTANT_POOL_TYPE_ID, HEADER_SIZE, MAGIC, METADATA_TYPE_ID};
 use super::pools::Pools;
 use super::schema::{self, *};
-use super::varint::{put_i64, put_string, put_string_ref, put_varint, varint_len};
+use super::varint::{put_i64, put_varint};
 use crate::model::{Recording, Sample};
 use crate::outfile::{OutputError, PartFile, Target};
 
@@ -31,49 +32,6 @@ pub const MAJOR_VERSION: u16 = 2;
 pub const MINOR_VERSION: u16 = 0;
 /// Header flags (byte 67): bit 0 = integers are compressed.
 pub const FLAG_COMPRESSED_INTS: u32 = 1;
-
-/// Builds one event record: `begin` reserves nothing; `finish` prepends the size.
-pub struct EventBuf {
-    body: Vec<u8>,
-}
-
-impl EventBuf {
-    pub fn new(type_id: u64) -> EventBuf {
-        let mut body = Vec::with_capacity(64);
-        put_varint(&mut body, type_id);
-        EventBuf { body }
-    }
-
-    pub fn long(&mut self, v: u64) -> &mut Self {
-        put_varint(&mut self.body, v);
-        self
-    }
-
-    pub fn string(&mut self, s: Option<&str>) -> &mut Self {
-        put_string(&mut self.body, s);
-        self
-    }
-
-    pub fn string_ref(&mut self, key: u64) -> &mut Self {
-        put_string_ref(&mut self.body, key);
-        self
-    }
-
-    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
-        self.body.extend_from_slice(b);
-        self
-    }
-
-    /// Appends the record (size, then body) to `out`. The size counts itself.
-    pub fn finish(&self, out: &mut Vec<u8>) {
-        let mut n = 1;
-        while varint_len((self.body.len() + n) as u64) > n {
-            n += 1;
-        }
-        put_varint(out, (self.body.len() + n) as u64);
-        out.extend_from_slice(&self.body);
-    }
-}
 
 /// Encodes one self-contained chunk: header, `hpm.Config`, `hpm.Drops` (cumulative counts
 /// from `rec.drops`), a `jdk.ExecutionSample` and an `hpm.Sample` per sample, the constant
@@ -171,10 +129,10 @@ fn write_metadata(out: &mut Vec<u8>, tree: &Element, ticks: u64) {
     // The metadata id changes whenever the content does, so readers that cache the previous
     // chunk's types (the JDK does) never reuse stale ones.
     let id = fnv64(&body) >> 1;
+    let mut id_bytes = Vec::new();
+    put_i64(&mut id_bytes, id as i64);
     let mut e = EventBuf::new(METADATA_TYPE_ID);
-    e.long(ticks).long(0);
-    put_i64(&mut e.body, id as i64);
-    e.bytes(&body).finish(out);
+    e.long(ticks).long(0).bytes(&id_bytes).bytes(&body).finish(out);
 }
 
 fn fnv64(b: &[u8]) -> u64 {

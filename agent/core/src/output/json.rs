@@ -29,13 +29,13 @@ struct Sums {
 
 impl Sums {
     fn add(&mut self, samples: u64, weight: u64, counters: &[u64]) {
-        self.samples += samples;
-        self.weight += weight;
+        self.samples = self.samples.saturating_add(samples);
+        self.weight = self.weight.saturating_add(weight);
         if self.counters.len() < counters.len() {
             self.counters.resize(counters.len(), 0);
         }
         for (a, b) in self.counters.iter_mut().zip(counters) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
     }
 }
@@ -103,13 +103,15 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
                 agg.total.add(n, w, c);
             }
             if seen_l.insert((m, line)) {
-                agg.lines.entry(line).or_default().1 += n;
+                let l = agg.lines.entry(line).or_default();
+                l.1 = l.1.saturating_add(n);
             }
         }
         if let Some(&(m, line)) = e.key.frames.first() {
             let agg = methods.entry(m).or_default();
             agg.self_.add(n, w, c);
-            agg.lines.entry(line).or_default().0 += n;
+            let l = agg.lines.entry(line).or_default();
+            l.0 = l.0.saturating_add(n);
         }
         let mut cur = 0;
         nodes[0].total.add(n, w, c);
@@ -132,14 +134,15 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     }
 
     // Methods ordered by self, then total samples, then name: ids are positions.
-    let mut order: Vec<(MethodIdx, &MethodAgg)> = methods.iter().map(|(&m, a)| (m, a)).collect();
+    let mut order: Vec<(MethodIdx, &MethodAgg, String)> =
+        methods.iter().map(|(&m, a)| (m, a, rec.method(m).display_name())).collect();
     order.sort_by(|a, b| {
         (b.1.self_.samples, b.1.total.samples)
             .cmp(&(a.1.self_.samples, a.1.total.samples))
-            .then_with(|| rec.method(a.0).display_name().cmp(&rec.method(b.0).display_name()))
+            .then_with(|| a.2.cmp(&b.2))
             .then(a.0.cmp(&b.0))
     });
-    let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _))| (*m, i)).collect();
+    let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
 
     let mut out = String::new();
     let _ =
@@ -183,7 +186,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         out.push_str("{\"name\":\"CPI\",\"numerator\":\"cycles\",\"denominator\":\"instructions\"}");
     }
     out.push_str("],\n\"methods\":[");
-    for (i, (m, agg)) in order.iter().enumerate() {
+    for (i, (m, agg, _)) in order.iter().enumerate() {
         let info = rec.method(*m);
         let kind = if !info.class_name.is_empty() {
             "java"

@@ -18,7 +18,7 @@ fn rec_with(counters: &[&str]) -> Recording {
         rec.samples.push(Sample {
             time: 0,
             thread: 0,
-            stack,
+            stack: stack.into(),
             truncated: false,
             weight: 10,
             counters: c.to_vec(),

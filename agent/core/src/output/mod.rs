@@ -13,6 +13,7 @@ pub mod report;
 pub mod stacks;
 
 mod flat;
+mod methods;
 mod summary;
 mod text;
 

@@ -216,7 +216,9 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
 
 /// The `.pb.gz` file content: [`encode_profile`] gzip-compressed, as pprof expects on disk.
 pub fn pprof_gz(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // The fastest level: on a 100,000-frame stack the default level spent 43% of `hpm convert`'s
+    // time for a file 9% smaller.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing into a Vec cannot fail.
     let _ = gz.write_all(&encode_profile(rec, stacks));
     gz.finish().unwrap_or_default()

@@ -97,7 +97,7 @@ fn recording() -> Recording {
     let sample = |stack: Vec<Frame>, counters: Vec<u64>, component| Sample {
         time: 0,
         thread: 0,
-        stack,
+        stack: stack.into(),
         truncated: false,
         weight: 10_000_000,
         counters,

@@ -5,13 +5,14 @@
 //! goes. Counters that were not recorded are simply absent; ratios whose divisor is zero
 //! print as `-`.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::cct::{Cct, MethodTotals, NodeId, ROOT};
+use crate::cct::{Cct, NodeId, ROOT};
 use crate::model::{Recording, VmComponent};
 
 use super::cpi_counters;
+use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, sorted_components, threads_line};
 use super::text::{duration_ns, group, pct, ratio};
@@ -33,28 +34,6 @@ impl Default for ReportOptions {
     }
 }
 
-/// One method (frame name) with its totals.
-pub(crate) struct Row<'a> {
-    pub name: &'a str,
-    pub t: MethodTotals,
-}
-
-/// Methods by self samples, then total samples, then name. With `skip_threads`, the names of
-/// the root's children (thread frames) are left out.
-pub(crate) fn method_rows(cct: &Cct, skip_threads: bool) -> Vec<Row<'_>> {
-    let skip: HashSet<&str> = if skip_threads {
-        cct.root().children.iter().map(|&c| cct.node(c).name.as_str()).collect()
-    } else {
-        HashSet::new()
-    };
-    let mut rows: Vec<Row> =
-        cct.method_totals().into_iter().filter(|(n, _)| !skip.contains(n)).map(|(name, t)| Row { name, t }).collect();
-    rows.sort_by(|a, b| {
-        b.t.self_samples.cmp(&a.t.self_samples).then(b.t.total_samples.cmp(&a.t.total_samples)).then(a.name.cmp(b.name))
-    });
-    rows
-}
-
 fn counter_at(v: &[u64], i: usize) -> u64 {
     v.get(i).copied().unwrap_or(0)
 }
@@ -68,7 +47,14 @@ pub fn full_report(
 ) -> String {
     let mut out = String::new();
     header(&mut out, rec, cct);
-    top_methods(&mut out, cct, opts);
+    // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
+    let mut sources: HashMap<String, &str> = HashMap::new();
+    for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
+        if let Some(f) = m.source_file.as_deref().filter(|f| !f.is_empty()) {
+            sources.entry(m.display_name()).or_insert(f);
+        }
+    }
+    top_methods(&mut out, cct, opts, &sources);
     counter_tables(&mut out, cct, opts);
     component_table(&mut out, components);
     call_tree(&mut out, cct, opts);
@@ -116,7 +102,7 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
     }
 }
 
-fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions, sources: &HashMap<String, &str>) {
     let total = cct.total_samples();
     let rows = method_rows(cct, opts.threads);
     let cpi = cpi_counters(&cct.counters);
@@ -152,7 +138,14 @@ fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         if let Some((c, i)) = cpi {
             let _ = write!(l, " {:>6}", ratio(counter_at(&t.self_counters, c), counter_at(&t.self_counters, i)));
         }
-        let _ = writeln!(out, "{l}  {}", r.name);
+        match sources.get(r.name) {
+            Some(file) => {
+                let _ = writeln!(out, "{l}  {} ({file})", r.name);
+            }
+            None => {
+                let _ = writeln!(out, "{l}  {}", r.name);
+            }
+        }
     }
     let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
     if !rest.is_empty() {

@@ -33,7 +33,7 @@ fn recording(counters: &[&str]) -> Recording {
             rec.samples.push(Sample {
                 time: 0,
                 thread,
-                stack: stack.clone(),
+                stack: stack.clone().into(),
                 truncated: false,
                 weight: 1_000_000,
                 counters: per[..n].to_vec(),

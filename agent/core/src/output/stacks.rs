@@ -36,6 +36,11 @@ pub struct StackTable {
 
 impl StackTable {
     pub fn add(&mut self, s: &Sample) {
+        self.add_sums(s, 1, s.weight, &s.counters);
+    }
+
+    /// Adds `samples` samples with `s`'s stack, thread and component and the given sums.
+    fn add_sums(&mut self, s: &Sample, samples: u64, weight: u64, counters: &[u64]) {
         let key = StackKey {
             frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
             thread: s.thread,
@@ -50,20 +55,40 @@ impl StackTable {
             }
         };
         let e = &mut self.entries[i];
-        e.samples += 1;
-        e.weight += s.weight;
-        if e.counters.len() < s.counters.len() {
-            e.counters.resize(s.counters.len(), 0);
+        e.samples = e.samples.saturating_add(samples);
+        e.weight = e.weight.saturating_add(weight);
+        if e.counters.len() < counters.len() {
+            e.counters.resize(counters.len(), 0);
         }
-        for (a, b) in e.counters.iter_mut().zip(&s.counters) {
-            *a += b;
+        for (a, b) in e.counters.iter_mut().zip(counters) {
+            *a = a.saturating_add(*b);
         }
     }
 
+    /// The table of a recording. Samples that share a stack (as read from a file) are summed
+    /// per (stack, thread, component) first, so each distinct stack is hashed once.
     pub fn from_recording(rec: &Recording) -> StackTable {
+        let mut index: HashMap<(usize, usize, ThreadIdx, VmComponent), usize> = HashMap::new();
+        let mut groups: Vec<(usize, u64, u64, Vec<u64>)> = Vec::new();
+        for (i, s) in rec.samples.iter().enumerate() {
+            let key = (s.stack.as_ptr() as usize, s.stack.len(), s.thread, s.component);
+            let g = *index.entry(key).or_insert_with(|| {
+                groups.push((i, 0, 0, Vec::new()));
+                groups.len() - 1
+            });
+            let g = &mut groups[g];
+            g.1 += 1;
+            g.2 = g.2.saturating_add(s.weight);
+            if g.3.len() < s.counters.len() {
+                g.3.resize(s.counters.len(), 0);
+            }
+            for (a, b) in g.3.iter_mut().zip(&s.counters) {
+                *a = a.saturating_add(*b);
+            }
+        }
         let mut t = StackTable::default();
-        for s in &rec.samples {
-            t.add(s);
+        for (first, samples, weight, counters) in groups {
+            t.add_sums(&rec.samples[first], samples, weight, &counters);
         }
         t
     }

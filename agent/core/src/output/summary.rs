@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::cct::Cct;
 use crate::model::{PeriodUnit, Recording, Sample, VmComponent};
 
-use super::report::method_rows;
+use super::methods::method_rows;
 use super::text::{duration_ns, group, pct};
 
 /// Samples per VM component, in [`VmComponent::ALL`] order, components without samples left

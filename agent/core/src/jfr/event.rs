@@ -1,0 +1,47 @@
+//! One event record being built: the type id, the fields in declared order, then the size in
+//! front. Used by the writer for samples and by [`super::marks`] for the bridge's events.
+
+use super::varint::{put_string, put_string_ref, put_varint, varint_len};
+
+/// Builds one event record: `begin` reserves nothing; `finish` prepends the size.
+pub struct EventBuf {
+    body: Vec<u8>,
+}
+
+impl EventBuf {
+    pub fn new(type_id: u64) -> EventBuf {
+        let mut body = Vec::with_capacity(64);
+        put_varint(&mut body, type_id);
+        EventBuf { body }
+    }
+
+    pub fn long(&mut self, v: u64) -> &mut Self {
+        put_varint(&mut self.body, v);
+        self
+    }
+
+    pub fn string(&mut self, s: Option<&str>) -> &mut Self {
+        put_string(&mut self.body, s);
+        self
+    }
+
+    pub fn string_ref(&mut self, key: u64) -> &mut Self {
+        put_string_ref(&mut self.body, key);
+        self
+    }
+
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.body.extend_from_slice(b);
+        self
+    }
+
+    /// Appends the record (size, then body) to `out`. The size counts itself.
+    pub fn finish(&self, out: &mut Vec<u8>) {
+        let mut n = 1;
+        while varint_len((self.body.len() + n) as u64) > n {
+            n += 1;
+        }
+        put_varint(out, (self.body.len() + n) as u64);
+        out.extend_from_slice(&self.body);
+    }
+}

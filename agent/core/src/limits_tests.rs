@@ -1,0 +1,168 @@
+//! The readers and analyses on adversarial input ([`crate::adversarial`]): structure sizes stay
+//! linear in the input, deep input completes, and the limits refuse with the line the README
+//! documents. Timing goals are the benchmark's (`bench-readers`), not these tests'.
+
+use std::sync::Arc;
+
+use crate::adversarial::{self, Names};
+use crate::analysis::callerchain::{parse_quads, quad_events, ChainTree, MAX_INDENT};
+use crate::analysis::ccmap::{CcMap, CCMAP_MAX_CONTEXT};
+use crate::analysis::compare::{compare, CompareOptions, Weight};
+use crate::cct::Cct;
+use crate::jfr::parser::parse_chunks;
+use crate::jfr::{recording_from_chunks, ReadErrorKind};
+use crate::limits::{LimitError, MAX_STACK_DEPTH};
+use crate::load::{parse_collapsed, CollapsedError};
+use crate::model::Recording;
+use crate::output::{flame_html, flame_svg, to_collapsed, CountBy, HtmlOptions, SvgOptions};
+
+fn read(bytes: &[u8]) -> Recording {
+    recording_from_chunks(&parse_chunks(bytes, &|_| true).unwrap()).unwrap()
+}
+
+fn temp(name: &str, data: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hpm-limits-unit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, data).unwrap();
+    p
+}
+
+#[test]
+fn samples_read_from_one_stored_stack_share_one_copy() {
+    // 2,000 samples of a 5,000-frame stack: one copy of the frames, not 2,000.
+    let rec = read(&adversarial::deep_jfr(5_000, 2_000, Names::Distinct));
+    assert_eq!(rec.samples.len(), 2_000);
+    let first = &rec.samples[0].stack;
+    assert_eq!(first.len(), 5_000);
+    assert!(rec.samples.iter().all(|s| Arc::ptr_eq(&s.stack, first)));
+    // The tree has a node per frame, whatever the number of samples.
+    let cct = Cct::from_recording(&rec, true);
+    assert_eq!(cct.nodes.len(), 5_000 + 2);
+    assert_eq!(cct.total_samples(), 2_000);
+}
+
+#[test]
+fn deep_recursion_counts_once_per_sample() {
+    let cct = parse_collapsed(&adversarial::deep_collapsed(20_000, 2, 3, Names::Recursive)).unwrap();
+    let t = cct.method_totals();
+    assert_eq!(t["gen.Rec.f"].total_samples, 6, "recursion counted once per sample");
+    assert_eq!(t["gen.Leaf.l1"].self_samples, 3);
+}
+
+#[test]
+fn flame_graphs_of_a_deep_stack_are_linear() {
+    let depth = 20_000;
+    let cct = parse_collapsed(&adversarial::deep_collapsed(depth, 1, 5, Names::Distinct)).unwrap();
+    let svg = flame_svg(&cct, &SvgOptions::default());
+    assert_eq!(svg.matches("<rect").count(), 1 + depth + 1, "background, root, one per frame");
+    let html = flame_html(&cct, &HtmlOptions::default());
+    assert!(html.len() < 200 * depth, "{} bytes", html.len());
+    let collapsed = to_collapsed(&cct, CountBy::Samples);
+    assert_eq!(collapsed.lines().count(), 1);
+}
+
+#[test]
+fn ccmap_of_a_deep_stack_grows_linearly() {
+    let depth = 3_000;
+    let cct = parse_collapsed(&adversarial::deep_collapsed(depth, 1, 1, Names::Distinct)).unwrap();
+    let map = CcMap::from_cct(&cct);
+    assert_eq!(map.methods().len(), depth);
+    // Without the context bound this is depth^2 / 2 (4.5 million here).
+    assert!(map.callee_refs().len() <= depth * CCMAP_MAX_CONTEXT, "{} callee refs", map.callee_refs().len());
+    assert!(map.callee_refs().len() >= (depth - CCMAP_MAX_CONTEXT - 2) * CCMAP_MAX_CONTEXT);
+    // Paths of the longest kept context are still found, with their counts.
+    let longest = map.hottest_paths(1);
+    assert_eq!(longest[0].methods.len(), CCMAP_MAX_CONTEXT + 2);
+    assert_eq!(longest[0].count, 1);
+    // The dump loads back (its contexts are within the bound the loader checks).
+    let dump = map.dump();
+    let back = CcMap::parse_dump(&dump).unwrap();
+    assert_eq!(back, map);
+}
+
+#[test]
+fn callerchain_output_is_linear_in_a_deep_chain() {
+    let depth = 5_000;
+    let quads = parse_quads(&adversarial::deep_quads(depth)).unwrap();
+    let tree = ChainTree::build(&quads).unwrap();
+    assert_eq!(tree.nodes.len(), depth + 1);
+    let text = tree.render();
+    assert_eq!(text.lines().count(), depth + 1);
+    // Indentation stops at MAX_INDENT levels: without it the text is 25 MB here.
+    let widest = 2 * MAX_INDENT + "[level 5000] f5000 @5000  1 samples".len();
+    assert!(text.len() <= (depth + 1) * (widest + 1), "{} bytes", text.len());
+    assert!(text.lines().last().unwrap().contains(&format!("[level {depth}] f{depth} @{depth}")));
+    let s = tree.stats(&quad_events(&quads));
+    assert_eq!((s.events, s.mapped), (depth as u64, depth as u64));
+}
+
+#[test]
+fn comparing_deep_profiles_keys_contexts_by_node() {
+    let a = parse_collapsed(&adversarial::deep_collapsed(20_000, 3, 2, Names::Distinct)).unwrap();
+    let b = parse_collapsed(&adversarial::deep_collapsed(20_000, 3, 5, Names::Distinct)).unwrap();
+    for weight in [Weight::SelfSamples, Weight::TotalSamples] {
+        let c = compare(&a, &b, &CompareOptions { weight, ..Default::default() });
+        assert!((c.overlap.unwrap() - 1.0).abs() < 1e-9, "{weight:?}: {:?}", c.overlap);
+        assert_eq!(c.hot_edge_coverage, Some(1.0));
+    }
+}
+
+#[test]
+fn stacks_deeper_than_the_limit_are_refused() {
+    let line = format!("{} 1\n", vec!["f"; MAX_STACK_DEPTH + 1].join(";"));
+    let (n, e) = parse_collapsed(&line).unwrap_err();
+    assert_eq!(n, 1);
+    assert_eq!(e, CollapsedError::Limit(LimitError::StackTooDeep { frames: MAX_STACK_DEPTH as u64 + 1 }));
+    assert!(e.to_string().contains("deeper than hpm reads (1000000 frames)"), "{e}");
+    // At the limit it is read.
+    let line = format!("{} 1\n", vec!["f"; MAX_STACK_DEPTH].join(";"));
+    assert_eq!(parse_collapsed(&line).unwrap().nodes.len(), MAX_STACK_DEPTH + 1);
+}
+
+#[test]
+fn jfr_weights_that_overflow_are_refused() {
+    let p = temp("huge.jfr", &adversarial::huge_weights_jfr());
+    let e = crate::jfr::read_recording(&p).unwrap_err();
+    assert!(matches!(e.kind, ReadErrorKind::Limit(LimitError::SumOverflow { .. })), "{e}");
+    assert!(e.to_string().contains("chunk 0: the sample weights (periods) add up to more than"), "{e}");
+}
+
+#[test]
+fn a_cut_last_chunk_leaves_the_earlier_ones_readable() {
+    for keep in [10, 68, 500] {
+        let (bytes, at) = adversarial::truncated_jfr(3, keep);
+        let p = temp(&format!("cut{keep}.jfr"), &bytes);
+        let read = crate::jfr::read_recording(&p).unwrap();
+        assert_eq!(read.recording.samples.len(), 30, "three complete chunks of 10");
+        let lost = read.lost.unwrap();
+        assert_eq!((lost.chunk, lost.offset), (3, at as u64));
+        assert_eq!(lost.present, (bytes.len() - at) as u64);
+        assert!(lost.to_string().starts_with(&format!("chunk 3 at byte {at} is incomplete")), "{lost}");
+    }
+    // A chunk whose header says it is still being written, and space that was never written.
+    let (mut bytes, _) = adversarial::truncated_jfr(1, 0);
+    let one = bytes.clone();
+    let mut unfinished = one.clone();
+    unfinished[64] = 1;
+    bytes.extend_from_slice(&unfinished);
+    let read = crate::jfr::read_recording(&temp("unfinished.jfr", &bytes)).unwrap();
+    assert!(read.lost.unwrap().why.contains("still being written"));
+    let mut zeros = one;
+    zeros.extend(vec![0u8; 4096]);
+    let read = crate::jfr::read_recording(&temp("zeros.jfr", &zeros)).unwrap();
+    assert_eq!(read.recording.samples.len(), 10);
+    assert!(read.lost.unwrap().why.contains("zero bytes"));
+}
+
+#[test]
+fn source_files_survive_the_jfr_round_trip() {
+    let rec = read(&adversarial::deep_jfr(30, 2, Names::Distinct));
+    for (_, m) in rec.methods.iter() {
+        let class = m.class_name.rsplit('.').next().unwrap();
+        assert_eq!(m.source_file.as_deref(), Some(format!("{class}.java").as_str()), "{}", m.display_name());
+    }
+    let stacks = crate::output::stacks::StackTable::from_recording(&rec);
+    let json = crate::output::json::to_json(&rec, &stacks);
+    assert!(json.contains("\"sourceFile\":\"C5.java\",\"sourcePath\":\"gen/C5.java\""), "{json}");
+}
