@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+mod attachee;
+pub use attachee::{attach_ok, hpm, Attachee};
+
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()
 }
@@ -18,10 +21,14 @@ fn target_dir() -> PathBuf {
 }
 
 /// Builds libhpm.so and hpm (release: the tests measure shares under realistic costs) once per
-/// test process and returns the directory holding both.
+/// test process and returns the directory holding both; `HPM_TEST_BUILD=DIR` uses DIR instead.
 pub fn built() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        // Another build's directory (an older commit's, to see a test fail there), used as is.
+        if let Some(dir) = std::env::var_os("HPM_TEST_BUILD") {
+            return PathBuf::from(dir);
+        }
         let status = Command::new(env!("CARGO"))
             .args(["build", "--release", "-p", "hpm-agent", "-p", "hpm-cli"])
             .current_dir(workspace_root())

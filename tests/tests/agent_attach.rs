@@ -2,72 +2,15 @@
 //! it runs, stopped, and keeps running to a normal exit; on every JDK. Attaching to a process
 //! that is not a JVM fails with a clear message and leaves it alone.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::Command;
 
 use hpm_tests::*;
-
-struct Jvm {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    pid: u32,
-}
-
-impl Jvm {
-    fn start(jdk: &Jdk) -> Jvm {
-        let mut child = Command::new(jdk.java())
-            .args(["-XX:CompileCommand=quiet", "-cp"])
-            .arg(workloads())
-            .args(["Attachee", "2"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java");
-        let stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let pid =
-            line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("Attachee said {line:?}")).parse().unwrap();
-        Jvm { child, stdin, stdout, pid }
-    }
-
-    /// Sends a line and returns the answer line.
-    fn say(&mut self, line: &str) -> String {
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
-        let mut answer = String::new();
-        self.stdout.read_line(&mut answer).unwrap();
-        answer.trim().to_string()
-    }
-}
-
-impl Drop for Jvm {
-    fn drop(&mut self) {
-        // A failed assertion must not leave the JVM running.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn hpm(args: &[&str]) -> Output {
-    Command::new(hpm_bin()).args(args).output().expect("run hpm")
-}
-
-/// Runs `hpm attach PID COMMAND`, asserts it succeeded and returns its stdout.
-fn attach_ok(pid: u32, command: &str) -> String {
-    let o = hpm(&["attach", &pid.to_string(), command]);
-    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "hpm attach {pid} {command} failed: {}\nstdout: {out}\nstderr: {err}", o.status);
-    out.into_owned()
-}
 
 #[test]
 fn attach_start_dump_stop_on_a_running_jvm() {
     for jdk in jdks() {
         let dir = scratch(&format!("attach-{}", jdk.name));
-        let mut jvm = Jvm::start(&jdk);
+        let mut jvm = Attachee::start(&jdk);
         let pid = jvm.pid;
 
         // The first attach loads the agent; no session runs yet.
@@ -137,7 +80,7 @@ fn timer_samplers_attached_late_see_running_threads() {
     for (jdk, sampler) in cells {
         let what = format!("{} sampler={sampler}", jdk.name);
         let dir = scratch(&format!("attach-{sampler}-{}", jdk.name));
-        let mut jvm = Jvm::start(&jdk);
+        let mut jvm = Attachee::start(&jdk);
         assert_eq!(jvm.say("work 500"), "worked");
         let file = dir.join("late.collapsed");
         let out = attach_ok(jvm.pid, &format!("sampler={sampler},interval=5ms,quiet,file={}", file.display()));
@@ -157,7 +100,7 @@ fn timer_samplers_attached_late_see_running_threads() {
 fn a_late_attach_walks_the_main_thread() {
     for jdk in jdks() {
         let dir = scratch(&format!("attach-main-{}", jdk.name));
-        let mut jvm = Jvm::start(&jdk);
+        let mut jvm = Attachee::start(&jdk);
         let file = dir.join("main.collapsed");
         attach_ok(jvm.pid, &format!("interval=2ms,quiet,file={}", file.display()));
         assert_eq!(jvm.say("spin 1500"), "spun");
@@ -216,7 +159,7 @@ fn agent_threads(jdk: &Jdk, pid: u32) -> Vec<String> {
 fn every_session_resolves_like_the_first_and_leaves_no_agent_thread() {
     for jdk in jdks() {
         let dir = scratch(&format!("sessions-{}", jdk.name));
-        let mut jvm = Jvm::start(&jdk);
+        let mut jvm = Attachee::start(&jdk);
         let pid = jvm.pid;
         let mut first_share = None;
         for (i, sampler) in ["asgct", "jvmti", "asgct"].iter().enumerate() {

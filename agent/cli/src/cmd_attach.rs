@@ -61,17 +61,16 @@ pub fn main(args: &[String]) -> Result<(), String> {
     let lib = lib.canonicalize().map_err(|e| format!("--lib {}: {e}", lib.display()))?;
     let target = Target::find(pid)?;
 
-    // The agent writes its answer to a file in the JVM's /tmp; we read it through /proc.
+    // The agent writes its answer to a new file in the JVM's /tmp; we read it there (attach.rs).
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let name = format!("hpm-reply-{}-{nanos}", std::process::id());
-    let ours = target.tmp_dir().join(&name);
     let options =
         if command.is_empty() { format!("reply=/tmp/{name}") } else { format!("{command},reply=/tmp/{name}") };
     let lib_text = lib.to_string_lossy();
     let result = target.request("load", &[&lib_text, "true", &options]);
-    let reply = std::fs::read_to_string(&ours).ok();
-    let _ = std::fs::remove_file(&ours);
+    let reply = target.take_reply(&name);
     let (code, output) = result?;
+    let reply = reply?;
     if code != 0 {
         return Err(format!("the JVM {pid} could not load {lib_text}: {}", output.trim()));
     }

@@ -1,0 +1,169 @@
+//! `hpm attach` against a planted trigger link, a socket someone else serves, and a JVM whose
+//! /tmp is an absolute link inside its own root (issue 11, items 2-4). Each JVM is fresh, so its
+//! attach listener is not running yet and hpm has to go through the trigger and the socket.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::process::Command;
+
+use hpm_tests::*;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A `.attach_pid<PID>` symlink planted in the JVM's working directory, pointing at a file only
+/// its owner may read: hpm never writes through it (it used to truncate the file), leaves the
+/// link alone, and the attach still works (HotSpot accepts the trigger it finds).
+#[test]
+fn a_planted_trigger_link_is_neither_followed_nor_truncated() {
+    let jdk = &jdks()[0];
+    let dir = scratch("attach-trigger-link");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "only the owner reads this\n").unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut cmd = Attachee::command(jdk);
+    cmd.current_dir(&dir);
+    let jvm = Attachee::spawn(cmd);
+    let link = dir.join(format!(".attach_pid{}", jvm.pid));
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+
+    let o = hpm(&["attach", &jvm.pid.to_string(), "status"]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "only the owner reads this\n", "the victim was written");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink(), "hpm removed a link it did not create");
+    assert!(o.status.success(), "attach through the JVM's own trigger check failed: {}", stderr(&o));
+    jvm.finish("trigger link");
+}
+
+/// Something else listens on `/tmp/.java_pid<PID>` before the JVM does: hpm sends it nothing and
+/// fails with one line naming the problem, instead of printing its forged answer as success.
+#[test]
+fn a_socket_someone_else_serves_gets_nothing() {
+    let jdk = &jdks()[0];
+    // 0600: the mode the JVM's own socket has, so only who serves it gives the fake away;
+    // 0666: refused before connecting, as the JDK's client refuses it.
+    for (mode, expected) in [(0o600, "not by the JVM"), (0o666, "with mode 666")] {
+        let jvm = Attachee::start(jdk);
+        let path = format!("/tmp/.java_pid{}", jvm.pid);
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        // The fake server records what its first connection sends and answers like a JVM.
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // A request is five NUL-terminated fields; hpm's own closes the connection early.
+            while got.iter().filter(|&&b| b == 0).count() < 5 {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            if !got.is_empty() {
+                let _ = s.write_all(b"0\nforged: the agent answers yes\n");
+            }
+            got
+        });
+        let o = hpm(&["attach", &jvm.pid.to_string(), "status"]);
+        // hpm has exited: if it never connected, this is the server's first connection.
+        drop(std::os::unix::net::UnixStream::connect(&path));
+        let got = server.join().unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert!(got.is_empty(), "mode {mode:o}: the fake socket received {:?}", String::from_utf8_lossy(&got));
+        assert!(!o.status.success(), "mode {mode:o}: the forged answer was taken: {o:?}");
+        assert!(stderr(&o).contains(expected), "mode {mode:o}: unclear message: {}", stderr(&o));
+        assert!(stderr(&o).contains("nothing was sent"), "mode {mode:o}: {}", stderr(&o));
+        jvm.finish("fake socket");
+    }
+}
+
+/// A JVM chrooted (in a mount namespace the test makes) into a root whose `/tmp` is an absolute
+/// symlink, `/tmp -> /jtmp`, as container images have: hpm finds the socket and the agent's
+/// answer where the JVM put them, inside its root. Through `/proc/PID/root/tmp` the link used to
+/// resolve against hpm's own root (a host path), so the attach timed out or read host files.
+#[test]
+fn a_jvm_whose_tmp_is_an_absolute_link_in_its_own_root_is_attached_there() {
+    if !is_root() || !Path::new("/usr/bin/unshare").exists() || !Path::new("/usr/sbin/chroot").exists() {
+        println!("skipped: needs root, unshare and chroot to build the JVM's root");
+        return;
+    }
+    let jdk = &jdks()[0];
+    let dir = scratch("attach-chroot");
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("jtmp")).unwrap();
+    std::fs::set_permissions(root.join("jtmp"), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::symlink("/jtmp", root.join("tmp")).unwrap();
+    // The host's own directories, bound in; merged-/usr links copied as links. The agent and
+    // the workloads are bound at their host paths, which hpm passes to the JVM.
+    let mut script = String::from("set -e\n");
+    for d in ["bin", "lib", "lib64", "sbin"] {
+        let host = Path::new("/").join(d);
+        if let Ok(t) = std::fs::read_link(&host) {
+            std::os::unix::fs::symlink(t, root.join(d)).unwrap();
+        } else if host.is_dir() {
+            script += &format!("mkdir -p '{0}/{d}' && mount --bind /{d} '{0}/{d}'\n", root.display());
+        }
+    }
+    let agent_dir = agent_path().parent().unwrap().to_path_buf();
+    for d in [Path::new("/usr"), Path::new("/etc"), Path::new("/dev"), Path::new("/proc"), &agent_dir, workloads()] {
+        let inside = root.join(d.strip_prefix("/").unwrap());
+        script += &format!("mkdir -p '{0}' && mount --bind '{1}' '{0}'\n", inside.display(), d.display());
+    }
+    script += &format!(
+        "exec chroot '{}' '{}' -XX:CompileCommand=quiet -cp '{}' Attachee 2\n",
+        root.display(),
+        jdk.java().display(),
+        workloads().display()
+    );
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--mount", "--propagation", "private", "bash", "-c", &script]);
+    let mut jvm = Attachee::spawn(cmd);
+
+    let file = "/jtmp/chrooted.collapsed"; // the JVM's path
+    let out = attach_ok(jvm.pid, &format!("interval=5ms,quiet,file={file}"));
+    assert!(out.contains("profiling started"), "{out}");
+    assert!(root.join("jtmp").join(format!(".java_pid{}", jvm.pid)).exists(), "the socket is not in the JVM's /tmp");
+    assert_eq!(jvm.say("work 500"), "worked");
+    let status = attach_ok(jvm.pid, "status");
+    assert!(status.contains("running"), "the agent's answer (read from the JVM's /tmp) is missing: {status}");
+    attach_ok(jvm.pid, "stop");
+    let stacks = read_collapsed(&root.join("jtmp/chrooted.collapsed"));
+    assert!(stacks.iter().any(|(s, _)| s.iter().any(|f| f.starts_with("Attachee"))), "no Attachee frame");
+    jvm.finish("chroot");
+}
+
+/// Root attaching to another user's JVM becomes that user entirely first (groups, real,
+/// effective and saved ids): the trigger it leaves for the JVM is that user's, and the attach,
+/// the agent's answer and the profile all work as that user.
+#[test]
+fn root_attaches_to_another_users_jvm_as_that_user() {
+    if !is_root() || !Path::new("/usr/bin/setpriv").exists() {
+        println!("skipped: needs root and setpriv to run a JVM as nobody");
+        return;
+    }
+    let jdk = &jdks()[0];
+    let dir = scratch("attach-nobody");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"]);
+    let java = Attachee::command(jdk);
+    cmd.arg(java.get_program()).args(java.get_args()).current_dir(&dir);
+    let mut jvm = Attachee::spawn(cmd);
+    let file = dir.join("nobody.collapsed");
+    let out = attach_ok(jvm.pid, &format!("interval=5ms,quiet,file={}", file.display()));
+    assert!(out.contains("profiling started"), "{out}");
+    assert_eq!(jvm.say("work 300"), "worked");
+    attach_ok(jvm.pid, "stop");
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(std::fs::metadata(&file).unwrap().uid(), 65534, "the profile is not the JVM user's");
+    assert!(!read_collapsed(&file).is_empty());
+    jvm.finish("as nobody");
+}
