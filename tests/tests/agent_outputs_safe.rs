@@ -1,0 +1,91 @@
+//! The agent's outputs cannot be redirected, and a refused request touches no file (issue 11,
+//! item 1), end to end: -agentpath's `file=`, a refused start, `stop,file=` without a session,
+//! and `dump,file=` through `hpm attach`. (hpm_core::outfile's own tests cover the primitive.)
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use hpm_tests::*;
+
+const SECRET: &str = "only the owner reads this\n";
+
+/// A 0600 file with known content, and a symbolic link to it at `dir/name`.
+fn victim_and_link(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let victim = dir.join("victim");
+    std::fs::write(&victim, SECRET).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.join(name);
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    (victim, link)
+}
+
+fn assert_untouched(victim: &Path, what: &str) {
+    assert_eq!(std::fs::read_to_string(victim).unwrap(), SECRET, "{what}: the link's target was written");
+}
+
+/// No file at `path` nor at `path.part`.
+fn assert_absent(path: &Path, what: &str) {
+    assert!(!path.exists(), "{what}: {} was created", path.display());
+    let part = PathBuf::from(format!("{}.part", path.display()));
+    assert!(!part.exists(), "{what}: {} was created", part.display());
+}
+
+#[test]
+fn a_link_at_an_output_is_refused_with_one_line_and_never_written() {
+    let jdk = &jdks()[0];
+    for name in ["p.jfr", "p.collapsed"] {
+        let dir = scratch(&format!("outputs-link-{name}"));
+        let (victim, link) = victim_and_link(&dir, name);
+        let run = run_java(jdk, Some(&format!("file={}", link.display())), &[], "Shares", &["1", "0.1"]);
+        assert!(!run.status.success(), "{name}: the JVM started with a link as output");
+        assert!(run.stderr.contains("is a symbolic link, and hpm never writes through one"), "{name}: {}", run.stderr);
+        assert_untouched(&victim, name);
+    }
+}
+
+#[test]
+fn a_refused_start_touches_none_of_its_outputs() {
+    let jdk = &jdks()[0];
+    let dir = scratch("outputs-refused-start");
+    let first = dir.join("first.jfr");
+    std::fs::write(&first, "an earlier profile\n").unwrap();
+    let options = format!("file={},file=/nonexistent-dir/second.collapsed", first.display());
+    let run = run_java(jdk, Some(&options), &[], "Shares", &["1", "0.1"]);
+    assert!(!run.status.success(), "the JVM started with an unwritable output");
+    assert_eq!(std::fs::read_to_string(&first).unwrap(), "an earlier profile\n", "the first output was truncated");
+    assert_absent(&dir.join("second.collapsed"), "refused start");
+    assert!(!dir.join("first.jfr.part").exists(), "refused start created first.jfr.part");
+}
+
+#[test]
+fn commands_through_attach_check_before_they_create() {
+    let jdk = &jdks()[0];
+    let dir = scratch("outputs-attach");
+    let mut jvm = Attachee::start(jdk);
+    let pid = jvm.pid.to_string();
+
+    // stop,file=X with no session: refused, X neither created nor truncated.
+    let kept = dir.join("kept.collapsed");
+    std::fs::write(&kept, "x 1\n").unwrap();
+    let fresh = dir.join("fresh.collapsed");
+    for file in [&kept, &fresh] {
+        let o = hpm(&["attach", &pid, &format!("stop,file={}", file.display())]);
+        assert!(!o.status.success(), "stop without a session succeeded");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("no profiling session"), "{o:?}");
+    }
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "x 1\n", "stop without a session truncated its file");
+    assert_absent(&fresh, "stop without a session");
+
+    // dump,file=LINK while a session runs: refused, the session goes on, the target is intact.
+    attach_ok(jvm.pid, &format!("interval=5ms,quiet,file={}", dir.join("end.collapsed").display()));
+    assert_eq!(jvm.say("work 300"), "worked");
+    let (victim, link) = victim_and_link(&dir, "dump.collapsed");
+    let o = hpm(&["attach", &pid, &format!("dump,file={}", link.display())]);
+    assert!(!o.status.success(), "dump to a link succeeded");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("symbolic link"), "{o:?}");
+    assert_untouched(&victim, "dump");
+    assert!(attach_ok(jvm.pid, "status").contains("running"), "the refused dump ended the session");
+    attach_ok(jvm.pid, "stop");
+    assert!(!read_collapsed(&dir.join("end.collapsed")).is_empty());
+    jvm.finish("outputs through attach");
+}
