@@ -272,24 +272,17 @@ mod loom_tests {
                     }
                 })
             };
+            let drain = |seen: &mut Vec<_>| {
+                let full = pool.take_full();
+                for h in full.into_iter().chain(q.steal()) {
+                    seen.extend_from_slice(pool.get(&h).filled());
+                    pool.recycle(h);
+                }
+            };
             let mut seen = Vec::new();
-            for h in pool.take_full() {
-                seen.extend_from_slice(pool.get(&h).filled());
-                pool.recycle(h);
-            }
-            if let Some(h) = q.steal() {
-                seen.extend_from_slice(pool.get(&h).filled());
-                pool.recycle(h);
-            }
+            drain(&mut seen);
             producer.join().unwrap();
-            for h in pool.take_full() {
-                seen.extend_from_slice(pool.get(&h).filled());
-                pool.recycle(h);
-            }
-            if let Some(h) = q.steal() {
-                seen.extend_from_slice(pool.get(&h).filled());
-                pool.recycle(h);
-            }
+            drain(&mut seen);
             seen.sort_unstable();
             seen.dedup();
             assert_eq!(seen.len() as u64 + pool.dropped(), n);
