@@ -11,21 +11,34 @@ use std::time::Duration;
 
 use hpm_tests::*;
 
+/// A failed assertion must not leave the JVM waiting for signals.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_foreign_sigprof_reaches_the_programs_own_handler() {
     for jdk in jdks() {
         let dir = scratch(&format!("sigprof-{}", jdk.name));
         let file = dir.join("p.collapsed");
-        let mut child = Command::new(jdk.java())
-            .arg(format!("-Dhpm.agent.path={}", agent_path().display()))
-            .args(["-cp"])
-            .arg(workloads())
-            .arg("SigprofUser")
-            .arg(&file)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java");
+        let mut child = KillOnDrop(
+            Command::new(jdk.java())
+                .arg(format!("-Dhpm.agent.path={}", agent_path().display()))
+                .args(["-cp"])
+                .arg(workloads())
+                .arg("SigprofUser")
+                .arg(&file)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .expect("run java"),
+        );
+        let child = &mut child.0;
         let mut stdin = child.stdin.take().unwrap();
         let (tx, rx) = mpsc::channel();
         let stdout = child.stdout.take().unwrap();
