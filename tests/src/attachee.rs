@@ -1,5 +1,5 @@
-//! A JVM to attach to (tests/workloads/Attachee.java), driven by lines on its stdin, and
-//! `hpm attach` runs against it.
+//! Running the `hpm` command: against a JVM to attach to (tests/workloads/Attachee.java,
+//! driven by lines on its stdin), and its argument errors.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
@@ -73,4 +73,14 @@ pub fn attach_ok(pid: u32, command: &str) -> String {
     let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "hpm attach {pid} {command} failed: {}\nstdout: {out}\nstderr: {err}", o.status);
     out.into_owned()
+}
+
+/// The argument parser's refusal (clap) of `hpm ARGS`: status 2, `error: …` naming the
+/// argument, and where to find more. Returns stderr.
+pub fn usage_error(args: &[&str]) -> String {
+    let out = hpm(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "hpm {args:?} should fail with status 2; stderr: {err}");
+    assert!(err.starts_with("error: ") && err.contains("--help"), "{err}");
+    err
 }

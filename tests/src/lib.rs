@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 mod attachee;
-pub use attachee::{attach_ok, hpm, Attachee};
+pub use attachee::{attach_ok, hpm, usage_error, Attachee};
 
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_path_buf()

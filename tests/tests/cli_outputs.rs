@@ -115,16 +115,16 @@ fn report_on_collapsed_stacks() {
 fn bad_arguments_give_one_line_errors() {
     let input = data("small.collapsed");
     let input = input.to_str().unwrap();
-    assert!(error_line(&["flamegraph", input]).contains("missing -o OUT"));
+    assert!(hpm_tests::usage_error(&["flamegraph", input]).contains("--output <OUT>"));
     let e = error_line(&["flamegraph", input, "-o", "out.png"]);
     assert!(e.contains(".png") && e.contains(".html") && e.contains(".svg") && e.contains(".collapsed"), "{e}");
     let e = error_line(&["flamegraph", "no/such/file.collapsed", "-o", "x.html"]);
     assert!(e.contains("no/such/file.collapsed") && e.contains("os error"), "{e}");
     let e = error_line(&["report", "profile.zip"]);
     assert!(e.contains(".jfr") && e.contains(".collapsed"), "{e}");
-    assert!(error_line(&["report"]).contains("missing input file"));
-    assert!(error_line(&["report", input, "--top", "x"]).contains("--top"));
-    assert!(error_line(&["report", input, "--bogus"]).contains("unknown option `--bogus`"));
+    assert!(hpm_tests::usage_error(&["report"]).contains("<FILE>"));
+    assert!(hpm_tests::usage_error(&["report", input, "--top", "x"]).contains("--top"));
+    assert!(hpm_tests::usage_error(&["report", input, "--bogus"]).contains("'--bogus'"));
     assert!(error_line(&["report", input, "--threads"]).contains(".jfr"));
     let bad = scratch("bad.collapsed");
     std::fs::write(&bad, "main;a 1\nmain;b lots\n").unwrap();

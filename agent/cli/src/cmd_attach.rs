@@ -1,16 +1,12 @@
-//! `hpm attach PID [COMMAND] [--lib PATH]`: loads libhpm.so into a running HotSpot JVM through
+//! `hpm attach PID [COMMAND]... [--lib PATH]`: loads libhpm.so into a running HotSpot JVM through
 //! its attach mechanism (attach.rs) and runs a control command there; prints the agent's answer.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::attach::{self, Target};
 
-pub const HELP: &str = "\
-usage: hpm attach PID [COMMAND] [--lib PATH]
-
-Loads libhpm.so into the running HotSpot JVM PID (no -agentpath, no jdk.attach needed) and runs
-COMMAND in it. Attaching again runs the next command against the same agent.
-
+#[derive(clap::Args)]
+#[command(after_help = "\
 COMMAND (comma-separated, or separate words joined with commas):
   (none)                  start profiling with the default options (cpu-clock every 10ms,
                           written to hpm-PID.jfr in the JVM's working directory at stop)
@@ -22,40 +18,28 @@ COMMAND (comma-separated, or separate words joined with commas):
   status                  state, sampler, event, interval, samples, duration, files
 
 Paths are the JVM's (its working directory and file system). The agent options are those of
--agentpath (`hpm run help` lists them).
+-agentpath (`hpm run help` lists them). Attaching again runs the next command against the same
+agent. Samples before the attach are not seen; code compiled before it is replayed by the JVM.
+Root attaching to another user's JVM becomes that user first.")]
+pub struct Args {
+    /// The JVM's process id
+    pid: u32,
+    /// The command to run in it (see below); none means start
+    #[arg(value_name = "COMMAND")]
+    words: Vec<String>,
+    /// libhpm.so to load (default: $HPM_AGENT, else beside the hpm binary)
+    #[arg(long, value_name = "PATH")]
+    lib: Option<std::path::PathBuf>,
+}
 
-  --lib PATH              libhpm.so to load (default: $HPM_AGENT, else beside the hpm binary)
-
-Samples before the attach are not seen; code compiled before it is replayed by the JVM.";
-
-pub fn main(args: &[String]) -> Result<(), String> {
-    let mut pid = None;
-    let mut lib = None;
-    let mut words = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" | "help" if pid.is_none() => {
-                println!("{HELP}");
-                return Ok(());
-            }
-            "--lib" => lib = Some(it.next().ok_or("--lib needs a path to libhpm.so")?.clone()),
-            _ if pid.is_none() => {
-                pid = Some(
-                    a.parse::<u32>()
-                        .map_err(|_| format!("`{a}` is not a process id; usage: hpm attach PID [COMMAND]"))?,
-                )
-            }
-            _ => words.push(a.as_str()),
-        }
-    }
-    let pid = pid.ok_or("usage: hpm attach PID [COMMAND] [--lib PATH]  (hpm attach --help lists the commands)")?;
+pub fn main(a: Args) -> Result<(), String> {
+    let (pid, lib, words) = (a.pid, a.lib, a.words);
     let command = words.join(",");
     if command.contains("reply=") {
         return Err("`reply=` is reserved for hpm attach itself".into());
     }
     let lib = match lib {
-        Some(p) => std::path::PathBuf::from(p),
+        Some(p) => p,
         None => crate::cmd_run::find_agent()?,
     };
     let lib = lib.canonicalize().map_err(|e| format!("--lib {}: {e}", lib.display()))?;

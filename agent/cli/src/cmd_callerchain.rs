@@ -7,11 +7,14 @@ use std::path::Path;
 
 use hpm_core::analysis::callerchain::{load_events, load_quads, quad_events, ChainTree};
 
-use crate::cmd_compare::{first_line, Args};
-
-const USAGE: &str = "usage: hpm callerchain QUADS [--events FILE]
-  QUADS          lines `caller caller_depth callee callee_depth count` (depths: offsets from the stack base)
-  --events FILE  lines `method depth count` to map onto the tree (default: the quadruples' samples)";
+#[derive(clap::Args)]
+pub struct Args {
+    /// Lines `caller caller_depth callee callee_depth count` (depths: offsets from the stack base)
+    quads: String,
+    /// Lines `method depth count` to map onto the tree (default: the quadruples' samples)
+    #[arg(long, value_name = "FILE")]
+    events: Option<String>,
+}
 
 fn share(n: u64, of: u64) -> String {
     if of == 0 {
@@ -21,18 +24,13 @@ fn share(n: u64, of: u64) -> String {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    let Some(a) = Args::parse(args, &["--events"], &[], USAGE)? else {
-        return Ok(());
-    };
-    let [file] = a.positional.as_slice() else {
-        return Err(format!("give one quadruple file, got {}; {}", a.positional.len(), first_line(USAGE)));
-    };
+pub fn main(a: Args) -> Result<(), String> {
+    let file = &a.quads;
     let quads = load_quads(Path::new(file)).map_err(|e| e.to_string())?;
     if quads.is_empty() {
         return Err(format!("{file}: no quadruples; expected lines `caller caller_depth callee callee_depth count`"));
     }
-    let events = match a.value("--events") {
+    let events = match &a.events {
         Some(f) => load_events(Path::new(f)).map_err(|e| e.to_string())?,
         None => quad_events(&quads),
     };

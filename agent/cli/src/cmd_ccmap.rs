@@ -6,13 +6,22 @@ use std::path::Path;
 
 use hpm_core::analysis::ccmap::{CcMap, SingleTarget};
 
-use crate::cmd_compare::{first_line, load_profile, parse_count, Args};
+use crate::cmd_compare::{load_profile, positive};
 
-const USAGE: &str = "usage: hpm ccmap FILE [--top N] [--min-count N] [--dump OUT]
-  FILE           .jfr recording (call sites from bytecode indexes), collapsed stacks, or a .ccmap dump
-  --top N        rows per table (default 10)
-  --min-count N  prune nodes counted fewer than N times first
-  --dump OUT     write the map to OUT (text; `hpm ccmap OUT` reads it back)";
+#[derive(clap::Args)]
+pub struct Args {
+    /// A .jfr recording (call sites from bytecode indexes), collapsed stacks, or a .ccmap dump
+    file: String,
+    /// Rows per table
+    #[arg(long, default_value_t = 10, value_parser = positive::<usize>)]
+    top: usize,
+    /// Prune nodes counted fewer than N times first
+    #[arg(long, value_name = "N", value_parser = positive::<u64>)]
+    min_count: Option<u64>,
+    /// Write the map to OUT (text; `hpm ccmap OUT` reads it back)
+    #[arg(long, value_name = "OUT")]
+    dump: Option<String>,
+}
 
 fn load(path: &str) -> Result<CcMap, String> {
     let p = Path::new(path);
@@ -50,19 +59,13 @@ fn targets(title: &str, v: &[SingleTarget], top: usize) {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    let Some(a) = Args::parse(args, &["--top", "--min-count", "--dump"], &[], USAGE)? else {
-        return Ok(());
-    };
-    let [file] = a.positional.as_slice() else {
-        return Err(format!("give one profile, got {}; {}", a.positional.len(), first_line(USAGE)));
-    };
-    let top = a.value("--top").map(|v| parse_count("--top", v)).transpose()?.unwrap_or(10) as usize;
-    let mut map = load(file)?;
-    if let Some(v) = a.value("--min-count") {
-        map = map.prune(parse_count("--min-count", v)?);
+pub fn main(a: Args) -> Result<(), String> {
+    let top = a.top;
+    let mut map = load(&a.file)?;
+    if let Some(n) = a.min_count {
+        map = map.prune(n);
     }
-    if let Some(out) = a.value("--dump") {
+    if let Some(out) = &a.dump {
         map.save(Path::new(out))?;
     }
     println!("samples: {}", map.samples());

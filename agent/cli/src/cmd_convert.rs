@@ -8,37 +8,18 @@ use hpm_core::output::json::to_json;
 use hpm_core::output::pprof::pprof_gz;
 use hpm_core::output::stacks::StackTable;
 
-use crate::cmd_report::option_value;
+#[derive(clap::Args)]
+pub struct Args {
+    /// A .jfr recording
+    input: String,
+    /// OUT.pb.gz: pprof (gzip-compressed profile.proto, `go tool pprof -top OUT.pb.gz`);
+    /// OUT.json: JSON, schema hpm-profile/1 (docs/json.md)
+    #[arg(short, long, value_name = "OUT")]
+    output: String,
+}
 
-const USAGE: &str = "usage: hpm convert FILE.jfr -o OUT.pb.gz|OUT.json";
-
-pub fn main(args: &[String]) -> Result<(), String> {
-    let mut input: Option<&str> = None;
-    let mut output: Option<&str> = None;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "-h" || a == "--help" {
-            println!(
-                "{USAGE}\n  -o OUT.pb.gz  pprof (gzip-compressed profile.proto): `go tool pprof -top OUT.pb.gz`\n  \
-                 -o OUT.json   JSON, schema hpm-profile/1 (docs/json.md): methods with file, lines, self/total, counters, CPI; the tree"
-            );
-            return Ok(());
-        } else if let Some(v) = option_value(args, &mut i, "-o", "an output file, e.g. -o profile.pb.gz")? {
-            output = Some(v);
-        } else if a.starts_with('-') && a.len() > 1 {
-            return Err(format!("unknown option `{a}` for `hpm convert`; {USAGE}"));
-        } else if let Some(f) = input {
-            return Err(format!("unexpected argument `{a}` after `{f}`; give one input file and the output with -o"));
-        } else {
-            input = Some(a);
-        }
-        i += 1;
-    }
-    let input = input.ok_or(format!("missing input file; {USAGE}"))?;
-    let output = output.ok_or(format!(
-        "missing -o OUT: name the output file, e.g. `hpm convert {input} -o profile.pb.gz` (.pb.gz or .json)"
-    ))?;
+pub fn main(a: Args) -> Result<(), String> {
+    let (input, output) = (a.input.as_str(), a.output.as_str());
     let pprof = match OutputFormat::from_path(output) {
         Ok(OutputFormat::Pprof) => true,
         Ok(OutputFormat::Json) => false,
@@ -61,7 +42,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
     crate::cmd_report::warn(&notes);
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
-    std::fs::write(output, data).map_err(|e| format!("cannot write `{output}`: {e}"))?;
+    hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
     eprintln!("hpm: wrote {output} ({} samples, {} distinct stacks)", stacks.total_samples(), stacks.entries.len());
     Ok(())
 }

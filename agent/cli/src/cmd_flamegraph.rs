@@ -8,10 +8,25 @@ use hpm_core::output::flame_html::{flame_html, HtmlOptions};
 use hpm_core::output::flame_svg::{flame_svg, SvgOptions};
 use hpm_core::output::report::event_line;
 
-use crate::cmd_report::{load_input, option_value};
+use crate::cmd_report::load_input;
 
-const USAGE: &str = "usage: hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed \
-                     [--threads] [--title T] [--weight]";
+#[derive(clap::Args)]
+pub struct Args {
+    /// A .jfr recording or collapsed stacks (.collapsed)
+    input: String,
+    /// The output: .html (interactive, self-contained), .svg (static) or .collapsed (stack lines)
+    #[arg(short, long, value_name = "OUT")]
+    output: String,
+    /// One tower per thread (.jfr only)
+    #[arg(long)]
+    threads: bool,
+    /// Page title
+    #[arg(long, value_name = "T")]
+    title: Option<String>,
+    /// Widths by event weight (period) instead of sample counts
+    #[arg(long)]
+    weight: bool,
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum Format {
@@ -33,45 +48,10 @@ fn output_format(out: &str) -> Result<Format, String> {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    let mut input: Option<&str> = None;
-    let mut output: Option<&str> = None;
-    let mut title: Option<&str> = None;
-    let mut threads = false;
-    let mut by = CountBy::Samples;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "-h" || a == "--help" {
-            println!(
-                "{USAGE}\n  -o OUT     .html: interactive, self-contained; .svg: static; .collapsed: stack lines\n  \
-                 --threads  one tower per thread (.jfr only)\n  --title T  page title\n  \
-                 --weight   widths by event weight (period) instead of sample counts"
-            );
-            return Ok(());
-        } else if let Some(v) = option_value(args, &mut i, "-o", "an output file, e.g. -o profile.html")? {
-            output = Some(v);
-        } else if let Some(v) = option_value(args, &mut i, "--output", "an output file, e.g. --output profile.html")? {
-            output = Some(v);
-        } else if let Some(v) = option_value(args, &mut i, "--title", "a title, e.g. --title \"my run\"")? {
-            title = Some(v);
-        } else if a == "--threads" {
-            threads = true;
-        } else if a == "--weight" {
-            by = CountBy::Weight;
-        } else if a.starts_with('-') && a.len() > 1 {
-            return Err(format!("unknown option `{a}` for `hpm flamegraph`; {USAGE}"));
-        } else if let Some(f) = input {
-            return Err(format!("unexpected argument `{a}` after `{f}`; give one input file and the output with -o"));
-        } else {
-            input = Some(a);
-        }
-        i += 1;
-    }
-    let input = input.ok_or(format!("missing input file; {USAGE}"))?;
-    let output = output.ok_or(format!(
-        "missing -o OUT: name the output file, e.g. `hpm flamegraph {input} -o profile.html` (.html, .svg or .collapsed)"
-    ))?;
+pub fn main(a: Args) -> Result<(), String> {
+    let (input, output, threads) = (a.input.as_str(), a.output.as_str(), a.threads);
+    let by = if a.weight { CountBy::Weight } else { CountBy::Samples };
+    let title = a.title.as_deref();
     let format = output_format(output)?;
     let loaded = load_input(input, threads)?;
 
@@ -89,7 +69,7 @@ pub fn main(args: &[String]) -> Result<(), String> {
         Format::Svg => flame_svg(&loaded.cct, &SvgOptions { title, subtitle, by, ..Default::default() }),
         Format::Collapsed => to_collapsed(&loaded.cct, by),
     };
-    std::fs::write(output, text).map_err(|e| format!("cannot write `{output}`: {e}"))?;
+    hpm_core::outfile::write(output, text.as_bytes()).map_err(|e| e.to_string())?;
     eprintln!(
         "hpm: wrote {output} ({} samples, {} frames)",
         loaded.cct.total_samples(),

@@ -8,14 +8,25 @@ use std::path::Path;
 use hpm_core::analysis::load_trace;
 use hpm_core::analysis::phases::{parse_metric_pairs, CallGraph, MetricSummary, PhaseMetrics};
 
-use crate::cmd_compare::{first_line, parse_count, parse_percent, Args};
+use crate::cmd_compare::{percent_fraction, positive};
 
-const USAGE: &str = "usage: hpm phases TRACE [--weight W] [--grain G] [--top N] [--metrics FILE]
-  TRACE           lines `enter|exit THREAD METHOD COUNTER [COUNTER...]` in time order, or a binary HPMTRACE file
-  --weight W      theta_weight, percent of the total time a phase must exceed (default 10)
-  --grain G       theta_grain, percent of the total time its average invocation must exceed (default 5)
-  --top N         rows of the method table (default 20)
-  --metrics FILE  lines `PHASE VALUE`: per-phase observations for CoV and ANOVA";
+#[derive(clap::Args)]
+pub struct Args {
+    /// Lines `enter|exit THREAD METHOD COUNTER [COUNTER...]` in time order, or a binary HPMTRACE file
+    trace: String,
+    /// theta_weight: percent of the total time a phase must exceed
+    #[arg(long, value_name = "W", default_value = "10", value_parser = percent_fraction)]
+    weight: f64,
+    /// theta_grain: percent of the total time its average invocation must exceed
+    #[arg(long, value_name = "G", default_value = "5", value_parser = percent_fraction)]
+    grain: f64,
+    /// Rows of the method table
+    #[arg(long, default_value_t = 20, value_parser = positive::<usize>)]
+    top: usize,
+    /// Lines `PHASE VALUE`: per-phase observations for CoV and ANOVA
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<String>,
+}
 
 fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
@@ -47,17 +58,9 @@ fn print_summary(s: &MetricSummary) {
     }
 }
 
-pub fn main(args: &[String]) -> Result<(), String> {
-    let Some(a) = Args::parse(args, &["--weight", "--grain", "--top", "--metrics"], &[], USAGE)? else {
-        return Ok(());
-    };
-    let [file] = a.positional.as_slice() else {
-        return Err(format!("give one trace, got {}; {}", a.positional.len(), first_line(USAGE)));
-    };
-    let weight = a.value("--weight").map(|v| parse_percent("--weight", v)).transpose()?.unwrap_or(0.10);
-    let grain = a.value("--grain").map(|v| parse_percent("--grain", v)).transpose()?.unwrap_or(0.05);
-    let top = a.value("--top").map(|v| parse_count("--top", v)).transpose()?.unwrap_or(20) as usize;
-    let metrics = match a.value("--metrics") {
+pub fn main(a: Args) -> Result<(), String> {
+    let (file, weight, grain, top) = (&a.trace, a.weight, a.grain, a.top);
+    let metrics = match &a.metrics {
         Some(m) => {
             let text = std::fs::read_to_string(m).map_err(|e| format!("{m}: {e}"))?;
             Some(parse_metric_pairs(&text).map_err(|(l, msg)| format!("{m}:{l}: {msg}"))?)

@@ -1,5 +1,9 @@
-//! `hpm`: the user-facing commands. Each command lives in its own `cmd_*.rs` and returns
-//! `Err(message)` for anything the user must fix; `main` prints it and exits with status 2.
+//! `hpm`: the user-facing commands. One argument parser (clap) for all of them: each command's
+//! arguments are a struct in its own `cmd_*.rs`, whose `main` returns `Err(message)` for
+//! anything the user must fix; `main` prints it and exits with status 2 (clap's own usage
+//! errors exit 2 as well).
+
+use clap::{Parser, Subcommand};
 
 mod attach;
 mod cmd_attach;
@@ -12,49 +16,62 @@ mod cmd_phases;
 mod cmd_report;
 mod cmd_run;
 
-const USAGE: &str = "\
-hpm — hardware-performance-monitor profiler for the JVM
+/// hpm — hardware-performance-monitor profiler for the JVM.
+#[derive(Parser)]
+#[command(name = "hpm", version, after_help = "Agent options: `hpm run help` or `java -agentpath:libhpm.so=help`.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-usage:
-  hpm run [AGENT_OPTIONS] -- JAVA_COMMAND...   run java with libhpm.so attached
-  hpm attach PID [start,OPTIONS|dump,file=F|stop|status]
-                                               profile a running JVM (hpm attach --help)
-  hpm report FILE.jfr|FILE.collapsed [--top N] [--min-percent P] [--threads]
-                                               top methods, counter ratios, VM components, tree
-  hpm flamegraph FILE.jfr|FILE.collapsed -o OUT.html|OUT.svg|OUT.collapsed [--threads] [--title T] [--weight]
-  hpm convert FILE.jfr -o OUT.pb.gz|OUT.json   pprof (go tool pprof) or JSON (docs/json.md)
-  hpm compare A B [--threshold T]              overlap, hot-edge coverage, correlation
-  hpm ccmap FILE                               Call Context Map queries
-  hpm callerchain QUADS                        CallerChaining CCT reconstruction
-  hpm phases TRACE [--weight W] [--grain G]    method-level phase selection
-  hpm help                                     this text
+#[derive(Subcommand)]
+enum Command {
+    /// Run a java command with libhpm.so attached (`hpm run [AGENT_OPTIONS] -- java ...`)
+    Run(cmd_run::Args),
+    /// Profile a running JVM: load libhpm.so into it and run a command there
+    Attach(cmd_attach::Args),
+    /// Top methods, counter ratios, VM components and the call tree of a profile
+    Report(cmd_report::Args),
+    /// A flame graph (.html, .svg) or collapsed stacks of a profile
+    Flamegraph(cmd_flamegraph::Args),
+    /// A recording as pprof (go tool pprof) or JSON (docs/json.md)
+    Convert(cmd_convert::Args),
+    /// How similar two profiles are: overlap, hot-edge coverage, correlation
+    Compare(cmd_compare::Args),
+    /// Call Context Map queries (Chilingarova & Safonov)
+    Ccmap(cmd_ccmap::Args),
+    /// CallerChaining: the calling context tree from stack depths (Inoue & Nakatani)
+    Callerchain(cmd_callerchain::Args),
+    /// Method-level phases, overhead estimate, CoV and ANOVA (Georges et al.)
+    Phases(cmd_phases::Args),
+}
 
-Agent options: `hpm run help` or `java -agentpath:libhpm.so=help`.";
+/// The commands that print a report: cut short by a closed pipe (`hpm report … | head`), they
+/// end quietly as Unix tools do (SIGPIPE's default action) instead of panicking on the write.
+/// `run` and `attach` keep Rust's default (ignored, a write error) for their child and socket.
+fn end_quietly_on_broken_pipe() {
+    // SAFETY: restoring a signal's default disposition at start-up, before any thread exists.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+}
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = if args.is_empty() { &args[..] } else { &args[1..] };
-    let result = match args.first().map(String::as_str) {
-        Some("run") => cmd_run::main(rest),
-        Some("attach") => cmd_attach::main(rest),
-        Some("report") => cmd_report::main(rest),
-        Some("flamegraph") => cmd_flamegraph::main(rest),
-        Some("compare") => cmd_compare::main(rest),
-        Some("convert") => cmd_convert::main(rest),
-        Some("ccmap") => cmd_ccmap::main(rest),
-        Some("callerchain") => cmd_callerchain::main(rest),
-        Some("phases") => cmd_phases::main(rest),
-        None | Some("help") | Some("-h") | Some("--help") => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(format!("unknown command `{other}`; commands: run, attach, report, flamegraph, convert, compare, ccmap, callerchain, phases, help")),
+    let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run(_) | Command::Attach(_)) {
+        end_quietly_on_broken_pipe();
+    }
+    let result = match cli.command {
+        Command::Run(a) => cmd_run::main(a),
+        Command::Attach(a) => cmd_attach::main(a),
+        Command::Report(a) => cmd_report::main(a),
+        Command::Flamegraph(a) => cmd_flamegraph::main(a),
+        Command::Convert(a) => cmd_convert::main(a),
+        Command::Compare(a) => cmd_compare::main(a),
+        Command::Ccmap(a) => cmd_ccmap::main(a),
+        Command::Callerchain(a) => cmd_callerchain::main(a),
+        Command::Phases(a) => cmd_phases::main(a),
     };
-    match result {
-        Ok(()) => {}
-        Err(msg) => {
-            eprintln!("hpm: {msg}");
-            std::process::exit(2);
-        }
+    if let Err(msg) = result {
+        eprintln!("hpm: {msg}");
+        std::process::exit(2);
     }
 }

@@ -77,7 +77,7 @@ impl CcMap {
     }
 
     pub fn save(&self, path: &Path) -> Result<(), String> {
-        std::fs::write(path, self.dump()).map_err(|e| format!("{}: {e}", path.display()))
+        crate::outfile::write(path, self.dump().as_bytes()).map_err(|e| e.to_string())
     }
 
     pub fn load(path: &Path) -> Result<CcMap, LoadError> {
