@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hpm needs on a fresh machine (Debian): a JDK 17 with javac and jfr, Maven, a C
-# toolchain for Rust's linker, and Rust itself if missing. Idempotent: quick when all is there.
+# toolchain for Rust's linker, Rust itself if missing, and nightly + cargo-fuzz for fuzzing.
+# Idempotent: quick when all is there.
 set -euo pipefail
 
 need=()
@@ -26,6 +27,17 @@ if ! command -v cargo >/dev/null 2>&1; then
   else
     echo "setup: installing Rust (Debian's cargo)"
     apt-get install -y -qq cargo rustc >/dev/null
+  fi
+fi
+# scripts/fuzz.sh: cargo-fuzz on the nightly toolchain (libFuzzer needs nightly's sanitizers).
+if command -v rustup >/dev/null 2>&1; then
+  if ! rustup toolchain list | grep -q '^nightly'; then
+    echo "setup: installing Rust nightly (for the fuzz targets)"
+    rustup toolchain install nightly --profile minimal >/dev/null 2>&1 || echo "setup: nightly did not install; fuzzing will be NOT RUN"
+  fi
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "setup: installing cargo-fuzz (a few minutes, once)"
+    cargo install cargo-fuzz --locked >/dev/null 2>&1 || echo "setup: cargo-fuzz did not install; fuzzing will be NOT RUN"
   fi
 fi
 paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unknown)

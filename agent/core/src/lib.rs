@@ -10,6 +10,9 @@ pub mod cct;
 pub mod claim;
 pub mod codemap;
 pub mod component;
+pub mod fuzz_targets;
+#[cfg(test)]
+mod fuzz_targets_tests;
 pub mod hash;
 pub mod jfr;
 pub mod latency;

@@ -73,6 +73,33 @@ fn valid_event_list() -> String {
     s.join(", ")
 }
 
+/// Distinct raw event names one process keeps (each is made `'static` once).
+pub const MAX_RAW_EVENT_NAMES: usize = 256;
+
+/// The name of a raw event, kept for the life of the process (an `EventDef` holds a `'static`
+/// name): each distinct name once, at most [`MAX_RAW_EVENT_NAMES`]. It used to leak a copy per
+/// parse, so options parsed again and again (sessions through attach or the bridge) grew the
+/// heap without bound (found by the options fuzz target).
+fn raw_name(name: &str) -> Result<&'static str, OptionError> {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    keep_name(&NAMES, name, MAX_RAW_EVENT_NAMES)
+}
+
+fn keep_name(names: &std::sync::Mutex<Vec<&'static str>>, name: &str, max: usize) -> Result<&'static str, OptionError> {
+    let mut names = names.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return Ok(n);
+    }
+    if names.len() >= max {
+        return Err(OptionError(format!(
+            "event `{name}`: more than {max} distinct raw events in one process; reuse one"
+        )));
+    }
+    let kept: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(kept);
+    Ok(kept)
+}
+
 /// Looks an event up by name; `rXXXX` is a raw hardware encoding.
 pub fn parse_event(name: &str) -> Result<EventDef, OptionError> {
     if let Some(e) = EVENTS.iter().find(|e| e.name.eq_ignore_ascii_case(name)) {
@@ -81,9 +108,7 @@ pub fn parse_event(name: &str) -> Result<EventDef, OptionError> {
     if let Some(hex) = name.strip_prefix('r') {
         if !hex.is_empty() && hex.len() <= 16 {
             if let Ok(config) = u64::from_str_radix(hex, 16) {
-                // The name must outlive the option set; raw names are rare, leaking one is fine.
-                let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
-                return Ok(hw(leaked, PERF_TYPE_RAW, config, true, 100_000));
+                return Ok(hw(raw_name(name)?, PERF_TYPE_RAW, config, true, 100_000));
             }
         }
     }
@@ -468,6 +493,20 @@ mod tests {
         assert_eq!((o.event.type_, o.event.config), (PERF_TYPE_RAW, 0x1c2));
         assert!(o.event.hardware);
         assert_eq!(parse("interval=auto").unwrap().interval, Interval::Auto);
+    }
+
+    #[test]
+    fn a_raw_event_name_is_kept_once_and_their_number_is_bounded() {
+        let a = parse_event("r0abc").unwrap().name;
+        let b = parse_event("r0abc").unwrap().name;
+        assert!(std::ptr::eq(a, b), "the same raw name was kept twice");
+        let names = std::sync::Mutex::new(Vec::new());
+        for i in 0..3 {
+            keep_name(&names, &format!("r{i}"), 3).unwrap();
+        }
+        let e = keep_name(&names, "r9", 3).unwrap_err().0;
+        assert!(e.contains("distinct raw events"), "{e}");
+        assert!(keep_name(&names, "r1", 3).is_ok(), "a name already kept still works");
     }
 
     #[test]

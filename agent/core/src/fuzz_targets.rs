@@ -1,0 +1,106 @@
+//! The fuzzing targets' bodies (issue 11, item 14): every reader of input a user may be handed —
+//! the agent's option string, `.jfr` recordings, collapsed stacks, CallerChaining quadruples,
+//! phase traces (text and binary) and `.ccmap` dumps — fed arbitrary bytes. `fuzz/` runs them
+//! under libFuzzer (cargo-fuzz, nightly); `fuzz_targets_tests.rs` replays every committed corpus
+//! and regression input through them on stable, in the normal test run.
+//!
+//! A target returns normally on any input; it panics only where a property fails: the reader
+//! itself panicked, an accepted input breaks a round trip, or an output step failed on what the
+//! reader accepted. Sizes stay within `limits.rs` (libFuzzer's `-rss_limit_mb` and
+//! `-malloc_limit_mb` catch the rest).
+
+use std::path::Path;
+
+use crate::analysis::callerchain::{parse_quads, quad_events, ChainTree};
+use crate::analysis::ccmap::CcMap;
+use crate::analysis::phases::CallGraph;
+use crate::analysis::{parse_binary_trace, parse_text_trace};
+use crate::cct::Cct;
+use crate::load::parse_collapsed;
+use crate::output::collapsed::{to_collapsed, CountBy};
+use crate::output::report::{full_report, ReportOptions};
+use crate::output::stacks::StackTable;
+
+/// The target names, as `fuzz/fuzz_targets/NAME.rs` and `fuzz/corpus/NAME/`.
+pub const TARGETS: [&str; 6] = ["options", "jfr", "collapsed", "quads", "trace", "ccmap"];
+
+/// Runs target `name` on `data`; `scratch` is a directory the `jfr` target may write its file in.
+pub fn run(name: &str, data: &[u8], scratch: &Path) {
+    match name {
+        "options" => options(data),
+        "jfr" => jfr(data, scratch),
+        "collapsed" => collapsed(data),
+        "quads" => quads(data),
+        "trace" => trace(data),
+        "ccmap" => ccmap(data),
+        other => panic!("no fuzz target {other}"),
+    }
+}
+
+/// `-agentpath:libhpm.so=OPTIONS`: parsed before the JVM starts, from any string.
+pub fn options(data: &[u8]) {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let _ = crate::options::parse(s);
+    }
+}
+
+/// A `.jfr` file, through the reader every command uses (the cut-tail path included), then the
+/// outputs a user would ask of it.
+pub fn jfr(data: &[u8], scratch: &Path) {
+    let path = scratch.join(format!("fuzz-{}.jfr", std::process::id()));
+    std::fs::write(&path, data).expect("write the input file");
+    let read = crate::jfr::read_recording(&path);
+    let _ = std::fs::remove_file(&path);
+    let Ok(read) = read else { return };
+    let rec = read.recording;
+    let cct = Cct::from_recording(&rec, true);
+    let stacks = StackTable::from_recording(&rec);
+    assert_eq!(stacks.total_samples(), rec.samples.len() as u64, "the stack table lost samples");
+    let _ = crate::output::json::to_json(&rec, &stacks);
+    let _ = crate::output::pprof::pprof_gz(&rec, &stacks);
+    let _ = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let _ = CcMap::from_recording(&rec);
+}
+
+/// Collapsed stacks: accepted input survives writing and reading back with its sample count.
+pub fn collapsed(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(cct) = parse_collapsed(text) else { return };
+    let again = parse_collapsed(&to_collapsed(&cct, CountBy::Samples)).expect("our own collapsed output reads back");
+    assert_eq!(again.total_samples(), cct.total_samples(), "the round trip changed the sample count");
+    let _ = full_report(None, &cct, &[], &ReportOptions::default());
+    let _ = CcMap::from_cct(&cct);
+}
+
+/// CallerChaining quadruples: the tree (bounded), its rendering and statistics.
+pub fn quads(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(q) = parse_quads(text) else { return };
+    if let Ok(tree) = ChainTree::build(&q) {
+        let _ = tree.render();
+        let _ = tree.stats(&quad_events(&q));
+    }
+}
+
+/// Phase traces, as text and as the binary HPMTRACE format: the call graph and the selection.
+pub fn trace(data: &[u8]) {
+    let text = std::str::from_utf8(data).ok().and_then(|t| parse_text_trace(t).ok());
+    for t in text.into_iter().chain(parse_binary_trace(data).ok()) {
+        if let Ok(g) = CallGraph::build(&t) {
+            let sel = g.select(0.1, 0.05);
+            let _ = sel.overhead();
+            let _ = g.method_stats();
+        }
+    }
+}
+
+/// `.ccmap` dumps: an accepted dump writes back to the same text.
+pub fn ccmap(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(map) = CcMap::parse_dump(text) else { return };
+    let dump = map.dump();
+    let again = CcMap::parse_dump(&dump).expect("our own dump reads back");
+    assert_eq!(again.dump(), dump, "a dump read back writes differently");
+    let _ = map.hottest_methods(10);
+    let _ = map.hottest_paths(10);
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of fuzz/ (cargo-fuzz, nightly) for SECONDS each (default 20), starting
+# from the committed seeds (fuzz/corpus/TARGET) and the regressions, into a working corpus
+# under target/fuzz-corpus (never committed). A crash, leak, timeout or out-of-memory fails the
+# step and leaves the input in fuzz/artifacts/TARGET/. A step of scripts/test.sh; runs alone too:
+#   bash scripts/fuzz.sh 300      # the longer run of docs/design.md ("Fuzzing")
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/steplib.sh
+seconds=${1:-20}
+if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: cargo-fuzz or the nightly toolchain is missing (scripts/setup.sh installs both); NOT RUN"
+  record fuzz 0 1 0
+  exit 1
+fi
+cd fuzz
+if ! cargo +nightly fuzz build -O >../target/fuzz-build.log 2>&1; then
+  echo "fuzz: the targets did not build:"; tail -n 30 ../target/fuzz-build.log
+  record fuzz 0 1 0
+  exit 1
+fi
+targets=$(cargo +nightly fuzz list)
+passed=0 failed=0
+for t in $targets; do
+  work=../target/fuzz-corpus/$t
+  mkdir -p "$work" "corpus/$t" "regressions/$t"
+  log=../target/fuzz-$t.log
+  cargo +nightly fuzz run -O "$t" "$work" "corpus/$t" "regressions/$t" -- \
+    -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 -timeout=10 \
+    -print_final_stats=1 >"$log" 2>&1
+  rc=$?
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+  if [ "$rc" = 0 ]; then
+    echo "fuzz: ok    $t: ${runs:-?} inputs in ${seconds}s"
+    passed=$((passed + 1))
+  else
+    echo "fuzz: FAIL  $t (see target/fuzz-$t.log):"
+    grep -E 'ERROR|panicked|SUMMARY|Test unit written' "$log" | head -n 8
+    failed=$((failed + 1))
+  fi
+done
+record fuzz "$passed" "$failed" 0
+[ "$failed" = 0 ]
