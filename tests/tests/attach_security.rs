@@ -114,7 +114,12 @@ fn a_jvm_whose_tmp_is_an_absolute_link_in_its_own_root_is_attached_there() {
     }
     let agent_dir = agent_path().parent().unwrap().to_path_buf();
     for d in [Path::new("/usr"), Path::new("/etc"), Path::new("/dev"), Path::new("/proc"), &agent_dir, workloads()] {
-        let inside = root.join(d.strip_prefix("/").unwrap());
+        // Where the JVM will see `d`: a path under /tmp (a checkout there) goes through the
+        // root's own /tmp link, so it is made under /jtmp; nothing is made through the link.
+        let inside = match d.strip_prefix("/tmp") {
+            Ok(rest) => root.join("jtmp").join(rest),
+            Err(_) => root.join(d.strip_prefix("/").unwrap()),
+        };
         script += &format!("mkdir -p '{0}' && mount --bind '{1}' '{0}'\n", inside.display(), d.display());
     }
     script += &format!(
