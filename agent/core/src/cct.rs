@@ -4,7 +4,6 @@
 //! JDK's JFR, async-profiler's collapsed stacks) can be merged and compared. Each node keeps
 //! sample counts, event weight and counter sums, both total (including callees) and self.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::hash::IntMap;
@@ -37,6 +36,8 @@ pub struct Cct {
     pub counters: Vec<String>,
     /// Frame names interned, so finding a child allocates nothing.
     name_ids: IntMap<Arc<str>, u32>,
+    /// The interned names by id.
+    names: Vec<Arc<str>>,
     /// Name id of every node (the root's is `u32::MAX`).
     node_names: Vec<u32>,
     child_index: IntMap<(NodeId, u32), NodeId>,
@@ -57,6 +58,7 @@ impl Cct {
             nodes: vec![root],
             counters,
             name_ids: IntMap::default(),
+            names: Vec::new(),
             node_names: vec![u32::MAX],
             child_index: IntMap::default(),
         }
@@ -74,31 +76,44 @@ impl Cct {
         self.root().total_samples
     }
 
-    /// The interned copy of `name`, and its id.
-    fn intern(&mut self, name: &str) -> (Arc<str>, u32) {
-        if let Some((k, &n)) = self.name_ids.get_key_value(name) {
-            return (k.clone(), n);
+    /// The id of `name` among the tree's frame names, interned if new.
+    pub fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&n) = self.name_ids.get(name) {
+            return n;
         }
-        let n = self.name_ids.len() as u32;
+        let n = self.names.len() as u32;
         let k: Arc<str> = name.into();
         self.name_ids.insert(k.clone(), n);
-        (k, n)
+        self.names.push(k);
+        n
+    }
+
+    /// Number of distinct frame names (ids are `0..name_count()`).
+    pub fn name_count(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The name id of node `id` (the root's is `u32::MAX`).
+    pub fn node_name_id(&self, id: NodeId) -> u32 {
+        self.node_names[id as usize]
     }
 
     /// Child of `parent` named `name`, created if missing.
     pub fn child(&mut self, parent: NodeId, name: &str) -> NodeId {
-        let name_id = match self.name_ids.get(name) {
-            Some(&n) => n,
-            None => self.intern(name).1,
-        };
+        let name_id = self.name_id(name);
+        self.child_by_name_id(parent, name_id)
+    }
+
+    /// Child of `parent` whose name has id `name_id` (from [`Self::name_id`]), created if
+    /// missing: one integer lookup, no string hashed.
+    pub fn child_by_name_id(&mut self, parent: NodeId, name_id: u32) -> NodeId {
         if let Some(&id) = self.child_index.get(&(parent, name_id)) {
             return id;
         }
-        let (name, _) = self.intern(name);
         let id = self.nodes.len() as NodeId;
         let n = self.counters.len();
         self.nodes.push(CctNode {
-            name,
+            name: self.names[name_id as usize].clone(),
             parent,
             total_counters: vec![0; n],
             self_counters: vec![0; n],
@@ -220,9 +235,9 @@ impl Cct {
     /// Per-method (frame name) totals: samples in which the method appears at least once
     /// (recursion counted once), and self samples. One walk of the tree, keeping how often each
     /// name is on the current path: linear in the nodes whatever the depth.
-    pub fn method_totals(&self) -> HashMap<&str, MethodTotals> {
-        let mut out: HashMap<&str, MethodTotals> = HashMap::new();
-        let mut on_path = vec![0u32; self.name_ids.len()];
+    pub fn method_totals(&self) -> IntMap<&str, MethodTotals> {
+        let mut out: IntMap<&str, MethodTotals> = IntMap::default();
+        let mut on_path = vec![0u32; self.names.len()];
         for (id, enter) in self.walk() {
             if id == ROOT {
                 continue;
@@ -280,7 +295,7 @@ pub struct SampleGroup {
 /// Groups samples by their shared stack (and thread, with `per_thread`), in order of first
 /// appearance. Linear in the samples; the stacks themselves are not looked at.
 pub fn group_samples(samples: &[Sample], per_thread: bool) -> Vec<SampleGroup> {
-    let mut index: HashMap<(usize, usize, ThreadIdx), usize> = HashMap::new();
+    let mut index: IntMap<(usize, usize, ThreadIdx), usize> = IntMap::default();
     let mut groups: Vec<SampleGroup> = Vec::new();
     for (i, s) in samples.iter().enumerate() {
         let key = (s.stack.as_ptr() as usize, s.stack.len(), if per_thread { s.thread } else { 0 });

@@ -6,7 +6,6 @@
 //! AsyncGetCallTrace order them. Timestamps are "ticks": nanoseconds of `CLOCK_MONOTONIC`,
 //! the clock the agent also asks the kernel to stamp perf samples with.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What kind of code a frame executes. Mirrors JFR's `jdk.types.FrameType` values, plus the
@@ -252,7 +251,7 @@ impl Default for EventInfo {
 #[derive(Clone, Debug, Default)]
 pub struct MethodTable {
     methods: Vec<MethodInfo>,
-    index: HashMap<MethodInfo, MethodIdx>,
+    index: crate::hash::IntMap<MethodInfo, MethodIdx>,
 }
 
 impl MethodTable {

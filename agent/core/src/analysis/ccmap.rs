@@ -23,8 +23,6 @@
 //!
 //! Queries are in `ccmap_query.rs`, dump/load and pruning in `ccmap_io.rs`.
 
-use std::collections::HashMap;
-
 use crate::cct::{group_samples, Cct};
 use crate::hash::IntMap;
 pub use crate::limits::CCMAP_MAX_CONTEXT;
@@ -35,6 +33,10 @@ pub type SiteId = u32;
 pub type CalleeId = u32;
 pub type SiteRefId = u32;
 pub type CalleeRefId = u32;
+
+/// A node's list of ids: the first few inline, so the millions of reference nodes of a deep
+/// profile (most with one child) cost no allocation each.
+pub type Ids = smallvec::SmallVec<[u32; 4]>;
 
 /// One frame of a sample: the method and, for callers, the offset of the call instruction
 /// (bytecode index; -1 where unknown, e.g. from collapsed stacks: one call site per method).
@@ -72,16 +74,16 @@ pub struct MethodProfile {
     pub total: u64,
     /// Samples with this method on top of the stack.
     pub top: u64,
-    pub sites: Vec<SiteId>,
+    pub sites: Ids,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallSite {
     pub caller: MethodId,
     pub offset: i32,
-    pub callees: Vec<CalleeId>,
+    pub callees: Ids,
     /// The reference nodes standing for this call site in particular contexts.
-    pub contexts: Vec<SiteRefId>,
+    pub contexts: Ids,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -91,9 +93,9 @@ pub struct Callee {
     /// Calls from the site's caller to this callee, in any context.
     pub count: u64,
     /// Call sites of the callee reached through this call: the root of its context tree.
-    pub sites: Vec<SiteRefId>,
+    pub sites: Ids,
     /// The reference nodes standing for this call in particular contexts.
-    pub contexts: Vec<CalleeRefId>,
+    pub contexts: Ids,
 }
 
 /// What a [`CallSiteRef`] hangs below: a general call (first call of the sequence) or a call
@@ -108,7 +110,7 @@ pub enum RefParent {
 pub struct CallSiteRef {
     pub site: SiteId,
     pub parent: RefParent,
-    pub callees: Vec<CalleeRefId>,
+    pub callees: Ids,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -117,7 +119,7 @@ pub struct CalleeRef {
     pub site_ref: SiteRefId,
     /// Calls made in this context.
     pub count: u64,
-    pub sites: Vec<SiteRefId>,
+    pub sites: Ids,
 }
 
 /// A call sequence (at least three methods) with the number of calls of its last call made
@@ -159,7 +161,7 @@ pub struct CcMap {
     pub(super) samples: u64,
     /// Samples made only of a frame already visited: the top frame repeated (section 3.3).
     pub(super) repeats: u64,
-    pub(super) method_index: HashMap<String, MethodId>,
+    pub(super) method_index: IntMap<String, MethodId>,
     // Keyed by the map's own ids: the fast hasher.
     pub(super) site_index: IntMap<(MethodId, i32), SiteId>,
     pub(super) callee_index: IntMap<(SiteId, MethodId), CalleeId>,
@@ -247,7 +249,7 @@ impl CcMap {
             return id;
         }
         let id = self.methods.len() as MethodId;
-        self.methods.push(MethodProfile { name: name.to_string(), total: 0, top: 0, sites: Vec::new() });
+        self.methods.push(MethodProfile { name: name.to_string(), total: 0, top: 0, sites: Ids::new() });
         self.method_index.insert(name.to_string(), id);
         id
     }
@@ -257,7 +259,7 @@ impl CcMap {
             return id;
         }
         let id = self.sites.len() as SiteId;
-        self.sites.push(CallSite { caller, offset, callees: Vec::new(), contexts: Vec::new() });
+        self.sites.push(CallSite { caller, offset, callees: Ids::new(), contexts: Ids::new() });
         self.methods[caller as usize].sites.push(id);
         self.site_index.insert((caller, offset), id);
         id
@@ -268,7 +270,7 @@ impl CcMap {
             return id;
         }
         let id = self.callees.len() as CalleeId;
-        self.callees.push(Callee { site, method, count: 0, sites: Vec::new(), contexts: Vec::new() });
+        self.callees.push(Callee { site, method, count: 0, sites: Ids::new(), contexts: Ids::new() });
         self.sites[site as usize].callees.push(id);
         self.callee_index.insert((site, method), id);
         id
@@ -279,7 +281,7 @@ impl CcMap {
             return id;
         }
         let id = self.site_refs.len() as SiteRefId;
-        self.site_refs.push(CallSiteRef { site, parent, callees: Vec::new() });
+        self.site_refs.push(CallSiteRef { site, parent, callees: Ids::new() });
         self.sites[site as usize].contexts.push(id);
         match parent {
             RefParent::Callee(c) => self.callees[c as usize].sites.push(id),
@@ -294,7 +296,7 @@ impl CcMap {
             return id;
         }
         let id = self.callee_refs.len() as CalleeRefId;
-        self.callee_refs.push(CalleeRef { callee, site_ref, count: 0, sites: Vec::new() });
+        self.callee_refs.push(CalleeRef { callee, site_ref, count: 0, sites: Ids::new() });
         self.site_refs[site_ref as usize].callees.push(id);
         self.callees[callee as usize].contexts.push(id);
         self.callee_ref_index.insert((site_ref, callee), id);

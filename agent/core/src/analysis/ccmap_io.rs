@@ -17,7 +17,6 @@
 //! Pruning (the paper: "rather quick removing of nodes, which appear cold") keeps the nodes
 //! whose counter reaches a minimum and rebuilds the map from them.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -230,7 +229,7 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
         if m.method_index.insert(name.clone(), i as MethodId).is_some() {
             return Err(("M", i, format!("method `{name}` is listed twice")));
         }
-        m.methods.push(MethodProfile { name, total, top, sites: Vec::new() });
+        m.methods.push(MethodProfile { name, total, top, sites: Ids::new() });
     }
     for (i, (caller, offset)) in p.sites.into_iter().enumerate() {
         check("S", i, (caller as usize) < m.methods.len(), "caller")?;
@@ -238,7 +237,7 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             return Err(("S", i, "call site is listed twice".into()));
         }
         m.methods[caller as usize].sites.push(i as SiteId);
-        m.sites.push(CallSite { caller, offset, callees: Vec::new(), contexts: Vec::new() });
+        m.sites.push(CallSite { caller, offset, callees: Ids::new(), contexts: Ids::new() });
     }
     for (i, (site, method, count)) in p.callees.into_iter().enumerate() {
         check("C", i, (site as usize) < m.sites.len() && (method as usize) < m.methods.len(), "callee")?;
@@ -246,10 +245,10 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             return Err(("C", i, "callee is listed twice".into()));
         }
         m.sites[site as usize].callees.push(i as CalleeId);
-        m.callees.push(Callee { site, method, count, sites: Vec::new(), contexts: Vec::new() });
+        m.callees.push(Callee { site, method, count, sites: Ids::new(), contexts: Ids::new() });
     }
     // Site refs may hang below callee refs listed later in the file; check those after.
-    let mut sr_parent_ref: HashMap<usize, CalleeRefId> = HashMap::new();
+    let mut sr_parent_ref: crate::hash::IntMap<usize, CalleeRefId> = Default::default();
     for (i, (parent, site)) in p.site_refs.iter().copied().enumerate() {
         check("R", i, (site as usize) < m.sites.len(), "site")?;
         let caller = m.sites[site as usize].caller;
@@ -268,7 +267,7 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
             return Err(("R", i, "call-site ref is listed twice".into()));
         }
         m.sites[site as usize].contexts.push(i as SiteRefId);
-        m.site_refs.push(CallSiteRef { site, parent, callees: Vec::new() });
+        m.site_refs.push(CallSiteRef { site, parent, callees: Ids::new() });
     }
     for (i, (site_ref, callee, count)) in p.callee_refs.into_iter().enumerate() {
         check("r", i, (site_ref as usize) < m.site_refs.len() && (callee as usize) < m.callees.len(), "callee ref")?;
@@ -280,7 +279,7 @@ fn from_parts(p: Parts) -> Result<CcMap, PartError> {
         }
         m.site_refs[site_ref as usize].callees.push(i as CalleeRefId);
         m.callees[callee as usize].contexts.push(i as CalleeRefId);
-        m.callee_refs.push(CalleeRef { callee, site_ref, count, sites: Vec::new() });
+        m.callee_refs.push(CalleeRef { callee, site_ref, count, sites: Ids::new() });
     }
     let mut by_ref: Vec<(CalleeRefId, usize)> = sr_parent_ref.into_iter().map(|(sr, r)| (r, sr)).collect();
     by_ref.sort_by_key(|&(_, sr)| sr);

@@ -2,10 +2,9 @@
 //! calls between two methods in any context, the contexts of a call found through the general
 //! nodes' `Context` references, hot call sequences and single-target call sites.
 
-use std::collections::HashMap;
-
 use super::ccmap::*;
 use super::sat_sum;
+use crate::hash::IntMap;
 
 impl CcMap {
     /// Methods by executions, hottest first.
@@ -63,7 +62,7 @@ impl CcMap {
     /// The contexts in which `caller` called `callee`: the longer call sequences ending in that
     /// call, found through the general node's `Context` references, with their counts.
     pub fn call_contexts(&self, caller: &str, callee: &str) -> Vec<PathCount> {
-        let mut out: HashMap<Vec<MethodId>, u64> = HashMap::new();
+        let mut out: IntMap<Vec<MethodId>, u64> = IntMap::default();
         for c in self.general_callees(caller, callee) {
             for &r in &c.contexts {
                 let e = out.entry(self.ref_path(r)).or_default();
@@ -73,32 +72,53 @@ impl CcMap {
         self.sorted_paths(out)
     }
 
-    fn sorted_paths(&self, m: HashMap<Vec<MethodId>, u64>) -> Vec<PathCount> {
-        let mut v: Vec<PathCount> =
-            m.into_iter().map(|(p, count)| PathCount { methods: self.names(&p), count }).collect();
-        v.sort_by(|a, b| {
-            b.count.cmp(&a.count).then(b.methods.len().cmp(&a.methods.len())).then_with(|| a.methods.cmp(&b.methods))
-        });
-        v
+    fn sorted_paths(&self, m: IntMap<Vec<MethodId>, u64>) -> Vec<PathCount> {
+        let mut v: Vec<(Vec<MethodId>, u64)> = m.into_iter().collect();
+        self.sort_top(&mut v, usize::MAX);
+        self.named(v)
+    }
+
+    /// The `n` first of `v` in the order of [`PathCount`] lists (hottest, then longest, then
+    /// by names), sorted; names are compared in place, never copied.
+    fn sort_top(&self, v: &mut Vec<(Vec<MethodId>, u64)>, n: usize) {
+        let order = |a: &(Vec<MethodId>, u64), b: &(Vec<MethodId>, u64)| {
+            b.1.cmp(&a.1)
+                .then(b.0.len().cmp(&a.0.len()))
+                .then_with(|| a.0.iter().map(|&m| self.name(m)).cmp(b.0.iter().map(|&m| self.name(m))))
+        };
+        if n < v.len() {
+            v.select_nth_unstable_by(n, order);
+            v.truncate(n);
+        }
+        v.sort_unstable_by(order);
+    }
+
+    fn named(&self, v: Vec<(Vec<MethodId>, u64)>) -> Vec<PathCount> {
+        v.into_iter().map(|(p, count)| PathCount { methods: self.names(&p), count }).collect()
     }
 
     /// Hottest call sequences of three or more methods. A sequence whose count all went on to
     /// longer sequences is left out (those say more).
     pub fn hottest_paths(&self, n: usize) -> Vec<PathCount> {
         let mut v = self.all_paths(true);
-        v.truncate(n);
-        v
+        self.sort_top(&mut v, n);
+        self.named(v)
     }
 
     /// Hottest call sequences starting at `method`.
     pub fn hottest_paths_from(&self, method: &str, n: usize) -> Vec<PathCount> {
-        let mut v: Vec<PathCount> = self.all_paths(true).into_iter().filter(|p| p.methods[0] == method).collect();
-        v.truncate(n);
-        v
+        let Some(&first) = self.method_index.get(method) else {
+            return Vec::new();
+        };
+        let mut v = self.all_paths(true);
+        v.retain(|(p, _)| p[0] == first);
+        self.sort_top(&mut v, n);
+        self.named(v)
     }
 
-    fn all_paths(&self, drop_prefixes: bool) -> Vec<PathCount> {
-        let mut out: HashMap<Vec<MethodId>, u64> = HashMap::new();
+    /// Every call sequence with its count, unsorted, as method ids.
+    fn all_paths(&self, drop_prefixes: bool) -> Vec<(Vec<MethodId>, u64)> {
+        let mut out: IntMap<Vec<MethodId>, u64> = IntMap::default();
         for (i, r) in self.callee_refs.iter().enumerate() {
             if drop_prefixes && r.count > 0 && sat_sum(self.children_of_ref(r).map(|c| c.count)) >= r.count {
                 continue;
@@ -106,7 +126,7 @@ impl CcMap {
             let e = out.entry(self.ref_path(i as CalleeRefId)).or_default();
             *e = e.saturating_add(r.count);
         }
-        self.sorted_paths(out)
+        out.into_iter().collect()
     }
 
     fn children_of_ref<'a>(&'a self, r: &'a CalleeRef) -> impl Iterator<Item = &'a CalleeRef> + 'a {
@@ -127,7 +147,7 @@ impl CcMap {
         let ids = ids?;
         let (n, last) = (ids.len(), path.len() - 1);
         let mut count = if n == 2 { self.calls(path[0], path[1]) } else { 0 };
-        let mut callers: HashMap<MethodId, u64> = HashMap::new();
+        let mut callers: IntMap<MethodId, u64> = IntMap::default();
         for c in self.general_callees(path[last - 1], path[last]) {
             for &r in &c.contexts {
                 let p = self.ref_path(r);

@@ -17,10 +17,11 @@
 //! (`java/lang/Thread.run_[j]`) matches ours (`java.lang.Thread.run`); see [`normalize_frame`].
 
 use std::collections::{HashMap, HashSet};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use super::stats::pearson;
-use crate::cct::{Cct, NodeId, ROOT};
+use crate::cct::{Cct, MethodTotals, NodeId, ROOT};
+use crate::hash::{FastBuild, IntMap};
 
 /// Which weight of a CCT node counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,31 +33,31 @@ pub enum Weight {
 }
 
 /// Overlap of two weighted sets, 0..=1; `None` if either has no weight.
-pub fn overlap<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
+pub fn overlap<K: Eq + Hash, S: BuildHasher>(a: &HashMap<K, f64, S>, b: &HashMap<K, f64, S>) -> Option<f64> {
     let (sa, sb) = (total(a)?, total(b)?);
     let sum = a.iter().filter_map(|(k, &wa)| b.get(k).map(|&wb| (wa / sa).min(wb / sb))).fold(0.0, |acc, x| acc + x); // not sum(): an empty f64 sum is -0.0
     Some(sum.min(1.0))
 }
 
-fn total<K>(m: &HashMap<K, f64>) -> Option<f64> {
+fn total<K, S>(m: &HashMap<K, f64, S>) -> Option<f64> {
     let s: f64 = m.values().filter(|w| **w > 0.0).sum();
     (s > 0.0).then_some(s)
 }
 
 /// Keys whose weight is at least `threshold` times the largest weight.
-pub fn hot_keys<K: Eq + Hash>(m: &HashMap<K, f64>, threshold: f64) -> HashSet<&K> {
+pub fn hot_keys<K: Eq + Hash, S: BuildHasher>(m: &HashMap<K, f64, S>, threshold: f64) -> HashSet<&K, FastBuild> {
     let max = m.values().cloned().fold(0.0, f64::max);
     if max <= 0.0 {
-        return HashSet::new();
+        return HashSet::default();
     }
     m.iter().filter(|(_, &w)| w > 0.0 && w >= threshold * max).map(|(k, _)| k).collect()
 }
 
 /// Share of `reference`'s hot edges that are hot in `other` too; `None` if `reference` has no
 /// weight.
-pub fn hot_edge_coverage<K: Eq + Hash>(
-    reference: &HashMap<K, f64>,
-    other: &HashMap<K, f64>,
+pub fn hot_edge_coverage<K: Eq + Hash, S: BuildHasher>(
+    reference: &HashMap<K, f64, S>,
+    other: &HashMap<K, f64, S>,
     threshold: f64,
 ) -> Option<f64> {
     let hot_ref = hot_keys(reference, threshold);
@@ -69,8 +70,8 @@ pub fn hot_edge_coverage<K: Eq + Hash>(
 }
 
 /// Pearson correlation of the weights over the union of keys (missing keys weigh 0).
-pub fn correlation<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Option<f64> {
-    let keys: HashSet<&K> = a.keys().chain(b.keys()).collect();
+pub fn correlation<K: Eq + Hash, S: BuildHasher>(a: &HashMap<K, f64, S>, b: &HashMap<K, f64, S>) -> Option<f64> {
+    let keys: HashSet<&K, FastBuild> = a.keys().chain(b.keys()).collect();
     let pairs: Vec<(f64, f64)> =
         keys.into_iter().map(|k| (a.get(k).copied().unwrap_or(0.0), b.get(k).copied().unwrap_or(0.0))).collect();
     pearson(&pairs)
@@ -78,22 +79,23 @@ pub fn correlation<K: Eq + Hash>(a: &HashMap<K, f64>, b: &HashMap<K, f64>) -> Op
 
 /// Weight of every calling context of one tree, keyed by its node (a node is a root-first
 /// path of frame names).
-pub fn context_weights(cct: &Cct, w: Weight) -> HashMap<NodeId, f64> {
+pub fn context_weights(cct: &Cct, w: Weight) -> IntMap<NodeId, f64> {
     (1..cct.nodes.len() as NodeId).map(|id| (id, node_weight(cct, id, w))).filter(|(_, v)| *v > 0.0).collect()
 }
 
 /// The calling contexts of two trees keyed alike: both trees are laid over one joint tree, and a
 /// context's key is its joint node. Linear in the nodes, however deep (keying by the path of
 /// names would cost the depth per node).
-pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (HashMap<NodeId, f64>, HashMap<NodeId, f64>) {
+pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (IntMap<NodeId, f64>, IntMap<NodeId, f64>) {
     let mut joint = Cct::default();
     let mut lay = |t: &Cct| {
         // A child's id is always above its parent's, so parents are mapped first.
         let mut map = vec![ROOT; t.nodes.len()];
-        let mut out = HashMap::new();
+        let names = joint_name_ids(&mut joint, t);
+        let mut out = IntMap::default();
         for id in 1..t.nodes.len() {
             let n = &t.nodes[id];
-            map[id] = joint.child(map[n.parent as usize], &n.name);
+            map[id] = joint.child_by_name_id(map[n.parent as usize], names[t.node_name_id(id as NodeId) as usize]);
             let v = node_weight(t, id as NodeId, w);
             if v > 0.0 {
                 *out.entry(map[id]).or_insert(0.0) += v;
@@ -106,6 +108,18 @@ pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (HashMap<NodeId, f6
     (ca, cb)
 }
 
+/// For each name id of `t`, the id of the same name in `joint`.
+fn joint_name_ids(joint: &mut Cct, t: &Cct) -> Vec<u32> {
+    let mut ids = vec![u32::MAX; t.name_count()];
+    for id in 1..t.nodes.len() {
+        let k = t.node_name_id(id as NodeId) as usize;
+        if ids[k] == u32::MAX {
+            ids[k] = joint.name_id(&t.nodes[id].name);
+        }
+    }
+    ids
+}
+
 fn node_weight(cct: &Cct, id: NodeId, w: Weight) -> f64 {
     let n = cct.node(id);
     match w {
@@ -115,15 +129,20 @@ fn node_weight(cct: &Cct, id: NodeId, w: Weight) -> f64 {
 }
 
 /// Flat method profile: self samples per method, or samples the method appears in.
-pub fn method_weights(cct: &Cct, w: Weight) -> HashMap<String, f64> {
-    cct.method_totals()
-        .into_iter()
-        .map(|(name, t)| {
+pub fn method_weights(cct: &Cct, w: Weight) -> IntMap<String, f64> {
+    totals_weights(&cct.method_totals(), w).into_iter().map(|(name, v)| (name.to_string(), v)).collect()
+}
+
+/// [`method_weights`] from totals computed once, keyed by the tree's own names.
+fn totals_weights<'a>(totals: &IntMap<&'a str, MethodTotals>, w: Weight) -> IntMap<&'a str, f64> {
+    totals
+        .iter()
+        .map(|(&name, t)| {
             let v = match w {
                 Weight::SelfSamples => t.self_samples,
                 Weight::TotalSamples => t.total_samples,
             };
-            (name.to_string(), v as f64)
+            (name, v as f64)
         })
         .filter(|(_, v)| *v > 0.0)
         .collect()
@@ -132,11 +151,15 @@ pub fn method_weights(cct: &Cct, w: Weight) -> HashMap<String, f64> {
 /// Class profile: self samples per class (the part of a Java frame name before the method).
 /// A collapsed file of class names with counts (an allocation profile) is compared the same
 /// way through [`method_weights`].
-pub fn class_weights(cct: &Cct) -> HashMap<String, f64> {
-    let mut out: HashMap<String, f64> = HashMap::new();
-    for (name, t) in cct.method_totals() {
+pub fn class_weights(cct: &Cct) -> IntMap<String, f64> {
+    totals_class_weights(&cct.method_totals()).into_iter().map(|(name, v)| (name.to_string(), v)).collect()
+}
+
+fn totals_class_weights<'a>(totals: &IntMap<&'a str, MethodTotals>) -> IntMap<&'a str, f64> {
+    let mut out: IntMap<&str, f64> = IntMap::default();
+    for (&name, t) in totals {
         if t.self_samples > 0 {
-            *out.entry(class_of(name).to_string()).or_insert(0.0) += t.self_samples as f64;
+            *out.entry(class_of(name)).or_insert(0.0) += t.self_samples as f64;
         }
     }
     out
@@ -224,13 +247,17 @@ fn strip_lambda_number(s: &str) -> String {
 /// distinct name is normalised once and each node mapped once; totals are summed bottom-up.
 pub fn normalize_cct(cct: &Cct) -> Cct {
     let mut out = Cct::new(cct.counters.clone());
-    let mut names: HashMap<&str, String> = HashMap::new();
+    // Each distinct name normalised once: source name id -> output name id.
+    let mut names = vec![u32::MAX; cct.name_count()];
     let mut map = vec![ROOT; cct.nodes.len()];
     for id in 1..cct.nodes.len() {
         let n = &cct.nodes[id];
-        let name = names.entry(&n.name).or_insert_with(|| normalize_frame(&n.name));
+        let k = cct.node_name_id(id as NodeId) as usize;
+        if names[k] == u32::MAX {
+            names[k] = out.name_id(&normalize_frame(&n.name));
+        }
         // A child's id is always above its parent's, in both trees.
-        map[id] = out.child(map[n.parent as usize], name);
+        map[id] = out.child_by_name_id(map[n.parent as usize], names[k]);
     }
     for (id, n) in cct.nodes.iter().enumerate() {
         let m = &mut out.nodes[map[id] as usize];
@@ -308,7 +335,9 @@ pub fn compare(a: &Cct, b: &Cct, opts: &CompareOptions) -> Comparison {
         (a, b)
     };
     let (ca, cb) = joint_context_weights(a, b, opts.weight);
-    let (ta, tb) = (method_weights(a, Weight::TotalSamples), method_weights(b, Weight::TotalSamples));
+    // Per-method totals once per tree: every flat profile below is read off them.
+    let (ma, mb) = (a.method_totals(), b.method_totals());
+    let (ta, tb) = (totals_weights(&ma, Weight::TotalSamples), totals_weights(&mb, Weight::TotalSamples));
     Comparison {
         samples: (a.total_samples(), b.total_samples()),
         overlap: overlap(&ca, &cb),
@@ -316,8 +345,8 @@ pub fn compare(a: &Cct, b: &Cct, opts: &CompareOptions) -> Comparison {
         hot_edge_coverage_reverse: hot_edge_coverage(&cb, &ca, opts.threshold),
         hot_edges: (hot_keys(&ca, opts.threshold).len(), hot_keys(&cb, opts.threshold).len()),
         method_correlation: correlation(&ta, &tb),
-        method_overlap: overlap(&method_weights(a, Weight::SelfSamples), &method_weights(b, Weight::SelfSamples)),
-        class_overlap: overlap(&class_weights(a), &class_weights(b)),
+        method_overlap: overlap(&totals_weights(&ma, Weight::SelfSamples), &totals_weights(&mb, Weight::SelfSamples)),
+        class_overlap: overlap(&totals_class_weights(&ma), &totals_class_weights(&mb)),
     }
 }
 
@@ -382,7 +411,7 @@ mod tests {
     fn hot_edges_use_a_share_of_the_hottest() {
         let a = set(&[("a", 100.0), ("b", 50.0), ("c", 9.0), ("d", 10.0)]);
         let b = set(&[("a", 100.0), ("b", 5.0), ("d", 20.0)]);
-        let hot: HashSet<&String> = hot_keys(&a, 0.1);
+        let hot: HashSet<&String, FastBuild> = hot_keys(&a, 0.1);
         assert_eq!(hot.len(), 3); // c (9 < 10) is not hot
         assert!(close(hot_edge_coverage(&a, &b, 0.1).unwrap(), 2.0 / 3.0));
         assert!(close(hot_edge_coverage(&b, &a, 0.1).unwrap(), 1.0));

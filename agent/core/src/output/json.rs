@@ -7,7 +7,9 @@
 //! The calling context tree is a flat array of nodes in depth-first order, each naming its
 //! parent, so no reader needs deep recursion for 500-frame stacks.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use crate::hash::{FastBuild, IntMap};
 use std::fmt::Write;
 
 use crate::model::{MethodIdx, Recording};
@@ -45,7 +47,7 @@ struct MethodAgg {
     self_: Sums,
     total: Sums,
     /// line -> (self samples, total samples)
-    lines: HashMap<i32, (u64, u64)>,
+    lines: IntMap<i32, (u64, u64)>,
 }
 
 struct Node {
@@ -89,14 +91,14 @@ fn sums_json(out: &mut String, s: &Sums, counters: &[String]) {
 
 /// The JSON document for a recording's metadata and its aggregated stacks.
 pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
-    let mut methods: HashMap<MethodIdx, MethodAgg> = HashMap::new();
+    let mut methods: IntMap<MethodIdx, MethodAgg> = IntMap::default();
     let mut nodes =
         vec![Node { parent: None, method: None, self_: Sums::default(), total: Sums::default(), children: Vec::new() }];
-    let mut child_of: HashMap<(usize, MethodIdx), usize> = HashMap::new();
+    let mut child_of: IntMap<(usize, MethodIdx), usize> = IntMap::default();
     for e in &stacks.entries {
         let (n, w, c) = (e.samples, e.weight, &e.counters[..]);
-        let mut seen_m = HashSet::new();
-        let mut seen_l = HashSet::new();
+        let mut seen_m: HashSet<MethodIdx, FastBuild> = HashSet::default();
+        let mut seen_l: HashSet<(MethodIdx, i32), FastBuild> = HashSet::default();
         for &(m, line) in &e.key.frames {
             let agg = methods.entry(m).or_default();
             if seen_m.insert(m) {
@@ -142,7 +144,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
             .then_with(|| a.2.cmp(&b.2))
             .then(a.0.cmp(&b.0))
     });
-    let id_of: HashMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
+    let id_of: IntMap<MethodIdx, usize> = order.iter().enumerate().map(|(i, (m, _, _))| (*m, i)).collect();
 
     let mut out = String::new();
     let _ =
@@ -224,7 +226,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     }
     out.push_str("],\n\"tree\":[");
     // Depth-first, heaviest child first; node ids are positions in this order.
-    let mut emitted: HashMap<usize, usize> = HashMap::new();
+    let mut emitted: IntMap<usize, usize> = IntMap::default();
     let mut stack = vec![0usize];
     let mut first = true;
     while let Some(n) = stack.pop() {
