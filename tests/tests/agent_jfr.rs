@@ -17,7 +17,10 @@ fn jfr_is_read_by_the_jdk_and_matches_collapsed() {
             jfr.display(),
             collapsed.display()
         );
-        run_java(&jdk, Some(&opts), &[], "Shares", &["2", "3"]).assert_ok("Shares");
+        // Each worker runs for 3 s of its own CPU time, not of wall time: on a loaded machine a
+        // wall-clock run could end before C2 had compiled run() with a, b and c inlined (the
+        // Inlined frame type below was missing once).
+        run_java(&jdk, Some(&opts), &[], "Shares", &["2", "3", "cpu"]).assert_ok("Shares");
 
         for args in [vec!["summary"], vec!["print", "--events", "hpm.Sample"]] {
             let out = Command::new(jdk.tool("jfr")).args(&args).arg(&jfr).output().unwrap();
