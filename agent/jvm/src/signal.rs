@@ -6,7 +6,9 @@
 //! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. A SIGPROF from
 //! anything else (kill(2), a profiling interval timer, another profiler's perf events) fails
 //! that test or names no slot of this thread, and goes to the handler that was installed before
-//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM).
+//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM). A notification that names a
+//! descriptor hpm closed a moment ago (generated before the group was disabled, delivered after)
+//! is still hpm's and is dropped, counted: see `threads::RETIRED_FD_GRACE_NS`.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -177,7 +179,8 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     stats.signals.fetch_add(1, Ordering::Relaxed);
     let Some(slot) = threads.slot_for_fd(fd) else {
         stats.no_slot.fetch_add(1, Ordering::Relaxed);
-        return false;
+        // A notification of a group closed a moment ago (sent before it was disabled) is ours.
+        return threads.recently_retired(fd, crate::os::now_ticks());
     };
     let inside = match slot.enter(crate::os::gettid()) {
         Ok(e) => e,

@@ -26,6 +26,13 @@ pub use slot::{Refused, Slot};
 pub const MAX_SLOTS: usize = 4096;
 /// File descriptors the handler can map to a slot.
 pub const MAX_FD: usize = 1 << 16;
+
+/// How long after a thread's group is closed a perf notification naming its descriptor is still
+/// taken as hpm's: a signal generated just before the group was disabled may be delivered after
+/// (it waits until its thread runs again), and must not reach the program's own SIGPROF handler.
+/// A foreign perf notification on a reused descriptor number within this time is swallowed:
+/// only another profiler sending SIGPROF through F_SETSIG could have one.
+pub const RETIRED_FD_GRACE_NS: u64 = 5_000_000_000;
 /// Threads one session can name; more are counted and not profiled.
 pub const MAX_SESSION_THREADS: usize = 1 << 20;
 
@@ -89,6 +96,8 @@ pub struct Threads {
     period: AtomicU64,
     slots: Box<[Slot]>,
     fd_table: Box<[AtomicU32]>,
+    /// When each descriptor number last stopped naming a slot (CLOCK_MONOTONIC ns; 0: never).
+    fd_retired_at: Box<[AtomicU64]>,
     inner: Mutex<Inner>,
     signal: i32,
 }
@@ -99,6 +108,7 @@ impl Threads {
             period: AtomicU64::new(0),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
+            fd_retired_at: (0..MAX_FD).map(|_| AtomicU64::new(0)).collect(),
             inner: Mutex::new(Inner {
                 mode: Mode::Off,
                 infos: Vec::new(),
@@ -131,6 +141,16 @@ impl Threads {
         } else {
             self.slots.get(i as usize - 1)
         }
+    }
+
+    /// Whether `fd` named a slot until less than [`RETIRED_FD_GRACE_NS`] before `now`: a late
+    /// notification of a group already closed. Async-signal-safe; call after
+    /// [`Self::slot_for_fd`] found no slot (the retire time is stored before the slot is
+    /// unlinked, so a handler that saw it unlinked sees the time).
+    pub fn recently_retired(&self, fd: i32, now: u64) -> bool {
+        let Some(at) = usize::try_from(fd).ok().and_then(|i| self.fd_retired_at.get(i)) else { return false };
+        let at = at.load(Ordering::Acquire);
+        at != 0 && now.saturating_sub(at) < RETIRED_FD_GRACE_NS
     }
 
     /// A session starts sampling with `mode` (not `Off`: [`Self::stop_all`] ends it). Its thread
@@ -296,7 +316,9 @@ impl Threads {
         let Some(live) = g.live.remove(&tid) else { return };
         let Some((slot, events)) = live.perf else { return };
         events.disable();
-        self.fd_table[events.leader.as_raw_fd() as usize].store(0, Ordering::Release);
+        let fd = events.leader.as_raw_fd() as usize;
+        self.fd_retired_at[fd].store(crate::os::now_ticks().max(1), Ordering::Release);
+        self.fd_table[fd].store(0, Ordering::Release);
         let s = &self.slots[slot as usize];
         // Waits for a handler still inside (handlers never block, so this is short); none
         // enters afterwards, so the ring can be unmapped below.
