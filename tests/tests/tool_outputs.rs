@@ -138,8 +138,14 @@ fn check_pprof(go: &Path, file: &Path, want: &HashMap<String, f64>, with_files: 
     }
     // Source files and lines survive: at line granularity the hottest entry is in Shares.java.
     let lines = pprof(go, &["-top", "-lines", "-nodecount=3"], file);
-    let at = if with_files { "Shares.spin Shares.java:1" } else { "Shares.spin :1" };
-    assert!(lines.contains(at), "{}: no `{at}` in\n{lines}", file.display());
+    // Which of spin's lines (18-22 of Shares.java: the loop, its body) is hottest is the JIT's
+    // choice; any of them will do.
+    let at = if with_files { "Shares.spin Shares.java:" } else { "Shares.spin :" };
+    let line: Option<u32> = lines
+        .lines()
+        .find_map(|l| l.split_once(at))
+        .and_then(|(_, rest)| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok());
+    assert!(line.is_some_and(|n| (18..=22).contains(&n)), "{}: no `{at}<line of spin>` in\n{lines}", file.display());
     // Counters are sample types of their own.
     let t = pprof(go, &["-top", "-sample_index=task-clock", "-nodecount=3"], file);
     assert!(t.contains("Type: task-clock"), "{t}");
