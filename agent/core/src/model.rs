@@ -251,17 +251,22 @@ impl Default for EventInfo {
 #[derive(Clone, Debug, Default)]
 pub struct MethodTable {
     methods: Vec<MethodInfo>,
-    index: crate::hash::IntMap<MethodInfo, MethodIdx>,
+    /// Methods by the hash of their info (equal hashes compared in full): each info is stored
+    /// once, not again as a key.
+    index: crate::hash::IntMap<u64, smallvec::SmallVec<[MethodIdx; 1]>>,
 }
 
 impl MethodTable {
     pub fn intern(&mut self, m: MethodInfo) -> MethodIdx {
-        if let Some(&i) = self.index.get(&m) {
+        use std::hash::BuildHasher;
+        let h = crate::hash::FastBuild::default().hash_one(&m);
+        let same = self.index.entry(h).or_default();
+        if let Some(&i) = same.iter().find(|&&i| self.methods[i as usize] == m) {
             return i;
         }
         let i = self.methods.len() as MethodIdx;
-        self.methods.push(m.clone());
-        self.index.insert(m, i);
+        same.push(i);
+        self.methods.push(m);
         i
     }
 

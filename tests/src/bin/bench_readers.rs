@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p hpm-tests --bin bench-readers -- [--depth N] [--samples N]
-//!     [--hpm PATH] [--timeout SECS] [--mem-gib G] [--out DIR]
+//!     [--hpm PATH] [--timeout SECS] [--mem-gib G] [--out DIR] [--runs N]
 //! ```
+//!
+//! Each command runs `--runs` times (default 3) and the run with the least CPU time is shown:
+//! on this kind of virtual machine the same run's CPU time varies by up to 2x with the host's
+//! load, and the least is the figure closest to the work itself.
 //!
 //! `--hpm` runs another build (an older one, for a before/after table); every command runs
 //! with an address-space limit of `--mem-gib` (default 8) and is killed after `--timeout`
@@ -25,6 +29,7 @@ struct Opts {
     timeout: Duration,
     mem_gib: u64,
     out: PathBuf,
+    runs: u32,
 }
 
 fn parse_args() -> Result<Opts, String> {
@@ -35,6 +40,7 @@ fn parse_args() -> Result<Opts, String> {
         timeout: Duration::from_secs(60),
         mem_gib: 8,
         out: hpm_tests::workspace_root().join("target/bench-readers"),
+        runs: 3,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -48,6 +54,7 @@ fn parse_args() -> Result<Opts, String> {
             "--timeout" => o.timeout = Duration::from_secs(num()?),
             "--mem-gib" => o.mem_gib = num()?,
             "--out" => o.out = PathBuf::from(v),
+            "--runs" => o.runs = (num()? as u32).max(1),
             other => return Err(format!("unknown option `{other}`")),
         }
         i += 2;
@@ -146,10 +153,12 @@ fn main() {
     cases.push(vec!["callerchain".into(), at("deep.quads")]);
     cases.push(vec!["phases".into(), at("deep.trace")]);
 
+    println!("least CPU of {} runs each", opts.runs);
     println!("\n| command | exit | wall s | CPU s | peak RSS MiB |\n|---|---|---|---|---|");
     let mut worst = Duration::ZERO;
     for args in &cases {
-        let (code, wall, cpu, rss_kib) = run(&opts, args);
+        let (code, wall, cpu, rss_kib) =
+            (0..opts.runs).map(|_| run(&opts, args)).min_by_key(|r| (r.0.is_some(), r.2)).expect("one run at least");
         worst = worst.max(cpu);
         let shown: Vec<String> = args
             .iter()

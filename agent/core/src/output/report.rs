@@ -5,7 +5,7 @@
 //! goes. Counters that were not recorded are simply absent; ratios whose divisor is zero
 //! print as `-`.
 
-use std::collections::HashMap;
+use crate::hash::IntMap;
 use std::fmt::Write;
 
 use crate::cct::{Cct, NodeId, ROOT};
@@ -48,14 +48,16 @@ pub fn full_report(
     let mut out = String::new();
     header(&mut out, rec, cct);
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
-    let mut sources: HashMap<String, &str> = HashMap::new();
+    let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
         if let Some(f) = m.source_file.as_deref().filter(|f| !f.is_empty()) {
             sources.entry(m.display_name()).or_insert(f);
         }
     }
-    top_methods(&mut out, cct, opts, &sources);
-    counter_tables(&mut out, cct, opts);
+    // Per-method totals and their order once, for both method tables.
+    let rows = method_rows(cct, opts.threads);
+    top_methods(&mut out, cct, &rows, opts, &sources);
+    counter_tables(&mut out, cct, &rows, opts);
     component_table(&mut out, components);
     call_tree(&mut out, cct, opts);
     if let Some(rec) = rec {
@@ -102,9 +104,8 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
     }
 }
 
-fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions, sources: &HashMap<String, &str>) {
+fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, sources: &IntMap<String, &str>) {
     let total = cct.total_samples();
-    let rows = method_rows(cct, opts.threads);
     let cpi = cpi_counters(&cct.counters);
     let roots = &cct.root().total_counters;
     let shown: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top).collect();
@@ -156,11 +157,10 @@ fn top_methods(out: &mut String, cct: &Cct, opts: &ReportOptions, sources: &Hash
 
 /// Per-counter tables: the CPI profile when both `cycles` and `instructions` were recorded
 /// (as in the appendix of Inoue & Nakatani), and totals plus per-sample values for the others.
-fn counter_tables(out: &mut String, cct: &Cct, opts: &ReportOptions) {
+fn counter_tables(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions) {
     if cct.counters.is_empty() {
         return;
     }
-    let rows = method_rows(cct, opts.threads);
     let roots = &cct.root().total_counters;
     let cpi = cpi_counters(&cct.counters);
     if let Some((c, i)) = cpi {
