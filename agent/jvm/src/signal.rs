@@ -8,7 +8,8 @@
 //! that test or names no slot of this thread, and goes to the handler that was installed before
 //! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM). A notification that names a
 //! descriptor hpm closed a moment ago (generated before the group was disabled, delivered after)
-//! is still hpm's and is dropped, counted: see `threads::RETIRED_FD_GRACE_NS`.
+//! or one hpm now uses for another thread's group is still hpm's and is dropped, counted: see
+//! `threads::RETIRED_FD_GRACE_NS`.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -188,7 +189,12 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
             stats.no_slot.fetch_add(1, Ordering::Relaxed);
             return true;
         }
-        Err(Refused::OtherThread) => return false,
+        // The descriptor is hpm's, now another thread's group: a late notification of a group
+        // closed since (its number reused), as above.
+        Err(Refused::OtherThread) => {
+            stats.no_slot.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
     };
     let ctx = inside.ctx();
     let ring = inside.ring();
