@@ -5,7 +5,9 @@
 //! JVM's own growth; MALLOC_ARENA_MAX=2 keeps glibc's per-thread arenas from adding to it).
 //!
 //! CI runs one minute on JDK 17. The soak of docs/design.md:
-//! `HPM_SOAK_SECONDS=1800 HPM_SOAK_PERIOD=60 cargo test -p hpm-tests --test agent_soak -- --nocapture`
+//! `HPM_SOAK_SECONDS=1800 HPM_SOAK_PERIOD=60 cargo test -p hpm-tests --test agent_soak -- --nocapture`;
+//! `HPM_SOAK_ON=0` runs the same churn with no session at all (the control: what the JVM's own
+//! resident memory does).
 
 use std::process::Command;
 
@@ -40,14 +42,15 @@ fn parse(stdout: &str) -> Vec<Sample> {
 fn agent_memory_and_descriptors_stay_flat_under_churn() {
     let seconds: u64 = std::env::var("HPM_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(60);
     let period: u64 = std::env::var("HPM_SOAK_PERIOD").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let on: u64 = std::env::var("HPM_SOAK_ON").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let jdk = &jdks()[0];
-    let dir = scratch("soak");
+    let dir = scratch(&format!("soak-on{on}"));
     let out = Command::new(jdk.java())
         .env("MALLOC_ARENA_MAX", "2")
         .arg(format!("-Dhpm.agent.path={}", agent_path().display()))
         .args(["-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", "-XX:CompileCommand=quiet", "-cp"])
         .arg(workloads())
-        .args(["Soak", &seconds.to_string(), "8", "4", &period.to_string()])
+        .args(["Soak", &seconds.to_string(), &on.to_string(), "4", &period.to_string()])
         .arg(&dir)
         .output()
         .expect("run java");
