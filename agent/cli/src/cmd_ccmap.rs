@@ -6,7 +6,8 @@ use std::path::Path;
 
 use hpm_core::analysis::ccmap::{CcMap, SingleTarget};
 
-use crate::cmd_compare::{load_profile, positive};
+use crate::input::load_profile;
+use crate::values::positive;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -29,7 +30,7 @@ fn load(path: &str) -> Result<CcMap, String> {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
         Some("jfr") => {
             let (rec, notes) = hpm_core::load::load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
-            crate::cmd_report::warn(&notes);
+            crate::input::warn(&notes);
             if rec.samples.is_empty() {
                 return Err(format!("{path}: the recording has no samples"));
             }

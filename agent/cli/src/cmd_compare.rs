@@ -1,12 +1,10 @@
 //! `hpm compare A B [--threshold T] [--inclusive] [--exact-names]`: how similar two profiles
 //! are. Prints `name: value` lines: overlap, hot-edge coverage, method correlation, then
-//! further metrics. Also holds the value parsers and the profile loading of the analysis
-//! commands.
-
-use std::path::Path;
+//! further metrics.
 
 use hpm_core::analysis::compare::{compare, CompareOptions, Weight};
-use hpm_core::cct::Cct;
+
+use crate::input::load_profile;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,38 +32,6 @@ fn threshold_value(v: &str) -> Result<f64, String> {
     t.ok()
         .filter(|t| *t > 0.0 && *t <= 1.0)
         .ok_or_else(|| format!("a share of the hottest edge in (0, 1] such as 0.1 or 10% is needed, got `{v}`"))
-}
-
-/// A percentage such as `10`, `10%` or `2e-2`, returned as a fraction.
-pub(crate) fn percent_fraction(v: &str) -> Result<f64, String> {
-    v.trim_end_matches('%')
-        .parse::<f64>()
-        .ok()
-        .filter(|p| (0.0..=100.0).contains(p))
-        .map(|p| p / 100.0)
-        .ok_or_else(|| format!("a percentage between 0 and 100 is needed, got `{v}`"))
-}
-
-/// A positive whole number.
-pub(crate) fn positive<T: std::str::FromStr + PartialOrd + Default>(v: &str) -> Result<T, String> {
-    v.parse::<T>()
-        .ok()
-        .filter(|n| *n > T::default())
-        .ok_or_else(|| format!("a positive whole number is needed, got `{v}`"))
-}
-
-/// Loads a profile as a calling context tree, refusing empty ones.
-pub(crate) fn load_profile(path: &str) -> Result<Cct, String> {
-    let p = Path::new(path);
-    if p.is_dir() {
-        return Err(format!("`{path}` is a directory; give a .jfr or collapsed-stacks file"));
-    }
-    let (cct, notes) = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
-    crate::cmd_report::warn(&notes);
-    if cct.total_samples() == 0 {
-        return Err(format!("{path}: the profile has no samples"));
-    }
-    Ok(cct)
 }
 
 pub(crate) fn pct(x: Option<f64>) -> String {

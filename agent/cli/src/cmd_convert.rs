@@ -39,7 +39,7 @@ pub fn main(a: Args) -> Result<(), String> {
     }
     let (rec, notes) =
         hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
-    crate::cmd_report::warn(&notes);
+    crate::input::warn(&notes);
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
     hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;

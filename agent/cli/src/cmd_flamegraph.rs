@@ -8,7 +8,7 @@ use hpm_core::output::flame_html::{flame_html, HtmlOptions};
 use hpm_core::output::flame_svg::{flame_svg, SvgOptions};
 use hpm_core::output::report::event_line;
 
-use crate::cmd_report::load_input;
+use crate::input::load_input;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -8,7 +8,7 @@ use std::path::Path;
 use hpm_core::analysis::load_trace;
 use hpm_core::analysis::phases::{parse_metric_pairs, CallGraph, MetricSummary, PhaseMetrics};
 
-use crate::cmd_compare::{percent_fraction, positive};
+use crate::values::{percent_fraction, positive};
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -15,6 +15,8 @@ mod cmd_flamegraph;
 mod cmd_phases;
 mod cmd_report;
 mod cmd_run;
+mod input;
+mod values;
 
 /// hpm — hardware-performance-monitor profiler for the JVM.
 #[derive(Parser)]
