@@ -6,10 +6,11 @@
 //! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. A SIGPROF from
 //! anything else (kill(2), a profiling interval timer, another profiler's perf events) fails
 //! that test or names no slot of this thread, and goes to the handler that was installed before
-//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM). A notification that names a
-//! descriptor hpm closed a moment ago (generated before the group was disabled, delivered after)
-//! or one hpm now uses for another thread's group is still hpm's and is dropped, counted: see
-//! `threads::RETIRED_FD_GRACE_NS`.
+//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM). One exception: a
+//! notification generated just before a thread's group was disabled and delivered after names a
+//! descriptor hpm closed a moment ago (its number maybe reused since); received by the thread
+//! whose group it was, it is still hpm's and is dropped, counted: see
+//! `threads::RETIRED_FD_GRACE_SECS`.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -178,23 +179,28 @@ fn chain(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
 /// Returns false when the signal is not for a slot of this thread.
 fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_void) -> bool {
     stats.signals.fetch_add(1, Ordering::Relaxed);
-    let Some(slot) = threads.slot_for_fd(fd) else {
-        stats.no_slot.fetch_add(1, Ordering::Relaxed);
-        // A notification of a group closed a moment ago (sent before it was disabled) is ours.
-        return threads.recently_retired(fd, crate::os::now_ticks());
+    let me = crate::os::gettid();
+    // A notification of this thread's group, closed a moment ago (sent before it was disabled,
+    // delivered after), is ours: dropped and counted.
+    let late = || {
+        let ours = threads.retired_from(fd, me, crate::os::now_ticks());
+        if ours {
+            stats.no_slot.fetch_add(1, Ordering::Relaxed);
+        }
+        ours
     };
-    let inside = match slot.enter(crate::os::gettid()) {
+    let Some(slot) = threads.slot_for_fd(fd) else {
+        return late();
+    };
+    let inside = match slot.enter(me) {
         Ok(e) => e,
         Err(Refused::Retired) => {
             stats.no_slot.fetch_add(1, Ordering::Relaxed);
             return true;
         }
-        // The descriptor is hpm's, now another thread's group: a late notification of a group
-        // closed since (its number reused), as above.
-        Err(Refused::OtherThread) => {
-            stats.no_slot.fetch_add(1, Ordering::Relaxed);
-            return true;
-        }
+        // The number now names another thread's group: a late notification of this thread's
+        // closed group whose number was reused, or not ours.
+        Err(Refused::OtherThread) => return late(),
     };
     let ctx = inside.ctx();
     let ring = inside.ring();

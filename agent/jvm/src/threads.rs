@@ -27,12 +27,12 @@ pub const MAX_SLOTS: usize = 4096;
 /// File descriptors the handler can map to a slot.
 pub const MAX_FD: usize = 1 << 16;
 
-/// How long after a thread's group is closed a perf notification naming its descriptor is still
-/// taken as hpm's: a signal generated just before the group was disabled may be delivered after
-/// (it waits until its thread runs again), and must not reach the program's own SIGPROF handler.
-/// A foreign perf notification on a reused descriptor number within this time is swallowed:
-/// only another profiler sending SIGPROF through F_SETSIG could have one.
-pub const RETIRED_FD_GRACE_NS: u64 = 5_000_000_000;
+/// How long after a thread's group is closed a perf notification naming its descriptor, received
+/// by that same thread, is still taken as hpm's: a signal generated just before the group was
+/// disabled may be delivered after (it waits until its thread runs again), and must not reach
+/// the program's own SIGPROF handler. Only another profiler's perf notification on the reused
+/// descriptor number, sent to that same thread within this time, would be taken for one.
+pub const RETIRED_FD_GRACE_SECS: u64 = 5;
 /// Threads one session can name; more are counted and not profiled.
 pub const MAX_SESSION_THREADS: usize = 1 << 20;
 
@@ -96,8 +96,9 @@ pub struct Threads {
     period: AtomicU64,
     slots: Box<[Slot]>,
     fd_table: Box<[AtomicU32]>,
-    /// When each descriptor number last stopped naming a slot (CLOCK_MONOTONIC ns; 0: never).
-    fd_retired_at: Box<[AtomicU64]>,
+    /// For each descriptor number, when it last stopped naming a slot and whose slot it was, in
+    /// one word: CLOCK_MONOTONIC seconds << 32 | the thread's kernel id (0: never).
+    fd_retired: Box<[AtomicU64]>,
     inner: Mutex<Inner>,
     signal: i32,
 }
@@ -108,7 +109,7 @@ impl Threads {
             period: AtomicU64::new(0),
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
-            fd_retired_at: (0..MAX_FD).map(|_| AtomicU64::new(0)).collect(),
+            fd_retired: (0..MAX_FD).map(|_| AtomicU64::new(0)).collect(),
             inner: Mutex::new(Inner {
                 mode: Mode::Off,
                 infos: Vec::new(),
@@ -143,14 +144,15 @@ impl Threads {
         }
     }
 
-    /// Whether `fd` named a slot until less than [`RETIRED_FD_GRACE_NS`] before `now`: a late
-    /// notification of a group already closed. Async-signal-safe; call after
-    /// [`Self::slot_for_fd`] found no slot (the retire time is stored before the slot is
-    /// unlinked, so a handler that saw it unlinked sees the time).
-    pub fn recently_retired(&self, fd: i32, now: u64) -> bool {
-        let Some(at) = usize::try_from(fd).ok().and_then(|i| self.fd_retired_at.get(i)) else { return false };
-        let at = at.load(Ordering::Acquire);
-        at != 0 && now.saturating_sub(at) < RETIRED_FD_GRACE_NS
+    /// Whether `fd` named the slot of thread `tid` until less than [`RETIRED_FD_GRACE_SECS`]
+    /// before `now_ns`: a late notification of that thread's group, closed since. Async-signal-
+    /// safe; the retirement is stored before the slot is unlinked, so a handler that found the
+    /// slot unlinked sees it.
+    pub fn retired_from(&self, fd: i32, tid: i32, now_ns: u64) -> bool {
+        let Some(v) = usize::try_from(fd).ok().and_then(|i| self.fd_retired.get(i)) else { return false };
+        let v = v.load(Ordering::Acquire);
+        let (secs, owner) = (v >> 32, v as u32);
+        v != 0 && owner == tid as u32 && (now_ns / 1_000_000_000).saturating_sub(secs) < RETIRED_FD_GRACE_SECS
     }
 
     /// A session starts sampling with `mode` (not `Off`: [`Self::stop_all`] ends it). Its thread
@@ -317,7 +319,8 @@ impl Threads {
         let Some((slot, events)) = live.perf else { return };
         events.disable();
         let fd = events.leader.as_raw_fd() as usize;
-        self.fd_retired_at[fd].store(crate::os::now_ticks().max(1), Ordering::Release);
+        let secs = crate::os::now_ticks() / 1_000_000_000;
+        self.fd_retired[fd].store(secs << 32 | u64::from(tid as u32), Ordering::Release);
         self.fd_table[fd].store(0, Ordering::Release);
         let s = &self.slots[slot as usize];
         // Waits for a handler still inside (handlers never block, so this is short); none
