@@ -189,6 +189,18 @@ impl Run {
     }
 }
 
+/// Runs a prepared command (a JVM started another way, e.g. as another user), one JVM at a time.
+pub fn run_command(mut cmd: Command) -> Run {
+    let _guard = jvm_lock();
+    Run::from(cmd.output().unwrap_or_else(|e| panic!("run {:?}: {e}", cmd.get_program())))
+}
+
+/// Whether the tests run as root (some run a JVM as another user, or need privileges).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Runs `java [jvm_args] -agentpath:libhpm.so=OPTIONS -cp workloads MAIN args`; `options`
 /// `None` runs without the agent.
 pub fn run_java(jdk: &Jdk, options: Option<&str>, jvm_args: &[&str], main: &str, args: &[&str]) -> Run {

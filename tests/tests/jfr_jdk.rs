@@ -127,6 +127,7 @@ fn write_recording(path: &Path) -> Written {
             unit: PeriodUnit::Events,
             fallback: None,
             sampler: "asgct".into(),
+            kernel: hpm_core::model::KernelMode::Sampled,
         },
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()

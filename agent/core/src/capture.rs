@@ -39,6 +39,25 @@ pub fn asgct_error_name(code: i32) -> &'static str {
 
 /// Stack-walk outcome recorded with the sample.
 pub const WALK_NOT_ATTEMPTED: i32 = i32::MIN;
+/// Taken in the same stay in the kernel as the walked record before it on this thread (one
+/// signal for several kernel-mode samples, delivered on the return to user mode): its user
+/// stack is that record's, kept by the resolver when the record has `shares_walk`.
+pub const WALK_SHARED: i32 = i32::MIN + 1;
+/// At most this many periods of kernel time are expanded from one sample (`kernel_periods`).
+pub const MAX_KERNEL_PERIODS: u32 = 1 << 16;
+
+/// How many periods of a clock whose count is `value` a sample stands for, when `accounted`
+/// of its count was stood for by earlier samples: the elapsed count in periods, rounded (the
+/// timer fires on period boundaries, with jitter), at least 1 and at most
+/// [`MAX_KERNEL_PERIODS`]. Returns it and the new accounted count.
+pub fn periods_since(accounted: u64, value: u64, period: u64) -> (u32, u64) {
+    let period = period.max(1);
+    let elapsed = value.saturating_sub(accounted);
+    let n = (elapsed.saturating_add(period / 2) / period).clamp(1, u64::from(MAX_KERNEL_PERIODS));
+    // After a clamp, or a count behind what was accounted, start afresh from this sample.
+    let next = if elapsed / period > n { value } else { accounted.saturating_add(n * period) };
+    (n as u32, next)
+}
 
 #[derive(Clone, Copy)]
 pub struct Captured {
@@ -52,6 +71,11 @@ pub struct Captured {
     /// a second walk started at the caller (return address at the stack pointer); the frame
     /// the IP is in is not among them.
     pub walk_from_caller: bool,
+    /// Records after this one (`WALK_SHARED`) have its user stack.
+    pub shares_walk: bool,
+    /// Periods of the clock event the thread spent in the kernel since its previous sample,
+    /// when kernel mode is counted but not sampled (`KernelMode::Counted`).
+    pub kernel_periods: u32,
     pub frames: [CallFrame; MAX_FRAMES],
     /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
     /// resolver infers them.
@@ -66,6 +90,8 @@ impl Default for Captured {
             thread: 0,
             num_frames: WALK_NOT_ATTEMPTED,
             walk_from_caller: false,
+            shares_walk: false,
+            kernel_periods: 0,
             frames: [CallFrame::default(); MAX_FRAMES],
             exact_kinds: false,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
@@ -80,5 +106,30 @@ impl Captured {
         } else {
             &[]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_follow_the_clock_without_drift() {
+        let p = 1_000_000;
+        let mut acc = 0;
+        let mut total = 0;
+        // Samples at jittered period boundaries; the thread was in the kernel for 3 periods
+        // before the fourth sample and 10 before the last.
+        for (value, want) in [(1_000_040, 1), (1_999_980, 1), (3_000_100, 1), (7_000_010, 4), (17_999_990, 11)] {
+            let (n, next) = periods_since(acc, value, p);
+            assert_eq!(n, want, "at {value}");
+            acc = next;
+            total += n;
+        }
+        assert_eq!(u64::from(total) * p, 18_000_000, "every period counted once");
+        // A count behind the accounted one still makes one sample.
+        assert_eq!(periods_since(5 * p, 4 * p, p).0, 1);
+        // A huge jump is clamped.
+        assert_eq!(periods_since(0, u64::MAX, p).0, MAX_KERNEL_PERIODS);
     }
 }

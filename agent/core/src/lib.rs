@@ -15,6 +15,7 @@ pub mod fuzz_targets;
 mod fuzz_targets_tests;
 pub mod hash;
 pub mod jfr;
+pub mod kallsyms;
 pub mod latency;
 pub mod limits;
 #[cfg(test)]

@@ -232,6 +232,40 @@ pub struct EventInfo {
     pub fallback: Option<String>,
     /// Stack sampler used: `asgct`, `jvmti`, `sps`.
     pub sampler: String,
+    /// How kernel-mode time is in the profile.
+    pub kernel: KernelMode,
+}
+
+/// How a profile sees the time threads spend in the kernel (system calls, page faults).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelMode {
+    /// Kernel mode is sampled like user mode; samples carry the kernel part of the call chain.
+    Sampled,
+    /// Kernel mode may not be sampled (perf_event_paranoid, no CAP_PERFMON) but the clock
+    /// event counts it: each period spent there is a sample of the user stack the thread
+    /// returned to, under a `[kernel]` frame.
+    Counted,
+    /// Not in the profile (`kernel=off`, a non-clock event without permission, or unknown).
+    #[default]
+    Excluded,
+}
+
+impl KernelMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelMode::Sampled => "sampled",
+            KernelMode::Counted => "counted",
+            KernelMode::Excluded => "excluded",
+        }
+    }
+
+    pub fn from_name(s: &str) -> KernelMode {
+        match s {
+            "sampled" => KernelMode::Sampled,
+            "counted" => KernelMode::Counted,
+            _ => KernelMode::Excluded,
+        }
+    }
 }
 
 impl Default for EventInfo {
@@ -243,6 +277,7 @@ impl Default for EventInfo {
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
             sampler: "asgct".into(),
+            kernel: KernelMode::Excluded,
         }
     }
 }

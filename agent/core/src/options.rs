@@ -197,6 +197,19 @@ impl Sampler {
     }
 }
 
+/// `kernel=`: whether kernel-mode time is sampled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Kernel {
+    /// Sampled with kernel call chains where perf allows it, else counted at the user stack
+    /// (clock events) or left out with a note.
+    #[default]
+    Auto,
+    /// Sampled, or the session does not start (no permission is an error).
+    On,
+    /// User mode only.
+    Off,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interval {
     /// Nanoseconds for clock events, an event count otherwise.
@@ -223,6 +236,8 @@ pub struct Options {
     pub sps_threads: u32,
     /// `sampler=sps`: also sample waiting/blocked/native threads in proportion to their share.
     pub sps_waiting: bool,
+    /// `kernel=auto|on|off`.
+    pub kernel: Kernel,
 }
 
 impl Default for Options {
@@ -240,6 +255,7 @@ impl Default for Options {
             flush_secs: 5,
             sps_threads: 0,
             sps_waiting: false,
+            kernel: Kernel::Auto,
         }
     }
 }
@@ -278,7 +294,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str =
-    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting";
+    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -319,6 +335,14 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                             "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps"
                         )))
                     }
+                }
+            }
+            "kernel" => {
+                o.kernel = match need_value(key, value)? {
+                    "auto" => Kernel::Auto,
+                    "on" | "yes" | "true" => Kernel::On,
+                    "off" | "no" | "false" => Kernel::Off,
+                    other => return Err(OptionError(format!("kernel={other}: expected auto, on or off"))),
                 }
             }
             "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?)?.min(4096) as u32,
@@ -367,6 +391,7 @@ fn example(key: &str) -> &'static str {
         "sampler" => "sampler=asgct",
         "jstackdepth" => "jstackdepth=256",
         "flush" => "flush=5s",
+        "kernel" => "kernel=auto",
         _ => "key=value",
     }
 }
@@ -445,6 +470,8 @@ pub fn help_text() -> String {
          \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM)\n\
          \x20 spsthreads=N      sampler=sps: running threads per sample (default: number of CPUs)\n\
          \x20 spswaiting        sampler=sps: also sample waiting threads in proportion to their share\n\
+         \x20 kernel=auto       kernel time: auto = sampled with kernel frames where perf allows it, else counted at the\n\
+         \x20                   user stack as [kernel] (clock events); on = sampled or refuse to start; off = user mode only\n\
          \x20 jstackdepth=256   maximum Java frames per sample\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -463,6 +490,15 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_option_takes_auto_on_off() {
+        assert_eq!(parse("").unwrap().kernel, Kernel::Auto);
+        assert_eq!(parse("kernel=on").unwrap().kernel, Kernel::On);
+        assert_eq!(parse("kernel=off").unwrap().kernel, Kernel::Off);
+        let e = parse("kernel=maybe").unwrap_err().0;
+        assert!(e.contains("auto, on or off"), "{e}");
+    }
 
     #[test]
     fn defaults_are_cpu_clock_10ms_jfr() {

@@ -16,6 +16,7 @@ pub const SAMPLE_TID: u64 = 1 << 1;
 pub const SAMPLE_TIME: u64 = 1 << 2;
 pub const SAMPLE_ADDR: u64 = 1 << 3;
 pub const SAMPLE_READ: u64 = 1 << 4;
+pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
 pub const SAMPLE_ID: u64 = 1 << 6;
 pub const SAMPLE_CPU: u64 = 1 << 7;
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
@@ -25,6 +26,13 @@ pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
 pub const FORMAT_ID: u64 = 1 << 2;
 pub const FORMAT_GROUP: u64 = 1 << 3;
+
+/// Kernel frames kept per sample (the leaf side of the kernel call chain; the kernel is asked
+/// for no more with `sample_max_stack`).
+pub const MAX_KERNEL_FRAMES: usize = 32;
+/// Call chain entries at or above this are context markers (PERF_CONTEXT_KERNEL, _USER, ...),
+/// not addresses (linux/perf_event.h: PERF_CONTEXT_MAX = -4095).
+const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 
 /// x86_64 user register numbers (arch/x86/include/uapi/asm/perf_regs.h).
 pub const REG_BP: u64 = 6;
@@ -55,6 +63,20 @@ impl Layout {
             regs_mask: REGS_MASK,
         }
     }
+
+    /// Also the kernel part of the call chain (kernel mode sampled; the user part is asked
+    /// away with `exclude_callchain_user`: the Java stack comes from the walk).
+    pub fn with_kernel_chain(mut self) -> Layout {
+        self.sample_type |= SAMPLE_CALLCHAIN;
+        self
+    }
+
+    /// Also the group's values, even without counters: the leader's own count tells how many
+    /// periods passed since the last sample.
+    pub fn with_read(mut self) -> Layout {
+        self.sample_type |= SAMPLE_READ;
+        self
+    }
 }
 
 /// One decoded PERF_RECORD_SAMPLE. Fixed size, no heap.
@@ -76,10 +98,23 @@ pub struct RawSample {
     pub bp: u64,
     pub sp: u64,
     pub user_ip: u64,
+    /// Kernel call chain, leaf first (addresses only, context markers dropped).
+    pub nkernel: u8,
+    pub kernel: [u64; MAX_KERNEL_FRAMES],
+}
+
+impl RawSample {
+    pub fn kernel_frames(&self) -> &[u64] {
+        &self.kernel[..usize::from(self.nkernel).min(MAX_KERNEL_FRAMES)]
+    }
 }
 
 /// A decoded ring record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "decoded in the signal handler, which may not allocate; one record lives on its stack at a time"
+)]
 pub enum Record {
     Sample(RawSample),
     /// The kernel lost this many records (ring full).
@@ -149,7 +184,7 @@ impl<'a> Ring<'a> {
     fn decode_sample(&self, mut p: u64, end: u64, l: &Layout) -> Option<RawSample> {
         let mut s = RawSample::default();
         let mut next = |n: u64| -> Option<u64> {
-            if p + n > end {
+            if p.checked_add(n)? > end {
                 return None;
             }
             let at = p;
@@ -182,6 +217,20 @@ impl<'a> Ring<'a> {
         }
         if st & SAMPLE_READ != 0 {
             self.decode_read(&mut next, &mut s, l.read_format)?;
+        }
+        if st & SAMPLE_CALLCHAIN != 0 {
+            let nr = self.u64_at(next(8)?);
+            let at = next(nr.checked_mul(8)?)?;
+            for i in 0..nr {
+                let ip = self.u64_at(at + 8 * i);
+                if ip >= PERF_CONTEXT_MAX {
+                    continue;
+                }
+                if usize::from(s.nkernel) < MAX_KERNEL_FRAMES {
+                    s.kernel[usize::from(s.nkernel)] = ip;
+                    s.nkernel += 1;
+                }
+            }
         }
         if st & SAMPLE_REGS_USER != 0 {
             s.regs_abi = self.u64_at(next(8)?);
@@ -268,6 +317,13 @@ pub fn encode_sample(s: &RawSample, l: &Layout) -> Vec<u8> {
             put(100 + i as u64);
         }
     }
+    if st & SAMPLE_CALLCHAIN != 0 {
+        put(u64::from(s.nkernel) + 1);
+        put((-128i64) as u64); // PERF_CONTEXT_KERNEL
+        for &ip in s.kernel_frames() {
+            put(ip);
+        }
+    }
     if st & SAMPLE_REGS_USER != 0 {
         put(s.regs_abi);
         if s.regs_abi != 0 {
@@ -328,6 +384,41 @@ mod tests {
             tail += size;
         }
         assert_eq!(tail, head);
+    }
+
+    #[test]
+    fn kernel_call_chains_decode_without_their_markers() {
+        let layout = Layout::standard(false).with_kernel_chain();
+        let mut s = sample(1);
+        s.nvalues = 0;
+        s.values = [0; MAX_COUNTERS + 1];
+        (s.time_enabled, s.time_running) = (0, 0);
+        s.kernel[..3].copy_from_slice(&[0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020, 0xffff_ffff_8100_0030]);
+        s.nkernel = 3;
+        let bytes = encode_sample(&s, &layout);
+        let mut ring = vec![0u8; 512];
+        ring[..bytes.len()].copy_from_slice(&bytes);
+        let (rec, size) = Ring::new(&ring).record_at(0, &layout).unwrap();
+        assert_eq!(size as usize, bytes.len());
+        let Record::Sample(back) = rec else { panic!("{rec:?}") };
+        assert_eq!(back.kernel_frames(), &s.kernel[..3]);
+        assert_eq!((back.user_ip, back.sp), (s.user_ip, s.sp), "registers after the chain");
+    }
+
+    #[test]
+    fn a_call_chain_longer_than_its_record_is_corrupt() {
+        let layout = Layout::standard(false).with_kernel_chain();
+        let mut s = sample(1);
+        s.nkernel = 2;
+        let mut bytes = encode_sample(&s, &layout);
+        // The chain's count sits after ip, pid/tid, time, addr, period (5 words + header).
+        let at = 8 + 5 * 8;
+        for huge in [u64::MAX / 4, u64::MAX, 1 << 20] {
+            bytes[at..at + 8].copy_from_slice(&huge.to_le_bytes());
+            let mut ring = vec![0u8; 1024];
+            ring[..bytes.len()].copy_from_slice(&bytes);
+            assert!(Ring::new(&ring).record_at(0, &layout).is_none(), "nr = {huge}");
+        }
     }
 
     #[test]

@@ -5,9 +5,10 @@
 
 use crate::hash::IntMap;
 
-use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED};
+use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED, WALK_SHARED};
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
+use crate::kallsyms::KernelSymbols;
 use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx};
 use crate::symbols::Symbolizer;
 
@@ -41,6 +42,13 @@ pub struct SampleResolver {
     pub data_addresses: bool,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
+    /// Kernel function names, read at the first kernel call chain.
+    kernel_symbols: Option<KernelSymbols>,
+    /// Kernel addresses already named (bounded: cleared when full).
+    kernel_frames: IntMap<u64, MethodIdx>,
+    /// Per thread, the Java frames of a walked record that later records of the same signal
+    /// share (`Captured::shares_walk`); taken by the next record of that thread.
+    shared_walks: IntMap<ThreadIdx, Vec<Frame>>,
     gc: Vec<(u64, u64)>,
     open_gc: Option<u64>,
     last_maps_refresh: u64,
@@ -97,9 +105,10 @@ impl SampleResolver {
         };
         let component = classify(&thread_name, is_java, site, self.gc_active(raw.time));
 
-        let mut stack = Vec::with_capacity(c.java_frames().len() + 2);
+        let mut stack = Vec::with_capacity(c.java_frames().len() + 2 + raw.kernel_frames().len());
         // Leaf: the native function or stub the thread was in, if not Java code.
         match &native {
+            Placed::Kernel if raw.nkernel > 0 => self.push_kernel_frames(rec, raw.kernel_frames(), &mut stack),
             Placed::Lib(lib, sym) => {
                 let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
                 stack.push(Self::pseudo(rec, sym, kind));
@@ -116,7 +125,17 @@ impl SampleResolver {
         // frames and count as walks that failed.
         let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
         let java = if untrusted_retry { &[][..] } else { c.java_frames() };
-        if !java.is_empty() {
+        let shared = if c.num_frames == WALK_SHARED { self.shared_walks.remove(&c.thread) } else { None };
+        if c.num_frames != WALK_SHARED {
+            self.shared_walks.remove(&c.thread);
+        }
+        let leaf_frames = stack.len();
+        if let Some(frames) = shared {
+            // Same stay in the kernel as the walked record before it: the same user stack.
+            self.stats.java_ok += 1;
+            stack.extend_from_slice(&frames);
+            self.shared_walks.insert(c.thread, frames);
+        } else if !java.is_empty() {
             self.stats.java_ok += 1;
             // The walk started at the caller of the stub the IP is in (its leaf frame above).
             let mut kinds_ip = ip;
@@ -140,6 +159,9 @@ impl SampleResolver {
                 };
                 stack.push(Frame { method, bci, line, kind });
             }
+            if c.shares_walk {
+                self.shared_walks.insert(c.thread, stack[leaf_frames..].to_vec());
+            }
         } else if !untrusted_retry && (!is_java || c.num_frames == -3) {
             // A VM thread (GC worker, compiler, VM thread): its component is the root.
             self.stats.vm_thread += 1;
@@ -150,7 +172,7 @@ impl SampleResolver {
         } else {
             let reason = if untrusted_retry {
                 "in_compiled_prologue"
-            } else if c.num_frames == WALK_NOT_ATTEMPTED {
+            } else if c.num_frames == WALK_NOT_ATTEMPTED || c.num_frames == WALK_SHARED {
                 "coalesced_signal"
             } else {
                 asgct_error_name(c.num_frames)
@@ -173,6 +195,54 @@ impl SampleResolver {
             ip,
             component,
         }
+    }
+
+    /// The sample standing for one period that `s`'s thread spent in the kernel before `s`
+    /// (`KernelMode::Counted`): `s`'s stack under a `[kernel]` frame, at `s`'s time.
+    pub fn kernel_time_sample(&mut self, rec: &mut Recording, s: &Sample) -> Sample {
+        let mut stack = Vec::with_capacity(s.stack.len() + 1);
+        stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel));
+        stack.extend_from_slice(&s.stack);
+        let (thread_name, is_java) =
+            rec.threads.get(s.thread as usize).map(|t| (t.name.clone(), t.is_java)).unwrap_or_default();
+        Sample {
+            stack: stack.into(),
+            counters: vec![0; s.counters.len()],
+            data_addr: None,
+            component: classify(&thread_name, is_java, IpSite::Kernel, self.gc_active(s.time)),
+            ..s.clone()
+        }
+    }
+
+    /// The kernel call chain (leaf first) as frames named from /proc/kallsyms; one `[kernel]`
+    /// frame where the kernel hides its addresses.
+    fn push_kernel_frames(&mut self, rec: &mut Recording, chain: &[u64], stack: &mut Vec<Frame>) {
+        let syms = self.kernel_symbols.get_or_insert_with(KernelSymbols::load);
+        if syms.is_empty() {
+            stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel));
+            return;
+        }
+        if self.kernel_frames.len() >= 1 << 16 {
+            self.kernel_frames.clear();
+        }
+        for &addr in chain {
+            let method = match self.kernel_frames.get(&addr) {
+                Some(&m) => m,
+                None => {
+                    let name = syms.lookup(addr).unwrap_or("[kernel]");
+                    let m = rec.methods.intern(MethodInfo::native(name));
+                    self.kernel_frames.insert(addr, m);
+                    m
+                }
+            };
+            stack.push(Frame { method, bci: -1, line: -1, kind: FrameKind::Kernel });
+        }
+    }
+
+    /// Uses `table` for kernel names instead of /proc/kallsyms (tests).
+    pub fn set_kernel_symbols(&mut self, table: KernelSymbols) {
+        self.kernel_symbols = Some(table);
+        self.kernel_frames.clear();
     }
 
     /// The frames of the compiled code at `ip`, from its inline scope (innermost inlined

@@ -230,3 +230,70 @@ fn a_failed_walk_in_compiled_code_keeps_its_inline_chain_and_lines() {
     assert_eq!((s.stack[0].bci, s.stack[0].line), (3, 103));
     assert_eq!((s.stack[1].kind, s.stack[1].line), (FrameKind::JitCompiled, 111));
 }
+
+fn kernel_table() -> KernelSymbols {
+    KernelSymbols::parse("ffffffff81001000 t clear_page_erms\nffffffff81002000 T exc_page_fault\n")
+}
+
+#[test]
+fn kernel_call_chains_become_named_frames_above_the_java_stack() {
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(kernel_table());
+    let mut rec = recording();
+    let mut c = captured(0, 10, 0xffff_ffff_8100_1008, &[(4, 3), (1, 20)]);
+    c.raw.kernel[..2].copy_from_slice(&[0xffff_ffff_8100_1008, 0xffff_ffff_8100_2040]);
+    c.raw.nkernel = 2;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["clear_page_erms", "exc_page_fault", "Main.leaf", "Main.run"]);
+    assert_eq!(s.stack[0].kind, FrameKind::Kernel);
+    assert_eq!(s.component, VmComponent::Kernel);
+
+    // Where the kernel hides its addresses the chain is one [kernel] frame.
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(KernelSymbols::default());
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["[kernel]", "Main.leaf", "Main.run"]);
+}
+
+#[test]
+fn records_of_one_kernel_stay_share_the_walked_user_stack() {
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(kernel_table());
+    let mut rec = recording();
+    let k = 0xffff_ffff_8100_1008;
+    let mut first = captured(0, 10, k, &[(4, 3), (1, 20)]);
+    first.shares_walk = true;
+    let mut later = captured(0, 11, k, &[]);
+    later.num_frames = WALK_SHARED;
+    // Another thread's sample in between does not take it.
+    let other = captured(1, 10, 0x5000, &[]);
+    let a = res.resolve(&mut rec, &mut table(), &first);
+    res.resolve(&mut rec, &mut table(), &other);
+    let b = res.resolve(&mut rec, &mut table(), &later);
+    let c = res.resolve(&mut rec, &mut table(), &later);
+    assert_eq!(names(&rec, &b), ["[kernel]", "Main.leaf", "Main.run"]);
+    assert_eq!(names(&rec, &b)[1..], names(&rec, &a)[1..]);
+    assert_eq!(names(&rec, &c), names(&rec, &b), "every record of the stay");
+    // A record after an unshared one has nothing to share: counted as a coalesced signal.
+    res.resolve(&mut rec, &mut table(), &captured(0, 12, 0x5000, &[(1, 1)]));
+    let d = res.resolve(&mut rec, &mut table(), &later);
+    assert!(names(&rec, &d).iter().any(|n| n.contains("coalesced_signal")), "{:?}", names(&rec, &d));
+    assert_eq!(res.stats.failed, vec![("coalesced_signal".to_string(), 1)]);
+}
+
+#[test]
+fn counted_kernel_time_is_the_user_stack_under_a_kernel_frame() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    rec.counters = vec!["page-faults".into()];
+    let mut c = captured(0, 10, 0x5000, &[(4, 3), (1, 20)]);
+    c.raw.nvalues = 2;
+    c.raw.values[1] = 7;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    let k = res.kernel_time_sample(&mut rec, &s);
+    assert_eq!(names(&rec, &k)[0], "[kernel]");
+    assert_eq!(names(&rec, &k)[1..], names(&rec, &s)[..]);
+    assert_eq!((k.time, k.weight, k.thread), (s.time, s.weight, s.thread));
+    assert_eq!(k.counters, vec![0], "the counter deltas stay with the user sample");
+    assert_eq!(k.component, VmComponent::Kernel);
+}

@@ -7,9 +7,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hpm_core::model::{EventInfo, PeriodUnit};
-use hpm_core::options::{self, EventDef, Options};
-use hpm_core::perf_record::Layout;
+use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
+use hpm_core::options::{self, EventDef, Kernel, Options};
+use hpm_core::perf_record::{Layout, MAX_KERNEL_FRAMES};
 use perf_event_open_sys as sys;
 
 /// Data pages of each thread's ring (plus one metadata page). Small on purpose: the signal
@@ -21,21 +21,27 @@ pub struct PerfSpec {
     pub event: EventDef,
     pub period: u64,
     pub counters: Vec<EventDef>,
-    pub exclude_kernel: bool,
+    /// Sampled: kernel mode too, with the kernel call chain; otherwise user mode only.
+    pub kernel: KernelMode,
     pub layout: Layout,
     /// Test hook (`HPM_TEST_PERF_ERRNO`): make perf_event_open fail with this errno.
     pub inject_errno: Option<i32>,
 }
 
 impl PerfSpec {
-    pub fn new(event: EventDef, period: u64, counters: Vec<EventDef>) -> PerfSpec {
-        let layout = Layout::standard(!counters.is_empty());
+    pub fn new(event: EventDef, period: u64, counters: Vec<EventDef>, kernel: KernelMode) -> PerfSpec {
+        let mut layout = Layout::standard(!counters.is_empty());
+        match kernel {
+            KernelMode::Sampled => layout = layout.with_kernel_chain(),
+            // The clock's own count says how many periods went by in the kernel.
+            KernelMode::Counted => layout = layout.with_read(),
+            KernelMode::Excluded => {}
+        }
         PerfSpec {
             event,
             period,
             counters,
-            // Kernel samples need perf_event_paranoid <= 1 (or root); user space is what we map.
-            exclude_kernel: true,
+            kernel,
             layout,
             inject_errno: std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()),
         }
@@ -126,7 +132,8 @@ fn base_attr(ev: &EventDef, spec: &PerfSpec) -> sys::bindings::perf_event_attr {
         ..Default::default()
     };
     a.set_exclude_hv(1);
-    a.set_exclude_kernel(u64::from(spec.exclude_kernel));
+    // Kernel mode needs perf_event_paranoid <= 1, CAP_PERFMON or root (see `choose_events`).
+    a.set_exclude_kernel(u64::from(spec.kernel != KernelMode::Sampled));
     a.set_use_clockid(1);
     a.clockid = libc::CLOCK_MONOTONIC;
     a
@@ -140,6 +147,11 @@ fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
     attr.sample_regs_user = spec.layout.regs_mask;
     attr.__bindgen_anon_2.wakeup_events = 1;
     attr.set_disabled(1);
+    if spec.kernel == KernelMode::Sampled {
+        // The user part of the chain is the Java stack, walked in the handler.
+        attr.set_exclude_callchain_user(1);
+        attr.sample_max_stack = MAX_KERNEL_FRAMES as u16;
+    }
     if spec.event.hardware {
         attr.set_precise_ip(2);
     }
@@ -357,12 +369,20 @@ impl Counting {
                 ..Default::default()
             };
             a.set_exclude_hv(1);
-            a.set_exclude_kernel(1);
-            // SAFETY: `a` is a fully initialised perf_event_attr whose `size` matches the struct;
-            // pid 0 / cpu -1 is the calling thread on any CPU.
-            let fd = unsafe {
-                sys::perf_event_open(&mut a, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong)
-            };
+            // Kernel mode counted too where perf allows it (as `perf stat` counts), else user
+            // mode only (`perf stat` as an unprivileged user at perf_event_paranoid 2).
+            let mut fd = -1;
+            for exclude_kernel in [0, 1] {
+                a.set_exclude_kernel(exclude_kernel);
+                // SAFETY: `a` is a fully initialised perf_event_attr whose `size` matches the
+                // struct; pid 0 / cpu -1 is the calling thread on any CPU.
+                fd = unsafe {
+                    sys::perf_event_open(&mut a, 0, -1, -1, sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong)
+                };
+                if fd >= 0 || !matches!(errno(), libc::EACCES | libc::EPERM) {
+                    break;
+                }
+            }
             if fd < 0 {
                 failed.push((
                     *ev,
@@ -397,7 +417,9 @@ impl Counting {
 
 /// Probes perf for the requested event and counters. A hardware event on a machine without a
 /// PMU falls back to cpu-clock (sampling) or is left out (counters), with one line each;
-/// permission problems are errors that say which sysctl value is needed.
+/// permission problems are errors that say which sysctl value is needed. Kernel mode is
+/// sampled where perf allows it (`kernel=auto`); where it does not, a clock event counts it
+/// at the user stack (`KernelMode::Counted`). One line says which is in force.
 pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
     let mut notes = Vec::new();
     let requested = opts.event;
@@ -405,10 +427,20 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
     let mut period = opts.period();
     let mut counters: Vec<EventDef> = opts.counters.clone();
     let mut fallback = None;
+    let mut sample_kernel = opts.kernel != Kernel::Off;
+    let mut kernel_denied = None;
     loop {
-        let spec = PerfSpec::new(event, period, counters.clone());
+        let kernel = if sample_kernel {
+            KernelMode::Sampled
+        } else if event.is_clock && opts.kernel != Kernel::Off {
+            KernelMode::Counted
+        } else {
+            KernelMode::Excluded
+        };
+        let spec = PerfSpec::new(event, period, counters.clone(), kernel);
         match probe(&spec) {
             Ok(()) => {
+                notes.push(kernel_note(kernel, &event, kernel_denied.as_ref()));
                 let info = EventInfo {
                     name: event.name.to_string(),
                     requested: requested.name.to_string(),
@@ -416,8 +448,20 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                     unit: if event.is_clock { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
                     fallback,
                     sampler: opts.sampler.name().to_string(),
+                    kernel,
                 };
                 return Ok((spec, info, notes));
+            }
+            Err((_, e)) if e.is_permission() && sample_kernel && opts.kernel == Kernel::Auto => {
+                // Try user mode only: perf_event_paranoid 2 allows it to any user.
+                sample_kernel = false;
+                kernel_denied = Some(e);
+            }
+            Err((_, e)) if e.is_permission() && sample_kernel => {
+                return Err(format!(
+                    "kernel=on: {}; use kernel=auto to count kernel time without sampling it",
+                    kernel_denial(&e)
+                ))
             }
             Err((_, e)) if e.is_permission() => return Err(e.to_string()),
             Err((ev, e)) if ev == event && ev.hardware && e.is_unsupported() && event != options::cpu_clock() => {
@@ -436,5 +480,35 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
             }
             Err((_, e)) => return Err(e.to_string()),
         }
+    }
+}
+
+/// Why kernel mode may not be sampled, and what allows it.
+fn kernel_denial(e: &PerfError) -> String {
+    let level = paranoid_level().map_or("unknown".to_string(), |l| l.to_string());
+    format!(
+        "sampling kernel mode was denied ({}; kernel.perf_event_paranoid is {level}: it needs 1 or lower, \
+         CAP_PERFMON or root)",
+        std::io::Error::from_raw_os_error(e.errno)
+    )
+}
+
+/// The start-up line saying how kernel time is in the profile.
+fn kernel_note(kernel: KernelMode, event: &EventDef, denied: Option<&PerfError>) -> String {
+    let why = denied.map(kernel_denial).unwrap_or_default();
+    match kernel {
+        KernelMode::Sampled => {
+            "kernel time: sampled, with kernel call chains named from /proc/kallsyms (kernel=off: user mode only)"
+                .to_string()
+        }
+        KernelMode::Counted => format!(
+            "kernel time: counted, not sampled: {why}; each {} period spent in the kernel is a sample of the user \
+             stack under [kernel]",
+            event.name
+        ),
+        KernelMode::Excluded if denied.is_some() => {
+            format!("kernel time: not in the profile: {why}; {} counts user mode only", event.name)
+        }
+        KernelMode::Excluded => "kernel time: not in the profile (kernel=off)".to_string(),
     }
 }

@@ -17,7 +17,7 @@ use hpm_core::batch::BatchHandle;
 use hpm_core::cct::Cct;
 use hpm_core::codemap::CodeEvent;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
-use hpm_core::model::{EventInfo, PeriodUnit, Recording, VmComponent};
+use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample, VmComponent};
 use hpm_core::options::{Interval, Options, OutputFormat};
 use hpm_core::outfile::Target;
 use hpm_core::output::stacks::StackTable;
@@ -365,6 +365,21 @@ impl Processor {
         }
     }
 
+    /// Adds a resolved sample to the recording, the calling context tree and the stack table.
+    fn add(&mut self, s: Sample, per_thread: bool) {
+        match self.components.iter_mut().find(|(k, _)| *k == s.component) {
+            Some(e) => e.1 += 1,
+            None => self.components.push((s.component, 1)),
+        }
+        while self.names.len() < self.rec.methods.len() {
+            self.names.push(self.rec.method(self.names.len() as u32).display_name());
+        }
+        let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
+        self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
+        self.stacks.add(&s);
+        self.rec.samples.push(s);
+    }
+
     /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
     /// in time order (one thread's samples), so what is resolved of it is a prefix.
     fn resolve_up_to(&mut self, watermark: u64) {
@@ -379,17 +394,21 @@ impl Processor {
             }
         }
         order.sort_unstable();
-        let Some(methods) = self.methods.as_mut() else { return };
+        // Taken out for the loop (resolving borrows it while the recording grows).
+        let Some(mut methods) = self.methods.take() else { return };
         for &(t, bi, j) in &order {
             if t < self.last_resolved {
                 self.late += 1;
             }
             self.last_resolved = self.last_resolved.max(t);
             let c = &pool.get(&self.pending[bi].0).filled()[j];
-            let s = self.resolver.resolve(&mut self.rec, methods, c);
-            match self.components.iter_mut().find(|(k, _)| *k == s.component) {
-                Some(e) => e.1 += 1,
-                None => self.components.push((s.component, 1)),
+            let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
+            if c.kernel_periods > 0 {
+                // Kernel time counted, not sampled: one sample per period spent there.
+                let k = self.resolver.kernel_time_sample(&mut self.rec, &s);
+                for _ in 0..c.kernel_periods {
+                    self.add(k.clone(), inputs.opts.per_thread);
+                }
             }
             if let (Some(t), Some(top)) = (self.tuner.as_mut(), s.stack.first()) {
                 if let Some(change) = t.observe(u64::from(s.thread), u64::from(top.method)) {
@@ -405,16 +424,11 @@ impl Processor {
                     }
                 }
             }
-            while self.names.len() < self.rec.methods.len() {
-                self.names.push(self.rec.method(self.names.len() as u32).display_name());
-            }
-            let thread_root = inputs.opts.per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-            self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
-            self.stacks.add(&s);
-            self.rec.samples.push(s);
+            self.add(s, inputs.opts.per_thread);
             inputs.sink.resolved.fetch_add(1, Ordering::Relaxed);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
         }
+        self.methods = Some(methods);
         let mut i = 0;
         while i < self.pending.len() {
             if self.pending[i].1 >= pool.get(&self.pending[i].0).len {

@@ -7,7 +7,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use hpm_core::model::{EventInfo, PeriodUnit};
+use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
 use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind};
 use hpm_core::outfile::Target;
 
@@ -72,8 +72,10 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
             sampler: opts.sampler.name().to_string(),
+            // A timer picks threads by their JVM state; kernel time is not told apart.
+            kernel: KernelMode::Excluded,
         };
-        (PerfSpec::new(opts.event, opts.period(), Vec::new()), info, Vec::new())
+        (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
     };
     // Checked last (after the options and perf); nothing is created before the session starts.
     let files: Vec<(String, OutputFormat)> =
@@ -145,6 +147,7 @@ impl Session {
                 ctx: Arc::new(SignalCtx {
                     sink: sink.clone(),
                     layout: plan.spec.layout,
+                    kernel: plan.spec.kernel,
                     max_depth,
                     asgct: parts.asgct,
                     vm: parts.vm,

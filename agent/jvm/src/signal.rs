@@ -16,7 +16,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::capture::{Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
+use hpm_core::component::is_kernel_address;
+use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
@@ -207,6 +209,8 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     let (mut tail, head, data) = ring.pending();
     let view = Ring::new(data);
     let thread = inside.thread_idx();
+    let walks = plan_walks(&view, tail, head, ctx);
+    let mut index = 0u32;
     while tail < head {
         let Some((rec, size)) = view.record_at(tail, &ctx.layout) else {
             // Unreadable: skip everything the kernel has written so far.
@@ -214,23 +218,37 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
             tail = head;
             break;
         };
-        let last = tail + size >= head;
         tail += size;
         match rec {
             Record::Sample(raw) => {
                 stats.samples.fetch_add(1, Ordering::Relaxed);
+                let i = index;
+                index += 1;
+                // Before the push: a sample dropped for want of a buffer still accounts for
+                // its clock time, so it is never taken for kernel time.
+                let kernel_periods = if ctx.kernel == KernelMode::Counted && raw.nvalues > 0 {
+                    inside.kernel_periods(raw.values[0], raw.period)
+                } else {
+                    0
+                };
                 let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
                     c.raw = raw;
                     c.thread = thread;
                     c.exact_kinds = false;
-                    // The signal's context is the state at the latest overflow only.
+                    c.kernel_periods = kernel_periods;
+                    c.shares_walk = false;
+                    // The signal's context is the user state at delivery: that of the last
+                    // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see
                     // `Slot::java`); one announced by ThreadStart or listed by the VM, or
                     // whose HotSpot thread key is set (a Java thread that started before the
                     // agent, under a name no hint matched: `main`), may.
-                    c.num_frames = if !last {
+                    c.num_frames = if i < walks.at {
                         WALK_NOT_ATTEMPTED
+                    } else if i > walks.at {
+                        WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
+                        c.shares_walk = walks.at < walks.last;
                         walk(ctx, c, ucontext)
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
@@ -249,6 +267,31 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     }
     ring.consume_to(tail);
     true
+}
+
+/// Which sample records of one signal get the stack walk (numbered in ring order).
+struct Walks {
+    /// The walked record: the last sample, or with kernel mode sampled the first of the
+    /// samples in the kernel that end the batch (one stay in the kernel: the signal is
+    /// delivered on its return to user mode, so they all have the user stack walked now).
+    at: u32,
+    /// The last sample record.
+    last: u32,
+}
+
+fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
+    let (mut index, mut kernel_run) = (0u32, None);
+    while pos < head {
+        let Some((rec, size)) = view.record_at(pos, &ctx.layout) else { break };
+        pos += size;
+        if let Record::Sample(raw) = rec {
+            let in_kernel = ctx.kernel == KernelMode::Sampled && is_kernel_address(raw.ip);
+            kernel_run = if in_kernel { kernel_run.or(Some(index)) } else { None };
+            index += 1;
+        }
+    }
+    let last = index.saturating_sub(1);
+    Walks { at: kernel_run.unwrap_or(last), last }
 }
 
 fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {

@@ -47,6 +47,8 @@ impl Sink {
 pub struct SignalCtx {
     pub sink: Arc<Sink>,
     pub layout: Layout,
+    /// How kernel time is recorded: shared walks (sampled) or counted periods (counted).
+    pub kernel: hpm_core::model::KernelMode,
     pub max_depth: u32,
     pub asgct: Option<AsgctFn>,
     pub vm: Vm,

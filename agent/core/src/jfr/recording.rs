@@ -179,6 +179,7 @@ impl Builder {
             },
             fallback: Some(s("fallback")).filter(|f| !f.is_empty()),
             sampler: s("sampler"),
+            kernel: KernelMode::from_name(&s("kernel")),
         };
         self.rec.jvm = s("jvm");
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
@@ -207,6 +208,8 @@ impl Builder {
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
             sampler: "jfr".into(),
+            // The JDK's sampler walks Java threads at a timer; kernel time is not separated.
+            kernel: KernelMode::Excluded,
         };
     }
 

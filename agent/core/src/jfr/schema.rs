@@ -93,6 +93,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 string_field("sampler", "Stack Sampler"),
                 string_field("jvm", "JVM"),
                 FieldDef::new("pid", T_LONG, "Process Id"),
+                string_field("kernel", "Kernel Time"),
             ],
         },
         EventDef {

@@ -20,6 +20,7 @@ pub(crate) fn sample_recording() -> Recording {
             unit: PeriodUnit::Events,
             fallback: None,
             sampler: "asgct".into(),
+            kernel: KernelMode::Sampled,
         },
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()

@@ -119,7 +119,8 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(&rec.counters.join(",")))
         .string(Some(&ev.sampler))
         .string(Some(&rec.jvm))
-        .long(rec.pid as u64);
+        .long(rec.pid as u64)
+        .string(Some(ev.kernel.name()));
     e.finish(out);
 }
 

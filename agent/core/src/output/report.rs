@@ -14,7 +14,7 @@ use crate::model::{Recording, VmComponent};
 use super::cpi_counters;
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
-use super::summary::{drops_line, fallback_line, sorted_components, threads_line};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
 use super::text::{duration_ns, group, pct, ratio};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,6 +76,9 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
             kv("event", event_line(rec));
             if let Some(f) = fallback_line(rec) {
                 kv("fallback", f);
+            }
+            if let Some(k) = kernel_line(rec) {
+                kv("kernel", k);
             }
             let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
             kv("counters", counters);

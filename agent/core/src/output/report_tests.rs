@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{EventInfo, Frame, FrameKind, MethodInfo, PeriodUnit, Sample, ThreadInfo};
+use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadInfo};
 
 /// A recording with `counters`; each stack spec is (root-first methods, thread, count,
 /// counter deltas per sample, component).
@@ -12,6 +12,7 @@ fn recording(counters: &[&str]) -> Recording {
             unit: PeriodUnit::Nanoseconds,
             fallback: Some("perf_event_paranoid is 3".into()),
             sampler: "asgct".into(),
+            kernel: KernelMode::Counted,
         },
         counters: counters.iter().map(|s| s.to_string()).collect(),
         start_ticks: 1_000,

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::cct::Cct;
-use crate::model::{PeriodUnit, Recording, Sample, VmComponent};
+use crate::model::{KernelMode, PeriodUnit, Recording, Sample, VmComponent};
 
 use super::methods::method_rows;
 use super::text::{duration_ns, group, pct};
@@ -49,6 +49,21 @@ pub fn event_line(rec: &Recording) -> String {
         let _ = write!(s, ", sampler {}", e.sampler);
     }
     s
+}
+
+/// How kernel time is in a recording made by the agent's perf sampler (`None` for the others).
+pub(crate) fn kernel_line(rec: &Recording) -> Option<String> {
+    if rec.event.sampler != "asgct" {
+        return None;
+    }
+    Some(
+        match rec.event.kernel {
+            KernelMode::Sampled => "sampled, with kernel call chains",
+            KernelMode::Counted => "counted, not sampled: kernel time is the user stack under [kernel]",
+            KernelMode::Excluded => "not in the profile (user mode only)",
+        }
+        .to_string(),
+    )
 }
 
 /// The fallback explanation, when the requested event was replaced.

@@ -378,6 +378,8 @@ fn push(p: &Parts, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item 
         c.raw.period = p.period;
         c.thread = thread;
         c.walk_from_caller = false;
+        c.shares_walk = false;
+        c.kernel_periods = 0;
         c.exact_kinds = true;
         let mut n = 0;
         for (m, bci, kind) in frames.take(MAX_FRAMES) {

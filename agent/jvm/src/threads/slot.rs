@@ -32,6 +32,9 @@ pub struct Slot {
     ring_meta: AtomicU64,
     ring_data: AtomicU64,
     ring_size: AtomicU64,
+    /// Clock time (the sampling event's own count) accounted for by samples so far: written
+    /// only by this slot's handler, on its own thread, so Relaxed.
+    clock_accounted: AtomicU64,
 }
 
 /// What a handler may use while inside a slot (the borrows end with it).
@@ -64,6 +67,17 @@ impl Entered<'_> {
         self.thread_idx
     }
 
+    /// Kernel mode counted, not sampled: the periods of the clock event (whose count `value`
+    /// includes kernel time, though samples there are not taken) that passed in the kernel
+    /// since this thread's previous sample. Every record goes through here, kept or dropped,
+    /// so a dropped sample is never taken for kernel time.
+    pub fn kernel_periods(&self, value: u64, period: u64) -> u32 {
+        let done = self.slot.clock_accounted.load(Ordering::Relaxed);
+        let (periods, accounted) = hpm_core::capture::periods_since(done, value, period);
+        self.slot.clock_accounted.store(accounted, Ordering::Relaxed);
+        periods.saturating_sub(1)
+    }
+
     /// Whether the thread's Java stack may be walked (see [`Slot`]'s `java`).
     pub fn is_java(&self) -> bool {
         self.java
@@ -91,6 +105,7 @@ impl Slot {
             ring_meta: AtomicU64::new(0),
             ring_data: AtomicU64::new(0),
             ring_size: AtomicU64::new(0),
+            clock_accounted: AtomicU64::new(0),
         }
     }
 
@@ -105,6 +120,7 @@ impl Slot {
         self.ring_data.store(ring.data as u64, Ordering::Relaxed);
         self.ring_size.store(ring.size as u64, Ordering::Relaxed);
         self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
+        self.clock_accounted.store(0, Ordering::Relaxed);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
     }
