@@ -1,9 +1,9 @@
 //! Kernel time in the CPU profile (issue 12, item 1). Two threads use equal CPU time, one in
 //! Java arithmetic and one in 1-byte writes to /dev/null (mostly in the kernel). Each thread's
 //! share of the samples must be within 3 points of its share of utime+stime in /proc, and the
-//! writer's kernel samples within 5 points of its stime share: with kernel mode sampled (root:
-//! kernel frames named from /proc/kallsyms) and with kernel time counted at the user stack (the
-//! same JVM run as an unprivileged user, kernel.perf_event_paranoid 2).
+//! writer's kernel samples within 8 points of its stime share (itself a sampled figure): with
+//! kernel mode sampled (root: kernel frames named from /proc/kallsyms) and with kernel time
+//! counted at the user stack (the same JVM run as an unprivileged user, perf_event_paranoid 2).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -85,8 +85,10 @@ fn check(jdk: &Jdk, mode: Mode, run: Run, out: &Path, kernel: &HashSet<String>) 
         (sample_share - cpu_share).abs() <= 3.0,
         "{what}: the writer thread has {sample_share:.1}% of the samples, but {cpu_share:.1}% of the CPU time by /proc"
     );
+    // /proc's utime/stime split is itself sampled (at the scheduler tick, then scaled to the
+    // exact total): over 2 s its standard error is ~2-3 points, so 8 points is about 3 of them.
     assert!(
-        (kernel_share - stime_share).abs() <= 5.0,
+        (kernel_share - stime_share).abs() <= 8.0,
         "{what}: {kernel_share:.1}% of the writer's samples are in the kernel, /proc says {stime_share:.1}% (stime)"
     );
     if mode == Mode::Sampled && !kernel.is_empty() {

@@ -59,6 +59,56 @@ pub fn periods_since(accounted: u64, value: u64, period: u64) -> (u32, u64) {
     (n as u32, next)
 }
 
+/// A thread's state when sampled, as JFR names them (`jdk.types.ThreadState`), plus
+/// `STATE_IN_NATIVE` for a thread running or blocked in a native method. Index = the code in
+/// [`Captured::state`]; 0 = no state (CPU samples: the thread was running).
+pub const THREAD_STATES: [&str; 9] = [
+    "",
+    "STATE_RUNNABLE",
+    "STATE_IN_NATIVE",
+    "STATE_SLEEPING",
+    "STATE_IN_OBJECT_WAIT",
+    "STATE_IN_OBJECT_WAIT_TIMED",
+    "STATE_PARKED",
+    "STATE_PARKED_TIMED",
+    "STATE_BLOCKED_ON_MONITOR_ENTER",
+];
+
+/// The [`THREAD_STATES`] code of a JVMTI thread state (GetThreadState's bits).
+pub fn state_from_jvmti(bits: i32) -> u8 {
+    const RUNNABLE: i32 = 0x4;
+    const WAITING_WITH_TIMEOUT: i32 = 0x20;
+    const SLEEPING: i32 = 0x40;
+    const IN_OBJECT_WAIT: i32 = 0x100;
+    const PARKED: i32 = 0x200;
+    const BLOCKED_ON_MONITOR_ENTER: i32 = 0x400;
+    const IN_NATIVE: i32 = 0x40_0000;
+    let timed = bits & WAITING_WITH_TIMEOUT != 0;
+    if bits & BLOCKED_ON_MONITOR_ENTER != 0 {
+        8
+    } else if bits & SLEEPING != 0 {
+        3
+    } else if bits & IN_OBJECT_WAIT != 0 {
+        if timed {
+            5
+        } else {
+            4
+        }
+    } else if bits & PARKED != 0 {
+        if timed {
+            7
+        } else {
+            6
+        }
+    } else if bits & IN_NATIVE != 0 {
+        2
+    } else if bits & RUNNABLE != 0 {
+        1
+    } else {
+        0
+    }
+}
+
 #[derive(Clone, Copy)]
 pub struct Captured {
     pub raw: RawSample,
@@ -76,6 +126,8 @@ pub struct Captured {
     /// Periods of the clock event the thread spent in the kernel since its previous sample,
     /// when kernel mode is counted but not sampled (`KernelMode::Counted`).
     pub kernel_periods: u32,
+    /// The thread's state (a [`THREAD_STATES`] code), from wall-clock sampling; 0 = none.
+    pub state: u8,
     pub frames: [CallFrame; MAX_FRAMES],
     /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
     /// resolver infers them.
@@ -92,6 +144,7 @@ impl Default for Captured {
             walk_from_caller: false,
             shares_walk: false,
             kernel_periods: 0,
+            state: 0,
             frames: [CallFrame::default(); MAX_FRAMES],
             exact_kinds: false,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
@@ -112,6 +165,19 @@ impl Captured {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jvmti_states_map_to_jfr_names() {
+        let name = |bits| THREAD_STATES[state_from_jvmti(bits) as usize];
+        assert_eq!(name(0x1 | 0x4), "STATE_RUNNABLE");
+        assert_eq!(name(0x1 | 0x4 | 0x40_0000), "STATE_IN_NATIVE");
+        assert_eq!(name(0x1 | 0x400), "STATE_BLOCKED_ON_MONITOR_ENTER");
+        assert_eq!(name(0x1 | 0x80 | 0x20 | 0x40), "STATE_SLEEPING");
+        assert_eq!(name(0x1 | 0x80 | 0x10 | 0x100), "STATE_IN_OBJECT_WAIT");
+        assert_eq!(name(0x1 | 0x80 | 0x20 | 0x200), "STATE_PARKED_TIMED");
+        assert_eq!(name(0x1 | 0x80 | 0x10 | 0x200), "STATE_PARKED");
+        assert_eq!(name(0x2), "");
+    }
 
     #[test]
     fn periods_follow_the_clock_without_drift() {

@@ -367,6 +367,19 @@ pub struct Recording {
 }
 
 impl Recording {
+    /// The index of state `name` in [`Recording::states`], added if new (at most 2^16 names;
+    /// beyond that the last index is reused).
+    pub fn state_idx(&mut self, name: &str) -> StateIdx {
+        if let Some(i) = self.states.iter().position(|s| s == name) {
+            return i as StateIdx;
+        }
+        if self.states.len() > StateIdx::MAX as usize {
+            return StateIdx::MAX;
+        }
+        self.states.push(name.to_string());
+        (self.states.len() - 1) as StateIdx
+    }
+
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {
         self.threads.push(t);
         (self.threads.len() - 1) as ThreadIdx

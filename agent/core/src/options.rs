@@ -185,6 +185,9 @@ pub enum Sampler {
     Jvmti,
     /// Partial safepoints with self-sampling (patched JVM).
     Sps,
+    /// `event=wall`: every Java thread at the interval, whatever its state (a bounded number
+    /// of threads per tick), the state recorded with each sample.
+    Wall,
 }
 
 impl Sampler {
@@ -193,6 +196,7 @@ impl Sampler {
             Sampler::Asgct => "asgct",
             Sampler::Jvmti => "jvmti",
             Sampler::Sps => "sps",
+            Sampler::Wall => "wall",
         }
     }
 }
@@ -306,6 +310,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             None => (item, None),
         };
         match key {
+            "event" if value == Some("wall") => o.sampler = Sampler::Wall,
             "event" => o.event = parse_event(need_value(key, value)?)?,
             "interval" => interval_text = Some(need_value(key, value)?.to_string()),
             "counters" => {
@@ -363,6 +368,9 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         None => Interval::Fixed(o.event.default_period),
         Some(t) => parse_interval(&t, &o.event)?,
     };
+    if o.sampler == Sampler::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
+        return Err(OptionError("event=wall samples on a timer; it takes no other event= and no counters=".into()));
+    }
     if o.sampler != Sampler::Asgct {
         if !o.event.is_clock || !o.counters.is_empty() {
             return Err(OptionError(format!(
@@ -462,7 +470,7 @@ fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
 pub fn help_text() -> String {
     let mut s = String::from(
         "hpm agent options (comma-separated key=value): -agentpath:/path/libhpm.so=OPTIONS\n\
-         \n  event=NAME        sampling event (default cpu-clock)\n\
+         \n  event=NAME        sampling event (default cpu-clock); wall = every Java thread at the interval, any state\n\
          \x20 interval=N        period: a time for clock events (10ms, 1ms, 100us), a count otherwise; auto = self-tuning\n\
          \x20 counters=A+B+...  counting events read in one perf group with every sample (e.g. cycles+instructions)\n\
          \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg .pb.gz .json; %p = pid, %t = time; repeatable\n\
@@ -490,6 +498,15 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn event_wall_is_the_wall_clock_sampler() {
+        let o = parse("event=wall,interval=20ms").unwrap();
+        assert_eq!((o.sampler, o.period()), (Sampler::Wall, 20_000_000));
+        let e = parse("event=wall,counters=task-clock").unwrap_err().0;
+        assert!(e.contains("event=wall"), "{e}");
+        assert!(parse("event=wall,interval=auto").is_err());
+    }
 
     #[test]
     fn kernel_option_takes_auto_on_off() {

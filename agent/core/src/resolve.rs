@@ -194,7 +194,10 @@ impl SampleResolver {
             data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
             ip,
             component,
-            state: None,
+            state: crate::capture::THREAD_STATES
+                .get(usize::from(c.state))
+                .filter(|n| !n.is_empty())
+                .map(|n| rec.state_idx(n)),
         }
     }
 

@@ -65,9 +65,10 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         perf::choose_events(&opts)?
     } else {
         // Timer samplers: no perf groups; the "event" is the sampling clock.
+        let name = if opts.sampler == SamplerKind::Wall { "wall" } else { "timer" };
         let info = EventInfo {
-            name: "timer".into(),
-            requested: "timer".into(),
+            name: name.into(),
+            requested: name.into(),
             period: opts.period(),
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
@@ -153,14 +154,15 @@ impl Session {
                     vm: parts.vm,
                 }),
             }),
-            SamplerKind::Jvmti | SamplerKind::Sps => Arc::new(TimerSampler::new(timer::Parts {
+            SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Wall => Arc::new(TimerSampler::new(timer::Parts {
                 threads: parts.threads,
                 jvmti: parts.jvmti,
                 vm: parts.vm,
                 sink: sink.clone(),
-                kind: match plan.sps {
-                    Some(sps) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                    None => Kind::Jvmti,
+                kind: match (plan.sps, opts.sampler) {
+                    (Some(sps), _) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
+                    (None, SamplerKind::Wall) => Kind::Wall,
+                    (None, _) => Kind::Jvmti,
                 },
                 period: plan.event.period,
                 max_depth,

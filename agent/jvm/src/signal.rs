@@ -236,6 +236,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.thread = thread;
                     c.exact_kinds = false;
                     c.kernel_periods = kernel_periods;
+                    c.state = 0;
                     c.shares_walk = false;
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.

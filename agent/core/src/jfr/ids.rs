@@ -52,3 +52,4 @@ pub const EVENT_HPM_CONFIG: u64 = 102;
 pub const EVENT_HPM_DROPS: u64 = 103;
 pub const EVENT_HPM_REGION: u64 = 104;
 pub const EVENT_HPM_PHASE: u64 = 105;
+pub const EVENT_WALL_CLOCK_SAMPLE: u64 = 106;

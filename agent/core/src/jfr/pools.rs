@@ -14,6 +14,7 @@
 //!
 //! Key 0 is never used for an entry, so it can stand for null.
 
+use crate::model::StateIdx;
 use std::collections::{HashMap, HashSet};
 
 use super::schema::*;
@@ -167,6 +168,8 @@ pub struct Pools<'a> {
     components: [bool; VmComponent::ALL.len()],
     event_name_used: bool,
     runnable_used: bool,
+    /// `Recording::states` referenced by a sample.
+    states_used: Vec<bool>,
 }
 
 impl<'a> Pools<'a> {
@@ -185,6 +188,7 @@ impl<'a> Pools<'a> {
             components: [false; VmComponent::ALL.len()],
             event_name_used: false,
             runnable_used: false,
+            states_used: vec![false; rec.states.len()],
         }
     }
 
@@ -253,6 +257,17 @@ impl<'a> Pools<'a> {
     pub fn runnable_state(&mut self) -> u64 {
         self.runnable_used = true;
         THREAD_STATE_RUNNABLE_KEY
+    }
+
+    /// Thread-state key of a sample's state (`Recording::states`), `STATE_RUNNABLE` when none.
+    pub fn state(&mut self, state: Option<StateIdx>) -> u64 {
+        match state {
+            Some(i) if (i as usize) < self.states_used.len() => {
+                self.states_used[i as usize] = true;
+                THREAD_STATE_RUNNABLE_KEY + 1 + u64::from(i)
+            }
+            _ => self.runnable_state(),
+        }
     }
 
     pub fn component(&mut self, c: VmComponent) -> u64 {
@@ -384,9 +399,20 @@ impl<'a> Pools<'a> {
         pools.add(T_FRAME_TYPE, n, b);
 
         let mut b = Vec::new();
-        put_varint(&mut b, THREAD_STATE_RUNNABLE_KEY);
-        put_string(&mut b, Some("STATE_RUNNABLE"));
-        pools.add(T_THREAD_STATE, self.runnable_used as usize, b);
+        let mut n = 0;
+        if self.runnable_used {
+            put_varint(&mut b, THREAD_STATE_RUNNABLE_KEY);
+            put_string(&mut b, Some("STATE_RUNNABLE"));
+            n += 1;
+        }
+        for (i, used) in self.states_used.iter().enumerate() {
+            if *used {
+                put_varint(&mut b, THREAD_STATE_RUNNABLE_KEY + 1 + i as u64);
+                put_string(&mut b, Some(&self.rec.states[i]));
+                n += 1;
+            }
+        }
+        pools.add(T_THREAD_STATE, n, b);
 
         // Strings referenced from events (sampling event name, component names).
         let mut b = Vec::new();

@@ -123,6 +123,7 @@ impl Builder {
                 s.data_addr = e.i64("dataAddress").filter(|&a| a != 0).map(|a| a as u64);
                 s.ip = e.i64("ip").unwrap_or(0) as u64;
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
+                s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| self.rec.state_idx(n));
                 for (field, slot) in &counter_slots {
                     if s.counters.len() <= *slot {
                         s.counters.resize(*slot + 1, 0);

@@ -24,7 +24,7 @@ pub const HPM_CATEGORY: &[&str] = &["hpm"];
 
 /// Fixed fields of `hpm.Sample`, in order; one `long` per counter follows.
 pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] =
-    &["startTime", "sampledThread", "stackTrace", "event", "period", "component", "dataAddress", "ip"];
+    &["startTime", "sampledThread", "stackTrace", "event", "period", "component", "dataAddress", "ip", "state"];
 
 /// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
 /// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
@@ -45,6 +45,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             .with(marker(A_MEMORY_ADDRESS))
             .with(marker(A_UNSIGNED)),
         FieldDef::new("ip", T_LONG, "Instruction Pointer").with(marker(A_MEMORY_ADDRESS)).with(marker(A_UNSIGNED)),
+        string_field("state", "Thread State"),
     ];
     for (name, counter) in counter_field_names(counters).iter().zip(counters) {
         sample_fields.push(
@@ -65,6 +66,21 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
                 FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
                 FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
+            ],
+        },
+        EventDef {
+            // What async-profiler writes for event=wall, and what Pyroscope reads as wall time.
+            id: EVENT_WALL_CLOCK_SAMPLE,
+            name: "profiler.WallClockSample",
+            label: "Wall Clock Sample",
+            description: "A thread sampled at the wall-clock interval whatever its state (event=wall)",
+            category: &["Java Virtual Machine", "Profiling"],
+            fields: vec![
+                start_time_field(),
+                FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
+                FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
+                FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
+                FieldDef::new("samples", T_INT, "Samples"),
             ],
         },
         EventDef {

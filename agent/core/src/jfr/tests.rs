@@ -332,3 +332,30 @@ fn file_writer_stops_once_on_a_failed_write_and_keeps_complete_chunks() {
     w.finish().unwrap();
     assert_eq!(read_recording(&p).unwrap().recording.samples.len(), 5);
 }
+
+#[test]
+fn wall_clock_states_round_trip_and_are_wall_clock_samples() {
+    let mut rec = sample_recording();
+    let mut samples = sample_batch(&mut rec, 5_000_000_000, 12);
+    let sleeping = rec.state_idx("STATE_SLEEPING");
+    let blocked = rec.state_idx("STATE_BLOCKED_ON_MONITOR_ENTER");
+    for (i, s) in samples.iter_mut().enumerate() {
+        s.state = [Some(sleeping), Some(blocked), None][i % 3];
+    }
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+    let c = &chunks[0];
+    assert_eq!(c.events_named("profiler.WallClockSample").count(), 8, "samples with a state");
+    assert_eq!(c.events_named("jdk.ExecutionSample").count(), 4, "samples without one");
+    let states: Vec<String> =
+        c.events_named("profiler.WallClockSample").filter_map(|e| e.str("state").map(str::to_string)).collect();
+    assert!(
+        states.iter().any(|s| s == "STATE_SLEEPING") && states.iter().any(|s| s == "STATE_BLOCKED_ON_MONITOR_ENTER")
+    );
+
+    let back = read_recording(&write_temp("wall.jfr", &bytes)).unwrap().recording;
+    let name = |r: &Recording, s: &Sample| s.state.map(|i| r.states[i as usize].clone());
+    let want: Vec<_> = samples.iter().map(|s| name(&rec, s)).collect();
+    let got: Vec<_> = back.samples.iter().map(|s| name(&back, s)).collect();
+    assert_eq!(got, want);
+}

@@ -58,14 +58,22 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     for s in samples {
         let thread = pools.thread(s.thread);
         let stack = pools.stack(s);
-        let mut e = EventBuf::new(EVENT_EXECUTION_SAMPLE);
-        e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
-        e.finish(&mut out);
+        if s.state.is_some() {
+            // A wall-clock sample (any state): not a CPU sample for JMC's method profiling.
+            let mut e = EventBuf::new(EVENT_WALL_CLOCK_SAMPLE);
+            e.long(s.time).long(thread).long(stack).long(pools.state(s.state)).long(1);
+            e.finish(&mut out);
+        } else {
+            let mut e = EventBuf::new(EVENT_EXECUTION_SAMPLE);
+            e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
+            e.finish(&mut out);
+        }
 
         let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
         e.long(s.time).long(thread).long(stack);
         e.string_ref(pools.event_name()).long(s.weight).string_ref(pools.component(s.component));
         e.long(s.data_addr.unwrap_or(0)).long(s.ip);
+        e.string(Some(s.state.and_then(|i| rec.states.get(i as usize)).map_or("", String::as_str)));
         for i in 0..ncounters {
             e.long(s.counters.get(i).copied().unwrap_or(0));
         }

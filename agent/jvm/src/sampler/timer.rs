@@ -99,6 +99,9 @@ pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
 pub enum Kind {
     /// GetThreadListStackTraces of every thread at a global safepoint.
     Jvmti,
+    /// `event=wall`: GetThreadListStackTraces of up to [`WALL_THREADS_PER_TICK`] Java threads
+    /// per tick, in turn, whatever their state, each sample with its state.
+    Wall,
     /// The patched JVM's partial safepoints: `threads` running threads per tick (0: the CPUs),
     /// `waiting` also samples waiting threads.
     Sps { sps: Sps, threads: u32, waiting: bool },
@@ -130,6 +133,7 @@ impl TimerSampler {
     fn name(&self) -> &'static str {
         match self.parts.kind {
             Kind::Jvmti => "jvmti",
+            Kind::Wall => "wall",
             Kind::Sps { .. } => "sps",
         }
     }
@@ -197,11 +201,12 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     // N running threads per round: the CPUs this process may use, found once (the JVM's own
     // default re-reads the cgroup files every 20 ms).
     let running = match p.kind {
-        Kind::Sps { threads: 0, .. } | Kind::Jvmti => {
+        Kind::Sps { threads: 0, .. } | Kind::Jvmti | Kind::Wall => {
             std::thread::available_parallelism().map_or(1, |n| n.get()) as i32
         }
         Kind::Sps { threads, .. } => threads as i32,
     };
+    let mut wall_next = 0usize;
     let mut next = now_ticks() + period;
     while !stop.load(Ordering::Acquire) {
         let now = now_ticks();
@@ -214,6 +219,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         match p.kind {
             Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
+            Kind::Wall => sample_wall(p, jni, &mut wall_next, &mut lat),
         }
     }
     buf.collect(p, &mut lat);
@@ -285,7 +291,7 @@ impl Buffers {
                     let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
                     if let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) {
                         let frames = frames.iter().map(|f| (f.method as u64, f.bci, sps_kind(f.type_)));
-                        push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, frames);
+                        push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, (p.period, 0), frames);
                     }
                 }
                 SLOT_ABANDONED => self.abandoned += 1,
@@ -361,7 +367,7 @@ fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
             // JVMTI does not say how a frame runs (and these sessions keep no code map to
             // guess it from): Java frames are of unknown kind, native ones native.
             let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-            push(p, idx, 0, time, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
+            push(p, idx, 0, time, (p.period, 0), frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
         }
     }
     for t in threads {
@@ -369,17 +375,69 @@ fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
     }
 }
 
-/// Hands one stack (leaf first) to the processor as a captured record.
-fn push(p: &Parts, thread: u32, tid: u32, time: u64, frames: impl Iterator<Item = (u64, i32, FrameKind)>) {
+/// Java threads sampled per wall-clock tick at most: with thousands of idle threads the cost of
+/// a tick stays that of 16 stacks (async-profiler's wall mode also samples a subset per tick).
+/// With more threads than this, each is sampled every `threads / 16` ticks and its samples
+/// stand for that much time.
+pub const WALL_THREADS_PER_TICK: usize = 16;
+
+/// One `event=wall` round: the next [`WALL_THREADS_PER_TICK`] Java threads in turn (other
+/// than hpm's own), their stacks and states from one GetThreadListStackTraces.
+fn sample_wall(p: &Parts, jni: *mut JNIEnv, next: &mut usize, lat: &mut Histogram) {
+    let Ok(all) = p.jvmti.all_threads() else { return };
+    let n = all.len();
+    if n == 0 {
+        return;
+    }
+    let k = n.min(WALL_THREADS_PER_TICK);
+    let start = *next % n;
+    let pick: Vec<_> = (0..k).map(|i| all[(start + i) % n]).collect();
+    *next = (start + k) % n;
+    // Each sample stands for the wall time between two visits of its thread.
+    let weight = p.period.saturating_mul(n as u64) / k as u64;
+    let t0 = now_ticks();
+    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth.min(MAX_FRAMES as u32) as i32);
+    let time = now_ticks();
+    lat.record(time - t0);
+    for (thread, state, frames) in stacks.unwrap_or_default() {
+        const ALIVE: i32 = 0x1;
+        if state & ALIVE == 0 || frames.is_empty() {
+            continue;
+        }
+        let Some(id) = jnienv::java_thread_id(jni, thread) else { continue };
+        let Some(idx) = p.threads.index_for_java_id(id, || p.jvmti.thread_name(thread).unwrap_or_default()) else {
+            continue; // hpm's own threads are excluded from the registry
+        };
+        let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
+        let frames = frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc)));
+        push(p, idx, 0, time, (weight, hpm_core::capture::state_from_jvmti(state)), frames);
+    }
+    // This thread never returns to Java: its local references must be freed by hand.
+    for t in all {
+        jnienv::delete_local_ref(jni, t);
+    }
+}
+
+/// Hands one stack (leaf first) to the processor as a captured record; `weight` = (the time the
+/// sample stands for, its thread state code).
+fn push(
+    p: &Parts,
+    thread: u32,
+    tid: u32,
+    time: u64,
+    (period, state): (u64, u8),
+    frames: impl Iterator<Item = (u64, i32, FrameKind)>,
+) {
     let _ = p.sink.timer_queue.push_with(&p.sink.pool, |c: &mut Captured| {
         c.raw = Default::default();
         c.raw.time = time;
         c.raw.tid = tid;
-        c.raw.period = p.period;
+        c.raw.period = period;
         c.thread = thread;
         c.walk_from_caller = false;
         c.shares_walk = false;
         c.kernel_periods = 0;
+        c.state = state;
         c.exact_kinds = true;
         let mut n = 0;
         for (m, bci, kind) in frames.take(MAX_FRAMES) {
