@@ -4,9 +4,11 @@
 //! Used off the hot path only, by the processing thread.
 
 use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mapping {
@@ -36,7 +38,8 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
     out
 }
 
-/// Where symbol names live: the mapped ELF file itself (no copy per symbol), or a buffer.
+/// Where symbol names live: a mapped ELF file (no copy per symbol), or a buffer (a decompressed
+/// `.gnu_debugdata`, or names a test gave).
 enum Names {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
@@ -51,85 +54,245 @@ impl Names {
     }
 }
 
-/// Function symbols of one ELF file, by file virtual address.
+/// Largest ELF file (a library or a debug file) hpm maps to read symbols: names are kept as
+/// 32-bit offsets into the file. The biggest debug files of a JDK (libjvm's, with DWARF) are a
+/// few hundred MB.
+pub const MAX_ELF_FILE_BYTES: u64 = 2 << 30;
+
+/// Largest `.gnu_debugdata` (MiniDebugInfo: an xz-compressed ELF file of symbols) once
+/// decompressed. Fedora's libraries carry a few hundred KB; libjvm's would be a few MB.
+pub const MAX_DEBUGDATA_BYTES: u64 = 64 << 20;
+
+/// Memory the xz decoder may ask for a `.gnu_debugdata`, in KiB: `xz -9`'s 64 MiB dictionary
+/// and its buffers. The decoder grows the dictionary with the output, which the cap above
+/// bounds first.
+const DEBUGDATA_DECODER_KIB: u32 = 72 * 1024;
+
+/// Where [`SymbolTable::open_with`] looks for a library's debug file, and how much it reads.
+#[derive(Clone, Debug)]
+pub struct DebugSearch {
+    /// The global debug directory: `ROOT/.build-id/NN/REST.debug` (by build ID) and
+    /// `ROOT/LIBRARY_DIR/NAME` (by `.gnu_debuglink`).
+    pub root: PathBuf,
+    pub max_file_bytes: u64,
+    pub max_debugdata_bytes: u64,
+}
+
+impl Default for DebugSearch {
+    fn default() -> DebugSearch {
+        DebugSearch {
+            root: PathBuf::from("/usr/lib/debug"),
+            max_file_bytes: MAX_ELF_FILE_BYTES,
+            max_debugdata_bytes: MAX_DEBUGDATA_BYTES,
+        }
+    }
+}
+
+/// One function symbol; its name stays raw in its source until a lookup hits it: libjvm.so has
+/// ~60,000 symbols, and copying or demangling them all up front was most of the agent's
+/// start-up cost.
+#[derive(Clone, Copy, Debug)]
+struct Sym {
+    addr: u64,
+    size: u32,
+    /// The name: `len` bytes at `off` in `SymbolTable::sources[src]`.
+    off: u32,
+    len: u32,
+    src: u8,
+    /// 0 global, 1 weak, 2 local: of several names at one address, the one with the lowest
+    /// binding is shown (see `SymbolTable::merge_aliases`).
+    bind: u8,
+}
+
+/// Function symbols of one ELF file and of its debug file, by file virtual address.
 pub struct SymbolTable {
-    names: Names,
-    /// (address, size, name offset, name length), sorted by address. Names stay raw until a
-    /// lookup hits them: libjvm.so has ~60,000 symbols, and copying or demangling them all up
-    /// front was most of the agent's start-up cost.
-    syms: Vec<(u64, u64, u32, u32)>,
-    /// (file offset, virtual address, size) of loadable segments.
+    /// The file itself first, then the debug file or the decompressed `.gnu_debugdata`.
+    sources: Vec<Names>,
+    /// Sorted by address, one per address.
+    syms: Vec<Sym>,
+    /// (file offset, virtual address, file size) of the file's loadable segments. A debug
+    /// file's segments have no content (offset 0, size 0), so only the library's are used.
     segments: Vec<(u64, u64, u64)>,
+    /// Where the names beyond the file's own came from: a debug file's path, or
+    /// `.gnu_debugdata`.
+    debug_source: Option<String>,
 }
 
 impl std::fmt::Debug for SymbolTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SymbolTable({} symbols)", self.syms.len())
+        write!(f, "SymbolTable({} symbols", self.syms.len())?;
+        match &self.debug_source {
+            Some(d) => write!(f, ", with {d})"),
+            None => write!(f, ")"),
+        }
     }
 }
 
 impl SymbolTable {
-    /// Maps and indexes an ELF file.
+    fn empty() -> SymbolTable {
+        SymbolTable { sources: Vec::new(), syms: Vec::new(), segments: Vec::new(), debug_source: None }
+    }
+
+    /// Maps and indexes an ELF file with its debug symbols from the standard places.
     pub fn open(path: &str) -> Result<SymbolTable, String> {
-        let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
-        // SAFETY: the file is a shared library the process has mapped itself; it is not
-        // modified while we read it (a library rewritten in place would crash the process
-        // anyway).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
-        Self::index(Names::Mapped(map))
+        Self::open_with(Path::new(path), &DebugSearch::default(), &mut Vec::new())?
+            .ok_or_else(|| format!("{path}: no such file"))
     }
 
-    /// Indexes an ELF image held in memory.
-    pub fn from_elf(data: &[u8]) -> Result<SymbolTable, String> {
-        Self::index(Names::Owned(data.to_vec()))
-    }
-
-    fn index(names: Names) -> Result<SymbolTable, String> {
+    /// Maps and indexes an ELF file (`Ok(None)` when there is none at `path`) and adds the
+    /// symbols of its debug file, looked for as gdb does: by build ID
+    /// (`ROOT/.build-id/NN/REST.debug`, which must carry the same ID), then by
+    /// `.gnu_debuglink` (the named file in the library's directory, its `.debug/`
+    /// subdirectory and `ROOT/LIBRARY_DIR/`, whose CRC32 must match the link's); without one,
+    /// the symbols of its `.gnu_debugdata` (MiniDebugInfo). A debug file that is found but
+    /// refused (not a regular file, over a size limit, wrong CRC) adds one line to `notes`.
+    pub fn open_with(
+        path: &Path,
+        search: &DebugSearch,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<SymbolTable>, String> {
+        let Some(map) = map_file(path, search.max_file_bytes)? else { return Ok(None) };
+        let mut table = SymbolTable::empty();
+        let names = Names::Mapped(map);
         let data = names.bytes();
-        let base = data.as_ptr() as usize;
-        let file = object::File::parse(data).map_err(|e| e.to_string())?;
-        let mut syms: Vec<(u64, u64, u32, u32)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                let name = s.name_bytes().ok()?;
-                let off = (name.as_ptr() as usize).checked_sub(base)?;
-                (off + name.len() <= data.len()).then_some((s.address(), s.size(), off as u32, name.len() as u32))
-            })
-            .collect();
-        syms.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        syms.dedup_by_key(|s| s.0);
-        let segments = file
-            .segments()
-            .map(|seg| {
-                let (off, _) = seg.file_range();
-                (off, seg.address(), seg.size())
-            })
-            .collect();
-        Ok(SymbolTable { names, syms, segments })
+        let file = object::File::parse(data).map_err(|e| format!("{}: {e}", path.display()))?;
+        table.add_symbols(&file, data, 0);
+        table.segments = loadable_segments(&file);
+        let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let link = file.gnu_debuglink().ok().flatten().map(|(name, crc)| (name.to_vec(), crc));
+        let debugdata = file.section_by_name(".gnu_debugdata").and_then(|s| s.data().ok()).map(<[u8]>::to_vec);
+        drop(file);
+        table.sources.push(names);
+
+        let lib = path.display();
+        if let Some((map, found)) = find_debug_file(path, build_id.as_deref(), link, search, notes) {
+            let names = Names::Mapped(map);
+            match object::File::parse(names.bytes()) {
+                Ok(file) => {
+                    table.add_symbols(&file, names.bytes(), 1);
+                    table.sources.push(names);
+                    table.debug_source = Some(found.display().to_string());
+                }
+                Err(e) => notes.push(format!("{lib}: debug file {}: {e}; not used", found.display())),
+            }
+        } else if let Some(packed) = debugdata {
+            match decompress_xz(&packed, search.max_debugdata_bytes) {
+                Ok(elf) => {
+                    let names = Names::Owned(elf);
+                    match object::File::parse(names.bytes()) {
+                        Ok(file) => {
+                            table.add_symbols(&file, names.bytes(), 1);
+                            table.sources.push(names);
+                            table.debug_source = Some(".gnu_debugdata".to_string());
+                        }
+                        Err(e) => notes.push(format!("{lib}: .gnu_debugdata: {e}; not used")),
+                    }
+                }
+                Err(e) => notes.push(format!("{lib}: .gnu_debugdata {e}; not used")),
+            }
+        }
+        table.merge_aliases();
+        Ok(Some(table))
     }
 
+    /// Indexes an ELF image held in memory (its own symbols only).
+    pub fn from_elf(data: &[u8]) -> Result<SymbolTable, String> {
+        let names = Names::Owned(data.to_vec());
+        let mut table = SymbolTable::empty();
+        let file = object::File::parse(names.bytes()).map_err(|e| e.to_string())?;
+        table.add_symbols(&file, names.bytes(), 0);
+        table.segments = loadable_segments(&file);
+        drop(file);
+        table.sources.push(names);
+        table.merge_aliases();
+        Ok(table)
+    }
+
+    /// A table of given (address, size, name) functions, all global.
     pub fn from_symbols(list: Vec<(u64, u64, String)>) -> SymbolTable {
         let mut buf = Vec::new();
         let mut syms = Vec::new();
         for (addr, size, name) in list {
-            syms.push((addr, size, buf.len() as u32, name.len() as u32));
+            let size = u32::try_from(size).unwrap_or(u32::MAX);
+            syms.push(Sym { addr, size, off: buf.len() as u32, len: name.len() as u32, src: 0, bind: 0 });
             buf.extend_from_slice(name.as_bytes());
         }
-        syms.sort_by_key(|s| s.0);
-        SymbolTable { names: Names::Owned(buf), syms, segments: Vec::new() }
+        let mut table = SymbolTable { sources: vec![Names::Owned(buf)], syms, ..SymbolTable::empty() };
+        table.merge_aliases();
+        table
     }
 
-    fn name(&self, off: u32, len: u32) -> &str {
-        let b = &self.names.bytes()[off as usize..(off + len) as usize];
+    /// Adds the function symbols (`.symtab` and `.dynsym`) of `file`, whose bytes are `data`,
+    /// the future `sources[src]`.
+    fn add_symbols(&mut self, file: &object::File<'_>, data: &[u8], src: u8) {
+        let base = data.as_ptr() as usize;
+        self.syms.extend(
+            file.symbols()
+                .chain(file.dynamic_symbols())
+                .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+                .filter_map(|s| {
+                    let name = s.name_bytes().ok()?;
+                    let off = (name.as_ptr() as usize).checked_sub(base)?;
+                    if off + name.len() > data.len() {
+                        return None;
+                    }
+                    let bind = if s.is_weak() {
+                        1
+                    } else if s.is_local() {
+                        2
+                    } else {
+                        0
+                    };
+                    Some(Sym {
+                        addr: s.address(),
+                        size: u32::try_from(s.size()).unwrap_or(u32::MAX),
+                        off: u32::try_from(off).ok()?,
+                        len: u32::try_from(name.len()).ok()?,
+                        src,
+                        bind,
+                    })
+                }),
+        );
+    }
+
+    /// Sorts the symbols and keeps one per address: the longest size, and the name a user
+    /// knows best (`write` rather than libc's `__GI___libc_write`, `__libc_write`, `__write`):
+    /// global before weak before local, then the fewest leading underscores, then the
+    /// shortest, then the first in byte order (so the choice never depends on the order read).
+    fn merge_aliases(&mut self) {
+        let sources = &self.sources;
+        let name = |s: &Sym| &sources[s.src as usize].bytes()[s.off as usize..s.off as usize + s.len as usize];
+        let rank = |s: &Sym| {
+            let n = name(s);
+            (s.bind, n.iter().take_while(|&&b| b == b'_').count(), n.len(), n)
+        };
+        let mut syms = std::mem::take(&mut self.syms);
+        syms.sort_unstable_by_key(|s| s.addr);
+        let mut out: Vec<Sym> = Vec::with_capacity(syms.len());
+        for s in syms {
+            match out.last_mut() {
+                Some(last) if last.addr == s.addr => {
+                    let size = last.size.max(s.size);
+                    if rank(&s) < rank(last) {
+                        *last = s;
+                    }
+                    last.size = size;
+                }
+                _ => out.push(s),
+            }
+        }
+        self.syms = out;
+    }
+
+    fn name(&self, s: &Sym) -> &str {
+        let b = &self.sources[s.src as usize].bytes()[s.off as usize..s.off as usize + s.len as usize];
         std::str::from_utf8(b).unwrap_or("[non-UTF-8 symbol]")
     }
 
     /// Translates a file offset to the ELF virtual address it is loaded at.
     pub fn offset_to_vaddr(&self, off: u64) -> u64 {
         for &(foff, vaddr, size) in &self.segments {
-            if off >= foff && off < foff + size {
+            if off >= foff && off - foff < size {
                 return off - foff + vaddr;
             }
         }
@@ -139,14 +302,16 @@ impl SymbolTable {
     /// The (raw) name of the function containing `vaddr`. A symbol without size covers up to
     /// the next symbol.
     pub fn lookup(&self, vaddr: u64) -> Option<&str> {
-        let i = self.syms.partition_point(|s| s.0 <= vaddr);
-        if i == 0 {
-            return None;
-        }
-        let (addr, size, off, len) = self.syms[i - 1];
-        let next = self.syms.get(i).map(|s| s.0).unwrap_or(u64::MAX);
-        let covers = if size > 0 { vaddr < addr + size } else { vaddr < next };
-        covers.then(|| self.name(off, len))
+        let i = self.syms.partition_point(|s| s.addr <= vaddr);
+        let s = self.syms.get(i.checked_sub(1)?)?;
+        let next = self.syms.get(i).map(|s| s.addr).unwrap_or(u64::MAX);
+        let covers = if s.size > 0 { vaddr - s.addr < u64::from(s.size) } else { vaddr < next };
+        covers.then(|| self.name(s))
+    }
+
+    /// The debug file the table has names from (its path, or `.gnu_debugdata`), if any.
+    pub fn debug_source(&self) -> Option<&str> {
+        self.debug_source.as_deref()
     }
 
     pub fn len(&self) -> usize {
@@ -155,6 +320,149 @@ impl SymbolTable {
 
     pub fn is_empty(&self) -> bool {
         self.syms.is_empty()
+    }
+}
+
+/// Maps a regular file read-only; `Ok(None)` when nothing is at `path`, an error naming the
+/// path and the reason when something is but is not read (not a regular file, empty, over
+/// `max` bytes). Links are followed: debug files are reached through `.build-id` links.
+fn map_file(path: &Path, max: u64) -> Result<Option<memmap2::Mmap>, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let absent =
+        |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
+    // Looked at before opening, so a FIFO or device is never opened; again after, on the
+    // descriptor, for what was opened.
+    let check = |meta: std::fs::Metadata| -> Result<(), String> {
+        if !meta.is_file() {
+            return Err(format!("{}: not a regular file; not read", path.display()));
+        }
+        if meta.len() == 0 {
+            return Err(format!("{}: empty; not read", path.display()));
+        }
+        if meta.len() > max {
+            return Err(format!(
+                "{}: {} bytes, over the {max} bytes hpm reads of one ELF file; not read",
+                path.display(),
+                meta.len()
+            ));
+        }
+        Ok(())
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) => check(meta)?,
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    }
+    // O_NONBLOCK: should a FIFO replace the file after the look above, opening it must not
+    // wait for a writer; the check on the descriptor then refuses it.
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if absent(&e) => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    check(file.metadata().map_err(|e| format!("{}: {e}", path.display()))?)?;
+    // SAFETY: a read-only private mapping of a regular file. The files mapped are shared
+    // libraries the process has mapped itself and the system's debug files; package updates
+    // replace such files (a new inode) rather than writing into them, so the mapped bytes do
+    // not change under the reader.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(map))
+}
+
+/// (file offset, virtual address, file size) of the loadable segments that have file content.
+fn loadable_segments(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
+    file.segments()
+        .filter_map(|seg| {
+            let (off, len) = seg.file_range();
+            (len > 0).then_some((off, seg.address(), len))
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The library's debug file and where it was found (see [`SymbolTable::open_with`]).
+fn find_debug_file(
+    lib: &Path,
+    build_id: Option<&[u8]>,
+    link: Option<(Vec<u8>, u32)>,
+    search: &DebugSearch,
+    notes: &mut Vec<String>,
+) -> Option<(memmap2::Mmap, PathBuf)> {
+    if let Some(id) = build_id.filter(|id| id.len() >= 2) {
+        let path = search.root.join(".build-id").join(hex(&id[..1])).join(format!("{}.debug", hex(&id[1..])));
+        match map_file(&path, search.max_file_bytes) {
+            Ok(Some(map)) => {
+                let same =
+                    object::File::parse(&map[..]).ok().and_then(|f| f.build_id().ok().flatten().map(|b| b == id));
+                if same == Some(true) {
+                    return Some((map, path));
+                }
+                notes.push(format!("{}: {} has another build ID; not used", lib.display(), path.display()));
+            }
+            Ok(None) => {}
+            Err(e) => notes.push(format!("{}: debug file {e}", lib.display())),
+        }
+    }
+    let (name, crc) = link?;
+    if name.is_empty() || name.contains(&b'/') || name == b"." || name == b".." {
+        notes.push(format!(
+            "{}: .gnu_debuglink names {:?}, not a file name; not used",
+            lib.display(),
+            String::from_utf8_lossy(&name)
+        ));
+        return None;
+    }
+    let name = std::ffi::OsStr::from_bytes(&name);
+    let dir = lib.parent()?;
+    let mut candidates = vec![dir.join(name), dir.join(".debug").join(name)];
+    if let Ok(rel) = dir.strip_prefix("/") {
+        candidates.push(search.root.join(rel).join(name));
+    }
+    for path in candidates {
+        if path == lib {
+            continue;
+        }
+        match map_file(&path, search.max_file_bytes) {
+            Ok(Some(map)) => {
+                if crc32fast::hash(&map) == crc {
+                    return Some((map, path));
+                }
+                notes.push(format!(
+                    "{}: {}: its CRC32 is not the one .gnu_debuglink names (another build's file); not used",
+                    lib.display(),
+                    path.display()
+                ));
+            }
+            Ok(None) => {}
+            Err(e) => notes.push(format!("{}: debug file {e}", lib.display())),
+        }
+    }
+    None
+}
+
+/// Decompresses a `.gnu_debugdata` section (an xz stream holding an ELF file), refusing more
+/// than `max` bytes of output.
+fn decompress_xz(packed: &[u8], max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let run = || {
+        let mut out = Vec::new();
+        lzma_rust2::XzReader::new_mem_limit(packed, false, DEBUGDATA_DECODER_KIB)
+            .take(max.saturating_add(1))
+            .read_to_end(&mut out)
+            .map(|_| out)
+    };
+    // The decoder is fed file content: should it panic, the processing thread goes on and the
+    // library keeps the names it has.
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(out)) if out.len() as u64 > max => {
+            Err(format!("decompresses to more than {max} bytes, the most hpm reads"))
+        }
+        Ok(Ok(out)) => Ok(out),
+        Ok(Err(e)) => Err(format!("is not a valid xz stream ({e})")),
+        Err(_) => Err("made the xz decoder fail".to_string()),
     }
 }
 
@@ -180,12 +488,16 @@ pub struct NativeSymbol {
     pub name: String,
 }
 
-/// Resolves addresses of the profiled process's native libraries, loading each ELF file once.
+/// Resolves addresses of the profiled process's native libraries, loading each ELF file (and
+/// its debug file) once, when a sample first lands in it.
 #[derive(Default)]
 pub struct Symbolizer {
     mappings: Vec<Mapping>,
     tables: HashMap<String, Option<Arc<SymbolTable>>>,
     demangled: HashMap<String, String>,
+    search: DebugSearch,
+    /// Libraries or debug files found but not read, and why (at most a few per library).
+    notes: Vec<String>,
 }
 
 impl Symbolizer {
@@ -212,14 +524,38 @@ impl Symbolizer {
         self.tables.insert(path.to_string(), Some(Arc::new(t)));
     }
 
+    /// Where debug files are looked for (tests point it at a directory of their own).
+    pub fn set_debug_search(&mut self, search: DebugSearch) {
+        self.search = search;
+    }
+
+    /// The lines about files found but not read since the last call.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn table(&mut self, path: &str) -> Option<Arc<SymbolTable>> {
+        if let Some(t) = self.tables.get(path) {
+            return t.clone();
+        }
+        let t = match SymbolTable::open_with(Path::new(path), &self.search, &mut self.notes) {
+            Ok(t) => t.map(Arc::new),
+            Err(e) => {
+                self.notes.push(e);
+                None
+            }
+        };
+        self.tables.insert(path.to_string(), t.clone());
+        t
+    }
+
     pub fn resolve(&mut self, ip: u64) -> Option<NativeSymbol> {
         let m = self.mapping(ip)?.clone();
         if m.path.is_empty() || m.path.starts_with('[') {
             return None;
         }
         let lib = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();
-        let table =
-            self.tables.entry(m.path.clone()).or_insert_with(|| SymbolTable::open(&m.path).ok().map(Arc::new)).clone();
+        let table = self.table(&m.path);
         let file_off = ip - m.start + m.offset;
         let name = match table {
             Some(t) => {
@@ -304,3 +640,7 @@ mod tests {
         assert!(t.len() > 100);
     }
 }
+
+#[cfg(test)]
+#[path = "symbols_tests.rs"]
+mod debug_file_tests;

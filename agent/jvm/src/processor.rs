@@ -358,6 +358,12 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        // Debug files found but refused while naming native frames (once per library).
+        for note in self.resolver.symbolizer.take_notes() {
+            if !inputs.opts.quiet {
+                eprintln!("hpm: native names: {note}");
+            }
+        }
         inputs.live.serve(&self.cct);
         self.rec.end_ticks = now;
         if last || now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs * 1_000_000_000 {
