@@ -57,22 +57,24 @@ fn libc_write_and_memset_are_named() {
         let dir = scratch(&format!("native-names-{}", jdk.name));
         let out = dir.join("p.collapsed");
         let opts = format!("interval=1ms,threads,file={},quiet", out.display());
-        // 2 s of CPU time per thread: ~2,000 samples of each at 1 ms (fewer for the writer,
-        // see below), however loaded the machine is.
+        // 2 s of CPU time per thread: ~2,000 samples of each at 1 ms, however loaded the
+        // machine is.
         run_java(&jdk, Some(&opts), &[], "LibcCalls", &["2"]).assert_ok("LibcCalls");
         let stacks = read_collapsed(&out);
 
-        // Kernel time is not sampled (exclude_kernel), so the writer's samples are its user
-        // time: libc's write wrapper around the system call, and the JNI and libjava code on
-        // the way to it. About 30% of them are in `write` on this machine (JDK 17 and 25);
-        // a sampler that also records kernel time puts `write` in more.
+        // With kernel mode sampled (root here), a sample in the write system call carries the
+        // libc function that entered the kernel (from the user registers): ~70% of the
+        // writer's samples have `write` (JDK 17 and 25). With kernel time only counted (an
+        // unprivileged user) its kernel periods go to the next user-mode sample, in `write`
+        // about 30% of the time.
+        let min_share = if is_root() { 50.0 } else { 10.0 };
         let is_write = |f: &str| matches!(f, "write" | "__write" | "__libc_write" | "__GI___libc_write");
         let (n, hits, unnamed) = thread_frames(&stacks, "libc-write", is_write);
         let share = 100.0 * hits as f64 / n.max(1) as f64;
         eprintln!("{}: libc-write: {n} samples, {share:.1}% in libc write, unnamed libc frames {unnamed:?}", jdk.name);
-        assert!(n >= 300, "{}: only {n} samples of thread libc-write", jdk.name);
+        assert!(n >= 1_000, "{}: only {n} samples of thread libc-write", jdk.name);
         assert!(
-            share >= 10.0,
+            share >= min_share,
             "{}: only {share:.1}% of libc-write's {n} samples have libc's write in their stack",
             jdk.name
         );

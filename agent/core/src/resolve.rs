@@ -118,6 +118,20 @@ impl SampleResolver {
             _ => {}
         }
 
+        // In the kernel: the user-mode code that entered it (a system call in libc, say) is the
+        // next frame, from the user registers the kernel saved with the sample.
+        if matches!(native, Placed::Kernel) && raw.regs_abi != 0 && raw.user_ip != 0 && !is_kernel_address(raw.user_ip)
+        {
+            match self.place_ip(raw.user_ip, raw.time) {
+                Placed::Lib(lib, sym) => {
+                    let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
+                    stack.push(Self::pseudo(rec, &sym, kind));
+                }
+                Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, &name, FrameKind::Cpp)),
+                _ => {}
+            }
+        }
+
         // A walk restarted at the caller (return address taken from the stack pointer) is only
         // right where the code is frameless: a stub. In a compiled method's prologue the frame
         // may already be half built, the word at the stack pointer is not the return address,

@@ -297,3 +297,20 @@ fn counted_kernel_time_is_the_user_stack_under_a_kernel_frame() {
     assert_eq!(k.counters, vec![0], "the counter deltas stay with the user sample");
     assert_eq!(k.component, VmComponent::Kernel);
 }
+
+#[test]
+fn a_kernel_sample_names_the_library_function_that_entered_the_kernel() {
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(kernel_table());
+    res.symbolizer.set_mappings(parse_maps("7f0000000000-7f0000100000 r-xp 00000000 fd:01 7 /lib/libc.so.6\n"));
+    res.symbolizer.insert_table("/lib/libc.so.6", SymbolTable::from_symbols(vec![(0x1000, 0x100, "write".into())]));
+    let mut rec = recording();
+    let mut c = captured(0, 10, 0xffff_ffff_8100_1008, &[(4, 3), (1, 20)]);
+    c.raw.kernel[0] = 0xffff_ffff_8100_1008;
+    c.raw.nkernel = 1;
+    c.raw.regs_abi = 2;
+    c.raw.user_ip = 0x7f00_0000_1010;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    assert_eq!(names(&rec, &s), ["clear_page_erms", "write", "Main.leaf", "Main.run"]);
+    assert_eq!(s.stack[1].kind, FrameKind::Native);
+}
