@@ -196,6 +196,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         });
     }
     let jfr = scratch("sites.jfr");

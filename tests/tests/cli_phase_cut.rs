@@ -24,6 +24,7 @@ fn recording_with_phases() -> PathBuf {
         data_addr: None,
         ip: 0,
         component: VmComponent::Java,
+        state: None,
     };
     // Iteration 0 (warm-up) runs Warm.up 30 times; iterations 1 and 2 run Steady.run 10 times each.
     let mut samples: Vec<Sample> = (0..30).map(|i| sample(2_000 + i, warm)).collect();

@@ -187,6 +187,7 @@ fn write_recording(path: &Path) -> Written {
                     data_addr: if i % 2 == 0 { Some(0x10_0000 + n) } else { None },
                     ip: 0x7f00_0000_0000 + n,
                     component,
+                    state: None,
                 }
             })
             .collect();

@@ -73,6 +73,7 @@ pub fn samples_of(stack: &Stack, n: usize, t0: u64, weight: u64, counters: &[u64
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         })
         .collect()
 }

@@ -159,6 +159,8 @@ impl MethodInfo {
 
 pub type MethodIdx = u32;
 pub type ThreadIdx = u32;
+/// Index into [`Recording::states`].
+pub type StateIdx = u16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Frame {
@@ -202,6 +204,11 @@ pub struct Sample {
     pub data_addr: Option<u64>,
     pub ip: u64,
     pub component: VmComponent,
+    /// The thread's state when sampled (running, sleeping, waiting on a lock...), an index into
+    /// [`Recording::states`]. `None` where the sampler records none, which today is every
+    /// sampler: CPU samples are of running threads. Wall-clock sampling is to fill it; the
+    /// report's thread table then shows each thread's shares per state.
+    pub state: Option<StateIdx>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +323,9 @@ pub struct Recording {
     pub counters: Vec<String>,
     pub methods: MethodTable,
     pub threads: Vec<ThreadInfo>,
+    /// Names of the thread states that [`Sample::state`] refers to, as the recording names them
+    /// (empty when no sample has a state).
+    pub states: Vec<String>,
     pub samples: Vec<Sample>,
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,

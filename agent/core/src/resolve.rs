@@ -172,6 +172,7 @@ impl SampleResolver {
             data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
             ip,
             component,
+            state: None,
         }
     }
 

@@ -224,6 +224,7 @@ fn recordings_keep_call_sites_apart() {
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         });
     }
     let m = CcMap::from_recording(&rec);

@@ -224,6 +224,7 @@ impl Builder {
             data_addr: None,
             ip: 0,
             component: VmComponent::Unknown,
+            state: None,
         })
     }
 

@@ -79,6 +79,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                 data_addr: if i % 2 == 0 { Some(0x7f00_0000_1000 + i as u64) } else { None },
                 ip: 0x7f12_3456_0000 + i as u64,
                 component,
+                state: None,
             }
         })
         .collect()

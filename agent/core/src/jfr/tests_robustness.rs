@@ -161,6 +161,7 @@ fn bench_encode_and_read() {
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         })
         .collect();
     let t = std::time::Instant::now();

@@ -25,6 +25,7 @@ fn rec_with(counters: &[&str]) -> Recording {
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         })
     };
     let c = |a: u64, b: u64| -> Vec<u64> { [a, b].into_iter().take(counters.len()).collect() };

@@ -104,6 +104,7 @@ fn recording() -> Recording {
         data_addr: None,
         ip: 0,
         component,
+        state: None,
     };
     for _ in 0..3 {
         rec.samples.push(sample(vec![frame(hot, 12), frame(main, 30)], vec![9_000_000, 1], VmComponent::Java));

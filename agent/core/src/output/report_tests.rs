@@ -40,6 +40,7 @@ fn recording(counters: &[&str]) -> Recording {
                 data_addr: None,
                 ip: 0,
                 component,
+                state: None,
             });
         }
     };

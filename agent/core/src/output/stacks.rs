@@ -131,6 +131,7 @@ mod tests {
             data_addr: None,
             ip: 0,
             component: VmComponent::Java,
+            state: None,
         }
     }
 
