@@ -11,16 +11,17 @@ pub mod json;
 pub mod pprof;
 pub mod report;
 pub mod stacks;
+pub mod threads;
 
 mod flat;
 mod methods;
 mod summary;
-mod text;
+pub(crate) mod text;
 
 pub use collapsed::{to_collapsed, write_collapsed, CountBy};
 pub use flame_html::{flame_html, HtmlOptions};
 pub use flame_svg::{flame_svg, SvgOptions};
-pub use report::{component_counts, full_report, summary, ReportOptions};
+pub use report::{component_counts, full_report, summary, ReportOptions, Tallies};
 
 /// Broad family of a frame, judged from its name alone (a [`crate::cct::Cct`] only keeps
 /// names). Used to colour flame graphs.
