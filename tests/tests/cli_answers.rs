@@ -192,3 +192,111 @@ fn selections_that_cannot_be_made_say_why_in_one_line() {
     let e = fails(&["report", s(&collapsed), "--thread", "x"]);
     assert!(e.contains("need a .jfr recording"), "{e}");
 }
+
+fn analysis(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/analysis").join(name).display().to_string()
+}
+
+/// The method column of a diff's method table, in order.
+fn diff_methods(out: &str) -> Vec<String> {
+    section(out, "== Methods by")
+        .iter()
+        .filter(|l| !l.starts_with('('))
+        .map(|l| l.split_whitespace().last().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn diff_lists_what_grew_and_shrank_and_draws_it() {
+    let (a, b) = (analysis("ours.collapsed"), analysis("other.collapsed"));
+    let html = scratch("diff.html");
+    let (out, err) = ok(&["diff", &a, &b, "-o", s(&html)]);
+    assert!(out.starts_with("== hpm diff ==\n"), "{out}");
+    assert!(out.contains("(50 samples)") && out.contains("(30 samples)"), "{out}");
+    let rows = section(&out, "== Methods by change in share (the larger of self and total) ==");
+    assert_eq!(
+        rows,
+        [
+            " +100.00  +100.00    0.00%  100.00%    0.00%  100.00%  Other.task",
+            "  -10.00  -100.00   10.00%    0.00%  100.00%    0.00%  Main.work",
+            "  -90.00   -90.00   90.00%    0.00%   90.00%    0.00%  Main.hot",
+        ],
+        "{out}"
+    );
+    let contexts = section(&out, "== Calling contexts by change in self share ==");
+    assert_eq!(contexts[0], " +100.00    0.00%  100.00%  java.lang.Thread.run > Other.task", "{out}");
+    assert!(err.contains("wrote") && err.contains("1 frames only in A listed"), "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Only in A, not drawn: 1 frames: java.lang.Thread.run &gt; Main.work (100.00% of A)."));
+    assert!(page.contains("<title>hpm diff: ours.collapsed -&gt; other.collapsed</title>"), "default title");
+    // The page's script, run against a fake DOM when Node is installed: colours and tooltips.
+    if Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        let js = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/output/flame_dom_check.js");
+        let check = Command::new("node").arg(js).arg(&html).arg("diff").output().unwrap();
+        assert!(
+            check.status.success(),
+            "flame.js in node:\n{}{}",
+            String::from_utf8_lossy(&check.stdout),
+            String::from_utf8_lossy(&check.stderr)
+        );
+    }
+    let svg = scratch("diff.svg");
+    ok(&["diff", &a, &b, "-o", s(&svg), "--title", "before/after"]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("before/after") && text.contains("rgb(255,50,50)") && text.contains("</tspan> shrank"));
+    // Swapped: the signs turn; Other.task and Main.work tie at 100 points, and Other.task's
+    // own samples moved by more.
+    let (back, _) = ok(&["diff", &b, &a]);
+    assert_eq!(diff_methods(&back), ["Other.task", "Main.work", "Main.hot"]);
+    assert!(back.contains(" -100.00  -100.00  100.00%    0.00%  100.00%    0.00%  Other.task"), "{back}");
+}
+
+#[test]
+fn diff_orders_by_what_is_asked_and_reads_async_profiler_names() {
+    let (a, b) = (analysis("ours.collapsed"), analysis("other.collapsed"));
+    let (by_self, _) = ok(&["diff", &a, &b, "--by", "self", "--top", "2"]);
+    assert!(by_self.contains("== Methods by change in self share =="), "{by_self}");
+    assert_eq!(diff_methods(&by_self), ["Other.task", "Main.hot"]);
+    assert!(by_self.contains("(1 more methods changed less)"), "{by_self}");
+    let (by_total, _) = ok(&["diff", &a, &b, "--by", "total"]);
+    assert_eq!(diff_methods(&by_total), ["Other.task", "Main.work", "Main.hot"]);
+    // async-profiler's names against ours: nothing changed but the names.
+    let (same, _) = ok(&["diff", &analysis("async-profiler.collapsed"), &a]);
+    assert!(same.contains("(no method's share changed)"), "{same}");
+    let (raw, _) = ok(&["diff", &analysis("async-profiler.collapsed"), &a, "--exact-names"]);
+    assert!(raw.contains("java/lang/Thread.run_[j]"), "{raw}");
+}
+
+#[test]
+fn diff_of_recordings_takes_the_selection_of_both() {
+    let jfr = threads_jfr();
+    // The first second against the second: worker-1's alpha gone, worker-2's beta come.
+    let (out, _) = ok(&["diff", s(&jfr), s(&jfr), "--thread", "worker"]);
+    assert!(out.contains("(no method's share changed)"), "a recording against itself: {out}");
+    let early = scratch("early.collapsed");
+    ok(&["flamegraph", s(&jfr), "-o", s(&early), "--to", "1s"]);
+    let (out, _) = ok(&["diff", s(&early), s(&jfr), "--by", "self"]);
+    assert_eq!(diff_methods(&out), ["app.W.beta", "app.W.alpha", "app.Main.idle"], "{out}");
+    let e = fails(&["diff", s(&early), s(&jfr), "--from", "1s"]);
+    assert!(e.contains("need a .jfr recording"), "{e}");
+}
+
+#[test]
+fn diff_refuses_in_one_line_and_explains_itself() {
+    let a = analysis("ours.collapsed");
+    let e = fails(&["diff", &a, &a, "-o", s(&scratch("d.collapsed"))]);
+    assert!(e.contains("a differential flame graph is .html (interactive) or .svg (static)"), "{e}");
+    let e = fails(&["diff", &a, &a, "-o", s(&scratch("d.png"))]);
+    assert!(e.contains(".png") && e.contains(".html"), "{e}");
+    let empty = scratch("empty.collapsed");
+    std::fs::write(&empty, "# nothing\n").unwrap();
+    assert!(fails(&["diff", &a, s(&empty)]).contains("empty.collapsed: the profile has no samples"));
+    assert!(fails(&["diff", &a, "no/such.jfr"]).contains("no/such.jfr"));
+    assert!(hpm_tests::usage_error(&["diff", &a]).contains("<B>"));
+    assert!(hpm_tests::usage_error(&["diff", &a, &a, "--by", "size"]).contains("change, self, total"));
+    let help = run(&["help", "diff"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for words in ["percentage points", "differential flame graph", "red where its share", "--by <BY>"] {
+        assert!(help.contains(words), "`hpm help diff` lacks `{words}`:\n{help}");
+    }
+}

@@ -31,13 +31,14 @@ pub struct Args {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Format {
+pub(crate) enum Format {
     Html,
     Svg,
     Collapsed,
 }
 
-fn output_format(out: &str) -> Result<Format, String> {
+/// The format of an output from its extension; the error says which ones there are.
+pub(crate) fn output_format(out: &str) -> Result<Format, String> {
     let ext = Path::new(out).extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "html" | "htm" => Ok(Format::Html),
