@@ -225,9 +225,12 @@ fn diff_lists_what_grew_and_shrank_and_draws_it() {
     );
     let contexts = section(&out, "== Calling contexts by change in self share ==");
     assert_eq!(contexts[0], " +100.00    0.00%  100.00%  java.lang.Thread.run > Other.task", "{out}");
-    assert!(err.contains("wrote") && err.contains("1 frames only in A listed"), "{err}");
+    assert!(err.contains("wrote") && err.contains("1 frames only in A, 1 of them listed"), "{err}");
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.contains("Only in A, not drawn: 1 frames: java.lang.Thread.run &gt; Main.work (100.00% of A)."));
+    assert!(
+        page.contains("Only in A, not drawn: 1 frames")
+            && page.contains("<li>java.lang.Thread.run &gt; Main.work (100.00% of A)</li>")
+    );
     assert!(page.contains("<title>hpm diff: ours.collapsed -&gt; other.collapsed</title>"), "default title");
     // The page's script, run against a fake DOM when Node is installed: colours and tooltips.
     if Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success()) {

@@ -107,9 +107,10 @@ pub fn main(a: Args) -> Result<(), String> {
         };
         hpm_core::outfile::write(out, text.as_bytes()).map_err(|e| e.to_string())?;
         eprintln!(
-            "hpm: wrote {out} (differential flame graph: {} frames of B, {} frames only in A listed)",
+            "hpm: wrote {out} (differential flame graph: {} frames of B; {} frames only in A, {} of them listed)",
             d.b_tree.nodes.len().saturating_sub(1),
-            d.baseline.a_only_frames
+            d.baseline.a_only_frames,
+            d.baseline.a_only.len()
         );
     }
     Ok(())

@@ -203,7 +203,7 @@ fn render(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> String
     }
     let _ = writeln!(s, "<p class=\"note\" id=\"note\">{}</p>", escape_xml(&note));
     if let Some(b) = base {
-        let _ = writeln!(s, "<p class=\"note\" id=\"aonly\">{}</p>", escape_xml(&a_only_note(b)));
+        a_only_list(&mut s, b);
     }
     s.push_str(concat!(
         "<div class=\"controls\">\n",
@@ -223,7 +223,30 @@ fn render(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> String
     s
 }
 
-/// `Only in A, not drawn: 2 frames: main > run > alpha (50.00% of A), ...` or that there are none.
+/// The frames of A that B lacks, folded: a summary line, the largest as a list below it.
+fn a_only_list(s: &mut String, b: &FrameBaseline) {
+    if b.a_only_frames == 0 {
+        s.push_str("<p class=\"note\" id=\"aonly\">Every frame of A is in B.</p>\n");
+        return;
+    }
+    let _ = write!(
+        s,
+        "<details class=\"note\" id=\"aonly\"><summary>Only in A, not drawn: {} frames ({} of A's samples in the largest)</summary><ul>",
+        group(b.a_only_frames),
+        pct(b.a_only.first().map_or(0, |f| f.1), b.a_samples)
+    );
+    for (path, n) in &b.a_only {
+        let _ = write!(s, "<li>{} ({} of A)</li>", escape_xml(path), pct(*n, b.a_samples));
+    }
+    let more = b.a_only_frames.saturating_sub(b.a_only.len() as u64);
+    if more > 0 {
+        let _ = write!(s, "<li>and {} more</li>", group(more));
+    }
+    s.push_str("</ul></details>\n");
+}
+
+/// `Only in A, not drawn: 2 frames: main > run > alpha (50.00% of A), ...` or that there are
+/// none: the SVG's one line.
 pub(crate) fn a_only_note(b: &FrameBaseline) -> String {
     if b.a_only_frames == 0 {
         return "Every frame of A is in B.".to_string();

@@ -350,5 +350,5 @@ fn a_differential_page_carries_a_at_every_frame() {
             ("common", [40.0, 40.0, 50.0, 50.0]),
         ]
     );
-    assert!(html.contains("Only in A, not drawn: 1 frames: main &gt; run &gt; alpha (50.00% of A)."), "{html}");
+    assert!(html.contains("<summary>Only in A, not drawn: 1 frames (50.00% of A's samples in the largest)</summary><ul><li>main &gt; run &gt; alpha (50.00% of A)</li></ul>"), "{html}");
 }
