@@ -5,8 +5,7 @@
 
 use std::path::Path;
 
-use hpm_core::analysis::diff::{diff, DiffOptions, SortBy};
-use hpm_core::output::diff::diff_report;
+use hpm_core::analysis::diff::{diff, diff_report, DiffOptions, SortBy};
 use hpm_core::output::flame_html::{flame_html_diff, HtmlOptions};
 use hpm_core::output::flame_svg::{flame_svg_diff, SvgOptions};
 

@@ -14,7 +14,7 @@
 use regex::{Regex, RegexBuilder};
 
 use crate::model::Recording;
-use crate::output::text::{duration_ns, group};
+use crate::text::{duration_ns, group};
 
 /// Longest `--thread` expression accepted, in bytes.
 pub const MAX_PATTERN_BYTES: usize = 4096;
@@ -296,7 +296,7 @@ impl SampleFilter {
                 names.sort_unstable();
                 names.dedup();
                 let shown: Vec<String> =
-                    names.iter().take(8).map(|n| format!("`{}`", crate::output::text::clip(n, 40))).collect();
+                    names.iter().take(8).map(|n| format!("`{}`", crate::text::clip(n, 40))).collect();
                 let more = if names.len() > 8 { format!(" and {} more", names.len() - 8) } else { String::new() };
                 return format!(
                     "--thread `{}` matches no thread with samples; the recording's threads: {}{more}",

@@ -29,3 +29,4 @@ pub mod perf_record;
 pub mod resolve;
 pub mod symbols;
 mod sync;
+mod text;

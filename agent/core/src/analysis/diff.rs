@@ -10,8 +10,12 @@
 //!
 //! Linear in the two trees: both are laid over one joint tree ([`super::compare::joint`]), the
 //! per-method totals are one walk each, and only the contexts shown get their path written.
+//! The text is [`diff_report`]; the flame graphs draw a [`FrameBaseline`] (`crate::output`).
 
 use crate::cct::{Cct, NodeId, ROOT};
+pub use crate::output::{FrameBaseline, A_ONLY_LISTED};
+
+pub use super::diff_text::diff_report;
 
 use super::compare::{joint, normalize_cct, Joint};
 
@@ -81,24 +85,6 @@ pub struct ContextChange {
     pub node: NodeId,
     pub shares: Shares,
 }
-
-/// For each frame of B, A's samples at the same path: what a differential flame graph of B
-/// colours by.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct FrameBaseline {
-    /// A's (total, self) samples at the path of each node of B, indexed by B's node id.
-    pub a_at_b: Vec<(u64, u64)>,
-    /// All of A's samples.
-    pub a_samples: u64,
-    /// Frames of A whose path B does not have (the outermost of each such subtree), most A
-    /// samples first, at most [`A_ONLY_LISTED`]: (the context, A's samples in it).
-    pub a_only: Vec<(String, u64)>,
-    /// How many such frames there are in all.
-    pub a_only_frames: u64,
-}
-
-/// Frames only in A listed by name in [`FrameBaseline::a_only`].
-pub const A_ONLY_LISTED: usize = 10;
 
 /// Frames of a context's path written out: the innermost ones, after `…` and the depth.
 pub const PATH_FRAMES: usize = 4;

@@ -26,6 +26,7 @@ mod ccmap_query;
 mod ccmap_tests;
 pub mod compare;
 pub mod diff;
+mod diff_text;
 pub mod hot;
 pub mod phases;
 #[cfg(test)]

@@ -8,12 +8,11 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::analysis::diff::FrameBaseline;
 use crate::cct::{Cct, ROOT};
 
 use super::flat::{flatten, threshold, total_of};
-use super::text::{escape_xml, group, pct, push_json_string};
-use super::{cpi_counters, node_family, CountBy, FrameFamily};
+use super::{cpi_counters, node_family, CountBy, FrameBaseline, FrameFamily};
+use crate::text::{escape_xml, group, pct, push_json_string};
 
 const CSS: &str = include_str!("flame.css");
 const JS: &str = include_str!("flame.js");

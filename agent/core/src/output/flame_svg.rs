@@ -4,12 +4,11 @@
 
 use std::fmt::Write;
 
-use crate::analysis::diff::FrameBaseline;
 use crate::cct::Cct;
 
 use super::flat::{flatten, threshold, total_of};
-use super::text::{clip, escape_xml, group, pct, ratio};
-use super::{cpi_counters, family_colour, node_family, CountBy, FrameFamily};
+use super::{cpi_counters, family_colour, node_family, CountBy, FrameBaseline, FrameFamily};
+use crate::text::{clip, escape_xml, group, pct, ratio};
 
 #[derive(Clone, Debug)]
 pub struct SvgOptions {

@@ -1,12 +1,11 @@
 //! Human- and tool-facing outputs built from a calling context tree: collapsed stacks,
-//! flame graphs (HTML, SVG; differential ones too), the text report and the diff's, and pprof
-//! and JSON for other tools.
+//! flame graphs (HTML, SVG; differential ones too, from a [`FrameBaseline`] that
+//! `analysis::diff` makes), the text report, and pprof and JSON for other tools.
 //!
 //! All outputs are deterministic: siblings and table rows are ordered by value and then by
 //! name, so the same tree always renders to the same bytes.
 
 pub mod collapsed;
-pub mod diff;
 pub mod flame_html;
 pub mod flame_svg;
 pub mod json;
@@ -18,7 +17,6 @@ pub mod threads;
 mod flat;
 mod methods;
 mod summary;
-pub(crate) mod text;
 
 pub use collapsed::{to_collapsed, write_collapsed, CountBy};
 pub use flame_html::{flame_html, flame_html_diff, HtmlOptions};
@@ -159,6 +157,24 @@ pub fn frame_family(name: &str) -> FrameFamily {
     }
     FrameFamily::Native
 }
+
+/// For each frame of B, A's samples at the same path: what a differential flame graph of B
+/// colours by.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameBaseline {
+    /// A's (total, self) samples at the path of each node of B, indexed by B's node id.
+    pub a_at_b: Vec<(u64, u64)>,
+    /// All of A's samples.
+    pub a_samples: u64,
+    /// Frames of A whose path B does not have (the outermost of each such subtree), most A
+    /// samples first, at most [`A_ONLY_LISTED`]: (the context, A's samples in it).
+    pub a_only: Vec<(String, u64)>,
+    /// How many such frames there are in all.
+    pub a_only_frames: u64,
+}
+
+/// Frames only in A listed by name in [`FrameBaseline::a_only`].
+pub const A_ONLY_LISTED: usize = 10;
 
 /// Indices of the `cycles` and `instructions` counters, when both were recorded: the pair
 /// that gives cycles per instruction (CPI).

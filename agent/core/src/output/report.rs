@@ -16,8 +16,8 @@ use super::cpi_counters;
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, sorted_components, threads_line};
-use super::text::{duration_ns, group, pct, ratio};
 use super::threads::{thread_rows, thread_table, ThreadRow};
+use crate::text::{duration_ns, group, pct, ratio};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReportOptions {

@@ -7,7 +7,7 @@ use crate::hash::IntMap;
 use crate::model::{Recording, ThreadIdx};
 
 use super::cpi_counters;
-use super::text::{clip, group, pct, ratio};
+use crate::text::{clip, group, pct, ratio};
 
 /// One thread's samples and sums.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,9 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::analysis::diff::{Diff, Shares, SortBy};
-
-use super::text::{clip, group};
+use super::diff::{Diff, Shares, SortBy};
+use crate::text::{clip, group};
 
 /// Longest method or context shown; longer ones end in `..`.
 const NAME_WIDTH: usize = 120;
@@ -88,8 +87,8 @@ fn more(out: &mut String, all: usize, shown: usize, what: &str) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::diff::{diff, DiffOptions};
     use super::*;
-    use crate::analysis::diff::{diff, DiffOptions};
     use crate::load::parse_collapsed;
 
     #[test]
