@@ -12,8 +12,8 @@ fn data(dir: &str, name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(dir).join(name).display().to_string()
 }
 
-const SUBCOMMANDS: [&str; 9] =
-    ["run", "attach", "report", "flamegraph", "convert", "compare", "ccmap", "callerchain", "phases"];
+const SUBCOMMANDS: [&str; 10] =
+    ["run", "attach", "report", "flamegraph", "convert", "compare", "diff", "ccmap", "callerchain", "phases"];
 
 #[test]
 fn version_and_help_for_every_command() {
@@ -33,8 +33,14 @@ fn version_and_help_for_every_command() {
     }
     // Every flag a command takes is in its help.
     let report = String::from_utf8_lossy(&hpm(&["report", "--help"]).stdout).into_owned();
-    for flag in ["--top", "--min-percent", "--threads", "--from-phase"] {
+    for flag in ["--top", "--min-percent", "--threads", "--from-phase", "--thread", "--from", "--to"] {
         assert!(report.contains(flag), "hpm report --help lacks {flag}");
+    }
+    for sub in ["flamegraph", "convert", "diff"] {
+        let help = String::from_utf8_lossy(&hpm(&[sub, "--help"]).stdout).into_owned();
+        for flag in ["--thread <REGEX>", "--from <TIME>", "--to <TIME>"] {
+            assert!(help.contains(flag), "hpm {sub} --help lacks {flag}");
+        }
     }
     assert!(usage_error(&["report", "x.jfr", "--frobnicate"]).contains("'--frobnicate'"));
     assert!(usage_error(&["frobnicate"]).contains("'frobnicate'"));
@@ -65,6 +71,7 @@ fn output_into_a_closed_pipe_ends_quietly() {
     let cases: Vec<Vec<String>> = vec![
         vec!["report".into(), data("output", "small.collapsed")],
         vec!["compare".into(), collapsed.clone(), collapsed.clone()],
+        vec!["diff".into(), collapsed.clone(), data("analysis", "ours.collapsed")],
         vec!["ccmap".into(), collapsed],
         vec!["callerchain".into(), data("analysis", "figure6.quads")],
         vec!["phases".into(), data("analysis", "figure3.trace")],

@@ -67,6 +67,25 @@ fn a_100000_frame_stack_goes_through_every_command() {
             assert!(String::from_utf8_lossy(&c.stdout).contains("overlap: 100.00%"), "a profile against itself");
         }
     }
+    // The selection flags (the 500 samples lie 1 ms apart from the start).
+    let report = ok(&["report", s(&jfr), "--thread", "^main$", "--from", "100ms", "--to", "400ms"]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("300 of 500 samples kept") && text.contains(&format!("[depth {DEPTH}] ")), "selected");
+    ok(&["flamegraph", s(&jfr), "-o", s(&dir.join("sel.html")), "--thread", "main", "--from", "100ms"]);
+    ok(&["convert", s(&jfr), "-o", s(&dir.join("sel.json")), "--to", "0.25s"]);
+    // diff: against itself, and the .jfr against the collapsed stacks, whose leaves differ (the
+    // contexts' paths are written short however deep).
+    let same = ok(&["diff", s(&jfr), s(&jfr)]);
+    assert!(String::from_utf8_lossy(&same.stdout).contains("(no method's share changed)"), "a profile against itself");
+    for ext in ["html", "svg"] {
+        let out = dir.join(format!("diff.{ext}"));
+        let d = ok(&["diff", s(&jfr), s(&collapsed), "-o", s(&out)]);
+        let text = String::from_utf8_lossy(&d.stdout);
+        assert!(text.contains(&format!("… [depth {DEPTH}] ")), "short paths: {text}");
+        assert!(d.stdout.len() < 10_000, "{} bytes of diff table", d.stdout.len());
+        let size = std::fs::metadata(&out).unwrap().len();
+        assert!(size < 400 * DEPTH as u64, "diff.{ext}: {size} bytes");
+    }
     let quads = write(&dir, "deep.quads", adversarial::deep_quads(DEPTH).as_bytes());
     let chain = ok(&["callerchain", s(&quads)]);
     assert!(chain.stdout.len() < 200 * DEPTH, "{} bytes of callerchain output", chain.stdout.len());

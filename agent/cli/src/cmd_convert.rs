@@ -1,5 +1,6 @@
-//! `hpm convert FILE.jfr -o OUT.pb.gz|OUT.json`: a recording in the formats other tools read —
-//! pprof (`go tool pprof`, speedscope, Pyroscope…) and the versioned JSON of docs/json.md.
+//! `hpm convert FILE.jfr -o OUT.pb.gz|OUT.json [--thread REGEX] [--from TIME] [--to TIME]`: a
+//! recording in the formats other tools read — pprof (`go tool pprof`, speedscope, Pyroscope…)
+//! and the versioned JSON of docs/json.md.
 
 use std::path::Path;
 
@@ -7,6 +8,8 @@ use hpm_core::options::OutputFormat;
 use hpm_core::output::json::to_json;
 use hpm_core::output::pprof::pprof_gz;
 use hpm_core::output::stacks::StackTable;
+
+use crate::input::SampleArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -16,6 +19,8 @@ pub struct Args {
     /// OUT.json: JSON, schema hpm-profile/1 (docs/json.md)
     #[arg(short, long, value_name = "OUT")]
     output: String,
+    #[command(flatten)]
+    samples: SampleArgs,
 }
 
 pub fn main(a: Args) -> Result<(), String> {
@@ -37,12 +42,18 @@ pub fn main(a: Args) -> Result<(), String> {
     if let Err(e) = std::fs::metadata(input) {
         return Err(format!("cannot read `{input}`: {e}; check the path"));
     }
-    let (rec, notes) =
+    let filter = a.samples.filter()?;
+    let (mut rec, notes) =
         hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
+    let filtered = filter.apply(&mut rec)?.map(|f| format!("; {}", f.describe())).unwrap_or_default();
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
     hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
-    eprintln!("hpm: wrote {output} ({} samples, {} distinct stacks)", stacks.total_samples(), stacks.entries.len());
+    eprintln!(
+        "hpm: wrote {output} ({} samples, {} distinct stacks{filtered})",
+        stacks.total_samples(),
+        stacks.entries.len()
+    );
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! `hpm flamegraph FILE(.jfr|.collapsed) -o OUT(.html|.svg|.collapsed) [--threads] [--title T]
-//! [--weight]`.
+//! [--weight] [--thread REGEX] [--from TIME] [--to TIME]`.
 
 use std::path::Path;
 
@@ -8,7 +8,7 @@ use hpm_core::output::flame_html::{flame_html, HtmlOptions};
 use hpm_core::output::flame_svg::{flame_svg, SvgOptions};
 use hpm_core::output::report::event_line;
 
-use crate::input::load_input;
+use crate::input::{load_input, SampleArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -26,16 +26,19 @@ pub struct Args {
     /// Widths by event weight (period) instead of sample counts
     #[arg(long)]
     weight: bool,
+    #[command(flatten)]
+    samples: SampleArgs,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Format {
+pub(crate) enum Format {
     Html,
     Svg,
     Collapsed,
 }
 
-fn output_format(out: &str) -> Result<Format, String> {
+/// The format of an output from its extension; the error says which ones there are.
+pub(crate) fn output_format(out: &str) -> Result<Format, String> {
     let ext = Path::new(out).extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
         "html" | "htm" => Ok(Format::Html),
@@ -53,7 +56,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let by = if a.weight { CountBy::Weight } else { CountBy::Samples };
     let title = a.title.as_deref();
     let format = output_format(output)?;
-    let loaded = load_input(input, threads)?;
+    let loaded = load_input(input, threads, None, &a.samples)?;
 
     let file_name = Path::new(input).file_name().and_then(|f| f.to_str()).unwrap_or(input);
     let title = title.map(str::to_string).unwrap_or_else(|| format!("hpm: {file_name}"));
@@ -61,6 +64,9 @@ pub fn main(a: Args) -> Result<(), String> {
         let mut s = format!("event {}", event_line(r));
         if !loaded.cct.counters.is_empty() {
             s.push_str(&format!("; counters {}", loaded.cct.counters.join(", ")));
+        }
+        if let Some(f) = &loaded.filtered {
+            s.push_str(&format!("; {}", f.describe()));
         }
         s
     });
@@ -70,8 +76,9 @@ pub fn main(a: Args) -> Result<(), String> {
         Format::Collapsed => to_collapsed(&loaded.cct, by),
     };
     hpm_core::outfile::write(output, text.as_bytes()).map_err(|e| e.to_string())?;
+    let filtered = loaded.filtered.as_ref().map(|f| format!("; {}", f.describe())).unwrap_or_default();
     eprintln!(
-        "hpm: wrote {output} ({} samples, {} frames)",
+        "hpm: wrote {output} ({} samples, {} frames{filtered})",
         loaded.cct.total_samples(),
         loaded.cct.nodes.len().saturating_sub(1)
     );

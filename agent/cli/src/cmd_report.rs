@@ -1,10 +1,10 @@
-//! `hpm report FILE [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]`: the
-//! text report of a recording
-//! (`.jfr`) or of collapsed stacks (`.collapsed`).
+//! `hpm report FILE [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]
+//! [--thread REGEX] [--from TIME] [--to TIME]`: the text report of a recording (`.jfr`) or of
+//! collapsed stacks (`.collapsed`).
 
 use hpm_core::output::report::{full_report, ReportOptions};
 
-use crate::input::load_input_from;
+use crate::input::{load_input, SampleArgs};
 use crate::values::{percent_value, positive};
 
 #[derive(clap::Args)]
@@ -24,11 +24,14 @@ pub struct Args {
     /// (markers: the Java bridge)
     #[arg(long, value_name = "NAME[=INDEX]")]
     from_phase: Option<String>,
+    #[command(flatten)]
+    samples: SampleArgs,
 }
 
 pub fn main(a: Args) -> Result<(), String> {
-    let opts = ReportOptions { top: a.top, min_percent: a.min_percent, threads: a.threads };
-    let input = load_input_from(&a.file, opts.threads, a.from_phase.as_deref())?;
-    print!("{}", full_report(input.rec.as_ref(), &input.cct, &input.components, &opts));
+    let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples)?;
+    let opts =
+        ReportOptions { top: a.top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
+    print!("{}", full_report(input.rec.as_ref(), &input.cct, &input.tallies, &opts));
     Ok(())
 }

@@ -3,21 +3,45 @@
 use std::path::Path;
 
 use hpm_core::cct::Cct;
+use hpm_core::filter::SampleFilter;
 
 /// A loaded profile: metadata when the source has any, the tree, and component counts.
 pub(crate) type Input = hpm_core::load::Profile;
 
-/// Loads `.jfr` or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
-/// under the root (JFR only: collapsed stacks carry no thread information).
-pub(crate) fn load_input(path: &str, threads: bool) -> Result<Input, String> {
-    load_input_from(path, threads, None)
+/// `--thread`, `--from`, `--to`: the samples a reading command looks at (hpm_core::filter).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub(crate) struct SampleArgs {
+    /// Only samples of threads whose name matches REGEX, e.g. 'worker-[0-9]+' or '^main$'
+    /// (.jfr only)
+    #[arg(long, value_name = "REGEX")]
+    thread: Option<String>,
+    /// Only samples from TIME on: from the recording's start (2.5s, 1500ms, 2m) or ISO 8601
+    /// with a zone (2024-05-01T12:00:02.5Z) (.jfr only)
+    #[arg(long, value_name = "TIME")]
+    from: Option<String>,
+    /// Only samples before TIME, given as for --from (.jfr only)
+    #[arg(long, value_name = "TIME")]
+    to: Option<String>,
 }
 
-/// [`load_input`], keeping only the samples from the phase marker `from_phase` on (`NAME` or
-/// `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only). Warnings (an incomplete
+impl SampleArgs {
+    pub(crate) fn filter(&self) -> Result<SampleFilter, String> {
+        SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())
+    }
+}
+
+/// Loads `.jfr` or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
+/// under the root (JFR only: collapsed stacks carry no thread information). With `from_phase`
+/// (`NAME` or `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only), only the
+/// samples from that marker on; of those, what `samples` selects. Warnings (an incomplete
 /// last chunk, the samples left out) go to stderr.
-pub(crate) fn load_input_from(path: &str, threads: bool, from_phase: Option<&str>) -> Result<Input, String> {
-    let input = hpm_core::load::load_profile(path, threads, from_phase)?;
+pub(crate) fn load_input(
+    path: &str,
+    threads: bool,
+    from_phase: Option<&str>,
+    samples: &SampleArgs,
+) -> Result<Input, String> {
+    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?)?;
     warn(&input.notes);
     Ok(input)
 }

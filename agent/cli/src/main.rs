@@ -11,6 +11,7 @@ mod cmd_callerchain;
 mod cmd_ccmap;
 mod cmd_compare;
 mod cmd_convert;
+mod cmd_diff;
 mod cmd_flamegraph;
 mod cmd_phases;
 mod cmd_report;
@@ -40,6 +41,9 @@ enum Command {
     Convert(cmd_convert::Args),
     /// How similar two profiles are: overlap, hot-edge coverage, correlation
     Compare(cmd_compare::Args),
+    /// What changed between two profiles: the methods and calling contexts whose share grew or
+    /// shrank most, and a differential flame graph (-o diff.html)
+    Diff(cmd_diff::Args),
     /// Call Context Map queries (Chilingarova & Safonov)
     Ccmap(cmd_ccmap::Args),
     /// CallerChaining: the calling context tree from stack depths (Inoue & Nakatani)
@@ -68,6 +72,7 @@ fn main() {
         Command::Flamegraph(a) => cmd_flamegraph::main(a),
         Command::Convert(a) => cmd_convert::main(a),
         Command::Compare(a) => cmd_compare::main(a),
+        Command::Diff(a) => cmd_diff::main(a),
         Command::Ccmap(a) => cmd_ccmap::main(a),
         Command::Callerchain(a) => cmd_callerchain::main(a),
         Command::Phases(a) => cmd_phases::main(a),

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::hash::IntMap;
-use crate::model::{Recording, Sample, ThreadIdx};
+use crate::model::{FrameKind, Recording, Sample, ThreadIdx};
 
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
@@ -27,6 +27,20 @@ pub struct CctNode {
     /// this node, aligned with [`Cct::counters`].
     pub total_counters: Vec<u64>,
     pub self_counters: Vec<u64>,
+    /// The kinds of code the node's frames ran as (interpreted, JIT compiled, inlined, native,
+    /// kernel...), one bit each ([`kind_bit`]); 0 where the source names frames only
+    /// (collapsed stacks). Flame graphs colour by it.
+    pub kinds: u8,
+}
+
+/// The bit of `k` in [`CctNode::kinds`].
+pub fn kind_bit(k: FrameKind) -> u8 {
+    1 << FrameKind::ALL.iter().position(|&x| x == k).unwrap_or(FrameKind::ALL.len() - 1)
+}
+
+/// The bits of every frame of a stack, leaf first as stored; root first as the tree adds them.
+fn stack_kinds(s: &Sample) -> impl Iterator<Item = u8> + '_ {
+    s.stack.iter().rev().map(|f| kind_bit(f.kind))
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -146,10 +160,22 @@ impl Cct {
         weight: u64,
         counters: &[u64],
     ) -> NodeId {
+        self.add_path_kinds(root_first.map(|n| (n, 0)), samples, weight, counters)
+    }
+
+    /// [`Self::add_path`] with each frame's kind bits ([`kind_bit`]; 0 for none).
+    pub fn add_path_kinds<'a>(
+        &mut self,
+        root_first: impl Iterator<Item = (&'a str, u8)>,
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+    ) -> NodeId {
         let mut cur = ROOT;
         self.bump(cur, samples, weight, counters);
-        for name in root_first {
+        for (name, kinds) in root_first {
             cur = self.child(cur, name);
+            self.nodes[cur as usize].kinds |= kinds;
             self.bump(cur, samples, weight, counters);
         }
         let leaf = &mut self.nodes[cur as usize];
@@ -180,7 +206,8 @@ impl Cct {
             let thread_root = per_thread.then(|| thread_frame_name(rec, s.thread));
             let frames = s.stack.iter().rev().map(|f| rec.method(f.method).display_name());
             let names: Vec<String> = thread_root.into_iter().chain(frames).collect();
-            self.add_path(names.iter().map(String::as_str), g.samples, g.weight, &g.counters);
+            let kinds = per_thread.then_some(0).into_iter().chain(stack_kinds(s));
+            self.add_path_kinds(names.iter().map(String::as_str).zip(kinds), g.samples, g.weight, &g.counters);
         }
     }
 
@@ -190,14 +217,19 @@ impl Cct {
             names.push(thread_frame_name(rec, s.thread));
         }
         names.extend(rec.stack_names_root_first(s));
-        self.add_stack(&names, 1, s.weight, &s.counters);
+        let kinds = per_thread.then_some(0).into_iter().chain(stack_kinds(s));
+        self.add_path_kinds(names.iter().map(String::as_str).zip(kinds), 1, s.weight, &s.counters);
     }
 
     /// Adds a sample whose frame names are looked up in `names` (indexed by method), with an
     /// optional per-thread root: no allocation once the nodes exist. The agent's hot path.
     pub fn add_sample_named(&mut self, s: &Sample, thread_root: Option<&str>, names: &[String]) {
-        let frames = s.stack.iter().rev().map(|f| names.get(f.method as usize).map_or("[?]", String::as_str));
-        self.add_path(thread_root.into_iter().chain(frames), 1, s.weight, &s.counters);
+        let frames = s
+            .stack
+            .iter()
+            .rev()
+            .map(|f| (names.get(f.method as usize).map_or("[?]", String::as_str), kind_bit(f.kind)));
+        self.add_path_kinds(thread_root.map(|t| (t, 0)).into_iter().chain(frames), 1, s.weight, &s.counters);
     }
 
     pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {
@@ -359,6 +391,41 @@ mod tests {
         let mut stacks = c.leaf_stacks();
         stacks.sort();
         assert_eq!(stacks[0], (vec!["main", "a"], 2));
+    }
+
+    #[test]
+    fn frame_kinds_are_kept_per_node() {
+        use crate::model::*;
+        let mut rec = Recording::default();
+        let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
+        let sample = |kind| Sample {
+            time: 0,
+            thread: 0,
+            stack: vec![Frame { method: m, bci: 0, line: 0, kind }].into(),
+            truncated: false,
+            weight: 1,
+            counters: vec![],
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Java,
+            state: None,
+        };
+        let names = vec!["A.f".to_string()];
+        let mut c = Cct::default();
+        // The agent's path, with a thread root, and the readers' path.
+        c.add_sample_named(&sample(FrameKind::Interpreted), Some("[t]"), &names);
+        c.add_sample_named(&sample(FrameKind::JitCompiled), Some("[t]"), &names);
+        c.add_sample(&rec, &sample(FrameKind::Kernel), false);
+        let kinds = |path: &[&str]| c.nodes[(1..c.nodes.len()).find(|&i| c.path(i as NodeId) == path).unwrap()].kinds;
+        assert_eq!(kinds(&["[t]"]), 0, "a thread frame has no kind");
+        assert_eq!(kinds(&["[t]", "A.f"]), kind_bit(FrameKind::Interpreted) | kind_bit(FrameKind::JitCompiled));
+        assert_eq!(kinds(&["A.f"]), kind_bit(FrameKind::Kernel));
+        // Names that normalise alike keep the kinds of both.
+        let norm = crate::analysis::compare::normalize_cct(&c);
+        assert_eq!(
+            norm.nodes.iter().map(|n| n.kinds).fold(0, |a, k| a | k),
+            c.nodes.iter().map(|n| n.kinds).fold(0, |a, k| a | k)
+        );
     }
 
     #[test]

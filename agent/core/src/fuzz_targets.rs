@@ -18,7 +18,7 @@ use crate::analysis::{parse_binary_trace, parse_text_trace};
 use crate::cct::Cct;
 use crate::load::parse_collapsed;
 use crate::output::collapsed::{to_collapsed, CountBy};
-use crate::output::report::{full_report, ReportOptions};
+use crate::output::report::{full_report, ReportOptions, Tallies};
 use crate::output::stacks::StackTable;
 
 /// The target names, as `fuzz/fuzz_targets/NAME.rs` and `fuzz/corpus/NAME/`.
@@ -58,7 +58,7 @@ pub fn jfr(data: &[u8], scratch: &Path) {
     assert_eq!(stacks.total_samples(), rec.samples.len() as u64, "the stack table lost samples");
     let _ = crate::output::json::to_json(&rec, &stacks);
     let _ = crate::output::pprof::pprof_gz(&rec, &stacks);
-    let _ = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let _ = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
     let _ = CcMap::from_recording(&rec);
 }
 
@@ -68,7 +68,7 @@ pub fn collapsed(data: &[u8]) {
     let Ok(cct) = parse_collapsed(text) else { return };
     let again = parse_collapsed(&to_collapsed(&cct, CountBy::Samples)).expect("our own collapsed output reads back");
     assert_eq!(again.total_samples(), cct.total_samples(), "the round trip changed the sample count");
-    let _ = full_report(None, &cct, &[], &ReportOptions::default());
+    let _ = full_report(None, &cct, &Tallies::default(), &ReportOptions::default());
     let _ = CcMap::from_cct(&cct);
 }
 

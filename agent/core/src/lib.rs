@@ -10,6 +10,7 @@ pub mod cct;
 pub mod claim;
 pub mod codemap;
 pub mod component;
+pub mod filter;
 pub mod fuzz_targets;
 #[cfg(test)]
 mod fuzz_targets_tests;
@@ -29,3 +30,4 @@ pub mod perf_record;
 pub mod resolve;
 pub mod symbols;
 mod sync;
+mod text;

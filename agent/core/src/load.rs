@@ -8,9 +8,11 @@ use std::fmt;
 use std::path::Path;
 
 use crate::cct::Cct;
+use crate::filter::{Applied, SampleFilter};
 use crate::jfr::{ReadError, ReadRecording};
 use crate::limits::{LimitError, MAX_STACK_DEPTH};
-use crate::model::{Recording, VmComponent};
+use crate::model::Recording;
+use crate::output::report::Tallies;
 
 /// What kind of problem a [`LoadError`] is, for callers that decide on it.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,19 +152,27 @@ pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, CollapsedError)> {
 pub const COLLAPSED_EXTS: [&str; 3] = ["collapsed", "folded", "txt"];
 
 /// A profile for `hpm report` and `hpm flamegraph`: metadata when the source has any, the
-/// tree, per-component sample counts, and warnings to show.
+/// tree, samples per component and per thread, and warnings to show.
 pub struct Profile {
     pub rec: Option<Recording>,
     pub cct: Cct,
-    pub components: Vec<(VmComponent, u64)>,
+    pub tallies: Tallies,
     pub notes: Vec<String>,
+    /// What `--thread`, `--from` and `--to` kept, when any was given.
+    pub filtered: Option<Applied>,
 }
 
 /// Loads `.jfr` or collapsed stacks for the report and flame graphs. With `threads`, the tree
 /// gets a `[name tid=N]` level under the root (JFR only). With `from_phase` (`NAME` or
 /// `NAME=INDEX`, the Java bridge's `hpm.Phase` markers; JFR only), only the samples from that
-/// marker on. Errors are one line for the user.
-pub fn load_profile(path: &str, threads: bool, from_phase: Option<&str>) -> Result<Profile, String> {
+/// marker on; then `filter` (`--thread`, `--from`, `--to`; JFR only) keeps what it selects.
+/// Errors are one line for the user.
+pub fn load_profile(
+    path: &str,
+    threads: bool,
+    from_phase: Option<&str>,
+    filter: &SampleFilter,
+) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
     let is_jfr = ext == "jfr";
@@ -188,12 +198,19 @@ pub fn load_profile(path: &str, threads: bool, from_phase: Option<&str>) -> Resu
                 rec.samples.len()
             ));
         }
+        let filtered = filter.apply(&mut rec)?;
         let cct = Cct::from_recording(&rec, threads);
-        let components = crate::output::report::component_counts(&rec.samples);
+        let tallies = Tallies::of(&rec);
         // The outputs need only metadata from here on.
         rec.samples = Vec::new();
-        Ok(Profile { rec: Some(rec), cct, components, notes })
+        Ok(Profile { rec: Some(rec), cct, tallies, notes, filtered })
     } else {
+        if !filter.is_empty() {
+            return Err(format!(
+                "--thread, --from and --to need a .jfr recording: collapsed stacks like `{path}` carry no \
+                 threads or times"
+            ));
+        }
         if from_phase.is_some() {
             return Err(format!(
                 "--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is collapsed stacks"
@@ -206,7 +223,7 @@ pub fn load_profile(path: &str, threads: bool, from_phase: Option<&str>) -> Resu
             ));
         }
         let (cct, notes) = load_cct(p).map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
-        Ok(Profile { rec: None, cct, components: Vec::new(), notes })
+        Ok(Profile { rec: None, cct, tallies: Tallies::default(), notes, filtered: None })
     }
 }
 

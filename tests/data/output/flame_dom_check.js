@@ -1,6 +1,8 @@
 // Runs the script of an `hpm flamegraph` HTML page against a minimal fake DOM and canvas in
-// Node, and checks drawing, hover, zoom and search on the `small.collapsed` fixture.
-// usage: node flame_dom_check.js PAGE.html    (exit status 0 when every check passes)
+// Node, and checks drawing, hover, zoom and search on the `small.collapsed` fixture; with
+// `diff`, the differential page `hpm diff` writes for `ours.collapsed` -> `other.collapsed`
+// (tests/data/analysis): colours by change, the legend, the tooltip's shares.
+// usage: node flame_dom_check.js PAGE.html [diff]    (exit status 0 when every check passes)
 'use strict';
 const fs = require('fs');
 const vm = require('vm');
@@ -51,6 +53,23 @@ function check(cond, what) { if (!cond) failures.push(what); }
 
 vm.runInNewContext(code, { document, window, setTimeout, clearTimeout, console });
 const canvas = elements.fg, tip = elements.tip, status = elements.status;
+
+if (process.argv[3] === 'diff') {
+  // B: java.lang.Thread.run;Other.task 30. A: Main.work and Main.hot under Thread.run.
+  check(rects.length === 3, 'diff: 3 frames drawn (root, Thread.run, Other.task), got ' + rects.length);
+  const fills = rects.map(r => r.fill);
+  check(fills[0] === 'rgb(225,225,225)' && fills[1] === 'rgb(225,225,225)', 'unchanged frames grey: ' + fills);
+  check(fills[2] === 'rgb(255,50,50)', 'Other.task grew from 0% to 100%: deepest red, got ' + fills[2]);
+  const legend = elements.legend.children.map(c => c.textContent || '').join('|');
+  check(legend.includes('grew') && legend.includes('shrank') && legend.includes('\u00b1100.00 points'), 'legend: ' + legend);
+  const task = texts.find(t => t.t.startsWith('Other.task'));
+  canvas.fire('mousemove', { clientX: task.x + 5, clientY: task.y - 5 });
+  check(tip.textContent.includes('A: 0.00% of samples \u2192 B: 100.00% (+100.00 points)'), 'tooltip: ' + tip.textContent);
+  check(tip.textContent.includes('self: A 0.00% \u2192 B 100.00% (+100.00 points)'), 'tooltip self: ' + tip.textContent);
+  if (failures.length) { console.error('FAILED:\n' + failures.join('\n')); process.exit(1); }
+  console.log('flame.js diff checks passed');
+  process.exit(0);
+}
 
 check(rects.length === 9, 'initial draw: 9 frames drawn, got ' + rects.length);
 const label = name => texts.find(t => t.t.startsWith(name.slice(0, 6)) && name.startsWith(t.t.replace('\u2026', '')));

@@ -150,6 +150,17 @@ fn main() {
     cases.push(vec!["convert".into(), at("deep.jfr"), "-o".into(), at("out.json")]);
     cases.push(vec!["compare".into(), at("deep.jfr"), at("deep.collapsed")]);
     cases.push(vec!["compare".into(), at("deep.jfr"), at("deep.collapsed"), "--inclusive".into()]);
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    cases.push([vec!["report".into(), at("deep.jfr")], words(&["--thread", "^main$", "--from", "100ms"])].concat());
+    cases.push(
+        [vec!["flamegraph".into(), at("deep.jfr"), "-o".into(), at("out-sel.html")], words(&["--to", "900ms"])]
+            .concat(),
+    );
+    cases.push(
+        [vec!["convert".into(), at("deep.jfr"), "-o".into(), at("out-sel.json")], words(&["--from", "0.1s"])].concat(),
+    );
+    cases.push(vec!["diff".into(), at("deep.jfr"), at("deep.collapsed")]);
+    cases.push(vec!["diff".into(), at("deep.jfr"), at("deep.collapsed"), "-o".into(), at("out-diff.html")]);
     cases.push(vec!["callerchain".into(), at("deep.quads")]);
     cases.push(vec!["phases".into(), at("deep.trace")]);
 

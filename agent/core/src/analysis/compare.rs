@@ -83,29 +83,48 @@ pub fn context_weights(cct: &Cct, w: Weight) -> IntMap<NodeId, f64> {
     (1..cct.nodes.len() as NodeId).map(|id| (id, node_weight(cct, id, w))).filter(|(_, v)| *v > 0.0).collect()
 }
 
-/// The calling contexts of two trees keyed alike: both trees are laid over one joint tree, and a
-/// context's key is its joint node. Linear in the nodes, however deep (keying by the path of
-/// names would cost the depth per node).
-pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (IntMap<NodeId, f64>, IntMap<NodeId, f64>) {
-    let mut joint = Cct::default();
+/// Two trees laid over one joint tree: every node of either maps to the joint node of the same
+/// path of names, so the same calling context has the same key in both.
+pub struct Joint {
+    pub tree: Cct,
+    /// The joint node of each node of A (indexed by A's node id), and of B.
+    pub a: Vec<NodeId>,
+    pub b: Vec<NodeId>,
+}
+
+/// Lays `a` and `b` over one joint tree. Linear in the nodes, however deep (keying by the path
+/// of names would cost the depth per node).
+pub fn joint(a: &Cct, b: &Cct) -> Joint {
+    let mut tree = Cct::default();
     let mut lay = |t: &Cct| {
         // A child's id is always above its parent's, so parents are mapped first.
         let mut map = vec![ROOT; t.nodes.len()];
-        let names = joint_name_ids(&mut joint, t);
-        let mut out = IntMap::default();
+        let names = joint_name_ids(&mut tree, t);
         for id in 1..t.nodes.len() {
             let n = &t.nodes[id];
-            map[id] = joint.child_by_name_id(map[n.parent as usize], names[t.node_name_id(id as NodeId) as usize]);
+            map[id] = tree.child_by_name_id(map[n.parent as usize], names[t.node_name_id(id as NodeId) as usize]);
+        }
+        map
+    };
+    let a = lay(a);
+    let b = lay(b);
+    Joint { tree, a, b }
+}
+
+/// The calling contexts of two trees keyed alike: their nodes in the [`joint`] tree.
+pub fn joint_context_weights(a: &Cct, b: &Cct, w: Weight) -> (IntMap<NodeId, f64>, IntMap<NodeId, f64>) {
+    let j = joint(a, b);
+    let weights = |t: &Cct, map: &[NodeId]| {
+        let mut out = IntMap::default();
+        for (id, &key) in map.iter().enumerate().skip(1) {
             let v = node_weight(t, id as NodeId, w);
             if v > 0.0 {
-                *out.entry(map[id]).or_insert(0.0) += v;
+                *out.entry(key).or_insert(0.0) += v;
             }
         }
         out
     };
-    let ca = lay(a);
-    let cb = lay(b);
-    (ca, cb)
+    (weights(a, &j.a), weights(b, &j.b))
 }
 
 /// For each name id of `t`, the id of the same name in `joint`.
@@ -261,6 +280,7 @@ pub fn normalize_cct(cct: &Cct) -> Cct {
     }
     for (id, n) in cct.nodes.iter().enumerate() {
         let m = &mut out.nodes[map[id] as usize];
+        m.kinds |= n.kinds;
         m.self_samples = m.self_samples.saturating_add(n.self_samples);
         m.self_weight = m.self_weight.saturating_add(n.self_weight);
         add_saturating(&mut m.self_counters, &n.self_counters);

@@ -8,6 +8,8 @@
 //! - [`hot`]: hottest methods, callees and call-edge contexts of a live calling context tree.
 //! - [`compare`]: profile comparison — Arnold & Ryder overlap, hot-edge coverage (Zhuang et al.,
 //!   as used by Hofer et al.) and correlation of per-method totals.
+//! - [`diff`]: what changed between two profiles, per method and calling context, and the
+//!   baseline of a differential flame graph.
 //! - [`phases`]: method-level phases of Georges et al. (sections 3.2 and 4) from an enter/exit
 //!   trace, with [`stats`] for the coefficient of variation and one-way ANOVA.
 //!
@@ -23,6 +25,8 @@ mod ccmap_query;
 #[cfg(test)]
 mod ccmap_tests;
 pub mod compare;
+pub mod diff;
+mod diff_text;
 pub mod hot;
 pub mod phases;
 #[cfg(test)]

@@ -1,12 +1,14 @@
 (function () {
   'use strict';
-  // Data: flat pre-order nodes [name, depth, total, self, counters...] (see flame_html.rs).
+  // Data: flat pre-order nodes [name, depth, total, self, counters..., (A's total, A's self)]
+  // (see flame_html.rs); the last two only in a differential graph (D.diff).
   const D = JSON.parse(document.getElementById('fg-data').textContent);
   const K = D.counters.length, S = D.stride, A = D.nodes, N = A.length / S;
   const FRAME_H = 16, MIN_PX = 0.4;
   const nm = new Int32Array(N), dp = new Int32Array(N), par = new Int32Array(N), end = new Int32Array(N);
   const tot = new Float64Array(N), slf = new Float64Array(N), x = new Float64Array(N);
   const cnt = new Float64Array(N * K);
+  const aTot = new Float64Array(D.diff ? N : 0), aSelf = new Float64Array(D.diff ? N : 0);
   let maxDepth = 0;
   {
     const next = [0], open = [];
@@ -14,6 +16,7 @@
       const o = i * S, d = A[o + 1];
       nm[i] = A[o]; dp[i] = d; tot[i] = A[o + 2]; slf[i] = A[o + 3];
       for (let k = 0; k < K; k++) cnt[i * K + k] = A[o + 4 + k];
+      if (D.diff) { aTot[i] = A[o + 4 + K]; aSelf[i] = A[o + 5 + K]; }
       while (open.length > d) end[open.pop()] = i;
       par[i] = d > 0 ? open[d - 1] : -1;
       open.push(i);
@@ -31,28 +34,49 @@
   const icicle = document.getElementById('icicle');
   let zoom = 0, width = 0, hover = -1, matchName = null;
 
-  // Colours: a hue per frame family, varied per name (FNV-1a) so neighbours stay distinct.
-  const BASE = [[60, 170, 60, 70, 60, 50], [205, 190, 50, 45, 50, 50], [200, 50, 50, 50, 50, 40],
-                [230, 140, 20, 25, 40, 30], [140, 160, 200, 40, 40, 40]];
+  // Colours: a range per frame family (D.families, the same table the SVG uses), varied per
+  // name (FNV-1a) so neighbours stay distinct.
+  function famColour(f, v) {
+    const p = D.families[f] || D.families[0];
+    return 'rgb(' + [0, 1, 2].map(function (c) { return Math.round(p.base[c] + p.span[c] * v[p.vary[c]]); }).join(',') + ')';
+  }
   const colours = D.names.map(function (name, i) {
     let h = 0x811c9dc5;
     for (let j = 0; j < name.length; j++) h = Math.imul(h ^ (name.charCodeAt(j) & 0xff), 0x01000193) >>> 0;
-    const v1 = (h & 0xff) / 255, v2 = ((h >>> 8) & 0xff) / 255, b = BASE[D.fam[i]] || BASE[2];
-    const vs = D.fam[i] === 1 ? [v1, v2, v2] : D.fam[i] === 4 ? [v1, v1, v2] : [v1, v2, v1];
-    return 'rgb(' + Math.round(b[0] + b[3] * vs[0]) + ',' + Math.round(b[1] + b[4] * vs[1]) + ',' +
-      Math.round(b[2] + b[5] * vs[2]) + ')';
+    return famColour(D.fam[i], [(h & 0xff) / 255, ((h >>> 8) & 0xff) / 255]);
   });
+  // A differential graph: each frame's change in share of all samples, B's minus A's.
+  const change = new Float64Array(D.diff ? N : 0);
+  let maxChange = 0;
+  if (D.diff) {
+    for (let i = 0; i < N; i++) {
+      change[i] = (tot[0] > 0 ? tot[i] / tot[0] : 0) - (D.diff.aTotal > 0 ? aTot[i] / D.diff.aTotal : 0);
+      maxChange = Math.max(maxChange, Math.abs(change[i]));
+    }
+  }
+  // Red grew, blue shrank, grey unchanged; deeper for larger changes (full at the largest).
+  function changeColour(c) {
+    const t = maxChange > 0 ? Math.min(1, Math.abs(c) / maxChange) : 0, v = Math.round(225 - 175 * t);
+    if (Math.abs(c) < 1e-12) return 'rgb(225,225,225)';
+    return c > 0 ? 'rgb(255,' + v + ',' + v + ')' : 'rgb(' + v + ',' + v + ',255)';
+  }
   {
-    const legend = document.getElementById('legend'), seen = new Set(D.fam);
-    D.families.forEach(function (f, i) {
-      if (!seen.has(i)) return;
+    const legend = document.getElementById('legend');
+    const swatch = function (colour, text) {
       const sw = document.createElement('span');
       sw.className = 'sw';
-      sw.style.background = 'rgb(' + (BASE[i][0] + BASE[i][3] / 2) + ',' + (BASE[i][1] + BASE[i][4] / 2) + ',' +
-        (BASE[i][2] + BASE[i][5] / 2) + ')';
+      sw.style.background = colour;
       legend.appendChild(sw);
-      legend.appendChild(document.createTextNode(f));
-    });
+      legend.appendChild(document.createTextNode(text));
+    };
+    if (D.diff) {
+      swatch(changeColour(maxChange), 'grew');
+      swatch(changeColour(-maxChange), 'shrank');
+      swatch(changeColour(0), 'same share; widths from B, deepest colour \u00b1' + (maxChange * 100).toFixed(2) + ' points');
+    } else {
+      const seen = new Set(D.fam);
+      D.families.forEach(function (f, i) { if (seen.has(i)) swatch(famColour(i, [0.5, 0.5]), f.name); });
+    }
   }
 
   function fmt(v) { return Math.round(v).toLocaleString('en-US'); }
@@ -77,7 +101,7 @@
 
   function box(i, px, pw, faded) {
     const y = yOf(dp[i]);
-    ctx.fillStyle = matchName && matchName[nm[i]] ? '#e03ce0' : colours[nm[i]];
+    ctx.fillStyle = matchName && matchName[nm[i]] ? '#e03ce0' : D.diff ? changeColour(change[i]) : colours[nm[i]];
     ctx.globalAlpha = faded ? 0.55 : 1;
     ctx.fillRect(px, y, Math.max(pw - 0.5, 0.5), FRAME_H - 1);
     if (i === hover) { ctx.strokeStyle = '#000'; ctx.strokeRect(px + 0.5, y + 0.5, Math.max(pw - 1.5, 0.5), FRAME_H - 2); }
@@ -142,6 +166,12 @@
       lines.push(c);
     }
     if (D.cpi) lines.push('CPI (cycles/instructions): ' + ratio(cnt[i * K + D.cpi[0]], cnt[i * K + D.cpi[1]]));
+    if (D.diff) {
+      const a = D.diff.aTotal, pts = function (v) { return (v >= 0 ? '+' : '') + (v * 100).toFixed(2) + ' points'; };
+      lines.push('A: ' + pct(aTot[i], a) + ' of samples \u2192 B: ' + pct(tot[i], tot[0]) + ' (' + pts(change[i]) + ')');
+      const sc = (tot[0] > 0 ? slf[i] / tot[0] : 0) - (a > 0 ? aSelf[i] / a : 0);
+      lines.push('self: A ' + pct(aSelf[i], a) + ' \u2192 B ' + pct(slf[i], tot[0]) + ' (' + pts(sc) + ')');
+    }
     return lines;
   }
 

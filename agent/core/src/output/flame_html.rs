@@ -1,7 +1,9 @@
 //! A self-contained interactive HTML flame graph: one file, no external resources. The tree
 //! is embedded as compact JSON (a name table plus a flat pre-order node array) and drawn on a
 //! canvas by `flame.js`: click to zoom, reset, regex/substring search with the matched share,
-//! tooltips with samples, self samples and counter ratios, colours by frame family.
+//! tooltips with samples, self samples and counter ratios, colours by frame family (with a
+//! legend). [`flame_html_diff`] draws a differential flame graph: widths from profile B,
+//! colours from how each frame's share changed since profile A (red grew, blue shrank).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -9,8 +11,8 @@ use std::fmt::Write;
 use crate::cct::{Cct, ROOT};
 
 use super::flat::{flatten, threshold, total_of};
-use super::text::{escape_xml, group, push_json_string};
-use super::{cpi_counters, frame_family, CountBy, FrameFamily};
+use super::{cpi_counters, node_family, CountBy, FrameBaseline, FrameFamily};
+use crate::text::{escape_xml, group, pct, push_json_string};
 
 const CSS: &str = include_str!("flame.css");
 const JS: &str = include_str!("flame.js");
@@ -45,11 +47,14 @@ impl Default for HtmlOptions {
 pub const NODE_FIELDS: usize = 4;
 
 /// The embedded data as JSON. Shape:
-/// `{"title","unit","total","counters":[..],"cpi":[c,i]|null,"families":[..],"names":[..],
-///   "fam":[..],"stride":S,"nodes":[name,depth,total,self,counter...,...],
-///   "pruned":{"frames","value","minTotal"}}`.
+/// `{"title","unit","total","counters":[..],"cpi":[c,i]|null,
+///   "families":[{"name","base":[r,g,b],"span":[r,g,b],"vary":[..]}..],"names":[..],
+///   "fam":[..],"diff":null|{"aTotal"},"stride":S,
+///   "nodes":[name,depth,total,self,counter...,(aTotal,aSelf),...],
+///   "pruned":{"frames","value","minTotal"}}`. A name appears once per family it is drawn in
+/// (`fam` is aligned with `names`); with `diff`, each node ends in A's samples at its path.
 pub fn flame_json(cct: &Cct, opts: &HtmlOptions) -> String {
-    build(cct, opts).json
+    build(cct, opts, None).json
 }
 
 struct Built {
@@ -60,15 +65,18 @@ struct Built {
     pruned_value: u64,
 }
 
-fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
-    let by = opts.by;
+fn build(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> Built {
+    // A differential graph compares sample shares: A's values are samples.
+    let by = if base.is_some() { CountBy::Samples } else { opts.by };
     let root_total = total_of(cct, ROOT, by);
     let min_total = threshold(cct, by, opts.min_share, opts.max_nodes);
     let flat = flatten(cct, by, min_total);
     let k = cct.counters.len();
 
-    let mut names: Vec<&str> = Vec::new();
-    let mut index: HashMap<&str, usize> = HashMap::new();
+    // Names per (name, family): a method drawn as JIT-compiled code here and interpreted there
+    // has two entries.
+    let mut names: Vec<(&str, FrameFamily)> = Vec::new();
+    let mut index: HashMap<(&str, FrameFamily), usize> = HashMap::new();
     let mut out = String::with_capacity(64 + flat.nodes.len() * (12 + 8 * k));
     out.push_str("{\"title\":");
     push_json_string(&mut out, &opts.title);
@@ -93,12 +101,29 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
         if i > 0 {
             out.push(',');
         }
+        out.push_str("{\"name\":");
         push_json_string(&mut out, f.name());
+        let (b, sp, v) = f.palette();
+        let _ = write!(
+            out,
+            ",\"base\":[{},{},{}],\"span\":[{},{},{}],\"vary\":[{},{},{}]}}",
+            b[0], b[1], b[2], sp[0], sp[1], sp[2], v[0], v[1], v[2]
+        );
     }
-    let _ = write!(out, "],\"stride\":{},\"nodes\":[", NODE_FIELDS + k);
+    out.push_str("],\"diff\":");
+    match base {
+        Some(b) => {
+            let _ = write!(out, "{{\"aTotal\":{}}}", b.a_samples);
+        }
+        None => out.push_str("null"),
+    }
+    let extra = if base.is_some() { 2 } else { 0 };
+    let _ = write!(out, ",\"stride\":{},\"nodes\":[", NODE_FIELDS + k + extra);
     for (i, n) in flat.nodes.iter().enumerate() {
-        let id = *index.entry(n.name).or_insert_with(|| {
-            names.push(n.name);
+        // The root is a pseudo-frame whatever it is called.
+        let fam = if n.depth == 0 { FrameFamily::Pseudo } else { node_family(n.name, n.kinds) };
+        let id = *index.entry((n.name, fam)).or_insert_with(|| {
+            names.push((n.name, fam));
             names.len() - 1
         });
         if i > 0 {
@@ -108,21 +133,23 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
         for c in 0..k {
             let _ = write!(out, ",{}", n.counters.get(c).copied().unwrap_or(0));
         }
+        if let Some(b) = base {
+            let (at, a_self) = b.a_at_b.get(n.id as usize).copied().unwrap_or((0, 0));
+            let _ = write!(out, ",{at},{a_self}");
+        }
     }
     out.push_str("],\"names\":[");
-    for (i, name) in names.iter().enumerate() {
+    for (i, (name, _)) in names.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         push_json_string(&mut out, name);
     }
     out.push_str("],\"fam\":[");
-    for (i, name) in names.iter().enumerate() {
+    for (i, (_, fam)) in names.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        // names[0] is the root's ("all"): a pseudo-frame whatever it is called.
-        let fam = if i == 0 { FrameFamily::Pseudo } else { frame_family(name) };
         let _ = write!(out, "{}", fam.index());
     }
     let _ = write!(
@@ -137,8 +164,20 @@ fn build(cct: &Cct, opts: &HtmlOptions) -> Built {
 /// the JSON data block with `<`, `>` and `&` written as `\u` escapes, and the script only ever
 /// puts names into the document with `textContent`/canvas text.
 pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
-    let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts);
-    let unit = opts.by.name();
+    render(cct, opts, None)
+}
+
+/// A differential flame graph: `b` drawn as by [`flame_html`] (widths are B's samples), each
+/// frame coloured by how its share of all samples changed since A (`base`: A's samples at each
+/// frame of B): red grew, blue shrank, white unchanged, deeper for larger changes. The tooltip
+/// gives both shares and the changes; frames of A that B lacks are listed under the header.
+pub fn flame_html_diff(b: &Cct, base: &FrameBaseline, opts: &HtmlOptions) -> String {
+    render(b, opts, Some(base))
+}
+
+fn render(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> String {
+    let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts, base);
+    let unit = if base.is_some() { CountBy::Samples.name() } else { opts.by.name() };
     let mut note = format!("{} {unit} in total.", group(root_total));
     if pruned_frames > 0 {
         let share = min_total as f64 * 100.0 / root_total.max(1) as f64;
@@ -162,6 +201,9 @@ pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
         let _ = writeln!(s, "<p class=\"sub\">{}</p>", escape_xml(sub));
     }
     let _ = writeln!(s, "<p class=\"note\" id=\"note\">{}</p>", escape_xml(&note));
+    if let Some(b) = base {
+        a_only_list(&mut s, b);
+    }
     s.push_str(concat!(
         "<div class=\"controls\">\n",
         "<button id=\"reset\" title=\"Show the whole tree (Esc)\">Reset zoom</button>\n",
@@ -178,6 +220,41 @@ pub fn flame_html(cct: &Cct, opts: &HtmlOptions) -> String {
     let _ = writeln!(s, "<script type=\"application/json\" id=\"fg-data\">{json}</script>");
     let _ = writeln!(s, "<script>\n{JS}</script>\n</body>\n</html>");
     s
+}
+
+/// The frames of A that B lacks, folded: a summary line, the largest as a list below it.
+fn a_only_list(s: &mut String, b: &FrameBaseline) {
+    if b.a_only_frames == 0 {
+        s.push_str("<p class=\"note\" id=\"aonly\">Every frame of A is in B.</p>\n");
+        return;
+    }
+    let _ = write!(
+        s,
+        "<details class=\"note\" id=\"aonly\"><summary>Only in A, not drawn: {} frames ({} of A's samples in the largest)</summary><ul>",
+        group(b.a_only_frames),
+        pct(b.a_only.first().map_or(0, |f| f.1), b.a_samples)
+    );
+    for (path, n) in &b.a_only {
+        let _ = write!(s, "<li>{} ({} of A)</li>", escape_xml(path), pct(*n, b.a_samples));
+    }
+    let more = b.a_only_frames.saturating_sub(b.a_only.len() as u64);
+    if more > 0 {
+        let _ = write!(s, "<li>and {} more</li>", group(more));
+    }
+    s.push_str("</ul></details>\n");
+}
+
+/// `Only in A, not drawn: 2 frames: main > run > alpha (50.00% of A), ...` or that there are
+/// none: the SVG's one line.
+pub(crate) fn a_only_note(b: &FrameBaseline) -> String {
+    if b.a_only_frames == 0 {
+        return "Every frame of A is in B.".to_string();
+    }
+    let listed: Vec<String> =
+        b.a_only.iter().map(|(path, n)| format!("{path} ({} of A)", pct(*n, b.a_samples))).collect();
+    let more = b.a_only_frames.saturating_sub(b.a_only.len() as u64);
+    let more = if more > 0 { format!(", and {} more", group(more)) } else { String::new() };
+    format!("Only in A, not drawn: {} frames: {}{more}.", group(b.a_only_frames), listed.join("; "))
 }
 
 #[cfg(test)]

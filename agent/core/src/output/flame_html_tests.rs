@@ -255,3 +255,100 @@ fn empty_tree_renders() {
     let j = parse_json(embedded_json(&html)).unwrap();
     assert_eq!(j.get("total").num(), 0.0);
 }
+
+/// A recording's tree: `Main.main` (interpreted) calls `Main.work` (JIT compiled here, inlined
+/// there), which calls into `libc` (native) and the kernel.
+fn kinds_tree() -> Cct {
+    use crate::model::*;
+    let mut rec = Recording::default();
+    rec.add_thread(ThreadInfo { os_tid: 1, java_id: None, name: "main".into(), is_java: true });
+    let m = |rec: &mut Recording, info: MethodInfo| rec.methods.intern(info);
+    let main = m(&mut rec, MethodInfo::java("Main", "main", "()V"));
+    let work = m(&mut rec, MethodInfo::java("Main", "work", "()V"));
+    let other = m(&mut rec, MethodInfo::java("Main", "other", "()V"));
+    let write = m(&mut rec, MethodInfo::native("write"));
+    let kernel = m(&mut rec, MethodInfo::native("[kernel]"));
+    let f = |method, kind| Frame { method, bci: -1, line: -1, kind };
+    let stacks: [Vec<Frame>; 2] = [
+        vec![
+            f(kernel, FrameKind::Kernel),
+            f(write, FrameKind::Native),
+            f(work, FrameKind::JitCompiled),
+            f(main, FrameKind::Interpreted),
+        ],
+        vec![f(work, FrameKind::Inlined), f(other, FrameKind::JitCompiled), f(main, FrameKind::Interpreted)],
+    ];
+    for st in stacks {
+        rec.samples.push(Sample {
+            time: 0,
+            thread: 0,
+            stack: st.into(),
+            truncated: false,
+            weight: 1,
+            counters: vec![],
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Java,
+            state: None,
+        });
+    }
+    Cct::from_recording(&rec, false)
+}
+
+#[test]
+fn recorded_frame_kinds_colour_the_frames() {
+    let j = parse_json(&flame_json(&kinds_tree(), &HtmlOptions::default())).unwrap();
+    let names: Vec<&str> = j.get("names").arr().iter().map(J::str).collect();
+    let fams: Vec<&str> =
+        j.get("fam").arr().iter().map(|f| j.get("families").arr()[f.num() as usize].get("name").str()).collect();
+    let got: Vec<(&str, &str)> = names.into_iter().zip(fams).collect();
+    // One entry per name and family: Main.work is JIT compiled on one path, inlined on the other.
+    assert_eq!(
+        got,
+        [
+            ("all", "pseudo-frame"),
+            ("Main.main", "interpreted"),
+            ("Main.other", "JIT compiled"),
+            ("Main.work", "inlined"),
+            ("Main.work", "JIT compiled"),
+            ("write", "native"),
+            ("[kernel]", "kernel"),
+        ]
+    );
+    // The palette travels with the data, so the page and the SVG colour alike.
+    let kernel = &j.get("families").arr()[FrameFamily::Kernel.index()];
+    assert_eq!(kernel.get("base").arr().iter().map(J::num).collect::<Vec<_>>(), [230.0, 140.0, 20.0]);
+}
+
+#[test]
+fn a_differential_page_carries_a_at_every_frame() {
+    use crate::analysis::diff::{diff, DiffOptions};
+    let a = crate::load::parse_collapsed("main;run;alpha 50\nmain;run;common 50\n").unwrap();
+    let b = crate::load::parse_collapsed("main;run;beta 160\nmain;run;common 40\n").unwrap();
+    let d = diff(a, b, &DiffOptions::default());
+    let html = flame_html_diff(&d.b_tree, &d.baseline, &HtmlOptions { by: CountBy::Weight, ..Default::default() });
+    let j = parse_json(embedded_json(&html)).unwrap();
+    assert_eq!(j.get("diff").get("aTotal").num(), 100.0);
+    assert_eq!(j.get("unit").str(), "samples", "a differential graph compares samples");
+    let stride = j.get("stride").num() as usize;
+    assert_eq!(stride, NODE_FIELDS + 2);
+    let names: Vec<&str> = j.get("names").arr().iter().map(J::str).collect();
+    // Per node: name, depth, B total, B self, A total, A self.
+    let rows: Vec<(&str, [f64; 4])> = j
+        .get("nodes")
+        .arr()
+        .chunks(stride)
+        .map(|n| (names[n[0].num() as usize], [n[2].num(), n[3].num(), n[4].num(), n[5].num()]))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("all", [200.0, 0.0, 100.0, 0.0]),
+            ("main", [200.0, 0.0, 100.0, 0.0]),
+            ("run", [200.0, 0.0, 100.0, 0.0]),
+            ("beta", [160.0, 160.0, 0.0, 0.0]),
+            ("common", [40.0, 40.0, 50.0, 50.0]),
+        ]
+    );
+    assert!(html.contains("<summary>Only in A, not drawn: 1 frames (50.00% of A's samples in the largest)</summary><ul><li>main &gt; run &gt; alpha (50.00% of A)</li></ul>"), "{html}");
+}

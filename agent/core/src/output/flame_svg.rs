@@ -1,13 +1,14 @@
 //! A static SVG flame graph: the root at the bottom, one `<rect>` per frame with its width
-//! proportional to samples, a `<title>` tooltip per frame, no script.
+//! proportional to samples, a `<title>` tooltip per frame, no script. Colours by frame family,
+//! or, in [`flame_svg_diff`], by the change of each frame's share since a profile A.
 
 use std::fmt::Write;
 
 use crate::cct::Cct;
 
 use super::flat::{flatten, threshold, total_of};
-use super::text::{clip, escape_xml, group, pct, ratio};
-use super::{cpi_counters, frame_family, CountBy, FrameFamily};
+use super::{cpi_counters, family_colour, node_family, CountBy, FrameBaseline, FrameFamily};
+use crate::text::{clip, escape_xml, group, pct, ratio};
 
 #[derive(Clone, Debug)]
 pub struct SvgOptions {
@@ -42,14 +43,54 @@ const CHAR_W: f64 = 7.0;
 
 /// Renders `cct` as a standalone SVG document.
 pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
-    let by = opts.by;
+    render(cct, opts, None)
+}
+
+/// A differential flame graph of `b` (see [`super::flame_html::flame_html_diff`]): widths from
+/// B's samples, red for frames whose share of all samples grew since A, blue for those that
+/// shrank, deeper for larger changes; A's frames that B lacks are named in the footer.
+pub fn flame_svg_diff(b: &Cct, base: &FrameBaseline, opts: &SvgOptions) -> String {
+    render(b, opts, Some(base))
+}
+
+/// Red (grew) or blue (shrank), deeper as `change` nears `max`; grey for none.
+pub(crate) fn change_colour(change: f64, max: f64) -> (u8, u8, u8) {
+    if change.abs() < 1e-12 {
+        return (225, 225, 225);
+    }
+    let t = if max > 0.0 { (change.abs() / max).min(1.0) } else { 0.0 };
+    let v = (225.0 - 175.0 * t).round() as u8;
+    if change > 0.0 {
+        (255, v, v)
+    } else {
+        (v, v, 255)
+    }
+}
+
+fn render(cct: &Cct, opts: &SvgOptions, base: Option<&FrameBaseline>) -> String {
+    let by = if base.is_some() { CountBy::Samples } else { opts.by };
     let root_total = total_of(cct, crate::cct::ROOT, by);
     let width = opts.width.max(200) as f64;
     let inner = width - 2.0 * PAD_X;
     let min_total = if root_total == 0 { 1 } else { threshold(cct, by, opts.min_width_px / inner, usize::MAX) };
     let flat = flatten(cct, by, min_total);
     let fh = opts.frame_height.max(8) as f64;
-    let height = HEADER + (flat.max_depth as f64 + 1.0) * fh + FOOTER;
+    let footer = if base.is_some() { FOOTER + 16.0 } else { FOOTER };
+    let height = HEADER + (flat.max_depth as f64 + 1.0) * fh + footer;
+    // Each frame's change in share (B's minus A's) and the largest, which gets the deepest colour.
+    let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
+    let changes: Vec<(f64, u64, u64)> = match base {
+        Some(b) => flat
+            .nodes
+            .iter()
+            .map(|n| {
+                let (at, a_self) = b.a_at_b.get(n.id as usize).copied().unwrap_or((0, 0));
+                (share(n.total, root_total) - share(at, b.a_samples), at, a_self)
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let max_change = changes.iter().map(|c| c.0.abs()).fold(0.0, f64::max);
     let unit = by.name();
 
     let mut s = String::with_capacity(256 + flat.nodes.len() * 200);
@@ -86,7 +127,9 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
     let root_counters: Vec<u64> = cct.root().total_counters.clone();
     // x cursor per depth, in value units.
     let mut next: Vec<u64> = vec![0; flat.max_depth as usize + 2];
-    for n in &flat.nodes {
+    // The families drawn, for the legend.
+    let mut seen = [false; FrameFamily::ALL.len()];
+    for (idx, n) in flat.nodes.iter().enumerate() {
         let d = n.depth as usize;
         let x = next[d];
         next[d] = x + n.total;
@@ -97,8 +140,12 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         let px = PAD_X + x as f64 / root_total as f64 * inner;
         let pw = n.total as f64 / root_total as f64 * inner;
         let y = HEADER + (flat.max_depth - n.depth) as f64 * fh;
-        let fam = if n.depth == 0 { FrameFamily::Pseudo } else { frame_family(n.name) };
-        let (r, g, b) = color(fam, n.name);
+        let fam = if n.depth == 0 { FrameFamily::Pseudo } else { node_family(n.name, n.kinds) };
+        seen[fam.index()] = true;
+        let (r, g, b) = match changes.get(idx) {
+            Some(&(c, _, _)) => change_colour(c, max_change),
+            None => family_colour(fam, n.name),
+        };
 
         let mut tip = format!("{} ({} {unit}, {}", n.name, group(n.total), pct(n.total, root_total));
         if n.self_value > 0 {
@@ -115,6 +162,19 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
         if let Some((c, i)) = cpi {
             let (cv, iv) = (n.counters.get(c).copied().unwrap_or(0), n.counters.get(i).copied().unwrap_or(0));
             let _ = write!(tip, "\nCPI: {}", ratio(cv, iv));
+        }
+        if let (Some(&(c, at, a_self)), Some(b)) = (changes.get(idx), base) {
+            let self_change = share(n.self_value, root_total) - share(a_self, b.a_samples);
+            let _ = write!(
+                tip,
+                "\nA: {} of samples -> B: {} ({:+.2} points)\nself: A {} -> B {} ({:+.2} points)",
+                pct(at, b.a_samples),
+                pct(n.total, root_total),
+                c * 100.0,
+                pct(a_self, b.a_samples),
+                pct(n.self_value, root_total),
+                self_change * 100.0
+            );
         }
 
         let _ = write!(
@@ -144,41 +204,45 @@ pub fn flame_svg(cct: &Cct, opts: &SvgOptions) -> String {
             group(flat.pruned_value)
         );
     }
-    let legend: Vec<String> = FrameFamily::ALL
-        .iter()
-        .map(|f| {
-            let (r, g, b) = color(*f, "");
-            format!(r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#, f.name())
-        })
-        .collect();
+    let swatch = |(r, g, b): (u8, u8, u8), text: &str| {
+        format!(r#"<tspan fill="rgb({r},{g},{b})">&#9632;</tspan> {}"#, escape_xml(text))
+    };
+    let legend: Vec<String> = match base {
+        Some(_) => vec![
+            swatch(change_colour(max_change, max_change), "grew"),
+            swatch(change_colour(-max_change, max_change), "shrank"),
+            swatch(
+                change_colour(0.0, max_change),
+                &format!("same share; deepest colour ±{:.2} points of all samples", max_change * 100.0),
+            ),
+        ],
+        None => FrameFamily::ALL
+            .iter()
+            .filter(|f| seen[f.index()])
+            .map(|f| swatch(family_colour(*f, ""), f.name()))
+            .collect(),
+    };
     let _ =
-        writeln!(s, r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#, height - FOOTER + 16.0, escape_xml(&note));
+        writeln!(s, r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#, height - footer + 16.0, escape_xml(&note));
+    if let Some(b) = base {
+        let chars = (inner / CHAR_W) as usize;
+        let _ = writeln!(
+            s,
+            r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#,
+            height - footer + 32.0,
+            escape_xml(&clip(&super::flame_html::a_only_note(b), chars))
+        );
+    }
     let _ = writeln!(s, r#"<text class="s" x="{PAD_X}" y="{:.1}">{}</text>"#, height - 6.0, legend.join("  "));
     s.push_str("</svg>\n");
     s
 }
 
-/// A colour in the family's hue, varied per name so neighbouring frames stay distinct.
-pub(crate) fn color(fam: FrameFamily, name: &str) -> (u8, u8, u8) {
-    let mut h: u32 = 0x811c_9dc5;
-    for b in name.bytes() {
-        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
-    }
-    let v1 = (h & 0xff) as f64 / 255.0;
-    let v2 = ((h >> 8) & 0xff) as f64 / 255.0;
-    let c = |base: u8, span: f64, v: f64| (base as f64 + span * v).round().clamp(0.0, 255.0) as u8;
-    match fam {
-        FrameFamily::Java => (c(60, 70.0, v1), c(170, 60.0, v2), c(60, 50.0, v1)),
-        FrameFamily::Cpp => (c(205, 45.0, v1), c(190, 50.0, v2), c(50, 50.0, v2)),
-        FrameFamily::Native => (c(200, 50.0, v1), c(50, 50.0, v2), c(50, 40.0, v1)),
-        FrameFamily::Kernel => (c(230, 25.0, v1), c(140, 40.0, v2), c(20, 30.0, v1)),
-        FrameFamily::Pseudo => (c(140, 40.0, v1), c(160, 40.0, v1), c(200, 40.0, v2)),
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::cct::kind_bit;
+    use crate::model::FrameKind;
 
     /// Cheap well-formedness check: every start tag is closed in order, no stray `<` or `&`.
     pub fn check_xml(s: &str) -> Result<usize, String> {
@@ -265,6 +329,55 @@ pub(crate) mod tests {
         assert!(!svg.contains(">small"));
         assert!(svg.contains("2 frames narrower than 0.1 px"));
         check_xml(&svg).unwrap();
+    }
+
+    #[test]
+    fn families_get_their_colours_and_the_legend_only_those_drawn() {
+        let mut c = Cct::default();
+        let (k, n, j) = (FrameKind::Kernel, FrameKind::Native, FrameKind::JitCompiled);
+        c.add_path_kinds(
+            [("Main.run", kind_bit(j)), ("write", kind_bit(n)), ("do_syscall_64", kind_bit(k))].into_iter(),
+            5,
+            5,
+            &[],
+        );
+        let svg = flame_svg(&c, &SvgOptions::default());
+        check_xml(&svg).unwrap();
+        for (fam, name) in
+            [(FrameFamily::Kernel, "do_syscall_64"), (FrameFamily::Native, "write"), (FrameFamily::Jit, "Main.run")]
+        {
+            let (r, g, b) = family_colour(fam, name);
+            let rect = svg.lines().find(|l| l.contains(&format!("<title>{name} "))).unwrap();
+            assert!(rect.contains(&format!("fill=\"rgb({r},{g},{b})\"")), "{name}: {rect}");
+        }
+        let legend = svg.lines().rev().find(|l| l.contains("&#9632;")).unwrap();
+        for name in ["JIT compiled", "native", "kernel", "pseudo-frame"] {
+            assert!(legend.contains(&format!("</tspan> {name}")), "{name} missing: {legend}");
+        }
+        assert!(!legend.contains("interpreted") && !legend.contains("C++"), "{legend}");
+    }
+
+    #[test]
+    fn a_differential_svg_colours_by_change() {
+        use crate::analysis::diff::{diff, DiffOptions};
+        let a = crate::load::parse_collapsed("main;alpha 50\nmain;common 50\n").unwrap();
+        let b = crate::load::parse_collapsed("main;beta 80\nmain;common 20\n").unwrap();
+        let d = diff(a, b, &DiffOptions::default());
+        let svg = flame_svg_diff(&d.b_tree, &d.baseline, &SvgOptions::default());
+        check_xml(&svg).unwrap();
+        // A frame's element; its tooltip spans lines.
+        let fill = |name: &str| {
+            let l = svg.split("<g>").find(|g| g.starts_with(&format!("<title>{name} "))).unwrap();
+            let at = l.find("fill=\"rgb(").unwrap() + 10;
+            l[at..at + l[at..].find(')').unwrap()].to_string()
+        };
+        // beta grew most (+80 points): deepest red; common shrank by 30: lighter blue; main same.
+        assert_eq!(fill("beta"), "255,50,50");
+        assert_eq!(fill("common"), format!("{0},{0},255", (225.0f64 - 175.0 * 30.0 / 80.0).round()));
+        assert_eq!(fill("main"), "225,225,225");
+        assert!(svg.contains("A: 50.00% of samples -&gt; B: 20.00% (-30.00 points)"), "{svg}");
+        assert!(svg.contains("Only in A, not drawn: 1 frames: main &gt; alpha (50.00% of A)."), "{svg}");
+        assert!(svg.contains("</tspan> grew") && svg.contains("deepest colour ±80.00 points"), "{svg}");
     }
 
     #[test]

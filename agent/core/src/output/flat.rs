@@ -7,7 +7,11 @@ use crate::cct::{Cct, NodeId, ROOT};
 use super::CountBy;
 
 pub struct FlatNode<'a> {
+    /// The node in the tree.
+    pub id: NodeId,
     pub name: &'a str,
+    /// Its kinds of code ([`crate::cct::CctNode::kinds`]).
+    pub kinds: u8,
     pub depth: u32,
     pub total: u64,
     /// Own value plus the totals of pruned children.
@@ -86,7 +90,9 @@ pub fn flatten(cct: &Cct, by: CountBy, min_total: u64) -> Flat<'_> {
         }
         flat.max_depth = flat.max_depth.max(depth);
         flat.nodes.push(FlatNode {
+            id,
             name: &node.name,
+            kinds: node.kinds,
             depth,
             total: total_of(cct, id, by),
             self_value,

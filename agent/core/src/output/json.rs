@@ -17,7 +17,7 @@ use crate::options::EVENTS;
 
 use super::cpi_counters;
 use super::stacks::{source_path, StackTable};
-use super::text::push_json_string;
+use crate::text::push_json_string;
 
 /// The `schema` value; bumped on any incompatible change (added fields are compatible).
 pub const SCHEMA: &str = "hpm-profile/1";

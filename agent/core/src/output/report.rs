@@ -9,13 +9,15 @@ use crate::hash::IntMap;
 use std::fmt::Write;
 
 use crate::cct::{Cct, NodeId, ROOT};
+use crate::filter::Applied;
 use crate::model::{Recording, VmComponent};
 
 use super::cpi_counters;
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
-use super::text::{duration_ns, group, pct, ratio};
+use super::threads::{thread_rows, thread_table, ThreadRow};
+use crate::text::{duration_ns, group, pct, ratio};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReportOptions {
@@ -26,11 +28,13 @@ pub struct ReportOptions {
     /// The tree was built per thread: its first level are `[name tid=N]` frames, which the
     /// method tables leave out.
     pub threads: bool,
+    /// What `--thread`, `--from` and `--to` kept, said in the header.
+    pub filtered: Option<Applied>,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { top: 20, min_percent: 1.0, threads: false }
+        ReportOptions { top: 20, min_percent: 1.0, threads: false, filtered: None }
     }
 }
 
@@ -38,15 +42,24 @@ fn counter_at(v: &[u64], i: usize) -> u64 {
     v.get(i).copied().unwrap_or(0)
 }
 
+/// What the report counts per sample besides the tree: samples per VM component and per
+/// thread. Taken from the samples before they are dropped (the report never needs them).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tallies {
+    pub components: Vec<(VmComponent, u64)>,
+    pub threads: Vec<ThreadRow>,
+}
+
+impl Tallies {
+    pub fn of(rec: &Recording) -> Tallies {
+        Tallies { components: component_counts(&rec.samples), threads: thread_rows(rec) }
+    }
+}
+
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
-pub fn full_report(
-    rec: Option<&Recording>,
-    cct: &Cct,
-    components: &[(VmComponent, u64)],
-    opts: &ReportOptions,
-) -> String {
+pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, rec, cct);
+    header(&mut out, rec, cct, opts.filtered.as_ref());
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
     let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
@@ -58,15 +71,20 @@ pub fn full_report(
     let rows = method_rows(cct, opts.threads);
     top_methods(&mut out, cct, &rows, opts, &sources);
     counter_tables(&mut out, cct, &rows, opts);
-    component_table(&mut out, components);
+    if let Some(rec) = rec {
+        thread_table(&mut out, &tallies.threads, &rec.counters, &rec.states, opts.top);
+    }
+    component_table(&mut out, &tallies.components);
     call_tree(&mut out, cct, opts);
     if let Some(rec) = rec {
-        drop_table(&mut out, rec, cct.total_samples());
+        // Drops are counted for the whole run: their share is of all the run's samples.
+        let taken = opts.filtered.as_ref().map_or(cct.total_samples(), |f| f.samples_before);
+        drop_table(&mut out, rec, taken);
     }
     out
 }
 
-fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option<&Applied>) {
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(out, "{:<11} {v}", format!("{k}:"));
@@ -93,6 +111,9 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct) {
                 kv("jvm", v);
             }
             kv("samples", format!("{}, {}", group(cct.total_samples()), drops_line(rec)));
+            if let Some(f) = filtered {
+                kv("filter", f.describe());
+            }
             if let Some(t) = threads_line(rec) {
                 kv("threads", t);
             }

@@ -80,12 +80,7 @@ fn pct_value(cell: &str) -> f64 {
 fn self_percentages_add_up_to_100() {
     let rec = recording(&["cycles", "instructions"]);
     let cct = Cct::from_recording(&rec, false);
-    let r = full_report(
-        Some(&rec),
-        &cct,
-        &component_counts(&rec.samples),
-        &ReportOptions { top: 100, ..Default::default() },
-    );
+    let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions { top: 100, ..Default::default() });
     let rows = table_rows(&r, "== Top 100 methods");
     assert_eq!(rows.len(), 4, "{r}");
     let sum: f64 = rows.iter().map(|l| pct_value(l.split_whitespace().next().unwrap())).sum();
@@ -101,7 +96,7 @@ fn self_percentages_add_up_to_100() {
 fn cpi_only_with_cycles_and_instructions() {
     let rec = recording(&["cycles", "instructions"]);
     let cct = Cct::from_recording(&rec, false);
-    let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let r = full_report(Some(&rec), &cct, &Tallies::default(), &ReportOptions::default());
     assert!(r.contains("== CPI profile"), "{r}");
     // app.Hot.loop: 60*300 cycles / 60*100 instructions.
     let hot = table_rows(&r, "== CPI profile").into_iter().find(|l| l.ends_with("app.Hot.loop")).unwrap();
@@ -112,13 +107,13 @@ fn cpi_only_with_cycles_and_instructions() {
 
     let rec = recording(&["cycles"]);
     let cct = Cct::from_recording(&rec, false);
-    let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let r = full_report(Some(&rec), &cct, &Tallies::default(), &ReportOptions::default());
     assert!(!r.contains("CPI"), "{r}");
     assert!(r.contains("cycles%"));
 
     let rec = recording(&[]);
     let cct = Cct::from_recording(&rec, false);
-    let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let r = full_report(Some(&rec), &cct, &Tallies::default(), &ReportOptions::default());
     assert!(!r.contains("CPI") && !r.contains("Counters per method"), "{r}");
     assert!(r.contains("counters:   none"));
 }
@@ -127,7 +122,7 @@ fn cpi_only_with_cycles_and_instructions() {
 fn other_counters_get_totals_and_per_sample() {
     let rec = recording(&["task-clock", "page-faults", "minor"]);
     let cct = Cct::from_recording(&rec, false);
-    let r = full_report(Some(&rec), &cct, &[], &ReportOptions::default());
+    let r = full_report(Some(&rec), &cct, &Tallies::default(), &ReportOptions::default());
     assert!(!r.contains("CPI"));
     let rows = table_rows(&r, "== Counters per method");
     let get = rows.iter().find(|l| l.ends_with("java.util.HashMap.get")).unwrap();
@@ -143,7 +138,8 @@ fn header_components_tree_and_drops() {
     let cct = Cct::from_recording(&rec, false);
     let comps = component_counts(&rec.samples);
     assert_eq!(comps, vec![(VmComponent::Java, 85), (VmComponent::Interpreter, 5), (VmComponent::Gc, 10)]);
-    let r = full_report(Some(&rec), &cct, &comps, &ReportOptions { min_percent: 8.0, ..Default::default() });
+    let tallies = Tallies { components: comps, ..Tallies::of(&rec) };
+    let r = full_report(Some(&rec), &cct, &tallies, &ReportOptions { min_percent: 8.0, ..Default::default() });
     assert!(r.contains("event:      cpu-clock, interval 1 ms, sampler asgct"), "{r}");
     assert!(r.contains("fallback:   requested `cycles` could not be used (perf_event_paranoid is 3)"));
     assert!(r.contains("duration:   2.5 s"));
@@ -159,6 +155,29 @@ fn header_components_tree_and_drops() {
     let drops = table_rows(&r, "== Dropped samples");
     assert_eq!(drops.len(), 3);
     assert!(drops[0].starts_with("ring full") && drops[0].contains("6.36%"), "{}", drops[0]);
+    let threads = table_rows(&r, "== Threads");
+    assert_eq!(
+        threads,
+        [
+            "        90   90.00%   97.62%       100.00%   2.40       10  main",
+            "        10   10.00%    2.38%         0.00%      -       11  GC Thread#0"
+        ]
+    );
+}
+
+#[test]
+fn a_filter_is_said_in_the_header_and_drops_stay_shares_of_the_run() {
+    let mut rec = recording(&[]);
+    let applied = crate::filter::SampleFilter::new(Some("^GC"), None, None).unwrap().apply(&mut rec).unwrap();
+    let cct = Cct::from_recording(&rec, false);
+    let opts = ReportOptions { filtered: applied, ..Default::default() };
+    let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &opts);
+    assert!(r.contains("samples:    10, 10 dropped"), "{r}");
+    assert!(r.contains("\nfilter:     threads matching `^GC` (1 of 2); 10 of 100 samples kept\n"), "{r}");
+    assert_eq!(table_rows(&r, "== Threads"), ["        10  100.00%       11  GC Thread#0"]);
+    // 7 of the run's 110 attempted samples (100 taken, 10 lost), not of the 10 kept plus 10 lost.
+    let drops = table_rows(&r, "== Dropped samples");
+    assert!(drops[0].starts_with("ring full") && drops[0].contains("6.36%"), "{}", drops[0]);
 }
 
 #[test]
@@ -167,7 +186,7 @@ fn tree_cut_is_summarised() {
     cct.add_stack(&["main", "big"], 95, 95, &[]);
     cct.add_stack(&["main", "small1"], 3, 3, &[]);
     cct.add_stack(&["main", "small2"], 2, 2, &[]);
-    let r = full_report(None, &cct, &[], &ReportOptions { min_percent: 5.0, ..Default::default() });
+    let r = full_report(None, &cct, &Tallies::default(), &ReportOptions { min_percent: 5.0, ..Default::default() });
     assert!(r.contains("source:     collapsed stacks"), "{r}");
     assert!(!r.contains("event:") && !r.contains("Dropped"), "{r}");
     let tree = table_rows(&r, "== Call tree");
@@ -180,7 +199,12 @@ fn tree_cut_is_summarised() {
 fn per_thread_tree_leaves_threads_out_of_method_tables() {
     let rec = recording(&[]);
     let cct = Cct::from_recording(&rec, true);
-    let r = full_report(Some(&rec), &cct, &[], &ReportOptions { top: 100, threads: true, ..Default::default() });
+    let r = full_report(
+        Some(&rec),
+        &cct,
+        &Tallies::default(),
+        &ReportOptions { top: 100, threads: true, ..Default::default() },
+    );
     let rows = table_rows(&r, "== Top 100 methods");
     assert!(rows.iter().all(|l| !l.contains("tid=")), "{rows:?}");
     let tree = table_rows(&r, "== Call tree per thread");
@@ -227,6 +251,6 @@ fn print_example_report() {
         let cct = Cct::from_recording(&rec, false);
         let comps = component_counts(&rec.samples);
         println!("{}", summary(&rec, &cct, &comps));
-        println!("{}", full_report(Some(&rec), &cct, &comps, &ReportOptions::default()));
+        println!("{}", full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default()));
     }
 }

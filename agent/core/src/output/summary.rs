@@ -7,7 +7,7 @@ use crate::cct::Cct;
 use crate::model::{KernelMode, PeriodUnit, Recording, Sample, VmComponent};
 
 use super::methods::method_rows;
-use super::text::{duration_ns, group, pct};
+use crate::text::{duration_ns, group, pct};
 
 /// Samples per VM component, in [`VmComponent::ALL`] order, components without samples left
 /// out. For recordings read from a file; the agent counts components as it drains samples.

@@ -1,4 +1,5 @@
-//! Small text helpers shared by the renderers: escaping and number formatting.
+//! Small text helpers shared by the renderers and the sample filter's messages: escaping and
+//! number formatting. A leaf: it imports nothing of hpm's.
 
 use std::fmt::Write;
 

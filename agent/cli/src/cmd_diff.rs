@@ -1,0 +1,116 @@
+//! `hpm diff A B [-o OUT.html|OUT.svg] [--by change|self|total] [--top N] [--exact-names]
+//! [--title T] [--thread REGEX] [--from TIME] [--to TIME]`: what changed between two profiles —
+//! the methods and calling contexts whose share of the samples grew or shrank most, and a
+//! differential flame graph of B.
+
+use std::path::Path;
+
+use hpm_core::analysis::diff::{diff, diff_report, DiffOptions, SortBy};
+use hpm_core::output::flame_html::{flame_html_diff, HtmlOptions};
+use hpm_core::output::flame_svg::{flame_svg_diff, SvgOptions};
+
+use crate::cmd_flamegraph::{output_format, Format};
+use crate::input::{load_input, SampleArgs};
+use crate::values::positive;
+
+#[derive(clap::Args)]
+#[command(after_help = "\
+Shares are of each profile's own samples, so runs of different lengths compare; a change is
+B's share minus A's in percentage points (+ grew, - shrank). A method's self share counts the
+samples that end in it, its total share the samples it is on the stack of. Frame names are
+normalised as `hpm compare` does (async-profiler's java/lang/Thread.run_[j] is
+java.lang.Thread.run) unless --exact-names.
+
+The first table lists methods, largest change first; the second, calling contexts (a frame with
+its callers) by change in self share. With -o, a differential flame graph of B: each frame as
+wide as in B's flame graph, red where its share of all samples grew since A, blue where it
+shrank, deeper for larger changes; frames of A that B does not have are listed above the graph.
+--thread, --from and --to select the samples of both profiles (.jfr only).
+
+Example: hpm diff before.jfr after.jfr -o diff.html")]
+pub struct Args {
+    /// The profile before: a .jfr recording or collapsed stacks (ours or async-profiler's)
+    a: String,
+    /// The profile after, compared with A
+    b: String,
+    /// Also write a differential flame graph of B: .html (interactive) or .svg (static)
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<String>,
+    /// What orders the method table
+    #[arg(long, value_enum, default_value_t = By::Change)]
+    by: By,
+    /// Rows per table
+    #[arg(long, default_value_t = 20, value_parser = positive::<usize>)]
+    top: usize,
+    /// Compare frame names as they are (default: async-profiler names normalised to ours)
+    #[arg(long)]
+    exact_names: bool,
+    /// Title of the flame graph
+    #[arg(long, value_name = "T")]
+    title: Option<String>,
+    #[command(flatten)]
+    samples: SampleArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum By {
+    /// The larger of the changes in self and in total share
+    Change,
+    /// The change in self share
+    #[value(name = "self")]
+    SelfShare,
+    /// The change in total share
+    #[value(name = "total")]
+    TotalShare,
+}
+
+pub fn main(a: Args) -> Result<(), String> {
+    let format = match a.output.as_deref().map(output_format).transpose()? {
+        Some(Format::Collapsed) => {
+            return Err(format!(
+                "output `{}`: a differential flame graph is .html (interactive) or .svg (static)",
+                a.output.as_deref().unwrap_or_default()
+            ))
+        }
+        f => f,
+    };
+    let by = match a.by {
+        By::Change => SortBy::Change,
+        By::SelfShare => SortBy::SelfShare,
+        By::TotalShare => SortBy::TotalShare,
+    };
+    let load = |path: &str| {
+        let p = load_input(path, false, None, &a.samples)?;
+        if p.cct.total_samples() == 0 {
+            return Err(format!("{path}: the profile has no samples"));
+        }
+        Ok::<_, String>(p.cct)
+    };
+    let (ca, cb) = (load(&a.a)?, load(&a.b)?);
+    let d = diff(ca, cb, &DiffOptions { by, normalize: !a.exact_names });
+    print!("{}", diff_report(&d, &a.a, &a.b, by, a.top));
+    if let (Some(out), Some(format)) = (a.output.as_deref(), format) {
+        let name = |p: &str| Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p).to_string();
+        let title = a.title.clone().unwrap_or_else(|| format!("hpm diff: {} -> {}", name(&a.a), name(&a.b)));
+        let subtitle = Some(format!(
+            "widths: {}'s samples; colour: the change of each frame's share of all samples since {} \
+             (red grew, blue shrank)",
+            name(&a.b),
+            name(&a.a)
+        ));
+        let text = match format {
+            Format::Svg => {
+                flame_svg_diff(&d.b_tree, &d.baseline, &SvgOptions { title, subtitle, ..Default::default() })
+            }
+            _ => flame_html_diff(&d.b_tree, &d.baseline, &HtmlOptions { title, subtitle, ..Default::default() }),
+        };
+        hpm_core::outfile::write(out, text.as_bytes()).map_err(|e| e.to_string())?;
+        eprintln!(
+            "hpm: wrote {out} (differential flame graph: {} frames of B; {} frames only in A, {} of them listed)",
+            d.b_tree.nodes.len().saturating_sub(1),
+            d.baseline.a_only_frames,
+            d.baseline.a_only.len()
+        );
+    }
+    Ok(())
+}
