@@ -189,6 +189,16 @@ impl Run {
     }
 }
 
+/// The one-line error of an `hpm` command that must fail with status 2 (a usage or input error).
+pub fn hpm_fails(args: &[&str]) -> String {
+    let out = Command::new(hpm_bin()).args(args).output().expect("run hpm");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "hpm {args:?} should fail with status 2; stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err}");
+    assert!(err.starts_with("hpm: "), "{err}");
+    err
+}
+
 /// Runs a prepared command (a JVM started another way, e.g. as another user), one JVM at a time.
 pub fn run_command(mut cmd: Command) -> Run {
     let _guard = jvm_lock();

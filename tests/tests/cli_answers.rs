@@ -31,12 +31,7 @@ fn ok(args: &[&str]) -> (String, String) {
 
 /// The one-line error of a command that must fail with status 2.
 fn fails(args: &[&str]) -> String {
-    let out = run(args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "hpm {args:?} should fail with status 2; stderr: {err}");
-    assert_eq!(err.lines().count(), 1, "one line expected: {err}");
-    assert!(err.starts_with("hpm: "), "{err}");
-    err
+    hpm_tests::hpm_fails(args)
 }
 
 /// The lines of a report section, after its header line, up to the blank line.

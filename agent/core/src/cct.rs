@@ -398,18 +398,7 @@ mod tests {
         use crate::model::*;
         let mut rec = Recording::default();
         let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
-        let sample = |kind| Sample {
-            time: 0,
-            thread: 0,
-            stack: vec![Frame { method: m, bci: 0, line: 0, kind }].into(),
-            truncated: false,
-            weight: 1,
-            counters: vec![],
-            data_addr: None,
-            ip: 0,
-            component: VmComponent::Java,
-            state: None,
-        };
+        let sample = |kind| Sample::of_stack(vec![Frame { method: m, bci: 0, line: 0, kind }].into());
         let names = vec!["A.f".to_string()];
         let mut c = Cct::default();
         // The agent's path, with a thread root, and the readers' path.

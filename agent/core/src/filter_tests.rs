@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Frame, FrameKind, MethodInfo, Sample, ThreadInfo, VmComponent};
+use crate::model::{Frame, FrameKind, MethodInfo, Sample, ThreadInfo};
 
 const START: u64 = 5_000_000_000;
 const WALL: u64 = 1_714_564_800_000_000_000; // 2024-05-01T12:00:00Z
@@ -21,18 +21,7 @@ fn recording() -> Recording {
     let stack: crate::model::Stack = vec![Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into();
     for k in 0..10u64 {
         for t in 0..3u32 {
-            rec.samples.push(Sample {
-                time: START + k * 100_000_000,
-                thread: t,
-                stack: stack.clone(),
-                truncated: false,
-                weight: 1,
-                counters: vec![],
-                data_addr: None,
-                ip: 0,
-                component: VmComponent::Java,
-                state: None,
-            });
+            rec.samples.push(Sample { time: START + k * 100_000_000, thread: t, ..Sample::of_stack(stack.clone()) });
         }
     }
     rec

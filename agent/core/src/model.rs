@@ -211,6 +211,25 @@ pub struct Sample {
     pub state: Option<StateIdx>,
 }
 
+impl Sample {
+    /// A sample of `stack` (leaf first) in Java code, weight 1, at time 0 of thread 0, with no
+    /// counters, address or state: the base of samples built field by field (tests, readers).
+    pub fn of_stack(stack: Stack) -> Sample {
+        Sample {
+            time: 0,
+            thread: 0,
+            stack,
+            truncated: false,
+            weight: 1,
+            counters: Vec::new(),
+            data_addr: None,
+            ip: 0,
+            component: VmComponent::Java,
+            state: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodUnit {
     Nanoseconds,

@@ -2,7 +2,7 @@
 //! visited frame, counting invariants, dump/load and pruning.
 
 use super::ccmap::*;
-use crate::model::{Frame, FrameKind, MethodInfo, Recording, Sample, VmComponent};
+use crate::model::{Frame, FrameKind, MethodInfo, Recording, Sample};
 
 /// Figure 2b of Chilingarova & Safonov: A and E call B, B calls C, C calls D or F; some
 /// samples have B as outermost frame. B->C->D occurs 8 times in total, 5 of them below A;
@@ -214,18 +214,7 @@ fn recordings_keep_call_sites_apart() {
     let c = rec.methods.intern(MethodInfo::java("p.C", "f", "()V"));
     let frame = |method, bci| Frame { method, bci, line: -1, kind: FrameKind::JitCompiled };
     for (callee, site) in [(b, 5), (c, 9), (b, 5)] {
-        rec.samples.push(Sample {
-            time: 0,
-            thread: 0,
-            stack: vec![frame(callee, 0), frame(a, site)].into(),
-            truncated: false,
-            weight: 1,
-            counters: vec![],
-            data_addr: None,
-            ip: 0,
-            component: VmComponent::Java,
-            state: None,
-        });
+        rec.samples.push(Sample::of_stack(vec![frame(callee, 0), frame(a, site)].into()));
     }
     let m = CcMap::from_recording(&rec);
     let single: Vec<(i32, String, u64)> =

@@ -26,6 +26,16 @@ pub const HPM_CATEGORY: &[&str] = &["hpm"];
 pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] =
     &["startTime", "sampledThread", "stackTrace", "event", "period", "component", "dataAddress", "ip", "state"];
 
+/// The fields of a thread's sample as JFR's own `jdk.ExecutionSample` has them.
+fn thread_sample_fields() -> Vec<FieldDef> {
+    vec![
+        start_time_field(),
+        FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
+        FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
+        FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
+    ]
+}
+
 /// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
 /// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
 pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
@@ -61,12 +71,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             label: "Method Profiling Sample",
             description: "Snapshot of a threads state",
             category: &["Java Virtual Machine", "Profiling"],
-            fields: vec![
-                start_time_field(),
-                FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
-                FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
-                FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
-            ],
+            fields: thread_sample_fields(),
         },
         EventDef {
             // What async-profiler writes for event=wall, and what Pyroscope reads as wall time.
@@ -75,13 +80,7 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             label: "Wall Clock Sample",
             description: "A thread sampled at the wall-clock interval whatever its state (event=wall)",
             category: &["Java Virtual Machine", "Profiling"],
-            fields: vec![
-                start_time_field(),
-                FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
-                FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
-                FieldDef::new("state", T_THREAD_STATE, "Thread State").pooled(),
-                FieldDef::new("samples", T_INT, "Samples"),
-            ],
+            fields: [thread_sample_fields(), vec![FieldDef::new("samples", T_INT, "Samples")]].concat(),
         },
         EventDef {
             id: EVENT_HPM_SAMPLE,

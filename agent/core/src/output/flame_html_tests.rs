@@ -279,18 +279,7 @@ fn kinds_tree() -> Cct {
         vec![f(work, FrameKind::Inlined), f(other, FrameKind::JitCompiled), f(main, FrameKind::Interpreted)],
     ];
     for st in stacks {
-        rec.samples.push(Sample {
-            time: 0,
-            thread: 0,
-            stack: st.into(),
-            truncated: false,
-            weight: 1,
-            counters: vec![],
-            data_addr: None,
-            ip: 0,
-            component: VmComponent::Java,
-            state: None,
-        });
+        rec.samples.push(Sample::of_stack(st.into()));
     }
     Cct::from_recording(&rec, false)
 }
