@@ -23,6 +23,9 @@ pub struct PerfSpec {
     pub counters: Vec<EventDef>,
     /// Sampled: kernel mode too, with the kernel call chain; otherwise user mode only.
     pub kernel: KernelMode,
+    /// Kernel frames asked for per sample: [`MAX_KERNEL_FRAMES`], or less where the kernel's
+    /// `perf_event_max_stack` is lower (more is refused with EOVERFLOW).
+    pub max_stack: u16,
     pub layout: Layout,
     /// Test hook (`HPM_TEST_PERF_ERRNO`): make perf_event_open fail with this errno.
     pub inject_errno: Option<i32>,
@@ -37,11 +40,16 @@ impl PerfSpec {
             KernelMode::Counted => layout = layout.with_read(),
             KernelMode::Excluded => {}
         }
+        let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(MAX_KERNEL_FRAMES);
         PerfSpec {
             event,
             period,
             counters,
             kernel,
+            max_stack: limit.clamp(1, MAX_KERNEL_FRAMES) as u16,
             layout,
             inject_errno: std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()),
         }
@@ -150,7 +158,7 @@ fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
     if spec.kernel == KernelMode::Sampled {
         // The user part of the chain is the Java stack, walked in the handler.
         attr.set_exclude_callchain_user(1);
-        attr.sample_max_stack = MAX_KERNEL_FRAMES as u16;
+        attr.sample_max_stack = spec.max_stack;
     }
     if spec.event.hardware {
         attr.set_precise_ip(2);
@@ -457,6 +465,16 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                 sample_kernel = false;
                 kernel_denied = Some(e);
             }
+            Err((ev, e))
+                if sample_kernel
+                    && opts.kernel == Kernel::Auto
+                    && !(ev.hardware && e.is_unsupported() && (ev == event || counters.contains(&ev))) =>
+            {
+                // Kernel call chains refused for another reason (an older kernel without
+                // `sample_max_stack`, say): count kernel time instead, and say why.
+                sample_kernel = false;
+                kernel_denied = Some(e);
+            }
             Err((_, e)) if e.is_permission() && sample_kernel => {
                 return Err(format!(
                     "kernel=on: {}; use kernel=auto to count kernel time without sampling it",
@@ -485,6 +503,9 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
 
 /// Why kernel mode may not be sampled, and what allows it.
 fn kernel_denial(e: &PerfError) -> String {
+    if !e.is_permission() {
+        return format!("sampling kernel mode failed ({})", std::io::Error::from_raw_os_error(e.errno));
+    }
     let level = paranoid_level().map_or("unknown".to_string(), |l| l.to_string());
     format!(
         "sampling kernel mode was denied ({}; kernel.perf_event_paranoid is {level}: it needs 1 or lower, \
