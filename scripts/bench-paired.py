@@ -14,6 +14,8 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
     scripts/bench-paired.py --workloads h2 --workload-args "16 250" --intervals 10ms   16 clients
     scripts/bench-paired.py --dry-run                the plan and its expected duration
     scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
+    scripts/bench-paired.py --versus-async-profiler  hpm (sampler=asgct) against async-profiler 4.6
+                                                     (event=cpu, its Java API) on the stock JDK
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -26,7 +28,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent, machine, measure, patched_java, quartiles, target_dir  # noqa: E402
+from benchlib import async_profiler, build_agent, machine, measure, patched_java, quartiles, target_dir  # noqa: E402
 from bench_profiles import LATENCY  # noqa: E402
 from bench_report import geomean  # noqa: E402
 from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
@@ -51,7 +53,13 @@ def parse_args():
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--quick", action="store_true", help="one run of 8 iterations of xalan at 10ms (CI)")
+    ap.add_argument("--versus-async-profiler", dest="versus", action="store_true",
+                    help="compare hpm's default sampler with async-profiler (event=cpu) on the stock JDK")
+    ap.add_argument("--async-profiler", dest="ap_version", default="4.6", help="Maven Central version")
     a = ap.parse_args()
+    if a.versus:
+        a.samplers = "hpm,async-profiler"
+        a.java = a.java or "java"
     if a.quick:
         a.workloads, a.intervals, a.runs, a.iterations, a.warmup = "xalan", "10ms", 1, 8, 4
     a.workloads = [BY_NAME[w] for w in a.workloads.split(",")]
@@ -77,10 +85,19 @@ def pct(x):
 def run_one(a, agent, cp, w, sampler, interval, r):
     workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
     os.makedirs(workdir, exist_ok=True)
-    opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
+    extra = []
+    if sampler == "async-profiler":
+        # Its own JFR, written at each stop (outside the timed iterations), as hpm's is.
+        opts = f"start,event=cpu,interval={interval},file={workdir}/profile-ap.jfr"
+        lib, jar = a.aplib
+        extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
+    elif sampler == "hpm":
+        opts = f"interval={interval},file={workdir}/profile.jfr"
+    else:
+        opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
     cmd = [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
-           f"-Dhpm.bench.warmup={a.warmup}", "-cp", cp, w.main] + args
+           f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
@@ -90,9 +107,14 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
-    samples = [int(n) for n in SAMPLES.findall(res.err)]
-    if not samples or min(samples) == 0:
-        return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
+    if sampler == "async-profiler":
+        ap_jfr = os.path.join(workdir, "profile-ap.jfr")
+        if not os.path.exists(ap_jfr) or os.path.getsize(ap_jfr) == 0:
+            return None, its, f"async-profiler wrote no profile: see {workdir}/stderr.txt"
+    else:
+        samples = [int(n) for n in SAMPLES.findall(res.err)]
+        if not samples or min(samples) == 0:
+            return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
     on = [x for x in its if x[1]]
     off = [x for x in its if not x[1]]
     ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
@@ -114,6 +136,11 @@ def main():
         return
     os.makedirs(a.out, exist_ok=True)
     agent, _ = build_agent()
+    if "async-profiler" in a.samplers:
+        lib = async_profiler(a.ap_version)
+        jar = os.path.expanduser(f"~/.m2/repository/tools/profiler/async-profiler/{a.ap_version}/"
+                                 f"async-profiler-{a.ap_version}.jar")
+        a.aplib = (lib, jar)
     root = fetch(a.workloads)
     cps = compile_drivers(root, a.workloads)
     results, failed = {}, 0
@@ -144,10 +171,13 @@ def main():
 
 
 def report(a, results):
+    # The pair compared: the baseline first (jvmti / async-profiler), the candidate second.
+    base, cand = ("async-profiler", "hpm") if a.versus else ("jvmti", "sps")
     lines = [f"Machine: {machine(a.java)}; {a.runs} runs per cell, {a.iterations} iterations each, the first "
              f"{a.warmup} not measured; overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",
-             "| workload | interval | jvmti wall | sps wall | sps / jvmti (wall) | jvmti CPU | sps CPU | sps / jvmti (CPU) | latency jvmti / sps (us) |",
+             f"| workload | interval | {base} wall | {cand} wall | {cand} / {base} (wall) | {base} CPU | {cand} CPU | "
+             f"{cand} / {base} (CPU) | latency {base} / {cand} (us) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def cell(w, s, i, m):
@@ -160,28 +190,28 @@ def report(a, results):
     def ratio(j, s):
         if not (j and s):
             return "—"
-        return f"{s[1] / j[1]:.2f}" if j[1] > 0 else "n/a (jvmti ≤ 0)"
+        return f"{s[1] / j[1]:.2f}" if j[1] > 0 else f"n/a ({base} ≤ 0)"
 
     for i in a.intervals:
         gm = {}
         for w in a.workloads:
             row = {}
-            for s in ("jvmti", "sps"):
+            for s in (base, cand):
                 for m in ("wall", "cpu"):
                     row[s, m] = cell(w.name, s, i, m)
                     if row[s, m]:
                         gm.setdefault((s, m), []).append(row[s, m][1])
-            lat = [statistics.median([o["latency_us"] for o in results.get((w.name, s, i), []) if o["latency_us"]] or [0])
-                   for s in ("jvmti", "sps")]
-            lines.append(f"| {w.name} | {i} | {fmt(row['jvmti', 'wall'])} | {fmt(row['sps', 'wall'])} | "
-                         f"{ratio(row['jvmti', 'wall'], row['sps', 'wall'])} | {fmt(row['jvmti', 'cpu'])} | "
-                         f"{fmt(row['sps', 'cpu'])} | {ratio(row['jvmti', 'cpu'], row['sps', 'cpu'])} | "
-                         f"{lat[0]:.0f} / {lat[1]:.0f} |")
+            lat = [[o["latency_us"] for o in results.get((w.name, s, i), []) if o["latency_us"]] for s in (base, cand)]
+            lat = " / ".join(f"{statistics.median(x):.0f}" if x else "—" for x in lat)
+            lines.append(f"| {w.name} | {i} | {fmt(row[base, 'wall'])} | {fmt(row[cand, 'wall'])} | "
+                         f"{ratio(row[base, 'wall'], row[cand, 'wall'])} | {fmt(row[base, 'cpu'])} | "
+                         f"{fmt(row[cand, 'cpu'])} | {ratio(row[base, 'cpu'], row[cand, 'cpu'])} | "
+                         f"{lat} |")
         g = {k: geomean([1 + x for x in v]) - 1 for k, v in gm.items() if len(v) == len(a.workloads)}
         if len(g) == 4:
-            lines.append(f"| **geometric mean** | {i} | **{pct(g['jvmti', 'wall'])}** | **{pct(g['sps', 'wall'])}** | "
-                         f"**{ratio((0, g['jvmti', 'wall'], 0), (0, g['sps', 'wall'], 0))}** | **{pct(g['jvmti', 'cpu'])}** | "
-                         f"**{pct(g['sps', 'cpu'])}** | **{ratio((0, g['jvmti', 'cpu'], 0), (0, g['sps', 'cpu'], 0))}** | |")
+            lines.append(f"| **geometric mean** | {i} | **{pct(g[base, 'wall'])}** | **{pct(g[cand, 'wall'])}** | "
+                         f"**{ratio((0, g[base, 'wall'], 0), (0, g[cand, 'wall'], 0))}** | **{pct(g[base, 'cpu'])}** | "
+                         f"**{pct(g[cand, 'cpu'])}** | **{ratio((0, g[base, 'cpu'], 0), (0, g[cand, 'cpu'], 0))}** | |")
     return "\n".join(lines) + "\n"
 
 

@@ -30,6 +30,16 @@ pub struct WalkStats {
     pub failed: Vec<(String, u64)>,
 }
 
+/// What a resolver learned of native code that holds for the whole process: the libraries'
+/// symbol tables (with their debug files) and the kernel's function names. Reading them is most
+/// of a session's fixed cost (libjvm.so alone has ~60,000 symbols, /proc/kallsyms ~120,000
+/// lines), so the agent hands them from one session to the next.
+#[derive(Default)]
+pub struct NativeCode {
+    symbolizer: Symbolizer,
+    kernel: Option<KernelSymbols>,
+}
+
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
@@ -67,6 +77,19 @@ impl SampleResolver {
             self.gc.drain(..GC_KEPT);
         }
         self.gc.push((start, t));
+    }
+
+    /// Takes what this resolver learned of native code, for the next session.
+    pub fn take_native(&mut self) -> NativeCode {
+        NativeCode { symbolizer: std::mem::take(&mut self.symbolizer), kernel: self.kernel_symbols.take() }
+    }
+
+    /// Starts from what an earlier session learned of native code (library mappings are
+    /// re-read: see [`Symbolizer::refresh`]).
+    pub fn set_native(&mut self, n: NativeCode) {
+        self.symbolizer = n.symbolizer;
+        self.kernel_symbols = n.kernel;
+        self.kernel_frames.clear();
     }
 
     fn gc_active(&self, t: u64) -> bool {

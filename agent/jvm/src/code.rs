@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
 use hpm_core::codemap::{CodeEvent, CodeTimeline};
+use hpm_core::resolve::NativeCode;
 use jni::sys::JNIEnv;
 
 use crate::jnienv;
@@ -31,6 +32,9 @@ struct Inner {
     /// Held here while no session runs (the callbacks keep it current); `None` while a
     /// processor owns it.
     idle: Option<CodeTimeline>,
+    /// Symbol tables and kernel names, held here between sessions (`None` while a processor
+    /// owns them): the code outside the code map, read once per process.
+    native: Option<NativeCode>,
     /// Events for the running processor, in arrival order.
     pending: Vec<CodeEvent>,
     /// GC (start?, time) for the running processor.
@@ -95,6 +99,16 @@ impl CodeEvents {
         g.gc.clear();
         map.advance_to(u64::MAX);
         g.idle = Some(map);
+    }
+
+    /// What earlier sessions learned of native code (empty for the first).
+    pub fn take_native(&self) -> NativeCode {
+        self.lock().native.take().unwrap_or_default()
+    }
+
+    /// Keeps what a session learned of native code for the next one.
+    pub fn keep_native(&self, n: NativeCode) {
+        self.lock().native = Some(n);
     }
 
     pub fn enabled(&self) -> bool {

@@ -242,6 +242,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
         }
     }
     inputs.code.end_session(std::mem::take(&mut p.resolver.timeline));
+    inputs.code.keep_native(p.resolver.take_native());
     p.methods = None;
     p.cpu_ns = thread_cpu_ns();
     p.print_cost();
@@ -281,6 +282,7 @@ impl Processor {
         };
         let mut resolver = SampleResolver::default();
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
+        resolver.set_native(inputs.code.take_native());
         resolver.symbolizer.refresh();
         let (timeline, gc_open) = inputs.code.begin_session();
         resolver.timeline = timeline;
