@@ -22,6 +22,14 @@ fn proc_times(stdout: &str) -> HashMap<String, (u64, u64)> {
         .collect()
 }
 
+/// kernel.perf_event_paranoid (2, the usual default, if unreadable).
+fn perf_event_paranoid() -> i32 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(2)
+}
+
 fn kernel_names() -> HashSet<String> {
     std::fs::read_to_string("/proc/kallsyms")
         .unwrap_or_default()
@@ -104,10 +112,7 @@ fn check(jdk: &Jdk, mode: Mode, run: Run, out: &Path, kernel: &HashSet<String>) 
 
 #[test]
 fn kernel_time_is_in_the_profile_sampled_and_counted() {
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = perf_event_paranoid();
     let kernel = kernel_names();
     for jdk in jdks() {
         let dir = scratch(&format!("kernel-{}", jdk.name));
@@ -140,10 +145,7 @@ fn kernel_time_is_in_the_profile_sampled_and_counted() {
 /// /proc. With kernel mode excluded it read 0. Needs kernel mode (root or paranoid <= 1).
 #[test]
 fn context_switches_count_what_the_kernel_counts() {
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(2);
+    let paranoid = perf_event_paranoid();
     if !is_root() && paranoid > 1 {
         println!("skipped: counting kernel-side events needs root, CAP_PERFMON or perf_event_paranoid <= 1");
         return;
