@@ -132,27 +132,16 @@ impl SampleResolver {
         // Leaf: the native function or stub the thread was in, if not Java code.
         match &native {
             Placed::Kernel if raw.nkernel > 0 => self.push_kernel_frames(rec, raw.kernel_frames(), &mut stack),
-            Placed::Lib(lib, sym) => {
-                let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
-                stack.push(Self::pseudo(rec, sym, kind));
-            }
-            Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, name, FrameKind::Cpp)),
             Placed::Kernel => stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel)),
-            _ => {}
+            other => Self::push_native_frame(rec, other, &mut stack),
         }
 
         // In the kernel: the user-mode code that entered it (a system call in libc, say) is the
         // next frame, from the user registers the kernel saved with the sample.
         if matches!(native, Placed::Kernel) && raw.regs_abi != 0 && raw.user_ip != 0 && !is_kernel_address(raw.user_ip)
         {
-            match self.place_ip(raw.user_ip, raw.time) {
-                Placed::Lib(lib, sym) => {
-                    let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
-                    stack.push(Self::pseudo(rec, &sym, kind));
-                }
-                Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, &name, FrameKind::Cpp)),
-                _ => {}
-            }
+            let entered = self.place_ip(raw.user_ip, raw.time);
+            Self::push_native_frame(rec, &entered, &mut stack);
         }
 
         // A walk restarted at the caller (return address taken from the stack pointer) is only
@@ -162,10 +151,8 @@ impl SampleResolver {
         // frames and count as walks that failed.
         let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
         let java = if untrusted_retry { &[][..] } else { c.java_frames() };
-        let shared = if c.num_frames == WALK_SHARED { self.shared_walks.remove(&c.thread) } else { None };
-        if c.num_frames != WALK_SHARED {
-            self.shared_walks.remove(&c.thread);
-        }
+        // A thread's shared walk serves the records right after it only.
+        let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
         let leaf_frames = stack.len();
         if let Some(frames) = shared {
             // Same stay in the kernel as the walked record before it: the same user stack.
@@ -235,6 +222,19 @@ impl SampleResolver {
                 .get(usize::from(c.state))
                 .filter(|n| !n.is_empty())
                 .map(|n| rec.state_idx(n)),
+        }
+    }
+
+    /// The frame of a native function (libjvm's: C++) or a stub the thread was in; nothing for
+    /// Java code, the kernel or code hpm cannot place.
+    fn push_native_frame(rec: &mut Recording, placed: &Placed, stack: &mut Vec<Frame>) {
+        match placed {
+            Placed::Lib(lib, sym) => {
+                let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
+                stack.push(Self::pseudo(rec, sym, kind));
+            }
+            Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, name, FrameKind::Cpp)),
+            _ => {}
         }
     }
 

@@ -40,10 +40,14 @@ impl PerfSpec {
             KernelMode::Counted => layout = layout.with_read(),
             KernelMode::Excluded => {}
         }
-        let limit = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-            .unwrap_or(MAX_KERNEL_FRAMES);
+        // Only a sampled kernel has a chain to bound (the sysctl is read for nothing otherwise).
+        let limit = match kernel {
+            KernelMode::Sampled => std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok())
+                .unwrap_or(MAX_KERNEL_FRAMES),
+            _ => MAX_KERNEL_FRAMES,
+        };
         PerfSpec {
             event,
             period,

@@ -21,7 +21,7 @@ use std::time::Duration;
 use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
-use jni::sys::JNIEnv;
+use jni::sys::{jobject, JNIEnv};
 
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
@@ -360,14 +360,7 @@ fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
             if state & RUNNABLE == 0 || state & IN_NATIVE != 0 || top_is_native {
                 continue;
             }
-            let Some(id) = jnienv::java_thread_id(jni, thread) else { continue };
-            let Some(idx) = p.threads.index_for_java_id(id, || p.jvmti.thread_name(thread).unwrap_or_default()) else {
-                continue;
-            };
-            // JVMTI does not say how a frame runs (and these sessions keep no code map to
-            // guess it from): Java frames are of unknown kind, native ones native.
-            let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-            push(p, idx, 0, time, (p.period, 0), frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
+            push_jvmti_stack(p, jni, thread, time, (p.period, 0), &frames);
         }
     }
     for t in threads {
@@ -404,18 +397,25 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, next: &mut usize, lat: &mut Histogra
         if state & ALIVE == 0 || frames.is_empty() {
             continue;
         }
-        let Some(id) = jnienv::java_thread_id(jni, thread) else { continue };
-        let Some(idx) = p.threads.index_for_java_id(id, || p.jvmti.thread_name(thread).unwrap_or_default()) else {
-            continue; // hpm's own threads are excluded from the registry
-        };
-        let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-        let frames = frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc)));
-        push(p, idx, 0, time, (weight, hpm_core::capture::state_from_jvmti(state)), frames);
+        push_jvmti_stack(p, jni, thread, time, (weight, hpm_core::capture::state_from_jvmti(state)), &frames);
     }
     // This thread never returns to Java: its local references must be freed by hand.
     for t in all {
         jnienv::delete_local_ref(jni, t);
     }
+}
+
+/// Hands a stack from GetThreadListStackTraces to the processor, for the registry's entry of
+/// `thread` (none for hpm's own threads, which the registry excludes: nothing is pushed).
+fn push_jvmti_stack(p: &Parts, jni: *mut JNIEnv, thread: jobject, time: u64, weight: (u64, u8), frames: &[(u64, i64)]) {
+    let Some(id) = jnienv::java_thread_id(jni, thread) else { return };
+    let Some(idx) = p.threads.index_for_java_id(id, || p.jvmti.thread_name(thread).unwrap_or_default()) else {
+        return;
+    };
+    // JVMTI does not say how a frame runs (and these sessions keep no code map to guess it
+    // from): Java frames are of unknown kind, native ones native.
+    let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
+    push(p, idx, 0, time, weight, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
 }
 
 /// Hands one stack (leaf first) to the processor as a captured record; `weight` = (the time the
