@@ -37,6 +37,10 @@ pub fn asgct_error_name(code: i32) -> &'static str {
     }
 }
 
+/// `stack=compare`: where AsyncGetCallTrace's frames start in `Captured::frames` (hpm's walk
+/// fills the slots below).
+pub const COMPARE_SPLIT: usize = MAX_FRAMES / 2;
+
 /// Stack-walk outcome recorded with the sample.
 pub const WALK_NOT_ATTEMPTED: i32 = i32::MIN;
 /// Taken in the same stay in the kernel as the walked record before it on this thread (one
@@ -132,6 +136,14 @@ pub struct Captured {
     /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
     /// resolver infers them.
     pub exact_kinds: bool,
+    /// The frames are raw frames of hpm's own walker (`hotspot::raw_frames`: pcs and
+    /// `Method*`s, tagged in `kinds`), named by the resolver; `num_frames` counts slots.
+    pub vm_walk: bool,
+    /// How that walk ended (`hotspot::Stop` as u8; 0 = it reached the bottom of the stack).
+    pub vm_stop: u8,
+    /// `stack=compare`: AsyncGetCallTrace's `num_frames` for the same sample, its frames in
+    /// the upper half of `frames` (from [`COMPARE_SPLIT`]); [`WALK_NOT_ATTEMPTED`] otherwise.
+    pub asgct_frames: i32,
     pub kinds: [FrameKind; MAX_FRAMES],
 }
 
@@ -147,6 +159,9 @@ impl Default for Captured {
             state: 0,
             frames: [CallFrame::default(); MAX_FRAMES],
             exact_kinds: false,
+            vm_walk: false,
+            vm_stop: 0,
+            asgct_frames: WALK_NOT_ATTEMPTED,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
         }
     }

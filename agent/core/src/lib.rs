@@ -15,6 +15,7 @@ pub mod fuzz_targets;
 #[cfg(test)]
 mod fuzz_targets_tests;
 pub mod hash;
+pub mod hotspot;
 pub mod jfr;
 pub mod kallsyms;
 pub mod latency;

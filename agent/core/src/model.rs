@@ -361,6 +361,10 @@ pub fn count_reason(list: &mut Vec<(String, u64)>, reason: &str, n: u64) {
 /// Reasons in [`Recording::drops`] that start with this prefix count samples that were kept
 /// with a pseudo-frame instead of their Java stack (degraded), not samples that were lost.
 pub const KEPT_PREFIX: &str = "kept without Java stack: ";
+/// Prefix of the counts of samples kept with the top of their Java stack only (hpm's own
+/// walker stopped before the bottom, for the reason named after it): neither lost nor
+/// without a Java frame.
+pub const PARTIAL_PREFIX: &str = "kept with a partial Java stack: ";
 
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
@@ -416,10 +420,12 @@ impl Recording {
         self.drops.iter().map(|(_, c)| c).sum()
     }
 
-    /// Samples lost, and samples kept without their Java stack (see [`KEPT_PREFIX`]).
+    /// Samples lost, and samples kept without their Java stack (see [`KEPT_PREFIX`]); samples
+    /// with a partial stack ([`PARTIAL_PREFIX`]) are neither.
     pub fn lost_and_kept(&self) -> (u64, u64) {
-        let kept = self.drops.iter().filter(|(r, _)| r.starts_with(KEPT_PREFIX)).map(|(_, c)| c).sum::<u64>();
-        (self.total_drops() - kept, kept)
+        let sum = |prefix: &str| self.drops.iter().filter(|(r, _)| r.starts_with(prefix)).map(|(_, c)| c).sum::<u64>();
+        let kept = sum(KEPT_PREFIX);
+        (self.total_drops() - kept - sum(PARTIAL_PREFIX), kept)
     }
 
     /// Display names of a sample's frames, root first: the order of collapsed stacks.

@@ -242,6 +242,30 @@ pub struct Options {
     pub sps_waiting: bool,
     /// `kernel=auto|on|off`.
     pub kernel: Kernel,
+    /// `stack=vm|asgct`: who walks the Java stack in the perf signal (sampler=asgct).
+    pub stack: StackWalker,
+}
+
+/// Who walks the Java stack in the signal handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackWalker {
+    /// hpm's own walker over HotSpot's frames (`hotspot`), from VMStructs.
+    Vm,
+    /// HotSpot's AsyncGetCallTrace.
+    Asgct,
+    /// Both on every sample, hpm's kept, and how often they agree printed at the end: a
+    /// measurement, not for production (twice the walking cost).
+    Compare,
+}
+
+impl StackWalker {
+    pub fn name(self) -> &'static str {
+        match self {
+            StackWalker::Vm => "vm",
+            StackWalker::Asgct => "asgct",
+            StackWalker::Compare => "compare",
+        }
+    }
 }
 
 impl Default for Options {
@@ -260,6 +284,7 @@ impl Default for Options {
             sps_threads: 0,
             sps_waiting: false,
             kernel: Kernel::Auto,
+            stack: StackWalker::Vm,
         }
     }
 }
@@ -298,7 +323,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str =
-    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel";
+    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -348,6 +373,14 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     "on" | "yes" | "true" => Kernel::On,
                     "off" | "no" | "false" => Kernel::Off,
                     other => return Err(OptionError(format!("kernel={other}: expected auto, on or off"))),
+                }
+            }
+            "stack" => {
+                o.stack = match need_value(key, value)? {
+                    "vm" => StackWalker::Vm,
+                    "asgct" => StackWalker::Asgct,
+                    "compare" => StackWalker::Compare,
+                    other => return Err(OptionError(format!("stack={other}: expected vm, asgct or compare"))),
                 }
             }
             "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?)?.min(4096) as u32,
@@ -400,6 +433,7 @@ fn example(key: &str) -> &'static str {
         "jstackdepth" => "jstackdepth=256",
         "flush" => "flush=5s",
         "kernel" => "kernel=auto",
+        "stack" => "stack=vm",
         _ => "key=value",
     }
 }
@@ -480,6 +514,9 @@ pub fn help_text() -> String {
          \x20 spswaiting        sampler=sps: also sample waiting threads in proportion to their share\n\
          \x20 kernel=auto       kernel time: auto = sampled with kernel frames where perf allows it, else counted at the\n\
          \x20                   user stack as [kernel] (clock events); on = sampled or refuse to start; off = user mode only\n\
+         \x20 stack=vm          Java stack walker in the signal: vm = hpm's own over HotSpot's frames (default),\n\
+         \x20                   asgct = AsyncGetCallTrace (when the JVM exports no frame layout, the default falls back to it);\n\
+         \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
          \x20 jstackdepth=256   maximum Java frames per sample\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -506,6 +543,14 @@ mod tests {
         let e = parse("event=wall,counters=task-clock").unwrap_err().0;
         assert!(e.contains("event=wall"), "{e}");
         assert!(parse("event=wall,interval=auto").is_err());
+    }
+
+    #[test]
+    fn stack_option_takes_vm_or_asgct() {
+        assert_eq!(parse("").unwrap().stack, StackWalker::Vm);
+        assert_eq!(parse("stack=asgct").unwrap().stack, StackWalker::Asgct);
+        let e = parse("stack=frames").unwrap_err().0;
+        assert!(e.contains("vm, asgct or compare"), "{e}");
     }
 
     #[test]

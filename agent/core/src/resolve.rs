@@ -5,7 +5,9 @@
 
 use crate::hash::IntMap;
 
-use crate::capture::{asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, WALK_NOT_ATTEMPTED, WALK_SHARED};
+use crate::capture::{
+    asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED,
+};
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
@@ -18,7 +20,24 @@ pub trait JavaMethods {
     fn describe(&mut self, id: u64) -> Option<MethodInfo>;
     /// Source line of `bci` in method `id`, -1 when unknown.
     fn line(&mut self, id: u64, bci: i32) -> i32;
+    /// The method a `Method*` of hpm's own stack walker is, with where its bytecodes are;
+    /// None when it is not a method the JVM has handed out an id for.
+    fn by_pointer(&mut self, _method: u64) -> Option<MethodPointer> {
+        None
+    }
 }
+
+/// A `Method*` named: its jmethodID and its bytecodes' start and length (a bytecode pointer
+/// in the interpreter is `code_start + bci`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MethodPointer {
+    pub id: u64,
+    pub code_start: u64,
+    pub code_size: u32,
+}
+
+/// `ACC_NATIVE`: a Java method implemented in native code.
+const ACC_NATIVE: u32 = 0x100;
 
 /// Counts of samples kept with a pseudo-frame because their Java stack could not be walked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -28,6 +47,88 @@ pub struct WalkStats {
     pub from_caller: u64,
     pub vm_thread: u64,
     pub failed: Vec<(String, u64)>,
+    /// hpm's own walker: stacks kept whose bottom was not reached (a partial stack), by the
+    /// reason the walk stopped.
+    pub partial: Vec<(String, u64)>,
+    /// hpm's own walker: frames dropped because their method was not known to the JVM's ids.
+    pub unnamed_frames: u64,
+    /// `stack=compare`: the two walkers on the same samples.
+    pub compare: Comparison,
+}
+
+/// How hpm's own walker and AsyncGetCallTrace agreed on the same samples (`stack=compare`):
+/// stacks compared as method sequences, leaf first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Samples of Java threads both walked.
+    pub samples: u64,
+    /// Both found Java frames ...
+    pub both: u64,
+    /// ... the same methods in the same order (up to the shorter one when either was cut at
+    /// the depth limit) ...
+    pub same_stack: u64,
+    /// ... or at least the same leaf method ...
+    pub same_leaf: u64,
+    /// ... and where the stacks differ, one is the other with frames added at the bottom.
+    pub vm_deeper: u64,
+    pub asgct_deeper: u64,
+    /// Only one walker found Java frames.
+    pub vm_only: u64,
+    pub asgct_only: u64,
+}
+
+impl Comparison {
+    pub fn record(&mut self, vm: &[MethodIdx], asgct: &[MethodIdx], cut: bool) {
+        self.samples += 1;
+        match (vm.is_empty(), asgct.is_empty()) {
+            (true, true) => return,
+            (false, true) => {
+                self.vm_only += 1;
+                return;
+            }
+            (true, false) => {
+                self.asgct_only += 1;
+                return;
+            }
+            (false, false) => self.both += 1,
+        }
+        let n = vm.len().min(asgct.len());
+        if vm == asgct || (cut && vm[..n] == asgct[..n]) {
+            self.same_stack += 1;
+        } else if vm[..n] == asgct[..n] {
+            if vm.len() > n {
+                self.vm_deeper += 1;
+            } else {
+                self.asgct_deeper += 1;
+            }
+        }
+        if vm[0] == asgct[0] {
+            self.same_leaf += 1;
+        }
+    }
+
+    /// The summary line, None when nothing was compared.
+    pub fn line(&self) -> Option<String> {
+        if self.samples == 0 {
+            return None;
+        }
+        let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
+        Some(format!(
+            "stack walkers on the same {} samples: Java frames found by hpm's {:.2}%, by AsyncGetCallTrace {:.2}% \
+             (hpm only {}, ASGCT only {}); where both found some ({}): same stack {:.2}%, same leaf method {:.2}%, \
+             hpm's deeper {}, ASGCT's deeper {}",
+            self.samples,
+            pct(self.both + self.vm_only, self.samples),
+            pct(self.both + self.asgct_only, self.samples),
+            self.vm_only,
+            self.asgct_only,
+            self.both,
+            pct(self.same_stack, self.both),
+            pct(self.same_leaf, self.both),
+            self.vm_deeper,
+            self.asgct_deeper,
+        ))
+    }
 }
 
 /// What a resolver learned of native code that holds for the whole process: the libraries'
@@ -150,7 +251,18 @@ impl SampleResolver {
         // and the "caller" stack can skip frames; such samples keep the compiled method's exact
         // frames and count as walks that failed.
         let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
-        let java = if untrusted_retry { &[][..] } else { c.java_frames() };
+        let java = if untrusted_retry || c.vm_walk { &[][..] } else { c.java_frames() };
+        let vm_frames = if c.vm_walk && c.num_frames > 0 { self.vm_java_frames(rec, jm, c) } else { Vec::new() };
+        if c.vm_walk && c.asgct_frames != WALK_NOT_ATTEMPTED && is_java {
+            let n = (c.asgct_frames.max(0) as usize).min(MAX_FRAMES - COMPARE_SPLIT);
+            let asgct: Vec<MethodIdx> = c.frames[COMPARE_SPLIT..COMPARE_SPLIT + n]
+                .iter()
+                .map(|f| self.method_idx(rec, jm, f.method_id))
+                .collect();
+            let vm: Vec<MethodIdx> = vm_frames.iter().map(|f| f.method).collect();
+            let cut = c.vm_stop == crate::hotspot::Stop::Full as u8 || n >= MAX_FRAMES - COMPARE_SPLIT;
+            self.stats.compare.record(&vm, &asgct, cut);
+        }
         // A thread's shared walk serves the records right after it only.
         let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
         let leaf_frames = stack.len();
@@ -159,6 +271,16 @@ impl SampleResolver {
             self.stats.java_ok += 1;
             stack.extend_from_slice(&frames);
             self.shared_walks.insert(c.thread, frames);
+        } else if !vm_frames.is_empty() {
+            self.stats.java_ok += 1;
+            let stop = crate::hotspot::Stop::from_u8(c.vm_stop);
+            if stop != crate::hotspot::Stop::Bottom {
+                crate::model::count_reason(&mut self.stats.partial, stop.name(), 1);
+            }
+            stack.extend(vm_frames);
+            if c.shares_walk {
+                self.shared_walks.insert(c.thread, stack[leaf_frames..].to_vec());
+            }
         } else if !java.is_empty() {
             self.stats.java_ok += 1;
             // The walk started at the caller of the stub the IP is in (its leaf frame above).
@@ -198,6 +320,10 @@ impl SampleResolver {
                 "in_compiled_prologue"
             } else if c.num_frames == WALK_NOT_ATTEMPTED || c.num_frames == WALK_SHARED {
                 "coalesced_signal"
+            } else if c.vm_walk && c.num_frames > 0 {
+                "no_named_Java_frame"
+            } else if c.vm_walk {
+                crate::hotspot::Stop::from_u8(c.vm_stop).name()
             } else {
                 asgct_error_name(c.num_frames)
             };
@@ -211,7 +337,8 @@ impl SampleResolver {
         Sample {
             time: raw.time,
             thread: c.thread,
-            truncated: java.len() >= crate::capture::MAX_FRAMES,
+            truncated: java.len() >= crate::capture::MAX_FRAMES
+                || (c.vm_walk && c.vm_stop == crate::hotspot::Stop::Full as u8),
             stack: stack.into(),
             weight: raw.period,
             counters: self.counter_deltas(c),
@@ -223,6 +350,73 @@ impl SampleResolver {
                 .filter(|n| !n.is_empty())
                 .map(|n| rec.state_idx(n)),
         }
+    }
+
+    /// The Java frames of a stack hpm's own walker recorded (raw frames, top first): a pc of
+    /// compiled code becomes its inline scope's frames from the code map (innermost first),
+    /// or, for code the map does not have yet, the nmethod's method; an interpreter frame its
+    /// method and bytecode index. Stubs and frames of methods the JVM has no id for are left
+    /// out (the latter counted).
+    fn vm_java_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Vec<Frame> {
+        let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
+        let mut out = Vec::with_capacity(n + 8);
+        for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
+            match raw {
+                crate::hotspot::RawFrame::Compiled { pc, method, interrupted } => {
+                    let chain: Vec<(u64, i32)> = match self.timeline.map.find(pc) {
+                        Some(b) => match &b.kind {
+                            BlobKind::Compiled { method, .. } => {
+                                let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
+                                scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)])
+                            }
+                            BlobKind::Interpreter | BlobKind::Stub => continue,
+                        },
+                        None if method != 0 => match jm.by_pointer(method) {
+                            Some(m) => vec![(m.id, -1)],
+                            None => {
+                                self.stats.unnamed_frames += 1;
+                                continue;
+                            }
+                        },
+                        None => continue,
+                    };
+                    let last = chain.len().saturating_sub(1);
+                    for (k, (m, bci)) in chain.into_iter().enumerate() {
+                        let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
+                        out.push(self.java_frame(rec, jm, m, bci.max(0), kind));
+                    }
+                }
+                crate::hotspot::RawFrame::Interpreted { method, bcp } => {
+                    let Some(m) = jm.by_pointer(method) else {
+                        self.stats.unnamed_frames += 1;
+                        continue;
+                    };
+                    // Only the low 32 bits of the bytecode pointer were kept: the index is
+                    // their distance from the bytecodes' start, modulo 2^32.
+                    let bci = (bcp as u32).wrapping_sub(m.code_start as u32);
+                    let bci = if bci < m.code_size { bci as i32 } else { 0 };
+                    out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
+                }
+            }
+        }
+        out
+    }
+
+    /// One Java frame of method `id` at `bci`; a `native` method's frame is `Native`, without
+    /// a line.
+    fn java_frame(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        id: u64,
+        bci: i32,
+        kind: FrameKind,
+    ) -> Frame {
+        let method = self.method_idx(rec, jm, id);
+        if rec.methods.get(method).modifiers & ACC_NATIVE != 0 {
+            return Frame { method, bci: -1, line: -1, kind: FrameKind::Native };
+        }
+        Frame { method, bci, line: jm.line(id, bci), kind }
     }
 
     /// The frame of a native function (libjvm's: C++) or a stub the thread was in; nothing for

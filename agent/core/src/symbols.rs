@@ -323,6 +323,17 @@ impl SymbolTable {
     }
 }
 
+/// The file virtual address of the symbol `name` (any kind: data too) in the ELF file at
+/// `path`, from `.symtab` or `.dynsym`; None when the file or the symbol is missing.
+pub fn symbol_address(path: &Path, name: &str) -> Option<u64> {
+    let map = map_file(path, 1 << 30).ok()??;
+    let file = object::File::parse(&*map).ok()?;
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .find(|s| s.name_bytes().ok() == Some(name.as_bytes()))
+        .map(|s| s.address())
+}
+
 /// Maps a regular file read-only; `Ok(None)` when nothing is at `path`, an error naming the
 /// path and the reason when something is but is not read (not a regular file, empty, over
 /// `max` bytes). Links are followed: debug files are reached through `.build-id` links.

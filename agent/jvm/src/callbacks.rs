@@ -74,7 +74,9 @@ unsafe extern "C" fn class_load(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: j
 unsafe extern "C" fn class_prepare(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _thread: jthread, klass: jclass) {
     // AsyncGetCallTrace reports jmethodIDs, which exist only once someone asked for them.
     guarded("ClassPrepare", |a| {
-        let _ = a.jvmti.touch_class_methods(klass);
+        if let Ok(ids) = a.jvmti.touch_class_methods(klass) {
+            a.code.add_method_ids(&ids);
+        }
     });
 }
 

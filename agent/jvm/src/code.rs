@@ -22,7 +22,14 @@ use crate::jvmti::{event, Jvmti, JvmtiError};
 pub struct CodeEvents {
     inner: Mutex<Inner>,
     pub classes_loaded: AtomicU64,
+    /// Every jmethodID the agent had the JVM make (ClassPrepare, replay), in order: how the
+    /// processor names the `Method*`s of hpm's own stack walker.
+    method_ids: Mutex<Vec<u64>>,
 }
+
+/// At most this many jmethodIDs are remembered (8 bytes each); a JVM with more methods
+/// names the interpreted frames of the rest `[unknown method]`'s way: left out, counted.
+const MAX_METHOD_IDS: usize = 1 << 22;
 
 #[derive(Default)]
 struct Inner {
@@ -47,6 +54,23 @@ struct Inner {
 }
 
 impl CodeEvents {
+    /// Remembers jmethodIDs the JVM made for the agent.
+    pub fn add_method_ids(&self, ids: &[jni::sys::jmethodID]) {
+        let mut v = self.method_ids.lock().unwrap_or_else(|p| p.into_inner());
+        let room = MAX_METHOD_IDS.saturating_sub(v.len());
+        v.extend(ids.iter().take(room).map(|&m| m as u64));
+    }
+
+    /// The jmethodIDs remembered after the first `from`, appended to `out`; returns the new
+    /// count.
+    pub fn method_ids_since(&self, from: usize, out: &mut Vec<u64>) -> usize {
+        let v = self.method_ids.lock().unwrap_or_else(|p| p.into_inner());
+        if from < v.len() {
+            out.extend_from_slice(&v[from..]);
+        }
+        v.len()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -135,7 +159,7 @@ impl CodeEvents {
         }
         self.lock().enabled = true;
         if let Some(jni) = jni {
-            replay(jvmti, jni);
+            replay(jvmti, jni, self);
         }
         Ok(())
     }
@@ -143,10 +167,12 @@ impl CodeEvents {
 
 /// Makes jmethodIDs for classes loaded so far (AsyncGetCallTrace reports only existing ones)
 /// and asks the JVM to replay the code it generated and compiled (with inline records).
-pub fn replay(jvmti: &Jvmti, jni: *mut JNIEnv) {
+pub fn replay(jvmti: &Jvmti, jni: *mut JNIEnv, code: &CodeEvents) {
     if let Ok(classes) = jvmti.loaded_classes() {
         for c in classes {
-            let _ = jvmti.touch_class_methods(c);
+            if let Ok(ids) = jvmti.touch_class_methods(c) {
+                code.add_method_ids(&ids);
+            }
             jnienv::delete_local_ref(jni, c);
         }
     }

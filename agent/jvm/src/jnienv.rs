@@ -79,6 +79,17 @@ impl Vm {
         key != NO_KEY && !unsafe { libc::pthread_getspecific(key) }.is_null()
     }
 
+    /// The calling thread's HotSpot `Thread*` (0 when unknown or not set up); with a JNIEnv
+    /// ([`Vm::env`]) it is a `JavaThread*`. Async-signal-safe, as [`Vm::set_up_here`].
+    pub fn current_vm_thread(&self) -> u64 {
+        let key = THREAD_KEY.load(Ordering::Relaxed);
+        if key == NO_KEY {
+            return 0;
+        }
+        // SAFETY: `key` was a live HotSpot key when learnt; HotSpot never deletes it.
+        unsafe { libc::pthread_getspecific(key) as u64 }
+    }
+
     /// Attaches the calling native thread as a daemon named `name`; the returned guard
     /// detaches it when dropped (on that same thread), so the agent's threads never outlive
     /// their work as zombie JavaThreads.

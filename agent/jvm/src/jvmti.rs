@@ -251,12 +251,12 @@ impl Jvmti {
         Ok(out)
     }
 
-    /// Creates the jmethodIDs of a class's methods (AsyncGetCallTrace needs them to exist).
-    pub fn touch_class_methods(&self, c: jclass) -> Result<()> {
+    /// Creates the jmethodIDs of a class's methods (AsyncGetCallTrace needs them to exist)
+    /// and returns them.
+    pub fn touch_class_methods(&self, c: jclass) -> Result<Vec<jmethodID>> {
         let (mut n, mut methods): (jint, *mut jmethodID) = (0, ptr::null_mut());
         call!(self, 52, "GetClassMethods", fn(jclass, *mut jint, *mut *mut jmethodID), c, &mut n, &mut methods)?;
-        self.deallocate(methods.cast());
-        Ok(())
+        Ok(self.take_array(methods, n))
     }
 
     /// All loaded classes, as local references of the calling thread.

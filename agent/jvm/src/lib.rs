@@ -31,6 +31,7 @@ mod session;
 mod signal;
 mod sink;
 mod threads;
+mod vmstructs;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::catch_unwind;

@@ -131,7 +131,7 @@ unsafe extern "C" fn vm_init(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthrea
     let Some(a) = agent::get() else { return };
     let r = catch_unwind(AssertUnwindSafe(|| {
         if a.code.enabled() {
-            code::replay(&a.jvmti, jni);
+            code::replay(&a.jvmti, jni, &a.code);
         }
         a.sessions.start_pending(a.parts());
         callbacks::attach_java_thread(&a.jvmti, &a.threads, a.vm, jni, thread);

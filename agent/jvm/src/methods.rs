@@ -1,12 +1,15 @@
 //! Method names and line tables from JVMTI, for the processor (an attached daemon thread).
 
 use hpm_core::hash::IntMap;
+use hpm_core::hotspot::Layout;
 use hpm_core::model::MethodInfo;
-use hpm_core::resolve::JavaMethods;
+use hpm_core::resolve::{JavaMethods, MethodPointer};
 use jni::sys::{jmethodID, JNIEnv};
 
+use crate::code::CodeEvents;
 use crate::jnienv::delete_local_ref;
 use crate::jvmti::{class_name_from_signature, Jvmti};
+use crate::os;
 
 pub struct JvmtiMethods {
     jvmti: Jvmti,
@@ -16,6 +19,61 @@ pub struct JvmtiMethods {
     lines: IntMap<u64, Vec<(i64, i32)>>,
     /// (method, bci) -> line, the common case once a method was seen.
     memo: IntMap<(u64, i32), i32>,
+    pointers: Option<MethodPointers>,
+}
+
+/// `Method*` -> jmethodID for hpm's own stack walker: a jmethodID is a slot holding its
+/// `Method*`, so reading the slots of every id the agent had made gives the reverse map.
+/// Methods are freed only when a collection unloads their class: the map is dropped after
+/// each collection and rebuilt at the next miss. Slots and methods are read with
+/// `read_words_checked`, never with a load that could fault on freed memory.
+struct MethodPointers {
+    code: &'static CodeEvents,
+    layout: &'static Layout,
+    /// Ids pulled from `code` so far.
+    seen: usize,
+    reverse: IntMap<u64, u64>,
+    named: IntMap<u64, MethodPointer>,
+}
+
+impl MethodPointers {
+    fn pull(&mut self) {
+        let mut ids = Vec::new();
+        self.seen = self.code.method_ids_since(self.seen, &mut ids);
+        for (id, m) in ids.iter().zip(os::read_words_checked(&ids)) {
+            if let Some(m) = m.filter(|&m| m != 0) {
+                self.reverse.insert(m, *id);
+            }
+        }
+    }
+
+    fn lookup(&mut self, method: u64) -> Option<MethodPointer> {
+        if let Some(&m) = self.named.get(&method) {
+            return Some(m);
+        }
+        if !self.reverse.contains_key(&method) {
+            self.pull();
+        }
+        let id = *self.reverse.get(&method)?;
+        let l = self.layout;
+        let cm = os::read_words_checked(&[method + l.method_const])[0]?;
+        let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
+        let size = match l.const_code_size.width {
+            1 => word & 0xff,
+            2 => word & 0xffff,
+            4 => word & 0xffff_ffff,
+            _ => word,
+        };
+        let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
+        self.named.insert(method, m);
+        Some(m)
+    }
+
+    fn collected(&mut self) {
+        self.seen = 0;
+        self.reverse.clear();
+        self.named.clear();
+    }
 }
 
 // SAFETY: the JNIEnv belongs to the processor thread, the only thread that uses this value
@@ -24,8 +82,23 @@ pub struct JvmtiMethods {
 unsafe impl Send for JvmtiMethods {}
 
 impl JvmtiMethods {
-    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv) -> JvmtiMethods {
-        JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default() }
+    /// `code` and `layout`: to name the `Method*`s of hpm's own stack walker, when it runs.
+    pub fn new(jvmti: Jvmti, jni: *mut JNIEnv, walker: Option<(&'static CodeEvents, &'static Layout)>) -> JvmtiMethods {
+        let pointers = walker.map(|(code, layout)| MethodPointers {
+            code,
+            layout,
+            seen: 0,
+            reverse: IntMap::default(),
+            named: IntMap::default(),
+        });
+        JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default(), pointers }
+    }
+
+    /// A collection finished: methods of unloaded classes may be gone.
+    pub fn collected(&mut self) {
+        if let Some(p) = &mut self.pointers {
+            p.collected();
+        }
     }
 }
 
@@ -62,6 +135,10 @@ impl JavaMethods for JvmtiMethods {
         let l = line_for_bci(table, bci);
         self.memo.insert((id, bci), l);
         l
+    }
+
+    fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
+        self.pointers.as_mut()?.lookup(method)
     }
 }
 

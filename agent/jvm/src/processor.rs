@@ -65,6 +65,8 @@ pub struct Inputs {
     pub sampler: Arc<dyn Sampler>,
     pub threads: &'static Threads,
     pub code: &'static CodeEvents,
+    /// hpm's own stack walker's layout, when it walks this session's stacks.
+    pub walker: Option<&'static hpm_core::hotspot::Layout>,
     pub live: &'static Live,
     pub stats: &'static SignalStats,
     pub jvmti: Jvmti,
@@ -304,7 +306,8 @@ impl Processor {
         }
         let jfr_mem = jfr.is_empty().then(JfrMemory::default);
         let tuner = (inputs.opts.interval == Interval::Auto).then(|| tuner_for(&inputs)).flatten();
-        let methods = Some(JvmtiMethods::new(inputs.jvmti, attached.env()));
+        let walker = inputs.walker.map(|l| (inputs.code, l));
+        let methods = Some(JvmtiMethods::new(inputs.jvmti, attached.env(), walker));
         inputs.sink.pool.grow(POOL_STEP);
         Processor {
             cct: Cct::new(rec.counters.clone()),
@@ -346,6 +349,9 @@ impl Processor {
                 self.resolver.gc_start(t);
             } else {
                 self.resolver.gc_finish(t);
+                if let Some(m) = &mut self.methods {
+                    m.collected();
+                }
             }
         }
         let pool = &inputs.sink.pool;
@@ -461,6 +467,9 @@ impl Processor {
         for (reason, n) in &self.resolver.stats.failed {
             drops.push((format!("{}{reason}", hpm_core::model::KEPT_PREFIX), *n));
         }
+        for (reason, n) in &self.resolver.stats.partial {
+            drops.push((format!("{}{reason}", hpm_core::model::PARTIAL_PREFIX), *n));
+        }
         for (reason, n) in inputs.threads.failures().by_reason {
             drops.push((format!("thread not profiled: {reason}"), n));
         }
@@ -511,5 +520,14 @@ impl Processor {
             "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {:.0} ms",
             self.cpu_ns as f64 / 1e6
         );
+        if let Some(line) = self.resolver.stats.compare.line() {
+            eprintln!("hpm: {line}");
+        }
+        if self.resolver.stats.unnamed_frames > 0 {
+            eprintln!(
+                "hpm: {} frames of hpm's walker left out: their Method* matched no jmethodID the agent knows",
+                self.resolver.stats.unnamed_frames
+            );
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
-use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind};
+use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind, StackWalker};
 use hpm_core::outfile::Target;
 
 use crate::code::CodeEvents;
@@ -50,6 +50,8 @@ pub struct Plan {
     pub notes: Vec<String>,
     pub outputs: Vec<Output>,
     pub start_wall_ns: u64,
+    /// hpm's own stack walker's layout, when it walks the Java stacks (`stack=vm`).
+    pub walker: Option<&'static hpm_core::hotspot::Layout>,
 }
 
 /// Parses and checks `option_string`: output files writable without following another user's
@@ -61,7 +63,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         SamplerKind::Sps => Some(timer::find_sps(jvmti)?),
         _ => None,
     };
-    let (spec, event, notes) = if opts.sampler == SamplerKind::Asgct {
+    let (spec, event, mut notes) = if opts.sampler == SamplerKind::Asgct {
         perf::choose_events(&opts)?
     } else {
         // Timer samplers: no perf groups; the "event" is the sampling clock.
@@ -82,7 +84,30 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let files: Vec<(String, OutputFormat)> =
         opts.outputs().iter().map(|f| (f.path(std::process::id(), start_wall_ns / 1_000_000_000), f.format)).collect();
     let outputs = check_outputs(files)?;
-    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns })
+    let walker = match (opts.sampler, opts.stack) {
+        (SamplerKind::Asgct, StackWalker::Vm | StackWalker::Compare) => match crate::vmstructs::walker_layout() {
+            Ok(l) if opts.stack == StackWalker::Compare => {
+                notes.push("Java stacks: hpm's own walker, and AsyncGetCallTrace on every sample to compare".into());
+                Some(l)
+            }
+            Ok(l) => {
+                notes.push(
+                    "Java stacks: hpm's own walker over HotSpot's frames (stack=asgct: AsyncGetCallTrace)".into(),
+                );
+                Some(l)
+            }
+            Err(e) => {
+                notes.push(format!("Java stacks: AsyncGetCallTrace; hpm's own walker cannot read this JVM ({e})"));
+                None
+            }
+        },
+        (SamplerKind::Asgct, StackWalker::Asgct) => {
+            notes.push("Java stacks: AsyncGetCallTrace (stack=asgct)".into());
+            None
+        }
+        _ => None,
+    };
+    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker })
 }
 
 /// Checks every output of one request before any is created (a path given twice is refused).
@@ -151,6 +176,8 @@ impl Session {
                     kernel: plan.spec.kernel,
                     max_depth,
                     asgct: parts.asgct,
+                    walker: plan.walker,
+                    compare: opts.stack == StackWalker::Compare,
                     vm: parts.vm,
                 }),
             }),
@@ -181,6 +208,7 @@ impl Session {
             sampler: sampler.clone(),
             threads: parts.threads,
             code: parts.code,
+            walker: plan.walker,
             live: parts.live,
             stats: parts.stats,
             jvmti: parts.jvmti,

@@ -16,8 +16,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{Captured, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
+use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
 use hpm_core::component::is_kernel_address;
+use hpm_core::hotspot::FrameSink;
 use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
@@ -235,6 +236,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.raw = raw;
                     c.thread = thread;
                     c.exact_kinds = false;
+                    c.vm_walk = false;
+                    c.walk_from_caller = false;
+                    c.asgct_frames = WALK_NOT_ATTEMPTED;
                     c.kernel_periods = kernel_periods;
                     c.state = 0;
                     c.shares_walk = false;
@@ -296,17 +300,38 @@ fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
 }
 
 fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
-    let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
+    c.walk_from_caller = false;
+    c.vm_walk = false;
     let Some(env) = ctx.vm.env() else {
         return -3; // ticks_unknown_not_Java: not a Java thread
     };
+    c.asgct_frames = WALK_NOT_ATTEMPTED;
+    if let Some(layout) = ctx.walker {
+        // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*.
+        let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
+        if ctx.compare {
+            if let Some(asgct) = ctx.asgct {
+                let upper = &mut c.frames[COMPARE_SPLIT..];
+                let mut trace = CallTrace { env_id: env, num_frames: 0, frames: upper.as_mut_ptr() };
+                let n = (ctx.max_depth as usize).min(upper.len()) as c_int;
+                // SAFETY: as in the ASGCT walk below, on the upper half of the frames.
+                unsafe { asgct(&mut trace, n, ucontext) };
+                c.asgct_frames = trace.num_frames;
+            }
+        }
+        let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0 };
+        let stop = crate::vmstructs::walk_here(layout, ctx.vm.current_vm_thread(), ucontext, &mut sink);
+        c.vm_walk = true;
+        c.vm_stop = stop as u8;
+        return sink.len as i32;
+    }
+    let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
     let depth = (ctx.max_depth as usize).min(MAX_FRAMES) as c_int;
     // SAFETY: `trace.frames` points at MAX_FRAMES >= depth preallocated frames; `ucontext` is
     // the context the kernel passed to this handler; ASGCT is designed to run in signal
     // handlers of the thread it walks.
     unsafe { asgct(&mut trace, depth, ucontext) };
-    c.walk_from_caller = false;
     if matches!(trace.num_frames, -5 | -6) {
         // unknown_Java / not_walkable_Java: typically a frameless stub (arraycopy) or a
         // compiled method's prologue, where the return address is still at the stack pointer.

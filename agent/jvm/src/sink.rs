@@ -51,5 +51,9 @@ pub struct SignalCtx {
     pub kernel: hpm_core::model::KernelMode,
     pub max_depth: u32,
     pub asgct: Option<AsgctFn>,
+    /// hpm's own stack walker's layout of this JVM (`stack=vm`); None walks with ASGCT.
+    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    /// `stack=compare`: AsyncGetCallTrace walks each sample too.
+    pub compare: bool,
     pub vm: Vm,
 }

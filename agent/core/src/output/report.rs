@@ -344,16 +344,17 @@ fn indent(depth: usize) -> String {
 }
 
 fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
-    use crate::model::KEPT_PREFIX;
+    use crate::model::{KEPT_PREFIX, PARTIAL_PREFIX};
     let (lost, kept) = rec.lost_and_kept();
     let attempted = taken + lost;
     // Samples lost, then samples kept without their Java stack: two tables, since only the
     // first are missing from the profile.
+    let partial = rec.drops.iter().filter(|(r, _)| r.starts_with(PARTIAL_PREFIX)).map(|(_, n)| n).sum::<u64>();
     for (title, want_kept, sum) in [("Dropped samples", false, lost), ("Samples kept without Java stack", true, kept)] {
         let rows: Vec<(&str, u64)> = rec
             .drops
             .iter()
-            .filter(|(r, n)| *n > 0 && r.starts_with(KEPT_PREFIX) == want_kept)
+            .filter(|(r, n)| *n > 0 && !r.starts_with(PARTIAL_PREFIX) && r.starts_with(KEPT_PREFIX) == want_kept)
             .map(|(r, n)| (r.strip_prefix(KEPT_PREFIX).unwrap_or(r), *n))
             .collect();
         let _ = writeln!(out, "\n== {title} ==");
@@ -374,6 +375,13 @@ fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
             let _ = writeln!(out, "{:<width$} {:>10} {:>12}", reason, group(*n), pct(*n, base));
         }
         let _ = writeln!(out, "{:<width$} {:>10} {:>12}", "total", group(sum), pct(sum, base));
+    }
+    if partial > 0 {
+        let _ = writeln!(out, "\n== Samples with the top of their Java stack only ==");
+        let _ = writeln!(out, "{:<32} {:>10} {:>12}", "walk stopped at", "samples", "% taken");
+        for (r, n) in rec.drops.iter().filter_map(|(r, n)| r.strip_prefix(PARTIAL_PREFIX).map(|r| (r, *n))) {
+            let _ = writeln!(out, "{:<32} {:>10} {:>12}", r, group(n), pct(n, taken));
+        }
     }
 }
 

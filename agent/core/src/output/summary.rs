@@ -86,7 +86,8 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
     let list = |want_kept: bool| -> String {
         rec.drops
             .iter()
-            .filter(|(r, n)| *n > 0 && r.starts_with(crate::model::KEPT_PREFIX) == want_kept)
+            .filter(|(r, n)| *n > 0 && !r.starts_with(crate::model::PARTIAL_PREFIX))
+            .filter(|(r, _)| r.starts_with(crate::model::KEPT_PREFIX) == want_kept)
             .map(|(r, n)| format!("{}: {}", r.strip_prefix(crate::model::KEPT_PREFIX).unwrap_or(r), group(*n)))
             .collect::<Vec<_>>()
             .join(", ")
@@ -95,6 +96,17 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
         if lost == 0 { "none dropped".to_string() } else { format!("{} dropped ({})", group(lost), list(false)) };
     if kept > 0 {
         s.push_str(&format!("; {} kept without Java stack ({})", group(kept), list(true)));
+    }
+    let partial: Vec<(&str, u64)> = rec
+        .drops
+        .iter()
+        .filter_map(|(r, n)| r.strip_prefix(crate::model::PARTIAL_PREFIX).map(|r| (r, *n)))
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if !partial.is_empty() {
+        let n: u64 = partial.iter().map(|(_, n)| n).sum();
+        let why = partial.iter().map(|(r, n)| format!("{r}: {}", group(*n))).collect::<Vec<_>>().join(", ");
+        s.push_str(&format!("; {} with the top of the Java stack only ({why})", group(n)));
     }
     s
 }

@@ -439,6 +439,8 @@ fn push(
         c.kernel_periods = 0;
         c.state = state;
         c.exact_kinds = true;
+        c.vm_walk = false;
+        c.asgct_frames = hpm_core::capture::WALK_NOT_ATTEMPTED;
         let mut n = 0;
         for (m, bci, kind) in frames.take(MAX_FRAMES) {
             let native = kind == FrameKind::Native || bci < 0;

@@ -1,0 +1,235 @@
+//! The one module that reads HotSpot's own description of itself (leaf): the VMStructs tables
+//! libjvm.so exports for the Serviceability Agent (`gHotSpotVMStructs`, `gHotSpotVMTypes`,
+//! `gHotSpotVMIntConstants`, `gHotSpotVMLongConstants`, each with its entry layout exported
+//! beside it). Read once, off any signal path, into a table the frame walker's layout is built
+//! from (`hpm_core::hotspot::Layout::from_table`): what a JVM does not export leaves the walker
+//! off, with one line, instead of guessing.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::OnceLock;
+
+use hpm_core::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
+
+/// libjvm.so's handle (already loaded: the agent runs inside the JVM).
+fn libjvm() -> *mut c_void {
+    // SAFETY: dlopen with RTLD_NOLOAD only returns a handle to a library already loaded.
+    unsafe { libc::dlopen(c"libjvm.so".as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) }
+}
+
+/// The address of an exported libjvm symbol.
+fn symbol(lib: *mut c_void, name: &CStr) -> Option<*const c_void> {
+    // SAFETY: dlsym on a handle from dlopen (or RTLD_DEFAULT) with a NUL-terminated name.
+    let p = unsafe {
+        let p = if lib.is_null() { std::ptr::null_mut() } else { libc::dlsym(lib, name.as_ptr()) };
+        if p.is_null() {
+            libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr())
+        } else {
+            p
+        }
+    };
+    (!p.is_null()).then_some(p as *const c_void)
+}
+
+/// The value of an exported `uint64_t` (the tables' strides and offsets).
+fn exported_u64(lib: *mut c_void, name: &CStr) -> Option<u64> {
+    // SAFETY: these symbols are `uint64_t` variables in libjvm.so's data, set at load.
+    symbol(lib, name).map(|p| unsafe { *(p as *const u64) })
+}
+
+/// The value of an exported pointer variable (the tables themselves).
+fn exported_ptr(lib: *mut c_void, name: &CStr) -> Option<*const u8> {
+    // SAFETY: `gHotSpotVM*` are pointer variables in libjvm.so's data, set at load.
+    symbol(lib, name).map(|p| unsafe { *(p as *const *const u8) }).filter(|p| !p.is_null())
+}
+
+/// A NUL-terminated string in libjvm's data, or None.
+///
+/// # Safety
+/// `p` is null or points at a NUL-terminated string.
+unsafe fn text(p: *const c_char) -> Option<String> {
+    (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+}
+
+/// Entries are bounded: HotSpot 17 exports ~2,500 fields; a table without its terminator is
+/// not read past this.
+const MAX_ENTRIES: usize = 100_000;
+
+/// Reads the four tables. `Err` names what is missing.
+pub fn read() -> Result<VmTable, String> {
+    let lib = libjvm();
+    let mut t = VmTable::default();
+    let need = |name: &CStr| exported_u64(lib, name).ok_or_else(|| format!("libjvm.so exports no {name:?}"));
+
+    let base = exported_ptr(lib, c"gHotSpotVMStructs").ok_or("libjvm.so exports no gHotSpotVMStructs")?;
+    let (tn, fname, tstr, stat, off, addr, stride) = (
+        need(c"gHotSpotVMStructEntryTypeNameOffset")?,
+        need(c"gHotSpotVMStructEntryFieldNameOffset")?,
+        need(c"gHotSpotVMStructEntryTypeStringOffset")?,
+        need(c"gHotSpotVMStructEntryIsStaticOffset")?,
+        need(c"gHotSpotVMStructEntryOffsetOffset")?,
+        need(c"gHotSpotVMStructEntryAddressOffset")?,
+        need(c"gHotSpotVMStructEntryArrayStride")?,
+    );
+    for i in 0..MAX_ENTRIES {
+        // SAFETY: the table is an array of entries of `stride` bytes with the exported field
+        // offsets, terminated by an entry whose type name is null; reads stop there.
+        unsafe {
+            let e = base.add(i * stride as usize);
+            let Some(type_name) = text(*(e.add(tn as usize) as *const *const c_char)) else { break };
+            let Some(field) = text(*(e.add(fname as usize) as *const *const c_char)) else { continue };
+            if let Some(ty) = text(*(e.add(tstr as usize) as *const *const c_char)) {
+                t.types.insert(format!("{type_name}::{field}"), ty);
+            }
+            if *(e.add(stat as usize) as *const i32) != 0 {
+                let a = *(e.add(addr as usize) as *const u64);
+                t.statics.insert(format!("{type_name}::{field}"), a);
+            } else {
+                let o = *(e.add(off as usize) as *const u64);
+                t.fields.insert(format!("{type_name}::{field}"), o);
+            }
+        }
+    }
+
+    let base = exported_ptr(lib, c"gHotSpotVMTypes").ok_or("libjvm.so exports no gHotSpotVMTypes")?;
+    let (tn, size, stride) = (
+        need(c"gHotSpotVMTypeEntryTypeNameOffset")?,
+        need(c"gHotSpotVMTypeEntrySizeOffset")?,
+        need(c"gHotSpotVMTypeEntryArrayStride")?,
+    );
+    for i in 0..MAX_ENTRIES {
+        // SAFETY: as above, for the type table.
+        unsafe {
+            let e = base.add(i * stride as usize);
+            let Some(type_name) = text(*(e.add(tn as usize) as *const *const c_char)) else { break };
+            t.sizes.insert(type_name, *(e.add(size as usize) as *const u64));
+        }
+    }
+
+    for (table, name_off, value_off, stride_name, long) in [
+        (
+            c"gHotSpotVMIntConstants",
+            c"gHotSpotVMIntConstantEntryNameOffset",
+            c"gHotSpotVMIntConstantEntryValueOffset",
+            c"gHotSpotVMIntConstantEntryArrayStride",
+            false,
+        ),
+        (
+            c"gHotSpotVMLongConstants",
+            c"gHotSpotVMLongConstantEntryNameOffset",
+            c"gHotSpotVMLongConstantEntryValueOffset",
+            c"gHotSpotVMLongConstantEntryArrayStride",
+            true,
+        ),
+    ] {
+        let Some(base) = exported_ptr(lib, table) else { continue };
+        let (no, vo, stride) = (need(name_off)?, need(value_off)?, need(stride_name)?);
+        for i in 0..MAX_ENTRIES {
+            // SAFETY: as above, for the constant tables (int32 or int64 values).
+            unsafe {
+                let e = base.add(i * stride as usize);
+                let Some(name) = text(*(e.add(no as usize) as *const *const c_char)) else { break };
+                let v = if long {
+                    *(e.add(vo as usize) as *const i64)
+                } else {
+                    i64::from(*(e.add(vo as usize) as *const i32))
+                };
+                t.constants.insert(name, v);
+            }
+        }
+    }
+    Ok(t)
+}
+
+/// The frame walker's layout of this JVM, read once; `Err` says what is missing.
+pub fn walker_layout() -> Result<&'static Layout, String> {
+    static LAYOUT: OnceLock<Result<Layout, String>> = OnceLock::new();
+    LAYOUT.get_or_init(|| Layout::from_table(&read()?, nmethod_vtable())).as_ref().map_err(Clone::clone)
+}
+
+/// Where nmethods' vtable pointer points (JDK 17: `CodeBlob` is polymorphic): `_ZTV7nmethod`
+/// from libjvm's symbol table, past its offset-to-top and RTTI words.
+fn nmethod_vtable() -> Option<u64> {
+    let anchor = symbol(libjvm(), c"JNI_CreateJavaVM")?;
+    // SAFETY: Dl_info is plain data; all-zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr fills `info` for an address inside a loaded object (libjvm's export).
+    if unsafe { libc::dladdr(anchor, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr set dli_fname to the object's NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    let vaddr = hpm_core::symbols::symbol_address(std::path::Path::new(&path), "_ZTV7nmethod")?;
+    Some(info.dli_fbase as u64 + vaddr + 16)
+}
+
+/// Direct reads: the walker checks every address against the thread's stack and the code
+/// cache's committed ranges before it reads (see `hpm_core::hotspot::Memory`).
+struct Direct;
+
+impl Memory for Direct {
+    fn word(&self, addr: u64) -> u64 {
+        // SAFETY: the walker only reads words inside the interrupted thread's stack (between
+        // its stack pointer and its base) or inside committed code-cache memory, both mapped.
+        unsafe { std::ptr::read_volatile(addr as *const u64) }
+    }
+    fn byte(&self, addr: u64) -> u8 {
+        // SAFETY: as above (code-cache and segment-map bytes inside their committed ranges).
+        unsafe { std::ptr::read_volatile(addr as *const u8) }
+    }
+    fn int(&self, addr: u64, width: u8) -> i64 {
+        // SAFETY: as above; `addr` is a field of a blob header inside committed code.
+        unsafe {
+            match width {
+                1 => i64::from(std::ptr::read_volatile(addr as *const u8)),
+                2 => i64::from(std::ptr::read_unaligned(addr as *const i16)),
+                4 => i64::from(std::ptr::read_unaligned(addr as *const i32)),
+                _ => std::ptr::read_unaligned(addr as *const i64),
+            }
+        }
+    }
+}
+
+/// Reads a word of the VM's permanent structures: libjvm's statics and the CodeHeap and
+/// StubQueue objects they point to (allocated once at start-up, never freed).
+fn vm_word(addr: u64) -> u64 {
+    if addr == 0 {
+        return 0;
+    }
+    // SAFETY: callers pass static-field addresses from VMStructs or fields of the permanent
+    // objects those point to (non-null checked above).
+    unsafe { std::ptr::read_volatile(addr as *const u64) }
+}
+
+/// Walks the Java stack of the calling thread, interrupted at `ucontext`, with hpm's own
+/// walker; `thread` is its `JavaThread*`. Async-signal-safe: no allocation, no lock, bounded.
+pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mut FrameSink) -> Stop {
+    if thread == 0 || ucontext.is_null() {
+        return Stop::NoJavaFrame;
+    }
+    let regs = regs(ucontext);
+    let anchor = thread + layout.thread_anchor;
+    let view = ThreadView {
+        stack_base: vm_word(thread + layout.thread_stack_base),
+        anchor_sp: vm_word(anchor + layout.anchor_sp),
+        anchor_pc: vm_word(anchor + layout.anchor_pc),
+        anchor_fp: vm_word(anchor + layout.anchor_fp),
+    };
+    let code = CodeView::read(layout, vm_word);
+    Walker { layout, code: &code, thread: &view, mem: &Direct }.walk(regs, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn regs(ucontext: *const c_void) -> Regs {
+    // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.
+    let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
+    Regs {
+        pc: g[libc::REG_RIP as usize] as u64,
+        sp: g[libc::REG_RSP as usize] as u64,
+        fp: g[libc::REG_RBP as usize] as u64,
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn regs(_: *const c_void) -> Regs {
+    Regs::default()
+}
