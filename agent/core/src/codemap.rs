@@ -125,10 +125,18 @@ pub struct CodeMap {
     blobs: BTreeMap<u64, CodeBlob>,
     /// Live compiled blobs per method (start addresses).
     live: IntMap<MethodKey, Vec<u64>>,
+    /// Bumped by every change: what was resolved against the map before may differ now.
+    generation: u64,
 }
 
 impl CodeMap {
+    /// Changes whenever the map does.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn apply(&mut self, ev: CodeEvent) {
+        self.generation += 1;
         match ev {
             CodeEvent::Load(b) => {
                 // A load over live blobs means their unload has not been applied yet (it is

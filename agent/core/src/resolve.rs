@@ -163,7 +163,18 @@ pub struct SampleResolver {
     gc: Vec<(u64, u64)>,
     open_gc: Option<u64>,
     last_maps_refresh: u64,
+    /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
+    /// call-trace storage does): valid while the code map and the methods stay as they were
+    /// (cleared when the map changes and after each collection, which can free methods).
+    vm_stacks: std::collections::HashMap<RawStackKey, (Vec<Frame>, u64)>,
+    vm_stacks_generation: u64,
 }
+
+/// A raw stack of hpm's own walker as recorded: (lineno, value, tag) per slot.
+type RawStackKey = Vec<(i32, u64, u8)>;
+
+/// Distinct raw stacks remembered at most (cleared when full).
+const MAX_VM_STACKS: usize = 1 << 16;
 
 impl SampleResolver {
     pub fn gc_start(&mut self, t: u64) {
@@ -178,6 +189,7 @@ impl SampleResolver {
             self.gc.drain(..GC_KEPT);
         }
         self.gc.push((start, t));
+        self.vm_stacks.clear();
     }
 
     /// Takes what this resolver learned of native code, for the next session.
@@ -359,6 +371,23 @@ impl SampleResolver {
     /// out (the latter counted).
     fn vm_java_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Vec<Frame> {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
+        let generation = self.timeline.map.generation();
+        if generation != self.vm_stacks_generation || self.vm_stacks.len() >= MAX_VM_STACKS {
+            self.vm_stacks.clear();
+            self.vm_stacks_generation = generation;
+        }
+        let key: RawStackKey = (0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)).collect();
+        if let Some((frames, unnamed)) = self.vm_stacks.get(&key) {
+            self.stats.unnamed_frames += unnamed;
+            return frames.clone();
+        }
+        let before = self.stats.unnamed_frames;
+        let frames = self.name_vm_frames(rec, jm, c, n);
+        self.vm_stacks.insert(key, (frames.clone(), self.stats.unnamed_frames - before));
+        frames
+    }
+
+    fn name_vm_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured, n: usize) -> Vec<Frame> {
         let mut out = Vec::with_capacity(n + 8);
         for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
             match raw {

@@ -24,17 +24,25 @@ pub struct JvmtiMethods {
 
 /// `Method*` -> jmethodID for hpm's own stack walker: a jmethodID is a slot holding its
 /// `Method*`, so reading the slots of every id the agent had made gives the reverse map.
-/// Methods are freed only when a collection unloads their class: the map is dropped after
-/// each collection and rebuilt at the next miss. Slots and methods are read with
-/// `read_words_checked`, never with a load that could fault on freed memory.
+/// Methods are freed only when a collection unloads their class (or a redefinition replaces
+/// them): after each collection an entry is checked again (its id's slot still holds the
+/// `Method*`) before it is used, and a `Method*` unknown after pulling the new ids makes a full
+/// rebuild, at most every few seconds. Slots and methods are read with `read_words_checked`,
+/// never with a load that could fault on freed memory.
 struct MethodPointers {
     code: &'static CodeEvents,
     layout: &'static Layout,
     /// Ids pulled from `code` so far.
     seen: usize,
     reverse: IntMap<u64, u64>,
-    named: IntMap<u64, MethodPointer>,
+    /// Named methods, with the collection count when last checked.
+    named: IntMap<u64, (MethodPointer, u64)>,
+    collections: u64,
+    last_rebuild_ns: u64,
 }
+
+/// Full rebuilds of the reverse map are at least this far apart.
+const REBUILD_NS: u64 = 5_000_000_000;
 
 impl MethodPointers {
     fn pull(&mut self) {
@@ -48,10 +56,28 @@ impl MethodPointers {
     }
 
     fn lookup(&mut self, method: u64) -> Option<MethodPointer> {
-        if let Some(&m) = self.named.get(&method) {
-            return Some(m);
+        if let Some(&(m, checked)) = self.named.get(&method) {
+            if checked == self.collections {
+                return Some(m);
+            }
+            if os::read_words_checked(&[m.id])[0] == Some(method) {
+                self.named.insert(method, (m, self.collections));
+                return Some(m);
+            }
+            self.named.remove(&method);
+            self.reverse.remove(&method);
         }
         if !self.reverse.contains_key(&method) {
+            self.pull();
+        }
+        if !self.reverse.contains_key(&method) {
+            let now = os::now_ticks();
+            if now.saturating_sub(self.last_rebuild_ns) < REBUILD_NS {
+                return None;
+            }
+            self.last_rebuild_ns = now;
+            self.seen = 0;
+            self.reverse.clear();
             self.pull();
         }
         let id = *self.reverse.get(&method)?;
@@ -65,14 +91,12 @@ impl MethodPointers {
             _ => word,
         };
         let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
-        self.named.insert(method, m);
+        self.named.insert(method, (m, self.collections));
         Some(m)
     }
 
     fn collected(&mut self) {
-        self.seen = 0;
-        self.reverse.clear();
-        self.named.clear();
+        self.collections += 1;
     }
 }
 
@@ -90,6 +114,8 @@ impl JvmtiMethods {
             seen: 0,
             reverse: IntMap::default(),
             named: IntMap::default(),
+            collections: 0,
+            last_rebuild_ns: 0,
         });
         JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default(), pointers }
     }
