@@ -175,7 +175,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     }
     let _ = write!(out, "],\"samples\":{},\"drops\":[", stacks.total_samples());
     for (i, (reason, n)) in rec.drops.iter().enumerate() {
-        let kept = reason.starts_with(crate::model::KEPT_PREFIX);
+        let kept = reason.starts_with(crate::model::KEPT_PREFIX) || reason.starts_with(crate::model::PARTIAL_PREFIX);
         let _ = write!(
             out,
             "{}{{\"reason\":{},\"count\":{n},\"kept\":{kept}}}",
