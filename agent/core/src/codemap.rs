@@ -125,7 +125,8 @@ pub struct CodeMap {
     blobs: BTreeMap<u64, CodeBlob>,
     /// Live compiled blobs per method (start addresses).
     live: IntMap<MethodKey, Vec<u64>>,
-    /// Bumped by every change: what was resolved against the map before may differ now.
+    /// Bumped whenever code leaves the map: what was resolved against it before may differ
+    /// now (an added blob only covers addresses that were not code before).
     generation: u64,
 }
 
@@ -136,7 +137,6 @@ impl CodeMap {
     }
 
     pub fn apply(&mut self, ev: CodeEvent) {
-        self.generation += 1;
         match ev {
             CodeEvent::Load(b) => {
                 // A load over live blobs means their unload has not been applied yet (it is
@@ -157,6 +157,7 @@ impl CodeMap {
 
     fn remove(&mut self, start: u64) {
         if let Some(old) = self.blobs.remove(&start) {
+            self.generation += 1;
             if let Some(m) = old.method() {
                 if let Some(v) = self.live.get_mut(&m) {
                     v.retain(|&s| s != start);

@@ -162,7 +162,7 @@ impl Layout {
         };
         let heap_block_size = t.sizes.get("HeapBlock").copied().ok_or("VMStructs has no size of HeapBlock")?;
         let used = t.int("HeapBlock::Header::_used")?;
-        Ok(Layout {
+        let layout = Layout {
             code_heaps: t.stat("CodeCache::_heaps")?,
             interpreter_code: t.stat("AbstractInterpreter::_code")?,
             call_stub_return: t.stat("StubRoutines::_call_stub_return_address")?,
@@ -197,9 +197,32 @@ impl Layout {
             interp_method: c("frame::interpreter_frame_method_offset", -3),
             interp_bcp: c("frame::interpreter_frame_bcp_offset", -8),
             entry_call_wrapper: c("frame::entry_frame_call_wrapper_offset", -6),
-        })
+        };
+        // The walker reads a blob's header fields only when the first BLOB_HEADER bytes of
+        // the blob lie in committed code.
+        let ends = [
+            layout.blob_size.off + u64::from(layout.blob_size.width),
+            layout.blob_frame_size.off + u64::from(layout.blob_frame_size.width),
+            layout.blob_frame_complete.off + u64::from(layout.blob_frame_complete.width),
+            match layout.blob_code {
+                CodeStart::Pointer(o) => o + 8,
+                CodeStart::Offset(f) => f.off + u64::from(f.width),
+            },
+            layout.nmethod_method + 8,
+            match layout.nmethod_test {
+                NmethodTest::Kind { field, .. } => field.off + u64::from(field.width),
+                _ => 8,
+            },
+        ];
+        if let Some(end) = ends.into_iter().find(|&e| e > BLOB_HEADER) {
+            return Err(format!("a code blob field ends at byte {end}, past the {BLOB_HEADER} hpm reads"));
+        }
+        Ok(layout)
     }
 }
+
+/// Bytes of a blob's header the walker may read (JDK 17: fields end by byte 120; JDK 25: 88).
+const BLOB_HEADER: u64 = 512;
 
 /// Reads of the walked process's memory. The walker calls these only at addresses it checked
 /// first against the ranges of [`CodeView`] and [`ThreadView`] (or, for [`Memory::vm_word`],
@@ -300,6 +323,9 @@ impl CodeView {
 pub struct ThreadView {
     /// The stack's top (highest address, exclusive).
     pub stack_base: u64,
+    /// The stack's lowest address: a stack pointer below it is not on this thread's stack (a
+    /// signal handler's alternate stack, a coroutine's) and is not walked.
+    pub stack_end: u64,
     pub anchor_sp: u64,
     pub anchor_pc: u64,
     pub anchor_fp: u64,
@@ -311,6 +337,9 @@ pub struct Regs {
     pub pc: u64,
     pub sp: u64,
     pub fp: u64,
+    /// rbx: the `Method*` being entered while the interpreter builds its frame (x86-64 template
+    /// interpreter's method entries); anything else elsewhere.
+    pub method_reg: u64,
 }
 
 /// A blob of the code cache found by pc.
@@ -331,6 +360,10 @@ const FREE_SEGMENT: u8 = 0xFF;
 const MAX_SEGMENT_HOPS: usize = 4096;
 /// A frame is at most this big (HotSpot limits compiled frames far lower).
 const MAX_FRAME_WORDS: u64 = 1 << 16;
+/// Words a frameless stub may have pushed above its return address (saved registers).
+const MAX_SAVED_WORDS: u64 = 16;
+/// Words above sp searched for the return address of an interpreter activation being built.
+const MAX_ENTRY_WORDS: u64 = 256;
 /// Native frames followed up the rbp chain to reach Java from a leaf call without an anchor.
 const MAX_NATIVE_HOPS: usize = 32;
 
@@ -470,7 +503,7 @@ impl<M: Memory> Walker<'_, M> {
     pub fn walk(&self, regs: Regs, out: &mut FrameSink) -> Stop {
         let lo = regs.sp;
         let hi = self.thread.stack_base;
-        if lo == 0 || hi <= lo || !lo.is_multiple_of(8) {
+        if lo == 0 || hi <= lo || !lo.is_multiple_of(8) || lo < self.thread.stack_end {
             return Stop::Lost;
         }
         let in_stack =
@@ -490,18 +523,39 @@ impl<M: Memory> Walker<'_, M> {
                 // above fp (usually above the return address too; a call through the
                 // interpreter's method-handle entries leaves it at the return address).
                 let slot = |off: i64| fp.wrapping_add((off * 8) as u64);
-                let (Some(method), Some(bcp), Some(sender_sp), Some(ret), Some(link)) = (
+                let frame = match (
                     word(slot(self.layout.interp_method)),
                     word(slot(self.layout.interp_bcp)),
                     word(slot(self.layout.interp_sender_sp)),
-                    word(fp + 8),
+                    word(fp.wrapping_add(8)),
                     word(fp),
-                ) else {
-                    return if found_java { Stop::Lost } else { Stop::BadInterpreterFrame };
+                ) {
+                    (Some(method), Some(bcp), Some(sender_sp), Some(ret), Some(link))
+                        if fp >= sp && sender_sp > fp && in_stack(sender_sp, 0) && method != 0 && self.is_code(ret) =>
+                    {
+                        Some((method, bcp, sender_sp, ret, link))
+                    }
+                    _ => None,
                 };
-                if fp < sp || sender_sp <= fp || !in_stack(sender_sp, 0) || method == 0 || !self.is_code(ret) {
-                    return if found_java { Stop::Lost } else { Stop::BadInterpreterFrame };
-                }
+                let Some((method, bcp, sender_sp, ret, link)) = frame else {
+                    if exact {
+                        return if found_java { Stop::Lost } else { Stop::BadInterpreterFrame };
+                    }
+                    // Interrupted while the interpreter enters a method (its frame not built
+                    // yet) or leaves one: the method being entered is in rbx (the processor
+                    // keeps it only if it is a method the JVM has an id for), and the return
+                    // address is the first word above sp that points into code.
+                    let Some((p, s, f)) = self.unwind_interpreter_entry(sp, fp, &word) else {
+                        return Stop::BadInterpreterFrame;
+                    };
+                    if !out.push(RawFrame::Interpreted { method: regs.method_reg, bcp: 0 }) {
+                        return Stop::Full;
+                    }
+                    found_java = true;
+                    (pc, sp, fp) = (p, s, f);
+                    exact = true;
+                    continue;
+                };
                 if !out.push(RawFrame::Interpreted { method, bcp }) {
                     return Stop::Full;
                 }
@@ -518,9 +572,9 @@ impl<M: Memory> Walker<'_, M> {
                 };
                 let anchor = wrapper.wrapping_add(self.layout.wrapper_anchor);
                 let (Some(asp), Some(apc), Some(afp)) = (
-                    word(anchor + self.layout.anchor_sp),
-                    word(anchor + self.layout.anchor_pc),
-                    word(anchor + self.layout.anchor_fp),
+                    word(anchor.wrapping_add(self.layout.anchor_sp)),
+                    word(anchor.wrapping_add(self.layout.anchor_pc)),
+                    word(anchor.wrapping_add(self.layout.anchor_fp)),
                 ) else {
                     return Stop::Bottom; // the wrapper is not on this stack: nothing below
                 };
@@ -545,7 +599,7 @@ impl<M: Memory> Walker<'_, M> {
                     }
                     found_java |= b.is_nmethod;
                     let next = if !exact && pc < b.frame_complete {
-                        self.unwind_prologue(pc, sp, fp, &word)
+                        self.unwind_prologue(pc, sp, fp, b.frame_words, &word)
                     } else if !exact {
                         self.unwind_epilogue(pc, sp, fp, &word).or_else(|| self.unwind_sized(sp, b.frame_words, &word))
                     } else {
@@ -560,7 +614,7 @@ impl<M: Memory> Walker<'_, M> {
                     continue;
                 }
                 // A stub without a frame size: frameless (the return address at sp), or on rbp.
-                let Some((p, s, f)) = self.unwind_stub(sp, fp, &word) else { return Stop::Lost };
+                let Some((p, s, f)) = self.unwind_stub(sp, fp, !exact, &word) else { return Stop::Lost };
                 (pc, sp, fp) = (p, s, f);
                 exact = true;
                 continue;
@@ -587,7 +641,34 @@ impl<M: Memory> Walker<'_, M> {
             }
             return if found_java { Stop::Lost } else { Stop::NoJavaFrame };
         }
-        Stop::Full
+        // Out of steps (pathological stacks only): not a full sink.
+        if found_java {
+            Stop::Lost
+        } else {
+            Stop::NoJavaFrame
+        }
+    }
+
+    /// The caller of an interpreter activation that is being built or torn down: the first
+    /// word above sp that returns into code (the words below it are locals and arguments the
+    /// entry pushed: values, references, never code addresses in practice), at most
+    /// [`MAX_ENTRY_WORDS`] up. The caller's fp is rbp, or the word rbp points at when the
+    /// entry already saved it just below the return address.
+    fn unwind_interpreter_entry(
+        &self,
+        sp: u64,
+        fp: u64,
+        word: &impl Fn(u64) -> Option<u64>,
+    ) -> Option<(u64, u64, u64)> {
+        for i in 0..MAX_ENTRY_WORDS {
+            let a = sp.checked_add(8 * i)?;
+            let v = word(a)?;
+            if self.is_code(v) || (v == self.code.call_stub_return && v != 0) {
+                let caller_fp = if fp.wrapping_add(8) == a { word(fp)? } else { fp };
+                return Some((v, a + 8, caller_fp));
+            }
+        }
+        None
     }
 
     /// Whether a return address points into code the walker can continue from.
@@ -620,17 +701,17 @@ impl<M: Memory> Walker<'_, M> {
         }
         let block = h.low + (idx << h.log2_segment);
         let start = block + l.heap_block_size;
-        let header_end = start + 512;
+        let header_end = start.wrapping_add(BLOB_HEADER);
         if header_end > h.high || self.mem.int(block + l.block_used.off, l.block_used.width) == 0 {
             return None;
         }
-        let int = |f: Int| self.mem.int(start + f.off, f.width);
+        let int = |f: Int| self.mem.int(start.wrapping_add(f.off), f.width);
         let size = int(l.blob_size);
-        if size <= 0 || pc >= start + size as u64 {
+        if size <= 0 || pc >= start.wrapping_add(size as u64) {
             return None;
         }
         let code = match l.blob_code {
-            CodeStart::Pointer(o) => self.mem.word(start + o),
+            CodeStart::Pointer(o) => self.mem.word(start.wrapping_add(o)),
             CodeStart::Offset(f) => start.wrapping_add(int(f) as u64),
         };
         let frame = int(l.blob_frame_size);
@@ -644,7 +725,7 @@ impl<M: Memory> Walker<'_, M> {
             start,
             frame_words: if (0..MAX_FRAME_WORDS as i64).contains(&frame) { frame as u64 } else { 0 },
             frame_complete: if complete >= 0 { code.wrapping_add(complete as u64) } else { code },
-            method: if is_nmethod { self.mem.word(start + l.nmethod_method) } else { 0 },
+            method: if is_nmethod { self.mem.word(start.wrapping_add(l.nmethod_method)) } else { 0 },
             is_nmethod,
         })
     }
@@ -657,26 +738,60 @@ impl<M: Memory> Walker<'_, M> {
         Some((ret, sender_sp, link))
     }
 
-    /// Before the frame is complete. HotSpot's prologues (C1 and C2, x86-64) are a stack bang
-    /// or entry checks, `push rbp`, optionally `mov rbp, rsp`, then `sub rsp, n`: until
-    /// `push rbp` ran the return address is at sp; after it, one word up.
+    /// Before the frame is complete. HotSpot's prologues on x86-64 (C1 `build_frame`, C2
+    /// `verified_entry`) are either a stack bang (`mov [rsp-n], eax`), `push rbp`, optionally
+    /// `mov rbp, rsp`, then `sub rsp, n`; or, for a small C2 frame without a bang,
+    /// `sub rsp, imm32` first and `mov [rsp+n-8], rbp` after; then possibly an nmethod entry
+    /// barrier (JDK 21+, or ZGC/Shenandoah) with the frame already built. The instruction at pc
+    /// says where the return address is; at any other instruction, the first of: the whole
+    /// frame, the return address at sp, one word up, whose return address points into code.
     fn unwind_prologue(
         &self,
         pc: u64,
         sp: u64,
         fp: u64,
+        words: u64,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Option<(u64, u64, u64)> {
-        let b = |i: u64| self.code_byte(pc + i);
-        let pushed = matches!((b(0), b(1), b(2)), (Some(0x48), Some(0x83 | 0x81), Some(0xec)))
+        let b = |i: u64| self.code_byte(pc.wrapping_add(i));
+        let before = |i: u64| self.code_byte(pc.wrapping_sub(i));
+        let at_sp = || Some((word(sp)?, sp + 8, fp));
+        let pushed = || Some((word(sp + 8)?, sp + 16, word(sp)?));
+        let after_push = before(1) == Some(0x55)
             || matches!(
-                (b(0), b(1), b(2)),
+                (before(3), before(2), before(1)),
                 (Some(0x48), Some(0x89), Some(0xe5)) | (Some(0x48), Some(0x8b), Some(0xec))
             );
-        if pushed {
-            Some((word(sp + 8)?, sp + 16, word(sp)?))
-        } else {
-            Some((word(sp)?, sp + 8, fp))
+        match (b(0), b(1), b(2), b(3)) {
+            // push rbp; the stack bang
+            (Some(0x55), ..) | (Some(0x89), Some(0x84), Some(0x24), _) => at_sp(),
+            // sub rsp, imm8 (after push rbp)
+            (Some(0x48), Some(0x83), Some(0xec), _) => pushed(),
+            // sub rsp, imm32: after push rbp, or first (no bang)
+            (Some(0x48), Some(0x81), Some(0xec), _) => {
+                if after_push {
+                    pushed()
+                } else {
+                    at_sp()
+                }
+            }
+            // mov rbp, rsp (after push rbp)
+            (Some(0x48), Some(0x89), Some(0xe5), _) | (Some(0x48), Some(0x8b), Some(0xec), _) => pushed(),
+            // mov [rsp+d], rbp (no bang: the frame is allocated, rbp not saved yet)
+            (Some(0x48), Some(0x89), Some(0x6c), Some(0x24)) => {
+                let d = u64::try_from(b(4)? as i8).ok()?;
+                let slot = sp.checked_add(d + 8)?;
+                Some((word(slot)?, slot + 8, fp))
+            }
+            (Some(0x48), Some(0x89), Some(0xac), Some(0x24)) => {
+                let d = u32::from_le_bytes([b(4)?, b(5)?, b(6)?, b(7)?]);
+                let slot = sp.checked_add(u64::from(d) + 8)?;
+                Some((word(slot)?, slot + 8, fp))
+            }
+            _ => {
+                let ok = |r: &Option<(u64, u64, u64)>| r.is_some_and(|(p, _, _)| self.is_code(p));
+                [self.unwind_sized(sp, words, word), at_sp(), pushed()].into_iter().find(ok).flatten()
+            }
         }
     }
 
@@ -702,15 +817,33 @@ impl<M: Memory> Walker<'_, M> {
 
     /// A stub with no frame size: frameless when the word at sp returns into code; else on
     /// rbp when rbp is just above sp and its saved return address returns into code.
-    fn unwind_stub(&self, sp: u64, fp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
+    /// `interrupted`: the stub was interrupted (not returned to), so it may have pushed
+    /// registers it saves (C1's runtime stubs without a frame do): then the return address is
+    /// the first of the next few words that points into code.
+    fn unwind_stub(
+        &self,
+        sp: u64,
+        fp: u64,
+        interrupted: bool,
+        word: &impl Fn(u64) -> Option<u64>,
+    ) -> Option<(u64, u64, u64)> {
         let top = word(sp)?;
         if self.is_code(top) || top == self.code.call_stub_return {
             return Some((top, sp + 8, fp));
         }
         if fp >= sp && fp - sp <= 4096 {
-            let ret = word(fp + 8)?;
+            let ret = word(fp.wrapping_add(8))?;
             if self.is_code(ret) {
-                return Some((ret, fp + 16, word(fp)?));
+                return Some((ret, fp.wrapping_add(16), word(fp)?));
+            }
+        }
+        if interrupted {
+            for i in 1..MAX_SAVED_WORDS {
+                let a = sp.checked_add(8 * i)?;
+                let v = word(a)?;
+                if self.is_code(v) {
+                    return Some((v, a + 8, fp));
+                }
             }
         }
         None
@@ -730,12 +863,12 @@ impl<M: Memory> Walker<'_, M> {
             if fp < last {
                 return None;
             }
-            let ret = word(fp + 8)?;
+            let ret = word(fp.wrapping_add(8))?;
             let link = word(fp)?;
             if self.is_code(ret) {
-                return Some((ret, fp + 16, link));
+                return Some((ret, fp.wrapping_add(16), link));
             }
-            last = fp + 16;
+            last = fp.wrapping_add(16);
             fp = link;
         }
         None
@@ -746,3 +879,7 @@ impl<M: Memory> Walker<'_, M> {
         self.code.contains(a).then(|| self.mem.byte(a))
     }
 }
+
+#[cfg(test)]
+#[path = "hotspot_tests.rs"]
+mod tests;

@@ -25,6 +25,8 @@ pub trait JavaMethods {
     fn by_pointer(&mut self, _method: u64) -> Option<MethodPointer> {
         None
     }
+    /// A collection finished (methods may have been freed since they were named).
+    fn collected(&mut self) {}
 }
 
 /// A `Method*` named: its jmethodID and its bytecodes' start and length (a bytecode pointer
@@ -382,12 +384,23 @@ impl SampleResolver {
             return frames.clone();
         }
         let before = self.stats.unnamed_frames;
-        let frames = self.name_vm_frames(rec, jm, c, n);
-        self.vm_stacks.insert(key, (frames.clone(), self.stats.unnamed_frames - before));
+        let (frames, complete) = self.name_vm_frames(rec, jm, c, n);
+        // A stack with code the map does not have yet is named again next time.
+        if complete {
+            self.vm_stacks.insert(key, (frames.clone(), self.stats.unnamed_frames - before));
+        }
         frames
     }
 
-    fn name_vm_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured, n: usize) -> Vec<Frame> {
+    /// The frames, and whether every pc was in the code map.
+    fn name_vm_frames(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        n: usize,
+    ) -> (Vec<Frame>, bool) {
+        let mut complete = true;
         let mut out = Vec::with_capacity(n + 8);
         for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
             match raw {
@@ -401,13 +414,20 @@ impl SampleResolver {
                             BlobKind::Interpreter | BlobKind::Stub => continue,
                         },
                         None if method != 0 => match jm.by_pointer(method) {
-                            Some(m) => vec![(m.id, -1)],
+                            Some(m) => {
+                                complete = false;
+                                vec![(m.id, -1)]
+                            }
                             None => {
+                                complete = false;
                                 self.stats.unnamed_frames += 1;
                                 continue;
                             }
                         },
-                        None => continue,
+                        None => {
+                            complete = false;
+                            continue;
+                        }
                     };
                     let last = chain.len().saturating_sub(1);
                     for (k, (m, bci)) in chain.into_iter().enumerate() {
@@ -428,7 +448,7 @@ impl SampleResolver {
                 }
             }
         }
-        out
+        (out, complete)
     }
 
     /// One Java frame of method `id` at `bci`; a `native` method's frame is `Native`, without

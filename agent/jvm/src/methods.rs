@@ -25,8 +25,8 @@ pub struct JvmtiMethods {
 /// `Method*` -> jmethodID for hpm's own stack walker: a jmethodID is a slot holding its
 /// `Method*`, so reading the slots of every id the agent had made gives the reverse map.
 /// Methods are freed only when a collection unloads their class (or a redefinition replaces
-/// them): after each collection an entry is checked again (its id's slot still holds the
-/// `Method*`) before it is used, and a `Method*` unknown after pulling the new ids makes a full
+/// them): an answer is checked against its id's slot (one read) when first given and again
+/// after each collection, and a `Method*` unknown after pulling the new ids makes a full
 /// rebuild, at most every few seconds. Slots and methods are read with `read_words_checked`,
 /// never with a load that could fault on freed memory.
 struct MethodPointers {
@@ -55,12 +55,24 @@ impl MethodPointers {
         }
     }
 
+    fn collected(&mut self) {
+        self.collections += 1;
+    }
+
+    /// Whether `id`'s slot still holds `method` (not unloaded, not redefined since).
+    fn still(id: u64, method: u64) -> bool {
+        os::read_words_checked(&[id])[0] == Some(method)
+    }
+
     fn lookup(&mut self, method: u64) -> Option<MethodPointer> {
+        // An answer is checked against its id's slot when first given and again after each
+        // collection: a method unloaded since (its memory perhaps reused by another) or
+        // redefined is not named by its old id.
         if let Some(&(m, checked)) = self.named.get(&method) {
             if checked == self.collections {
                 return Some(m);
             }
-            if os::read_words_checked(&[m.id])[0] == Some(method) {
+            if Self::still(m.id, method) {
                 self.named.insert(method, (m, self.collections));
                 return Some(m);
             }
@@ -81,6 +93,10 @@ impl MethodPointers {
             self.pull();
         }
         let id = *self.reverse.get(&method)?;
+        if !Self::still(id, method) {
+            self.reverse.remove(&method);
+            return None;
+        }
         let l = self.layout;
         let cm = os::read_words_checked(&[method + l.method_const])[0]?;
         let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
@@ -93,10 +109,6 @@ impl MethodPointers {
         let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
         self.named.insert(method, (m, self.collections));
         Some(m)
-    }
-
-    fn collected(&mut self) {
-        self.collections += 1;
     }
 }
 
@@ -118,13 +130,6 @@ impl JvmtiMethods {
             last_rebuild_ns: 0,
         });
         JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default(), pointers }
-    }
-
-    /// A collection finished: methods of unloaded classes may be gone.
-    pub fn collected(&mut self) {
-        if let Some(p) = &mut self.pointers {
-            p.collected();
-        }
     }
 }
 
@@ -161,6 +166,12 @@ impl JavaMethods for JvmtiMethods {
         let l = line_for_bci(table, bci);
         self.memo.insert((id, bci), l);
         l
+    }
+
+    fn collected(&mut self) {
+        if let Some(p) = &mut self.pointers {
+            p.collected();
+        }
     }
 
     fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {

@@ -32,20 +32,29 @@ pub fn gettid() -> i32 {
 /// Reads words of this process's memory that may have been freed since their address was
 /// learnt, without faulting: `process_vm_readv` on ourselves returns EFAULT for an unmapped
 /// page where a load would crash. `out[i]` is the word at `addrs[i]`, or None. Off the signal
-/// path only (a system call per 1,024 words).
+/// path only (a system call per 1,024 words, and one more per unreadable word). Where the call
+/// itself is refused (a seccomp filter: EPERM, ENOSYS), nothing is read.
 pub fn read_words_checked(addrs: &[u64]) -> Vec<Option<u64>> {
     const CHUNK: usize = 1024;
     let mut out = vec![None; addrs.len()];
     let mut vals = vec![0u64; CHUNK];
+    let remote: Vec<libc::iovec> =
+        addrs.iter().map(|&a| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: 8 }).collect();
     let mut i = 0;
     while i < addrs.len() {
         let n = (addrs.len() - i).min(CHUNK);
         let local = libc::iovec { iov_base: vals.as_mut_ptr().cast(), iov_len: n * 8 };
-        let remote: Vec<libc::iovec> =
-            addrs[i..i + n].iter().map(|&a| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: 8 }).collect();
-        // SAFETY: `local` covers `vals` (n words); the remote iovecs name addresses in our own
-        // process, which the kernel reads with fault checking (a bad one ends the transfer).
-        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), n as libc::c_ulong, 0) };
+        // SAFETY: `local` covers `vals` (n <= CHUNK words); the n remote iovecs name addresses
+        // in our own process, which the kernel reads with fault checking (a bad one ends the
+        // transfer at its boundary).
+        let got =
+            unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote[i..].as_ptr(), n as libc::c_ulong, 0) };
+        if got < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if e != Some(libc::EFAULT) {
+                break; // refused outright: nothing can be read this way
+            }
+        }
         let words = if got > 0 { got as usize / 8 } else { 0 };
         for k in 0..words {
             out[i + k] = Some(vals[k]);

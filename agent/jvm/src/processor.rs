@@ -350,7 +350,7 @@ impl Processor {
             } else {
                 self.resolver.gc_finish(t);
                 if let Some(m) = &mut self.methods {
-                    m.collected();
+                    hpm_core::resolve::JavaMethods::collected(m);
                 }
             }
         }

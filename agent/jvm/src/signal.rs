@@ -306,8 +306,10 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
         return -3; // ticks_unknown_not_Java: not a Java thread
     };
     c.asgct_frames = WALK_NOT_ATTEMPTED;
-    if let Some(layout) = ctx.walker {
-        // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*.
+    // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*; without the thread key (not
+    // learnt: see `Vm::learn_thread_key`) ASGCT walks.
+    let thread = ctx.vm.current_vm_thread();
+    if let Some(layout) = ctx.walker.filter(|_| thread != 0) {
         let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
         if ctx.compare {
             if let Some(asgct) = ctx.asgct {
@@ -320,7 +322,7 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
             }
         }
         let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0 };
-        let stop = crate::vmstructs::walk_here(layout, ctx.vm.current_vm_thread(), ucontext, &mut sink);
+        let stop = crate::vmstructs::walk_here(layout, thread, ucontext, &mut sink);
         c.vm_walk = true;
         c.vm_stop = stop as u8;
         return sink.len as i32;

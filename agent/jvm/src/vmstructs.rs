@@ -208,8 +208,10 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
     }
     let regs = regs(ucontext);
     let anchor = thread + layout.thread_anchor;
+    let stack_base = vm_word(thread + layout.thread_stack_base);
     let view = ThreadView {
-        stack_base: vm_word(thread + layout.thread_stack_base),
+        stack_base,
+        stack_end: stack_base.saturating_sub(vm_word(thread + layout.thread_stack_size)),
         anchor_sp: vm_word(anchor + layout.anchor_sp),
         anchor_pc: vm_word(anchor + layout.anchor_pc),
         anchor_fp: vm_word(anchor + layout.anchor_fp),
@@ -226,6 +228,7 @@ fn regs(ucontext: *const c_void) -> Regs {
         pc: g[libc::REG_RIP as usize] as u64,
         sp: g[libc::REG_RSP as usize] as u64,
         fp: g[libc::REG_RBP as usize] as u64,
+        method_reg: g[libc::REG_RBX as usize] as u64,
     }
 }
 
