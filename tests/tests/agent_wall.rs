@@ -47,3 +47,26 @@ fn wall_clock_samples_every_thread_in_every_state() {
         }
     }
 }
+
+/// `thread=REGEX`: only the threads whose name matches are sampled, each as often as when all
+/// are (the other threads' share of the round robin goes to them: same weight per visit).
+#[test]
+fn wall_thread_filter_keeps_only_matching_threads() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("wall-filter-{}", jdk.name));
+        let jfr = dir.join("wall.jfr");
+        let opts = format!("event=wall,interval=10ms,quiet,thread=^(spin|park)$,file={}", jfr.display());
+        run_java(&jdk, Some(&opts), &[], "WallStates", &["2"]).assert_ok("WallStates");
+        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let mut by_thread: HashMap<String, u64> = HashMap::new();
+        for s in &rec.samples {
+            let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+            *by_thread.entry(name.to_string()).or_default() += 1;
+        }
+        eprintln!("{}: {by_thread:?}", jdk.name);
+        let (spin, park) = (by_thread.get("spin").copied().unwrap_or(0), by_thread.get("park").copied().unwrap_or(0));
+        assert!(spin >= 100 && park >= 100, "{}: spin {spin}, park {park} samples", jdk.name);
+        let others: Vec<_> = by_thread.keys().filter(|t| *t != "spin" && *t != "park").collect();
+        assert!(others.is_empty(), "{}: threads outside the filter were sampled: {others:?}", jdk.name);
+    }
+}

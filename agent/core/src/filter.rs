@@ -321,15 +321,21 @@ impl SampleFilter {
 
 /// Compiles `--thread`'s expression, bounded in length and compiled size; errors in one line.
 fn compile_thread_pattern(p: &str) -> Result<Regex, String> {
+    compile_thread_pattern_for("--thread", p)
+}
+
+/// A thread-name expression given as `flag` (`--thread` of the CLI, `thread=` of the agent),
+/// bounded in length and compiled size; errors name the flag and say what is wanted.
+pub fn compile_thread_pattern_for(flag: &str, p: &str) -> Result<Regex, String> {
     if p.len() > MAX_PATTERN_BYTES {
         return Err(format!(
-            "--thread: an expression of {} bytes is longer than hpm takes ({MAX_PATTERN_BYTES}); use a shorter one",
+            "{flag}: an expression of {} bytes is longer than hpm takes ({MAX_PATTERN_BYTES}); use a shorter one",
             p.len()
         ));
     }
     RegexBuilder::new(p).size_limit(PATTERN_SIZE_LIMIT).build().map_err(|e| match e {
         regex::Error::CompiledTooBig(n) => {
-            format!("--thread `{p}`: the expression compiles to more than {n} bytes; use a simpler one")
+            format!("{flag} `{p}`: the expression compiles to more than {n} bytes; use a simpler one")
         }
         e => {
             // The regex crate's syntax errors are several lines (the expression, a caret, the
@@ -340,7 +346,7 @@ fn compile_thread_pattern(p: &str) -> Result<Regex, String> {
                 .find_map(|l| l.trim().strip_prefix("error: "))
                 .map(str::to_string)
                 .unwrap_or_else(|| text.lines().map(str::trim).collect::<Vec<_>>().join(" "));
-            format!("--thread `{p}` is not a regular expression ({why}); names match as in `worker-[0-9]+` or `^main$`")
+            format!("{flag} `{p}` is not a regular expression ({why}); names match as in `worker-[0-9]+` or `^main$`")
         }
     })
 }

@@ -244,6 +244,8 @@ pub struct Options {
     pub kernel: Kernel,
     /// `stack=vm|asgct`: who walks the Java stack in the perf signal (sampler=asgct).
     pub stack: StackWalker,
+    /// `thread=REGEX` (event=wall): only threads whose name matches are sampled.
+    pub thread_filter: Option<String>,
 }
 
 /// Who walks the Java stack in the signal handler.
@@ -285,6 +287,7 @@ impl Default for Options {
             sps_waiting: false,
             kernel: Kernel::Auto,
             stack: StackWalker::Vm,
+            thread_filter: None,
         }
     }
 }
@@ -323,7 +326,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str =
-    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack";
+    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack, thread";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -383,6 +386,11 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     other => return Err(OptionError(format!("stack={other}: expected vm, asgct or compare"))),
                 }
             }
+            "thread" => {
+                let p = need_value(key, value)?;
+                crate::filter::compile_thread_pattern_for("thread=", p).map_err(OptionError)?;
+                o.thread_filter = Some(p.to_string());
+            }
             "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?)?.min(4096) as u32,
             "spswaiting" => o.sps_waiting = flag(key, value)?,
             "jstackdepth" => {
@@ -401,6 +409,13 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         None => Interval::Fixed(o.event.default_period),
         Some(t) => parse_interval(&t, &o.event)?,
     };
+    if o.thread_filter.is_some() && o.sampler != Sampler::Wall {
+        return Err(OptionError(
+            "thread=REGEX selects the threads event=wall samples; for a CPU profile, keep every thread and select \
+             with `hpm report --thread REGEX`"
+                .into(),
+        ));
+    }
     if o.sampler == Sampler::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
         return Err(OptionError("event=wall samples on a timer; it takes no other event= and no counters=".into()));
     }
@@ -434,6 +449,7 @@ fn example(key: &str) -> &'static str {
         "flush" => "flush=5s",
         "kernel" => "kernel=auto",
         "stack" => "stack=vm",
+        "thread" => "thread=worker-.*",
         _ => "key=value",
     }
 }
@@ -517,6 +533,7 @@ pub fn help_text() -> String {
          \x20 stack=vm          Java stack walker in the signal: vm = hpm's own over HotSpot's frames (default),\n\
          \x20                   asgct = AsyncGetCallTrace (when the JVM exports no frame layout, the default falls back to it);\n\
          \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
+         \x20 thread=REGEX      event=wall: only the threads whose name matches (e.g. thread=worker-.*)\n\
          \x20 jstackdepth=256   maximum Java frames per sample\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -543,6 +560,16 @@ mod tests {
         let e = parse("event=wall,counters=task-clock").unwrap_err().0;
         assert!(e.contains("event=wall"), "{e}");
         assert!(parse("event=wall,interval=auto").is_err());
+    }
+
+    #[test]
+    fn thread_filter_is_for_wall_and_a_valid_expression() {
+        let o = parse("event=wall,thread=worker-[0-9]+").unwrap();
+        assert_eq!(o.thread_filter.as_deref(), Some("worker-[0-9]+"));
+        let e = parse("thread=main").unwrap_err().0;
+        assert!(e.contains("event=wall") && e.contains("--thread"), "{e}");
+        let e = parse("event=wall,thread=(").unwrap_err().0;
+        assert!(e.starts_with("thread= `(` is not a regular expression"), "{e}");
     }
 
     #[test]

@@ -175,6 +175,29 @@ pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
     }
 }
 
+/// A global reference to `obj` (kept across native frames), None when the VM refuses.
+pub fn new_global_ref(env: *mut JNIEnv, obj: jobject) -> Option<jobject> {
+    if env.is_null() || obj.is_null() {
+        return None;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv and `obj` a live reference it holds.
+    let g = unsafe { ((**env).NewGlobalRef?)(env, obj) };
+    (!g.is_null()).then_some(g)
+}
+
+/// Deletes a global reference from [`new_global_ref`].
+pub fn delete_global_ref(env: *mut JNIEnv, obj: jobject) {
+    if env.is_null() || obj.is_null() {
+        return;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv and `obj` a global reference not yet deleted.
+    unsafe {
+        if let Some(f) = (**env).DeleteGlobalRef {
+            f(env, obj)
+        }
+    }
+}
+
 pub const EXCEPTION_CLASS: &std::ffi::CStr = c"io/github/hpm/HpmException";
 
 /// A function of the JNI table, or an error naming it.

@@ -194,6 +194,11 @@ impl Session {
                 period: plan.event.period,
                 max_depth,
                 quiet: opts.quiet,
+                thread_filter: opts
+                    .thread_filter
+                    .as_deref()
+                    .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
+                    .transpose()?,
             })),
         };
         let start_ticks = now_ticks();

@@ -12,6 +12,7 @@
 //! Both produce the same `Captured` records as the signal path, so everything downstream (the
 //! processor, the tree, the outputs, `hpm compare`) is shared.
 
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,6 +118,8 @@ pub struct Parts {
     pub period: u64,
     pub max_depth: u32,
     pub quiet: bool,
+    /// `thread=REGEX` (event=wall): the threads sampled.
+    pub thread_filter: Option<regex::Regex>,
 }
 
 /// `sampler=jvmti` and `sampler=sps`: one attached daemon thread sampling on a timer.
@@ -206,7 +209,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         }
         Kind::Sps { threads, .. } => threads as i32,
     };
-    let mut wall_next = 0usize;
+    let mut wall = WallState::default();
     let mut next = now_ticks() + period;
     while !stop.load(Ordering::Acquire) {
         let now = now_ticks();
@@ -219,9 +222,10 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         match p.kind {
             Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
-            Kind::Wall => sample_wall(p, jni, &mut wall_next, &mut lat),
+            Kind::Wall => sample_wall(p, jni, &mut wall, &mut lat),
         }
     }
+    wall.release(jni);
     buf.collect(p, &mut lat);
     if buf.abandoned > 0 && !p.quiet {
         eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
@@ -374,18 +378,72 @@ fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
 /// stand for that much time.
 pub const WALL_THREADS_PER_TICK: usize = 16;
 
+/// What the wall sampler keeps between ticks: the threads it samples in turn (global
+/// references, listed again every [`WALL_LIST_NS`]: a tick touches only the threads it samples,
+/// never all of them), where its round robin is, and (with `thread=REGEX`) which threads'
+/// names matched, by Java thread id.
+#[derive(Default)]
+struct WallState {
+    threads: Vec<jobject>,
+    listed_at: Option<u64>,
+    next: usize,
+    matches: HashMap<u64, bool>,
+}
+
+/// The wall sampler's thread list is read again after this long: a thread started since is
+/// sampled from then on, one that ended is skipped (its state is no longer ALIVE) until then.
+/// Names are matched again too (a thread may be renamed).
+const WALL_LIST_NS: u64 = 100_000_000;
+
+impl WallState {
+    /// Lists the Java threads again (those whose name matches `filter`) when the list is due.
+    fn refresh(&mut self, p: &Parts, jni: *mut JNIEnv, now: u64) {
+        if self.listed_at.is_some_and(|t| now.saturating_sub(t) < WALL_LIST_NS) {
+            return;
+        }
+        self.listed_at = Some(now);
+        let Ok(all) = p.jvmti.all_threads() else { return };
+        self.release(jni);
+        if self.matches.len() > 4 * all.len() + 64 {
+            self.matches.clear();
+        }
+        for t in all {
+            let keep = match &p.thread_filter {
+                None => true,
+                Some(re) => jnienv::java_thread_id(jni, t).is_some_and(|id| {
+                    *self.matches.entry(id).or_insert_with(|| re.is_match(&p.jvmti.thread_name(t).unwrap_or_default()))
+                }),
+            };
+            if keep {
+                if let Some(g) = jnienv::new_global_ref(jni, t) {
+                    self.threads.push(g);
+                }
+            }
+            // This thread never returns to Java: its local references must be freed by hand.
+            jnienv::delete_local_ref(jni, t);
+        }
+    }
+
+    fn release(&mut self, jni: *mut JNIEnv) {
+        for g in self.threads.drain(..) {
+            jnienv::delete_global_ref(jni, g);
+        }
+    }
+}
+
 /// One `event=wall` round: the next [`WALL_THREADS_PER_TICK`] Java threads in turn (other
-/// than hpm's own), their stacks and states from one GetThreadListStackTraces.
-fn sample_wall(p: &Parts, jni: *mut JNIEnv, next: &mut usize, lat: &mut Histogram) {
-    let Ok(all) = p.jvmti.all_threads() else { return };
-    let n = all.len();
+/// than hpm's own; with `thread=REGEX` only those whose name matches), their stacks and states
+/// from one GetThreadListStackTraces.
+fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogram) {
+    w.refresh(p, jni, now_ticks());
+    let n = w.threads.len();
     if n == 0 {
         return;
     }
     let k = n.min(WALL_THREADS_PER_TICK);
-    let start = *next % n;
-    let pick: Vec<_> = (0..k).map(|i| all[(start + i) % n]).collect();
-    *next = (start + k) % n;
+    let start = w.next % n;
+    let pick: Vec<_> = (0..k).map(|i| w.threads[(start + i) % n]).collect();
+    w.next = (start + k) % n;
     // Each sample stands for the wall time between two visits of its thread.
     let weight = p.period.saturating_mul(n as u64) / k as u64;
     let t0 = now_ticks();
@@ -398,10 +456,6 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, next: &mut usize, lat: &mut Histogra
             continue;
         }
         push_jvmti_stack(p, jni, thread, time, (weight, hpm_core::capture::state_from_jvmti(state)), &frames);
-    }
-    // This thread never returns to Java: its local references must be freed by hand.
-    for t in all {
-        jnienv::delete_local_ref(jni, t);
     }
 }
 
