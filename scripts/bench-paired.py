@@ -52,6 +52,7 @@ def parse_args():
     ap.add_argument("--java", help="java of the patched JDK (default: HPM_SPS_JDK, then /var/cache/hpm/jdk-sps-latest)")
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--hpm-options", help="more agent options for hpm's sessions with --versus-async-profiler, e.g. stack=asgct")
     ap.add_argument("--quick", action="store_true", help="one run of 8 iterations of xalan at 10ms (CI)")
     ap.add_argument("--versus-async-profiler", dest="versus", action="store_true",
                     help="compare hpm's default sampler with async-profiler (event=cpu) on the stock JDK")
@@ -92,7 +93,7 @@ def run_one(a, agent, cp, w, sampler, interval, r):
         lib, jar = a.aplib
         extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
     elif sampler == "hpm":
-        opts = f"interval={interval},file={workdir}/profile.jfr"
+        opts = f"interval={interval},file={workdir}/profile.jfr" + (f",{a.hpm_options}" if a.hpm_options else "")
     else:
         opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])

@@ -168,7 +168,9 @@ pub struct SampleResolver {
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
     /// call-trace storage does): valid while the code map and the methods stay as they were
     /// (cleared when the map changes and after each collection, which can free methods).
-    vm_stacks: std::collections::HashMap<RawStackKey, (Vec<Frame>, u64)>,
+    vm_stacks: IntMap<RawStackKey, (Vec<Frame>, u64)>,
+    /// The key of the stack being looked up (reused: no allocation on a hit).
+    vm_key: RawStackKey,
     vm_stacks_generation: u64,
 }
 
@@ -378,11 +380,13 @@ impl SampleResolver {
             self.vm_stacks.clear();
             self.vm_stacks_generation = generation;
         }
-        let key: RawStackKey = (0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)).collect();
-        if let Some((frames, unnamed)) = self.vm_stacks.get(&key) {
+        self.vm_key.clear();
+        self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
+        if let Some((frames, unnamed)) = self.vm_stacks.get(self.vm_key.as_slice()) {
             self.stats.unnamed_frames += unnamed;
             return frames.clone();
         }
+        let key = self.vm_key.clone();
         let before = self.stats.unnamed_frames;
         let (frames, complete) = self.name_vm_frames(rec, jm, c, n);
         // A stack with code the map does not have yet is named again next time.

@@ -516,9 +516,13 @@ impl Processor {
         } else {
             String::new()
         };
+        let samples = stats.samples.load(Ordering::Relaxed).max(1) as f64;
+        let processing_ms = self.cpu_ns as f64 / 1e6;
         eprintln!(
-            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {:.0} ms",
-            self.cpu_ns as f64 / 1e6
+            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms \
+             ({:.1} + {:.1} us per sample)",
+            handler_ms * 1e3 / samples,
+            processing_ms * 1e3 / samples,
         );
         if let Some(line) = self.resolver.stats.compare.line() {
             eprintln!("hpm: {line}");
