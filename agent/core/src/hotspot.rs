@@ -880,6 +880,14 @@ impl<M: Memory> Walker<'_, M> {
     }
 }
 
+/// For other modules' tests: fills a sink as the walker does.
+#[cfg(test)]
+pub mod tests_support {
+    pub fn push(sink: &mut super::FrameSink, f: super::RawFrame) -> bool {
+        sink.push(f)
+    }
+}
+
 #[cfg(test)]
 #[path = "hotspot_tests.rs"]
 mod tests;

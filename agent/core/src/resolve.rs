@@ -171,7 +171,21 @@ pub struct SampleResolver {
     vm_stacks: IntMap<RawStackKey, (Vec<Frame>, u64)>,
     /// The key of the stack being looked up (reused: no allocation on a hit).
     vm_key: RawStackKey,
+    /// The Java frames of each physical frame already named (a compiled frame's pc, an
+    /// interpreted frame's method and bytecode): most stacks differ somewhere but share most
+    /// of their frames. Kept and cleared with `vm_stacks`.
+    vm_frames: IntMap<(u8, u64, u64), Vec<Frame>>,
     vm_stacks_generation: u64,
+}
+
+/// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode.
+const TAG_COMPILED_KEY: u8 = 1;
+const TAG_INTERPRETED_KEY: u8 = 2;
+
+/// Whether the frames named for a raw frame may be reused for its next occurrence.
+enum Named {
+    Cached,
+    Uncached,
 }
 
 /// A raw stack of hpm's own walker as recorded: (lineno, value, tag) per slot.
@@ -194,6 +208,9 @@ impl SampleResolver {
         }
         self.gc.push((start, t));
         self.vm_stacks.clear();
+        // Interpreted frames name a Method*, which a collection may free; compiled frames
+        // depend on the code map only.
+        self.vm_frames.retain(|k, _| k.0 != TAG_INTERPRETED_KEY);
     }
 
     /// Takes what this resolver learned of native code, for the next session.
@@ -376,8 +393,12 @@ impl SampleResolver {
     fn vm_java_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Vec<Frame> {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
         let generation = self.timeline.map.generation();
-        if generation != self.vm_stacks_generation || self.vm_stacks.len() >= MAX_VM_STACKS {
+        if generation != self.vm_stacks_generation
+            || self.vm_stacks.len() >= MAX_VM_STACKS
+            || self.vm_frames.len() >= MAX_VM_STACKS
+        {
             self.vm_stacks.clear();
+            self.vm_frames.clear();
             self.vm_stacks_generation = generation;
         }
         self.vm_key.clear();
@@ -407,52 +428,76 @@ impl SampleResolver {
         let mut complete = true;
         let mut out = Vec::with_capacity(n + 8);
         for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
-            match raw {
-                crate::hotspot::RawFrame::Compiled { pc, method, interrupted } => {
-                    let chain: Vec<(u64, i32)> = match self.timeline.map.find(pc) {
-                        Some(b) => match &b.kind {
-                            BlobKind::Compiled { method, .. } => {
-                                let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
-                                scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)])
-                            }
-                            BlobKind::Interpreter | BlobKind::Stub => continue,
-                        },
-                        None if method != 0 => match jm.by_pointer(method) {
-                            Some(m) => {
-                                complete = false;
-                                vec![(m.id, -1)]
-                            }
-                            None => {
-                                complete = false;
-                                self.stats.unnamed_frames += 1;
-                                continue;
-                            }
-                        },
-                        None => {
-                            complete = false;
-                            continue;
-                        }
-                    };
-                    let last = chain.len().saturating_sub(1);
-                    for (k, (m, bci)) in chain.into_iter().enumerate() {
-                        let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
-                        out.push(self.java_frame(rec, jm, m, bci.max(0), kind));
-                    }
+            let key = match raw {
+                crate::hotspot::RawFrame::Compiled { pc, interrupted, .. } => {
+                    (TAG_COMPILED_KEY, pc, u64::from(interrupted))
                 }
-                crate::hotspot::RawFrame::Interpreted { method, bcp } => {
-                    let Some(m) = jm.by_pointer(method) else {
-                        self.stats.unnamed_frames += 1;
-                        continue;
-                    };
-                    // Only the low 32 bits of the bytecode pointer were kept: the index is
-                    // their distance from the bytecodes' start, modulo 2^32.
-                    let bci = (bcp as u32).wrapping_sub(m.code_start as u32);
-                    let bci = if bci < m.code_size { bci as i32 } else { 0 };
-                    out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
+                crate::hotspot::RawFrame::Interpreted { method, bcp } => (TAG_INTERPRETED_KEY, method, bcp),
+            };
+            if let Some(frames) = self.vm_frames.get(&key) {
+                out.extend_from_slice(frames);
+                continue;
+            }
+            let start = out.len();
+            match self.name_vm_frame(rec, jm, raw, &mut out) {
+                Named::Cached => {
+                    let frames = out[start..].to_vec();
+                    self.vm_frames.insert(key, frames);
                 }
+                Named::Uncached => complete = false,
             }
         }
         (out, complete)
+    }
+
+    /// Appends the Java frames of one raw frame; whether they may be kept for its next
+    /// occurrence (not when its code was missing from the map or its method unknown).
+    fn name_vm_frame(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        raw: crate::hotspot::RawFrame,
+        out: &mut Vec<Frame>,
+    ) -> Named {
+        match raw {
+            crate::hotspot::RawFrame::Compiled { pc, method, interrupted } => {
+                let (chain, named): (Vec<(u64, i32)>, Named) = match self.timeline.map.find(pc) {
+                    Some(b) => match &b.kind {
+                        BlobKind::Compiled { method, .. } => {
+                            let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
+                            (scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)]), Named::Cached)
+                        }
+                        BlobKind::Interpreter | BlobKind::Stub => return Named::Cached,
+                    },
+                    None if method != 0 => match jm.by_pointer(method) {
+                        Some(m) => (vec![(m.id, -1)], Named::Uncached),
+                        None => {
+                            self.stats.unnamed_frames += 1;
+                            return Named::Uncached;
+                        }
+                    },
+                    None => return Named::Uncached,
+                };
+                let last = chain.len().saturating_sub(1);
+                for (k, (m, bci)) in chain.into_iter().enumerate() {
+                    let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
+                    out.push(self.java_frame(rec, jm, m, bci.max(0), kind));
+                }
+                named
+            }
+            crate::hotspot::RawFrame::Interpreted { method, bcp } => {
+                let Some(m) = jm.by_pointer(method) else {
+                    self.stats.unnamed_frames += 1;
+                    return Named::Uncached;
+                };
+                // Only the low 32 bits of the bytecode pointer were kept: the index is their
+                // distance from the bytecodes' start, modulo 2^32.
+                let bci = (bcp as u32).wrapping_sub(m.code_start as u32);
+                let bci = if bci < m.code_size { bci as i32 } else { 0 };
+                out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
+                Named::Cached
+            }
+        }
     }
 
     /// One Java frame of method `id` at `bci`; a `native` method's frame is `Native`, without

@@ -314,3 +314,100 @@ fn a_kernel_sample_names_the_library_function_that_entered_the_kernel() {
     assert_eq!(names(&rec, &s), ["clear_page_erms", "write", "Main.leaf", "Main.run"]);
     assert_eq!(s.stack[1].kind, FrameKind::Native);
 }
+
+/// A table that also names `Method*`s (hpm's own walker): Method* 0x7000 is method 1
+/// (Main.run), its bytecodes at 0x9000_0010, 50 long.
+struct Pointers(Table, u64);
+
+impl JavaMethods for Pointers {
+    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
+        self.0.describe(id)
+    }
+    fn line(&mut self, id: u64, bci: i32) -> i32 {
+        self.0.line(id, bci)
+    }
+    fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
+        self.1 += 1;
+        (method == 0x7000).then_some(MethodPointer { id: 1, code_start: 0x9000_0010, code_size: 50 })
+    }
+}
+
+/// A capture of hpm's walker: `raw` frames top first.
+fn vm_captured(time: u64, ip: u64, raw: &[crate::hotspot::RawFrame], stop: crate::hotspot::Stop) -> Captured {
+    let mut c = captured(0, time, ip, &[]);
+    let mut sink = crate::hotspot::FrameSink { frames: &mut c.frames, kinds: &mut c.kinds, len: 0 };
+    for &f in raw {
+        crate::hotspot::tests_support::push(&mut sink, f);
+    }
+    c.num_frames = sink.len as i32;
+    c.vm_walk = true;
+    c.vm_stop = stop as u8;
+    c
+}
+
+#[test]
+fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
+    use crate::hotspot::{RawFrame, Stop};
+    let mut res = SampleResolver::default();
+    // Main.outer compiled at 0x1000: Main.leaf and Main.inner inlined; scopes recorded at
+    // 0x1040 (the end of the code they describe) and at the return address 0x1060.
+    let scopes = vec![
+        PcScope { pc: 0x1040, frames: vec![(4, 3), (3, 7), (2, 11)] },
+        PcScope { pc: 0x1060, frames: vec![(3, 8), (2, 12)] },
+    ];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let mut jm = Pointers(table(), 0);
+    let raw = [
+        RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: true },
+        RawFrame::Compiled { pc: 0x1060, method: 0, interrupted: false },
+        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 9 },
+    ];
+    let c = vm_captured(10, 0x1040, &raw, Stop::Bottom);
+    let s = res.resolve(&mut rec, &mut jm, &c);
+    // The interrupted pc at a scope's pc belongs to the next scope (pc + 1, as ASGCT); the
+    // return address to the scope recorded at it; the interpreted frame's bci from its bcp.
+    assert_eq!(names(&rec, &s), ["Main.inner", "Main.outer", "Main.inner", "Main.outer", "Main.run"]);
+    let kinds: Vec<FrameKind> = s.stack.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            FrameKind::Inlined,
+            FrameKind::JitCompiled,
+            FrameKind::Inlined,
+            FrameKind::JitCompiled,
+            FrameKind::Interpreted
+        ]
+    );
+    assert_eq!((s.stack[4].bci, s.stack[4].line), (9, 109));
+    assert_eq!(res.stats.java_ok, 1);
+    assert!(res.stats.partial.is_empty());
+
+    // The same raw stack again is named from the cache: no new Method* lookup.
+    let asked = jm.1;
+    let again = res.resolve(&mut rec, &mut jm, &vm_captured(11, 0x1040, &raw, Stop::Bottom));
+    assert_eq!(again.stack, s.stack);
+    assert_eq!(jm.1, asked);
+
+    // A walk that stopped early keeps its frames and is counted as partial; an unknown
+    // Method* is left out and counted; a stub's frame is left out.
+    res.timeline.push(CodeEvent::Load(CodeBlob::dynamic("StubRoutines", 0x5000, 0x100, 12)));
+    let raw = [
+        RawFrame::Compiled { pc: 0x5010, method: 0, interrupted: true },
+        RawFrame::Interpreted { method: 0x6666, bcp: 1 },
+        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 },
+    ];
+    let s = res.resolve(&mut rec, &mut jm, &vm_captured(13, 0x1040, &raw, Stop::Lost));
+    assert_eq!(names(&rec, &s), ["Main.run"]);
+    assert_eq!(res.stats.partial, vec![("frame_lost".to_string(), 1)]);
+    assert_eq!(res.stats.unnamed_frames, 1);
+
+    // Nothing named: a pseudo-frame with the walker's reason.
+    let raw = [RawFrame::Interpreted { method: 0x6666, bcp: 1 }];
+    let s = res.resolve(&mut rec, &mut jm, &vm_captured(14, 0x1040, &raw, Stop::BadInterpreterFrame));
+    assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: no_named_Java_frame]"));
+    let mut c = vm_captured(15, 0x1040, &[], Stop::BadInterpreterFrame);
+    c.num_frames = 0;
+    let s = res.resolve(&mut rec, &mut jm, &c);
+    assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: interpreter_frame_not_set_up]"));
+}
