@@ -889,5 +889,5 @@ pub mod tests_support {
 }
 
 #[cfg(test)]
-#[path = "hotspot_tests.rs"]
+#[path = "hotspot_tests/mod.rs"]
 mod tests;

@@ -1,0 +1,143 @@
+//! The frame sink's capacity, the raw frames read back from a capture, the stop codes.
+
+use super::*;
+
+// 8. The sink's capacity.
+
+/// `n` compiled frames of 4 words from SP, all in one nmethod (recursion), under the
+/// interpreter frame of `interp_bottom`.
+fn deep(n: u64) -> (Fake, u64, u64) {
+    let mut f = Fake::new();
+    let a = f.nmethod(4, M_A);
+    let mut sp = SP;
+    for i in 0..n {
+        let last = i + 1 == n;
+        let ret = if last { INTERP_RET } else { a + BODY + 4 };
+        let link = if last { sp + 4 * 8 + INTERP_FP } else { 0 };
+        sp = f.compiled_frame(sp, 4, ret, link);
+    }
+    f.interp_bottom(sp);
+    (f, a + BODY, a + BODY + 4)
+}
+
+#[test]
+fn full_sink() {
+    let (f, pc, ret) = deep(20);
+    let r = regs(pc, SP, 0);
+    // 5 slots: two compiled frames (4 slots); the third does not fit in the last one.
+    let (frames, stop) = f.walk(r, 5);
+    assert_eq!(frames, vec![compiled(pc, M_A, true), compiled(ret, M_A, false)]);
+    assert_eq!(stop, Stop::Full);
+    assert_eq!(f.walk(r, 0), (vec![], Stop::Full));
+    assert_eq!(f.walk(r, 1), (vec![], Stop::Full));
+    // Room for all: 20 compiled frames and the interpreter's.
+    let (frames, stop) = f.walk(r, 41);
+    assert_eq!(frames.len(), 21);
+    assert_eq!(frames[20], bottom());
+    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(r, 40).1, Stop::Full);
+}
+
+#[test]
+fn interpreted_frame_takes_the_last_slot() {
+    let (f, pc, ret) = deep(2);
+    let r = regs(pc, SP, 0);
+    let all = vec![compiled(pc, M_A, true), compiled(ret, M_A, false), bottom()];
+    assert_eq!(f.walk(r, 5), (all.clone(), Stop::Bottom));
+    assert_eq!(f.walk(r, 4), (all[..2].to_vec(), Stop::Full));
+}
+
+#[test]
+fn deep_stack_of_many_frames() {
+    // The walk's step bound does not cut a real stack short: 300 frames into 600 slots.
+    let (f, pc, _) = deep(300);
+    let (frames, stop) = f.walk(regs(pc, SP, 0), 601);
+    assert_eq!(frames.len(), 301);
+    assert_eq!(stop, Stop::Bottom);
+}
+
+// 9. raw_frames.
+
+#[test]
+fn raw_frames_round_trip() {
+    let mut frames = [SENTINEL; 8];
+    let mut kinds = [SENTINEL_KIND; 8];
+    let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0 };
+    let pushed = [
+        compiled(0x1000_0040, M_A, true),
+        RawFrame::Interpreted { method: M_I, bcp: 0x7f00_8000_0010 },
+        compiled(0x1000_0444, 0, false),
+    ];
+    for f in pushed {
+        assert!(sink.push(f));
+    }
+    assert_eq!(sink.len, 5);
+    // Three slots left: a compiled frame, then only an interpreted one.
+    assert!(sink.push(compiled(1, 2, false)));
+    assert_eq!(sink.len, 7);
+    assert!(!sink.push(compiled(3, 4, false)));
+    assert!(sink.push(interpreted(5, 6)));
+    assert!(!sink.push(interpreted(7, 8)));
+    assert_eq!(sink.len, 8);
+    assert_eq!(
+        kinds[..5],
+        [
+            FrameKind::JitCompiled,
+            FrameKind::Unknown,
+            FrameKind::Interpreted,
+            FrameKind::JitCompiled,
+            FrameKind::Unknown
+        ]
+    );
+    assert_eq!(frames[0], CallFrame { lineno: 1, method_id: 0x1000_0040 });
+    assert_eq!(frames[1], CallFrame { lineno: 0, method_id: M_A });
+    // The bytecode pointer keeps its low 32 bits (here with the sign bit set).
+    assert_eq!(frames[2], CallFrame { lineno: 0x8000_0010_u32 as i32, method_id: M_I });
+    let back: Vec<RawFrame> = raw_frames(&frames[..5], &kinds[..5]).collect();
+    assert_eq!(
+        back,
+        vec![
+            compiled(0x1000_0040, M_A, true),
+            RawFrame::Interpreted { method: M_I, bcp: 0x8000_0010 },
+            compiled(0x1000_0444, 0, false),
+        ]
+    );
+    let back: Vec<RawFrame> = raw_frames(&frames, &kinds).collect();
+    assert_eq!(back.len(), 5);
+    assert_eq!(back[3], compiled(1, 2, false));
+    assert_eq!(back[4], interpreted(5, 6));
+}
+
+#[test]
+fn raw_frames_of_odd_slots() {
+    let f = |m: u64| CallFrame { lineno: 0, method_id: m };
+    // A pc slot without its method slot (at the end, or followed by another pc), and slots of
+    // other kinds, which are skipped.
+    let frames = [f(1), f(2), f(3), f(4), f(5), f(6)];
+    let kinds = [
+        FrameKind::Native,
+        FrameKind::JitCompiled,
+        FrameKind::JitCompiled,
+        FrameKind::Unknown,
+        FrameKind::Unknown,
+        FrameKind::JitCompiled,
+    ];
+    let back: Vec<RawFrame> = raw_frames(&frames, &kinds).collect();
+    assert_eq!(back, vec![compiled(2, 0, false), compiled(3, 4, false), compiled(6, 0, false)]);
+    // Kinds shorter than frames: only the slots with both.
+    let back: Vec<RawFrame> = raw_frames(&frames, &kinds[..3]).collect();
+    assert_eq!(back, vec![compiled(2, 0, false), compiled(3, 0, false)]);
+    assert_eq!(raw_frames(&[], &[]).count(), 0);
+}
+
+#[test]
+fn stop_codes() {
+    for (i, s) in Stop::ALL.iter().enumerate() {
+        assert_eq!(*s as u8, i as u8);
+        assert_eq!(Stop::from_u8(i as u8), *s);
+    }
+    assert_eq!(Stop::from_u8(200), Stop::Lost);
+    assert_eq!(Stop::Bottom as u8, 0);
+    let names: std::collections::HashSet<&str> = Stop::ALL.iter().map(|s| s.name()).collect();
+    assert_eq!(names.len(), 5);
+}
