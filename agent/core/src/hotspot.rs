@@ -345,6 +345,7 @@ pub struct Regs {
 /// A blob of the code cache found by pc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Blob {
+    /// Where the blob starts (what the segment map led to).
     start: u64,
     frame_words: u64,
     /// The first pc at which the frame is complete.
@@ -586,15 +587,14 @@ impl<M: Memory> Walker<'_, M> {
                 }
                 // The VM frames between are C++: from the anchor on, a native hop is allowed
                 // again (a leaf call out of the Java frames below is not possible).
-                let Some(p) = (if apc != 0 { Some(apc) } else { word(asp - 8) }) else { return Stop::Lost };
-                (pc, sp, fp) = (p, asp, afp);
+                let Some(next) = self.anchored(asp, apc, afp, &word) else { return Stop::Lost };
+                (pc, sp, fp) = next;
                 exact = true;
                 continue;
             }
             if let Some(b) = self.blob(pc) {
                 if b.frame_words > 0 {
-                    let method = if b.is_nmethod { b.method } else { 0 };
-                    if !out.push(RawFrame::Compiled { pc, method, interrupted: !exact }) {
+                    if !out.push(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }) {
                         return Stop::Full;
                     }
                     found_java |= b.is_nmethod;
@@ -626,10 +626,10 @@ impl<M: Memory> Walker<'_, M> {
                 anchor_used = true;
                 let t = self.thread;
                 if t.anchor_sp != 0 && t.anchor_sp >= sp && in_stack(t.anchor_sp, 8) {
-                    let Some(p) = (if t.anchor_pc != 0 { Some(t.anchor_pc) } else { word(t.anchor_sp - 8) }) else {
+                    let Some(next) = self.anchored(t.anchor_sp, t.anchor_pc, t.anchor_fp, &word) else {
                         return Stop::Lost;
                     };
-                    (pc, sp, fp) = (p, t.anchor_sp, t.anchor_fp);
+                    (pc, sp, fp) = next;
                     exact = true;
                     continue;
                 }
@@ -663,7 +663,7 @@ impl<M: Memory> Walker<'_, M> {
         for i in 0..MAX_ENTRY_WORDS {
             let a = sp.checked_add(8 * i)?;
             let v = word(a)?;
-            if self.is_code(v) || (v == self.code.call_stub_return && v != 0) {
+            if self.is_code(v) {
                 let caller_fp = if fp.wrapping_add(8) == a { word(fp)? } else { fp };
                 return Some((v, a + 8, caller_fp));
             }
@@ -671,9 +671,29 @@ impl<M: Memory> Walker<'_, M> {
         None
     }
 
-    /// Whether a return address points into code the walker can continue from.
+    /// Whether a return address points into code the walker can continue from (the call
+    /// stub's return address included).
     fn is_code(&self, pc: u64) -> bool {
-        self.code.contains(pc) || self.code.in_interpreter(pc)
+        self.code.contains(pc) || self.code.in_interpreter(pc) || (pc == self.code.call_stub_return && pc != 0)
+    }
+
+    /// The caller of a frame that has pushed nothing (or popped everything): the return
+    /// address at sp, rbp untouched.
+    fn popped(&self, sp: u64, fp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
+        Some((word(sp)?, sp + 8, fp))
+    }
+
+    /// The caller of a frame that has pushed rbp and nothing more: the saved rbp at sp, the
+    /// return address above it.
+    fn pushed(&self, sp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
+        Some((word(sp + 8)?, sp + 16, word(sp)?))
+    }
+
+    /// The first Java frame under an anchor (the thread's, or an entry frame's saved one): at
+    /// its pc, or, where the anchor keeps none, at the return address just below its sp.
+    fn anchored(&self, sp: u64, pc: u64, fp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
+        let pc = if pc != 0 { pc } else { word(sp - 8)? };
+        Some((pc, sp, fp))
     }
 
     /// The blob containing `pc`, through its code heap's segment map (`CodeHeap::find_start`).
@@ -755,8 +775,8 @@ impl<M: Memory> Walker<'_, M> {
     ) -> Option<(u64, u64, u64)> {
         let b = |i: u64| self.code_byte(pc.wrapping_add(i));
         let before = |i: u64| self.code_byte(pc.wrapping_sub(i));
-        let at_sp = || Some((word(sp)?, sp + 8, fp));
-        let pushed = || Some((word(sp + 8)?, sp + 16, word(sp)?));
+        let at_sp = || self.popped(sp, fp, word);
+        let pushed = || self.pushed(sp, word);
         let after_push = before(1) == Some(0x55)
             || matches!(
                 (before(3), before(2), before(1)),
@@ -802,15 +822,14 @@ impl<M: Memory> Walker<'_, M> {
         &self,
         pc: u64,
         sp: u64,
-        _fp: u64,
+        fp: u64,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Option<(u64, u64, u64)> {
         let b = |i: u64| self.code_byte(pc + i);
         match (b(0), b(1), b(2)) {
-            (Some(0x5d), _, _) => Some((word(sp + 8)?, sp + 16, word(sp)?)),
-            (Some(0xc3), _, _) => Some((word(sp)?, sp + 8, _fp)),
-            (Some(0x49), Some(0x3b), Some(0x67 | 0xa7)) => Some((word(sp)?, sp + 8, _fp)),
-            (Some(0x0f), Some(0x87), _) if b(6) == Some(0xc3) => Some((word(sp)?, sp + 8, _fp)),
+            (Some(0x5d), _, _) => self.pushed(sp, word),
+            (Some(0xc3), _, _) | (Some(0x49), Some(0x3b), Some(0x67 | 0xa7)) => self.popped(sp, fp, word),
+            (Some(0x0f), Some(0x87), _) if b(6) == Some(0xc3) => self.popped(sp, fp, word),
             _ => None,
         }
     }
@@ -827,9 +846,8 @@ impl<M: Memory> Walker<'_, M> {
         interrupted: bool,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Option<(u64, u64, u64)> {
-        let top = word(sp)?;
-        if self.is_code(top) || top == self.code.call_stub_return {
-            return Some((top, sp + 8, fp));
+        if let Some(caller) = self.popped(sp, fp, word).filter(|&(p, _, _)| self.is_code(p)) {
+            return Some(caller);
         }
         if fp >= sp && fp - sp <= 4096 {
             let ret = word(fp.wrapping_add(8))?;
@@ -853,9 +871,8 @@ impl<M: Memory> Walker<'_, M> {
     /// return address into the code cache.
     fn unwind_native(&self, sp: u64, fp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
         // A leaf function that pushed nothing: the return address at sp.
-        let top = word(sp)?;
-        if self.is_code(top) {
-            return Some((top, sp + 8, fp));
+        if let Some(caller) = self.popped(sp, fp, word).filter(|&(p, _, _)| self.is_code(p)) {
+            return Some(caller);
         }
         let mut fp = fp;
         let mut last = sp;
