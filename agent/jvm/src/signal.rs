@@ -299,13 +299,11 @@ fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
     Walks { at: kernel_run.unwrap_or(last), last }
 }
 
+/// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
 fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
-    c.walk_from_caller = false;
-    c.vm_walk = false;
     let Some(env) = ctx.vm.env() else {
         return -3; // ticks_unknown_not_Java: not a Java thread
     };
-    c.asgct_frames = WALK_NOT_ATTEMPTED;
     // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*; without the thread key (not
     // learnt: see `Vm::learn_thread_key`) ASGCT walks.
     let thread = ctx.vm.current_vm_thread();
