@@ -42,17 +42,39 @@ fn exported_ptr(lib: *mut c_void, name: &CStr) -> Option<*const u8> {
     symbol(lib, name).map(|p| unsafe { *(p as *const *const u8) }).filter(|p| !p.is_null())
 }
 
-/// A NUL-terminated string in libjvm's data, or None.
+/// The string a `const char*` field at `off` of an entry points at, or None when null.
 ///
 /// # Safety
-/// `p` is null or points at a NUL-terminated string.
-unsafe fn text(p: *const c_char) -> Option<String> {
+/// `e + off` holds a pointer that is null or points at a NUL-terminated string.
+unsafe fn text_at(e: *const u8, off: u64) -> Option<String> {
+    let p = *(e.add(off as usize) as *const *const c_char);
     (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+}
+
+/// The value of type `T` at `off` of an entry.
+///
+/// # Safety
+/// `e + off` holds a `T`.
+unsafe fn value_at<T: Copy>(e: *const u8, off: u64) -> T {
+    *(e.add(off as usize) as *const T)
 }
 
 /// Entries are bounded: HotSpot 17 exports ~2,500 fields; a table without its terminator is
 /// not read past this.
 const MAX_ENTRIES: usize = 100_000;
+
+/// Calls `f` with each entry of a VMStructs table (`stride` bytes apart) and its name (the
+/// string field at `name`), up to the terminating entry, whose name is null.
+///
+/// # Safety
+/// `base` is such a table and `name` the offset of its entries' name field.
+unsafe fn each_entry(base: *const u8, stride: u64, name: u64, mut f: impl FnMut(*const u8, String)) {
+    for i in 0..MAX_ENTRIES {
+        let e = base.add(i * stride as usize);
+        let Some(n) = text_at(e, name) else { break };
+        f(e, n);
+    }
+}
 
 /// Reads the four tables. `Err` names what is missing.
 pub fn read() -> Result<VmTable, String> {
@@ -70,25 +92,22 @@ pub fn read() -> Result<VmTable, String> {
         need(c"gHotSpotVMStructEntryAddressOffset")?,
         need(c"gHotSpotVMStructEntryArrayStride")?,
     );
-    for i in 0..MAX_ENTRIES {
-        // SAFETY: the table is an array of entries of `stride` bytes with the exported field
-        // offsets, terminated by an entry whose type name is null; reads stop there.
-        unsafe {
-            let e = base.add(i * stride as usize);
-            let Some(type_name) = text(*(e.add(tn as usize) as *const *const c_char)) else { break };
-            let Some(field) = text(*(e.add(fname as usize) as *const *const c_char)) else { continue };
-            if let Some(ty) = text(*(e.add(tstr as usize) as *const *const c_char)) {
-                t.types.insert(format!("{type_name}::{field}"), ty);
+    // SAFETY: the struct table with its exported entry layout (type name, field name, type
+    // string: `const char*`; static flag: int32; offset and address: 64 bits).
+    unsafe {
+        each_entry(base, stride, tn, |e, type_name| {
+            let Some(field) = text_at(e, fname) else { return };
+            let key = format!("{type_name}::{field}");
+            if let Some(ty) = text_at(e, tstr) {
+                t.types.insert(key.clone(), ty);
             }
-            if *(e.add(stat as usize) as *const i32) != 0 {
-                let a = *(e.add(addr as usize) as *const u64);
-                t.statics.insert(format!("{type_name}::{field}"), a);
+            if value_at::<i32>(e, stat) != 0 {
+                t.statics.insert(key, value_at::<u64>(e, addr));
             } else {
-                let o = *(e.add(off as usize) as *const u64);
-                t.fields.insert(format!("{type_name}::{field}"), o);
+                t.fields.insert(key, value_at::<u64>(e, off));
             }
-        }
-    }
+        })
+    };
 
     let base = exported_ptr(lib, c"gHotSpotVMTypes").ok_or("libjvm.so exports no gHotSpotVMTypes")?;
     let (tn, size, stride) = (
@@ -96,14 +115,12 @@ pub fn read() -> Result<VmTable, String> {
         need(c"gHotSpotVMTypeEntrySizeOffset")?,
         need(c"gHotSpotVMTypeEntryArrayStride")?,
     );
-    for i in 0..MAX_ENTRIES {
-        // SAFETY: as above, for the type table.
-        unsafe {
-            let e = base.add(i * stride as usize);
-            let Some(type_name) = text(*(e.add(tn as usize) as *const *const c_char)) else { break };
-            t.sizes.insert(type_name, *(e.add(size as usize) as *const u64));
-        }
-    }
+    // SAFETY: the type table with its exported entry layout (size: 64 bits).
+    unsafe {
+        each_entry(base, stride, tn, |e, type_name| {
+            t.sizes.insert(type_name, value_at::<u64>(e, size));
+        })
+    };
 
     for (table, name_off, value_off, stride_name, long) in [
         (
@@ -123,19 +140,13 @@ pub fn read() -> Result<VmTable, String> {
     ] {
         let Some(base) = exported_ptr(lib, table) else { continue };
         let (no, vo, stride) = (need(name_off)?, need(value_off)?, need(stride_name)?);
-        for i in 0..MAX_ENTRIES {
-            // SAFETY: as above, for the constant tables (int32 or int64 values).
-            unsafe {
-                let e = base.add(i * stride as usize);
-                let Some(name) = text(*(e.add(no as usize) as *const *const c_char)) else { break };
-                let v = if long {
-                    *(e.add(vo as usize) as *const i64)
-                } else {
-                    i64::from(*(e.add(vo as usize) as *const i32))
-                };
+        // SAFETY: the constant tables with their exported entry layout (int32 or int64 values).
+        unsafe {
+            each_entry(base, stride, no, |e, name| {
+                let v = if long { value_at::<i64>(e, vo) } else { i64::from(value_at::<i32>(e, vo)) };
                 t.constants.insert(name, v);
-            }
-        }
+            })
+        };
     }
     Ok(t)
 }
