@@ -74,6 +74,28 @@ pub struct Int {
     pub width: u8,
 }
 
+impl Int {
+    /// The field's value from the little-endian word read at its offset, sign-extended.
+    pub fn signed(self, word: u64) -> i64 {
+        match self.width {
+            1 => i64::from(word as u8),
+            2 => i64::from(word as u16 as i16),
+            4 => i64::from(word as u32 as i32),
+            _ => word as i64,
+        }
+    }
+
+    /// The field's value from the little-endian word read at its offset, as unsigned.
+    pub fn unsigned(self, word: u64) -> u64 {
+        match self.width {
+            1 => word & 0xff,
+            2 => word & 0xffff,
+            4 => word & 0xffff_ffff,
+            _ => word,
+        }
+    }
+}
+
 /// Where a code blob keeps its instructions: a pointer field (JDK 17) or an offset from the
 /// blob (JDK 23 and later).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,15 +282,7 @@ impl CodeView {
     /// Reads the code cache's layout through the VM's permanent structures (`vm_word` must be
     /// able to read libjvm's statics and the CodeHeap objects they point to).
     pub fn read(l: &Layout, vm_word: impl Fn(u64) -> u64) -> CodeView {
-        let int = |addr: u64, f: Int| -> i64 {
-            let w = vm_word(addr + f.off);
-            match f.width {
-                1 => i64::from(w as u8),
-                2 => i64::from(w as u16 as i16),
-                4 => i64::from(w as u32 as i32),
-                _ => w as i64,
-            }
-        };
+        let int = |addr: u64, f: Int| f.signed(vm_word(addr + f.off));
         let mut v = CodeView { call_stub_return: vm_word(l.call_stub_return), ..CodeView::default() };
         let queue = vm_word(l.interpreter_code);
         if queue != 0 {

@@ -101,12 +101,7 @@ impl MethodPointers {
         let l = self.layout;
         let cm = os::read_words_checked(&[method + l.method_const])[0]?;
         let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
-        let size = match l.const_code_size.width {
-            1 => word & 0xff,
-            2 => word & 0xffff,
-            4 => word & 0xffff_ffff,
-            _ => word,
-        };
+        let size = l.const_code_size.unsigned(word);
         let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
         self.named.insert(method, m);
         Some(m)
