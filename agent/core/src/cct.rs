@@ -187,6 +187,27 @@ impl Cct {
         cur
     }
 
+    /// Adds samples ending at the existing node `leaf` (returned by an earlier add of the same
+    /// path): its self sums, and the totals of it and of every node above it. Nothing is
+    /// looked up by name: the agent's path for a stack it has seen before.
+    pub fn add_at(&mut self, leaf: NodeId, samples: u64, weight: u64, counters: &[u64]) {
+        let mut cur = leaf;
+        // Bounded by the node count: every node's parent was created before it.
+        for _ in 0..self.nodes.len() {
+            self.bump(cur, samples, weight, counters);
+            if cur == ROOT {
+                break;
+            }
+            cur = self.nodes[cur as usize].parent;
+        }
+        let n = &mut self.nodes[leaf as usize];
+        n.self_samples = n.self_samples.saturating_add(samples);
+        n.self_weight = n.self_weight.saturating_add(weight);
+        for (s, c) in n.self_counters.iter_mut().zip(counters) {
+            *s = s.saturating_add(*c);
+        }
+    }
+
     fn bump(&mut self, id: NodeId, samples: u64, weight: u64, counters: &[u64]) {
         let n = &mut self.nodes[id as usize];
         n.total_samples = n.total_samples.saturating_add(samples);
@@ -223,13 +244,13 @@ impl Cct {
 
     /// Adds a sample whose frame names are looked up in `names` (indexed by method), with an
     /// optional per-thread root: no allocation once the nodes exist. The agent's hot path.
-    pub fn add_sample_named(&mut self, s: &Sample, thread_root: Option<&str>, names: &[String]) {
+    pub fn add_sample_named(&mut self, s: &Sample, thread_root: Option<&str>, names: &[String]) -> NodeId {
         let frames = s
             .stack
             .iter()
             .rev()
             .map(|f| (names.get(f.method as usize).map_or("[?]", String::as_str), kind_bit(f.kind)));
-        self.add_path_kinds(thread_root.map(|t| (t, 0)).into_iter().chain(frames), 1, s.weight, &s.counters);
+        self.add_path_kinds(thread_root.map(|t| (t, 0)).into_iter().chain(frames), 1, s.weight, &s.counters)
     }
 
     pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {
@@ -415,6 +436,19 @@ mod tests {
             norm.nodes.iter().map(|n| n.kinds).fold(0, |a, k| a | k),
             c.nodes.iter().map(|n| n.kinds).fold(0, |a, k| a | k)
         );
+    }
+
+    #[test]
+    fn adding_at_a_known_leaf_equals_adding_its_path_again() {
+        let mut by_path = Cct::new(vec!["c".into()]);
+        let mut at_leaf = Cct::new(vec!["c".into()]);
+        by_path.add_stack(&["main", "a", "b"], 1, 10, &[1]);
+        by_path.add_stack(&["main", "x"], 1, 10, &[1]);
+        by_path.add_stack(&["main", "a", "b"], 2, 30, &[5]);
+        let leaf = at_leaf.add_stack(&["main", "a", "b"], 1, 10, &[1]);
+        at_leaf.add_stack(&["main", "x"], 1, 10, &[1]);
+        at_leaf.add_at(leaf, 2, 30, &[5]);
+        assert_eq!(at_leaf, by_path);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! `t`. A sample then sees exactly the code that was installed when it was taken (as samply
 //! does for library mappings).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::hash::IntMap;
 
@@ -128,12 +128,31 @@ pub struct CodeMap {
     /// Bumped whenever code leaves the map: what was resolved against it before may differ
     /// now (an added blob only covers addresses that were not code before).
     generation: u64,
+    /// The latest removals, oldest first: (generation it made, start, end). A memo of names by
+    /// pc keeps what no removal touched ([`Self::removed_since`]).
+    removals: VecDeque<(u64, u64, u64)>,
 }
+
+/// Removals remembered at most; a memo older than the oldest is dropped whole.
+const MAX_REMOVALS: usize = 4096;
 
 impl CodeMap {
     /// Changes whenever the map does.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Whether code covering `pc` may have left the map since generation `since`: true when
+    /// a removal after it covered `pc`, or when removals that far back are forgotten.
+    pub fn removed_since(&self, since: u64, pc: u64) -> bool {
+        if since >= self.generation {
+            return false;
+        }
+        match self.removals.front() {
+            Some(&(g, _, _)) if g <= since + 1 => {}
+            _ => return true,
+        }
+        self.removals.iter().rev().take_while(|r| r.0 > since).any(|&(_, start, end)| start <= pc && pc < end)
     }
 
     pub fn apply(&mut self, ev: CodeEvent) {
@@ -158,6 +177,10 @@ impl CodeMap {
     fn remove(&mut self, start: u64) {
         if let Some(old) = self.blobs.remove(&start) {
             self.generation += 1;
+            if self.removals.len() >= MAX_REMOVALS {
+                self.removals.pop_front();
+            }
+            self.removals.push_back((self.generation, old.start, old.end));
             if let Some(m) = old.method() {
                 if let Some(v) = self.live.get_mut(&m) {
                     v.retain(|&s| s != start);
@@ -227,6 +250,26 @@ impl CodeTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn removals_are_remembered_by_generation_and_address() {
+        let mut m = CodeMap::default();
+        m.apply(CodeEvent::Load(CodeBlob::compiled(1, 0x1000, 0x100, Vec::new(), 1)));
+        m.apply(CodeEvent::Load(CodeBlob::compiled(2, 0x2000, 0x100, Vec::new(), 1)));
+        let before = m.generation();
+        assert!(!m.removed_since(before, 0x1010), "nothing removed yet");
+        m.apply(CodeEvent::Unload { time: 2, start: 0x2000 });
+        assert!(!m.removed_since(before, 0x1010), "another blob left");
+        assert!(m.removed_since(before, 0x2010));
+        assert!(!m.removed_since(m.generation(), 0x2010), "nothing since now");
+        // Older than the log reaches: assumed removed.
+        for k in 0..MAX_REMOVALS as u64 + 1 {
+            let start = 0x10_0000 + k * 0x100;
+            m.apply(CodeEvent::Load(CodeBlob::compiled(3, start, 0x100, Vec::new(), 3)));
+            m.apply(CodeEvent::Unload { time: 4, start });
+        }
+        assert!(m.removed_since(before, 0x1010));
+    }
 
     fn scope(pc: u64, frames: &[(u64, i32)]) -> PcScope {
         PcScope { pc, frames: frames.to_vec() }

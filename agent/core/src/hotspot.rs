@@ -438,7 +438,7 @@ pub struct FrameSink<'a> {
 }
 
 /// Slot tags in `kinds`: a compiled frame's pc slot, its method slot, an interpreted frame.
-const TAG_PC: FrameKind = FrameKind::JitCompiled;
+pub(crate) const TAG_PC: FrameKind = FrameKind::JitCompiled;
 const TAG_METHOD: FrameKind = FrameKind::Unknown;
 const TAG_INTERPRETED: FrameKind = FrameKind::Interpreted;
 

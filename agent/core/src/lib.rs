@@ -16,6 +16,7 @@ pub mod fuzz_targets;
 mod fuzz_targets_tests;
 pub mod hash;
 pub mod hotspot;
+pub mod interned;
 pub mod jfr;
 pub mod kallsyms;
 pub mod latency;

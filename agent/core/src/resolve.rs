@@ -3,6 +3,8 @@
 //! (JIT code, interpreter, stub, native library, kernel), the Java frames get methods, lines and
 //! frame types, counter values become per-thread deltas, and the sample gets its VM component.
 
+use std::sync::Arc;
+
 use crate::hash::IntMap;
 
 use crate::capture::{
@@ -11,7 +13,7 @@ use crate::capture::{
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
-use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx};
+use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, Stack, ThreadIdx};
 use crate::symbols::Symbolizer;
 
 /// Method metadata from the JVM (JVMTI in the agent, a table in tests).
@@ -167,29 +169,98 @@ pub struct SampleResolver {
     last_maps_refresh: u64,
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
     /// call-trace storage does): valid while the code map and the methods stay as they were
-    /// (cleared when the map changes and after each collection, which can free methods).
-    vm_stacks: IntMap<RawStackKey, (Vec<Frame>, u64)>,
+    /// (cleared when the map changes; those with interpreted frames after each collection,
+    /// which can free methods).
+    vm_stacks: IntMap<RawStackKey, NamedStack>,
     /// The key of the stack being looked up (reused: no allocation on a hit).
     vm_key: RawStackKey,
     /// The Java frames of each physical frame already named (a compiled frame's pc, an
     /// interpreted frame's method and bytecode): most stacks differ somewhere but share most
-    /// of their frames. Kept and cleared with `vm_stacks`.
-    vm_frames: IntMap<(u8, u64, u64), Vec<Frame>>,
-    vm_stacks_generation: u64,
+    /// of their frames.
+    vm_frames: IntMap<(u8, u64, u64), NamedFrame>,
+    /// Collections finished: names by `Method*` made before one are checked again.
+    collections: u64,
+    /// Finished stacks, one shared copy each: what is computed per stack downstream (tree
+    /// node, stack-table entry, JFR pool key) is computed once per distinct stack.
+    interner: crate::interned::StackInterner,
+    /// The stack being built (reused: no allocation per sample).
+    stack_buf: Vec<Frame>,
+    /// The processing thread's CPU clock in ns (the agent sets it): what is read once per
+    /// process (kernel and library symbol tables) is timed apart from the per-sample work.
+    pub cpu_clock: Option<fn() -> u64>,
+    /// CPU time spent reading symbol tables (by `cpu_clock`).
+    pub tables_ns: u64,
+    /// Library code already placed, by address: (library, function). Cleared with the
+    /// mappings' refresh, and when full.
+    lib_sites: IntMap<u64, (Arc<str>, Arc<str>)>,
+    /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
+    pseudo_ids: IntMap<String, MethodIdx>,
 }
 
 /// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode.
 const TAG_COMPILED_KEY: u8 = 1;
 const TAG_INTERPRETED_KEY: u8 = 2;
 
-/// Whether the frames named for a raw frame may be reused for its next occurrence.
+/// Whether the frames named for a raw frame may be reused for its next occurrence (with the
+/// `Method*` an interpreted frame was named by).
 enum Named {
-    Cached,
+    Cached(Option<(u64, MethodPointer)>),
     Uncached,
 }
 
 /// A raw stack of hpm's own walker as recorded: (lineno, value, tag) per slot.
 type RawStackKey = Vec<(i32, u64, u8)>;
+
+/// A raw stack named: its Java frames (the interned copy) and the frames left out because no
+/// jmethodID was known for them.
+struct NamedStack {
+    frames: Stack,
+    unnamed: u64,
+    valid: Validity,
+}
+
+/// One physical frame named.
+struct NamedFrame {
+    frames: Vec<Frame>,
+    valid: Validity,
+}
+
+/// What a name given by pc and by `Method*` rests on, and when it was last found to hold. A
+/// pc's name holds until code covering it leaves the map ([`CodeMap::removed_since`]); a
+/// `Method*`'s until a collection frees it, so after each collection it is asked again.
+struct Validity {
+    /// The code map's generation when last checked.
+    generation: u64,
+    /// Collections finished when last checked.
+    collections: u64,
+    /// The interpreted frames' `Method*`s with what they were named as.
+    methods: Vec<(u64, MethodPointer)>,
+}
+
+impl Validity {
+    /// Whether the names still hold (and if so, checked as of now).
+    fn check(
+        &mut self,
+        map: &CodeMap,
+        pcs: impl IntoIterator<Item = u64>,
+        collections: u64,
+        jm: &mut dyn JavaMethods,
+    ) -> bool {
+        let generation = map.generation();
+        let code = self.generation == generation || !pcs.into_iter().any(|pc| map.removed_since(self.generation, pc));
+        let methods = self.collections == collections || self.methods.iter().all(|&(p, m)| jm.by_pointer(p) == Some(m));
+        if code && methods {
+            self.generation = generation;
+            self.collections = collections;
+        }
+        code && methods
+    }
+}
+
+/// The pcs of compiled code in a raw stack key.
+fn key_pcs(key: &[(i32, u64, u8)]) -> impl Iterator<Item = u64> + '_ {
+    key.iter().filter(|k| k.2 == crate::hotspot::TAG_PC as u8).map(|k| k.1)
+}
 
 /// Distinct raw stacks remembered at most (cleared when full).
 const MAX_VM_STACKS: usize = 1 << 16;
@@ -207,10 +278,8 @@ impl SampleResolver {
             self.gc.drain(..GC_KEPT);
         }
         self.gc.push((start, t));
-        self.vm_stacks.clear();
-        // Interpreted frames name a Method*, which a collection may free; compiled frames
-        // depend on the code map only.
-        self.vm_frames.retain(|k, _| k.0 != TAG_INTERPRETED_KEY);
+        // Interpreted frames name a Method*, which a collection may free: checked at next use.
+        self.collections += 1;
     }
 
     /// Takes what this resolver learned of native code, for the next session.
@@ -240,8 +309,19 @@ impl SampleResolver {
         i
     }
 
-    fn pseudo(rec: &mut Recording, name: &str, kind: FrameKind) -> Frame {
-        Frame { method: rec.methods.intern(MethodInfo::native(name)), bci: -1, line: -1, kind }
+    fn pseudo(&mut self, rec: &mut Recording, name: &str, kind: FrameKind) -> Frame {
+        let method = match self.pseudo_ids.get(name) {
+            Some(&m) => m,
+            None => {
+                let m = rec.methods.intern(MethodInfo::native(name));
+                if self.pseudo_ids.len() >= MAX_VM_STACKS {
+                    self.pseudo_ids.clear();
+                }
+                self.pseudo_ids.insert(name.to_string(), m);
+                m
+            }
+        };
+        Frame { method, bci: -1, line: -1, kind }
     }
 
     /// Resolves one captured sample. `counters` is the number of counters in the group.
@@ -249,9 +329,6 @@ impl SampleResolver {
         let raw = &c.raw;
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
-        let (thread_name, is_java) =
-            rec.threads.get(c.thread as usize).map(|t| (t.name.clone(), t.is_java)).unwrap_or_default();
-
         let native = self.place_ip(ip, raw.time);
         let site = match &native {
             Placed::Code(k, _) => *k,
@@ -260,14 +337,18 @@ impl SampleResolver {
             Placed::Anonymous => IpSite::Anonymous,
             Placed::Unknown => IpSite::Unknown,
         };
-        let component = classify(&thread_name, is_java, site, self.gc_active(raw.time));
+        let in_gc = self.gc_active(raw.time);
+        let thread = rec.threads.get(c.thread as usize);
+        let is_java = thread.is_some_and(|t| t.is_java);
+        let component = classify(thread.map_or("", |t| t.name.as_str()), is_java, site, in_gc);
 
-        let mut stack = Vec::with_capacity(c.java_frames().len() + 2 + raw.kernel_frames().len());
+        let mut stack = std::mem::take(&mut self.stack_buf);
+        stack.clear();
         // Leaf: the native function or stub the thread was in, if not Java code.
         match &native {
             Placed::Kernel if raw.nkernel > 0 => self.push_kernel_frames(rec, raw.kernel_frames(), &mut stack),
-            Placed::Kernel => stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel)),
-            other => Self::push_native_frame(rec, other, &mut stack),
+            Placed::Kernel => stack.push(self.pseudo(rec, "[kernel]", FrameKind::Kernel)),
+            other => self.push_native_frame(rec, other, &mut stack),
         }
 
         // In the kernel: the user-mode code that entered it (a system call in libc, say) is the
@@ -275,7 +356,7 @@ impl SampleResolver {
         if matches!(native, Placed::Kernel) && raw.regs_abi != 0 && raw.user_ip != 0 && !is_kernel_address(raw.user_ip)
         {
             let entered = self.place_ip(raw.user_ip, raw.time);
-            Self::push_native_frame(rec, &entered, &mut stack);
+            self.push_native_frame(rec, &entered, &mut stack);
         }
 
         // A walk restarted at the caller (return address taken from the stack pointer) is only
@@ -285,32 +366,37 @@ impl SampleResolver {
         // frames and count as walks that failed.
         let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
         let java = if untrusted_retry || c.vm_walk { &[][..] } else { c.java_frames() };
-        let vm_frames = if c.vm_walk && c.num_frames > 0 { self.vm_java_frames(rec, jm, c) } else { Vec::new() };
+        let leaf_frames = stack.len();
+        // hpm's own walker's frames go straight below the leaf; a shared walk (below) is only
+        // for records that were not walked, so it never meets them.
+        let mut vm_copy = None;
+        if c.vm_walk && c.num_frames > 0 {
+            vm_copy = self.vm_java_frames(rec, jm, c, &mut stack);
+        }
+        let vm_found = stack.len() > leaf_frames;
         if c.vm_walk && c.asgct_frames != WALK_NOT_ATTEMPTED && is_java {
             let n = (c.asgct_frames.max(0) as usize).min(MAX_FRAMES - COMPARE_SPLIT);
             let asgct: Vec<MethodIdx> = c.frames[COMPARE_SPLIT..COMPARE_SPLIT + n]
                 .iter()
                 .map(|f| self.method_idx(rec, jm, f.method_id))
                 .collect();
-            let vm: Vec<MethodIdx> = vm_frames.iter().map(|f| f.method).collect();
+            let vm: Vec<MethodIdx> = stack[leaf_frames..].iter().map(|f| f.method).collect();
             let cut = c.vm_stop == crate::hotspot::Stop::Full as u8 || n >= MAX_FRAMES - COMPARE_SPLIT;
             self.stats.compare.record(&vm, &asgct, cut);
         }
         // A thread's shared walk serves the records right after it only.
         let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
-        let leaf_frames = stack.len();
         if let Some(frames) = shared {
             // Same stay in the kernel as the walked record before it: the same user stack.
             self.stats.java_ok += 1;
             stack.extend_from_slice(&frames);
             self.shared_walks.insert(c.thread, frames);
-        } else if !vm_frames.is_empty() {
+        } else if vm_found {
             self.stats.java_ok += 1;
             let stop = crate::hotspot::Stop::from_u8(c.vm_stop);
             if stop != crate::hotspot::Stop::Bottom {
                 crate::model::count_reason(&mut self.stats.partial, stop.name(), 1);
             }
-            stack.extend(vm_frames);
             if c.shares_walk {
                 self.shared_walks.insert(c.thread, stack[leaf_frames..].to_vec());
             }
@@ -345,9 +431,9 @@ impl SampleResolver {
             // A VM thread (GC worker, compiler, VM thread): its component is the root.
             self.stats.vm_thread += 1;
             if stack.is_empty() {
-                stack.push(Self::pseudo(rec, &format!("[{}]", site_name(&native)), FrameKind::Unknown));
+                stack.push(self.pseudo(rec, &format!("[{}]", site_name(&native)), FrameKind::Unknown));
             }
-            stack.push(Self::pseudo(rec, &format!("[{}]", component.name()), FrameKind::Unknown));
+            stack.push(self.pseudo(rec, &format!("[{}]", component.name()), FrameKind::Unknown));
         } else {
             let reason = if untrusted_retry {
                 "in_compiled_prologue"
@@ -364,15 +450,22 @@ impl SampleResolver {
             if let Placed::Code(IpSite::Jit, _) = native {
                 self.push_compiled_frames(rec, jm, ip, &mut stack);
             }
-            stack.push(Self::pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
+            stack.push(self.pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
         }
 
+        // Most samples are in Java code: their stack is the walker's frames alone, already
+        // shared.
+        let shared_stack = match vm_copy {
+            Some(s) if s.len() == stack.len() => s,
+            _ => self.interner.intern(&stack),
+        };
+        self.stack_buf = stack;
         Sample {
             time: raw.time,
             thread: c.thread,
             truncated: java.len() >= crate::capture::MAX_FRAMES
                 || (c.vm_walk && c.vm_stop == crate::hotspot::Stop::Full as u8),
-            stack: stack.into(),
+            stack: shared_stack,
             weight: raw.period,
             counters: self.counter_deltas(c),
             data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
@@ -390,43 +483,61 @@ impl SampleResolver {
     /// or, for code the map does not have yet, the nmethod's method; an interpreter frame its
     /// method and bytecode index. Stubs and frames of methods the JVM has no id for are left
     /// out (the latter counted).
-    fn vm_java_frames(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Vec<Frame> {
+    /// Appends them to `out`; returns their shared copy when the stack was named completely.
+    fn vm_java_frames(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        out: &mut Vec<Frame>,
+    ) -> Option<Stack> {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
-        let generation = self.timeline.map.generation();
-        if generation != self.vm_stacks_generation
-            || self.vm_stacks.len() >= MAX_VM_STACKS
-            || self.vm_frames.len() >= MAX_VM_STACKS
-        {
+        if self.vm_stacks.len() >= MAX_VM_STACKS || self.vm_frames.len() >= MAX_VM_STACKS {
             self.vm_stacks.clear();
             self.vm_frames.clear();
-            self.vm_stacks_generation = generation;
         }
         self.vm_key.clear();
         self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
-        if let Some((frames, unnamed)) = self.vm_stacks.get(self.vm_key.as_slice()) {
-            self.stats.unnamed_frames += unnamed;
-            return frames.clone();
+        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()) {
+            if e.valid.check(&self.timeline.map, key_pcs(&self.vm_key), self.collections, jm) {
+                self.stats.unnamed_frames += e.unnamed;
+                out.extend_from_slice(&e.frames);
+                return Some(e.frames.clone());
+            }
+            self.vm_stacks.remove(self.vm_key.as_slice());
         }
         let key = self.vm_key.clone();
         let before = self.stats.unnamed_frames;
-        let (frames, complete) = self.name_vm_frames(rec, jm, c, n);
+        let (frames, methods, complete) = self.name_vm_frames(rec, jm, c, n);
+        out.extend_from_slice(&frames);
         // A stack with code the map does not have yet is named again next time.
-        if complete {
-            self.vm_stacks.insert(key, (frames.clone(), self.stats.unnamed_frames - before));
+        if !complete {
+            return None;
         }
-        frames
+        let shared = self.interner.intern(&frames);
+        let unnamed = self.stats.unnamed_frames - before;
+        let valid = self.validity(methods);
+        self.vm_stacks.insert(key, NamedStack { frames: shared.clone(), unnamed, valid });
+        Some(shared)
     }
 
-    /// The frames, and whether every pc was in the code map.
+    /// Valid as of now, resting on `methods`.
+    fn validity(&self, methods: Vec<(u64, MethodPointer)>) -> Validity {
+        Validity { generation: self.timeline.map.generation(), collections: self.collections, methods }
+    }
+
+    /// The frames, the interpreted frames' `Method*`s as named, and whether every pc was in
+    /// the code map.
     fn name_vm_frames(
         &mut self,
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
         c: &Captured,
         n: usize,
-    ) -> (Vec<Frame>, bool) {
+    ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, bool) {
         let mut complete = true;
         let mut out = Vec::with_capacity(n + 8);
+        let mut methods = Vec::new();
         for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
             let key = match raw {
                 crate::hotspot::RawFrame::Compiled { pc, interrupted, .. } => {
@@ -434,20 +545,29 @@ impl SampleResolver {
                 }
                 crate::hotspot::RawFrame::Interpreted { method, bcp } => (TAG_INTERPRETED_KEY, method, bcp),
             };
-            if let Some(frames) = self.vm_frames.get(&key) {
-                out.extend_from_slice(frames);
-                continue;
+            // An interpreted frame's key is no pc: collections, not code removals, end it.
+            let pc = (key.0 == TAG_COMPILED_KEY).then_some(key.1);
+            if let Some(e) = self.vm_frames.get_mut(&key) {
+                if e.valid.check(&self.timeline.map, pc, self.collections, jm) {
+                    out.extend_from_slice(&e.frames);
+                    methods.extend_from_slice(&e.valid.methods);
+                    continue;
+                }
+                self.vm_frames.remove(&key);
             }
             let start = out.len();
             match self.name_vm_frame(rec, jm, raw, &mut out) {
-                Named::Cached => {
+                Named::Cached(method) => {
                     let frames = out[start..].to_vec();
-                    self.vm_frames.insert(key, frames);
+                    let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
+                    methods.extend_from_slice(&rests_on);
+                    let valid = self.validity(rests_on);
+                    self.vm_frames.insert(key, NamedFrame { frames, valid });
                 }
                 Named::Uncached => complete = false,
             }
         }
-        (out, complete)
+        (out, methods, complete)
     }
 
     /// Appends the Java frames of one raw frame; whether they may be kept for its next
@@ -465,9 +585,12 @@ impl SampleResolver {
                     Some(b) => match &b.kind {
                         BlobKind::Compiled { method, .. } => {
                             let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
-                            (scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)]), Named::Cached)
+                            (
+                                scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)]),
+                                Named::Cached(None),
+                            )
                         }
-                        BlobKind::Interpreter | BlobKind::Stub => return Named::Cached,
+                        BlobKind::Interpreter | BlobKind::Stub => return Named::Cached(None),
                     },
                     None if method != 0 => match jm.by_pointer(method) {
                         Some(m) => (vec![(m.id, -1)], Named::Uncached),
@@ -495,7 +618,7 @@ impl SampleResolver {
                 let bci = (bcp as u32).wrapping_sub(m.code_start as u32);
                 let bci = if bci < m.code_size { bci as i32 } else { 0 };
                 out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
-                Named::Cached
+                Named::Cached(Some((method, m)))
             }
         }
     }
@@ -519,13 +642,13 @@ impl SampleResolver {
 
     /// The frame of a native function (libjvm's: C++) or a stub the thread was in; nothing for
     /// Java code, the kernel or code hpm cannot place.
-    fn push_native_frame(rec: &mut Recording, placed: &Placed, stack: &mut Vec<Frame>) {
+    fn push_native_frame(&mut self, rec: &mut Recording, placed: &Placed, stack: &mut Vec<Frame>) {
         match placed {
             Placed::Lib(lib, sym) => {
                 let kind = if lib.starts_with("libjvm") { FrameKind::Cpp } else { FrameKind::Native };
-                stack.push(Self::pseudo(rec, sym, kind));
+                stack.push(self.pseudo(rec, sym, kind));
             }
-            Placed::Code(IpSite::Stub, name) => stack.push(Self::pseudo(rec, name, FrameKind::Cpp)),
+            Placed::Code(IpSite::Stub, name) => stack.push(self.pseudo(rec, name, FrameKind::Cpp)),
             _ => {}
         }
     }
@@ -533,16 +656,20 @@ impl SampleResolver {
     /// The sample standing for one period that `s`'s thread spent in the kernel before `s`
     /// (`KernelMode::Counted`): `s`'s stack under a `[kernel]` frame, at `s`'s time.
     pub fn kernel_time_sample(&mut self, rec: &mut Recording, s: &Sample) -> Sample {
-        let mut stack = Vec::with_capacity(s.stack.len() + 1);
-        stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel));
+        let mut stack = std::mem::take(&mut self.stack_buf);
+        stack.clear();
+        stack.push(self.pseudo(rec, "[kernel]", FrameKind::Kernel));
         stack.extend_from_slice(&s.stack);
-        let (thread_name, is_java) =
-            rec.threads.get(s.thread as usize).map(|t| (t.name.clone(), t.is_java)).unwrap_or_default();
+        let shared_stack = self.interner.intern(&stack);
+        self.stack_buf = stack;
+        let in_gc = self.gc_active(s.time);
+        let thread = rec.threads.get(s.thread as usize);
+        let is_java = thread.is_some_and(|t| t.is_java);
         Sample {
-            stack: stack.into(),
+            stack: shared_stack,
             counters: vec![0; s.counters.len()],
             data_addr: None,
-            component: classify(&thread_name, is_java, IpSite::Kernel, self.gc_active(s.time)),
+            component: classify(thread.map_or("", |t| t.name.as_str()), is_java, IpSite::Kernel, in_gc),
             ..s.clone()
         }
     }
@@ -550,9 +677,14 @@ impl SampleResolver {
     /// The kernel call chain (leaf first) as frames named from /proc/kallsyms; one `[kernel]`
     /// frame where the kernel hides its addresses.
     fn push_kernel_frames(&mut self, rec: &mut Recording, chain: &[u64], stack: &mut Vec<Frame>) {
-        let syms = self.kernel_symbols.get_or_insert_with(KernelSymbols::load);
+        if self.kernel_symbols.is_none() {
+            let t = self.cpu_now();
+            self.kernel_symbols = Some(KernelSymbols::load());
+            self.tables_ns += self.cpu_now().saturating_sub(t);
+        }
+        let Some(syms) = &self.kernel_symbols else { return };
         if syms.is_empty() {
-            stack.push(Self::pseudo(rec, "[kernel]", FrameKind::Kernel));
+            stack.push(self.pseudo(rec, "[kernel]", FrameKind::Kernel));
             return;
         }
         if self.kernel_frames.len() >= 1 << 16 {
@@ -608,19 +740,43 @@ impl SampleResolver {
                 BlobKind::Stub => Placed::Code(IpSite::Stub, b.name.clone()),
             };
         }
+        if let Some((lib, name)) = self.lib_sites.get(&ip) {
+            return Placed::Lib(lib.clone(), name.clone());
+        }
         if self.symbolizer.mapping(ip).is_none() && now.saturating_sub(self.last_maps_refresh) > 1_000_000_000 {
             // A library loaded since the last look, at most once a second.
             self.symbolizer.refresh();
+            self.lib_sites.clear();
             self.last_maps_refresh = now;
         }
         match self.symbolizer.mapping(ip) {
             None => Placed::Unknown,
             Some(m) if m.path.is_empty() || m.path.starts_with('[') => Placed::Anonymous,
-            Some(_) => match self.symbolizer.resolve(ip) {
-                Some(s) => Placed::Lib(s.lib, s.name),
-                None => Placed::Unknown,
-            },
+            Some(_) => {
+                // A library's first frame reads its symbol table (and debug files).
+                let first = !self.symbolizer.has_table(ip);
+                let t = if first { self.cpu_now() } else { 0 };
+                let named = self.symbolizer.resolve(ip);
+                if first {
+                    self.tables_ns += self.cpu_now().saturating_sub(t);
+                }
+                match named {
+                    Some(s) => {
+                        let (lib, name): (Arc<str>, Arc<str>) = (s.lib.into(), s.name.into());
+                        if self.lib_sites.len() >= MAX_VM_STACKS {
+                            self.lib_sites.clear();
+                        }
+                        self.lib_sites.insert(ip, (lib.clone(), name.clone()));
+                        Placed::Lib(lib, name)
+                    }
+                    None => Placed::Unknown,
+                }
+            }
         }
+    }
+
+    fn cpu_now(&self) -> u64 {
+        self.cpu_clock.map_or(0, |f| f())
     }
 
     fn counter_deltas(&mut self, c: &Captured) -> Vec<u64> {
@@ -646,7 +802,7 @@ impl SampleResolver {
 
 enum Placed {
     Code(IpSite<'static>, String),
-    Lib(String, String),
+    Lib(Arc<str>, Arc<str>),
     Kernel,
     Anonymous,
     Unknown,

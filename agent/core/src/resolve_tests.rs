@@ -411,3 +411,74 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     let s = res.resolve(&mut rec, &mut jm, &c);
     assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: interpreter_frame_not_set_up]"));
 }
+
+/// Names `Method*` 0x7000 as method `self.1` (its bytecodes at 0x9000_0010); counts the
+/// questions in `self.2`.
+struct Movable(Table, u64, u64);
+
+impl JavaMethods for Movable {
+    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
+        self.0.describe(id)
+    }
+    fn line(&mut self, id: u64, bci: i32) -> i32 {
+        self.0.line(id, bci)
+    }
+    fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
+        self.2 += 1;
+        (method == 0x7000).then_some(MethodPointer { id: self.1, code_start: 0x9000_0010, code_size: 50 })
+    }
+}
+
+#[test]
+fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
+    use crate::hotspot::{RawFrame, Stop};
+    use std::sync::Arc;
+    let mut res = SampleResolver::default();
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x3000, 0x100, Vec::new(), 5)));
+    let mut rec = recording();
+    let mut jm = Movable(table(), 1, 0);
+    let raw = [
+        RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
+        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
+    ];
+    let sample = |res: &mut SampleResolver, rec: &mut Recording, jm: &mut Movable, time: u64| {
+        res.resolve(rec, jm, &vm_captured(time, 0x1040, &raw, Stop::Bottom))
+    };
+    let first = sample(&mut res, &mut rec, &mut jm, 10);
+    assert_eq!(names(&rec, &first), ["Main.leaf", "Main.outer", "Main.run"]);
+    let asked = jm.2;
+    // The same raw stack: the same shared copy, nothing asked again.
+    let again = sample(&mut res, &mut rec, &mut jm, 11);
+    assert!(Arc::ptr_eq(&first.stack, &again.stack));
+    assert_eq!(jm.2, asked);
+
+    // Code that leaves the map elsewhere does not touch it.
+    res.timeline.push(CodeEvent::Unload { time: 20, start: 0x3000 });
+    let after_unload = sample(&mut res, &mut rec, &mut jm, 21);
+    assert!(Arc::ptr_eq(&first.stack, &after_unload.stack));
+    assert_eq!(jm.2, asked);
+
+    // After a collection its Method* is asked again, once; same answer, same copy.
+    res.gc_start(30);
+    res.gc_finish(31);
+    let after_gc = sample(&mut res, &mut rec, &mut jm, 32);
+    assert!(Arc::ptr_eq(&first.stack, &after_gc.stack));
+    assert_eq!(jm.2, asked + 1);
+    sample(&mut res, &mut rec, &mut jm, 33);
+    assert_eq!(jm.2, asked + 1);
+
+    // A collection after which the Method* is another method's: named anew.
+    jm.1 = 3;
+    res.gc_start(40);
+    res.gc_finish(41);
+    let moved = sample(&mut res, &mut rec, &mut jm, 42);
+    assert_eq!(names(&rec, &moved), ["Main.leaf", "Main.outer", "Main.inner"]);
+
+    // Its compiled code replaced by another method's at the same address: named anew.
+    res.timeline.push(CodeEvent::Unload { time: 48, start: 0x1000 });
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(4, 0x1000, 0x100, Vec::new(), 50)));
+    let replaced = sample(&mut res, &mut rec, &mut jm, 51);
+    assert_eq!(names(&rec, &replaced), ["Main.leaf", "Main.inner"]);
+}

@@ -560,6 +560,11 @@ impl Symbolizer {
         t
     }
 
+    /// Whether the symbol table of the library `ip` is in was read already (or found missing).
+    pub fn has_table(&self, ip: u64) -> bool {
+        self.mapping(ip).is_none_or(|m| self.tables.contains_key(&m.path))
+    }
+
     pub fn resolve(&mut self, ip: u64) -> Option<NativeSymbol> {
         let m = self.mapping(ip)?.clone();
         if m.path.is_empty() || m.path.starts_with('[') {

@@ -27,18 +27,23 @@ pub struct JvmtiMethods {
 /// `Method*` -> jmethodID for hpm's own stack walker: a jmethodID is a slot holding its
 /// `Method*`, so reading the slots of every id the agent had made gives the reverse map.
 /// Methods are freed only when a collection unloads their class (or a redefinition replaces
-/// them): an answer is checked against its id's slot (one read) when first given and again
-/// after each collection, and a `Method*` unknown after pulling the new ids makes a full
-/// rebuild, at most every few seconds. Slots and methods are read with `read_words_checked`,
-/// never with a load that could fault on freed memory.
+/// them): an answer is checked against its id's slot (one read) when first given and at its
+/// first use after each collection, and a `Method*` unknown after pulling the new ids makes a
+/// full rebuild, at most every few seconds. Slots and methods are read with
+/// `read_words_checked`, never with a load that could fault on freed memory.
 struct MethodPointers {
     code: &'static CodeEvents,
     layout: &'static Layout,
     /// Ids pulled from `code` so far.
     seen: usize,
     reverse: IntMap<u64, u64>,
-    named: IntMap<u64, MethodPointer>,
+    /// Each answer with the collection count when it was last checked.
+    named: IntMap<u64, (MethodPointer, u64)>,
+    /// Collections seen (sessions' starts count as one: those between them went unseen).
+    collections: u64,
     last_rebuild_ns: u64,
+    /// CPU time of the first reading of every id (once per process), in ns.
+    first_pull_ns: u64,
 }
 
 /// Full rebuilds of the reverse map are at least this far apart.
@@ -55,17 +60,10 @@ impl MethodPointers {
         }
     }
 
-    /// After a collection: every named entry checked again at once (one system call per
-    /// 1,024 entries), those whose id no longer holds their `Method*` forgotten.
+    /// After a collection, every answer is checked again at its next use: only the methods
+    /// still being sampled cost a read.
     fn collected(&mut self) {
-        let entries: Vec<(u64, u64)> = self.named.iter().map(|(&method, m)| (method, m.id)).collect();
-        let ids: Vec<u64> = entries.iter().map(|&(_, id)| id).collect();
-        for ((method, _), now) in entries.into_iter().zip(os::read_words_checked(&ids)) {
-            if now != Some(method) {
-                self.named.remove(&method);
-                self.reverse.remove(&method);
-            }
-        }
+        self.collections += 1;
     }
 
     /// Whether `id`'s slot still holds `method` (not unloaded, not redefined since).
@@ -77,11 +75,24 @@ impl MethodPointers {
         // An answer is checked against its id's slot when first given, and all of them again
         // after each collection (`collected`): a method unloaded since (its memory perhaps
         // reused by another) or redefined is not named by its old id.
-        if let Some(&m) = self.named.get(&method) {
-            return Some(m);
+        if let Some(&(m, checked)) = self.named.get(&method) {
+            if checked == self.collections {
+                return Some(m);
+            }
+            if Self::still(m.id, method) {
+                self.named.insert(method, (m, self.collections));
+                return Some(m);
+            }
+            self.named.remove(&method);
+            self.reverse.remove(&method);
         }
         if !self.reverse.contains_key(&method) {
+            let first = self.seen == 0 && self.first_pull_ns == 0;
+            let t = if first { os::thread_cpu_ns() } else { 0 };
             self.pull();
+            if first {
+                self.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
+            }
         }
         if !self.reverse.contains_key(&method) {
             let now = os::now_ticks();
@@ -103,7 +114,7 @@ impl MethodPointers {
         let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
         let size = l.const_code_size.unsigned(word);
         let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
-        self.named.insert(method, m);
+        self.named.insert(method, (m, self.collections));
         Some(m)
     }
 }
@@ -121,6 +132,7 @@ impl JvmtiMethods {
                 Some(mut kept) => {
                     // Collections between sessions went unseen: check every entry once more.
                     kept.collected();
+                    kept.first_pull_ns = 0;
                     kept
                 }
                 None => MethodPointers {
@@ -129,7 +141,9 @@ impl JvmtiMethods {
                     seen: 0,
                     reverse: IntMap::default(),
                     named: IntMap::default(),
+                    collections: 0,
                     last_rebuild_ns: 0,
+                    first_pull_ns: 0,
                 },
             }
         });
@@ -193,6 +207,14 @@ impl JavaMethods for JvmtiMethods {
 
     fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
         self.pointers.as_mut()?.lookup(method)
+    }
+}
+
+impl JvmtiMethods {
+    /// CPU time this session spent reading every jmethodID's slot for the first time (the
+    /// map is then kept for the process's later sessions), in ns.
+    pub fn first_pull_ns(&self) -> u64 {
+        self.pointers.as_ref().map_or(0, |p| p.first_pull_ns)
     }
 }
 

@@ -407,16 +407,20 @@ impl Threads {
 
     /// Brings `out` (the recording's thread list) up to date with the entries that changed since
     /// the last call.
-    pub fn sync(&self, out: &mut Vec<ThreadInfo>) {
+    /// Whether a thread already in `out` changed its name.
+    pub fn sync(&self, out: &mut Vec<ThreadInfo>) -> bool {
         let mut g = self.lock();
         let Inner { infos, dirty, .. } = &mut *g;
+        let mut renamed = false;
         for idx in dirty.drain(..) {
             let i = idx as usize;
             if out.len() <= i {
                 out.resize(i + 1, ThreadInfo::default());
             }
+            renamed |= !out[i].name.is_empty() && out[i].name != infos[i].name;
             out[i].clone_from(&infos[i]);
         }
+        renamed
     }
 
     /// Re-arms every live thread's sampling period; returns how many refused.

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::hash::IntMap;
 use crate::model::{MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
 
 /// What makes two samples land in the same entry.
@@ -28,40 +29,57 @@ pub struct StackEntry {
     pub counters: Vec<u64>,
 }
 
+impl StackEntry {
+    fn add(&mut self, samples: u64, weight: u64, counters: &[u64]) {
+        self.samples = self.samples.saturating_add(samples);
+        self.weight = self.weight.saturating_add(weight);
+        if self.counters.len() < counters.len() {
+            self.counters.resize(counters.len(), 0);
+        }
+        for (a, b) in self.counters.iter_mut().zip(counters) {
+            *a = a.saturating_add(*b);
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct StackTable {
-    index: HashMap<StackKey, usize>,
+    index: IntMap<StackKey, usize>,
     pub entries: Vec<StackEntry>,
 }
 
 impl StackTable {
     pub fn add(&mut self, s: &Sample) {
-        self.add_sums(s, 1, s.weight, &s.counters);
+        let i = self.entry(s);
+        self.add_to(i, s);
+    }
+
+    /// Adds `s` to entry `i`, which [`Self::entry`] gave for a sample of the same stack,
+    /// thread and component: the agent finds it by the stack's shared copy, without hashing.
+    pub fn add_to(&mut self, i: usize, s: &Sample) {
+        self.entries[i].add(1, s.weight, &s.counters);
     }
 
     /// Adds `samples` samples with `s`'s stack, thread and component and the given sums.
     fn add_sums(&mut self, s: &Sample, samples: u64, weight: u64, counters: &[u64]) {
+        let i = self.entry(s);
+        self.entries[i].add(samples, weight, counters);
+    }
+
+    /// The index of `s`'s entry (by its frames, thread and component), made if new.
+    pub fn entry(&mut self, s: &Sample) -> usize {
         let key = StackKey {
             frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
             thread: s.thread,
             component: s.component,
         };
-        let i = match self.index.get(&key) {
+        match self.index.get(&key) {
             Some(&i) => i,
             None => {
                 self.entries.push(StackEntry { key: key.clone(), samples: 0, weight: 0, counters: Vec::new() });
                 self.index.insert(key, self.entries.len() - 1);
                 self.entries.len() - 1
             }
-        };
-        let e = &mut self.entries[i];
-        e.samples = e.samples.saturating_add(samples);
-        e.weight = e.weight.saturating_add(weight);
-        if e.counters.len() < counters.len() {
-            e.counters.resize(counters.len(), 0);
-        }
-        for (a, b) in e.counters.iter_mut().zip(counters) {
-            *a = a.saturating_add(*b);
         }
     }
 

@@ -1,0 +1,149 @@
+//! Distinct stacks shared by the samples that have them, and memos keyed by a shared stack.
+//!
+//! The processor resolves thousands of samples a second whose stacks mostly repeat. The
+//! resolver interns each finished stack ([`StackInterner`]), so samples with the same frames
+//! point at one copy; whatever is then computed per stack — a calling context tree's leaf node,
+//! a stack table's entry, a JFR pool key — is computed once per distinct stack and found again
+//! by the copy's address ([`ByStack`]), as async-profiler's call-trace storage does, instead of
+//! hashing every frame of every sample in each of them.
+
+use std::collections::HashSet;
+
+use crate::hash::{FastBuild, IntMap};
+use crate::model::{Frame, Stack};
+
+/// Distinct stacks kept at most before the table starts again (the copies live on in the
+/// samples that have them; a stack seen again after that gets a new copy).
+pub const MAX_INTERNED: usize = 1 << 16;
+
+/// One shared copy per distinct stack.
+#[derive(Default)]
+pub struct StackInterner {
+    set: HashSet<Stack, FastBuild>,
+}
+
+impl StackInterner {
+    /// The shared copy of `frames` (leaf first), made if new.
+    pub fn intern(&mut self, frames: &[Frame]) -> Stack {
+        if let Some(s) = self.set.get(frames) {
+            return s.clone();
+        }
+        if self.set.len() >= MAX_INTERNED {
+            self.set.clear();
+        }
+        let s: Stack = frames.into();
+        self.set.insert(s.clone());
+        s
+    }
+
+    /// Distinct stacks held.
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+}
+
+/// A value per (shared stack, `extra`), found by the stack's address. Each entry holds a
+/// reference to its stack, so no other stack can take that address while the entry exists;
+/// bounded like [`StackInterner`].
+pub struct ByStack<V> {
+    map: IntMap<(usize, usize, u64), (Stack, V)>,
+}
+
+impl<V> Default for ByStack<V> {
+    fn default() -> Self {
+        ByStack { map: IntMap::default() }
+    }
+}
+
+impl<V: Copy> ByStack<V> {
+    fn key(stack: &Stack, extra: u64) -> (usize, usize, u64) {
+        (stack.as_ptr() as usize, stack.len(), extra)
+    }
+
+    pub fn get(&self, stack: &Stack, extra: u64) -> Option<V> {
+        self.map.get(&Self::key(stack, extra)).map(|e| e.1)
+    }
+
+    pub fn insert(&mut self, stack: &Stack, extra: u64, v: V) {
+        if self.map.len() >= MAX_INTERNED {
+            self.map.clear();
+        }
+        self.map.insert(Self::key(stack, extra), (stack.clone(), v));
+    }
+
+    /// Forgets every entry (what they stood for changed).
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FrameKind;
+
+    fn frames(ms: &[u32]) -> Vec<Frame> {
+        ms.iter().map(|&m| Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }).collect()
+    }
+
+    #[test]
+    fn equal_stacks_share_one_copy_and_different_ones_do_not() {
+        let mut i = StackInterner::default();
+        let a = i.intern(&frames(&[1, 2, 3]));
+        let b = i.intern(&frames(&[1, 2, 3]));
+        let c = i.intern(&frames(&[1, 2]));
+        assert!(std::sync::Arc::ptr_eq(&a, &b));
+        assert!(!std::sync::Arc::ptr_eq(&a, &c));
+        assert_eq!(&*c, &frames(&[1, 2])[..]);
+        assert_eq!(i.len(), 2);
+    }
+
+    #[test]
+    fn a_full_interner_starts_again_and_stacks_stay_valid() {
+        let mut i = StackInterner::default();
+        let first = i.intern(&frames(&[7]));
+        for m in 0..MAX_INTERNED as u32 + 10 {
+            i.intern(&frames(&[m, 1_000_000]));
+        }
+        assert!(i.len() < 20, "started again: {}", i.len());
+        assert_eq!(&*first, &frames(&[7])[..]);
+    }
+
+    #[test]
+    fn memo_is_per_copy_and_extra() {
+        let mut i = StackInterner::default();
+        let a = i.intern(&frames(&[1, 2]));
+        let same_frames_other_copy: Stack = frames(&[1, 2]).into();
+        let mut m: ByStack<u32> = ByStack::default();
+        m.insert(&a, 0, 5);
+        assert_eq!(m.get(&a, 0), Some(5));
+        assert_eq!(m.get(&a, 1), None);
+        assert_eq!(m.get(&same_frames_other_copy, 0), None);
+    }
+
+    #[test]
+    fn a_memo_entry_keeps_its_stack_alive_so_its_address_is_not_reused() {
+        let mut m: ByStack<u32> = ByStack::default();
+        let addr = {
+            let s: Stack = frames(&[9, 9]).into();
+            m.insert(&s, 0, 1);
+            s.as_ptr() as usize
+        };
+        // The only other reference is the memo's: a new stack cannot take its address.
+        let fresh: Vec<Stack> = (0..64).map(|k| frames(&[k, k]).into()).collect();
+        assert!(fresh.iter().all(|s| s.as_ptr() as usize != addr));
+        assert_eq!(m.len(), 1);
+    }
+}
