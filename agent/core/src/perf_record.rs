@@ -141,24 +141,45 @@ impl<'a> Ring<'a> {
         self.data[(pos & self.mask) as usize]
     }
 
+    /// The `N` bytes at `pos`: one slice copy unless they wrap around the ring's end.
+    fn bytes<const N: usize>(&self, pos: u64) -> [u8; N] {
+        let i = (pos & self.mask) as usize;
+        if let Some(b) = self.data.get(i..i + N) {
+            let mut out = [0u8; N];
+            out.copy_from_slice(b);
+            return out;
+        }
+        let mut out = [0u8; N];
+        for (k, x) in out.iter_mut().enumerate() {
+            *x = self.byte(pos + k as u64);
+        }
+        out
+    }
+
     pub fn u16_at(&self, pos: u64) -> u16 {
-        u16::from_le_bytes([self.byte(pos), self.byte(pos + 1)])
+        u16::from_le_bytes(self.bytes(pos))
     }
 
     pub fn u32_at(&self, pos: u64) -> u32 {
-        let mut b = [0u8; 4];
-        for (i, x) in b.iter_mut().enumerate() {
-            *x = self.byte(pos + i as u64);
-        }
-        u32::from_le_bytes(b)
+        u32::from_le_bytes(self.bytes(pos))
     }
 
     pub fn u64_at(&self, pos: u64) -> u64 {
-        let mut b = [0u8; 8];
-        for (i, x) in b.iter_mut().enumerate() {
-            *x = self.byte(pos + i as u64);
+        u64::from_le_bytes(self.bytes(pos))
+    }
+
+    /// The size of the record at `pos` and, for a sample that records its IP, that IP: what
+    /// the signal handler needs to plan its walks, without decoding the rest. `None` as
+    /// [`Self::record_at`] for a corrupt stream.
+    pub fn peek_ip(&self, pos: u64, layout: &Layout) -> Option<(Option<u64>, u64)> {
+        let type_ = self.u32_at(pos);
+        let size = u64::from(self.u16_at(pos + 6));
+        if size < 8 || size > self.data.len() as u64 {
+            return None;
         }
-        u64::from_le_bytes(b)
+        let ip = (type_ == PERF_RECORD_SAMPLE && layout.sample_type & SAMPLE_IP != 0 && size >= 16)
+            .then(|| self.u64_at(pos + 8));
+        Some((ip, size))
     }
 
     /// Decodes the record starting at `pos`; returns it and its size in bytes. A size of 0 or
@@ -381,6 +402,8 @@ mod tests {
             let r = Ring::new(&ring[..]);
             let (rec, size) = r.record_at(tail, &layout).unwrap();
             assert_eq!(rec, Record::Sample(*s));
+            // The handler's quick look agrees, wherever the record wraps.
+            assert_eq!(r.peek_ip(tail, &layout), Some((Some(s.ip), size)));
             tail += size;
         }
         assert_eq!(tail, head);
@@ -425,6 +448,16 @@ mod tests {
     fn corrupt_sizes_are_rejected() {
         let ring = vec![0u8; 64];
         assert!(Ring::new(&ring).record_at(0, &Layout::standard(false)).is_none());
+    }
+
+    #[test]
+    fn a_quick_look_at_other_records_gives_their_size_and_no_ip() {
+        let mut ring = vec![0u8; 64];
+        ring[..4].copy_from_slice(&PERF_RECORD_LOST.to_le_bytes());
+        ring[6..8].copy_from_slice(&24u16.to_le_bytes());
+        assert_eq!(Ring::new(&ring).peek_ip(0, &Layout::standard(false)), Some((None, 24)));
+        ring[6..8].copy_from_slice(&0u16.to_le_bytes());
+        assert_eq!(Ring::new(&ring).peek_ip(0, &Layout::standard(false)), None, "corrupt size");
     }
 
     #[test]

@@ -287,10 +287,11 @@ struct Walks {
 fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
     let (mut index, mut kernel_run) = (0u32, None);
     while pos < head {
-        let Some((rec, size)) = view.record_at(pos, &ctx.layout) else { break };
+        // Only each record's kind and IP: the loop that follows decodes them.
+        let Some((ip, size)) = view.peek_ip(pos, &ctx.layout) else { break };
         pos += size;
-        if let Record::Sample(raw) = rec {
-            let in_kernel = ctx.kernel == KernelMode::Sampled && is_kernel_address(raw.ip);
+        if let Some(ip) = ip {
+            let in_kernel = ctx.kernel == KernelMode::Sampled && is_kernel_address(ip);
             kernel_run = if in_kernel { kernel_run.or(Some(index)) } else { None };
             index += 1;
         }
