@@ -678,9 +678,7 @@ impl SampleResolver {
     /// frame where the kernel hides its addresses.
     fn push_kernel_frames(&mut self, rec: &mut Recording, chain: &[u64], stack: &mut Vec<Frame>) {
         if self.kernel_symbols.is_none() {
-            let t = self.cpu_now();
-            self.kernel_symbols = Some(KernelSymbols::load());
-            self.tables_ns += self.cpu_now().saturating_sub(t);
+            self.preload(true);
         }
         let Some(syms) = &self.kernel_symbols else { return };
         if syms.is_empty() {
@@ -772,6 +770,21 @@ impl SampleResolver {
                     None => Placed::Unknown,
                 }
             }
+        }
+    }
+
+    /// Reads now what the first samples would otherwise read while samples pile up: the
+    /// kernel's function names (when `kernel` call chains are sampled) and libjvm's symbol
+    /// table (the VM's own threads run there from the start). Kept for later sessions.
+    pub fn preload(&mut self, kernel: bool) {
+        if kernel && self.kernel_symbols.is_none() {
+            let t = self.cpu_now();
+            self.kernel_symbols = Some(KernelSymbols::load());
+            self.tables_ns += self.cpu_now().saturating_sub(t);
+        }
+        let jvm = self.symbolizer.mappings().iter().find(|m| m.path.ends_with("/libjvm.so")).map(|m| m.start);
+        if let Some(ip) = jvm {
+            self.place_ip(ip, 0);
         }
     }
 

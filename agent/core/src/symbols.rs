@@ -525,6 +525,11 @@ impl Symbolizer {
         }
     }
 
+    /// The executable mappings, by address.
+    pub fn mappings(&self) -> &[Mapping] {
+        &self.mappings
+    }
+
     pub fn mapping(&self, ip: u64) -> Option<&Mapping> {
         let i = self.mappings.partition_point(|m| m.start <= ip);
         self.mappings.get(i.checked_sub(1)?).filter(|m| ip < m.end)

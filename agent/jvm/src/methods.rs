@@ -211,6 +211,18 @@ impl JavaMethods for JvmtiMethods {
 }
 
 impl JvmtiMethods {
+    /// Reads every jmethodID's slot now, before sampling starts, rather than at the first
+    /// interpreted frame while samples pile up (once per process: the map is kept).
+    pub fn preload(&mut self) {
+        if let Some(p) = &mut self.pointers {
+            if p.seen == 0 && p.first_pull_ns == 0 {
+                let t = os::thread_cpu_ns();
+                p.pull();
+                p.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
+            }
+        }
+    }
+
     /// CPU time this session spent reading every jmethodID's slot for the first time (the
     /// map is then kept for the process's later sessions), in ns.
     pub fn first_pull_ns(&self) -> u64 {

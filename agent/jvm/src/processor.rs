@@ -316,7 +316,12 @@ impl Processor {
         let jfr_mem = jfr.is_empty().then(JfrMemory::default);
         let tuner = (inputs.opts.interval == Interval::Auto).then(|| tuner_for(&inputs)).flatten();
         let walker = inputs.walker.map(|l| (inputs.code, l));
-        let methods = Some(JvmtiMethods::new(inputs.jvmti, attached.env(), walker));
+        let mut methods = JvmtiMethods::new(inputs.jvmti, attached.env(), walker);
+        // Before the sampler starts (the session waits for it): a first round that read them
+        // instead took ~150 ms while the threads' samples filled the pool.
+        resolver.preload(inputs.event.kernel == hpm_core::model::KernelMode::Sampled);
+        methods.preload();
+        let methods = Some(methods);
         inputs.sink.pool.grow(POOL_STEP);
         Processor {
             cct: Cct::new(rec.counters.clone()),
