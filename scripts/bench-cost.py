@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The agent's own cost per sample (issue 12, "Agent cost per sample") at each program's stack
+depth: one run per program at 1 ms (default options: hpm's own walker), the summary line's
+"per sample H + P us" (signal handler + processing thread, without what a process reads once:
+symbol tables, the first reading of every jmethodID) and that one-time part, with the mean
+depth of the samples' stacks (frames per sample in the collapsed output). The demo runs
+twice as long a second time, to show the per-method naming that a short run pays.
+
+    python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--java PATH]
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import ROOT, build_agent, target_dir  # noqa: E402
+from bench_workloads import WORKLOADS, BY_NAME, fetch, compile_drivers  # noqa: E402
+
+
+def depth(path):
+    samples = frames = 0
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if stack:
+                samples += int(n)
+                frames += int(n) * (stack.count(";") + 1)
+    return samples, frames / max(samples, 1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS))
+    ap.add_argument("--java", default="java")
+    ap.add_argument("--demo-seconds", default="8")
+    a = ap.parse_args()
+    agent = build_agent()[0]
+    ws = [BY_NAME[n] for n in a.workloads.split(",") if n]
+    cps = compile_drivers(fetch(ws), ws) if ws else {}
+    demo = os.path.join(target_dir(), "demo")
+    subprocess.run(["javac", "--release", "17", "-d", demo, os.path.join(ROOT, "java", "demo", "Demo.java")], check=True)
+    long_demo = str(int(a.demo_seconds) * 4)
+    jobs = [("demo", demo, "Demo", [a.demo_seconds]), (f"demo ({long_demo} s)", demo, "Demo", [long_demo])]
+    jobs += [(w.name, cps[w.name], w.main, w.args) for w in ws]
+    print("| program | samples | frames per sample | handler, us per sample | processing, us per sample | read once, ms |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, cp, main_class, args in jobs:
+            out = os.path.join(tmp, "cost.collapsed")
+            cmd = [a.java, f"-agentpath:{agent}=interval=1ms,file={out}", "-cp", cp, main_class] + args
+            # In a scratch directory: some programs write files where they run.
+            r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
+            if r.returncode != 0:
+                sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+            m = re.search(r"per sample ([\d.]+) \+ ([\d.]+) us", r.stderr)
+            once = re.search(r"of which (\d+) ms read", r.stderr)
+            samples, mean = depth(out)
+            handler, processing = m.groups() if m else ("?", "?")
+            print(f"| {name} | {samples:,} | {mean:.1f} | {handler} | {processing} | {once.group(1) if once else 0} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
