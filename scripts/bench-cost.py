@@ -16,8 +16,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, build_agent, target_dir  # noqa: E402
-from bench_workloads import WORKLOADS, BY_NAME, fetch, compile_drivers  # noqa: E402
+from benchlib import build_agent  # noqa: E402
+from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def depth(path):
@@ -38,13 +38,8 @@ def main():
     ap.add_argument("--demo-seconds", default="8")
     a = ap.parse_args()
     agent = build_agent()[0]
-    ws = [BY_NAME[n] for n in a.workloads.split(",") if n]
-    cps = compile_drivers(fetch(ws), ws) if ws else {}
-    demo = os.path.join(target_dir(), "demo")
-    subprocess.run(["javac", "--release", "17", "-d", demo, os.path.join(ROOT, "java", "demo", "Demo.java")], check=True)
     long_demo = str(int(a.demo_seconds) * 4)
-    jobs = [("demo", demo, "Demo", [a.demo_seconds]), (f"demo ({long_demo} s)", demo, "Demo", [long_demo])]
-    jobs += [(w.name, cps[w.name], w.main, w.args) for w in ws]
+    jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
     print("| program | samples | frames per sample | handler, us per sample | processing, us per sample | read once, ms |")
     print("| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:

@@ -15,8 +15,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, build_agent, target_dir  # noqa: E402
-from bench_workloads import WORKLOADS, BY_NAME, fetch, compile_drivers  # noqa: E402
+from benchlib import build_agent  # noqa: E402
+from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def collapsed_counts(path):
@@ -57,11 +57,7 @@ def main():
     a = ap.parse_args()
     javas = a.java or ["java"] + [j for j in ["/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] if os.path.exists(j)]
     agent = build_agent()[0]
-    ws = [BY_NAME[n] for n in a.workloads.split(",") if n]
-    cps = compile_drivers(fetch(ws), ws) if ws else {}
-    demo = os.path.join(target_dir(), "demo")
-    subprocess.run(["javac", "--release", "17", "-d", demo, os.path.join(ROOT, "java", "demo", "Demo.java")], check=True)
-    jobs = [("demo", demo, "Demo", [a.demo_seconds])] + [(w.name, cps[w.name], w.main, w.args) for w in ws]
+    jobs = programs(a.workloads, [("demo", [a.demo_seconds])])
     print("| JDK | program | samples | no Java frame, hpm | partial, hpm | Java frames found: hpm / ASGCT | same stack |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:

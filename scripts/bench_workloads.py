@@ -101,3 +101,14 @@ def compile_drivers(root, workloads):
         sys.exit(f"bench: javac of the drivers failed:\n{r.stderr}")
     subprocess.run(["javac", "--release", "17", "-d", out, os.path.join(ROOT, "tests", "workloads", "Shares.java")], check=True)
     return {name: ":".join([out] + ps) for name, ps in paths.items()}
+
+
+def programs(names, demo_runs):
+    """The bundled demo once per argument list in `demo_runs` (label, args), then the suite's
+    workloads named in the comma-separated `names`, fetched and compiled: (label, classpath,
+    main class, args) each."""
+    ws = [BY_NAME[n] for n in names.split(",") if n]
+    cps = compile_drivers(fetch(ws), ws) if ws else {}
+    demo = os.path.join(target_dir(), "demo")
+    subprocess.run(["javac", "--release", "17", "-d", demo, os.path.join(ROOT, "java", "demo", "Demo.java")], check=True)
+    return [(label, demo, "Demo", args) for label, args in demo_runs] + [(w.name, cps[w.name], w.main, w.args) for w in ws]

@@ -304,12 +304,12 @@ impl Cct {
             let e = out.entry(&*n.name).or_default();
             e.self_samples = e.self_samples.saturating_add(n.self_samples);
             e.self_weight = e.self_weight.saturating_add(n.self_weight);
-            add_into(&mut e.self_counters, &n.self_counters);
+            crate::model::add_counters(&mut e.self_counters, &n.self_counters);
             // Count total only at the outermost occurrence of the name on this path.
             if on_path[name_id] == 0 {
                 e.total_samples = e.total_samples.saturating_add(n.total_samples);
                 e.total_weight = e.total_weight.saturating_add(n.total_weight);
-                add_into(&mut e.total_counters, &n.total_counters);
+                crate::model::add_counters(&mut e.total_counters, &n.total_counters);
             }
             on_path[name_id] += 1;
         }
@@ -359,18 +359,9 @@ pub fn group_samples(samples: &[Sample], per_thread: bool) -> Vec<SampleGroup> {
         let g = &mut groups[g];
         g.samples += 1;
         g.weight = g.weight.saturating_add(s.weight);
-        add_into(&mut g.counters, &s.counters);
+        crate::model::add_counters(&mut g.counters, &s.counters);
     }
     groups
-}
-
-fn add_into(acc: &mut Vec<u64>, v: &[u64]) {
-    if acc.len() < v.len() {
-        acc.resize(v.len(), 0);
-    }
-    for (a, b) in acc.iter_mut().zip(v) {
-        *a = a.saturating_add(*b);
-    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -350,6 +350,17 @@ impl MethodTable {
 
 /// One profiling run. The agent appends samples and periodically hands them to the JFR writer
 /// and the calling context tree, then clears `samples`; readers fill it from a file.
+/// Adds `v` into `acc` element by element, saturating, growing `acc` to `v`'s length: the
+/// counter sums of the tree, the stack table and the outputs.
+pub fn add_counters(acc: &mut Vec<u64>, v: &[u64]) {
+    if acc.len() < v.len() {
+        acc.resize(v.len(), 0);
+    }
+    for (a, b) in acc.iter_mut().zip(v) {
+        *a = a.saturating_add(*b);
+    }
+}
+
 /// Adds `n` to the count of `reason` in a per-reason list, keeping first-seen order.
 pub fn count_reason(list: &mut Vec<(String, u64)>, reason: &str, n: u64) {
     match list.iter_mut().find(|(r, _)| r == reason) {

@@ -315,9 +315,9 @@ fn a_kernel_sample_names_the_library_function_that_entered_the_kernel() {
     assert_eq!(s.stack[1].kind, FrameKind::Native);
 }
 
-/// A table that also names `Method*`s (hpm's own walker): Method* 0x7000 is method 1
-/// (Main.run), its bytecodes at 0x9000_0010, 50 long.
-struct Pointers(Table, u64);
+/// A table that also names `Method*`s (hpm's own walker): Method* 0x7000 is method `self.2`
+/// (1: Main.run), its bytecodes at 0x9000_0010, 50 long; `self.1` counts the questions.
+struct Pointers(Table, u64, u64);
 
 impl JavaMethods for Pointers {
     fn describe(&mut self, id: u64) -> Option<MethodInfo> {
@@ -328,7 +328,7 @@ impl JavaMethods for Pointers {
     }
     fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
         self.1 += 1;
-        (method == 0x7000).then_some(MethodPointer { id: 1, code_start: 0x9000_0010, code_size: 50 })
+        (method == 0x7000).then_some(MethodPointer { id: self.2, code_start: 0x9000_0010, code_size: 50 })
     }
 }
 
@@ -357,7 +357,7 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     ];
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
     let mut rec = recording();
-    let mut jm = Pointers(table(), 0);
+    let mut jm = Pointers(table(), 0, 1);
     let raw = [
         RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: true },
         RawFrame::Compiled { pc: 0x1060, method: 0, interrupted: false },
@@ -412,23 +412,6 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: interpreter_frame_not_set_up]"));
 }
 
-/// Names `Method*` 0x7000 as method `self.1` (its bytecodes at 0x9000_0010); counts the
-/// questions in `self.2`.
-struct Movable(Table, u64, u64);
-
-impl JavaMethods for Movable {
-    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
-        self.0.describe(id)
-    }
-    fn line(&mut self, id: u64, bci: i32) -> i32 {
-        self.0.line(id, bci)
-    }
-    fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
-        self.2 += 1;
-        (method == 0x7000).then_some(MethodPointer { id: self.1, code_start: 0x9000_0010, code_size: 50 })
-    }
-}
-
 #[test]
 fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
     use crate::hotspot::{RawFrame, Stop};
@@ -438,39 +421,39 @@ fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x3000, 0x100, Vec::new(), 5)));
     let mut rec = recording();
-    let mut jm = Movable(table(), 1, 0);
+    let mut jm = Pointers(table(), 0, 1);
     let raw = [
         RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
         RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
     ];
-    let sample = |res: &mut SampleResolver, rec: &mut Recording, jm: &mut Movable, time: u64| {
+    let sample = |res: &mut SampleResolver, rec: &mut Recording, jm: &mut Pointers, time: u64| {
         res.resolve(rec, jm, &vm_captured(time, 0x1040, &raw, Stop::Bottom))
     };
     let first = sample(&mut res, &mut rec, &mut jm, 10);
     assert_eq!(names(&rec, &first), ["Main.leaf", "Main.outer", "Main.run"]);
-    let asked = jm.2;
+    let asked = jm.1;
     // The same raw stack: the same shared copy, nothing asked again.
     let again = sample(&mut res, &mut rec, &mut jm, 11);
     assert!(Arc::ptr_eq(&first.stack, &again.stack));
-    assert_eq!(jm.2, asked);
+    assert_eq!(jm.1, asked);
 
     // Code that leaves the map elsewhere does not touch it.
     res.timeline.push(CodeEvent::Unload { time: 20, start: 0x3000 });
     let after_unload = sample(&mut res, &mut rec, &mut jm, 21);
     assert!(Arc::ptr_eq(&first.stack, &after_unload.stack));
-    assert_eq!(jm.2, asked);
+    assert_eq!(jm.1, asked);
 
     // After a collection its Method* is asked again, once; same answer, same copy.
     res.gc_start(30);
     res.gc_finish(31);
     let after_gc = sample(&mut res, &mut rec, &mut jm, 32);
     assert!(Arc::ptr_eq(&first.stack, &after_gc.stack));
-    assert_eq!(jm.2, asked + 1);
+    assert_eq!(jm.1, asked + 1);
     sample(&mut res, &mut rec, &mut jm, 33);
-    assert_eq!(jm.2, asked + 1);
+    assert_eq!(jm.1, asked + 1);
 
     // A collection after which the Method* is another method's: named anew.
-    jm.1 = 3;
+    jm.2 = 3;
     res.gc_start(40);
     res.gc_finish(41);
     let moved = sample(&mut res, &mut rec, &mut jm, 42);

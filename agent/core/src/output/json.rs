@@ -33,12 +33,7 @@ impl Sums {
     fn add(&mut self, samples: u64, weight: u64, counters: &[u64]) {
         self.samples = self.samples.saturating_add(samples);
         self.weight = self.weight.saturating_add(weight);
-        if self.counters.len() < counters.len() {
-            self.counters.resize(counters.len(), 0);
-        }
-        for (a, b) in self.counters.iter_mut().zip(counters) {
-            *a = a.saturating_add(*b);
-        }
+        crate::model::add_counters(&mut self.counters, counters);
     }
 }
 
