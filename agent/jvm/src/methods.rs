@@ -105,12 +105,14 @@ impl MethodPointers {
             self.pull();
         }
         let id = *self.reverse.get(&method)?;
-        if !Self::still(id, method) {
+        let l = self.layout;
+        // The id's slot and the method's ConstMethod* in one read.
+        let [slot, cm] = os::read_words_checked(&[id, method + l.method_const])[..] else { return None };
+        if slot != Some(method) {
             self.reverse.remove(&method);
             return None;
         }
-        let l = self.layout;
-        let cm = os::read_words_checked(&[method + l.method_const])[0]?;
+        let cm = cm?;
         let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
         let size = l.const_code_size.unsigned(word);
         let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };

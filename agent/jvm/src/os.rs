@@ -37,7 +37,7 @@ pub fn gettid() -> i32 {
 pub fn read_words_checked(addrs: &[u64]) -> Vec<Option<u64>> {
     const CHUNK: usize = 1024;
     let mut out = vec![None; addrs.len()];
-    let mut vals = vec![0u64; CHUNK];
+    let mut vals = vec![0u64; addrs.len().min(CHUNK)];
     let remote: Vec<libc::iovec> =
         addrs.iter().map(|&a| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: 8 }).collect();
     let mut i = 0;

@@ -15,6 +15,14 @@ impl EventBuf {
         EventBuf { body }
     }
 
+    /// Empties the buffer for a new event of `type_id`, keeping its memory (one buffer serves
+    /// every sample of a chunk).
+    pub fn restart(&mut self, type_id: u64) -> &mut Self {
+        self.body.clear();
+        put_varint(&mut self.body, type_id);
+        self
+    }
+
     pub fn long(&mut self, v: u64) -> &mut Self {
         put_varint(&mut self.body, v);
         self

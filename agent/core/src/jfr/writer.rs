@@ -55,21 +55,22 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     }
 
     let ncounters = rec.counters.len();
+    let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
     for s in samples {
         let thread = pools.thread(s.thread);
         let stack = pools.stack(s);
         if s.state.is_some() {
             // A wall-clock sample (any state): not a CPU sample for JMC's method profiling.
-            let mut e = EventBuf::new(EVENT_WALL_CLOCK_SAMPLE);
+            e.restart(EVENT_WALL_CLOCK_SAMPLE);
             e.long(s.time).long(thread).long(stack).long(pools.state(s.state)).long(1);
             e.finish(&mut out);
         } else {
-            let mut e = EventBuf::new(EVENT_EXECUTION_SAMPLE);
+            e.restart(EVENT_EXECUTION_SAMPLE);
             e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
             e.finish(&mut out);
         }
 
-        let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
+        e.restart(EVENT_HPM_SAMPLE);
         e.long(s.time).long(thread).long(stack);
         e.string_ref(pools.event_name()).long(s.weight).string_ref(pools.component(s.component));
         e.long(s.data_addr.unwrap_or(0)).long(s.ip);
