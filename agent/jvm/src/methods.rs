@@ -17,12 +17,28 @@ pub struct JvmtiMethods {
     jvmti: Jvmti,
     /// The processor thread's own JNIEnv, to free the local class references JVMTI returns.
     jni: *mut JNIEnv,
+    known: Described,
+    pointers: Option<MethodPointers>,
+}
+
+/// What JVMTI said of each jmethodID, kept for the process's later sessions (as the `Method*`
+/// map is): HotSpot never hands one id to another method (after its class is unloaded an id
+/// names nothing), so a name stays true. Five JVMTI calls per method cost ~13 µs; a one-second
+/// session of a program with a few thousand hot methods spent ~3% of its time naming them
+/// again. A redefined method keeps its id and may get new lines: the tables read before stay
+/// (as they did within a session). Bounded: started again past `MAX_DESCRIBED` methods.
+#[derive(Default)]
+struct Described {
+    infos: IntMap<u64, MethodInfo>,
     /// Line tables by method, sorted by start bci.
     lines: IntMap<u64, Vec<(i64, i32)>>,
     /// (method, bci) -> line, the common case once a method was seen.
     memo: IntMap<(u64, i32), i32>,
-    pointers: Option<MethodPointers>,
 }
+
+const MAX_DESCRIBED: usize = 1 << 20;
+
+static DESCRIBED: Mutex<Option<Described>> = Mutex::new(None);
 
 /// `Method*` -> jmethodID for hpm's own stack walker: a jmethodID is a slot holding its
 /// `Method*`, so reading the slots of every id the agent had made gives the reverse map.
@@ -149,7 +165,11 @@ impl JvmtiMethods {
                 },
             }
         });
-        JvmtiMethods { jvmti, jni, lines: IntMap::default(), memo: IntMap::default(), pointers }
+        let mut known = DESCRIBED.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
+        if known.infos.len() > MAX_DESCRIBED || known.memo.len() > MAX_DESCRIBED {
+            known = Described::default();
+        }
+        JvmtiMethods { jvmti, jni, known, pointers }
     }
 }
 
@@ -163,41 +183,32 @@ impl Drop for JvmtiMethods {
         if let Some(p) = self.pointers.take() {
             *KEPT.lock().unwrap_or_else(|p| p.into_inner()) = Some(p);
         }
+        *DESCRIBED.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::mem::take(&mut self.known));
     }
 }
 
 impl JavaMethods for JvmtiMethods {
     fn describe(&mut self, id: u64) -> Option<MethodInfo> {
-        let m = id as jmethodID;
-        // JDK 17+ checks jmethodIDs (a method of an unloaded class gives INVALID_METHODID).
-        let (name, descriptor) = self.jvmti.method_name(m).ok()?;
-        let class = self.jvmti.method_declaring_class(m).ok()?;
-        let sig = self.jvmti.class_signature(class).unwrap_or_default();
-        let source_file = self.jvmti.source_file_name(class).ok();
-        delete_local_ref(self.jni, class);
-        let (class_name, hidden) = class_name_from_signature(&sig);
-        Some(MethodInfo {
-            class_name,
-            name,
-            descriptor,
-            source_file,
-            modifiers: self.jvmti.method_modifiers(m).unwrap_or(0) as u32,
-            hidden,
-        })
+        if let Some(info) = self.known.infos.get(&id) {
+            return Some(info.clone());
+        }
+        let info = self.ask(id)?;
+        self.known.infos.insert(id, info.clone());
+        Some(info)
     }
 
     fn line(&mut self, id: u64, bci: i32) -> i32 {
-        if let Some(&l) = self.memo.get(&(id, bci)) {
+        if let Some(&l) = self.known.memo.get(&(id, bci)) {
             return l;
         }
         let jvmti = self.jvmti;
-        let table = self.lines.entry(id).or_insert_with(|| {
+        let table = self.known.lines.entry(id).or_insert_with(|| {
             let mut t = jvmti.line_number_table(id as jmethodID).unwrap_or_default();
             t.sort_unstable();
             t
         });
         let l = line_for_bci(table, bci);
-        self.memo.insert((id, bci), l);
+        self.known.memo.insert((id, bci), l);
         l
     }
 
@@ -229,6 +240,26 @@ impl JvmtiMethods {
     /// map is then kept for the process's later sessions), in ns.
     pub fn first_pull_ns(&self) -> u64 {
         self.pointers.as_ref().map_or(0, |p| p.first_pull_ns)
+    }
+
+    /// Class, name, descriptor, source file and modifiers of method `id`, from JVMTI.
+    fn ask(&mut self, id: u64) -> Option<MethodInfo> {
+        let m = id as jmethodID;
+        // JDK 17+ checks jmethodIDs (a method of an unloaded class gives INVALID_METHODID).
+        let (name, descriptor) = self.jvmti.method_name(m).ok()?;
+        let class = self.jvmti.method_declaring_class(m).ok()?;
+        let sig = self.jvmti.class_signature(class).unwrap_or_default();
+        let source_file = self.jvmti.source_file_name(class).ok();
+        delete_local_ref(self.jni, class);
+        let (class_name, hidden) = class_name_from_signature(&sig);
+        Some(MethodInfo {
+            class_name,
+            name,
+            descriptor,
+            source_file,
+            modifiers: self.jvmti.method_modifiers(m).unwrap_or(0) as u32,
+            hidden,
+        })
     }
 }
 
