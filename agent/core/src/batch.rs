@@ -188,10 +188,23 @@ impl<T: Default> BatchPool<T> {
     /// Allocates up to `n` more batches, within the capacity (consumer side: allocates; call it
     /// from one thread only). Returns how many were added.
     pub fn grow(&self, n: usize) -> usize {
+        self.grow_reusing(n, &mut Vec::new())
+    }
+
+    /// [`Self::grow`], taking batches from `spare` (an earlier pool's, see
+    /// [`Self::take_batches`]) before allocating new ones.
+    pub fn grow_reusing(&self, n: usize, spare: &mut Vec<Box<Batch<T>>>) -> usize {
         let start = self.allocated.load(Ordering::Relaxed);
         let end = (start + n).min(self.batches.len());
         for i in start..end {
-            self.batches[i].store(Box::into_raw(Batch::new()), Ordering::Relaxed);
+            let batch = match spare.pop() {
+                Some(mut b) if b.items.len() == BATCH_SIZE => {
+                    b.len = 0;
+                    b
+                }
+                _ => Batch::new(),
+            };
+            self.batches[i].store(Box::into_raw(batch), Ordering::Relaxed);
             self.allocated.store(i + 1, Ordering::Relaxed);
             self.free_count.fetch_add(1, Ordering::Relaxed);
             // Release in the push publishes the pointer stored above with the index.
@@ -276,6 +289,26 @@ impl<T> BatchPool<T> {
 
     pub fn dropped(&self) -> u64 {
         self.dropped_no_free_batch.load(Ordering::Relaxed)
+    }
+}
+
+impl<T> BatchPool<T> {
+    /// Every batch of the pool, for a later pool to reuse ([`Self::grow_reusing`]): `&mut self`
+    /// means no party holds one any more. The pool is empty afterwards.
+    pub fn take_batches(&mut self) -> Vec<Box<Batch<T>>> {
+        let mut out = Vec::new();
+        for p in self.batches.iter() {
+            let p = p.swap(std::ptr::null_mut(), Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: as in `drop`: from `Box::into_raw` in `grow`, and no party holds it.
+                out.push(unsafe { Box::from_raw(p) });
+            }
+        }
+        self.allocated.store(0, Ordering::Relaxed);
+        self.free_count.store(0, Ordering::Relaxed);
+        self.free = Stack::new();
+        self.full = Stack::new();
+        out
     }
 }
 

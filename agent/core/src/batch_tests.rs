@@ -35,6 +35,36 @@ mod unit {
     }
 
     #[test]
+    fn a_later_pool_reuses_an_earlier_pools_batches_emptied() {
+        let mut first: BatchPool<u64> = BatchPool::new(3, 3);
+        let t = ThreadQueue::default();
+        for i in 0..(BATCH_SIZE as u64 + 4) {
+            push(&t, &first, i).unwrap();
+        }
+        // A partial batch left in the queue and a full one not taken: `&mut` means the
+        // producers are gone; every batch comes out.
+        let mut spare = first.take_batches();
+        assert_eq!(spare.len(), 3);
+        assert_eq!((first.allocated(), first.free_batches()), (0, 0));
+        let addresses: Vec<*const Batch<u64>> = spare.iter().map(|b| &**b as *const _).collect();
+        let second: BatchPool<u64> = BatchPool::new(0, 4);
+        assert_eq!(second.grow_reusing(4, &mut spare), 4, "three reused, one new");
+        assert!(spare.is_empty());
+        let t = ThreadQueue::default();
+        for i in 0..(2 * BATCH_SIZE as u64) {
+            push(&t, &second, 100 + i).unwrap();
+        }
+        let full = second.take_full();
+        assert_eq!(full.len(), 2);
+        for h in &full {
+            let b = second.get(h);
+            assert_eq!(b.filled().len(), BATCH_SIZE, "reused batches start empty");
+            assert!(b.filled().iter().all(|&v| v >= 100));
+        }
+        assert!(full.iter().any(|h| addresses.contains(&(second.get(h) as *const _))));
+    }
+
+    #[test]
     fn full_batches_come_out_oldest_first() {
         let pool: BatchPool<u64> = BatchPool::new(4, 4);
         let t = ThreadQueue::default();

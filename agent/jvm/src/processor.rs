@@ -322,7 +322,7 @@ impl Processor {
         resolver.preload(inputs.event.kernel == hpm_core::model::KernelMode::Sampled);
         methods.preload();
         let methods = Some(methods);
-        inputs.sink.pool.grow(POOL_STEP);
+        inputs.sink.grow(POOL_STEP);
         Processor {
             cct: Cct::new(rec.counters.clone()),
             rec,
@@ -380,7 +380,7 @@ impl Processor {
             self.pending.push((h, 0));
         }
         if pool.free_batches() < POOL_STEP / 2 {
-            pool.grow(POOL_STEP);
+            inputs.sink.grow(POOL_STEP);
         }
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
