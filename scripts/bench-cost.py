@@ -16,18 +16,15 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent  # noqa: E402
+from benchlib import build_agent, collapsed  # noqa: E402
 from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def depth(path):
     samples = frames = 0
-    with open(path) as f:
-        for line in f:
-            stack, _, n = line.rstrip("\n").rpartition(" ")
-            if stack:
-                samples += int(n)
-                frames += int(n) * (stack.count(";") + 1)
+    for stack, n in collapsed(path):
+        samples += n
+        frames += n * (stack.count(";") + 1)
     return samples, frames / max(samples, 1)
 
 

@@ -15,20 +15,16 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent  # noqa: E402
+from benchlib import build_agent, collapsed  # noqa: E402
 from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def collapsed_counts(path):
     total = none = 0
-    with open(path) as f:
-        for line in f:
-            stack, _, n = line.rstrip("\n").rpartition(" ")
-            if not stack:
-                continue
-            total += int(n)
-            if "[no Java stack" in stack:
-                none += int(n)
+    for stack, n in collapsed(path):
+        total += n
+        if "[no Java stack" in stack:
+            none += n
     return total, none
 
 

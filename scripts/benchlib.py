@@ -100,3 +100,12 @@ def java_version(java):
 
 def machine(java):
     return f"{os.cpu_count()} cores, Linux {platform.release()}, {java_version(java)}"
+
+
+def collapsed(path):
+    """(stack, samples) of each line of a collapsed-stacks file (`frame;frame;... N`)."""
+    with open(path) as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if stack:
+                yield stack, int(n)
