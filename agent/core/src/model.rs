@@ -348,8 +348,6 @@ impl MethodTable {
     }
 }
 
-/// One profiling run. The agent appends samples and periodically hands them to the JFR writer
-/// and the calling context tree, then clears `samples`; readers fill it from a file.
 /// Adds `v` into `acc` element by element, saturating, growing `acc` to `v`'s length: the
 /// counter sums of the tree, the stack table and the outputs.
 pub fn add_counters(acc: &mut Vec<u64>, v: &[u64]) {
@@ -377,6 +375,8 @@ pub const KEPT_PREFIX: &str = "kept without Java stack: ";
 /// without a Java frame.
 pub const PARTIAL_PREFIX: &str = "kept with a partial Java stack: ";
 
+/// One profiling run. The agent appends samples and periodically hands them to the JFR writer
+/// and the calling context tree, then clears `samples`; readers fill it from a file.
 #[derive(Clone, Debug, Default)]
 pub struct Recording {
     /// Wall clock at start, nanoseconds since the Unix epoch.

@@ -22,14 +22,19 @@ pub struct JvmtiMethods {
 }
 
 /// What JVMTI said of each jmethodID, kept for the process's later sessions (as the `Method*`
-/// map is): HotSpot never hands one id to another method (after its class is unloaded an id
-/// names nothing), so a name stays true. Five JVMTI calls per method cost ~13 µs; a one-second
-/// session of a program with a few thousand hot methods spent ~3% of its time naming them
-/// again. A redefined method keeps its id and may get new lines: the tables read before stay
-/// (as they did within a session). Bounded: started again past `MAX_DESCRIBED` methods.
+/// map is): five JVMTI calls per method cost ~13 µs, and a one-second session of a program with
+/// a few thousand hot methods spent ~3% of its time naming them again. An id's slot can be
+/// given to another method once its own is freed (JDK 17 reuses freed slots of a loader's
+/// block: old versions of redefined methods), so each name keeps the `Method*` its id held
+/// when named, and a later session checks the slot (one read) at its first use of the id;
+/// a different `Method*` is named again, lines too. Bounded: started again past
+/// `MAX_DESCRIBED` entries.
 #[derive(Default)]
 struct Described {
-    infos: IntMap<u64, MethodInfo>,
+    /// id -> (name, the `Method*` its slot held then).
+    infos: IntMap<u64, (MethodInfo, Option<u64>)>,
+    /// Ids whose slot was checked this session.
+    checked: IntMap<u64, ()>,
     /// Line tables by method, sorted by start bci.
     lines: IntMap<u64, Vec<(i64, i32)>>,
     /// (method, bci) -> line, the common case once a method was seen.
@@ -166,9 +171,7 @@ impl JvmtiMethods {
             }
         });
         let mut known = DESCRIBED.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
-        if known.infos.len() > MAX_DESCRIBED || known.memo.len() > MAX_DESCRIBED {
-            known = Described::default();
-        }
+        known.checked.clear();
         JvmtiMethods { jvmti, jni, known, pointers }
     }
 }
@@ -189,11 +192,29 @@ impl Drop for JvmtiMethods {
 
 impl JavaMethods for JvmtiMethods {
     fn describe(&mut self, id: u64) -> Option<MethodInfo> {
-        if let Some(info) = self.known.infos.get(&id) {
-            return Some(info.clone());
+        let k = &mut self.known;
+        if let Some((info, method)) = k.infos.get(&id) {
+            if k.checked.contains_key(&id) {
+                return Some(info.clone());
+            }
+            // A slot that could not be read (process_vm_readv refused) proves nothing.
+            if method.is_some() && os::read_words_checked(&[id])[0] == *method {
+                let info = info.clone();
+                k.checked.insert(id, ());
+                return Some(info);
+            }
+            // The slot holds another method now: its lines are not this one's either.
+            k.infos.remove(&id);
+            k.lines.remove(&id);
+            k.memo.retain(|&(m, _), _| m != id);
         }
+        if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED {
+            *k = Described::default();
+        }
+        let method = os::read_words_checked(&[id])[0];
         let info = self.ask(id)?;
-        self.known.infos.insert(id, info.clone());
+        self.known.infos.insert(id, (info.clone(), method));
+        self.known.checked.insert(id, ());
         Some(info)
     }
 

@@ -355,7 +355,7 @@ impl Processor {
         let inputs = self.inputs.clone();
         // Before the thread sync: a mark's thread is registered before the mark is queued.
         self.marks.extend(inputs.live.take_marks().into_iter().filter(|m| m.time() >= inputs.start_ticks));
-        if inputs.threads.sync(&mut self.rec.threads) {
+        if inputs.threads.sync(&mut self.rec.threads) && inputs.opts.per_thread {
             // Per-thread roots are named by the thread: a renamed thread's stacks hang anew.
             self.seen.clear();
         }

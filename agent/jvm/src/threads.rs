@@ -407,7 +407,8 @@ impl Threads {
 
     /// Brings `out` (the recording's thread list) up to date with the entries that changed since
     /// the last call.
-    /// Whether a thread already in `out` changed its name.
+    /// Whether a thread's name in `out` changed (one listed only now counts: samples of its
+    /// index may have been added before its entry existed).
     pub fn sync(&self, out: &mut Vec<ThreadInfo>) -> bool {
         let mut g = self.lock();
         let Inner { infos, dirty, .. } = &mut *g;
@@ -417,7 +418,7 @@ impl Threads {
             if out.len() <= i {
                 out.resize(i + 1, ThreadInfo::default());
             }
-            renamed |= !out[i].name.is_empty() && out[i].name != infos[i].name;
+            renamed |= out[i].name != infos[i].name;
             out[i].clone_from(&infos[i]);
         }
         renamed
