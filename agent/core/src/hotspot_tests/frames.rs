@@ -51,9 +51,7 @@ fn prologue_at_push_rbp() {
     // Nothing pushed yet: the return address at [sp], rbp still the caller's.
     f.put(SP, INTERP_RET);
     let ifp = f.interp_bottom(SP + 8);
-    let (frames, stop) = f.walk(regs(pc, SP, ifp), 64);
-    assert_eq!(frames, vec![compiled(pc, M_A, true), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(pc, SP, ifp), 64), (vec![compiled(pc, M_A, true), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -69,9 +67,11 @@ fn prologue_after_push_rbp() {
         let ifp = f.interp_bottom(SP + 16);
         f.put(SP, ifp);
         f.put(SP + 8, INTERP_RET);
-        let (frames, stop) = f.walk(regs(pc, SP, 0x4321), 64);
-        assert_eq!(frames, vec![compiled(pc, M_A, true), bottom()], "{code:x?}");
-        assert_eq!(stop, Stop::Bottom);
+        assert_eq!(
+            f.walk(regs(pc, SP, 0x4321), 64),
+            (vec![compiled(pc, M_A, true), bottom()], Stop::Bottom),
+            "{code:x?}"
+        );
     }
 }
 
@@ -88,9 +88,10 @@ fn prologue_is_only_for_the_interrupted_frame() {
     let isp = f.compiled_frame(bsp, 4, INTERP_RET, bsp + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
     let pc = a + BODY;
-    let (frames, stop) = f.walk(regs(pc, SP, 0), 64);
-    assert_eq!(frames, vec![compiled(pc, M_A, true), compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(
+        f.walk(regs(pc, SP, 0), 64),
+        (vec![compiled(pc, M_A, true), compiled(ret, M_B, false), bottom()], Stop::Bottom)
+    );
 }
 
 // 3. Epilogue: after the frame was torn down.
@@ -106,9 +107,7 @@ fn epilogue_at_ret_and_return_poll() {
         f.put_bytes(pc, code);
         f.put(SP, INTERP_RET);
         let ifp = f.interp_bottom(SP + 8);
-        let (frames, stop) = f.walk(regs(pc, SP, ifp), 64);
-        assert_eq!(frames, vec![compiled(pc, M_A, true), bottom()], "{code:x?}");
-        assert_eq!(stop, Stop::Bottom);
+        assert_eq!(f.walk(regs(pc, SP, ifp), 64), (vec![compiled(pc, M_A, true), bottom()], Stop::Bottom), "{code:x?}");
     }
 }
 
@@ -121,9 +120,7 @@ fn epilogue_at_pop_rbp() {
     let ifp = f.interp_bottom(SP + 16);
     f.put(SP, ifp);
     f.put(SP + 8, INTERP_RET);
-    let (frames, stop) = f.walk(regs(pc, SP, 0x4321), 64);
-    assert_eq!(frames, vec![compiled(pc, M_A, true), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(pc, SP, 0x4321), 64), (vec![compiled(pc, M_A, true), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -137,9 +134,7 @@ fn whole_frame_at_add_rsp_and_at_a_ja_without_ret() {
         f.put_bytes(pc, code);
         let isp = f.compiled_frame(SP, 6, INTERP_RET, SP + 6 * 8 + INTERP_FP);
         f.interp_bottom(isp);
-        let (frames, stop) = f.walk(regs(pc, SP, 0), 64);
-        assert_eq!(frames, vec![compiled(pc, M_A, true), bottom()], "{code:x?}");
-        assert_eq!(stop, Stop::Bottom);
+        assert_eq!(f.walk(regs(pc, SP, 0), 64), (vec![compiled(pc, M_A, true), bottom()], Stop::Bottom), "{code:x?}");
     }
 }
 
@@ -155,9 +150,7 @@ fn frameless_stub() {
     let isp = f.compiled_frame(SP + 8, 4, INTERP_RET, SP + 8 + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
     // The stub itself leaves no frame.
-    let (frames, stop) = f.walk(regs(stub + 0x10, SP, 0), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(stub + 0x10, SP, 0), 64), (vec![compiled(ret, M_B, false), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -169,9 +162,7 @@ fn stub_on_rbp() {
     let ifp = f.interp_bottom(fp + 16);
     f.put(fp, ifp);
     f.put(fp + 8, INTERP_RET);
-    let (frames, stop) = f.walk(regs(stub + 0x10, SP, fp), 64);
-    assert_eq!(frames, vec![bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(stub + 0x10, SP, fp), 64), (vec![bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -200,9 +191,7 @@ fn interrupted_stub_that_saved_registers() {
     f.put(SP + 16, ret);
     let isp = f.compiled_frame(SP + 24, 4, INTERP_RET, SP + 24 + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
-    let (frames, stop) = f.walk(regs(stub + 0x10, SP, 0x99), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(stub + 0x10, SP, 0x99), 64), (vec![compiled(ret, M_B, false), bottom()], Stop::Bottom));
 }
 
 // 5. Native code.
@@ -225,9 +214,11 @@ fn native_with_anchor() {
         }
         // Garbage between: the native frames are not followed.
         f.put(SP, b + 0x44);
-        let (frames, stop) = f.walk(regs(NATIVE_PC, SP, SP + 8), 64);
-        assert_eq!(frames, vec![compiled(call, M_B, false), bottom()], "anchor pc known: {anchor_pc_known}");
-        assert_eq!(stop, Stop::Bottom);
+        assert_eq!(
+            f.walk(regs(NATIVE_PC, SP, SP + 8), 64),
+            (vec![compiled(call, M_B, false), bottom()], Stop::Bottom),
+            "anchor pc known: {anchor_pc_known}"
+        );
     }
 }
 
@@ -242,9 +233,7 @@ fn anchor_below_sp_is_not_used() {
     f.put(SP, ret);
     let isp = f.compiled_frame(SP + 8, 4, INTERP_RET, SP + 8 + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
-    let (frames, stop) = f.walk(regs(NATIVE_PC, SP, 0), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(NATIVE_PC, SP, 0), 64), (vec![compiled(ret, M_B, false), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -262,9 +251,7 @@ fn native_without_anchor_through_rbp() {
     f.put(fp2 + 8, ret);
     let isp = f.compiled_frame(fp2 + 16, 4, INTERP_RET, fp2 + 16 + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
-    let (frames, stop) = f.walk(regs(NATIVE_PC, SP, fp1), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(NATIVE_PC, SP, fp1), 64), (vec![compiled(ret, M_B, false), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -276,9 +263,7 @@ fn native_leaf_without_anchor() {
     f.put(SP, ret);
     let isp = f.compiled_frame(SP + 8, 4, INTERP_RET, SP + 8 + 4 * 8 + INTERP_FP);
     f.interp_bottom(isp);
-    let (frames, stop) = f.walk(regs(NATIVE_PC, SP, 0), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false), bottom()]);
-    assert_eq!(stop, Stop::Bottom);
+    assert_eq!(f.walk(regs(NATIVE_PC, SP, 0), 64), (vec![compiled(ret, M_B, false), bottom()], Stop::Bottom));
 }
 
 #[test]
@@ -304,9 +289,7 @@ fn native_hop_only_once() {
     let ret = b + BODY;
     f.put(SP, ret);
     f.compiled_frame(SP + 8, 4, NATIVE_PC + 8, 0);
-    let (frames, stop) = f.walk(regs(NATIVE_PC, SP, 0), 64);
-    assert_eq!(frames, vec![compiled(ret, M_B, false)]);
-    assert_eq!(stop, Stop::Lost);
+    assert_eq!(f.walk(regs(NATIVE_PC, SP, 0), 64), (vec![compiled(ret, M_B, false)], Stop::Lost));
 }
 
 // 6. Entry frames with Java below.

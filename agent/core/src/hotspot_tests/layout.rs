@@ -4,39 +4,41 @@ use super::*;
 
 // 10. The layout from VMStructs.
 
+/// Adds field `name` at `off` of type `ty` to the table.
+fn field(t: &mut VmTable, name: &str, off: u64, ty: &str) {
+    t.fields.insert(name.to_string(), off);
+    t.types.insert(name.to_string(), ty.to_string());
+}
+
 /// A JDK 17 table: `CodeBlob::_code_begin`, `CompiledMethod::_method`, `Thread::_stack_base`,
 /// no kind field.
 fn table17() -> VmTable {
     let mut t = VmTable::default();
-    let mut field = |name: &str, off: u64, ty: &str| {
-        t.fields.insert(name.to_string(), off);
-        t.types.insert(name.to_string(), ty.to_string());
-    };
-    field("GrowableArrayBase::_len", 0, "int");
-    field("GrowableArray<int>::_data", 8, "int*");
-    field("CodeHeap::_memory", 0x10, "VirtualSpace");
-    field("CodeHeap::_segmap", 0x60, "VirtualSpace");
-    field("CodeHeap::_log2_segment_size", 0xb0, "int");
-    field("VirtualSpace::_low", 0x10, "char*");
-    field("VirtualSpace::_high", 0x18, "char*");
-    field("HeapBlock::_header", 0, "HeapBlock::Header");
-    field("HeapBlock::Header::_used", 8, "bool");
-    field("StubQueue::_stub_buffer", 8, "address");
-    field("StubQueue::_buffer_limit", 0x14, "int");
-    field("CodeBlob::_size", 12, "int");
-    field("CodeBlob::_frame_complete_offset", 20, "int");
-    field("CodeBlob::_frame_size", 28, "int");
-    field("CodeBlob::_code_begin", 32, "address");
-    field("CompiledMethod::_method", 112, "Method*");
-    field("JavaThread::_anchor", 0x2f0, "JavaFrameAnchor");
-    field("JavaFrameAnchor::_last_Java_sp", ANCHOR_SP, "intptr_t*");
-    field("JavaFrameAnchor::_last_Java_pc", ANCHOR_PC, "address");
-    field("JavaFrameAnchor::_last_Java_fp", ANCHOR_FP, "intptr_t*");
-    field("Thread::_stack_base", 0x1b8, "address");
-    field("Thread::_stack_size", 0x1c0, "size_t");
-    field("JavaCallWrapper::_anchor", WRAPPER_ANCHOR, "JavaFrameAnchor");
-    field("Method::_constMethod", 8, "ConstMethod*");
-    field("ConstMethod::_code_size", 0x2c, "u2");
+    field(&mut t, "GrowableArrayBase::_len", 0, "int");
+    field(&mut t, "GrowableArray<int>::_data", 8, "int*");
+    field(&mut t, "CodeHeap::_memory", 0x10, "VirtualSpace");
+    field(&mut t, "CodeHeap::_segmap", 0x60, "VirtualSpace");
+    field(&mut t, "CodeHeap::_log2_segment_size", 0xb0, "int");
+    field(&mut t, "VirtualSpace::_low", 0x10, "char*");
+    field(&mut t, "VirtualSpace::_high", 0x18, "char*");
+    field(&mut t, "HeapBlock::_header", 0, "HeapBlock::Header");
+    field(&mut t, "HeapBlock::Header::_used", 8, "bool");
+    field(&mut t, "StubQueue::_stub_buffer", 8, "address");
+    field(&mut t, "StubQueue::_buffer_limit", 0x14, "int");
+    field(&mut t, "CodeBlob::_size", 12, "int");
+    field(&mut t, "CodeBlob::_frame_complete_offset", 20, "int");
+    field(&mut t, "CodeBlob::_frame_size", 28, "int");
+    field(&mut t, "CodeBlob::_code_begin", 32, "address");
+    field(&mut t, "CompiledMethod::_method", 112, "Method*");
+    field(&mut t, "JavaThread::_anchor", 0x2f0, "JavaFrameAnchor");
+    field(&mut t, "JavaFrameAnchor::_last_Java_sp", ANCHOR_SP, "intptr_t*");
+    field(&mut t, "JavaFrameAnchor::_last_Java_pc", ANCHOR_PC, "address");
+    field(&mut t, "JavaFrameAnchor::_last_Java_fp", ANCHOR_FP, "intptr_t*");
+    field(&mut t, "Thread::_stack_base", 0x1b8, "address");
+    field(&mut t, "Thread::_stack_size", 0x1c0, "size_t");
+    field(&mut t, "JavaCallWrapper::_anchor", WRAPPER_ANCHOR, "JavaFrameAnchor");
+    field(&mut t, "Method::_constMethod", 8, "ConstMethod*");
+    field(&mut t, "ConstMethod::_code_size", 0x2c, "u2");
     t.statics.insert("CodeCache::_heaps".into(), 0x6000_0000);
     t.statics.insert("AbstractInterpreter::_code".into(), 0x6000_0008);
     t.statics.insert("StubRoutines::_call_stub_return_address".into(), 0x6000_0010);
@@ -53,15 +55,11 @@ fn table25() -> VmTable {
         t.fields.remove(old);
         t.types.remove(old);
     }
-    let mut field = |name: &str, off: u64, ty: &str| {
-        t.fields.insert(name.to_string(), off);
-        t.types.insert(name.to_string(), ty.to_string());
-    };
-    field("CodeBlob::_code_offset", 36, "int");
-    field("CodeBlob::_kind", 9, "CodeBlobKind");
-    field("nmethod::_method", 96, "Method*");
-    field("JavaThread::_stack_base", 0x1f0, "address");
-    field("JavaThread::_stack_size", 0x1f8, "size_t");
+    field(&mut t, "CodeBlob::_code_offset", 36, "int");
+    field(&mut t, "CodeBlob::_kind", 9, "CodeBlobKind");
+    field(&mut t, "nmethod::_method", 96, "Method*");
+    field(&mut t, "JavaThread::_stack_base", 0x1f0, "address");
+    field(&mut t, "JavaThread::_stack_size", 0x1f8, "size_t");
     t.constants.insert("CodeBlobKind::Nmethod".into(), 1);
     t
 }

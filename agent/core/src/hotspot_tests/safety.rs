@@ -450,9 +450,11 @@ fn huge_frame_size_is_no_frame_size() {
         f.put(SP, b + BODY);
         let isp = f.compiled_frame(SP + 8, 4, INTERP_RET, SP + 8 + 4 * 8 + INTERP_FP);
         f.interp_bottom(isp);
-        let (frames, stop) = f.walk(regs(a + BODY, SP, 0), 64);
-        assert_eq!(frames, vec![compiled(b + BODY, M_B, false), bottom()], "words {words}");
-        assert_eq!(stop, Stop::Bottom);
+        assert_eq!(
+            f.walk(regs(a + BODY, SP, 0), 64),
+            (vec![compiled(b + BODY, M_B, false), bottom()], Stop::Bottom),
+            "words {words}"
+        );
     }
 }
 

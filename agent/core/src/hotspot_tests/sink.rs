@@ -25,9 +25,7 @@ fn full_sink() {
     let (f, pc, ret) = deep(20);
     let r = regs(pc, SP, 0);
     // 5 slots: two compiled frames (4 slots); the third does not fit in the last one.
-    let (frames, stop) = f.walk(r, 5);
-    assert_eq!(frames, vec![compiled(pc, M_A, true), compiled(ret, M_A, false)]);
-    assert_eq!(stop, Stop::Full);
+    assert_eq!(f.walk(r, 5), (vec![compiled(pc, M_A, true), compiled(ret, M_A, false)], Stop::Full));
     assert_eq!(f.walk(r, 0), (vec![], Stop::Full));
     assert_eq!(f.walk(r, 1), (vec![], Stop::Full));
     // Room for all: 20 compiled frames and the interpreter's.
