@@ -168,9 +168,8 @@ pub struct SampleResolver {
     open_gc: Option<u64>,
     last_maps_refresh: u64,
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
-    /// call-trace storage does): valid while the code map and the methods stay as they were
-    /// (cleared when the map changes; those with interpreted frames after each collection,
-    /// which can free methods).
+    /// call-trace storage does): each valid while the code at its pcs and its interpreted
+    /// frames' methods stay as they were ([`Validity`]).
     vm_stacks: IntMap<RawStackKey, NamedStack>,
     /// The key of the stack being looked up (reused: no allocation on a hit).
     vm_key: RawStackKey,
@@ -248,12 +247,14 @@ impl Validity {
     ) -> bool {
         let generation = map.generation();
         let code = self.generation == generation || !pcs.into_iter().any(|pc| map.removed_since(self.generation, pc));
-        let methods = self.collections == collections || self.methods.iter().all(|&(p, m)| jm.by_pointer(p) == Some(m));
-        if code && methods {
+        // Only names whose code still holds ask for their methods (a question may read memory).
+        let valid =
+            code && (self.collections == collections || self.methods.iter().all(|&(p, m)| jm.by_pointer(p) == Some(m)));
+        if valid {
             self.generation = generation;
             self.collections = collections;
         }
-        code && methods
+        valid
     }
 }
 
@@ -677,9 +678,7 @@ impl SampleResolver {
     /// The kernel call chain (leaf first) as frames named from /proc/kallsyms; one `[kernel]`
     /// frame where the kernel hides its addresses.
     fn push_kernel_frames(&mut self, rec: &mut Recording, chain: &[u64], stack: &mut Vec<Frame>) {
-        if self.kernel_symbols.is_none() {
-            self.preload(true);
-        }
+        self.load_kernel_symbols();
         let Some(syms) = &self.kernel_symbols else { return };
         if syms.is_empty() {
             stack.push(self.pseudo(rec, "[kernel]", FrameKind::Kernel));
@@ -777,14 +776,21 @@ impl SampleResolver {
     /// kernel's function names (when `kernel` call chains are sampled) and libjvm's symbol
     /// table (the VM's own threads run there from the start). Kept for later sessions.
     pub fn preload(&mut self, kernel: bool) {
-        if kernel && self.kernel_symbols.is_none() {
-            let t = self.cpu_now();
-            self.kernel_symbols = Some(KernelSymbols::load());
-            self.tables_ns += self.cpu_now().saturating_sub(t);
+        if kernel {
+            self.load_kernel_symbols();
         }
         let jvm = self.symbolizer.mappings().iter().find(|m| m.path.ends_with("/libjvm.so")).map(|m| m.start);
         if let Some(ip) = jvm {
             self.place_ip(ip, 0);
+        }
+    }
+
+    /// Reads /proc/kallsyms unless it was (timed as a one-time read).
+    fn load_kernel_symbols(&mut self) {
+        if self.kernel_symbols.is_none() {
+            let t = self.cpu_now();
+            self.kernel_symbols = Some(KernelSymbols::load());
+            self.tables_ns += self.cpu_now().saturating_sub(t);
         }
     }
 

@@ -87,33 +87,34 @@ impl MethodPointers {
         self.collections += 1;
     }
 
-    /// Whether `id`'s slot still holds `method` (not unloaded, not redefined since).
-    fn still(id: u64, method: u64) -> bool {
-        os::read_words_checked(&[id])[0] == Some(method)
+    /// Reads every id's slot the first time (timed: once per process); whether it did.
+    fn first_pull(&mut self) -> bool {
+        if self.seen != 0 || self.first_pull_ns != 0 {
+            return false;
+        }
+        let t = os::thread_cpu_ns();
+        self.pull();
+        self.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
+        true
     }
 
     fn lookup(&mut self, method: u64) -> Option<MethodPointer> {
-        // An answer is checked against its id's slot when first given, and all of them again
-        // after each collection (`collected`): a method unloaded since (its memory perhaps
+        // An answer is checked against its id's slot when first given, and again at its first
+        // use after each collection (`collected`): a method unloaded since (its memory perhaps
         // reused by another) or redefined is not named by its old id.
         if let Some(&(m, checked)) = self.named.get(&method) {
             if checked == self.collections {
                 return Some(m);
             }
-            if Self::still(m.id, method) {
+            if slot_holds(m.id, method) {
                 self.named.insert(method, (m, self.collections));
                 return Some(m);
             }
             self.named.remove(&method);
             self.reverse.remove(&method);
         }
-        if !self.reverse.contains_key(&method) {
-            let first = self.seen == 0 && self.first_pull_ns == 0;
-            let t = if first { os::thread_cpu_ns() } else { 0 };
+        if !self.reverse.contains_key(&method) && !self.first_pull() {
             self.pull();
-            if first {
-                self.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
-            }
         }
         if !self.reverse.contains_key(&method) {
             let now = os::now_ticks();
@@ -198,7 +199,7 @@ impl JavaMethods for JvmtiMethods {
                 return Some(info.clone());
             }
             // A slot that could not be read (process_vm_readv refused) proves nothing.
-            if method.is_some() && os::read_words_checked(&[id])[0] == *method {
+            if method.is_some_and(|m| slot_holds(id, m)) {
                 let info = info.clone();
                 k.checked.insert(id, ());
                 return Some(info);
@@ -249,11 +250,7 @@ impl JvmtiMethods {
     /// interpreted frame while samples pile up (once per process: the map is kept).
     pub fn preload(&mut self) {
         if let Some(p) = &mut self.pointers {
-            if p.seen == 0 && p.first_pull_ns == 0 {
-                let t = os::thread_cpu_ns();
-                p.pull();
-                p.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
-            }
+            p.first_pull();
         }
     }
 
@@ -282,6 +279,11 @@ impl JvmtiMethods {
             hidden,
         })
     }
+}
+
+/// Whether jmethodID `id`'s slot holds `method` (not unloaded, not redefined since).
+fn slot_holds(id: u64, method: u64) -> bool {
+    os::read_words_checked(&[id])[0] == Some(method)
 }
 
 /// The line of the last entry (sorted by start bci) starting at or before `bci`.
