@@ -189,9 +189,6 @@ pub struct SampleResolver {
     pub cpu_clock: Option<fn() -> u64>,
     /// CPU time spent reading symbol tables (by `cpu_clock`).
     pub tables_ns: u64,
-    /// Library code already placed, by address: (library, function). Cleared with the
-    /// mappings' refresh, and when full.
-    lib_sites: IntMap<u64, (Arc<str>, Arc<str>)>,
     /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
     pseudo_ids: IntMap<String, MethodIdx>,
 }
@@ -737,13 +734,12 @@ impl SampleResolver {
                 BlobKind::Stub => Placed::Code(IpSite::Stub, b.name.clone()),
             };
         }
-        if let Some((lib, name)) = self.lib_sites.get(&ip) {
-            return Placed::Lib(lib.clone(), name.clone());
+        if let Some((lib, name)) = self.symbolizer.known_site(ip) {
+            return Placed::Lib(lib, name);
         }
         if self.symbolizer.mapping(ip).is_none() && now.saturating_sub(self.last_maps_refresh) > 1_000_000_000 {
             // A library loaded since the last look, at most once a second.
             self.symbolizer.refresh();
-            self.lib_sites.clear();
             self.last_maps_refresh = now;
         }
         match self.symbolizer.mapping(ip) {
@@ -753,19 +749,12 @@ impl SampleResolver {
                 // A library's first frame reads its symbol table (and debug files).
                 let first = !self.symbolizer.has_table(ip);
                 let t = if first { self.cpu_now() } else { 0 };
-                let named = self.symbolizer.resolve(ip);
+                let named = self.symbolizer.site(ip);
                 if first {
                     self.tables_ns += self.cpu_now().saturating_sub(t);
                 }
                 match named {
-                    Some(s) => {
-                        let (lib, name): (Arc<str>, Arc<str>) = (s.lib.into(), s.name.into());
-                        if self.lib_sites.len() >= MAX_VM_STACKS {
-                            self.lib_sites.clear();
-                        }
-                        self.lib_sites.insert(ip, (lib.clone(), name.clone()));
-                        Placed::Lib(lib, name)
-                    }
+                    Some((lib, name)) => Placed::Lib(lib, name),
                     None => Placed::Unknown,
                 }
             }

@@ -509,13 +509,43 @@ pub struct Symbolizer {
     search: DebugSearch,
     /// Libraries or debug files found but not read, and why (at most a few per library).
     notes: Vec<String>,
+    /// Code addresses already named: (library, function). Kept while every mapping they
+    /// could be in stays (a library unloaded and another mapped there would rename them).
+    sites: crate::hash::IntMap<u64, (Arc<str>, Arc<str>)>,
 }
+
+/// Named code addresses remembered at most (started again when full).
+const MAX_SITES: usize = 1 << 16;
 
 impl Symbolizer {
     pub fn set_mappings(&mut self, mut m: Vec<Mapping>) {
         m.retain(|m| m.exec);
         m.sort_by_key(|m| m.start);
+        // Mappings only added: every address named so far is where it was.
+        if !self.mappings.iter().all(|old| m.binary_search_by_key(&old.start, |n| n.start).is_ok_and(|i| m[i] == *old))
+        {
+            self.sites.clear();
+        }
         self.mappings = m;
+    }
+
+    /// The library and function at `ip` if named already (by [`Self::site`]).
+    pub fn known_site(&self, ip: u64) -> Option<(Arc<str>, Arc<str>)> {
+        self.sites.get(&ip).cloned()
+    }
+
+    /// The library and function at `ip`, each named once per address (see [`Self::resolve`]).
+    pub fn site(&mut self, ip: u64) -> Option<(Arc<str>, Arc<str>)> {
+        if let Some(s) = self.known_site(ip) {
+            return Some(s);
+        }
+        let s = self.resolve(ip)?;
+        let site: (Arc<str>, Arc<str>) = (s.lib.into(), s.name.into());
+        if self.sites.len() >= MAX_SITES {
+            self.sites.clear();
+        }
+        self.sites.insert(ip, site.clone());
+        Some(site)
     }
 
     /// Re-reads `/proc/self/maps` (a library may have been loaded since).

@@ -416,3 +416,28 @@ fn this_machines_libc_with_its_debug_file() {
     let got = t.lookup(internal.address() + internal.size() / 2);
     assert!(got.is_some_and(|n| n.starts_with("__memset_")), "{}: {got:?}", internal.name().unwrap());
 }
+
+#[test]
+fn named_sites_are_kept_while_their_mappings_stay() {
+    let mut s = Symbolizer::default();
+    let a = "7f0000001000-7f0000002000 r-xp 00000000 fd:01 7 /lib/liba.so\n";
+    let b = "7f0000005000-7f0000006000 r-xp 00000000 fd:01 8 /lib/libb.so\n";
+    s.set_mappings(parse_maps(a));
+    s.insert_table("/lib/liba.so", SymbolTable::from_symbols(vec![(0x100, 0x10, "f".into())]));
+    let ip = 0x7f0000001104;
+    let named = |s: &Symbolizer| s.known_site(ip).map(|(l, n)| (l.to_string(), n.to_string()));
+    assert_eq!(named(&s), None, "not named before it is asked for");
+    assert_eq!(s.site(ip).map(|(l, n)| (l.to_string(), n.to_string())), Some(("liba.so".into(), "f".into())));
+    // Named once: a table read afresh is not consulted for the address again...
+    s.insert_table("/lib/liba.so", SymbolTable::from_symbols(vec![(0x100, 0x10, "g".into())]));
+    assert_eq!(named(&s), Some(("liba.so".into(), "f".into())));
+    // ...while mappings are only added (a library loaded since)...
+    s.set_mappings(parse_maps(&format!("{a}{b}")));
+    assert_eq!(named(&s), Some(("liba.so".into(), "f".into())));
+    // ...and forgotten once one goes away (what is mapped there now may be another file).
+    s.set_mappings(parse_maps(b));
+    assert_eq!(named(&s), None);
+    assert!(s.site(ip).is_none(), "nothing is mapped there any more");
+    s.set_mappings(parse_maps(a));
+    assert_eq!(s.site(ip).map(|(_, n)| n.to_string()), Some("g".into()), "named afresh from the current table");
+}

@@ -26,8 +26,9 @@ pub struct JvmtiMethods {
 /// a few thousand hot methods spent ~3% of its time naming them again. An id's slot can be
 /// given to another method once its own is freed (JDK 17 reuses freed slots of a loader's
 /// block: old versions of redefined methods), so each name keeps the `Method*` its id held
-/// when named, and a later session checks the slot (one read) at its first use of the id;
-/// a different `Method*` is named again, lines too. Bounded: started again past
+/// when named, and a later session checks the slot: the ids the last session used all at
+/// once when it starts, the others at first use; a different `Method*` is named again, lines
+/// too. Bounded: started again past
 /// `MAX_DESCRIBED` entries.
 #[derive(Default)]
 struct Described {
@@ -42,6 +43,25 @@ struct Described {
 }
 
 const MAX_DESCRIBED: usize = 1 << 20;
+
+impl Described {
+    /// A session starts: the ids the last one used, likely this one's too, are checked all at
+    /// once (one read per 1,024; a read each at first use cost a short session ~2 ms); the
+    /// others at their first use.
+    fn recheck_recent(&mut self) {
+        let recent: Vec<(u64, u64)> = self
+            .checked
+            .drain()
+            .filter_map(|(id, ())| self.infos.get(&id).and_then(|(_, m)| m.map(|m| (id, m))))
+            .collect();
+        let ids: Vec<u64> = recent.iter().map(|&(id, _)| id).collect();
+        for ((id, method), slot) in recent.into_iter().zip(os::read_words_checked(&ids)) {
+            if slot == Some(method) {
+                self.checked.insert(id, ());
+            }
+        }
+    }
+}
 
 static DESCRIBED: Mutex<Option<Described>> = Mutex::new(None);
 
@@ -63,9 +83,19 @@ struct MethodPointers {
     /// Collections seen (sessions' starts count as one: those between them went unseen).
     collections: u64,
     last_rebuild_ns: u64,
+    /// `Method*`s a full rebuild did not find: not rebuilt for again (new ids are still
+    /// pulled for them). One whose memory a later method reuses is found by that method's
+    /// new id; only a redefinition that moves an id to it goes unseen.
+    unknown: IntMap<u64, ()>,
     /// CPU time of the first reading of every id (once per process), in ns.
     first_pull_ns: u64,
 }
+
+/// Answers checked all at once after a collection at most (more: each at its next use).
+const EAGER_RECHECK: usize = 1 << 14;
+
+/// `Method*`s remembered as unknown at most (forgotten when full).
+const MAX_UNKNOWN: usize = 4096;
 
 /// Full rebuilds of the reverse map are at least this far apart.
 const REBUILD_NS: u64 = 5_000_000_000;
@@ -81,10 +111,31 @@ impl MethodPointers {
         }
     }
 
-    /// After a collection, every answer is checked again at its next use: only the methods
-    /// still being sampled cost a read.
+    /// After a collection (or between sessions, when collections went unseen) every answer
+    /// is checked again: all at once, one read per 1,024 (a read per answer at its next use
+    /// cost a session of an allocating program ~1 ms per collection); past `EAGER_RECHECK`
+    /// answers, each at its next use instead.
     fn collected(&mut self) {
         self.collections += 1;
+        if self.named.len() > EAGER_RECHECK {
+            return;
+        }
+        let (methods, ids): (Vec<u64>, Vec<u64>) = self.named.iter().map(|(&p, (m, _))| (p, m.id)).unzip();
+        for (method, slot) in methods.into_iter().zip(os::read_words_checked(&ids)) {
+            match slot {
+                Some(s) if s == method => {
+                    if let Some(e) = self.named.get_mut(&method) {
+                        e.1 = self.collections;
+                    }
+                }
+                Some(_) => {
+                    self.named.remove(&method);
+                    self.reverse.remove(&method);
+                }
+                // Unreadable: left for the check at its next use.
+                None => {}
+            }
+        }
     }
 
     /// Reads every id's slot the first time (timed: once per process); whether it did.
@@ -118,13 +169,21 @@ impl MethodPointers {
         }
         if !self.reverse.contains_key(&method) {
             let now = os::now_ticks();
-            if now.saturating_sub(self.last_rebuild_ns) < REBUILD_NS {
+            if self.unknown.contains_key(&method) || now.saturating_sub(self.last_rebuild_ns) < REBUILD_NS {
                 return None;
             }
             self.last_rebuild_ns = now;
             self.seen = 0;
             self.reverse.clear();
             self.pull();
+            if !self.reverse.contains_key(&method) {
+                // A method the JVM made no id for (a method handle intrinsic, say): sampled
+                // again and again, it would make a rebuild every few seconds.
+                if self.unknown.len() >= MAX_UNKNOWN {
+                    self.unknown.clear();
+                }
+                self.unknown.insert(method, ());
+            }
         }
         let id = *self.reverse.get(&method)?;
         let l = self.layout;
@@ -167,12 +226,13 @@ impl JvmtiMethods {
                     named: IntMap::default(),
                     collections: 0,
                     last_rebuild_ns: 0,
+                    unknown: IntMap::default(),
                     first_pull_ns: 0,
                 },
             }
         });
         let mut known = DESCRIBED.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
-        known.checked.clear();
+        known.recheck_recent();
         JvmtiMethods { jvmti, jni, known, pointers }
     }
 }
@@ -298,6 +358,131 @@ fn line_for_bci(table: &[(i64, i32)], bci: i32) -> i32 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use hpm_core::hotspot::{CodeStart, Int, NmethodTest};
+
+    /// JDK 17's layout on x86-64; only the `Method` and `ConstMethod` fields matter here.
+    fn layout() -> Layout {
+        let int = |off, width| Int { off, width };
+        Layout {
+            code_heaps: 0,
+            interpreter_code: 0,
+            call_stub_return: 0,
+            array_len: 0,
+            array_data: 8,
+            heap_memory: 0x10,
+            heap_segmap: 0x60,
+            heap_log2_segment: int(0xb0, 4),
+            vs_high: 0x18,
+            vs_low: 0x10,
+            heap_block_size: 16,
+            block_used: int(8, 1),
+            queue_buffer: 8,
+            queue_limit: int(0x14, 4),
+            blob_size: int(12, 4),
+            blob_frame_size: int(28, 4),
+            blob_frame_complete: int(20, 4),
+            blob_code: CodeStart::Pointer(32),
+            nmethod_method: 112,
+            nmethod_test: NmethodTest::Kind { field: int(8, 1), nmethod: 1 },
+            thread_anchor: 0x2f0,
+            anchor_sp: 0,
+            anchor_pc: 8,
+            anchor_fp: 16,
+            thread_stack_base: 0x1b8,
+            thread_stack_size: 0x1c0,
+            wrapper_anchor: 0,
+            method_const: 8,
+            const_code_size: int(0x2c, 2),
+            const_size: 0x38,
+            interp_sender_sp: -1,
+            interp_method: -3,
+            interp_bcp: -8,
+            entry_call_wrapper: -6,
+        }
+    }
+
+    /// A fake `Method` (its `ConstMethod` pointer at 8) and `ConstMethod` (code size at 0x2c)
+    /// in this process's memory.
+    struct FakeMethod {
+        method: Box<[u64; 4]>,
+        cm: Box<[u64; 8]>,
+    }
+
+    impl FakeMethod {
+        fn new(code_size: u16) -> FakeMethod {
+            let mut cm = Box::new([0u64; 8]);
+            cm[0x2c / 8] = u64::from(code_size) << 32; // bytes 0x2c..0x2e of the object
+            let mut method = Box::new([0u64; 4]);
+            method[1] = cm.as_ptr() as u64;
+            FakeMethod { method, cm }
+        }
+
+        fn addr(&self) -> u64 {
+            self.method.as_ptr() as u64
+        }
+    }
+
+    fn pointers(code: &'static CodeEvents) -> MethodPointers {
+        MethodPointers {
+            code,
+            layout: Box::leak(Box::new(layout())),
+            seen: 0,
+            reverse: IntMap::default(),
+            named: IntMap::default(),
+            collections: 0,
+            last_rebuild_ns: 0,
+            unknown: IntMap::default(),
+            first_pull_ns: 0,
+        }
+    }
+
+    #[test]
+    fn method_pointers_are_checked_again_at_once_after_a_collection() {
+        let (a, b) = (FakeMethod::new(10), FakeMethod::new(20));
+        // A jmethodID is a slot holding its Method*.
+        let mut slot = Box::new(a.addr());
+        let id = &*slot as *const u64 as u64;
+        let code: &'static CodeEvents = Box::leak(Box::default());
+        code.add_method_ids(&[id as jmethodID]);
+        let mut p = pointers(code);
+        let named = p.lookup(a.addr()).expect("named through its id's slot");
+        assert_eq!(named, MethodPointer { id, code_start: a.cm.as_ptr() as u64 + 0x38, code_size: 10 });
+
+        // A collection: every answer is read again at once, and one still held is current.
+        p.collected();
+        assert_eq!(p.named.get(&a.addr()).map(|e| e.1), Some(p.collections));
+
+        // The slot now holds another method (a's class unloaded, the slot reused): a is
+        // forgotten at the next collection, not named as b's id.
+        *slot = b.addr();
+        std::hint::black_box(&slot); // the store is read by the kernel only
+        p.collected();
+        assert!(!p.named.contains_key(&a.addr()) && !p.reverse.contains_key(&a.addr()));
+        assert_eq!(p.lookup(a.addr()), None, "a full rebuild finds no id for it");
+        assert!(p.unknown.contains_key(&a.addr()), "remembered: not rebuilt for again");
+        assert_eq!(p.lookup(b.addr()).map(|m| (m.id, m.code_size)), Some((id, 20)));
+        drop(slot);
+    }
+
+    #[test]
+    fn a_new_session_checks_the_last_sessions_names_at_once() {
+        let (a, b) = (FakeMethod::new(1), FakeMethod::new(2));
+        let mut slots = [Box::new(a.addr()), Box::new(b.addr())];
+        let ids: Vec<u64> = slots.iter().map(|s| &**s as *const u64 as u64).collect();
+        let mut d = Described::default();
+        for (&id, m) in ids.iter().zip([&a, &b]) {
+            d.infos.insert(id, (MethodInfo::java("C", "m", "()V"), Some(m.addr())));
+            d.checked.insert(id, ());
+        }
+        // b's slot is reused by a (as if b's class were unloaded): only a's name still holds.
+        *slots[1] = a.addr();
+        std::hint::black_box(&slots); // the store is read by the kernel only
+        d.recheck_recent();
+        assert!(d.checked.contains_key(&ids[0]));
+        assert!(!d.checked.contains_key(&ids[1]), "checked again at its first use, and named afresh");
+    }
+
     #[test]
     fn lines_by_bci() {
         let t = [(0, 10), (5, 11), (9, 14)];
