@@ -254,7 +254,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
-                        walk(ctx, c, ucontext)
+                        walk(ctx, c, ucontext, inside.is_java())
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
@@ -301,17 +301,20 @@ fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
 }
 
 /// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
-fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
-    let Some(env) = ctx.vm.env() else {
-        return -3; // ticks_unknown_not_Java: not a Java thread
-    };
-    // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*; without the thread key (not
-    // learnt: see `Vm::learn_thread_key`) ASGCT walks.
+/// `java`: the thread's slot says it is a Java thread (see `Slot`'s `java`).
+fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, java: bool) -> i32 {
+    // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*; so does ThreadStart (or the
+    // VM's thread list), which spares hpm's walker GetEnv's ~0.4 us per sample (its TLS
+    // lookups and thread-kind check). Without the thread key (not learnt: see
+    // `Vm::learn_thread_key`) ASGCT walks.
     let thread = ctx.vm.current_vm_thread();
     if let Some(layout) = ctx.walker.filter(|_| thread != 0) {
+        if !java && ctx.vm.env().is_none() {
+            return -3; // ticks_unknown_not_Java: not a Java thread
+        }
         let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
         if ctx.compare {
-            if let Some(asgct) = ctx.asgct {
+            if let (Some(asgct), Some(env)) = (ctx.asgct, ctx.vm.env()) {
                 let upper = &mut c.frames[COMPARE_SPLIT..];
                 let mut trace = CallTrace { env_id: env, num_frames: 0, frames: upper.as_mut_ptr() };
                 let n = (ctx.max_depth as usize).min(upper.len()) as c_int;
@@ -326,6 +329,9 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void) -> i32 {
         c.vm_stop = stop as u8;
         return sink.len as i32;
     }
+    let Some(env) = ctx.vm.env() else {
+        return -3; // ticks_unknown_not_Java: not a Java thread
+    };
     let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
     let depth = (ctx.max_depth as usize).min(MAX_FRAMES) as c_int;
