@@ -101,6 +101,20 @@ const MAX_UNKNOWN: usize = 4096;
 const REBUILD_NS: u64 = 5_000_000_000;
 
 impl MethodPointers {
+    fn new(code: &'static CodeEvents, layout: &'static Layout) -> MethodPointers {
+        MethodPointers {
+            code,
+            layout,
+            seen: 0,
+            reverse: IntMap::default(),
+            named: IntMap::default(),
+            collections: 0,
+            last_rebuild_ns: 0,
+            unknown: IntMap::default(),
+            first_pull_ns: 0,
+        }
+    }
+
     fn pull(&mut self) {
         let mut ids = Vec::new();
         self.seen = self.code.method_ids_since(self.seen, &mut ids);
@@ -217,22 +231,12 @@ impl JvmtiMethods {
         let pointers = walker.map(|(code, layout)| {
             match KEPT.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some(mut kept) => {
-                    // Collections between sessions went unseen: check every entry once more.
+                    // Collections between sessions went unseen: check the entries again.
                     kept.collected();
                     kept.first_pull_ns = 0;
                     kept
                 }
-                None => MethodPointers {
-                    code,
-                    layout,
-                    seen: 0,
-                    reverse: IntMap::default(),
-                    named: IntMap::default(),
-                    collections: 0,
-                    last_rebuild_ns: 0,
-                    unknown: IntMap::default(),
-                    first_pull_ns: 0,
-                },
+                None => MethodPointers::new(code, layout),
             }
         });
         let mut known = DESCRIBED.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
@@ -428,17 +432,7 @@ mod tests {
     }
 
     fn pointers(code: &'static CodeEvents) -> MethodPointers {
-        MethodPointers {
-            code,
-            layout: Box::leak(Box::new(layout())),
-            seen: 0,
-            reverse: IntMap::default(),
-            named: IntMap::default(),
-            collections: 0,
-            last_rebuild_ns: 0,
-            unknown: IntMap::default(),
-            first_pull_ns: 0,
-        }
+        MethodPointers::new(code, Box::leak(Box::new(layout())))
     }
 
     #[test]
