@@ -25,6 +25,7 @@ pub mod limits;
 mod limits_tests;
 pub mod load;
 pub mod model;
+pub mod operand;
 pub mod options;
 pub mod outfile;
 pub mod output;

@@ -1,0 +1,142 @@
+//! The memory access of a sampled instruction (issue 13, "the software twin"): the bytes at the
+//! sampled IP, decoded with iced-x86, and the interrupted thread's registers give the address
+//! the instruction was about to touch. A timer sample interrupts the thread *before* the
+//! instruction at its IP runs, so the registers are those the address is computed from.
+//!
+//! Besides the address, the split the paper's shortcut needs (Inoue & Nakatani §4.3, Figure
+//! 2): a field access is `[object + offset]`, and with compressed oops HotSpot's JIT writes it
+//! `[r12 + narrow*8 + offset]` (heap base, index, field offset), so the object's candidate
+//! start is the address minus the displacement in both forms.
+
+use iced_x86::{CodeSize, Decoder, DecoderOptions, InstructionInfoFactory, OpAccess, Register};
+
+/// The interrupted thread's general registers in the hardware's encoding order: rax, rcx, rdx,
+/// rbx, rsp, rbp, rsi, rdi, r8 ... r15.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Gprs(pub [u64; 16]);
+
+/// The longest x86 instruction, in bytes.
+pub const MAX_INSTRUCTION: usize = 15;
+
+/// How the instruction uses the memory it addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    Load,
+    Store,
+    /// Read and written (`add [m], r`, `lock cmpxchg`, `xchg`).
+    Update,
+}
+
+/// The memory access of one instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryAccess {
+    /// The effective address.
+    pub address: u64,
+    /// The constant part of the address (a field's offset when the rest is the object).
+    pub displacement: i64,
+    /// Whether the address is `register(s) + displacement` (not rip-relative or absolute): only
+    /// then is `address - displacement` a candidate object start.
+    pub register_based: bool,
+    /// Bytes accessed (0 when the decoder does not say).
+    pub size: u32,
+    pub access: Access,
+    /// The instruction's length (the next instruction's address is `ip + len`).
+    pub len: u8,
+}
+
+impl MemoryAccess {
+    /// The paper's shortcut: the object the instruction addresses starts at the address minus
+    /// the constant offset, if the address is register-based.
+    pub fn object_guess(&self) -> Option<u64> {
+        self.register_based.then(|| self.address.wrapping_sub(self.displacement as u64))
+    }
+}
+
+/// Why an instruction gave no address (counted per reason in the summary).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoAccess {
+    /// The bytes are no valid instruction (or were cut short: a page end).
+    Undecodable,
+    /// Registers only, or an address computed without an access (`lea`, `nop [m]`, prefetch).
+    NoMemoryOperand,
+    /// fs/gs-relative: thread-local, its segment base is not among the registers.
+    ThreadLocal,
+    /// A vector-indexed (gather/scatter) access: one address per element.
+    VectorIndex,
+}
+
+impl NoAccess {
+    pub fn name(self) -> &'static str {
+        match self {
+            NoAccess::Undecodable => "undecodable",
+            NoAccess::NoMemoryOperand => "no_memory_operand",
+            NoAccess::ThreadLocal => "thread_local",
+            NoAccess::VectorIndex => "vector_index",
+        }
+    }
+}
+
+/// The memory access of the 64-bit instruction whose bytes start `code` (at most
+/// [`MAX_INSTRUCTION`] are looked at), at address `ip`, given the registers before it runs.
+/// Of several accesses (`movs`, `push [m]`) the first explicit one, not the stack's.
+pub fn sampled_access(code: &[u8], ip: u64, regs: &Gprs) -> Result<MemoryAccess, NoAccess> {
+    let code = &code[..code.len().min(MAX_INSTRUCTION)];
+    let mut decoder = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let ins = decoder.decode();
+    if ins.is_invalid() {
+        return Err(NoAccess::Undecodable);
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let info = factory.info(&ins);
+    let accessed = |m: &&iced_x86::UsedMemory| !matches!(m.access(), OpAccess::NoMemAccess | OpAccess::None);
+    let mut used = info.used_memory().iter().filter(accessed);
+    let first = used.clone().next().ok_or(NoAccess::NoMemoryOperand)?;
+    let m = used.find(|m| !is_stack_pointer(m.base())).unwrap_or(first);
+    if matches!(m.segment(), Register::FS | Register::GS) {
+        return Err(NoAccess::ThreadLocal);
+    }
+    if m.vsib_size() != 0 {
+        return Err(NoAccess::VectorIndex);
+    }
+    let rip_relative = matches!(m.base(), Register::RIP | Register::EIP);
+    let address =
+        m.virtual_address(0, |reg, _, _| register_value(reg, regs, ins.next_ip())).ok_or(NoAccess::NoMemoryOperand)?;
+    let access = match m.access() {
+        OpAccess::Write | OpAccess::CondWrite => Access::Store,
+        OpAccess::ReadWrite | OpAccess::ReadCondWrite => Access::Update,
+        _ => Access::Load,
+    };
+    let displacement = if m.address_size() == CodeSize::Code32 {
+        i64::from(m.displacement() as u32 as i32)
+    } else {
+        m.displacement() as i64
+    };
+    Ok(MemoryAccess {
+        address,
+        displacement,
+        register_based: !rip_relative && (m.base() != Register::None || m.index() != Register::None),
+        size: m.memory_size().size() as u32,
+        access,
+        len: ins.len() as u8,
+    })
+}
+
+fn is_stack_pointer(r: Register) -> bool {
+    matches!(r, Register::RSP | Register::ESP | Register::SP)
+}
+
+/// A register's value for an address: general registers from `regs` (a 32-bit one is the low
+/// half, the decoder truncates the sum), rip the next instruction's address, the flat
+/// segments zero; None for what is not among them (fs/gs bases, vector registers).
+fn register_value(reg: Register, regs: &Gprs, next_ip: u64) -> Option<u64> {
+    match reg {
+        Register::RIP | Register::EIP => Some(next_ip),
+        Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
+        r if r.is_gpr64() || r.is_gpr32() => regs.0.get(r.full_register().number()).copied(),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "operand_tests.rs"]
+mod tests;
