@@ -145,6 +145,19 @@ pub struct Captured {
     /// the upper half of `frames` (from [`COMPARE_SPLIT`]); [`WALK_NOT_ATTEMPTED`] otherwise.
     pub asgct_frames: i32,
     pub kinds: [FrameKind; MAX_FRAMES],
+    /// `data`: the sampled instruction's bytes and the registers before it ran (empty when not
+    /// captured), decoded by the resolver into the address it touches.
+    pub data: DataCapture,
+}
+
+/// The sampled instruction as the handler found it: up to 16 bytes at the interrupted IP (fewer
+/// at a page end) and the general registers (`hpm_core::operand::Gprs` order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DataCapture {
+    pub code: [u8; 16],
+    /// Bytes of `code` read (0: nothing captured for this sample).
+    pub code_len: u8,
+    pub regs: crate::operand::Gprs,
 }
 
 impl Default for Captured {
@@ -163,6 +176,7 @@ impl Default for Captured {
             vm_stop: 0,
             asgct_frames: WALK_NOT_ATTEMPTED,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
+            data: DataCapture::default(),
         }
     }
 }

@@ -76,6 +76,84 @@ impl NoAccess {
     }
 }
 
+/// Samples given an address from their instruction, and the others by reason (the summary's
+/// `data addresses:` line).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataStats {
+    pub loads: u64,
+    pub stores: u64,
+    pub updates: u64,
+    /// Samples without an address, per reason (first-seen order).
+    pub none: Vec<(String, u64)>,
+    /// Samples whose event reported an address too (page faults, precise memory samples),
+    /// and of those, the ones where it lies within the decoded access.
+    pub compared: u64,
+    pub agreed: u64,
+}
+
+/// No instruction was captured: the sample was outside the code cache (native code, the
+/// kernel) or not the one its signal interrupted (an earlier record of a coalesced signal).
+pub const NOT_CAPTURED: &str = "outside_java_code";
+
+impl DataStats {
+    pub fn record(&mut self, r: Result<&MemoryAccess, &str>) {
+        match r {
+            Ok(a) => match a.access {
+                Access::Load => self.loads += 1,
+                Access::Store => self.stores += 1,
+                Access::Update => self.updates += 1,
+            },
+            Err(reason) => crate::model::count_reason(&mut self.none, reason, 1),
+        }
+    }
+
+    /// Checks a decoded access against the address the sample's event reported.
+    pub fn compare(&mut self, event_address: u64, decoded: &MemoryAccess) {
+        self.compared += 1;
+        if event_address.wrapping_sub(decoded.address) < u64::from(decoded.size.max(1)) {
+            self.agreed += 1;
+        }
+    }
+
+    pub fn found(&self) -> u64 {
+        self.loads + self.stores + self.updates
+    }
+
+    /// `data addresses: F of N samples (P%) from their instruction: L loads, S stores, U
+    /// updates; none for: reason n, ...`; None before any sample.
+    pub fn line(&self) -> Option<String> {
+        let missing: u64 = self.none.iter().map(|(_, n)| n).sum();
+        let total = self.found() + missing;
+        if total == 0 {
+            return None;
+        }
+        let g = crate::text::group;
+        let mut s = format!(
+            "data addresses: {} of {} samples ({:.1}%) from their instruction: {} loads, {} stores, {} updates",
+            g(self.found()),
+            g(total),
+            100.0 * self.found() as f64 / total as f64,
+            g(self.loads),
+            g(self.stores),
+            g(self.updates)
+        );
+        if missing > 0 {
+            let mut none = self.none.clone();
+            none.sort_by_key(|e| std::cmp::Reverse(e.1));
+            let list: Vec<String> = none.iter().map(|(r, n)| format!("{r} {}", g(*n))).collect();
+            s.push_str(&format!("; none for: {}", list.join(", ")));
+        }
+        if self.compared > 0 {
+            s.push_str(&format!(
+                "; the event's own address within the decoded access on {} of {}",
+                g(self.agreed),
+                g(self.compared)
+            ));
+        }
+        Some(s)
+    }
+}
+
 /// The memory access of the 64-bit instruction whose bytes start `code` (at most
 /// [`MAX_INSTRUCTION`] are looked at), at address `ip`, given the registers before it runs.
 /// Of several accesses (`movs`, `push [m]`) the first explicit one, not the stack's.

@@ -92,3 +92,21 @@ fn a_gather_is_not_one_address() {
     let g = [0xc4, 0xe2, 0x69, 0x90, 0x04, 0x88];
     assert_eq!(sampled_access(&g, 0, &regs(&[(RAX, 0x10)])), Err(NoAccess::VectorIndex));
 }
+
+#[test]
+fn the_summary_line_counts_kinds_and_reasons() {
+    let mut d = DataStats::default();
+    assert_eq!(d.line(), None);
+    let load = sampled_access(&[0x8b, 0x43, 0x10], 0, &regs(&[(RBX, 0x7000)])).unwrap();
+    for _ in 0..3 {
+        d.record(Ok(&load));
+    }
+    d.record(Err(NOT_CAPTURED));
+    d.record(Err(NoAccess::NoMemoryOperand.name()));
+    d.record(Err(NoAccess::NoMemoryOperand.name()));
+    assert_eq!(
+        d.line().unwrap(),
+        "data addresses: 3 of 6 samples (50.0%) from their instruction: 3 loads, 0 stores, 0 updates; \
+         none for: no_memory_operand 2, outside_java_code 1"
+    );
+}

@@ -246,6 +246,8 @@ pub struct Options {
     pub stack: StackWalker,
     /// `thread=REGEX` (event=wall): only threads whose name matches are sampled.
     pub thread_filter: Option<String>,
+    /// `data`: each sample's data address from its instruction (issue 13).
+    pub data: bool,
 }
 
 /// Who walks the Java stack in the signal handler.
@@ -288,6 +290,7 @@ impl Default for Options {
             kernel: Kernel::Auto,
             stack: StackWalker::Vm,
             thread_filter: None,
+            data: false,
         }
     }
 }
@@ -326,7 +329,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str =
-    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack, thread";
+    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack, thread, data";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -357,6 +360,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             }
             "threads" => o.per_thread = flag(key, value)?,
             "quiet" => o.quiet = flag(key, value)?,
+            "data" => o.data = flag(key, value)?,
             "help" => o.help = true,
             "sampler" => {
                 o.sampler = match need_value(key, value)? {
@@ -418,6 +422,13 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
     }
     if o.sampler == Sampler::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
         return Err(OptionError("event=wall samples on a timer; it takes no other event= and no counters=".into()));
+    }
+    if o.data && o.sampler != Sampler::Asgct {
+        return Err(OptionError(format!(
+            "data reads the address each sample's instruction touches from the registers the perf signal \
+             interrupted; sampler={} has none: use the default sampler",
+            o.sampler.name()
+        )));
     }
     if o.sampler != Sampler::Asgct {
         if !o.event.is_clock || !o.counters.is_empty() {
@@ -534,6 +545,7 @@ pub fn help_text() -> String {
          \x20                   asgct = AsyncGetCallTrace (when the JVM exports no frame layout, the default falls back to it);\n\
          \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
          \x20 thread=REGEX      event=wall: only the threads whose name matches (e.g. thread=worker-.*)\n\
+         \x20 data              each sample's data address, decoded from its instruction in Java code (any event)\n\
          \x20 jstackdepth=256   maximum Java frames per sample\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -552,6 +564,16 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn data_needs_the_signal_sampler() {
+        assert!(parse("data").unwrap().data);
+        assert!(!parse("").unwrap().data, "off by default");
+        for other in ["sampler=jvmti,data", "event=wall,data"] {
+            let e = parse(other).unwrap_err().0;
+            assert!(e.contains("use the default sampler"), "{other}: {e}");
+        }
+    }
 
     #[test]
     fn event_wall_is_the_wall_clock_sampler() {

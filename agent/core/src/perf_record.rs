@@ -71,6 +71,15 @@ impl Layout {
         self
     }
 
+    /// Without each sample's period: a software event counted in the kernel's code paths
+    /// (page-faults, context-switches, migrations) asking for PERF_SAMPLE_PERIOD is sampled at
+    /// *every* occurrence, its period ignored (`perf_swevent_event` in kernel/events/core.c),
+    /// so `interval=` would mean nothing; each sample then stands for the period set.
+    pub fn without_period(mut self) -> Layout {
+        self.sample_type &= !SAMPLE_PERIOD;
+        self
+    }
+
     /// Also the group's values, even without counters: the leader's own count tells how many
     /// periods passed since the last sample.
     pub fn with_read(mut self) -> Layout {

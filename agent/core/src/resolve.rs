@@ -58,6 +58,8 @@ pub struct WalkStats {
     pub unnamed_frames: u64,
     /// `stack=compare`: the two walkers on the same samples.
     pub compare: Comparison,
+    /// `data`: samples given an address from their instruction, and why the others were not.
+    pub data: crate::operand::DataStats,
 }
 
 /// How hpm's own walker and AsyncGetCallTrace agreed on the same samples (`stack=compare`):
@@ -155,6 +157,8 @@ pub struct SampleResolver {
     pub stats: WalkStats,
     /// Whether the sampling event reports data addresses.
     pub data_addresses: bool,
+    /// `data`: samples' instructions are captured, to be decoded into the address they touch.
+    pub decode_instructions: bool,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -464,9 +468,11 @@ impl SampleResolver {
             truncated: java.len() >= crate::capture::MAX_FRAMES
                 || (c.vm_walk && c.vm_stop == crate::hotspot::Stop::Full as u8),
             stack: shared_stack,
-            weight: raw.period,
+            // Records without a period (software events: see `Layout::without_period`) weigh
+            // the period set.
+            weight: if raw.period != 0 { raw.period } else { rec.event.period },
             counters: self.counter_deltas(c),
-            data_addr: (self.data_addresses && raw.addr != 0).then_some(raw.addr),
+            data_addr: self.data_address(c),
             ip,
             component,
             state: crate::capture::THREAD_STATES
@@ -474,6 +480,37 @@ impl SampleResolver {
                 .filter(|n| !n.is_empty())
                 .map(|n| rec.state_idx(n)),
         }
+    }
+
+    /// The address the sample's event reported (page faults, precise memory samples), else,
+    /// with `data`, the one its instruction was about to touch. Where both exist they are
+    /// compared (`DataStats::agreed`): the event's address checks the decoding.
+    fn data_address(&mut self, c: &Captured) -> Option<u64> {
+        let event = (self.data_addresses && c.raw.addr != 0).then_some(c.raw.addr);
+        if !self.decode_instructions {
+            return event;
+        }
+        let d = &c.data;
+        let decoded = if d.code_len == 0 {
+            self.stats.data.record(Err(crate::operand::NOT_CAPTURED));
+            None
+        } else {
+            let code = &d.code[..usize::from(d.code_len).min(d.code.len())];
+            match crate::operand::sampled_access(code, c.raw.ip, &d.regs) {
+                Ok(a) => {
+                    self.stats.data.record(Ok(&a));
+                    Some(a)
+                }
+                Err(e) => {
+                    self.stats.data.record(Err(e.name()));
+                    None
+                }
+            }
+        };
+        if let (Some(e), Some(a)) = (event, decoded) {
+            self.stats.data.compare(e, &a);
+        }
+        event.or(decoded.map(|a| a.address))
     }
 
     /// The Java frames of a stack hpm's own walker recorded (raw frames, top first): a pc of

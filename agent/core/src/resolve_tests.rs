@@ -465,3 +465,38 @@ fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
     let replaced = sample(&mut res, &mut rec, &mut jm, 51);
     assert_eq!(names(&rec, &replaced), ["Main.leaf", "Main.inner"]);
 }
+
+#[test]
+fn data_addresses_come_from_the_event_or_the_captured_instruction() {
+    let mut res = SampleResolver { decode_instructions: true, ..Default::default() };
+    let mut rec = recording();
+    // mov eax, [rbx+0x10] with rbx = 0x7000, captured by the handler.
+    let mut load = captured(0, 10, 0x1030, &[(1, 0)]);
+    load.data.code[..3].copy_from_slice(&[0x8b, 0x43, 0x10]);
+    load.data.code_len = 3;
+    load.data.regs.0[3] = 0x7000;
+    assert_eq!(res.resolve(&mut rec, &mut table(), &load).data_addr, Some(0x7010));
+    // Nothing captured (native code, or an earlier record of a coalesced signal).
+    let none = captured(0, 11, 0x1030, &[(1, 0)]);
+    assert_eq!(res.resolve(&mut rec, &mut table(), &none).data_addr, None);
+    // An instruction without memory operand.
+    let mut alu = captured(0, 12, 0x1030, &[(1, 0)]);
+    alu.data.code[..2].copy_from_slice(&[0x01, 0xd8]);
+    alu.data.code_len = 2;
+    assert_eq!(res.resolve(&mut rec, &mut table(), &alu).data_addr, None);
+    assert_eq!(res.stats.data.loads, 1);
+    assert_eq!(
+        res.stats.data.none,
+        [(crate::operand::NOT_CAPTURED.to_string(), 1), ("no_memory_operand".to_string(), 1)]
+    );
+    // An event's own address (page faults) is kept, and checks the decoding: within the
+    // 4 bytes loaded at 0x7010, or not.
+    res.data_addresses = true;
+    for (at, agrees) in [(0x7012, true), (0x9000, false)] {
+        let mut fault = load;
+        fault.raw.addr = at;
+        assert_eq!(res.resolve(&mut rec, &mut table(), &fault).data_addr, Some(at));
+        assert_eq!(res.stats.data.agreed, 1, "{at:#x} agrees: {agrees}");
+    }
+    assert_eq!((res.stats.data.compared, res.stats.data.found()), (2, 3));
+}

@@ -40,6 +40,9 @@ impl PerfSpec {
             KernelMode::Counted => layout = layout.with_read(),
             KernelMode::Excluded => {}
         }
+        if event.type_ == hpm_core::options::PERF_TYPE_SOFTWARE && !event.is_clock {
+            layout = layout.without_period();
+        }
         // Only a sampled kernel has a chain to bound (the sysctl is read for nothing otherwise).
         let limit = match kernel {
             KernelMode::Sampled => std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")

@@ -293,6 +293,7 @@ impl Processor {
         let mut resolver = SampleResolver::default();
         resolver.cpu_clock = Some(thread_cpu_ns);
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
+        resolver.decode_instructions = inputs.opts.data;
         resolver.set_native(inputs.code.take_native());
         resolver.symbolizer.refresh();
         let (timeline, gc_open) = inputs.code.begin_session();
@@ -563,6 +564,9 @@ impl Processor {
             (processing_ms - once_ms) * 1e3 / samples,
         );
         if let Some(line) = self.resolver.stats.compare.line() {
+            eprintln!("hpm: {line}");
+        }
+        if let Some(line) = self.resolver.stats.data.line() {
             eprintln!("hpm: {line}");
         }
         if self.resolver.stats.unnamed_frames > 0 {

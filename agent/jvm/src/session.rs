@@ -52,6 +52,8 @@ pub struct Plan {
     pub start_wall_ns: u64,
     /// hpm's own stack walker's layout, when it walks the Java stacks (`stack=vm`).
     pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    /// `data`: the code cache's layout, to copy each sample's instruction in Java code.
+    pub data: Option<&'static hpm_core::hotspot::Layout>,
 }
 
 /// Parses and checks `option_string`: output files writable without following another user's
@@ -107,7 +109,20 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         }
         _ => None,
     };
-    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker })
+    let data = match opts.data {
+        false => None,
+        true => {
+            let l = crate::vmstructs::walker_layout()
+                .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;
+            notes.push(
+                "data addresses: decoded from each sample's instruction in Java code (the registers it was \
+                 interrupted with)"
+                    .into(),
+            );
+            Some(l)
+        }
+    };
+    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker, data })
 }
 
 /// Checks every output of one request before any is created (a path given twice is refused).
@@ -179,6 +194,7 @@ impl Session {
                     walker: plan.walker,
                     compare: opts.stack == StackWalker::Compare,
                     vm: parts.vm,
+                    data: plan.data,
                 }),
             }),
             SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Wall => Arc::new(TimerSampler::new(timer::Parts {

@@ -242,6 +242,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.kernel_periods = kernel_periods;
                     c.state = 0;
                     c.shares_walk = false;
+                    c.data.code_len = 0;
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see
@@ -254,6 +255,11 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
+                        // The signal's registers are this record's only if it was taken in
+                        // user mode at the IP the signal interrupted.
+                        if let Some(layout) = ctx.data.filter(|_| c.raw.ip == interrupted_ip(ucontext)) {
+                            crate::vmstructs::capture_instruction(layout, ucontext, &mut c.data);
+                        }
                         walk(ctx, c, ucontext, inside.is_java())
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
@@ -272,6 +278,16 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     }
     ring.consume_to(tail);
     true
+}
+
+/// The user-mode IP the signal interrupted (0 when unknown).
+fn interrupted_ip(ucontext: *mut c_void) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if !ucontext.is_null() {
+        // SAFETY: `ucontext` is the ucontext_t the kernel passed to this handler.
+        return unsafe { (*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 };
+    }
+    0
 }
 
 /// Which sample records of one signal get the stack walk (numbered in ring order).

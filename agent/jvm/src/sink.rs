@@ -79,4 +79,7 @@ pub struct SignalCtx {
     /// `stack=compare`: AsyncGetCallTrace walks each sample too.
     pub compare: bool,
     pub vm: Vm,
+    /// `data`: the code cache's layout; each walked sample in Java code gets its instruction's
+    /// bytes and the interrupted registers.
+    pub data: Option<&'static hpm_core::hotspot::Layout>,
 }

@@ -8,6 +8,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::OnceLock;
 
+use hpm_core::capture::DataCapture;
 use hpm_core::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
 
 /// libjvm.so's handle (already loaded: the agent runs inside the JVM).
@@ -229,6 +230,56 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
     };
     let code = CodeView::read(layout, vm_word);
     Walker { layout, code: &code, thread: &view, mem: &Direct }.walk(regs, out)
+}
+
+/// `data`: the bytes of the instruction the calling thread was interrupted at (`ucontext`) and
+/// its general registers, when that instruction is in the code cache (Java code, the
+/// interpreter, stubs); bytes only up to the end of its page, which is committed code.
+/// Async-signal-safe: no allocation, no lock.
+#[cfg(target_arch = "x86_64")]
+pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, out: &mut DataCapture) {
+    out.code_len = 0;
+    if ucontext.is_null() {
+        return;
+    }
+    // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.
+    let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
+    let pc = g[libc::REG_RIP as usize] as u64;
+    if !CodeView::read(layout, vm_word).contains(pc) {
+        return;
+    }
+    let n = (4096 - (pc & 4095)).min(out.code.len() as u64) as usize;
+    // SAFETY: [pc, pc + n) lies in the page of `pc`, inside the committed code cache (checked
+    // above), which is mapped readable; `out.code` has room for n <= 16 bytes.
+    unsafe { std::ptr::copy_nonoverlapping(pc as *const u8, out.code.as_mut_ptr(), n) };
+    out.code_len = n as u8;
+    // Hardware order: rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8 ... r15.
+    let order = [
+        libc::REG_RAX,
+        libc::REG_RCX,
+        libc::REG_RDX,
+        libc::REG_RBX,
+        libc::REG_RSP,
+        libc::REG_RBP,
+        libc::REG_RSI,
+        libc::REG_RDI,
+        libc::REG_R8,
+        libc::REG_R9,
+        libc::REG_R10,
+        libc::REG_R11,
+        libc::REG_R12,
+        libc::REG_R13,
+        libc::REG_R14,
+        libc::REG_R15,
+    ];
+    for (slot, r) in out.regs.0.iter_mut().zip(order) {
+        *slot = g[r as usize] as u64;
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn capture_instruction(_: &Layout, _: *const c_void, out: &mut DataCapture) {
+    out.code_len = 0;
 }
 
 #[cfg(target_arch = "x86_64")]
