@@ -176,7 +176,6 @@ pub fn sampled_access(code: &[u8], ip: u64, regs: &Gprs) -> Result<MemoryAccess,
     if m.vsib_size() != 0 {
         return Err(NoAccess::VectorIndex);
     }
-    let rip_relative = matches!(m.base(), Register::RIP | Register::EIP);
     let address =
         m.virtual_address(0, |reg, _, _| register_value(reg, regs, ins.next_ip())).ok_or(NoAccess::NoMemoryOperand)?;
     let access = match m.access() {
@@ -192,7 +191,8 @@ pub fn sampled_access(code: &[u8], ip: u64, regs: &Gprs) -> Result<MemoryAccess,
     Ok(MemoryAccess {
         address,
         displacement,
-        register_based: !rip_relative && (m.base() != Register::None || m.index() != Register::None),
+        // iced gives a rip-relative operand no base and its target as displacement.
+        register_based: m.base() != Register::None || m.index() != Register::None,
         size: m.memory_size().size() as u32,
         access,
         len: ins.len() as u8,
@@ -208,6 +208,7 @@ fn is_stack_pointer(r: Register) -> bool {
 /// segments zero; None for what is not among them (fs/gs bases, vector registers).
 fn register_value(reg: Register, regs: &Gprs, next_ip: u64) -> Option<u64> {
     match reg {
+        // Not asked for by iced's rip-relative operands (absolute already); kept for safety.
         Register::RIP | Register::EIP => Some(next_ip),
         Register::ES | Register::CS | Register::SS | Register::DS => Some(0),
         r if r.is_gpr64() || r.is_gpr32() => regs.0.get(r.full_register().number()).copied(),

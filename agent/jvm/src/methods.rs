@@ -83,8 +83,8 @@ struct MethodPointers {
     /// Collections seen (sessions' starts count as one: those between them went unseen).
     collections: u64,
     last_rebuild_ns: u64,
-    /// `Method*`s a full rebuild did not find: not rebuilt for again (new ids are still
-    /// pulled for them). One whose memory a later method reuses is found by that method's
+    /// `Method*`s a full rebuild did not find: not rebuilt for again this session (new ids
+    /// are still pulled for them). One whose memory a later method reuses is found by that method's
     /// new id; only a redefinition that moves an id to it goes unseen.
     unknown: IntMap<u64, ()>,
     /// CPU time of the first reading of every id (once per process), in ns.
@@ -93,6 +93,9 @@ struct MethodPointers {
 
 /// Answers checked all at once after a collection at most (the rest: each at its next use).
 const EAGER_RECHECK: usize = 1 << 14;
+
+/// Collections an answer is kept for without being asked for.
+const KEEP_UNASKED: u64 = 16;
 
 /// `Method*`s remembered as unknown at most (forgotten when full).
 const MAX_UNKNOWN: usize = 4096;
@@ -151,6 +154,11 @@ impl MethodPointers {
                 None => {}
             }
         }
+        // Answers not asked for in the last few collections are forgotten (asked again, they
+        // cost a read as a re-check would): the map holds what is being sampled, not every
+        // method ever interpreted.
+        let now = self.collections;
+        self.named.retain(|_, e| now - e.2 <= KEEP_UNASKED);
     }
 
     /// Reads every id's slot the first time (timed: once per process); whether it did.
@@ -231,8 +239,10 @@ impl JvmtiMethods {
         let pointers = walker.map(|(code, layout)| {
             match KEPT.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some(mut kept) => {
-                    // Collections between sessions went unseen: check the entries again.
+                    // Collections between sessions went unseen: check the entries again. A
+                    // `Method*` unknown then may have a new id now (a redefinition).
                     kept.collected();
+                    kept.unknown.clear();
                     kept.first_pull_ns = 0;
                     kept
                 }
@@ -464,6 +474,12 @@ mod tests {
         assert_eq!(p.lookup(a.addr()), None, "a full rebuild finds no id for it");
         assert!(p.unknown.contains_key(&a.addr()), "remembered: not rebuilt for again");
         assert_eq!(p.lookup(b.addr()).map(|m| (m.id, m.code_size)), Some((id, 20)));
+        // Not asked for again: forgotten after a few collections, named afresh when asked.
+        for _ in 0..=KEEP_UNASKED {
+            p.collected();
+        }
+        assert!(p.named.is_empty());
+        assert_eq!(p.lookup(b.addr()).map(|m| m.id), Some(id));
         drop(slot);
     }
 

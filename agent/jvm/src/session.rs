@@ -59,7 +59,7 @@ pub struct Plan {
 /// Parses and checks `option_string`: output files writable without following another user's
 /// link, perf events usable (with the hardware fallback), the sps extension present.
 pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
-    let opts = options::parse(option_string).map_err(|e| e.to_string())?;
+    let mut opts = options::parse(option_string).map_err(|e| e.to_string())?;
     let start_wall_ns = now_wall_ns();
     let sps = match opts.sampler {
         SamplerKind::Sps => Some(timer::find_sps(jvmti)?),
@@ -111,6 +111,17 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     };
     let data = match opts.data {
         false => None,
+        true if spec.event.hardware => {
+            // Sampled with precise_ip: the record's IP is the instruction that caused the event,
+            // the signal comes later, with later registers.
+            notes.push(format!(
+                "data: {}'s samples are precise, their registers are not the instruction's: no address \
+                 decoded (use a software event such as cpu-clock)",
+                spec.event.name
+            ));
+            opts.data = false;
+            None
+        }
         true => {
             let l = crate::vmstructs::walker_layout()
                 .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;

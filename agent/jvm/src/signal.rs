@@ -23,7 +23,7 @@ use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
-use crate::threads::{Refused, Threads};
+use crate::threads::{Entered, Refused, Threads};
 
 /// The signal perf overflows are delivered with.
 pub const SAMPLE_SIGNAL: c_int = libc::SIGPROF;
@@ -260,7 +260,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         if let Some(layout) = ctx.data.filter(|_| c.raw.ip == interrupted_ip(ucontext)) {
                             crate::vmstructs::capture_instruction(layout, ucontext, &mut c.data);
                         }
-                        walk(ctx, c, ucontext, inside.is_java())
+                        walk(ctx, c, ucontext, &inside)
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
@@ -317,16 +317,21 @@ fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
 }
 
 /// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
-/// `java`: the thread's slot says it is a Java thread (see `Slot`'s `java`).
-fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, java: bool) -> i32 {
-    // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*; so does ThreadStart (or the
-    // VM's thread list), which spares hpm's walker GetEnv's ~0.4 us per sample (its TLS
-    // lookups and thread-kind check). Without the thread key (not learnt: see
-    // `Vm::learn_thread_key`) ASGCT walks.
+/// `slot`: the thread's slot, which remembers the `Thread*` a GetEnv proved to be a JavaThread.
+fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered) -> i32 {
+    // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*. GetEnv costs ~0.4 us per sample
+    // (TLS lookups and a thread-kind check), so hpm's walker asks it once per thread: a
+    // `Thread*` it proved is remembered, and the key's value is compared with it after. (The
+    // slot's `java` flag is no proof: it can come from matching names with the VM's thread
+    // list, and a VM thread walked as a JavaThread would be read past its end.) Without the
+    // thread key (not learnt: see `Vm::learn_thread_key`) ASGCT walks.
     let thread = ctx.vm.current_vm_thread();
     if let Some(layout) = ctx.walker.filter(|_| thread != 0) {
-        if !java && ctx.vm.env().is_none() {
-            return -3; // ticks_unknown_not_Java: not a Java thread
+        if thread != slot.proven_java_thread() {
+            if ctx.vm.env().is_none() {
+                return -3; // ticks_unknown_not_Java: not a Java thread
+            }
+            slot.remember_java_thread(thread);
         }
         let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
         if ctx.compare {

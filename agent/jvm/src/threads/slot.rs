@@ -35,6 +35,10 @@ pub struct Slot {
     /// Clock time (the sampling event's own count) accounted for by samples so far: written
     /// only by this slot's handler, on its own thread, so Relaxed.
     clock_accounted: AtomicU64,
+    /// The HotSpot `Thread*` a JNI GetEnv in this slot's handler proved to be a JavaThread
+    /// (0: none yet). Only its own thread's handler writes it, so Relaxed; reset at publish,
+    /// as the slot may serve another thread since.
+    java_thread: AtomicU64,
 }
 
 /// What a handler may use while inside a slot (the borrows end with it).
@@ -82,6 +86,18 @@ impl Entered<'_> {
     pub fn is_java(&self) -> bool {
         self.java
     }
+
+    /// The `Thread*` this thread's handler already proved a JavaThread (see `remember`), 0 if
+    /// none. An OS thread's `Thread*` is a JavaThread or never one: HotSpot makes its own
+    /// threads with their own OS threads, and attaching always makes a JavaThread.
+    pub fn proven_java_thread(&self) -> u64 {
+        self.slot.java_thread.load(Ordering::Relaxed)
+    }
+
+    /// Remembers that JNI GetEnv, on this thread, found `thread` to be a JavaThread.
+    pub fn remember_java_thread(&self, thread: u64) {
+        self.slot.java_thread.store(thread, Ordering::Relaxed);
+    }
 }
 
 /// Why a handler could not use a slot.
@@ -106,6 +122,7 @@ impl Slot {
             ring_data: AtomicU64::new(0),
             ring_size: AtomicU64::new(0),
             clock_accounted: AtomicU64::new(0),
+            java_thread: AtomicU64::new(0),
         }
     }
 
@@ -121,6 +138,7 @@ impl Slot {
         self.ring_size.store(ring.size as u64, Ordering::Relaxed);
         self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
         self.clock_accounted.store(0, Ordering::Relaxed);
+        self.java_thread.store(0, Ordering::Relaxed);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
     }
