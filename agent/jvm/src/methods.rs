@@ -28,8 +28,7 @@ pub struct JvmtiMethods {
 /// block: old versions of redefined methods), so each name keeps the `Method*` its id held
 /// when named, and a later session checks the slot: the ids the last session used all at
 /// once when it starts, the others at first use; a different `Method*` is named again, lines
-/// too. Bounded: started again past
-/// `MAX_DESCRIBED` entries.
+/// too. Bounded: started again past `MAX_DESCRIBED` entries.
 #[derive(Default)]
 struct Described {
     /// id -> (name, the `Method*` its slot held then).
@@ -54,9 +53,8 @@ impl Described {
             .drain()
             .filter_map(|(id, ())| self.infos.get(&id).and_then(|(_, m)| m.map(|m| (id, m))))
             .collect();
-        let ids: Vec<u64> = recent.iter().map(|&(id, _)| id).collect();
-        for ((id, method), slot) in recent.into_iter().zip(os::read_words_checked(&ids)) {
-            if slot == Some(method) {
+        for (&(id, _), holds) in recent.iter().zip(slots_hold(&recent)) {
+            if holds == Some(true) {
                 self.checked.insert(id, ());
             }
         }
@@ -137,16 +135,16 @@ impl MethodPointers {
     fn collected(&mut self) {
         let epoch = self.collections;
         self.collections += 1;
-        let (methods, ids): (Vec<u64>, Vec<u64>) =
-            self.named.iter().filter(|(_, e)| e.2 == epoch).take(EAGER_RECHECK).map(|(&p, e)| (p, e.0.id)).unzip();
-        for (method, slot) in methods.into_iter().zip(os::read_words_checked(&ids)) {
-            match slot {
-                Some(s) if s == method => {
+        let asked: Vec<(u64, u64)> =
+            self.named.iter().filter(|(_, e)| e.2 == epoch).take(EAGER_RECHECK).map(|(&p, e)| (e.0.id, p)).collect();
+        for (&(_, method), holds) in asked.iter().zip(slots_hold(&asked)) {
+            match holds {
+                Some(true) => {
                     if let Some(e) = self.named.get_mut(&method) {
                         e.1 = self.collections;
                     }
                 }
-                Some(_) => {
+                Some(false) => {
                     self.named.remove(&method);
                     self.reverse.remove(&method);
                 }
@@ -361,7 +359,14 @@ impl JvmtiMethods {
 
 /// Whether jmethodID `id`'s slot holds `method` (not unloaded, not redefined since).
 fn slot_holds(id: u64, method: u64) -> bool {
-    os::read_words_checked(&[id])[0] == Some(method)
+    slots_hold(&[(id, method)])[0] == Some(true)
+}
+
+/// [`slot_holds`] for many (id, `Method*`) pairs, one read per 1,024; None where the slot
+/// could not be read (which proves nothing).
+fn slots_hold(pairs: &[(u64, u64)]) -> Vec<Option<bool>> {
+    let ids: Vec<u64> = pairs.iter().map(|&(id, _)| id).collect();
+    os::read_words_checked(&ids).into_iter().zip(pairs).map(|(slot, &(_, m))| slot.map(|s| s == m)).collect()
 }
 
 /// The line of the last entry (sorted by start bci) starting at or before `bci`.

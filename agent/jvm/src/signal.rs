@@ -255,10 +255,8 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
-                        // The signal's registers are this record's only if it was taken in
-                        // user mode at the IP the signal interrupted.
-                        if let Some(layout) = ctx.data.filter(|_| c.raw.ip == interrupted_ip(ucontext)) {
-                            crate::vmstructs::capture_instruction(layout, ucontext, &mut c.data);
+                        if let Some(layout) = ctx.data {
+                            crate::vmstructs::capture_instruction(layout, ucontext, c.raw.ip, &mut c.data);
                         }
                         walk(ctx, c, ucontext, &inside)
                     } else {
@@ -278,16 +276,6 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     }
     ring.consume_to(tail);
     true
-}
-
-/// The user-mode IP the signal interrupted (0 when unknown).
-fn interrupted_ip(ucontext: *mut c_void) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if !ucontext.is_null() {
-        // SAFETY: `ucontext` is the ucontext_t the kernel passed to this handler.
-        return unsafe { (*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs[libc::REG_RIP as usize] as u64 };
-    }
-    0
 }
 
 /// Which sample records of one signal get the stack walk (numbered in ring order).

@@ -233,11 +233,12 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
 }
 
 /// `data`: the bytes of the instruction the calling thread was interrupted at (`ucontext`) and
-/// its general registers, when that instruction is in the code cache (Java code, the
-/// interpreter, stubs); bytes only up to the end of its page, which is committed code.
-/// Async-signal-safe: no allocation, no lock.
+/// its general registers, when that instruction is the sample's (`ip`: the signal's registers
+/// are a record's only if it was taken in user mode at the IP the signal interrupted) and in
+/// the code cache (Java code, the interpreter, stubs); bytes only up to the end of its page,
+/// which is committed code. Async-signal-safe: no allocation, no lock.
 #[cfg(target_arch = "x86_64")]
-pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, out: &mut DataCapture) {
+pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, ip: u64, out: &mut DataCapture) {
     out.code_len = 0;
     if ucontext.is_null() {
         return;
@@ -245,7 +246,7 @@ pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, out: &mut D
     // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.
     let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
     let pc = g[libc::REG_RIP as usize] as u64;
-    if !CodeView::read(layout, vm_word).contains(pc) {
+    if pc != ip || !CodeView::read(layout, vm_word).contains(pc) {
         return;
     }
     let n = (4096 - (pc & 4095)).min(out.code.len() as u64) as usize;
@@ -278,7 +279,7 @@ pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, out: &mut D
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub fn capture_instruction(_: &Layout, _: *const c_void, out: &mut DataCapture) {
+pub fn capture_instruction(_: &Layout, _: *const c_void, _: u64, out: &mut DataCapture) {
     out.code_len = 0;
 }
 
