@@ -189,6 +189,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
             weight: 10_000_000,
             counters: vec![],
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,

@@ -76,6 +76,7 @@ fn write_threads_jfr() -> PathBuf {
                 weight: 10_000_000,
                 counters: vec![1_000_000],
                 data_addr: None,
+                data: None,
                 ip: 0,
                 component: VmComponent::Java,
                 state: None,

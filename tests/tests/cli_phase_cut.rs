@@ -22,6 +22,7 @@ fn recording_with_phases() -> PathBuf {
         weight: 1_000_000,
         counters: Vec::new(),
         data_addr: None,
+        data: None,
         ip: 0,
         component: VmComponent::Java,
         state: None,

@@ -186,6 +186,15 @@ fn write_recording(path: &Path) -> Written {
                     weight: 500_000 + n,
                     counters: vec![1_000 + n, 2_000_000 + 7 * n, n % 4],
                     data_addr: if i % 2 == 0 { Some(0x10_0000 + n) } else { None },
+                    data: (i % 2 == 0).then(|| {
+                        Box::new(hpm_core::model::DataTarget {
+                            space: hpm_core::javaheap::Space::Old,
+                            class: Some("java.lang.Object[]".into()),
+                            field: Some("[]".into()),
+                            offset: 16 + 4 * i,
+                            index: Some(i),
+                        })
+                    }),
                     ip: 0x7f00_0000_0000 + n,
                     component,
                     state: None,
@@ -411,6 +420,11 @@ fn jdk_tools_accept_hpm_recordings() {
             assert_eq!(v.get("component").str(), Some(s.component.name()));
             assert_eq!(v.get("ip").i64(), s.ip as i64);
             assert_eq!(v.get("dataAddress").i64(), s.data_addr.unwrap_or(0) as i64);
+            let d = s.data.as_deref();
+            assert_eq!(v.get("dataSpace").str(), Some(d.map_or("", |d| d.space.name())));
+            assert_eq!(v.get("dataClass").str(), Some(d.and_then(|d| d.class.as_deref()).unwrap_or("")));
+            assert_eq!(v.get("dataIndex").i64(), d.and_then(|d| d.index).map_or(-1, |i| i as i64));
+            assert_eq!(v.get("dataOffset").i64(), d.map_or(0, |d| d.offset as i64));
             assert_eq!(v.at(&["stackTrace", "frames"]).arr().len(), s.stack.len());
         }
         println!("[{}] jfr print --json hpm.Sample: counters {fields:?} present with the values written", jdk.label);

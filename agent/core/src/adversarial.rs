@@ -71,6 +71,7 @@ pub fn samples_of(stack: &Stack, n: usize, t0: u64, weight: u64, counters: &[u64
             weight,
             counters: counters.to_vec(),
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,

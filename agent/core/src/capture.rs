@@ -158,6 +158,9 @@ pub struct DataCapture {
     /// Bytes of `code` read (0: nothing captured for this sample).
     pub code_len: u8,
     pub regs: crate::operand::Gprs,
+    /// The space of the address and, in the heap, the words around it (`data` with a heap
+    /// layout; `heap.space` 0: not captured).
+    pub heap: crate::javaheap::HeapCapture,
 }
 
 impl Default for Captured {

@@ -45,11 +45,11 @@ pub struct VmTable {
 }
 
 impl VmTable {
-    fn field(&self, name: &str) -> Result<u64, String> {
+    pub(crate) fn field(&self, name: &str) -> Result<u64, String> {
         self.fields.get(name).copied().ok_or_else(|| format!("VMStructs has no {name}"))
     }
     /// A field's offset and width in bytes (1, 2, 4 or 8, from its C++ type).
-    fn int(&self, name: &str) -> Result<Int, String> {
+    pub(crate) fn int(&self, name: &str) -> Result<Int, String> {
         let off = self.field(name)?;
         let width = match self.types.get(name).map(String::as_str) {
             Some("bool" | "u1" | "jbyte" | "char" | "CodeBlobKind" | "uint8_t" | "int8_t") => 1,
@@ -62,7 +62,7 @@ impl VmTable {
         };
         Ok(Int { off, width })
     }
-    fn stat(&self, name: &str) -> Result<u64, String> {
+    pub(crate) fn stat(&self, name: &str) -> Result<u64, String> {
         self.statics.get(name).copied().ok_or_else(|| format!("VMStructs has no static {name}"))
     }
 }

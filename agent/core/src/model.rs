@@ -202,6 +202,8 @@ pub struct Sample {
     pub counters: Vec<u64>,
     /// Data address, for events that report one (page faults, precise memory events).
     pub data_addr: Option<u64>,
+    /// `data`: what the address touched (space, object, field).
+    pub data: Option<Box<DataTarget>>,
     pub ip: u64,
     pub component: VmComponent,
     /// The thread's state when sampled (running, sleeping, waiting on a lock...), an index into
@@ -223,11 +225,27 @@ impl Sample {
             weight: 1,
             counters: Vec::new(),
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,
         }
     }
+}
+
+/// What a sample's data address touched (`data`; Inoue & Nakatani §4.3).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DataTarget {
+    pub space: crate::javaheap::Space,
+    /// The object's class as Java names it (`java.lang.String`, `int[]`), when identified.
+    pub class: Option<Arc<str>>,
+    /// The field (`Declaring.name`), `[]` for an array element, `<header>`, `<length>`,
+    /// `<padding>`; None when the object was not identified.
+    pub field: Option<Arc<str>>,
+    /// Bytes from the object's start; for a stack address, from the stack pointer.
+    pub offset: u64,
+    /// An array element's index.
+    pub index: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 //! `[r12 + narrow*8 + offset]` (heap base, index, field offset), so the object's candidate
 //! start is the address minus the displacement in both forms.
 
-use iced_x86::{CodeSize, Decoder, DecoderOptions, InstructionInfoFactory, OpAccess, Register};
+use iced_x86::{CodeSize, Decoder, DecoderOptions, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 
 /// The interrupted thread's general registers in the hardware's encoding order: rax, rcx, rdx,
 /// rbx, rsp, rbp, rsi, rdi, r8 ... r15.
@@ -197,6 +197,69 @@ pub fn sampled_access(code: &[u8], ip: u64, regs: &Gprs) -> Result<MemoryAccess,
         access,
         len: ins.len() as u8,
     })
+}
+
+/// The address an instruction is about to touch, as the signal handler computes it (no
+/// allocation: the decoder only, without the instruction-info tables `sampled_access` uses).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Effective {
+    pub address: u64,
+    /// The constant part (a field's offset when the rest is the object).
+    pub displacement: i64,
+    /// Whether the address is register-based (then `address - displacement` is a candidate
+    /// object start).
+    pub register_based: bool,
+    /// The base register's value (an array's start in `[base + index*scale + offset]`), 0 when
+    /// there is none or it is the stack pointer.
+    pub base: u64,
+}
+
+/// The first explicit memory operand of the instruction at `code` (its address `ip`), given
+/// the registers before it runs — only for an instruction that really accesses it: `lea`,
+/// the multi-byte `nop [m]` of code alignment and prefetches compute an address they never
+/// touch, which may be unmapped. fs/gs-relative and vector-indexed operands give None.
+/// Async-signal-safe: no allocation, bounded.
+pub fn effective_address(code: &[u8], ip: u64, regs: &Gprs) -> Option<Effective> {
+    let code = &code[..code.len().min(MAX_INSTRUCTION)];
+    let mut decoder = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let ins = decoder.decode();
+    if ins.is_invalid() || touches_nothing(ins.mnemonic()) {
+        return None;
+    }
+    let op = (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Memory)?;
+    if matches!(ins.memory_segment(), Register::FS | Register::GS) || ins.is_vsib() {
+        return None;
+    }
+    let address = ins.virtual_address(op, 0, |reg, _, _| register_value(reg, regs, ins.next_ip()))?;
+    let (base, index) = (ins.memory_base(), ins.memory_index());
+    let register_based = !matches!(base, Register::None | Register::RIP | Register::EIP) || index != Register::None;
+    let displacement = if base.is_gpr32() || index.is_gpr32() {
+        i64::from(ins.memory_displacement32() as i32)
+    } else {
+        ins.memory_displacement64() as i64
+    };
+    let base = if base.is_gpr64() && !is_stack_pointer(base) { regs.0[base.number()] } else { 0 };
+    Some(Effective { address, displacement, register_based, base })
+}
+
+/// Instructions with a memory operand they do not access.
+fn touches_nothing(m: Mnemonic) -> bool {
+    matches!(
+        m,
+        Mnemonic::Lea
+            | Mnemonic::Nop
+            | Mnemonic::Prefetch
+            | Mnemonic::Prefetchnta
+            | Mnemonic::Prefetcht0
+            | Mnemonic::Prefetcht1
+            | Mnemonic::Prefetcht2
+            | Mnemonic::Prefetchw
+            | Mnemonic::Prefetchwt1
+            | Mnemonic::Bndcl
+            | Mnemonic::Bndcn
+            | Mnemonic::Bndcu
+            | Mnemonic::Bndmk
+    )
 }
 
 fn is_stack_pointer(r: Register) -> bool {

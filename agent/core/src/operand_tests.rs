@@ -110,3 +110,54 @@ fn the_summary_line_counts_kinds_and_reasons() {
          none for: no_memory_operand 2, outside_java_code 1"
     );
 }
+
+#[test]
+fn the_handler_s_address_agrees_with_the_full_decoding() {
+    let r = regs(&[
+        (RAX, 0x900),
+        (RBX, 0x7000),
+        (RDI, 0x500),
+        (RSI, 1),
+        (R11, 0x100),
+        (R12, 0x8_0000_0000),
+        (RSP, 0x7fff_0000),
+    ]);
+    for code in [
+        &[0x8b, 0x43, 0x10][..],
+        &[0x43, 0x8b, 0x44, 0xdc, 0x0c],
+        &[0x48, 0x89, 0x77, 0x08],
+        &[0x83, 0x00, 0x01],
+        &[0x48, 0x8b, 0x05, 0x10, 0, 0, 0],
+        &[0xff, 0x33],
+        &[0x8b, 0x43, 0xf0],
+    ] {
+        let full = sampled_access(code, 0x1000, &r).unwrap();
+        let quick = effective_address(code, 0x1000, &r).unwrap();
+        assert_eq!(
+            (quick.address, quick.displacement, quick.register_based),
+            (full.address, full.displacement, full.register_based),
+            "{code:x?}"
+        );
+    }
+    // [r12 + r11*8 + 0xc]: the base is the heap base, the object is address - offset.
+    let q = effective_address(&[0x43, 0x8b, 0x44, 0xdc, 0x0c], 0, &r).unwrap();
+    assert_eq!((q.base, q.address - q.displacement as u64), (0x8_0000_0000, 0x8_0000_0800));
+    // Stack-pointer bases are not object candidates.
+    let s = effective_address(&[0x48, 0x8b, 0x44, 0x24, 0x08], 0, &r).unwrap(); // mov rax, [rsp+8]
+    assert_eq!((s.address, s.base), (0x7fff_0008, 0));
+}
+
+#[test]
+fn instructions_that_touch_no_memory_give_no_address_to_read() {
+    let r = regs(&[(RAX, 0xdead_0000), (RBX, 0x7000)]);
+    for code in [
+        &[0x48, 0x8d, 0x43, 0x10][..],               // lea rax, [rbx+0x10]
+        &[0x0f, 0x1f, 0x44, 0x00, 0x00],             // nop dword [rax+rax]
+        &[0x0f, 0x18, 0x0b],                         // prefetcht0 [rbx]
+        &[0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0], // mov rax, fs:[0]
+        &[0x48, 0x89, 0xd8],                         // mov rax, rbx
+        &[0xff, 0xff],                               // invalid
+    ] {
+        assert_eq!(effective_address(code, 0, &r), None, "{code:x?}");
+    }
+}

@@ -13,7 +13,7 @@ use crate::capture::{
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
-use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, Stack, ThreadIdx};
+use crate::model::{DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, Stack, ThreadIdx};
 use crate::symbols::Symbolizer;
 
 /// Method metadata from the JVM (JVMTI in the agent, a table in tests).
@@ -29,6 +29,20 @@ pub trait JavaMethods {
     }
     /// A collection finished (methods may have been freed since they were named).
     fn collected(&mut self) {}
+    /// Reads the JVM's class metadata at `addr` (for `data`'s object identification); false
+    /// when unreadable.
+    fn read_metadata(&mut self, _addr: u64, _buf: &mut [u8]) -> bool {
+        false
+    }
+}
+
+/// Class metadata reads through the method source.
+struct Metadata<'a>(&'a mut dyn JavaMethods);
+
+impl crate::objects::MetaRead for Metadata<'_> {
+    fn read(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        self.0.read_metadata(addr, buf)
+    }
 }
 
 /// A `Method*` named: its jmethodID and its bytecodes' start and length (a bytecode pointer
@@ -159,6 +173,8 @@ pub struct SampleResolver {
     pub data_addresses: bool,
     /// `data`: samples' instructions are captured, to be decoded into the address they touch.
     pub decode_instructions: bool,
+    /// `data` with the heap's layout: the objects those addresses are in.
+    pub objects: Option<crate::objects::Identifier>,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -282,6 +298,9 @@ impl SampleResolver {
         self.gc.push((start, t));
         // Interpreted frames name a Method*, which a collection may free: checked at next use.
         self.collections += 1;
+        if let Some(o) = self.objects.as_mut() {
+            o.collected();
+        }
     }
 
     /// Takes what this resolver learned of native code, for the next session.
@@ -462,6 +481,7 @@ impl SampleResolver {
             _ => self.interner.intern(&stack),
         };
         self.stack_buf = stack;
+        let (data_addr, data) = self.data_address(c, jm);
         Sample {
             time: raw.time,
             thread: c.thread,
@@ -472,7 +492,8 @@ impl SampleResolver {
             // the period set.
             weight: if raw.period != 0 { raw.period } else { rec.event.period },
             counters: self.counter_deltas(c),
-            data_addr: self.data_address(c),
+            data_addr,
+            data,
             ip,
             component,
             state: crate::capture::THREAD_STATES
@@ -484,11 +505,12 @@ impl SampleResolver {
 
     /// The address the sample's event reported (page faults, precise memory samples), else,
     /// with `data`, the one its instruction was about to touch. Where both exist they are
-    /// compared (`DataStats::agreed`): the event's address checks the decoding.
-    fn data_address(&mut self, c: &Captured) -> Option<u64> {
+    /// compared (`DataStats::agreed`): the event's address checks the decoding. With a heap
+    /// capture, also what the address touched (`objects`).
+    fn data_address(&mut self, c: &Captured, jm: &mut dyn JavaMethods) -> (Option<u64>, Option<Box<DataTarget>>) {
         let event = (self.data_addresses && c.raw.addr != 0).then_some(c.raw.addr);
         if !self.decode_instructions {
-            return event;
+            return (event, None);
         }
         let d = &c.data;
         let decoded = if d.code_len == 0 {
@@ -510,7 +532,14 @@ impl SampleResolver {
         if let (Some(e), Some(a)) = (event, decoded) {
             self.stats.data.compare(e, &a);
         }
-        event.or(decoded.map(|a| a.address))
+        let target = match (self.objects.as_mut(), decoded) {
+            (Some(o), Some(a)) if d.heap.space != 0 => {
+                let sp = d.regs.0[4];
+                Some(Box::new(o.identify(&d.heap, &a, sp, &mut Metadata(jm))))
+            }
+            _ => None,
+        };
+        (event.or(decoded.map(|a| a.address)), target)
     }
 
     /// The Java frames of a stack hpm's own walker recorded (raw frames, top first): a pc of
@@ -704,6 +733,7 @@ impl SampleResolver {
             stack: shared_stack,
             counters: vec![0; s.counters.len()],
             data_addr: None,
+            data: None,
             component: classify(thread.map_or("", |t| t.name.as_str()), is_java, IpSite::Kernel, in_gc),
             ..s.clone()
         }

@@ -268,6 +268,10 @@ impl Drop for JvmtiMethods {
 }
 
 impl JavaMethods for JvmtiMethods {
+    fn read_metadata(&mut self, addr: u64, buf: &mut [u8]) -> bool {
+        crate::os::read_checked(addr, buf)
+    }
+
     fn describe(&mut self, id: u64) -> Option<MethodInfo> {
         let k = &mut self.known;
         if let Some((info, method)) = k.infos.get(&id) {

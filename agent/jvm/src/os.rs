@@ -29,6 +29,17 @@ pub fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
+/// Reads `buf.len()` bytes of this process's memory at `addr` without faulting (as
+/// [`read_words_checked`]); false unless all of them were read.
+pub fn read_checked(addr: u64, buf: &mut [u8]) -> bool {
+    let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: `local` covers `buf`; the remote range is in our own process, read by the kernel
+    // with fault checking.
+    let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    got >= 0 && got as usize == buf.len()
+}
+
 /// Reads words of this process's memory that may have been freed since their address was
 /// learnt, without faulting: `process_vm_readv` on ourselves returns EFAULT for an unmapped
 /// page where a load would crash. `out[i]` is the word at `addrs[i]`, or None. Off the signal

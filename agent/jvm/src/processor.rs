@@ -68,6 +68,8 @@ pub struct Inputs {
     pub code: &'static CodeEvents,
     /// hpm's own stack walker's layout, when it walks this session's stacks.
     pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    /// `data` with the heap's layout: samples' objects are identified.
+    pub heap: Option<&'static hpm_core::javaheap::HeapLayout>,
     pub live: &'static Live,
     pub stats: &'static SignalStats,
     pub jvmti: Jvmti,
@@ -294,6 +296,17 @@ impl Processor {
         resolver.cpu_clock = Some(thread_cpu_ns);
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
         resolver.decode_instructions = inputs.opts.data;
+        resolver.objects = inputs.heap.and_then(|h| {
+            let narrow_oops = crate::vmstructs::flag("UseCompressedOops").unwrap_or(0) != 0;
+            let t = crate::vmstructs::table().ok()?;
+            match hpm_core::objects::ClassLayout::from_table(t, narrow_oops) {
+                Ok(c) => Some(hpm_core::objects::Identifier::new(h.header, c)),
+                Err(e) => {
+                    eprintln!("hpm: data objects: not identified: {e}");
+                    None
+                }
+            }
+        });
         resolver.set_native(inputs.code.take_native());
         resolver.symbolizer.refresh();
         let (timeline, gc_open) = inputs.code.begin_session();
@@ -567,6 +580,9 @@ impl Processor {
             eprintln!("hpm: {line}");
         }
         if let Some(line) = self.resolver.stats.data.line() {
+            eprintln!("hpm: {line}");
+        }
+        if let Some(line) = self.resolver.objects.as_ref().and_then(|o| o.stats.line()) {
             eprintln!("hpm: {line}");
         }
         if self.resolver.stats.unnamed_frames > 0 {

@@ -53,7 +53,7 @@ pub struct Plan {
     /// hpm's own stack walker's layout, when it walks the Java stacks (`stack=vm`).
     pub walker: Option<&'static hpm_core::hotspot::Layout>,
     /// `data`: the code cache's layout, to copy each sample's instruction in Java code.
-    pub data: Option<&'static hpm_core::hotspot::Layout>,
+    pub data: Option<crate::vmstructs::DataLayouts>,
 }
 
 /// Parses and checks `option_string`: output files writable without following another user's
@@ -123,14 +123,15 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             None
         }
         true => {
-            let l = crate::vmstructs::walker_layout()
+            let code = crate::vmstructs::walker_layout()
                 .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;
             notes.push(
                 "data addresses: decoded from each sample's instruction in Java code (the registers it was \
                  interrupted with)"
                     .into(),
             );
-            Some(l)
+            // The heap's layout is read when the session starts: at load time there is no heap.
+            Some(crate::vmstructs::DataLayouts { code, heap: None })
         }
     };
     Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker, data })
@@ -179,7 +180,23 @@ fn pool_capacity(event: &EventInfo) -> usize {
 impl Session {
     /// Starts sampling: the processor first (so batches drain from the first sample), then the
     /// sampler, which attaches the threads.
-    pub fn start(parts: Parts, plan: Plan) -> Result<Session, String> {
+    pub fn start(parts: Parts, mut plan: Plan) -> Result<Session, String> {
+        if let Some(d) = plan.data.as_mut() {
+            d.heap = match crate::vmstructs::heap_layout() {
+                Ok(h) => {
+                    plan.notes.push(format!(
+                        "data objects: headers read at sample time in the {}; class and field named from \
+                         class metadata",
+                        h.describe()
+                    ));
+                    Some(h)
+                }
+                Err(e) => {
+                    plan.notes.push(format!("data objects: not identified (addresses only): {e}"));
+                    None
+                }
+            };
+        }
         for n in &plan.notes {
             eprintln!("hpm: {n}");
         }
@@ -241,6 +258,7 @@ impl Session {
             threads: parts.threads,
             code: parts.code,
             walker: plan.walker,
+            heap: plan.data.and_then(|d| d.heap),
             live: parts.live,
             stats: parts.stats,
             jvmti: parts.jvmti,

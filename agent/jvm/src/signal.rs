@@ -243,6 +243,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.state = 0;
                     c.shares_walk = false;
                     c.data.code_len = 0;
+                    c.data.heap.space = 0;
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see
@@ -255,10 +256,21 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
-                        if let Some(layout) = ctx.data {
-                            crate::vmstructs::capture_instruction(layout, ucontext, c.raw.ip, &mut c.data);
+                        let n = walk(ctx, c, ucontext, &inside);
+                        if let Some(d) = ctx.data {
+                            // After the walk: a JavaThread* it proved gives the stack's bounds.
+                            let t = ctx.vm.current_vm_thread();
+                            let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
+                            crate::vmstructs::capture_instruction(
+                                d.code,
+                                d.heap,
+                                ucontext,
+                                c.raw.ip,
+                                proven,
+                                &mut c.data,
+                            );
                         }
-                        walk(ctx, c, ucontext, &inside)
+                        n
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };

@@ -81,5 +81,5 @@ pub struct SignalCtx {
     pub vm: Vm,
     /// `data`: the code cache's layout; each walked sample in Java code gets its instruction's
     /// bytes and the interrupted registers.
-    pub data: Option<&'static hpm_core::hotspot::Layout>,
+    pub data: Option<crate::vmstructs::DataLayouts>,
 }

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use hpm_core::capture::DataCapture;
 use hpm_core::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
+use hpm_core::javaheap::HeapLayout;
 
 /// libjvm.so's handle (already loaded: the agent runs inside the JVM).
 fn libjvm() -> *mut c_void {
@@ -152,10 +153,60 @@ pub fn read() -> Result<VmTable, String> {
     Ok(t)
 }
 
+/// The JVM's tables, read once.
+pub fn table() -> Result<&'static VmTable, String> {
+    static TABLE: OnceLock<Result<VmTable, String>> = OnceLock::new();
+    TABLE.get_or_init(read).as_ref().map_err(Clone::clone)
+}
+
 /// The frame walker's layout of this JVM, read once; `Err` says what is missing.
 pub fn walker_layout() -> Result<&'static Layout, String> {
     static LAYOUT: OnceLock<Result<Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(|| Layout::from_table(&read()?, nmethod_vtable())).as_ref().map_err(Clone::clone)
+    LAYOUT.get_or_init(|| Layout::from_table(table()?, nmethod_vtable())).as_ref().map_err(Clone::clone)
+}
+
+/// The value of a boolean `-XX` flag (0 or 1), from the VM's flag table (`JVMFlag::flags`).
+pub fn flag(name: &str) -> Option<u64> {
+    let t = table().ok()?;
+    let flags = vm_word(*t.statics.get("JVMFlag::flags")?);
+    let count = vm_word(*t.statics.get("JVMFlag::numFlags")?).min(10_000);
+    let stride = *t.sizes.get("JVMFlag")?;
+    let (name_off, addr_off) = (*t.fields.get("JVMFlag::_name")?, *t.fields.get("JVMFlag::_addr")?);
+    if flags == 0 {
+        return None;
+    }
+    for i in 0..count {
+        let e = (flags + i * stride) as *const u8;
+        // SAFETY: entries of the VM's static flag table (numFlags of them, `stride` apart), whose
+        // name field is null (the terminator) or a NUL-terminated string.
+        let n = unsafe { text_at(e, name_off) };
+        if n.as_deref() == Some(name) {
+            // SAFETY: the entry's address field points at the flag's value in libjvm's data.
+            let v = unsafe { value_at::<*const u8>(e, addr_off) };
+            // SAFETY: as above; boolean flags are one byte.
+            return (!v.is_null()).then(|| u64::from(unsafe { *v }));
+        }
+    }
+    None
+}
+
+/// What the signal handler needs for `data`: the code cache's layout and, when the heap's
+/// could be read, the heap's.
+#[derive(Clone, Copy, Debug)]
+pub struct DataLayouts {
+    pub code: &'static Layout,
+    pub heap: Option<&'static HeapLayout>,
+}
+
+/// The heap's layout for `data` (kept once read; `Err` until the heap exists, or for good
+/// when this JVM does not export what is needed).
+pub fn heap_layout() -> Result<&'static HeapLayout, String> {
+    static HEAP: OnceLock<HeapLayout> = OnceLock::new();
+    if let Some(h) = HEAP.get() {
+        return Ok(h);
+    }
+    let h = HeapLayout::read(table()?, vm_word, flag)?;
+    Ok(HEAP.get_or_init(|| h))
 }
 
 /// Where nmethods' vtable pointer points (JDK 17: `CodeBlob` is polymorphic): `_ZTV7nmethod`
@@ -236,17 +287,30 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
 /// its general registers, when that instruction is the sample's (`ip`: the signal's registers
 /// are a record's only if it was taken in user mode at the IP the signal interrupted) and in
 /// the code cache (Java code, the interpreter, stubs); bytes only up to the end of its page,
-/// which is committed code. Async-signal-safe: no allocation, no lock.
+/// which is committed code. With `heap`, the address the instruction touches is computed here
+/// and the words an object header can be found in copied (`hpm_core::javaheap::capture`:
+/// objects cannot move while this thread runs Java code). `thread`: its `JavaThread*` when
+/// proven one (its stack then tells stack addresses), else 0. Async-signal-safe: no
+/// allocation, no lock, bounded.
 #[cfg(target_arch = "x86_64")]
-pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, ip: u64, out: &mut DataCapture) {
+pub fn capture_instruction(
+    layout: &Layout,
+    heap: Option<&HeapLayout>,
+    ucontext: *const c_void,
+    ip: u64,
+    thread: u64,
+    out: &mut DataCapture,
+) {
     out.code_len = 0;
+    out.heap.space = 0;
     if ucontext.is_null() {
         return;
     }
     // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.
     let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
     let pc = g[libc::REG_RIP as usize] as u64;
-    if pc != ip || !CodeView::read(layout, vm_word).contains(pc) {
+    let code = CodeView::read(layout, vm_word);
+    if pc != ip || !code.contains(pc) {
         return;
     }
     let n = (4096 - (pc & 4095)).min(out.code.len() as u64) as usize;
@@ -276,11 +340,56 @@ pub fn capture_instruction(layout: &Layout, ucontext: *const c_void, ip: u64, ou
     for (slot, r) in out.regs.0.iter_mut().zip(order) {
         *slot = g[r as usize] as u64;
     }
+    let Some(heap) = heap else { return };
+    let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
+    let stack = if thread != 0 {
+        let base = vm_word(thread + heap.stack_base);
+        (base.saturating_sub(vm_word(thread + heap.stack_size)), base)
+    } else {
+        (0, 0)
+    };
+    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, &mut out.heap);
+}
+
+/// Reads for `javaheap::capture`, which reads only the VM's permanent structures (the region
+/// table, region and space objects) and heap memory it proved committed.
+struct HeapWords;
+
+impl Memory for HeapWords {
+    fn word(&self, addr: u64) -> u64 {
+        // SAFETY: `javaheap::capture` reads only addresses it proved mapped (see its module
+        // comment): the VM's permanent structures and committed heap around the address the
+        // interrupted instruction is about to touch.
+        unsafe { std::ptr::read_volatile(addr as *const u64) }
+    }
+    fn byte(&self, addr: u64) -> u8 {
+        // SAFETY: as above.
+        unsafe { std::ptr::read_volatile(addr as *const u8) }
+    }
+    fn int(&self, addr: u64, width: u8) -> i64 {
+        // SAFETY: as above (a field of a region object).
+        unsafe {
+            match width {
+                1 => i64::from(std::ptr::read_volatile(addr as *const i8)),
+                2 => i64::from(std::ptr::read_unaligned(addr as *const i16)),
+                4 => i64::from(std::ptr::read_unaligned(addr as *const i32)),
+                _ => std::ptr::read_unaligned(addr as *const i64),
+            }
+        }
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-pub fn capture_instruction(_: &Layout, _: *const c_void, _: u64, out: &mut DataCapture) {
+pub fn capture_instruction(
+    _: &Layout,
+    _: Option<&HeapLayout>,
+    _: *const c_void,
+    _: u64,
+    _: u64,
+    out: &mut DataCapture,
+) {
     out.code_len = 0;
+    out.heap.space = 0;
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::error::{LostTail, ReadError, ReadErrorKind};
 use super::parser::for_each_chunk;
@@ -14,6 +15,7 @@ use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
 use crate::hash::IntMap;
+use crate::javaheap::Space;
 use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
 use crate::model::*;
 
@@ -70,6 +72,28 @@ struct ChunkCache {
     threads: IntMap<u64, ThreadIdx>,
     /// Class key -> source file, from hpm's `hpm.types.SourceFile` pool.
     source_files: HashMap<u64, String>,
+    /// `dataClass`/`dataField` strings, one shared copy each.
+    data_names: HashMap<String, Arc<str>>,
+}
+
+/// A sample's `data` fields (None when it has no data space).
+fn data_target(e: &ObjectView, cache: &mut ChunkCache) -> Option<Box<DataTarget>> {
+    let space = Space::by_name(e.str("dataSpace").filter(|s| !s.is_empty())?)?;
+    let mut name = |field: &str| -> Option<Arc<str>> {
+        let s = e.str(field).filter(|s| !s.is_empty())?;
+        if let Some(n) = cache.data_names.get(s) {
+            return Some(n.clone());
+        }
+        if cache.data_names.len() >= 1 << 16 {
+            cache.data_names.clear();
+        }
+        let n: Arc<str> = s.into();
+        cache.data_names.insert(s.to_string(), n.clone());
+        Some(n)
+    };
+    let (class, field) = (name("dataClass"), name("dataField"));
+    let index = e.i64("dataIndex").filter(|i| (0..=i64::from(i32::MAX)).contains(i)).map(|i| i as u64);
+    Some(Box::new(DataTarget { space, class, field, offset: e.i64("dataOffset").unwrap_or(0) as u64, index }))
 }
 
 impl Builder {
@@ -124,6 +148,7 @@ impl Builder {
                 s.ip = e.i64("ip").unwrap_or(0) as u64;
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
                 s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| self.rec.state_idx(n));
+                s.data = data_target(&e, &mut cache);
                 for (field, slot) in &counter_slots {
                     if s.counters.len() <= *slot {
                         s.counters.resize(*slot + 1, 0);
@@ -226,6 +251,7 @@ impl Builder {
             weight: 0,
             counters: Vec::new(),
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Unknown,
             state: None,

@@ -23,8 +23,22 @@ pub use super::typedef::*;
 pub const HPM_CATEGORY: &[&str] = &["hpm"];
 
 /// Fixed fields of `hpm.Sample`, in order; one `long` per counter follows.
-pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] =
-    &["startTime", "sampledThread", "stackTrace", "event", "period", "component", "dataAddress", "ip", "state"];
+pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
+    "startTime",
+    "sampledThread",
+    "stackTrace",
+    "event",
+    "period",
+    "component",
+    "dataAddress",
+    "ip",
+    "state",
+    "dataSpace",
+    "dataClass",
+    "dataField",
+    "dataOffset",
+    "dataIndex",
+];
 
 /// The fields of a thread's sample as JFR's own `jdk.ExecutionSample` has them.
 fn thread_sample_fields() -> Vec<FieldDef> {
@@ -56,6 +70,19 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             .with(marker(A_UNSIGNED)),
         FieldDef::new("ip", T_LONG, "Instruction Pointer").with(marker(A_MEMORY_ADDRESS)).with(marker(A_UNSIGNED)),
         string_field("state", "Thread State"),
+        string_field("dataSpace", "Data Space").with(description(
+            "Where the data address lies (option data): eden, survivor, old, humongous, stack, code_cache, metadata, native; empty without one",
+        )),
+        string_field("dataClass", "Data Class")
+            .with(description("Class of the Java object the data address is in, when identified")),
+        string_field("dataField", "Data Field").with(description(
+            "Field at the data address (Declaring.name), [] for an array element, <header>, <length> or <padding>",
+        )),
+        FieldDef::new("dataOffset", T_LONG, "Data Offset")
+            .with(description("Bytes from the object's start to the data address (from the stack pointer on a stack)"))
+            .with(marker(A_UNSIGNED)),
+        FieldDef::new("dataIndex", T_INT, "Data Array Index")
+            .with(description("Index of the array element at the data address, -1 if none")),
     ];
     for (name, counter) in counter_field_names(counters).iter().zip(counters) {
         sample_fields.push(

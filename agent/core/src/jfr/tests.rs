@@ -78,6 +78,23 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                 weight: 1_000_003 + i as u64,
                 counters: vec![1_000_000 + i as u64, 2_000_000 + 3 * i as u64, i as u64 % 3],
                 data_addr: if i % 2 == 0 { Some(0x7f00_0000_1000 + i as u64) } else { None },
+                data: match i % 4 {
+                    0 => Some(Box::new(crate::model::DataTarget {
+                        space: crate::javaheap::Space::Eden,
+                        class: Some("demo.Point".into()),
+                        field: Some("demo.Point.x".into()),
+                        offset: 16,
+                        index: None,
+                    })),
+                    2 => Some(Box::new(crate::model::DataTarget {
+                        space: crate::javaheap::Space::Old,
+                        class: Some("int[]".into()),
+                        field: Some("[]".into()),
+                        offset: 16 + 4 * i as u64,
+                        index: Some(i as u64),
+                    })),
+                    _ => None,
+                },
                 ip: 0x7f12_3456_0000 + i as u64,
                 component,
                 state: None,
@@ -104,6 +121,7 @@ fn assert_same_samples(a: &Recording, b: &Recording) {
         assert_eq!(x.weight, y.weight);
         assert_eq!(x.counters, y.counters);
         assert_eq!(x.data_addr, y.data_addr);
+        assert_eq!(x.data, y.data);
         assert_eq!(x.ip, y.ip);
         assert_eq!(x.component, y.component);
         assert_eq!(x.stack.len(), y.stack.len());

@@ -159,6 +159,7 @@ fn bench_encode_and_read() {
             weight: 1,
             counters: vec![1, 2, 3],
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,

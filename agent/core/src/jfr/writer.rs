@@ -37,6 +37,9 @@ pub const FLAG_COMPRESSED_INTS: u32 = 1;
 /// from `rec.drops`), a `jdk.ExecutionSample` and an `hpm.Sample` per sample, the constant
 /// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
 /// counter metadata; its `samples` field is not read.
+/// `dataIndex` of a sample without one: the int -1.
+const NO_INDEX: u64 = u32::MAX as u64;
+
 pub fn encode_chunk(rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> Vec<u8> {
     encode_chunk_with_marks(rec, samples, &[], chunk)
 }
@@ -75,6 +78,17 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
         e.string_ref(pools.event_name()).long(s.weight).string_ref(pools.component(s.component));
         e.long(s.data_addr.unwrap_or(0)).long(s.ip);
         e.string(Some(s.state.and_then(|i| rec.states.get(i as usize)).map_or("", String::as_str)));
+        match s.data.as_deref() {
+            Some(d) => {
+                e.string(Some(d.space.name())).string(Some(d.class.as_deref().unwrap_or("")));
+                e.string(Some(d.field.as_deref().unwrap_or(""))).long(d.offset);
+                // An int: -1 (none) is five bytes as a varint, where a long's would be ten.
+                e.long(d.index.map_or(NO_INDEX, |i| i.min(i32::MAX as u64)));
+            }
+            None => {
+                e.string(Some("")).string(Some("")).string(Some("")).long(0).long(NO_INDEX);
+            }
+        }
         for i in 0..ncounters {
             e.long(s.counters.get(i).copied().unwrap_or(0));
         }

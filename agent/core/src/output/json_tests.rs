@@ -23,6 +23,7 @@ fn rec_with(counters: &[&str]) -> Recording {
             weight: 10,
             counters: c.to_vec(),
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,

@@ -102,6 +102,7 @@ fn recording() -> Recording {
         weight: 10_000_000,
         counters,
         data_addr: None,
+        data: None,
         ip: 0,
         component,
         state: None,

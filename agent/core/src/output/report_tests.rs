@@ -39,6 +39,7 @@ fn recording(counters: &[&str]) -> Recording {
                 weight: 1_000_000,
                 counters: per[..n].to_vec(),
                 data_addr: None,
+                data: None,
                 ip: 0,
                 component,
                 state: None,

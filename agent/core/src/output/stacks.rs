@@ -142,6 +142,7 @@ mod tests {
             weight: 10,
             counters: counters.to_vec(),
             data_addr: None,
+            data: None,
             ip: 0,
             component: VmComponent::Java,
             state: None,

@@ -141,6 +141,7 @@ mod tests {
                     weight: 1,
                     counters: counters.to_vec(),
                     data_addr: None,
+                    data: None,
                     ip: 0,
                     component: VmComponent::Java,
                     state,
