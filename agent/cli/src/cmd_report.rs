@@ -1,8 +1,10 @@
 //! `hpm report FILE [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]
-//! [--thread REGEX] [--from TIME] [--to TIME]`: the text report of a recording (`.jfr`) or of
-//! collapsed stacks (`.collapsed`).
+//! [--thread REGEX] [--from TIME] [--to TIME] [--by class|field|space]`: the text report of a
+//! recording (`.jfr`) or of collapsed stacks (`.collapsed`); with `--by`, the table of what the
+//! samples' data addresses touched.
 
-use hpm_core::output::report::{full_report, ReportOptions};
+use hpm_core::output::data::DataBy;
+use hpm_core::output::report::{data_report, full_report, ReportOptions};
 
 use crate::input::{load_input, SampleArgs};
 use crate::values::{percent_value, positive};
@@ -24,6 +26,10 @@ pub struct Args {
     /// (markers: the Java bridge)
     #[arg(long, value_name = "NAME[=INDEX]")]
     from_phase: Option<String>,
+    /// Only the table of what data addresses touched (agent option `data`), by the object's
+    /// class, its field, or the heap space: class, field or space
+    #[arg(long, value_name = "WHAT", value_parser = DataBy::parse)]
+    by: Option<DataBy>,
     #[command(flatten)]
     samples: SampleArgs,
 }
@@ -32,6 +38,10 @@ pub fn main(a: Args) -> Result<(), String> {
     let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples)?;
     let opts =
         ReportOptions { top: a.top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
-    print!("{}", full_report(input.rec.as_ref(), &input.cct, &input.tallies, &opts));
+    match (a.by, input.rec.as_ref()) {
+        (Some(by), Some(rec)) => print!("{}", data_report(rec, &input.cct, &input.tallies, by, &opts)),
+        (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),
+        (None, rec) => print!("{}", full_report(rec, &input.cct, &input.tallies, &opts)),
+    }
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::filter::Applied;
 use crate::model::{Recording, VmComponent};
 
 use super::cpi_counters;
+use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
@@ -48,12 +49,25 @@ fn counter_at(v: &[u64], i: usize) -> u64 {
 pub struct Tallies {
     pub components: Vec<(VmComponent, u64)>,
     pub threads: Vec<ThreadRow>,
+    /// What the samples' data addresses touched (`data`).
+    pub data: DataTallies,
 }
 
 impl Tallies {
     pub fn of(rec: &Recording) -> Tallies {
-        Tallies { components: component_counts(&rec.samples), threads: thread_rows(rec) }
+        Tallies { components: component_counts(&rec.samples), threads: thread_rows(rec), data: DataTallies::of(rec) }
     }
+}
+
+/// The report's header and one data table (`hpm report --by class|field|space`).
+pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, opts: &ReportOptions) -> String {
+    let mut out = String::new();
+    header(&mut out, Some(rec), cct, opts.filtered.as_ref());
+    if tallies.data.samples == 0 {
+        out.push_str("\n(no sample has a data address: record with the agent's `data` option)\n");
+    }
+    data_table(&mut out, rec, &tallies.data, by, opts.top);
+    out
 }
 
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
@@ -75,6 +89,9 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
         thread_table(&mut out, &tallies.threads, &rec.counters, &rec.states, opts.top);
     }
     component_table(&mut out, &tallies.components);
+    if let Some(rec) = rec {
+        data_table(&mut out, rec, &tallies.data, DataBy::Class, opts.top);
+    }
     call_tree(&mut out, cct, opts);
     if let Some(rec) = rec {
         // Drops are counted for the whole run: their share is of all the run's samples.

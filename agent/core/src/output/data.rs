@@ -1,0 +1,227 @@
+//! What the sampled data addresses touched (`data`; Inoue & Nakatani §4.3 and appendix (b)):
+//! flat tables by the object's class, by field, or by space, each row with the usual counter
+//! columns, the space its samples were in, and the methods that touched it.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+
+use crate::javaheap::Space;
+use crate::model::{DataTarget, MethodIdx, Recording, Sample};
+use crate::text::{group, pct};
+
+/// What a data table groups samples by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataBy {
+    Class,
+    Field,
+    Space,
+}
+
+impl DataBy {
+    pub fn parse(s: &str) -> Result<DataBy, String> {
+        match s {
+            "class" => Ok(DataBy::Class),
+            "field" => Ok(DataBy::Field),
+            "space" => Ok(DataBy::Space),
+            _ => Err(format!("--by {s}: give class, field or space")),
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            DataBy::Class => "classes",
+            DataBy::Field => "fields",
+            DataBy::Space => "spaces",
+        }
+    }
+
+    /// The row a target falls in: its class, its field (`Declaring.name`; an array's element
+    /// as `int[] element`), its space; addresses outside the heap or not identified are rows
+    /// of their own in parentheses.
+    pub fn key(self, d: &DataTarget) -> String {
+        if self == DataBy::Space {
+            return d.space.name().to_string();
+        }
+        let Some(class) = d.class.as_deref() else {
+            return if d.space.in_heap() { "(not identified)".into() } else { format!("({})", d.space.name()) };
+        };
+        match (self, d.field.as_deref()) {
+            (DataBy::Class, _) | (_, None) => class.to_string(),
+            (_, Some("[]")) => format!("{class} element"),
+            (_, Some(f)) if f.starts_with('<') => format!("{class} {f}"),
+            (_, Some(f)) => f.to_string(),
+        }
+    }
+}
+
+/// Methods listed per row.
+const TOP_METHODS: usize = 3;
+
+/// One row: samples, their counter sums, spaces and the methods they were taken in.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataRow {
+    pub key: String,
+    pub samples: u64,
+    pub counters: Vec<u64>,
+    /// Samples per [`Space`] code.
+    pub spaces: [u64; 11],
+    /// Samples per leaf method (the method whose instruction touched the address).
+    pub methods: Vec<(MethodIdx, u64)>,
+}
+
+/// The three tables of a recording's samples with a data target.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataTallies {
+    pub by_class: Vec<DataRow>,
+    pub by_field: Vec<DataRow>,
+    pub by_space: Vec<DataRow>,
+    /// Samples with a data target, in the heap, identified.
+    pub samples: u64,
+    pub heap: u64,
+    pub identified: u64,
+}
+
+impl DataTallies {
+    pub fn of(rec: &Recording) -> DataTallies {
+        let mut t = DataTallies::default();
+        let mut maps: [HashMap<String, DataRow>; 3] = Default::default();
+        let n = rec.counters.len();
+        for s in &rec.samples {
+            let Some(d) = s.data.as_deref() else { continue };
+            t.samples += 1;
+            if d.space.in_heap() {
+                t.heap += 1;
+                t.identified += u64::from(d.class.is_some());
+            }
+            let leaf = leaf_method(s);
+            for (map, by) in maps.iter_mut().zip([DataBy::Class, DataBy::Field, DataBy::Space]) {
+                let key = by.key(d);
+                let row = map.entry(key.clone()).or_insert_with(|| DataRow {
+                    key,
+                    counters: vec![0; n],
+                    ..Default::default()
+                });
+                row.samples += 1;
+                for (acc, v) in row.counters.iter_mut().zip(&s.counters) {
+                    *acc += v;
+                }
+                row.spaces[d.space as usize] += 1;
+                if let Some(m) = leaf {
+                    match row.methods.iter_mut().find(|e| e.0 == m) {
+                        Some(e) => e.1 += 1,
+                        None => row.methods.push((m, 1)),
+                    }
+                }
+            }
+        }
+        let [class, field, space] = maps.map(|m| {
+            let mut rows: Vec<DataRow> = m.into_values().collect();
+            for r in &mut rows {
+                r.methods.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            }
+            rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.key.cmp(&b.key)));
+            rows
+        });
+        t.by_class = class;
+        t.by_field = field;
+        t.by_space = space;
+        t
+    }
+
+    pub fn rows(&self, by: DataBy) -> &[DataRow] {
+        match by {
+            DataBy::Class => &self.by_class,
+            DataBy::Field => &self.by_field,
+            DataBy::Space => &self.by_space,
+        }
+    }
+}
+
+/// The leaf frame's method: the one whose code touched the address.
+fn leaf_method(s: &Sample) -> Option<MethodIdx> {
+    s.stack.first().map(|f| f.method)
+}
+
+/// Appends the table of `by` (its top `top` rows) to `out`; nothing when the recording has no
+/// sample with a data target.
+pub fn data_table(out: &mut String, rec: &Recording, t: &DataTallies, by: DataBy, top: usize) {
+    if t.samples == 0 {
+        return;
+    }
+    let rows = t.rows(by);
+    let _ =
+        write!(out, "\n== Data: top {top} {} by samples ({} samples with a data address", by.noun(), group(t.samples));
+    if t.heap > 0 {
+        let _ = write!(
+            out,
+            "; {} of {} in the heap identified, {}",
+            group(t.identified),
+            group(t.heap),
+            pct(t.identified, t.heap).trim()
+        );
+    }
+    out.push_str(") ==\n");
+    let totals: Vec<u64> = (0..rec.counters.len()).map(|i| rows.iter().map(|r| r.counters[i]).sum()).collect();
+    let mut h = format!("{:>8} {:>10}", "samples%", "samples");
+    for c in &rec.counters {
+        let _ = write!(h, " {:>9}", format!("{c}%"));
+    }
+    if by != DataBy::Space {
+        let _ = write!(h, "  {:<15}", "space");
+    }
+    let width = rows.iter().take(top).map(|r| r.key.len()).max().unwrap_or(0).clamp(8, 60);
+    let _ = writeln!(out, "{h}  {:<width$}  top methods", by_label(by));
+    for r in rows.iter().take(top) {
+        let mut l = format!("{:>8} {:>10}", pct(r.samples, t.samples), group(r.samples));
+        for (i, total) in totals.iter().enumerate() {
+            let _ = write!(l, " {:>9}", pct(r.counters[i], *total));
+        }
+        if by != DataBy::Space {
+            let _ = write!(l, "  {:<15}", main_space(r));
+        }
+        let methods: Vec<String> = r
+            .methods
+            .iter()
+            .take(TOP_METHODS)
+            .map(|&(m, n)| {
+                let name =
+                    if (m as usize) < rec.methods.len() { rec.methods.get(m).display_name() } else { "?".into() };
+                format!("{name} {}", pct(n, r.samples).trim())
+            })
+            .collect();
+        let _ = writeln!(out, "{l}  {:<width$}  {}", r.key, methods.join(", "));
+    }
+    if rows.len() > top {
+        let rest: u64 = rows[top..].iter().map(|r| r.samples).sum();
+        let _ = writeln!(
+            out,
+            "{:>8} {:>10}  ({} more)",
+            pct(rest, t.samples),
+            group(rest),
+            group((rows.len() - top) as u64)
+        );
+    }
+}
+
+fn by_label(by: DataBy) -> &'static str {
+    match by {
+        DataBy::Class => "class",
+        DataBy::Field => "field",
+        DataBy::Space => "space",
+    }
+}
+
+/// The space most of a row's samples were in, with its share when not all.
+fn main_space(r: &DataRow) -> String {
+    let (i, n) = r.spaces.iter().enumerate().max_by_key(|&(i, n)| (*n, std::cmp::Reverse(i))).unwrap_or((0, &0));
+    let name = Space::from_u8(i as u8).name();
+    if *n == r.samples {
+        name.to_string()
+    } else {
+        format!("{name} {}", pct(*n, r.samples).trim())
+    }
+}
+
+#[cfg(test)]
+#[path = "data_tests.rs"]
+mod tests;

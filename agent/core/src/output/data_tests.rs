@@ -1,0 +1,77 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::model::{Frame, FrameKind, MethodInfo};
+
+fn target(space: Space, class: Option<&str>, field: Option<&str>) -> Option<Box<DataTarget>> {
+    Some(Box::new(DataTarget {
+        space,
+        class: class.map(Into::into),
+        field: field.map(Into::into),
+        offset: 16,
+        index: None,
+    }))
+}
+
+fn recording() -> Recording {
+    let mut rec = Recording { counters: vec!["cycles".into()], ..Default::default() };
+    let hot = rec.methods.intern(MethodInfo::java("demo.Chase", "run", "()V"));
+    let other = rec.methods.intern(MethodInfo::java("demo.Other", "touch", "()V"));
+    let frame = |m| Frame { method: m, bci: 0, line: -1, kind: FrameKind::JitCompiled };
+    let stack = |m| -> Arc<[Frame]> { vec![frame(m)].into() };
+    let mut add = |m, data, cycles| {
+        let mut s = Sample::of_stack(stack(m));
+        s.data = data;
+        s.counters = vec![cycles];
+        rec.samples.push(s);
+    };
+    for _ in 0..6 {
+        add(hot, target(Space::Eden, Some("demo.Node"), Some("demo.Node.next")), 10);
+    }
+    for _ in 0..2 {
+        add(other, target(Space::Old, Some("demo.Node"), Some("demo.Node.value")), 30);
+    }
+    add(hot, target(Space::Old, Some("int[]"), Some("[]")), 5);
+    add(other, target(Space::Eden, None, None), 1);
+    add(other, target(Space::Stack, None, None), 1);
+    add(hot, None, 100);
+    rec
+}
+
+#[test]
+fn samples_group_by_class_field_and_space() {
+    let rec = recording();
+    let t = DataTallies::of(&rec);
+    assert_eq!((t.samples, t.heap, t.identified), (11, 10, 9));
+    let keys = |by| t.rows(by).iter().map(|r| (r.key.as_str(), r.samples)).collect::<Vec<_>>();
+    assert_eq!(keys(DataBy::Class), [("demo.Node", 8), ("(not identified)", 1), ("(stack)", 1), ("int[]", 1)]);
+    assert_eq!(
+        keys(DataBy::Field),
+        [("demo.Node.next", 6), ("demo.Node.value", 2), ("(not identified)", 1), ("(stack)", 1), ("int[] element", 1)]
+    );
+    assert_eq!(keys(DataBy::Space), [("eden", 7), ("old", 3), ("stack", 1)]);
+    let node = &t.by_class[0];
+    assert_eq!(node.counters, [120]);
+    assert_eq!(node.methods, [(0, 6), (1, 2)], "the leaf methods, most samples first");
+}
+
+#[test]
+fn the_table_shows_shares_spaces_and_methods() {
+    let rec = recording();
+    let t = DataTallies::of(&rec);
+    let mut out = String::new();
+    data_table(&mut out, &rec, &t, DataBy::Class, 2);
+    assert!(
+        out.contains(
+            "top 2 classes by samples (11 samples with a data address; 9 of 10 in the heap identified, 90.00%)"
+        ),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.contains("demo.Node")).unwrap();
+    assert!(row.contains("72.73%") && row.contains("eden 75.00%"), "{row}");
+    assert!(row.contains("demo.Chase.run 75.00%, demo.Other.touch 25.00%"), "{row}");
+    assert!(out.contains("(2 more)"), "{out}");
+    let mut none = String::new();
+    data_table(&mut none, &rec, &DataTallies::default(), DataBy::Class, 2);
+    assert!(none.is_empty());
+}
