@@ -55,3 +55,109 @@ fn decoded_addresses_agree_with_the_kernels_fault_addresses() {
         );
     }
 }
+
+// ---- Objects: class, field and space of the sampled addresses (tests/workloads/DataTargets.java)
+
+use hpm_core::javaheap::Space;
+use hpm_core::output::data::{DataBy, DataTallies};
+
+/// Records `DataTargets MODE` for 3 s with `data` and returns the data tallies (and the run).
+fn record_targets(jdk: &Jdk, jvm_args: &[&str], mode: &str, tag: &str) -> (DataTallies, Run) {
+    let dir = scratch(&format!("data-{tag}-{mode}"));
+    let file = dir.join("targets.jfr");
+    let opts = format!("data,interval=1ms,file={}", file.display());
+    let run = run_java(jdk, Some(&opts), jvm_args, "DataTargets", &[mode, "3"]);
+    run.assert_ok(&format!("DataTargets {mode} ({tag})"));
+    let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{tag} {mode}: {e}"));
+    let t = DataTallies::of(&rec);
+    let line = run.stderr.lines().find(|l| l.starts_with("hpm: objects: ")).unwrap_or("hpm: (no objects line)");
+    eprintln!("{tag} {mode}: {}", line.trim_start_matches("hpm: "));
+    assert!(t.heap >= 300, "{tag} {mode}: only {} samples in the heap of {}\n{}", t.heap, t.samples, run.stderr);
+    assert!(
+        t.identified * 100 >= t.heap * 90,
+        "{tag} {mode}: {} of {} heap samples identified\n{}",
+        t.identified,
+        t.heap,
+        run.stderr
+    );
+    (t, run)
+}
+
+/// Samples of a row (0 when absent).
+fn samples(t: &DataTallies, by: DataBy, key: &str) -> u64 {
+    t.rows(by).iter().find(|r| r.key == key).map_or(0, |r| r.samples)
+}
+
+/// The space most of a row's samples were in.
+fn space_of(t: &DataTallies, by: DataBy, key: &str) -> Space {
+    let row = t.rows(by).iter().find(|r| r.key == key).unwrap_or_else(|| panic!("no row {key}"));
+    let i = (0..row.spaces.len()).max_by_key(|&i| row.spaces[i]).unwrap();
+    Space::from_u8(i as u8)
+}
+
+/// A's share of the samples on A or B: three quarters of the links are A's, by construction.
+fn assert_a_share(t: &DataTallies, what: &str) {
+    let (a, b) = (samples(t, DataBy::Class, "DataTargets$A"), samples(t, DataBy::Class, "DataTargets$B"));
+    let share = 100.0 * a as f64 / (a + b).max(1) as f64;
+    eprintln!("{what}: A {a}, B {b}: A's share {share:.1}% (truth 75%)");
+    assert!(a + b >= 300, "{what}: {a} + {b} samples on the links");
+    assert!((share - 75.0).abs() <= 5.0, "{what}: A's share {share:.1}%, truth 75%");
+}
+
+#[test]
+fn the_hot_class_gets_its_share_and_the_cold_ones_none() {
+    for jdk in jdks() {
+        let (t, _) = record_targets(&jdk, &[], "classes", &jdk.name);
+        assert_a_share(&t, &format!("{} classes", jdk.name));
+        let cold = samples(&t, DataBy::Class, "DataTargets$Cold1") + samples(&t, DataBy::Class, "DataTargets$Cold2");
+        assert!(cold * 50 <= t.heap, "{}: the cold classes took {cold} of {}", jdk.name, t.heap);
+        // Made before System.gc(): old.
+        assert_eq!(space_of(&t, DataBy::Class, "DataTargets$A"), Space::Old, "{}", jdk.name);
+        assert!(samples(&t, DataBy::Field, "DataTargets$Link.next") > 0, "{}: no Link.next", jdk.name);
+    }
+}
+
+#[test]
+fn parallel_and_serial_spaces_are_read_too() {
+    let jdk = &jdks()[0];
+    for gc in ["-XX:+UseParallelGC", "-XX:+UseSerialGC"] {
+        let (t, _) = record_targets(jdk, &[gc], "classes", gc.trim_start_matches("-XX:+Use"));
+        assert_a_share(&t, gc);
+        assert_eq!(space_of(&t, DataBy::Class, "DataTargets$A"), Space::Old, "{gc}");
+    }
+}
+
+#[test]
+fn a_chase_through_an_array_a_subclass_field_and_a_hot_array_are_named() {
+    for jdk in jdks() {
+        let (t, _) = record_targets(&jdk, &[], "chase", &jdk.name);
+        let node = samples(&t, DataBy::Class, "DataTargets$Node");
+        assert!(node * 10 >= t.identified * 9, "{}: Node has {node} of {}", jdk.name, t.identified);
+        assert!(samples(&t, DataBy::Field, "DataTargets$Node.next") > 0, "{}", jdk.name);
+
+        let (t, _) = record_targets(&jdk, &[], "subclass", &jdk.name);
+        let (next, w) =
+            (samples(&t, DataBy::Field, "DataTargets$Sub.next"), samples(&t, DataBy::Field, "DataTargets$Sub.w"));
+        assert!((next + w) * 10 >= t.identified * 9, "{}: Sub's fields {next} + {w} of {}", jdk.name, t.identified);
+        assert!(w > 0 && next > 0, "{}", jdk.name);
+        assert_eq!(samples(&t, DataBy::Field, "DataTargets$Base.v"), 0, "{}: Base.v is never read", jdk.name);
+
+        // 16 MiB: humongous under G1, its elements found from the first region's header.
+        let (t, _) = record_targets(&jdk, &[], "array", &jdk.name);
+        let elements = samples(&t, DataBy::Field, "int[] element");
+        assert!(elements * 10 >= t.identified * 9, "{}: int[] elements {elements} of {}", jdk.name, t.identified);
+        assert_eq!(space_of(&t, DataBy::Class, "int[]"), Space::Humongous, "{}", jdk.name);
+    }
+}
+
+#[test]
+fn objects_moved_by_many_collections_keep_their_shares() {
+    for jdk in jdks() {
+        // A small young generation: a collection every few milliseconds.
+        let (t, run) = record_targets(&jdk, &["-Xmn8m", "-Xlog:gc:stdout"], "gc", &jdk.name);
+        let pauses = run.stdout.lines().filter(|l| l.contains("Pause Young")).count();
+        eprintln!("{}: {pauses} young collections", jdk.name);
+        assert!(pauses >= 20, "{}: only {pauses} collections", jdk.name);
+        assert_a_share(&t, &format!("{} gc", jdk.name));
+    }
+}

@@ -124,6 +124,9 @@ pub struct KlassInfo {
     pub layout_helper: i32,
     /// A class's superclass (0 for arrays).
     super_klass: u64,
+    /// `java.lang.Class`: a mirror, whose static fields follow its instance fields (its size
+    /// is in an injected field; bounded here by [`MAX_MIRROR`]).
+    mirror: bool,
     constants: u64,
     field_data: u64,
     /// JDK 17's `_java_fields_count` (the stream format carries its own).
@@ -224,6 +227,8 @@ type Fields = Vec<(u64, u64, Arc<str>)>;
 
 /// Cached klasses at most before the cache starts again.
 const MAX_KLASSES: usize = 1 << 15;
+/// Bytes of a `java.lang.Class` mirror an address may be in (its statics included).
+const MAX_MIRROR: u64 = 1 << 16;
 /// Superclasses followed at most for inherited fields.
 const MAX_SUPERS: usize = 64;
 /// Fields of one class read at most.
@@ -351,6 +356,10 @@ impl Identifier {
             let i = fields.partition_point(|e| e.0 <= offset);
             t.field = match i.checked_sub(1).map(|i| &fields[i]) {
                 Some((o, size, name)) if offset < o + size => Some(name.clone()),
+                // Past a mirror's instance fields: a static field of the class it mirrors.
+                _ if f.klass.mirror && offset >= f.klass.layout_helper.max(0) as u64 => {
+                    Some(self.name("<static field>"))
+                }
                 _ => Some(self.name("<padding>")),
             };
         }
@@ -373,7 +382,7 @@ impl Identifier {
     fn valid(&mut self, at: u64, words: [u64; 3], a: u64, mem: &mut dyn MetaRead) -> Option<Arc<KlassInfo>> {
         let k = self.header.klass(words[0], words[1])?;
         let info = self.klass(k, mem)?;
-        let size = info.object_size(&self.header, words);
+        let size = if info.mirror { MAX_MIRROR } else { info.object_size(&self.header, words) };
         (a >= at && a - at < size.max(self.header.size())).then_some(info)
     }
 
@@ -427,7 +436,9 @@ impl Identifier {
             _ => (0, 0, 0),
         };
         let super_klass = if array { 0 } else { u64_at(c.super_klass) };
+        let mirror = raw == "java/lang/Class";
         Some(KlassInfo {
+            mirror,
             addr: k,
             java_fields,
             name: self.name(&name),

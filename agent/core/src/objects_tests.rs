@@ -297,3 +297,17 @@ fn unsigned5_numbers_decode_as_hotspot_writes_them() {
     let mut r = Unsigned5 { bytes: &bytes, pos: 0 };
     assert_eq!((r.next(), r.next(), r.next(), r.next()), (Some(0), Some(191), Some(200), None));
 }
+
+#[test]
+fn a_static_field_is_found_in_its_class_s_mirror() {
+    let mut m = meta();
+    let class = KLASS_BASE + 0x6_0000;
+    instance_klass(&mut m, class, "java/lang/Class", 96, 0, &[("name", "Ljava/lang/String;", 44)]);
+    let mut id = Identifier::new(header(), classes(STREAM));
+    let words = [(OBJ, 1), (OBJ + 8, narrow(class))];
+    // A static field at 0x70 of the mirror, past the Class instance's 96 bytes.
+    let t = id.identify(&capture(OBJ + 0x70, &[(1, OBJ)], &words), &load(OBJ + 0x70, 0x70), 0, &mut m);
+    assert_eq!((t.class.as_deref(), t.field.as_deref()), (Some("java.lang.Class"), Some("<static field>")));
+    let t = id.identify(&capture(OBJ + 44, &[(1, OBJ)], &words), &load(OBJ + 44, 44), 0, &mut m);
+    assert_eq!(t.field.as_deref(), Some("java.lang.Class.name"));
+}
