@@ -1,5 +1,5 @@
 //! `hpm flamegraph FILE(.jfr|.collapsed) -o OUT(.html|.svg|.collapsed) [--threads] [--title T]
-//! [--weight] [--thread REGEX] [--from TIME] [--to TIME]`.
+//! [--weight] [--thread REGEX] [--from TIME] [--to TIME] [--by class|field|space]`.
 
 use std::path::Path;
 
@@ -26,6 +26,10 @@ pub struct Args {
     /// Widths by event weight (period) instead of sample counts
     #[arg(long)]
     weight: bool,
+    /// A root frame per class, field or space the samples' data addresses touched (agent
+    /// option `data`; .jfr only): class, field or space
+    #[arg(long, value_name = "WHAT", value_parser = hpm_core::output::data::DataBy::parse, conflicts_with = "threads")]
+    by: Option<hpm_core::output::data::DataBy>,
     #[command(flatten)]
     samples: SampleArgs,
 }
@@ -56,7 +60,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let by = if a.weight { CountBy::Weight } else { CountBy::Samples };
     let title = a.title.as_deref();
     let format = output_format(output)?;
-    let loaded = load_input(input, threads, None, &a.samples)?;
+    let loaded = load_input(input, threads, None, &a.samples, a.by)?;
 
     let file_name = Path::new(input).file_name().and_then(|f| f.to_str()).unwrap_or(input);
     let title = title.map(str::to_string).unwrap_or_else(|| format!("hpm: {file_name}"));

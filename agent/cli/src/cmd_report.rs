@@ -35,7 +35,7 @@ pub struct Args {
 }
 
 pub fn main(a: Args) -> Result<(), String> {
-    let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples)?;
+    let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples, None)?;
     let opts =
         ReportOptions { top: a.top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
     match (a.by, input.rec.as_ref()) {

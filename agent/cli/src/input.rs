@@ -40,8 +40,9 @@ pub(crate) fn load_input(
     threads: bool,
     from_phase: Option<&str>,
     samples: &SampleArgs,
+    data_root: Option<hpm_core::output::data::DataBy>,
 ) -> Result<Input, String> {
-    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?)?;
+    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?, data_root)?;
     warn(&input.notes);
     Ok(input)
 }

@@ -253,6 +253,13 @@ impl Cct {
         self.add_path_kinds(thread_root.map(|t| (t, 0)).into_iter().chain(frames), 1, s.weight, &s.counters)
     }
 
+    /// Adds a sample under a root frame of its own (`root`: a name with no kind of code).
+    pub fn add_sample_under(&mut self, rec: &Recording, s: &Sample, root: &str) {
+        let names = rec.stack_names_root_first(s);
+        let path = std::iter::once((root, 0)).chain(names.iter().map(String::as_str).zip(stack_kinds(s)));
+        self.add_path_kinds(path, 1, s.weight, &s.counters);
+    }
+
     pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {
         let mut cct = Cct::new(rec.counters.clone());
         cct.add_recording(rec, per_thread);

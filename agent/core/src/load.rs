@@ -172,6 +172,7 @@ pub fn load_profile(
     threads: bool,
     from_phase: Option<&str>,
     filter: &SampleFilter,
+    data_root: Option<crate::output::data::DataBy>,
 ) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -199,7 +200,10 @@ pub fn load_profile(
             ));
         }
         let filtered = filter.apply(&mut rec)?;
-        let cct = Cct::from_recording(&rec, threads);
+        let cct = match data_root {
+            Some(by) => crate::output::data::cct_by(&rec, by),
+            None => Cct::from_recording(&rec, threads),
+        };
         let tallies = Tallies::of(&rec);
         // The outputs need only metadata from here on.
         rec.samples = Vec::new();
@@ -210,6 +214,9 @@ pub fn load_profile(
                 "--thread, --from and --to need a .jfr recording: collapsed stacks like `{path}` carry no \
                  threads or times"
             ));
+        }
+        if data_root.is_some() {
+            return Err(format!("--by needs a .jfr recording: collapsed stacks like `{path}` carry no data addresses"));
         }
         if from_phase.is_some() {
             return Err(format!(

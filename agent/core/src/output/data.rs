@@ -39,13 +39,18 @@ impl DataBy {
     /// as `int[] element`), its space; addresses outside the heap or not identified are rows
     /// of their own in parentheses.
     pub fn key(self, d: &DataTarget) -> String {
+        self.key_of(d.space, d.class.as_deref(), d.field.as_deref())
+    }
+
+    /// [`DataBy::key`] of a target's parts.
+    pub fn key_of(self, space: Space, class: Option<&str>, field: Option<&str>) -> String {
         if self == DataBy::Space {
-            return d.space.name().to_string();
+            return space.name().to_string();
         }
-        let Some(class) = d.class.as_deref() else {
-            return if d.space.in_heap() { "(not identified)".into() } else { format!("({})", d.space.name()) };
+        let Some(class) = class else {
+            return if space.in_heap() { "(not identified)".into() } else { format!("({})", space.name()) };
         };
-        match (self, d.field.as_deref()) {
+        match (self, field) {
             (DataBy::Class, _) | (_, None) => class.to_string(),
             (_, Some("[]")) => format!("{class} element"),
             (_, Some(f)) if f.starts_with('<') => format!("{class} {f}"),
@@ -135,6 +140,25 @@ impl DataTallies {
             DataBy::Space => &self.by_space,
         }
     }
+}
+
+/// The calling context tree with each sample under a root frame of what its data address
+/// touched (`hpm flamegraph --by class`): `[class demo.Node]`, `[field ...]`, `[space old]`;
+/// samples without a data address under `[no data address]`.
+pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
+    let mut cct = crate::cct::Cct::new(rec.counters.clone());
+    let label = by_label(by);
+    for s in &rec.samples {
+        let root = match s.data.as_deref() {
+            Some(d) => match by.key(d) {
+                k if k.starts_with('(') => format!("[{}]", k.trim_start_matches('(').trim_end_matches(')')),
+                k => format!("[{label} {k}]"),
+            },
+            None => "[no data address]".to_string(),
+        };
+        cct.add_sample_under(rec, s, &root);
+    }
+    cct
 }
 
 /// The leaf frame's method: the one whose code touched the address.

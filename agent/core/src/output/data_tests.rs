@@ -75,3 +75,25 @@ fn the_table_shows_shares_spaces_and_methods() {
     data_table(&mut none, &rec, &DataTallies::default(), DataBy::Class, 2);
     assert!(none.is_empty());
 }
+
+#[test]
+fn the_flame_graph_by_class_has_the_class_as_root() {
+    let rec = recording();
+    let cct = cct_by(&rec, DataBy::Class);
+    let mut roots: Vec<(String, u64)> =
+        cct.root().children.iter().map(|&c| (cct.node(c).name.to_string(), cct.node(c).total_samples)).collect();
+    roots.sort();
+    assert_eq!(
+        roots,
+        [
+            ("[class demo.Node]".to_string(), 8),
+            ("[class int[]]".to_string(), 1),
+            ("[no data address]".to_string(), 1),
+            ("[not identified]".to_string(), 1),
+            ("[stack]".to_string(), 1)
+        ]
+    );
+    let node = cct.root().children.iter().find(|&&c| &*cct.node(c).name == "[class demo.Node]").unwrap();
+    let under: Vec<&str> = cct.node(*node).children.iter().map(|&c| &*cct.node(c).name).collect();
+    assert_eq!(under, ["demo.Chase.run", "demo.Other.touch"]);
+}

@@ -84,3 +84,27 @@ fn names_are_escaped() {
     let j = json_of(&rec);
     assert!(j.contains("\"jvm\":\"a\\\"b\\\\c\\n\""));
 }
+
+#[test]
+fn data_targets_are_tabled_by_class_field_and_space() {
+    let mut rec = rec_with(&[]);
+    assert!(!json_of(&rec).contains("\"data\""), "no data section without data addresses");
+    for (i, s) in rec.samples.iter_mut().enumerate() {
+        s.data = Some(Box::new(crate::model::DataTarget {
+            space: if i < 3 { crate::javaheap::Space::Old } else { crate::javaheap::Space::Stack },
+            class: (i < 3).then(|| "demo.Node".into()),
+            field: (i < 3).then(|| "demo.Node.next".into()),
+            offset: 12,
+            index: None,
+        }));
+    }
+    let j = json_of(&rec);
+    assert!(
+        j.contains("\"data\":{\"samples\":4,\"byClass\":[\n{\"name\":\"demo.Node\",\"sums\":{\"samples\":3,"),
+        "{j}"
+    );
+    assert!(j.contains("\"spaces\":{\"old\":3}}"), "{j}");
+    assert!(j.contains("\"byField\":[\n{\"name\":\"demo.Node.next\""), "{j}");
+    assert!(j.contains("{\"name\":\"(stack)\""), "{j}");
+    assert!(j.contains("\"bySpace\":[\n{\"name\":\"old\""), "{j}");
+}

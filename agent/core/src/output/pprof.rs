@@ -5,7 +5,8 @@
 //! clock events, event counts otherwise), then one value per recorded counter. The sampling
 //! event is the default sample type. One location per (method, line); functions carry the
 //! display name, the name with its JVM descriptor, and the package-relative source path.
-//! Labels: `thread` (name), `tid`, `component` (VM component). Lost samples per reason are
+//! Labels: `thread` (name), `tid`, `component` (VM component), and with the agent's `data`
+//! option `data_space`, `data_class`, `data_field` (what the sample's data address touched). Lost samples per reason are
 //! written as comments (`go tool pprof -comments`).
 
 use std::collections::HashMap;
@@ -165,6 +166,15 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
             s.message(3, label(&mut st, "tid", None, Some(i64::from(t.os_tid))));
         }
         s.message(3, label(&mut st, "component", Some(e.key.component.name()), None));
+        if let Some(d) = &e.key.data {
+            s.message(3, label(&mut st, "data_space", Some(d.space.name()), None));
+            if let Some(c) = &d.class {
+                s.message(3, label(&mut st, "data_class", Some(c), None));
+            }
+            if let Some(f) = &d.field {
+                s.message(3, label(&mut st, "data_field", Some(f), None));
+            }
+        }
         p.message(2, s);
     }
     // 3: mapping — one for all JVM code, so pprof does not try to symbolize addresses.

@@ -217,3 +217,33 @@ fn varints_round_trip() {
         assert_eq!(varint(&pb.0, &mut 0), v);
     }
 }
+
+#[test]
+fn data_targets_are_labels() {
+    let mut rec = recording();
+    rec.samples[0].data = Some(Box::new(crate::model::DataTarget {
+        space: crate::javaheap::Space::Eden,
+        class: Some("demo.Node".into()),
+        field: Some("demo.Node.next".into()),
+        offset: 12,
+        index: None,
+    }));
+    let raw = encode_profile(&rec, &StackTable::from_recording(&rec));
+    let p = fields(&raw);
+    let strings: Vec<String> = get(&p, 6).iter().map(|v| String::from_utf8(bytes(v).to_vec()).unwrap()).collect();
+    let labelled: Vec<Vec<String>> = get(&p, 2)
+        .iter()
+        .map(|v| {
+            get(&fields(bytes(v)), 3)
+                .iter()
+                .map(|l| {
+                    let l = fields(bytes(l));
+                    format!("{}={}", strings[int(&l, 1) as usize], strings[int(&l, 2) as usize])
+                })
+                .filter(|l| l.starts_with("data_"))
+                .collect()
+        })
+        .filter(|l: &Vec<String>| !l.is_empty())
+        .collect();
+    assert_eq!(labelled, [["data_space=eden", "data_class=demo.Node", "data_field=demo.Node.next"]]);
+}

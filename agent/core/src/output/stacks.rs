@@ -8,7 +8,23 @@
 use std::collections::HashMap;
 
 use crate::hash::IntMap;
+use crate::javaheap::Space;
 use crate::model::{MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
+
+/// What a sample's data address touched, as outputs label it (`data`): the space, the class
+/// and the field (offsets and indices are left out: one entry per field, not per element).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DataKey {
+    pub space: Space,
+    pub class: Option<std::sync::Arc<str>>,
+    pub field: Option<std::sync::Arc<str>>,
+}
+
+impl DataKey {
+    pub fn of(s: &Sample) -> Option<DataKey> {
+        s.data.as_deref().map(|d| DataKey { space: d.space, class: d.class.clone(), field: d.field.clone() })
+    }
+}
 
 /// What makes two samples land in the same entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -17,6 +33,7 @@ pub struct StackKey {
     pub frames: Vec<(MethodIdx, i32)>,
     pub thread: ThreadIdx,
     pub component: VmComponent,
+    pub data: Option<DataKey>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +84,7 @@ impl StackTable {
             frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
             thread: s.thread,
             component: s.component,
+            data: DataKey::of(s),
         };
         match self.index.get(&key) {
             Some(&i) => i,
@@ -79,12 +97,13 @@ impl StackTable {
     }
 
     /// The table of a recording. Samples that share a stack (as read from a file) are summed
-    /// per (stack, thread, component) first, so each distinct stack is hashed once.
+    /// per (stack, thread, component, data key) first, so each distinct stack is hashed once.
     pub fn from_recording(rec: &Recording) -> StackTable {
-        let mut index: HashMap<(usize, usize, ThreadIdx, VmComponent), usize> = HashMap::new();
+        type Group = (usize, usize, ThreadIdx, VmComponent, Option<DataKey>);
+        let mut index: HashMap<Group, usize> = HashMap::new();
         let mut groups: Vec<(usize, u64, u64, Vec<u64>)> = Vec::new();
         for (i, s) in rec.samples.iter().enumerate() {
-            let key = (s.stack.as_ptr() as usize, s.stack.len(), s.thread, s.component);
+            let key = (s.stack.as_ptr() as usize, s.stack.len(), s.thread, s.component, DataKey::of(s));
             let g = *index.entry(key).or_insert_with(|| {
                 groups.push((i, 0, 0, Vec::new()));
                 groups.len() - 1
