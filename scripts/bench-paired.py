@@ -16,6 +16,8 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
     scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
     scripts/bench-paired.py --versus-async-profiler  hpm (sampler=asgct) against async-profiler 4.6
                                                      (event=cpu, its Java API) on the stock JDK
+    scripts/bench-paired.py --data                   hpm with the `data` option against hpm without it
+                                                     (issue 13), on the stock JDK
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -52,14 +54,21 @@ def parse_args():
     ap.add_argument("--java", help="java of the patched JDK (default: HPM_SPS_JDK, then /var/cache/hpm/jdk-sps-latest)")
     ap.add_argument("--out")
     ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--hpm-options", help="more agent options for hpm's sessions with --versus-async-profiler, e.g. stack=asgct")
+    ap.add_argument("--hpm-options", help="more agent options for hpm's sessions with --versus-async-profiler or --data, "
+                    "e.g. stack=asgct")
     ap.add_argument("--quick", action="store_true", help="one run of 8 iterations of xalan at 10ms (CI)")
     ap.add_argument("--versus-async-profiler", dest="versus", action="store_true",
                     help="compare hpm's default sampler with async-profiler (event=cpu) on the stock JDK")
     ap.add_argument("--async-profiler", dest="ap_version", default="4.6", help="Maven Central version")
+    ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
     a = ap.parse_args()
+    if a.versus and a.data:
+        sys.exit("bench-paired: --versus-async-profiler or --data, not both")
     if a.versus:
         a.samplers = "hpm,async-profiler"
+        a.java = a.java or "java"
+    if a.data:
+        a.samplers = "hpm,hpm-data"
         a.java = a.java or "java"
     if a.quick:
         a.workloads, a.intervals, a.runs, a.iterations, a.warmup = "xalan", "10ms", 1, 8, 4
@@ -92,8 +101,9 @@ def run_one(a, agent, cp, w, sampler, interval, r):
         opts = f"start,event=cpu,interval={interval},file={workdir}/profile-ap.jfr"
         lib, jar = a.aplib
         extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
-    elif sampler == "hpm":
+    elif sampler in ("hpm", "hpm-data"):
         opts = f"interval={interval},file={workdir}/profile.jfr" + (f",{a.hpm_options}" if a.hpm_options else "")
+        opts += ",data" if sampler == "hpm-data" else ""
     else:
         opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
@@ -173,7 +183,7 @@ def main():
 
 def report(a, results):
     # The pair compared: the baseline first (jvmti / async-profiler), the candidate second.
-    base, cand = ("async-profiler", "hpm") if a.versus else ("jvmti", "sps")
+    base, cand = ("async-profiler", "hpm") if a.versus else ("hpm", "hpm-data") if a.data else ("jvmti", "sps")
     lines = [f"Machine: {machine(a.java)}; {a.runs} runs per cell, {a.iterations} iterations each, the first "
              f"{a.warmup} not measured; overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",

@@ -40,7 +40,7 @@ pub enum Space {
     Stack = 7,
     /// The code cache (compiled code, the interpreter, stubs, and their constants).
     CodeCache = 8,
-    /// Class metadata of the CDS archive.
+    /// Class metadata: the CDS archive and the compressed class space (`Klass`es).
     Metadata = 9,
     /// Anything else: the VM's and libraries' native memory, metaspace outside the archive.
     Native = 10,
@@ -260,8 +260,8 @@ pub struct HeapLayout {
     pub end: u64,
     pub collector: Collector,
     pub header: HeaderLayout,
-    /// The CDS archive's metadata `[low, high)`.
-    pub cds: (u64, u64),
+    /// Class metadata `[low, high)`: the CDS archive and the compressed class space.
+    pub metadata: (u64, u64),
     /// `JavaThread` stack fields, for "stack" (offsets of the base and size).
     pub stack_base: u64,
     pub stack_size: u64,
@@ -365,12 +365,21 @@ impl HeapLayout {
             (Ok(b), Ok(e)) => (vm_word(b), vm_word(e)),
             _ => (0, 0),
         };
+        // Class metadata: the CDS archive and the compressed class space, which the JVM
+        // reserves from the encoding base on (the archive first when there is one).
+        let metadata = match flag("CompressedClassSpaceSize").filter(|_| header.compressed_klass) {
+            Some(size) if header.klass_base != 0 => {
+                let low = if cds.0 != 0 { cds.0.min(header.klass_base) } else { header.klass_base };
+                (low, cds.1.max(header.klass_base).saturating_add(size))
+            }
+            _ => cds,
+        };
         Ok(HeapLayout {
             start,
             end,
             collector,
             header,
-            cds,
+            metadata,
             stack_base: first(&["JavaThread::_stack_base", "Thread::_stack_base"], |n| t.field(n))?,
             stack_size: first(&["JavaThread::_stack_size", "Thread::_stack_size"], |n| t.field(n))?,
         })
@@ -525,7 +534,7 @@ pub fn capture(
             Space::Stack
         } else if code.contains(a) {
             Space::CodeCache
-        } else if layout.cds.0 <= a && a < layout.cds.1 {
+        } else if layout.metadata.0 <= a && a < layout.metadata.1 {
             Space::Metadata
         } else {
             Space::Native

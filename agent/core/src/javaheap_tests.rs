@@ -87,7 +87,7 @@ fn g1() -> (HeapLayout, Fake) {
             klass_in_mark: None,
             hash_end: 39,
         },
-        cds: (0x8_0000_0000, 0x8_0100_0000),
+        metadata: (0x8_0000_0000, 0x8_0100_0000),
         stack_base: 0,
         stack_size: 0,
     };

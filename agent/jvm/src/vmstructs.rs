@@ -165,7 +165,8 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
     LAYOUT.get_or_init(|| Layout::from_table(table()?, nmethod_vtable())).as_ref().map_err(Clone::clone)
 }
 
-/// The value of a boolean `-XX` flag (0 or 1), from the VM's flag table (`JVMFlag::flags`).
+/// The value of an integral `-XX` flag (booleans 0 or 1), from the VM's flag table
+/// (`JVMFlag::flags`); None for other types.
 pub fn flag(name: &str) -> Option<u64> {
     let t = table().ok()?;
     let flags = vm_word(*t.statics.get("JVMFlag::flags")?);
@@ -183,8 +184,25 @@ pub fn flag(name: &str) -> Option<u64> {
         if n.as_deref() == Some(name) {
             // SAFETY: the entry's address field points at the flag's value in libjvm's data.
             let v = unsafe { value_at::<*const u8>(e, addr_off) };
-            // SAFETY: as above; boolean flags are one byte.
-            return (!v.is_null()).then(|| u64::from(unsafe { *v }));
+            if v.is_null() {
+                return None;
+            }
+            // The flag's C++ type (`JVMFlag::_type`'s names are not exported; the VM's own
+            // sizes of its value types are): booleans are one byte, sizes and counts eight.
+            let ty = t.fields.get("JVMFlag::_type").map(|&o| {
+                // SAFETY: the entry's type field is an int.
+                unsafe { value_at::<i32>(e, o) }
+            });
+            // JVMFlag::FlagType (JDK 15 on): bool, int, uint, intx, uintx, uint64_t, size_t, ...
+            // SAFETY: the value has the width of its type.
+            return unsafe {
+                match ty {
+                    Some(0) | None => Some(u64::from(*v)),
+                    Some(1 | 2) => Some(u64::from(*(v as *const u32))),
+                    Some(3..=6) => Some(*(v as *const u64)),
+                    Some(_) => None,
+                }
+            };
         }
     }
     None
