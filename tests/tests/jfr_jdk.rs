@@ -193,6 +193,8 @@ fn write_recording(path: &Path) -> Written {
                             field: Some("[]".into()),
                             offset: 16 + 4 * i,
                             index: Some(i),
+                            source: None,
+                            latency: 0,
                         })
                     }),
                     ip: 0x7f00_0000_0000 + n,

@@ -513,14 +513,17 @@ impl SpacesLayout {
 
 /// Fills `out` for the address `e` of a sample: its space and, in the heap, the candidate
 /// headers and the window of words below it. `thread_stack`: the sampled thread's stack
-/// `[low, high)` when known. Async-signal-safe: no allocation, bounded; reads as the module's
-/// comment says.
+/// `[low, high)` when known. `touched`: the interrupted instruction is about to access the
+/// address (a timer's sample), so its page is mapped; a precise sample's address was touched
+/// a moment ago and proves nothing now, so only regions or spaces in use are read.
+/// Async-signal-safe: no allocation, bounded; reads as the module's comment says.
 pub fn capture(
     layout: &HeapLayout,
     mem: &impl Memory,
     code: &CodeView,
     e: &Effective,
     thread_stack: (u64, u64),
+    touched: bool,
     out: &mut HeapCapture,
 ) {
     let a = e.address;
@@ -550,7 +553,7 @@ pub fn capture(
     let Located { space, low, high, object } = match located {
         Some(l) => l,
         // In the heap but not in a region or space in use: the page the instruction touches.
-        None if matches!(layout.collector, Collector::Other(_)) => {
+        None if touched && matches!(layout.collector, Collector::Other(_)) => {
             let (low, high) = page_of(a);
             Located { space: Space::Heap, low, high, object: 0 }
         }

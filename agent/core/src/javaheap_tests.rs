@@ -100,7 +100,7 @@ fn at(address: u64, displacement: i64, base: u64) -> Effective {
 
 fn run(layout: &HeapLayout, mem: &Fake, e: Effective) -> HeapCapture {
     let mut out = HeapCapture::default();
-    capture(layout, mem, &CodeView::default(), &e, (0x7ff0_0000, 0x7ff1_0000), &mut out);
+    capture(layout, mem, &CodeView::default(), &e, (0x7ff0_0000, 0x7ff1_0000), true, &mut out);
     out
 }
 
@@ -199,6 +199,10 @@ fn another_collector_reads_only_the_touched_page() {
     mem.mapped = vec![(HEAP + 0x3000, HEAP + 0x4000)];
     let c = run(&layout, &mem, at(a, 0x10, HEAP + 0x2ff0));
     assert_eq!((c.space(), c.window_at, c.heads[1].at), (Space::Heap, HEAP + 0x3000, 0));
+    // A precise sample's address was touched before the signal: not even its page is read.
+    let mut out = HeapCapture::default();
+    capture(&layout, &mem, &CodeView::default(), &at(a, 0x10, 0), (0, 0), false, &mut out);
+    assert_eq!((out.space(), out.nwindow), (Space::Heap, 0));
 }
 
 #[test]

@@ -246,6 +246,10 @@ pub struct DataTarget {
     pub offset: u64,
     /// An array element's index.
     pub index: Option<u64>,
+    /// Where a precise memory sample's access was served (`L1 hit`, `RAM hit`, ...; see
+    /// `perf_record::data_source`), and its latency in cycles (0: not given).
+    pub source: Option<Arc<str>>,
+    pub latency: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

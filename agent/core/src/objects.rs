@@ -281,7 +281,7 @@ impl Identifier {
     ) -> DataTarget {
         let space = cap.space();
         self.stats.spaces[space as usize] += 1;
-        let mut t = DataTarget { space, class: None, field: None, offset: 0, index: None };
+        let mut t = DataTarget { space, class: None, field: None, offset: 0, index: None, source: None, latency: 0 };
         if space == Space::Stack {
             t.offset = access.address.wrapping_sub(sp);
             return t;
@@ -364,6 +364,11 @@ impl Identifier {
             };
         }
         t
+    }
+
+    /// One shared copy of a name (class, field, data source).
+    pub fn intern(&mut self, s: &str) -> Arc<str> {
+        self.name(s)
     }
 
     fn name(&mut self, s: &str) -> Arc<str> {

@@ -25,6 +25,15 @@ pub struct EventDef {
     /// Samples can carry a data address (PERF_SAMPLE_ADDR is meaningful).
     pub data_address: bool,
     pub default_period: u64,
+    /// A precise memory sample (PEBS load latency or stores, AMD IBS op): asks its latency,
+    /// data source and the registers at the sampled instruction too.
+    pub memory: bool,
+    /// Defined by the kernel's PMU driver in sysfs (`/sys/bus/event_source/devices/PMU`): the
+    /// PMU and its event's name there (empty: the PMU's own type, config 0). `type_` and
+    /// `config` are then resolved when the event is opened ([`sysfs_config`]).
+    pub sysfs: Option<(&'static str, &'static str)>,
+    /// `config1` (the load-latency threshold of `mem-loads`).
+    pub config1: u64,
 }
 
 const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
@@ -44,7 +53,59 @@ pub const EVENTS: &[EventDef] = &[
     hw("LLC-load-misses", PERF_TYPE_HW_CACHE, hw_cache(2, 0, 1), true, 10_000),
     hw("L1-dcache-load-misses", PERF_TYPE_HW_CACHE, hw_cache(0, 0, 1), true, 100_000),
     hw("dTLB-load-misses", PERF_TYPE_HW_CACHE, hw_cache(3, 0, 1), true, 10_000),
+    // Precise memory samples (Inoue & Nakatani's data-address events): Intel PEBS loads
+    // slower than `ldlat` cycles (perf mem's 30) and stores, AMD IBS op.
+    mem("mem-loads", "cpu", "mem-loads", 30, 10_000),
+    mem("mem-stores", "cpu", "mem-stores", 0, 10_000),
+    mem("ibs-op", "ibs_op", "", 0, 100_000),
 ];
+
+const fn mem(name: &'static str, pmu: &'static str, event: &'static str, ldlat: u64, period: u64) -> EventDef {
+    EventDef { memory: true, sysfs: Some((pmu, event)), config1: ldlat, ..hw(name, PERF_TYPE_RAW, 0, true, period) }
+}
+
+/// Resolves a sysfs event description (`event=0xcd,umask=0x1,ldlat=3`) with its PMU's format
+/// files (`format(term)`: `config:0-7`, `config1:0-15`, `config:21`) into `(config, config1)`.
+/// `ldlat` (when nonzero) overrides the description's own threshold. Errors name the term.
+pub fn sysfs_config(desc: &str, ldlat: u64, format: impl Fn(&str) -> Option<String>) -> Result<(u64, u64), String> {
+    let (mut config, mut config1) = (0u64, 0u64);
+    for term in desc.trim().split(',').filter(|t| !t.is_empty()) {
+        let (name, value) = term.split_once('=').unwrap_or((term, "1"));
+        let value = if name == "ldlat" && ldlat != 0 { ldlat } else { parse_number(value)? };
+        let f = format(name).ok_or_else(|| format!("the PMU has no format for `{name}`"))?;
+        let (field, bits) = f.trim().split_once(':').ok_or_else(|| format!("format `{f}` of `{name}`"))?;
+        let mut v = value;
+        let mut placed = 0u64;
+        for range in bits.split(',') {
+            let (lo, hi) = match range.split_once('-') {
+                Some((l, h)) => (parse_number(l)?, parse_number(h)?),
+                None => (parse_number(range)?, parse_number(range)?),
+            };
+            if lo > hi || hi > 63 {
+                return Err(format!("format `{f}` of `{name}`"));
+            }
+            let width = hi - lo + 1;
+            let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+            placed |= (v & mask) << lo;
+            v = if width == 64 { 0 } else { v >> width };
+        }
+        match field {
+            "config" => config |= placed,
+            "config1" => config1 |= placed,
+            other => return Err(format!("`{name}` is a {other} term, which hpm does not set")),
+        }
+    }
+    Ok((config, config1))
+}
+
+fn parse_number(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    match s.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => s.parse(),
+    }
+    .map_err(|_| format!("`{s}` is not a number"))
+}
 
 const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period: u64) -> EventDef {
     EventDef {
@@ -55,11 +116,25 @@ const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period:
         hardware: false,
         data_address: addr,
         default_period: period,
+        memory: false,
+        sysfs: None,
+        config1: 0,
     }
 }
 
 const fn hw(name: &'static str, type_: u32, config: u64, addr: bool, period: u64) -> EventDef {
-    EventDef { name, type_, config, is_clock: false, hardware: true, data_address: addr, default_period: period }
+    EventDef {
+        name,
+        type_,
+        config,
+        is_clock: false,
+        hardware: true,
+        data_address: addr,
+        default_period: period,
+        memory: false,
+        sysfs: None,
+        config1: 0,
+    }
 }
 
 /// The software event the agent falls back to when the PMU is missing.
@@ -552,7 +627,11 @@ pub fn help_text() -> String {
          \x20 help              this text; the JVM then exits\n\nevents:\n",
     );
     for e in EVENTS {
-        let kind = if e.hardware { "hardware" } else { "software" };
+        let kind = match (e.memory, e.hardware) {
+            (true, _) => "precise memory samples (PEBS/IBS: address, latency, source)",
+            (false, true) => "hardware",
+            (false, false) => "software",
+        };
         let period =
             if e.is_clock { format!("{}ms", e.default_period / 1_000_000) } else { e.default_period.to_string() };
         s.push_str(&format!("  {:<24}{kind}, default interval {period}\n", e.name));
@@ -701,5 +780,48 @@ mod tests {
         for e in EVENTS {
             assert!(h.contains(e.name));
         }
+    }
+}
+
+#[cfg(test)]
+mod sysfs_tests {
+    use super::*;
+
+    /// Intel's `cpu` PMU format files (as a Skylake exposes them).
+    fn intel(term: &str) -> Option<String> {
+        Some(
+            match term {
+                "event" => "config:0-7",
+                "umask" => "config:8-15",
+                "ldlat" => "config1:0-15",
+                "inv" => "config:23",
+                "cmask" => "config:24-31",
+                _ => return None,
+            }
+            .to_string(),
+        )
+    }
+
+    #[test]
+    fn pebs_events_resolve_from_their_sysfs_description() {
+        // /sys/bus/event_source/devices/cpu/events/mem-loads and mem-stores.
+        assert_eq!(sysfs_config("event=0xcd,umask=0x1,ldlat=3", 0, intel), Ok((0x01cd, 3)));
+        assert_eq!(sysfs_config("event=0xcd,umask=0x1,ldlat=3", 30, intel), Ok((0x01cd, 30)), "hpm's threshold");
+        assert_eq!(sysfs_config("event=0xd0,umask=0x82", 0, intel), Ok((0x82d0, 0)));
+        assert_eq!(sysfs_config("event=0x3c,inv,cmask=1", 0, intel), Ok((0x3c | 1 << 23 | 1 << 24, 0)));
+        // A split field (AMD's event select: config:0-7,32-35).
+        let amd = |t: &str| (t == "event").then(|| "config:0-7,32-35".to_string());
+        assert_eq!(sysfs_config("event=0x1c0", 0, amd), Ok((0xc0 | 1 << 32, 0)));
+        assert!(sysfs_config("event=0xcd,frontend=0x1", 0, intel).unwrap_err().contains("no format for `frontend`"));
+        assert!(sysfs_config("event=zz", 0, intel).unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn memory_events_are_named_and_precise() {
+        for name in ["mem-loads", "mem-stores", "ibs-op"] {
+            let e = parse_event(name).unwrap();
+            assert!(e.memory && e.hardware && e.data_address && e.sysfs.is_some(), "{name}");
+        }
+        assert_eq!(parse_event("mem-loads").unwrap().config1, 30);
     }
 }

@@ -21,6 +21,9 @@ pub const SAMPLE_ID: u64 = 1 << 6;
 pub const SAMPLE_CPU: u64 = 1 << 7;
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
 pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_WEIGHT: u64 = 1 << 14;
+pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
+pub const SAMPLE_REGS_INTR: u64 = 1 << 18;
 
 pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
 pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
@@ -40,6 +43,20 @@ pub const REG_SP: u64 = 7;
 pub const REG_IP: u64 = 8;
 /// The registers hpm asks for: BP, SP, IP (in that bit order, so that order in the record).
 pub const REGS_MASK: u64 = (1 << REG_BP) | (1 << REG_SP) | (1 << REG_IP);
+/// perf's x86_64 numbers of the general registers in hardware encoding order (rax, rcx, rdx,
+/// rbx, rsp, rbp, rsi, rdi, r8 ... r15; `hpm_core::operand::Gprs` order).
+pub const GPR_PERF_NUMBERS: [u64; 16] = [0, 2, 3, 1, 7, 6, 4, 5, 16, 17, 18, 19, 20, 21, 22, 23];
+/// The interrupted registers a precise memory sample asks for (PERF_SAMPLE_REGS_INTR): the 16
+/// general registers, from which its instruction's address is computed.
+pub const INTR_MASK: u64 = {
+    let mut m = 0;
+    let mut i = 0;
+    while i < 16 {
+        m |= 1 << GPR_PERF_NUMBERS[i];
+        i += 1;
+    }
+    m
+};
 
 /// What the agent asks the kernel to put in every sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +64,8 @@ pub struct Layout {
     pub sample_type: u64,
     pub read_format: u64,
     pub regs_mask: u64,
+    /// Registers at the sampled instruction (precise memory samples; 0: none asked).
+    pub intr_mask: u64,
 }
 
 impl Layout {
@@ -61,7 +80,17 @@ impl Layout {
             sample_type,
             read_format: FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
             regs_mask: REGS_MASK,
+            intr_mask: 0,
         }
+    }
+
+    /// Also what a precise memory sample (PEBS, IBS) carries beside its data address: the
+    /// access's latency (WEIGHT), where it was served (DATA_SRC), and the general registers at
+    /// the sampled instruction (REGS_INTR), which the signal's own are not.
+    pub fn with_memory_sample(mut self) -> Layout {
+        self.sample_type |= SAMPLE_WEIGHT | SAMPLE_DATA_SRC | SAMPLE_REGS_INTR;
+        self.intr_mask = INTR_MASK;
+        self
     }
 
     /// Also the kernel part of the call chain (kernel mode sampled; the user part is asked
@@ -110,6 +139,14 @@ pub struct RawSample {
     /// Kernel call chain, leaf first (addresses only, context markers dropped).
     pub nkernel: u8,
     pub kernel: [u64; MAX_KERNEL_FRAMES],
+    /// Precise memory samples: the access's latency in cycles (PERF_SAMPLE_WEIGHT; 0 when
+    /// the PMU gives none) and its data source (`perf_mem_data_src`, see [`data_source`]).
+    pub weight: u64,
+    pub data_src: u64,
+    /// ABI of the interrupted registers (0: none), and the general registers at the sampled
+    /// instruction in `Gprs` order.
+    pub intr_abi: u64,
+    pub intr: [u64; 16],
 }
 
 impl RawSample {
@@ -279,6 +316,26 @@ impl<'a> Ring<'a> {
                 }
             }
         }
+        // (PERF_SAMPLE_STACK_USER is never asked for.)
+        if st & SAMPLE_WEIGHT != 0 {
+            s.weight = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_DATA_SRC != 0 {
+            s.data_src = self.u64_at(next(8)?);
+        }
+        if st & SAMPLE_REGS_INTR != 0 {
+            s.intr_abi = self.u64_at(next(8)?);
+            if s.intr_abi != 0 {
+                for bit in 0..64u64 {
+                    if l.intr_mask & (1 << bit) != 0 {
+                        let v = self.u64_at(next(8)?);
+                        if let Some(i) = GPR_PERF_NUMBERS.iter().position(|&n| n == bit) {
+                            s.intr[i] = v;
+                        }
+                    }
+                }
+            }
+        }
         Some(s)
     }
 
@@ -362,12 +419,89 @@ pub fn encode_sample(s: &RawSample, l: &Layout) -> Vec<u8> {
             put(s.user_ip);
         }
     }
+    if st & SAMPLE_WEIGHT != 0 {
+        put(s.weight);
+    }
+    if st & SAMPLE_DATA_SRC != 0 {
+        put(s.data_src);
+    }
+    if st & SAMPLE_REGS_INTR != 0 {
+        put(s.intr_abi);
+        if s.intr_abi != 0 {
+            for bit in 0..64u64 {
+                if l.intr_mask & (1 << bit) != 0 {
+                    put(GPR_PERF_NUMBERS.iter().position(|&n| n == bit).map_or(0, |i| s.intr[i]));
+                }
+            }
+        }
+    }
     let mut rec = Vec::with_capacity(b.len() + 8);
     rec.extend_from_slice(&PERF_RECORD_SAMPLE.to_le_bytes());
     rec.extend_from_slice(&0u16.to_le_bytes());
     rec.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
     rec.extend_from_slice(&b);
     rec
+}
+
+/// Where a precise memory sample's access was served, from its `perf_mem_data_src`
+/// (linux/perf_event.h): the level (`mem_lvl_num`, else the older `mem_lvl` bits) and whether
+/// it hit; `remote` and `locked` when so. None when the PMU said nothing (`mem_lvl` NA).
+pub fn data_source(src: u64) -> Option<String> {
+    let op = src & 0x1f;
+    let lvl = (src >> 5) & 0x3fff;
+    let lock = (src >> 24) & 0x3;
+    let num = (src >> 33) & 0xf;
+    let remote = (src >> 37) & 1 == 1;
+    const NA: u64 = 0x01;
+    const HIT: u64 = 0x02;
+    const MISS: u64 = 0x04;
+    let level = match num {
+        0x1 => Some("L1"),
+        0x2 => Some("L2"),
+        0x3 => Some("L3"),
+        0x4 => Some("L4"),
+        0xb => Some("cache"),
+        0xc => Some("LFB"),
+        0xd => Some("RAM"),
+        0xe => Some("PMEM"),
+        _ => None,
+    }
+    .or_else(|| {
+        [
+            (0x08, "L1"),
+            (0x10, "LFB"),
+            (0x20, "L2"),
+            (0x40, "L3"),
+            (0x80, "RAM"),
+            (0x100, "RAM"),
+            (0x200, "RAM"),
+            (0x400, "cache"),
+            (0x800, "cache"),
+            (0x1000, "I/O"),
+            (0x2000, "uncached"),
+        ]
+        .iter()
+        .find(|(bit, _)| lvl & bit != 0)
+        .map(|(_, n)| *n)
+    });
+    let level = level.filter(|_| lvl != NA && !(lvl == 0 && num == 0))?;
+    let remote = remote || lvl & 0xf00 != 0;
+    let mut s = String::from(level);
+    if lvl & HIT != 0 {
+        s.push_str(" hit");
+    } else if lvl & MISS != 0 {
+        s.push_str(" miss");
+    }
+    if remote {
+        s.insert_str(0, "remote ");
+    }
+    if lock == 2 {
+        s.push_str(" (locked)");
+    }
+    if op == 0x4 {
+        s.push_str(" (store)");
+    }
+    Some(s)
 }
 
 #[cfg(test)]
@@ -451,6 +585,50 @@ mod tests {
             ring[..bytes.len()].copy_from_slice(&bytes);
             assert!(Ring::new(&ring).record_at(0, &layout).is_none(), "nr = {huge}");
         }
+    }
+
+    /// A PEBS load sample as the kernel lays it out (ip, tid, time, addr, period, user regs,
+    /// weight, data_src, interrupted registers), replayed through the ring.
+    #[test]
+    fn precise_memory_samples_decode_their_latency_source_and_registers() {
+        let layout = Layout::standard(false).with_memory_sample();
+        let mut s = sample(3);
+        (s.nvalues, s.values, s.time_enabled, s.time_running) = (0, [0; MAX_COUNTERS + 1], 0, 0);
+        s.weight = 187;
+        // mem_op LOAD (0x2), mem_lvl L3|HIT (0x40|0x2 << 5), mem_lvl_num L3 (3 << 33).
+        s.data_src = 0x2 | ((0x40 | 0x2) << 5) | (3 << 33);
+        s.intr_abi = 2;
+        for (i, r) in s.intr.iter_mut().enumerate() {
+            *r = 0x1000 * (i as u64 + 1);
+        }
+        let bytes = encode_sample(&s, &layout);
+        // Header, 5 words, regs (abi + 3), weight, data_src, intr (abi + 16).
+        assert_eq!(bytes.len(), 8 + 8 * (5 + 4 + 2 + 17));
+        let mut ring = vec![0u8; 512];
+        ring[..bytes.len()].copy_from_slice(&bytes);
+        let (rec, _) = Ring::new(&ring).record_at(0, &layout).unwrap();
+        assert_eq!(rec, Record::Sample(s));
+        // The record's order is perf's register numbers (ax, bx, cx, dx, si, di, bp, sp, ...):
+        // bx is the second word, and lands in the hardware-order slot 3.
+        let intr_at = 8 + 8 * (5 + 4 + 2) + 8;
+        let second = u64::from_le_bytes(bytes[intr_at + 8..intr_at + 16].try_into().unwrap());
+        assert_eq!(second, s.intr[3]);
+        assert_eq!(data_source(s.data_src).as_deref(), Some("L3 hit"));
+    }
+
+    #[test]
+    fn data_sources_read_as_perf_mem_prints_them() {
+        let lvl = |bits: u64| (bits << 5) | 0x2;
+        assert_eq!(data_source(lvl(0x08 | 0x2)).as_deref(), Some("L1 hit"));
+        assert_eq!(data_source(lvl(0x10 | 0x2)).as_deref(), Some("LFB hit"));
+        assert_eq!(data_source(lvl(0x80 | 0x2)).as_deref(), Some("RAM hit"));
+        assert_eq!(data_source(lvl(0x100 | 0x2)).as_deref(), Some("remote RAM hit"));
+        assert_eq!(data_source(lvl(0x20 | 0x4)).as_deref(), Some("L2 miss"));
+        assert_eq!(data_source(lvl(0x01)), None, "not available");
+        assert_eq!(data_source(0), None);
+        // Level number wins over the older bits; a locked store.
+        let store = 0x4 | ((0x08 | 0x2) << 5) | (2 << 24) | (0xd << 33);
+        assert_eq!(data_source(store).as_deref(), Some("RAM hit (locked) (store)"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
 use crate::model::{DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, Stack, ThreadIdx};
+use crate::operand::MemoryAccess;
 use crate::symbols::Symbolizer;
 
 /// Method metadata from the JVM (JVMTI in the agent, a table in tests).
@@ -532,10 +533,31 @@ impl SampleResolver {
         if let (Some(e), Some(a)) = (event, decoded) {
             self.stats.data.compare(e, &a);
         }
-        let target = match (self.objects.as_mut(), decoded) {
+        // The event's own address wins (a precise sample's is the PMU's); the decoding then
+        // only splits it into object and offset where the two agree.
+        let access = match (event, decoded) {
+            (Some(e), Some(a)) if a.address != e => {
+                Some(MemoryAccess { address: e, displacement: 0, register_based: false, ..a })
+            }
+            (Some(e), None) => Some(MemoryAccess {
+                address: e,
+                displacement: 0,
+                register_based: false,
+                size: 0,
+                access: crate::operand::Access::Load,
+                len: 0,
+            }),
+            (_, a) => a,
+        };
+        let target = match (self.objects.as_mut(), access) {
             (Some(o), Some(a)) if d.heap.space != 0 => {
                 let sp = d.regs.0[4];
-                Some(Box::new(o.identify(&d.heap, &a, sp, &mut Metadata(jm))))
+                let mut t = o.identify(&d.heap, &a, sp, &mut Metadata(jm));
+                if c.raw.data_src != 0 || c.raw.weight != 0 {
+                    t.source = crate::perf_record::data_source(c.raw.data_src).map(|s| o.intern(&s));
+                    t.latency = c.raw.weight & 0xffff_ffff;
+                }
+                Some(Box::new(t))
             }
             _ => None,
         };

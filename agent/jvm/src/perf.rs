@@ -43,6 +43,9 @@ impl PerfSpec {
         if event.type_ == hpm_core::options::PERF_TYPE_SOFTWARE && !event.is_clock {
             layout = layout.without_period();
         }
+        if event.memory {
+            layout = layout.with_memory_sample();
+        }
         // Only a sampled kernel has a chain to bound (the sysctl is read for nothing otherwise).
         let limit = match kernel {
             KernelMode::Sampled => std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
@@ -144,6 +147,7 @@ fn base_attr(ev: &EventDef, spec: &PerfSpec) -> sys::bindings::perf_event_attr {
         size: std::mem::size_of::<sys::bindings::perf_event_attr>() as u32,
         config: ev.config,
         read_format: spec.layout.read_format,
+        __bindgen_anon_3: sys::bindings::perf_event_attr__bindgen_ty_3 { config1: ev.config1 },
         ..Default::default()
     };
     a.set_exclude_hv(1);
@@ -160,6 +164,7 @@ fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
     attr.__bindgen_anon_1.sample_period = spec.period;
     attr.sample_type = spec.layout.sample_type;
     attr.sample_regs_user = spec.layout.regs_mask;
+    attr.sample_regs_intr = spec.layout.intr_mask;
     attr.__bindgen_anon_2.wakeup_events = 1;
     attr.set_disabled(1);
     if spec.kernel == KernelMode::Sampled {
@@ -167,17 +172,45 @@ fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
         attr.set_exclude_callchain_user(1);
         attr.sample_max_stack = spec.max_stack;
     }
-    if spec.event.hardware {
+    // AMD's IBS is precise by construction (its PMU takes no precise_ip); a precise memory
+    // sample on Intel needs PEBS, as precise as the PMU allows (3 on recent cores).
+    if spec.event.memory && spec.event.sysfs.is_some_and(|(pmu, _)| pmu == "cpu") {
+        attr.set_precise_ip(3);
+    } else if spec.event.hardware && !spec.event.memory {
         attr.set_precise_ip(2);
     }
     attr
+}
+
+/// Resolves an event the kernel's PMU driver defines in sysfs (`mem-loads`: the `cpu` PMU's
+/// `events/mem-loads` with its `format/` terms; `ibs-op`: the `ibs_op` PMU's own type). `Err`
+/// says what is missing, for the one line of the fallback.
+pub fn resolve_sysfs(ev: EventDef) -> Result<EventDef, String> {
+    let Some((pmu, name)) = ev.sysfs else { return Ok(ev) };
+    let dir = std::path::Path::new("/sys/bus/event_source/devices").join(pmu);
+    let read = |p: std::path::PathBuf| std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()));
+    let type_: u32 =
+        read(dir.join("type"))?.trim().parse().map_err(|_| format!("{}/type is not a number", dir.display()))?;
+    let (config, config1) = if name.is_empty() {
+        (0, 0)
+    } else {
+        let desc = read(dir.join("events").join(name))?;
+        hpm_core::options::sysfs_config(&desc, ev.config1, |term| read(dir.join("format").join(term)).ok())
+            .map_err(|e| format!("{}/events/{name}: {e}", dir.display()))?
+    };
+    Ok(EventDef { type_, config, config1, ..ev })
 }
 
 /// Opens the leader and the counting members for `tid`.
 fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), (EventDef, PerfError)> {
     let mut attr = leader_attr(spec);
     let leader = match open(&mut attr, tid, -1, spec, spec.event.name) {
-        Err(e) if attr.precise_ip() > 0 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
+        Err(e) if spec.event.memory && attr.precise_ip() > 2 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
+            // An older PEBS: precise_ip 2 still samples the instruction itself.
+            attr.set_precise_ip(2);
+            open(&mut attr, tid, -1, spec, spec.event.name)
+        }
+        Err(e) if attr.precise_ip() > 0 && !spec.event.memory && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
             // Not every PMU event supports precise sampling: retry without it.
             attr.set_precise_ip(0);
             open(&mut attr, tid, -1, spec, spec.event.name)
@@ -440,8 +473,20 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
     let requested = opts.event;
     let mut event = opts.event;
     let mut period = opts.period();
-    let mut counters: Vec<EventDef> = opts.counters.clone();
     let mut fallback = None;
+    if event.sysfs.is_some() {
+        match resolve_sysfs(event) {
+            Ok(e) => event = e,
+            Err(why) => {
+                let why = format!("no PMU for {} precise memory samples ({why})", event.name);
+                event = options::cpu_clock();
+                period = event.default_period;
+                notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
+                fallback = Some(why);
+            }
+        }
+    }
+    let mut counters: Vec<EventDef> = opts.counters.clone();
     let mut sample_kernel = opts.kernel != Kernel::Off;
     let mut kernel_denied = None;
     loop {

@@ -111,12 +111,13 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     };
     let data = match opts.data {
         false => None,
-        true if spec.event.hardware => {
+        true if spec.event.hardware && !spec.event.memory => {
             // Sampled with precise_ip: the record's IP is the instruction that caused the event,
             // the signal comes later, with later registers.
             notes.push(format!(
                 "data: {}'s samples are precise, their registers are not the instruction's: no address \
-                 decoded (use a software event such as cpu-clock)",
+                 decoded (use a software event such as cpu-clock, or a memory event: mem-loads, mem-stores, \
+                 ibs-op)",
                 spec.event.name
             ));
             opts.data = false;
@@ -125,13 +126,20 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         true => {
             let code = crate::vmstructs::walker_layout()
                 .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;
-            notes.push(
+            let precise = spec.event.memory;
+            notes.push(if precise {
+                format!(
+                    "data addresses: {}'s own (the PMU's), with the registers at the sampled instruction, its \
+                     latency and data source",
+                    spec.event.name
+                )
+            } else {
                 "data addresses: decoded from each sample's instruction in Java code (the registers it was \
                  interrupted with)"
-                    .into(),
-            );
+                    .into()
+            });
             // The heap's layout is read when the session starts: at load time there is no heap.
-            Some(crate::vmstructs::DataLayouts { code, heap: None })
+            Some(crate::vmstructs::DataLayouts { code, heap: None, precise })
         }
     };
     Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker, data })

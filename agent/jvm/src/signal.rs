@@ -257,7 +257,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
                         let n = walk(ctx, c, ucontext, &inside);
-                        if let Some(d) = ctx.data {
+                        if let Some(d) = ctx.data.filter(|d| !d.precise) {
                             // After the walk: a JavaThread* it proved gives the stack's bounds.
                             let t = ctx.vm.current_vm_thread();
                             let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
@@ -274,6 +274,12 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
+                    if let Some(d) = ctx.data.filter(|d| d.precise) {
+                        // Every record has its own instruction, address and registers.
+                        let t = ctx.vm.current_vm_thread();
+                        let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
+                        crate::vmstructs::capture_record(d.code, d.heap, &c.raw, proven, &mut c.data);
+                    }
                     true
                 });
             }

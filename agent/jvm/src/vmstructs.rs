@@ -214,6 +214,8 @@ pub fn flag(name: &str) -> Option<u64> {
 pub struct DataLayouts {
     pub code: &'static Layout,
     pub heap: Option<&'static HeapLayout>,
+    /// A precise memory event: each record's own registers and address (`capture_record`).
+    pub precise: bool,
 }
 
 /// The heap's layout for `data` (kept once read; `Err` until the heap exists, or for good
@@ -366,7 +368,59 @@ pub fn capture_instruction(
     } else {
         (0, 0)
     };
-    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, &mut out.heap);
+    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, true, &mut out.heap);
+}
+
+/// `data` for a precise memory sample (PEBS, IBS): the record's own instruction address, data
+/// address and registers at that instruction (PERF_SAMPLE_REGS_INTR), not the signal's, which
+/// come later. The instruction's bytes are copied while its code is installed; the address is
+/// the PMU's, split into object and offset by decoding the instruction when the decoding
+/// agrees. Async-signal-safe as [`capture_instruction`].
+#[cfg(target_arch = "x86_64")]
+pub fn capture_record(
+    layout: &Layout,
+    heap: Option<&HeapLayout>,
+    raw: &hpm_core::perf_record::RawSample,
+    thread: u64,
+    out: &mut DataCapture,
+) {
+    out.code_len = 0;
+    out.heap.space = 0;
+    let code = CodeView::read(layout, vm_word);
+    if raw.intr_abi == 0 || !code.contains(raw.ip) {
+        return;
+    }
+    let n = (4096 - (raw.ip & 4095)).min(out.code.len() as u64) as usize;
+    // SAFETY: [ip, ip + n) lies in the page of `ip`, inside the committed code cache (checked
+    // above); `out.code` has room for n <= 16 bytes.
+    unsafe { std::ptr::copy_nonoverlapping(raw.ip as *const u8, out.code.as_mut_ptr(), n) };
+    out.code_len = n as u8;
+    out.regs.0 = raw.intr;
+    let (Some(heap), true) = (heap, raw.addr != 0) else { return };
+    let decoded = hpm_core::operand::effective_address(&out.code[..n], raw.ip, &out.regs);
+    let e = match decoded {
+        Some(d) if d.address == raw.addr => d,
+        _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
+    };
+    let stack = if thread != 0 {
+        let base = vm_word(thread + heap.stack_base);
+        (base.saturating_sub(vm_word(thread + heap.stack_size)), base)
+    } else {
+        (0, 0)
+    };
+    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, false, &mut out.heap);
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub fn capture_record(
+    _: &Layout,
+    _: Option<&HeapLayout>,
+    _: &hpm_core::perf_record::RawSample,
+    _: u64,
+    out: &mut DataCapture,
+) {
+    out.code_len = 0;
+    out.heap.space = 0;
 }
 
 /// Reads for `javaheap::capture`, which reads only the VM's permanent structures (the region

@@ -91,9 +91,10 @@ fn data_target(e: &ObjectView, cache: &mut ChunkCache) -> Option<Box<DataTarget>
         cache.data_names.insert(s.to_string(), n.clone());
         Some(n)
     };
-    let (class, field) = (name("dataClass"), name("dataField"));
+    let (class, field, source) = (name("dataClass"), name("dataField"), name("dataSource"));
     let index = e.i64("dataIndex").filter(|i| (0..=i64::from(i32::MAX)).contains(i)).map(|i| i as u64);
-    Some(Box::new(DataTarget { space, class, field, offset: e.i64("dataOffset").unwrap_or(0) as u64, index }))
+    let (offset, latency) = (e.i64("dataOffset").unwrap_or(0) as u64, e.i64("dataLatency").unwrap_or(0) as u64);
+    Some(Box::new(DataTarget { space, class, field, offset, index, source, latency }))
 }
 
 impl Builder {

@@ -38,6 +38,8 @@ pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
     "dataField",
     "dataOffset",
     "dataIndex",
+    "dataSource",
+    "dataLatency",
 ];
 
 /// The fields of a thread's sample as JFR's own `jdk.ExecutionSample` has them.
@@ -83,6 +85,12 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             .with(marker(A_UNSIGNED)),
         FieldDef::new("dataIndex", T_INT, "Data Array Index")
             .with(description("Index of the array element at the data address, -1 if none")),
+        string_field("dataSource", "Data Source").with(description(
+            "Where a precise memory sample's access was served (L1 hit, LFB hit, L3 hit, RAM hit, ...); empty if the PMU gave none",
+        )),
+        FieldDef::new("dataLatency", T_LONG, "Data Access Latency")
+            .with(description("A precise memory sample's access latency in cycles, 0 if the PMU gave none"))
+            .with(marker(A_UNSIGNED)),
     ];
     for (name, counter) in counter_field_names(counters).iter().zip(counters) {
         sample_fields.push(

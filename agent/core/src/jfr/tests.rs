@@ -85,6 +85,8 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                         field: Some("demo.Point.x".into()),
                         offset: 16,
                         index: None,
+                        source: None,
+                        latency: 0,
                     })),
                     2 => Some(Box::new(crate::model::DataTarget {
                         space: crate::javaheap::Space::Old,
@@ -92,6 +94,8 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                         field: Some("[]".into()),
                         offset: 16 + 4 * i as u64,
                         index: Some(i as u64),
+                        source: Some("L3 hit".into()),
+                        latency: 187,
                     })),
                     _ => None,
                 },

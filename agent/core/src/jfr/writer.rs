@@ -84,9 +84,11 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
                 e.string(Some(d.field.as_deref().unwrap_or(""))).long(d.offset);
                 // An int: -1 (none) is five bytes as a varint, where a long's would be ten.
                 e.long(d.index.map_or(NO_INDEX, |i| i.min(i32::MAX as u64)));
+                e.string(Some(d.source.as_deref().unwrap_or(""))).long(d.latency);
             }
             None => {
                 e.string(Some("")).string(Some("")).string(Some("")).long(0).long(NO_INDEX);
+                e.string(Some("")).long(0);
             }
         }
         for i in 0..ncounters {

@@ -10,6 +10,8 @@ fn target(space: Space, class: Option<&str>, field: Option<&str>) -> Option<Box<
         field: field.map(Into::into),
         offset: 16,
         index: None,
+        source: None,
+        latency: 0,
     }))
 }
 

@@ -96,6 +96,8 @@ fn data_targets_are_tabled_by_class_field_and_space() {
             field: (i < 3).then(|| "demo.Node.next".into()),
             offset: 12,
             index: None,
+            source: None,
+            latency: 0,
         }));
     }
     let j = json_of(&rec);

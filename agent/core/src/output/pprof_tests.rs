@@ -227,6 +227,8 @@ fn data_targets_are_labels() {
         field: Some("demo.Node.next".into()),
         offset: 12,
         index: None,
+        source: None,
+        latency: 0,
     }));
     let raw = encode_profile(&rec, &StackTable::from_recording(&rec));
     let p = fields(&raw);
