@@ -44,10 +44,13 @@ pub enum Space {
     Metadata = 9,
     /// Anything else: the VM's and libraries' native memory, metaspace outside the archive.
     Native = 10,
+    /// The sampled thread's own `JavaThread` (its TLAB pointers, safepoint poll word, ...),
+    /// which compiled code reaches through r15.
+    Thread = 11,
 }
 
 impl Space {
-    pub const ALL: [Space; 11] = [
+    pub const ALL: [Space; 12] = [
         Space::None,
         Space::Eden,
         Space::Survivor,
@@ -59,6 +62,7 @@ impl Space {
         Space::CodeCache,
         Space::Metadata,
         Space::Native,
+        Space::Thread,
     ];
 
     pub fn from_u8(v: u8) -> Space {
@@ -78,6 +82,7 @@ impl Space {
             Space::CodeCache => "code_cache",
             Space::Metadata => "metadata",
             Space::Native => "native",
+            Space::Thread => "thread",
         }
     }
 
@@ -262,9 +267,33 @@ pub struct HeapLayout {
     pub header: HeaderLayout,
     /// Class metadata `[low, high)`: the CDS archive and the compressed class space.
     pub metadata: (u64, u64),
-    /// `JavaThread` stack fields, for "stack" (offsets of the base and size).
+    /// `JavaThread` stack fields, for "stack" (offsets of the base and size), and the size of
+    /// a `JavaThread`, for "thread".
     pub stack_base: u64,
     pub stack_size: u64,
+    pub thread_size: u64,
+}
+
+/// The sampled thread's ranges that are not the heap: its stack and its `JavaThread`, each
+/// `[low, high)` (empty when the thread was not proven a JavaThread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadRanges {
+    pub stack: (u64, u64),
+    pub object: (u64, u64),
+}
+
+impl ThreadRanges {
+    /// The ranges of the JavaThread at `thread`, its stack fields read with `vm_word`.
+    pub fn of(layout: &HeapLayout, thread: u64, vm_word: impl Fn(u64) -> u64) -> ThreadRanges {
+        if thread == 0 {
+            return ThreadRanges::default();
+        }
+        let base = vm_word(thread + layout.stack_base);
+        ThreadRanges {
+            stack: (base.saturating_sub(vm_word(thread + layout.stack_size)), base),
+            object: (thread, thread.saturating_add(layout.thread_size)),
+        }
+    }
 }
 
 /// First of several names VMStructs may use (JDK 17 and JDK 25 spell G1's types apart).
@@ -382,6 +411,7 @@ impl HeapLayout {
             metadata,
             stack_base: first(&["JavaThread::_stack_base", "Thread::_stack_base"], |n| t.field(n))?,
             stack_size: first(&["JavaThread::_stack_size", "Thread::_stack_size"], |n| t.field(n))?,
+            thread_size: t.sizes.get("JavaThread").copied().unwrap_or(0),
         })
     }
 
@@ -512,8 +542,8 @@ impl SpacesLayout {
 }
 
 /// Fills `out` for the address `e` of a sample: its space and, in the heap, the candidate
-/// headers and the window of words below it. `thread_stack`: the sampled thread's stack
-/// `[low, high)` when known. `touched`: the interrupted instruction is about to access the
+/// headers and the window of words below it. `thread`: the sampled thread's stack and
+/// `JavaThread`, when known. `touched`: the interrupted instruction is about to access the
 /// address (a timer's sample), so its page is mapped; a precise sample's address was touched
 /// a moment ago and proves nothing now, so only regions or spaces in use are read.
 /// Async-signal-safe: no allocation, bounded; reads as the module's comment says.
@@ -522,7 +552,7 @@ pub fn capture(
     mem: &impl Memory,
     code: &CodeView,
     e: &Effective,
-    thread_stack: (u64, u64),
+    thread: ThreadRanges,
     touched: bool,
     out: &mut HeapCapture,
 ) {
@@ -533,8 +563,11 @@ pub fn capture(
         h.at = 0;
     }
     if !(layout.start <= a && a < layout.end) {
-        let space = if thread_stack.0 <= a && a < thread_stack.1 {
+        let inside = |r: (u64, u64)| r.0 <= a && a < r.1;
+        let space = if inside(thread.stack) {
             Space::Stack
+        } else if inside(thread.object) {
+            Space::Thread
         } else if code.contains(a) {
             Space::CodeCache
         } else if layout.metadata.0 <= a && a < layout.metadata.1 {

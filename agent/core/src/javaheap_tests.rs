@@ -90,6 +90,7 @@ fn g1() -> (HeapLayout, Fake) {
         metadata: (0x8_0000_0000, 0x8_0100_0000),
         stack_base: 0,
         stack_size: 0,
+        thread_size: 0,
     };
     (layout, Fake { words, mapped, reads: RefCell::new(Vec::new()) })
 }
@@ -100,7 +101,8 @@ fn at(address: u64, displacement: i64, base: u64) -> Effective {
 
 fn run(layout: &HeapLayout, mem: &Fake, e: Effective) -> HeapCapture {
     let mut out = HeapCapture::default();
-    capture(layout, mem, &CodeView::default(), &e, (0x7ff0_0000, 0x7ff1_0000), true, &mut out);
+    let thread = ThreadRanges { stack: (0x7ff0_0000, 0x7ff1_0000), object: (0x6000_0000, 0x6000_1000) };
+    capture(layout, mem, &CodeView::default(), &e, thread, true, &mut out);
     out
 }
 
@@ -155,6 +157,7 @@ fn candidates_outside_the_region_are_not_read() {
 fn addresses_outside_the_heap_are_labelled_without_reads() {
     let (layout, mem) = g1();
     assert_eq!(run(&layout, &mem, at(0x7ff0_1000, 0, 0)).space(), Space::Stack);
+    assert_eq!(run(&layout, &mem, at(0x6000_0340, 0, 0)).space(), Space::Thread);
     assert_eq!(run(&layout, &mem, at(0x8_0000_1000, 0, 0)).space(), Space::Metadata);
     assert_eq!(run(&layout, &mem, at(0x1234_5678, 0, 0)).space(), Space::Native);
     assert!(mem.reads.borrow().is_empty());
@@ -201,7 +204,7 @@ fn another_collector_reads_only_the_touched_page() {
     assert_eq!((c.space(), c.window_at, c.heads[1].at), (Space::Heap, HEAP + 0x3000, 0));
     // A precise sample's address was touched before the signal: not even its page is read.
     let mut out = HeapCapture::default();
-    capture(&layout, &mem, &CodeView::default(), &at(a, 0x10, 0), (0, 0), false, &mut out);
+    capture(&layout, &mem, &CodeView::default(), &at(a, 0x10, 0), ThreadRanges::default(), false, &mut out);
     assert_eq!((out.space(), out.nwindow), (Space::Heap, 0));
 }
 

@@ -160,7 +160,7 @@ impl KlassInfo {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObjectStats {
     /// Samples per [`Space`] code.
-    pub spaces: [u64; 11],
+    pub spaces: [u64; 12],
     /// Heap samples identified by the instruction's register or displacement (the paper's
     /// shortcut), by a humongous object's start, by the backward scan.
     pub by_register: u64,

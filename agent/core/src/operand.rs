@@ -242,6 +242,12 @@ pub fn effective_address(code: &[u8], ip: u64, regs: &Gprs) -> Option<Effective>
     Some(Effective { address, displacement, register_based, base })
 }
 
+/// Builds the decoder's tables, which iced-x86 makes on first use (thousands of allocations,
+/// behind a lock): called before any signal handler decodes, never from one.
+pub fn prepare() {
+    let _ = effective_address(&[0x8b, 0x43, 0x10], 0, &Gprs::default());
+}
+
 /// Instructions with a memory operand they do not access.
 fn touches_nothing(m: Mnemonic) -> bool {
     matches!(

@@ -126,6 +126,8 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         true => {
             let code = crate::vmstructs::walker_layout()
                 .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;
+            // Before any handler decodes: the decoder builds its tables on first use.
+            hpm_core::operand::prepare();
             let precise = spec.event.memory;
             notes.push(if precise {
                 format!(

@@ -362,12 +362,7 @@ pub fn capture_instruction(
     }
     let Some(heap) = heap else { return };
     let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
-    let stack = if thread != 0 {
-        let base = vm_word(thread + heap.stack_base);
-        (base.saturating_sub(vm_word(thread + heap.stack_size)), base)
-    } else {
-        (0, 0)
-    };
+    let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
     hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, true, &mut out.heap);
 }
 
@@ -402,12 +397,7 @@ pub fn capture_record(
         Some(d) if d.address == raw.addr => d,
         _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
     };
-    let stack = if thread != 0 {
-        let base = vm_word(thread + heap.stack_base);
-        (base.saturating_sub(vm_word(thread + heap.stack_size)), base)
-    } else {
-        (0, 0)
-    };
+    let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
     hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, false, &mut out.heap);
 }
 

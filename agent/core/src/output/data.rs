@@ -69,7 +69,7 @@ pub struct DataRow {
     pub samples: u64,
     pub counters: Vec<u64>,
     /// Samples per [`Space`] code.
-    pub spaces: [u64; 11],
+    pub spaces: [u64; 12],
     /// Samples per leaf method (the method whose instruction touched the address).
     pub methods: Vec<(MethodIdx, u64)>,
 }
