@@ -168,6 +168,8 @@ pub struct ObjectStats {
     pub by_scan: u64,
     /// Heap samples not identified, per reason.
     pub failed: Vec<(String, u64)>,
+    /// Time spent in [`Identifier::identify`] (monotonic clock), for the cost line.
+    pub translate_ns: u64,
 }
 
 impl ObjectStats {
@@ -273,6 +275,19 @@ impl Identifier {
     /// resolver's decoding of the instruction; `cap`: what the handler copied). `sp`: the
     /// interrupted stack pointer (a stack address's offset is from it).
     pub fn identify(
+        &mut self,
+        cap: &HeapCapture,
+        access: &MemoryAccess,
+        sp: u64,
+        mem: &mut dyn MetaRead,
+    ) -> DataTarget {
+        let start = std::time::Instant::now();
+        let t = self.identify_untimed(cap, access, sp, mem);
+        self.stats.translate_ns += start.elapsed().as_nanos() as u64;
+        t
+    }
+
+    fn identify_untimed(
         &mut self,
         cap: &HeapCapture,
         access: &MemoryAccess,

@@ -585,6 +585,18 @@ impl Processor {
         if let Some(line) = self.resolver.objects.as_ref().and_then(|o| o.stats.line()) {
             eprintln!("hpm: {line}");
         }
+        let captures = stats.data_captures.load(Ordering::Relaxed);
+        if captures > 0 {
+            let ns = stats.data_ns.load(Ordering::Relaxed) as f64;
+            let translate = self.resolver.objects.as_ref().map_or(0, |o| o.stats.translate_ns);
+            let translated = self.resolver.objects.as_ref().map_or(0, |o| o.stats.spaces.iter().sum::<u64>());
+            eprintln!(
+                "hpm: data cost: capture {:.2} us per sample in the handler ({} captures), translation {:.2} us per address",
+                ns / 1e3 / captures as f64,
+                captures,
+                translate as f64 / 1e3 / translated.max(1) as f64
+            );
+        }
         if self.resolver.stats.unnamed_frames > 0 {
             eprintln!(
                 "hpm: {} frames of hpm's walker left out: their Method* matched no jmethodID the agent knows",

@@ -59,6 +59,10 @@ pub struct SignalStats {
     /// the thread CPU clock is a ~0.7 us system call here and disagreed with it). A handler of
     /// a few microseconds is rarely preempted, so this is close to its CPU cost.
     pub handler_ns: AtomicU64,
+    /// `data`: of that, the time spent copying instructions and heap words (same clock), and
+    /// the captures.
+    pub data_ns: AtomicU64,
+    pub data_captures: AtomicU64,
 }
 
 /// The installed handler's state: installed once, with the handler it replaced.
@@ -259,6 +263,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         let n = walk(ctx, c, ucontext, &inside);
                         if let Some(d) = ctx.data.filter(|d| !d.precise) {
                             // After the walk: a JavaThread* it proved gives the stack's bounds.
+                            let start = crate::os::now_ticks();
                             let t = ctx.vm.current_vm_thread();
                             let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
                             crate::vmstructs::capture_instruction(
@@ -269,6 +274,8 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                                 proven,
                                 &mut c.data,
                             );
+                            stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
+                            stats.data_captures.fetch_add(1, Ordering::Relaxed);
                         }
                         n
                     } else {
@@ -276,9 +283,12 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     };
                     if let Some(d) = ctx.data.filter(|d| d.precise) {
                         // Every record has its own instruction, address and registers.
+                        let start = crate::os::now_ticks();
                         let t = ctx.vm.current_vm_thread();
                         let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
                         crate::vmstructs::capture_record(d.code, d.heap, &c.raw, proven, &mut c.data);
+                        stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
+                        stats.data_captures.fetch_add(1, Ordering::Relaxed);
                     }
                     true
                 });
@@ -419,6 +429,8 @@ impl SignalStats {
             &self.corrupt_ring,
             &self.throttled,
             &self.handler_ns,
+            &self.data_ns,
+            &self.data_captures,
         ] {
             c.store(0, Ordering::Relaxed);
         }
