@@ -26,7 +26,8 @@ COST = re.compile(r"per sample ([\d.]+) \+ ([\d.]+) us")
 
 def line(stderr, start):
     """The last line of the summary that starts so (the start-up notes come first)."""
-    found = [l[len("hpm: "):] for l in stderr.splitlines() if l.startswith("hpm: " + start) and " of " in l]
+    found = [l[len("hpm: "):] for l in stderr.splitlines()
+             if l.startswith("hpm: " + start) and (" of " in l or " per " in l)]
     return found[-1] if found else "(none)"
 
 
@@ -58,7 +59,8 @@ def main():
             print(f"- {line(r.stderr, 'data addresses:')}")
             print(f"- {line(r.stderr, 'objects:')}")
             print(f"- per sample (handler + processing, us): without data {costs[False][0]} + {costs[False][1]}, "
-                  f"with data {costs[True][0]} + {costs[True][1]}\n")
+                  f"with data {costs[True][0]} + {costs[True][1]}")
+            print(f"- {line(r.stderr, 'data cost:')}\n")
             print("```")
             print(table(hpm, jfr, "class", a.top))
             print()

@@ -32,7 +32,7 @@ for home in "$jdk17" /usr/lib/jvm/temurin-*; do
   [ -x "$home/bin/java" ] || continue
   name=$(basename "$home")
   jfr=$run/$name.jfr
-  if ! "$home/bin/java" "-agentpath:$lib=interval=1ms,counters=task-clock+page-faults,file=$jfr,quiet" \
+  if ! "$home/bin/java" "-agentpath:$lib=interval=1ms,counters=task-clock+page-faults,data,file=$jfr,quiet" \
        -cp "$run/classes" Shares 2 1 >"$run/$name.log" 2>&1; then
     fail "$name: the profiled run failed (see $run/$name.log)"
     continue
@@ -62,6 +62,7 @@ for home in "$jdk17" /usr/lib/jvm/temurin-*; do
   sf=$(fields hpm.Sample)
   if [ "${samples:-0}" -gt 0 ] && [ "${configs:-0}" = 1 ] && [[ ",$sf," == *",taskClock,"* ]] &&
      [[ ",$sf," == *",pageFaults,"* ]] && [[ ",$sf," == *",stackTrace,"* ]] &&
+     [[ ",$sf," == *",dataClass,"* ]] && [[ ",$sf," == *",dataSpace,"* ]] && [[ ",$sf," == *",dataSource,"* ]] &&
      [[ ",$(fields hpm.Drops)," == *",reason,"* ]] && [[ ",$(fields hpm.Config)," == *",counters,"* ]]; then
     pass "$name: hpm-events (hpm.Sample $samples with $sf; hpm.Config; hpm.Drops)"
   else
