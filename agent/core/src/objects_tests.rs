@@ -311,3 +311,26 @@ fn a_static_field_is_found_in_its_class_s_mirror() {
     let t = id.identify(&capture(OBJ + 44, &[(1, OBJ)], &words), &load(OBJ + 44, 44), 0, &mut m);
     assert_eq!(t.field.as_deref(), Some("java.lang.Class.name"));
 }
+
+#[test]
+fn after_a_collection_a_klass_is_checked_not_read_again() {
+    let mut m = meta();
+    let mut id = Identifier::new(header(), classes(STREAM));
+    let words = [(OBJ, 1), (OBJ + 8, narrow(POINT))];
+    let ask = |id: &mut Identifier, m: &mut Meta| {
+        id.identify(&capture(OBJ + 24, &[(1, OBJ)], &words), &load(OBJ + 24, 24), 0, m).field
+    };
+    assert_eq!(ask(&mut id, &mut m).as_deref(), Some("demo.Point.y"));
+    id.collected();
+    let before = m.reads;
+    assert_eq!(ask(&mut id, &mut m).as_deref(), Some("demo.Point.y"));
+    assert_eq!(m.reads - before, 1, "one small read checks the klass");
+    // The class unloaded and another loaded at its address: read again, with its own fields.
+    id.collected();
+    instance_klass(&mut m, POINT, "demo/Other", 32, 0, &[("z", "J", 24)]);
+    m.symbol(POINT + 0x900, "demo/Other");
+    let mut klass = m.ranges[&POINT].clone();
+    klass[24..32].copy_from_slice(&(POINT + 0x900).to_le_bytes());
+    m.put(POINT, &klass);
+    assert_eq!(ask(&mut id, &mut m).as_deref(), Some("demo.Other.z"));
+}

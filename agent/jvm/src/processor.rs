@@ -591,7 +591,7 @@ impl Processor {
             let translate = self.resolver.objects.as_ref().map_or(0, |o| o.stats.translate_ns);
             let translated = self.resolver.objects.as_ref().map_or(0, |o| o.stats.spaces.iter().sum::<u64>());
             eprintln!(
-                "hpm: data cost: capture {:.2} us per sample in the handler ({} captures), translation {:.2} us per address",
+                "hpm: data cost: capture {:.2} us per sample in the handler ({} samples), translation {:.2} us per address",
                 ns / 1e3 / captures as f64,
                 captures,
                 translate as f64 / 1e3 / translated.max(1) as f64
