@@ -245,14 +245,18 @@ fn nmethod_vtable() -> Option<u64> {
     Some(info.dli_fbase as u64 + vaddr + 16)
 }
 
-/// Direct reads: the walker checks every address against the thread's stack and the code
-/// cache's committed ranges before it reads (see `hpm_core::hotspot::Memory`).
+/// Direct reads, for the two readers that prove every address mapped before they read: the
+/// walker (the thread's stack and the code cache's committed ranges: see
+/// `hpm_core::hotspot::Memory`) and `javaheap::capture` (the VM's permanent structures and
+/// committed heap around the address: see its module comment).
 struct Direct;
 
 impl Memory for Direct {
     fn word(&self, addr: u64) -> u64 {
-        // SAFETY: the walker only reads words inside the interrupted thread's stack (between
-        // its stack pointer and its base) or inside committed code-cache memory, both mapped.
+        // SAFETY: the walker reads only inside the interrupted thread's stack (between its
+        // stack pointer and its base) or committed code-cache memory; `javaheap::capture` only
+        // the region table, region and space objects, and a heap region or space in use (or
+        // the page the interrupted instruction is about to touch): all mapped.
         unsafe { std::ptr::read_volatile(addr as *const u64) }
     }
     fn byte(&self, addr: u64) -> u8 {
@@ -260,7 +264,8 @@ impl Memory for Direct {
         unsafe { std::ptr::read_volatile(addr as *const u8) }
     }
     fn int(&self, addr: u64, width: u8) -> i64 {
-        // SAFETY: as above; `addr` is a field of a blob header inside committed code.
+        // SAFETY: as above; `addr` is a field of a blob header inside committed code, or of
+        // a region object.
         unsafe {
             match width {
                 1 => i64::from(std::ptr::read_volatile(addr as *const u8)),
@@ -330,14 +335,10 @@ pub fn capture_instruction(
     let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
     let pc = g[libc::REG_RIP as usize] as u64;
     let code = CodeView::read(layout, vm_word);
-    if pc != ip || !code.contains(pc) {
+    if pc != ip {
         return;
     }
-    let n = (4096 - (pc & 4095)).min(out.code.len() as u64) as usize;
-    // SAFETY: [pc, pc + n) lies in the page of `pc`, inside the committed code cache (checked
-    // above), which is mapped readable; `out.code` has room for n <= 16 bytes.
-    unsafe { std::ptr::copy_nonoverlapping(pc as *const u8, out.code.as_mut_ptr(), n) };
-    out.code_len = n as u8;
+    let Some(n) = copy_code(&code, pc, out) else { return };
     // Hardware order: rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8 ... r15.
     let order = [
         libc::REG_RAX,
@@ -363,7 +364,7 @@ pub fn capture_instruction(
     let Some(heap) = heap else { return };
     let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, true, &mut out.heap);
+    hpm_core::javaheap::capture(heap, &Direct, &code, &e, stack, true, &mut out.heap);
 }
 
 /// `data` for a precise memory sample (PEBS, IBS): the record's own instruction address, data
@@ -382,14 +383,10 @@ pub fn capture_record(
     out.code_len = 0;
     out.heap.space = 0;
     let code = CodeView::read(layout, vm_word);
-    if raw.intr_abi == 0 || !code.contains(raw.ip) {
+    if raw.intr_abi == 0 {
         return;
     }
-    let n = (4096 - (raw.ip & 4095)).min(out.code.len() as u64) as usize;
-    // SAFETY: [ip, ip + n) lies in the page of `ip`, inside the committed code cache (checked
-    // above); `out.code` has room for n <= 16 bytes.
-    unsafe { std::ptr::copy_nonoverlapping(raw.ip as *const u8, out.code.as_mut_ptr(), n) };
-    out.code_len = n as u8;
+    let Some(n) = copy_code(&code, raw.ip, out) else { return };
     out.regs.0 = raw.intr;
     let (Some(heap), true) = (heap, raw.addr != 0) else { return };
     let decoded = hpm_core::operand::effective_address(&out.code[..n], raw.ip, &out.regs);
@@ -398,7 +395,7 @@ pub fn capture_record(
         _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
     };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &HeapWords, &code, &e, stack, false, &mut out.heap);
+    hpm_core::javaheap::capture(heap, &Direct, &code, &e, stack, false, &mut out.heap);
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -413,32 +410,18 @@ pub fn capture_record(
     out.heap.space = 0;
 }
 
-/// Reads for `javaheap::capture`, which reads only the VM's permanent structures (the region
-/// table, region and space objects) and heap memory it proved committed.
-struct HeapWords;
-
-impl Memory for HeapWords {
-    fn word(&self, addr: u64) -> u64 {
-        // SAFETY: `javaheap::capture` reads only addresses it proved mapped (see its module
-        // comment): the VM's permanent structures and committed heap around the address the
-        // interrupted instruction is about to touch.
-        unsafe { std::ptr::read_volatile(addr as *const u64) }
+/// Copies the instruction bytes at `pc` into `out` when `pc` lies in the committed code
+/// cache: up to 16, not past the end of its page; their number, or None outside the cache.
+fn copy_code(code: &CodeView, pc: u64, out: &mut DataCapture) -> Option<usize> {
+    if !code.contains(pc) {
+        return None;
     }
-    fn byte(&self, addr: u64) -> u8 {
-        // SAFETY: as above.
-        unsafe { std::ptr::read_volatile(addr as *const u8) }
-    }
-    fn int(&self, addr: u64, width: u8) -> i64 {
-        // SAFETY: as above (a field of a region object).
-        unsafe {
-            match width {
-                1 => i64::from(std::ptr::read_volatile(addr as *const i8)),
-                2 => i64::from(std::ptr::read_unaligned(addr as *const i16)),
-                4 => i64::from(std::ptr::read_unaligned(addr as *const i32)),
-                _ => std::ptr::read_unaligned(addr as *const i64),
-            }
-        }
-    }
+    let n = (4096 - (pc & 4095)).min(out.code.len() as u64) as usize;
+    // SAFETY: [pc, pc + n) lies in the page of `pc`, inside the committed code cache (checked
+    // above), which is mapped readable; `out.code` has room for n <= 16 bytes.
+    unsafe { std::ptr::copy_nonoverlapping(pc as *const u8, out.code.as_mut_ptr(), n) };
+    out.code_len = n as u8;
+    Some(n)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
