@@ -160,7 +160,59 @@ pub struct DataCapture {
     pub regs: crate::operand::Gprs,
     /// The space of the address and, in the heap, the words around it (`data` with a heap
     /// layout; `heap.space` 0: not captured).
-    pub heap: crate::javaheap::HeapCapture,
+    pub heap: HeapCapture,
+}
+
+/// Words copied below the address (and a few above it) for the backward scan.
+pub const WINDOW: usize = 32;
+/// The words at a candidate object start: mark, klass word, and the word after it (an
+/// array's length without compressed class pointers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Head {
+    /// 0: no candidate.
+    pub at: u64,
+    pub words: [u64; 3],
+}
+
+/// What the handler copied of the heap around a sample's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeapCapture {
+    /// A [`Space`] code.
+    pub space: u8,
+    /// The address the handler computed (the resolver's decoding must agree with it).
+    pub address: u64,
+    /// Candidate headers: the start of the humongous object the address is in, the address
+    /// minus the instruction's displacement (the paper's shortcut), the base register.
+    pub heads: [Head; 3],
+    /// The address of `window[0]`; `nwindow` words were read.
+    pub window_at: u64,
+    pub nwindow: u8,
+    pub window: [u64; WINDOW],
+}
+
+impl Default for HeapCapture {
+    fn default() -> Self {
+        HeapCapture { space: 0, address: 0, heads: [Head::default(); 3], window_at: 0, nwindow: 0, window: [0; WINDOW] }
+    }
+}
+
+impl HeapCapture {
+    pub fn space(&self) -> crate::model::Space {
+        crate::model::Space::from_u8(self.space)
+    }
+
+    /// The word at `addr` if the capture holds it (a candidate header or the window).
+    pub fn word(&self, addr: u64) -> Option<u64> {
+        for h in self.heads.iter().filter(|h| h.at != 0) {
+            let i = addr.wrapping_sub(h.at) / 8;
+            if addr >= h.at && i < 3 && addr.is_multiple_of(8) {
+                return Some(h.words[i as usize]);
+            }
+        }
+        let i = addr.wrapping_sub(self.window_at) / 8;
+        (addr >= self.window_at && addr.is_multiple_of(8) && i < u64::from(self.nwindow).min(WINDOW as u64))
+            .then(|| self.window[i as usize])
+    }
 }
 
 impl Default for Captured {

@@ -21,137 +21,13 @@
 use crate::hotspot::{CodeView, Int, Memory, VmTable};
 use crate::operand::Effective;
 
-/// Where a data address lies. Codes are stored in captures and JFR files: append only.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Space {
-    /// No address.
-    #[default]
-    None = 0,
-    Eden = 1,
-    Survivor = 2,
-    Old = 3,
-    Humongous = 4,
-    /// G1's archive regions (CDS heap objects mapped at start; JDK 17).
-    Archive = 5,
-    /// In the heap; its space not told apart (another collector, or no region in use there).
-    Heap = 6,
-    /// A thread's stack.
-    Stack = 7,
-    /// The code cache (compiled code, the interpreter, stubs, and their constants).
-    CodeCache = 8,
-    /// Class metadata: the CDS archive and the compressed class space (`Klass`es).
-    Metadata = 9,
-    /// Anything else: the VM's and libraries' native memory, metaspace outside the archive.
-    Native = 10,
-    /// The sampled thread's own `JavaThread` (its TLAB pointers, safepoint poll word, ...),
-    /// which compiled code reaches through r15.
-    Thread = 11,
-}
+pub use crate::capture::{Head, HeapCapture, WINDOW};
+pub use crate::model::Space;
 
-impl Space {
-    pub const ALL: [Space; 12] = [
-        Space::None,
-        Space::Eden,
-        Space::Survivor,
-        Space::Old,
-        Space::Humongous,
-        Space::Archive,
-        Space::Heap,
-        Space::Stack,
-        Space::CodeCache,
-        Space::Metadata,
-        Space::Native,
-        Space::Thread,
-    ];
-
-    pub fn from_u8(v: u8) -> Space {
-        Space::ALL.get(usize::from(v)).copied().unwrap_or(Space::None)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Space::None => "none",
-            Space::Eden => "eden",
-            Space::Survivor => "survivor",
-            Space::Old => "old",
-            Space::Humongous => "humongous",
-            Space::Archive => "archive",
-            Space::Heap => "heap",
-            Space::Stack => "stack",
-            Space::CodeCache => "code_cache",
-            Space::Metadata => "metadata",
-            Space::Native => "native",
-            Space::Thread => "thread",
-        }
-    }
-
-    pub fn by_name(name: &str) -> Option<Space> {
-        Space::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// Whether objects of the Java heap live here.
-    pub fn in_heap(self) -> bool {
-        matches!(self, Space::Eden | Space::Survivor | Space::Old | Space::Humongous | Space::Archive | Space::Heap)
-    }
-}
-
-/// Words copied below the address (and a few above it) for the backward scan.
-pub const WINDOW: usize = 32;
 /// Words of the window at and above the address's word: a header there and its length word.
 const ABOVE: u64 = 3;
 /// Continuation regions walked back to find a humongous object's first region.
 pub const MAX_HUMONGOUS_REGIONS: u64 = 1 << 14;
-
-/// The words at a candidate object start: mark, klass word, and the word after it (an
-/// array's length without compressed class pointers).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Head {
-    /// 0: no candidate.
-    pub at: u64,
-    pub words: [u64; 3],
-}
-
-/// What the handler copied of the heap around a sample's address.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HeapCapture {
-    /// A [`Space`] code.
-    pub space: u8,
-    /// The address the handler computed (the resolver's decoding must agree with it).
-    pub address: u64,
-    /// Candidate headers: the start of the humongous object the address is in, the address
-    /// minus the instruction's displacement (the paper's shortcut), the base register.
-    pub heads: [Head; 3],
-    /// The address of `window[0]`; `nwindow` words were read.
-    pub window_at: u64,
-    pub nwindow: u8,
-    pub window: [u64; WINDOW],
-}
-
-impl Default for HeapCapture {
-    fn default() -> Self {
-        HeapCapture { space: 0, address: 0, heads: [Head::default(); 3], window_at: 0, nwindow: 0, window: [0; WINDOW] }
-    }
-}
-
-impl HeapCapture {
-    pub fn space(&self) -> Space {
-        Space::from_u8(self.space)
-    }
-
-    /// The word at `addr` if the capture holds it (a candidate header or the window).
-    pub fn word(&self, addr: u64) -> Option<u64> {
-        for h in self.heads.iter().filter(|h| h.at != 0) {
-            let i = addr.wrapping_sub(h.at) / 8;
-            if addr >= h.at && i < 3 && addr.is_multiple_of(8) {
-                return Some(h.words[i as usize]);
-            }
-        }
-        let i = addr.wrapping_sub(self.window_at) / 8;
-        (addr >= self.window_at && addr.is_multiple_of(8) && i < u64::from(self.nwindow).min(WINDOW as u64))
-            .then(|| self.window[i as usize])
-    }
-}
 
 /// G1's region table and the fields of its regions.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -233,10 +233,85 @@ impl Sample {
     }
 }
 
+/// Where a data address lies. Codes are stored in captures and JFR files: append only.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Space {
+    /// No address.
+    #[default]
+    None = 0,
+    Eden = 1,
+    Survivor = 2,
+    Old = 3,
+    Humongous = 4,
+    /// G1's archive regions (CDS heap objects mapped at start; JDK 17).
+    Archive = 5,
+    /// In the heap; its space not told apart (another collector, or no region in use there).
+    Heap = 6,
+    /// A thread's stack.
+    Stack = 7,
+    /// The code cache (compiled code, the interpreter, stubs, and their constants).
+    CodeCache = 8,
+    /// Class metadata: the CDS archive and the compressed class space (`Klass`es).
+    Metadata = 9,
+    /// Anything else: the VM's and libraries' native memory, metaspace outside the archive.
+    Native = 10,
+    /// The sampled thread's own `JavaThread` (its TLAB pointers, safepoint poll word, ...),
+    /// which compiled code reaches through r15.
+    Thread = 11,
+}
+
+impl Space {
+    pub const ALL: [Space; 12] = [
+        Space::None,
+        Space::Eden,
+        Space::Survivor,
+        Space::Old,
+        Space::Humongous,
+        Space::Archive,
+        Space::Heap,
+        Space::Stack,
+        Space::CodeCache,
+        Space::Metadata,
+        Space::Native,
+        Space::Thread,
+    ];
+
+    pub fn from_u8(v: u8) -> Space {
+        Space::ALL.get(usize::from(v)).copied().unwrap_or(Space::None)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::None => "none",
+            Space::Eden => "eden",
+            Space::Survivor => "survivor",
+            Space::Old => "old",
+            Space::Humongous => "humongous",
+            Space::Archive => "archive",
+            Space::Heap => "heap",
+            Space::Stack => "stack",
+            Space::CodeCache => "code_cache",
+            Space::Metadata => "metadata",
+            Space::Native => "native",
+            Space::Thread => "thread",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Option<Space> {
+        Space::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether objects of the Java heap live here.
+    pub fn in_heap(self) -> bool {
+        matches!(self, Space::Eden | Space::Survivor | Space::Old | Space::Humongous | Space::Archive | Space::Heap)
+    }
+}
+
 /// What a sample's data address touched (`data`; Inoue & Nakatani §4.3).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DataTarget {
-    pub space: crate::javaheap::Space,
+    pub space: Space,
     /// The object's class as Java names it (`java.lang.String`, `int[]`), when identified.
     pub class: Option<Arc<str>>,
     /// The field (`Declaring.name`), `[]` for an array element, `<header>`, `<length>`,

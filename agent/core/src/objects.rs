@@ -18,8 +18,9 @@ use std::sync::Arc;
 
 use crate::hash::IntMap;
 use crate::hotspot::VmTable;
-use crate::javaheap::{HeaderLayout, HeapCapture, Space};
+use crate::javaheap::{HeaderLayout, HeapCapture};
 use crate::model::DataTarget;
+use crate::model::Space;
 use crate::operand::MemoryAccess;
 
 /// Reads of the JVM's class metadata (never the Java heap): false when `addr` is unreadable.

@@ -15,8 +15,8 @@ use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
 use crate::hash::IntMap;
-use crate::javaheap::Space;
 use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
+use crate::model::Space;
 use crate::model::*;
 
 const WANTED: &[&str] =

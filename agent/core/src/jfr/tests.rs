@@ -80,7 +80,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                 data_addr: if i % 2 == 0 { Some(0x7f00_0000_1000 + i as u64) } else { None },
                 data: match i % 4 {
                     0 => Some(Box::new(crate::model::DataTarget {
-                        space: crate::javaheap::Space::Eden,
+                        space: crate::model::Space::Eden,
                         class: Some("demo.Point".into()),
                         field: Some("demo.Point.x".into()),
                         offset: 16,
@@ -89,7 +89,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                         latency: 0,
                     })),
                     2 => Some(Box::new(crate::model::DataTarget {
-                        space: crate::javaheap::Space::Old,
+                        space: crate::model::Space::Old,
                         class: Some("int[]".into()),
                         field: Some("[]".into()),
                         offset: 16 + 4 * i as u64,

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::javaheap::Space;
+use crate::model::Space;
 use crate::model::{DataTarget, MethodIdx, Recording, Sample};
 use crate::text::{group, pct};
 

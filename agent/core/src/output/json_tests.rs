@@ -91,7 +91,7 @@ fn data_targets_are_tabled_by_class_field_and_space() {
     assert!(!json_of(&rec).contains("\"data\""), "no data section without data addresses");
     for (i, s) in rec.samples.iter_mut().enumerate() {
         s.data = Some(Box::new(crate::model::DataTarget {
-            space: if i < 3 { crate::javaheap::Space::Old } else { crate::javaheap::Space::Stack },
+            space: if i < 3 { crate::model::Space::Old } else { crate::model::Space::Stack },
             class: (i < 3).then(|| "demo.Node".into()),
             field: (i < 3).then(|| "demo.Node.next".into()),
             offset: 12,

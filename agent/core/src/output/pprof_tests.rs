@@ -222,7 +222,7 @@ fn varints_round_trip() {
 fn data_targets_are_labels() {
     let mut rec = recording();
     rec.samples[0].data = Some(Box::new(crate::model::DataTarget {
-        space: crate::javaheap::Space::Eden,
+        space: crate::model::Space::Eden,
         class: Some("demo.Node".into()),
         field: Some("demo.Node.next".into()),
         offset: 12,

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use crate::hash::IntMap;
-use crate::javaheap::Space;
+use crate::model::Space;
 use crate::model::{MethodIdx, Recording, Sample, ThreadIdx, VmComponent};
 
 /// What a sample's data address touched, as outputs label it (`data`): the space, the class
