@@ -80,6 +80,11 @@ fn record_targets(jdk: &Jdk, jvm_args: &[&str], mode: &str, tag: &str) -> (DataT
         t.heap,
         run.stderr
     );
+    // A stack address is named by the frame that holds it (hpm's walker: the default).
+    let stack: u64 = t.by_space.iter().filter(|r| r.key == "stack").map(|r| r.samples).sum();
+    let named: u64 = t.by_field.iter().filter(|r| r.key.starts_with("(stack) ")).map(|r| r.samples).sum();
+    eprintln!("{tag} {mode}: {named} of {stack} stack addresses named by their frame");
+    assert!(stack < 20 || named * 10 >= stack * 9, "{tag} {mode}: {named} of {stack} stack addresses have a frame");
     (t, run)
 }
 

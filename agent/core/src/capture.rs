@@ -161,6 +161,9 @@ pub struct DataCapture {
     /// The space of the address and, in the heap, the words around it (`data` with a heap
     /// layout; `heap.space` 0: not captured).
     pub heap: HeapCapture,
+    /// The walk's first slot of the frame that holds the address, when it is on the stack
+    /// (hpm's own walker only).
+    pub stack_slot: Option<u32>,
 }
 
 /// Words copied below the address (and a few above it) for the backward scan.

@@ -435,6 +435,44 @@ pub struct FrameSink<'a> {
     pub frames: &'a mut [CallFrame],
     pub kinds: &'a mut [FrameKind],
     pub len: usize,
+    /// `data`: which frame holds a stack address.
+    pub probe: Probe,
+}
+
+/// Which walked frame holds an address of the stack (`data`: "stack, and the frame"): a frame
+/// spans from its stack pointer up to its caller's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// The address looked for (0: none).
+    pub address: u64,
+    /// The first slot (in the sink) of the frame that holds it.
+    pub slot: Option<u32>,
+    /// The last frame pushed: its first slot and its stack pointer.
+    last: Option<(usize, u64)>,
+}
+
+impl Probe {
+    pub fn new(address: u64) -> Probe {
+        Probe { address, ..Probe::default() }
+    }
+
+    /// A frame whose stack pointer is `sp` starts at `slot`: the previous one spans up to it.
+    fn frame(&mut self, slot: usize, sp: u64) {
+        if self.address == 0 || self.slot.is_some() {
+            return;
+        }
+        if let Some((s, psp)) = self.last {
+            if psp <= self.address && self.address < sp {
+                self.slot = Some(s as u32);
+            }
+        }
+        self.last = Some((slot, sp));
+    }
+
+    /// The walk ended: the last frame spans up to the stack's base.
+    pub fn finish(&mut self, stack_base: u64) {
+        self.frame(usize::MAX, stack_base);
+    }
 }
 
 /// Slot tags in `kinds`: a compiled frame's pc slot, its method slot, an interpreted frame.
@@ -443,6 +481,16 @@ const TAG_METHOD: FrameKind = FrameKind::Unknown;
 const TAG_INTERPRETED: FrameKind = FrameKind::Interpreted;
 
 impl FrameSink<'_> {
+    /// Pushes a frame whose stack pointer is `sp`.
+    fn push_at(&mut self, f: RawFrame, sp: u64) -> bool {
+        let slot = self.len;
+        let pushed = self.push(f);
+        if pushed {
+            self.probe.frame(slot, sp);
+        }
+        pushed
+    }
+
     fn push(&mut self, f: RawFrame) -> bool {
         let cap = self.frames.len().min(self.kinds.len());
         match f {
@@ -563,7 +611,7 @@ impl<M: Memory> Walker<'_, M> {
                     let Some((p, s, f)) = self.unwind_interpreter_entry(sp, fp, &word) else {
                         return Stop::BadInterpreterFrame;
                     };
-                    if !out.push(RawFrame::Interpreted { method: regs.method_reg, bcp: 0 }) {
+                    if !out.push_at(RawFrame::Interpreted { method: regs.method_reg, bcp: 0 }, sp) {
                         return Stop::Full;
                     }
                     found_java = true;
@@ -571,7 +619,7 @@ impl<M: Memory> Walker<'_, M> {
                     exact = true;
                     continue;
                 };
-                if !out.push(RawFrame::Interpreted { method, bcp }) {
+                if !out.push_at(RawFrame::Interpreted { method, bcp }, sp) {
                     return Stop::Full;
                 }
                 found_java = true;
@@ -608,7 +656,7 @@ impl<M: Memory> Walker<'_, M> {
             }
             if let Some(b) = self.blob(pc) {
                 if b.frame_words > 0 {
-                    if !out.push(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }) {
+                    if !out.push_at(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }, sp) {
                         return Stop::Full;
                     }
                     found_java |= b.is_nmethod;

@@ -315,7 +315,8 @@ pub struct DataTarget {
     /// The object's class as Java names it (`java.lang.String`, `int[]`), when identified.
     pub class: Option<Arc<str>>,
     /// The field (`Declaring.name`), `[]` for an array element, `<header>`, `<length>`,
-    /// `<padding>`; None when the object was not identified.
+    /// `<padding>`; for a stack address, the method whose frame holds it; None when the
+    /// object was not identified.
     pub field: Option<Arc<str>>,
     /// Bytes from the object's start; for a stack address, from the stack pointer.
     pub offset: u64,

@@ -482,7 +482,10 @@ impl SampleResolver {
             _ => self.interner.intern(&stack),
         };
         self.stack_buf = stack;
-        let (data_addr, data) = self.data_address(c, jm);
+        let (data_addr, mut data) = self.data_address(c, jm);
+        if let (Some(t), Some(slot)) = (data.as_deref_mut(), c.data.stack_slot.filter(|_| c.vm_walk)) {
+            self.name_stack_frame(rec, jm, c, slot as usize, t);
+        }
         Sample {
             time: raw.time,
             thread: c.thread,
@@ -501,6 +504,37 @@ impl SampleResolver {
                 .get(usize::from(c.state))
                 .filter(|n| !n.is_empty())
                 .map(|n| rec.state_idx(n)),
+        }
+    }
+
+    /// A stack address's frame, which hpm's walk found (`Captured::data.stack_slot`): the
+    /// method whose physical frame holds it (inlined methods share their caller's).
+    fn name_stack_frame(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        slot: usize,
+        t: &mut DataTarget,
+    ) {
+        let n = usize::try_from(c.num_frames.max(0)).unwrap_or(0).min(MAX_FRAMES);
+        if slot >= n {
+            return;
+        }
+        let method = if c.kinds[slot] == crate::hotspot::TAG_PC {
+            if slot + 1 >= n {
+                return;
+            }
+            c.frames[slot + 1].method_id
+        } else {
+            c.frames[slot].method_id
+        };
+        let Some(p) = (method != 0).then(|| jm.by_pointer(method)).flatten() else { return };
+        let idx = self.method_idx(rec, jm, p.id);
+        let name = rec.methods.get(idx).display_name();
+        if let Some(o) = self.objects.as_mut() {
+            t.space = crate::model::Space::Stack;
+            t.field = Some(o.intern(&name));
         }
     }
 

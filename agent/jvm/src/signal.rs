@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
 use hpm_core::component::is_kernel_address;
-use hpm_core::hotspot::FrameSink;
+use hpm_core::hotspot::{FrameSink, Probe};
 use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
@@ -248,6 +248,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.shares_walk = false;
                     c.data.code_len = 0;
                     c.data.heap.space = 0;
+                    c.data.stack_slot = None;
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see
@@ -260,9 +261,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
-                        let n = walk(ctx, c, ucontext, &inside);
                         if let Some(d) = ctx.data.filter(|d| !d.precise) {
-                            // After the walk: a JavaThread* it proved gives the stack's bounds.
+                            // Before the walk, which then finds the frame of a stack address.
+                            // A JavaThread* an earlier walk proved gives the stack's bounds.
                             let start = crate::os::now_ticks();
                             let t = ctx.vm.current_vm_thread();
                             let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
@@ -277,7 +278,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                             stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
                             stats.data_captures.fetch_add(1, Ordering::Relaxed);
                         }
-                        n
+                        walk(ctx, c, ucontext, &inside)
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
@@ -360,11 +361,15 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
                 c.asgct_frames = trace.num_frames;
             }
         }
-        let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0 };
+        // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
+        let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
+        let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0, probe };
         let stop = crate::vmstructs::walk_here(layout, thread, ucontext, &mut sink);
+        let (len, slot) = (sink.len, sink.probe.slot);
+        c.data.stack_slot = slot;
         c.vm_walk = true;
         c.vm_stop = stop as u8;
-        return sink.len as i32;
+        return len as i32;
     }
     let Some(env) = ctx.vm.env() else {
         return -3; // ticks_unknown_not_Java: not a Java thread

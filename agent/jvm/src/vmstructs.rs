@@ -305,7 +305,9 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
         anchor_fp: vm_word(anchor + layout.anchor_fp),
     };
     let code = CodeView::read(layout, vm_word);
-    Walker { layout, code: &code, thread: &view, mem: &Direct }.walk(regs, out)
+    let stop = Walker { layout, code: &code, thread: &view, mem: &Direct }.walk(regs, out);
+    out.probe.finish(view.stack_base);
+    stop
 }
 
 /// `data`: the bytes of the instruction the calling thread was interrupted at (`ucontext`) and

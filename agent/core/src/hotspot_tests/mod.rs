@@ -300,7 +300,7 @@ impl Fake {
         self.mem.violations.borrow_mut().clear();
         self.mem.reads.set(0);
         let walker = Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem };
-        let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0 };
+        let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Default::default() };
         let stop = walker.walk(regs, &mut sink);
         let len = sink.len;
         assert!(len <= cap, "{len} slots filled of {cap}");

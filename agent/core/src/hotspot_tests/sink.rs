@@ -60,7 +60,7 @@ fn deep_stack_of_many_frames() {
 fn raw_frames_round_trip() {
     let mut frames = [SENTINEL; 8];
     let mut kinds = [SENTINEL_KIND; 8];
-    let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0 };
+    let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Default::default() };
     let pushed = [
         compiled(0x1000_0040, M_A, true),
         RawFrame::Interpreted { method: M_I, bcp: 0x7f00_8000_0010 },
@@ -138,4 +138,23 @@ fn stop_codes() {
     assert_eq!(Stop::Bottom as u8, 0);
     let names: std::collections::HashSet<&str> = Stop::ALL.iter().map(|s| s.name()).collect();
     assert_eq!(names.len(), 5);
+}
+
+// 10. The frame that holds a stack address (`data`).
+
+#[test]
+fn the_probe_finds_the_frame_between_its_sp_and_its_caller_s() {
+    let mut frames = [SENTINEL; 8];
+    let mut kinds = [SENTINEL_KIND; 8];
+    for (address, want) in [(0x7000_0010, Some(0)), (0x7000_0100, Some(2)), (0x7000_0200, Some(3)), (0x6fff_fff8, None)]
+    {
+        let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Probe::new(address) };
+        // A compiled frame at sp 0x7000_0000 (slots 0-1), another at 0x7000_0100 (2), then an
+        // interpreted one at 0x7000_0180 (3), the stack's base at 0x7000_1000.
+        assert!(sink.push_at(compiled(0x1000_0040, M_A, true), 0x7000_0000));
+        assert!(sink.push_at(RawFrame::Interpreted { method: M_I, bcp: 0x10 }, 0x7000_0100));
+        assert!(sink.push_at(RawFrame::Interpreted { method: M_I, bcp: 0x20 }, 0x7000_0180));
+        sink.probe.finish(0x7000_1000);
+        assert_eq!(sink.probe.slot, want, "{address:#x}");
+    }
 }

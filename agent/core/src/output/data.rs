@@ -48,7 +48,12 @@ impl DataBy {
             return space.name().to_string();
         }
         let Some(class) = class else {
-            return if space.in_heap() { "(not identified)".into() } else { format!("({})", space.name()) };
+            return match (self, field) {
+                // A stack address's frame.
+                (DataBy::Field, Some(f)) if !space.in_heap() => format!("({}) {f}", space.name()),
+                _ if space.in_heap() => "(not identified)".into(),
+                _ => format!("({})", space.name()),
+            };
         };
         match (self, field) {
             (DataBy::Class, _) | (_, None) => class.to_string(),
