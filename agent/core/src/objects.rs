@@ -10,8 +10,8 @@
 //! offset, then the base register), then the start of a humongous object; only then are the
 //! copied words scanned backward, at most [`crate::javaheap::WINDOW`] of them. Class metadata
 //! is read through [`MetaRead`] (the agent: `process_vm_readv`, which fails instead of
-//! faulting) and cached per `Klass*` until the next collection (a class may be unloaded and
-//! its memory reused).
+//! faulting) and cached per `Klass*`; after a collection (a class may have been unloaded and
+//! its memory reused) a cached klass is checked again at its next use.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -146,8 +146,7 @@ impl KlassInfo {
         if lh > 0 {
             (lh as u64) & !7
         } else {
-            let hsize = ((lh >> 16) & 0xff) as u64;
-            let log2 = (lh & 0xff) as u64;
+            let (hsize, log2) = self.array_shape();
             let len = header.array_length(words);
             (hsize + (len << log2.min(3)) + 7) & !7
         }
@@ -206,10 +205,7 @@ impl ObjectStats {
             "objects: no address in the heap".to_string()
         };
         if !self.failed.is_empty() {
-            let mut f = self.failed.clone();
-            f.sort_by_key(|e| std::cmp::Reverse(e.1));
-            let list: Vec<String> = f.iter().map(|(r, n)| format!("{r} {}", g(*n))).collect();
-            s.push_str(&format!("; not identified: {}", list.join(", ")));
+            s.push_str(&format!("; not identified: {}", crate::text::reason_list(&self.failed)));
         }
         let spaces: Vec<String> = Space::ALL
             .iter()
@@ -366,15 +362,16 @@ impl Identifier {
         if f.klass.is_array() {
             let (base, log2) = f.klass.array_shape();
             if offset < base {
-                t.field = Some(self.name(if offset >= self.header.length_offset() { "<length>" } else { "<header>" }));
+                t.field =
+                    Some(self.intern(if offset >= self.header.length_offset() { "<length>" } else { "<header>" }));
             } else {
                 let len = self.header.array_length(f.words);
                 let index = (offset - base) >> log2.min(3);
                 t.index = (index < len).then_some(index);
-                t.field = Some(self.name("[]"));
+                t.field = Some(self.intern("[]"));
             }
         } else if offset < hsize {
-            t.field = Some(self.name("<header>"));
+            t.field = Some(self.intern("<header>"));
         } else {
             let fields = self.fields_of(&f.klass, mem);
             let i = fields.partition_point(|e| e.0 <= offset);
@@ -382,9 +379,9 @@ impl Identifier {
                 Some((o, size, name)) if offset < o + size => Some(name.clone()),
                 // Past a mirror's instance fields: a static field of the class it mirrors.
                 _ if f.klass.mirror && offset >= f.klass.layout_helper.max(0) as u64 => {
-                    Some(self.name("<static field>"))
+                    Some(self.intern("<static field>"))
                 }
-                _ => Some(self.name("<padding>")),
+                _ => Some(self.intern("<padding>")),
             };
         }
         t
@@ -392,10 +389,6 @@ impl Identifier {
 
     /// One shared copy of a name (class, field, data source).
     pub fn intern(&mut self, s: &str) -> Arc<str> {
-        self.name(s)
-    }
-
-    fn name(&mut self, s: &str) -> Arc<str> {
         if let Some(n) = self.names.get(s) {
             return n.clone();
         }
@@ -492,7 +485,7 @@ impl Identifier {
             name_symbol: symbol,
             addr: k,
             java_fields,
-            name: self.name(&name),
+            name: self.intern(&name),
             layout_helper: lh,
             super_klass,
             constants,
@@ -511,7 +504,7 @@ impl Identifier {
         for _ in 0..MAX_SUPERS {
             let Some(c) = cur else { break };
             for (off, size, name) in self.declared_fields(&c, mem) {
-                all.push((off, size, self.name(&format!("{}.{}", c.name, name))));
+                all.push((off, size, self.intern(&format!("{}.{}", c.name, name))));
             }
             cur = if c.super_klass != 0 { self.klass(c.super_klass, mem) } else { None };
         }

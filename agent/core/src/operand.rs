@@ -138,10 +138,7 @@ impl DataStats {
             g(self.updates)
         );
         if missing > 0 {
-            let mut none = self.none.clone();
-            none.sort_by_key(|e| std::cmp::Reverse(e.1));
-            let list: Vec<String> = none.iter().map(|(r, n)| format!("{r} {}", g(*n))).collect();
-            s.push_str(&format!("; none for: {}", list.join(", ")));
+            s.push_str(&format!("; none for: {}", crate::text::reason_list(&self.none)));
         }
         if self.compared > 0 {
             s.push_str(&format!(

@@ -59,6 +59,14 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// Reasons with their counts, most first: `reason 12, other 3` (summary lines).
+pub fn reason_list(reasons: &[(String, u64)]) -> String {
+    let mut sorted = reasons.to_vec();
+    sorted.sort_by_key(|e| std::cmp::Reverse(e.1));
+    let list: Vec<String> = sorted.iter().map(|(r, n)| format!("{r} {}", group(*n))).collect();
+    list.join(", ")
+}
+
 /// `part` as a percentage of `whole` with two decimals; `-` when `whole` is 0 (undefined).
 pub fn pct(part: u64, whole: u64) -> String {
     if whole == 0 {
