@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
 use hpm_core::component::is_kernel_address;
-use hpm_core::hotspot::{FrameSink, Probe};
+use hpm_core::hotspot::{CodeView, FrameSink, Probe};
 use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
@@ -261,35 +261,33 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         WALK_SHARED
                     } else if inside.is_java() || ctx.vm.set_up_here() {
                         c.shares_walk = walks.at < walks.last;
-                        if let Some(d) = ctx.data.filter(|d| !d.precise) {
+                        // One view of the code cache for the data capture and the walk.
+                        let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
+                        if let (Some(d), Some(code)) = (ctx.data.filter(|d| !d.precise), code.as_ref()) {
                             // Before the walk, which then finds the frame of a stack address.
-                            // A JavaThread* an earlier walk proved gives the stack's bounds.
-                            let start = crate::os::now_ticks();
-                            let t = ctx.vm.current_vm_thread();
-                            let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
-                            crate::vmstructs::capture_instruction(
-                                d.code,
-                                d.heap,
-                                ucontext,
-                                c.raw.ip,
-                                proven,
-                                &mut c.data,
-                            );
-                            stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
-                            stats.data_captures.fetch_add(1, Ordering::Relaxed);
+                            timed_capture(stats, || {
+                                let thread = proven_thread(ctx, &inside);
+                                crate::vmstructs::capture_instruction(
+                                    code,
+                                    d.heap,
+                                    ucontext,
+                                    c.raw.ip,
+                                    thread,
+                                    &mut c.data,
+                                )
+                            });
                         }
-                        walk(ctx, c, ucontext, &inside)
+                        walk(ctx, c, ucontext, &inside, code.as_ref())
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
                     if let Some(d) = ctx.data.filter(|d| d.precise) {
                         // Every record has its own instruction, address and registers.
-                        let start = crate::os::now_ticks();
-                        let t = ctx.vm.current_vm_thread();
-                        let proven = if t != 0 && t == inside.proven_java_thread() { t } else { 0 };
-                        crate::vmstructs::capture_record(d.code, d.heap, &c.raw, proven, &mut c.data);
-                        stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
-                        stats.data_captures.fetch_add(1, Ordering::Relaxed);
+                        timed_capture(stats, || {
+                            let code = crate::vmstructs::code_view(d.code);
+                            let thread = proven_thread(ctx, &inside);
+                            crate::vmstructs::capture_record(&code, d.heap, &c.raw, thread, &mut c.data)
+                        });
                     }
                     true
                 });
@@ -333,9 +331,29 @@ fn plan_walks(view: &Ring, mut pos: u64, head: u64, ctx: &SignalCtx) -> Walks {
     Walks { at: kernel_run.unwrap_or(last), last }
 }
 
+/// The calling thread's `JavaThread*` when a GetEnv of an earlier walk proved it one (its
+/// stack and `JavaThread` then tell the data capture's stack and thread addresses), else 0.
+fn proven_thread(ctx: &SignalCtx, slot: &Entered) -> u64 {
+    let t = ctx.vm.current_vm_thread();
+    if t != 0 && t == slot.proven_java_thread() {
+        t
+    } else {
+        0
+    }
+}
+
+/// Runs one `data` capture, its time (monotonic clock) and count added to `stats`.
+fn timed_capture(stats: &SignalStats, capture: impl FnOnce()) {
+    let start = crate::os::now_ticks();
+    capture();
+    stats.data_ns.fetch_add(crate::os::now_ticks().saturating_sub(start), Ordering::Relaxed);
+    stats.data_captures.fetch_add(1, Ordering::Relaxed);
+}
+
 /// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
-/// `slot`: the thread's slot, which remembers the `Thread*` a GetEnv proved to be a JavaThread.
-fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered) -> i32 {
+/// `slot`: the thread's slot, which remembers the `Thread*` a GetEnv proved to be a JavaThread;
+/// `code`: the code cache's view (present whenever hpm's walker is).
+fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered, code: Option<&CodeView>) -> i32 {
     // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*. GetEnv costs ~0.4 us per sample
     // (TLS lookups and a thread-kind check), so hpm's walker asks it once per thread: a
     // `Thread*` it proved is remembered, and the key's value is compared with it after. (The
@@ -343,7 +361,7 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
     // list, and a VM thread walked as a JavaThread would be read past its end.) Without the
     // thread key (not learnt: see `Vm::learn_thread_key`) ASGCT walks.
     let thread = ctx.vm.current_vm_thread();
-    if let Some(layout) = ctx.walker.filter(|_| thread != 0) {
+    if let (Some(layout), Some(code)) = (ctx.walker.filter(|_| thread != 0), code) {
         if thread != slot.proven_java_thread() {
             if ctx.vm.env().is_none() {
                 return -3; // ticks_unknown_not_Java: not a Java thread
@@ -364,7 +382,7 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
         // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
         let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
         let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0, probe };
-        let stop = crate::vmstructs::walk_here(layout, thread, ucontext, &mut sink);
+        let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, &mut sink);
         let (len, slot) = (sink.len, sink.probe.slot);
         c.data.stack_slot = slot;
         c.vm_walk = true;

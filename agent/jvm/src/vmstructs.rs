@@ -288,9 +288,16 @@ fn vm_word(addr: u64) -> u64 {
     unsafe { std::ptr::read_volatile(addr as *const u64) }
 }
 
+/// The code cache as it is now (read at each signal: the cache grows), for the walk and the
+/// data capture of one sample. Async-signal-safe.
+pub fn code_view(layout: &Layout) -> CodeView {
+    CodeView::read(layout, vm_word)
+}
+
 /// Walks the Java stack of the calling thread, interrupted at `ucontext`, with hpm's own
-/// walker; `thread` is its `JavaThread*`. Async-signal-safe: no allocation, no lock, bounded.
-pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mut FrameSink) -> Stop {
+/// walker; `thread` is its `JavaThread*`, `code` the cache's [`code_view`]. Async-signal-safe:
+/// no allocation, no lock, bounded.
+pub fn walk_here(layout: &Layout, code: &CodeView, thread: u64, ucontext: *const c_void, out: &mut FrameSink) -> Stop {
     if thread == 0 || ucontext.is_null() {
         return Stop::NoJavaFrame;
     }
@@ -304,8 +311,7 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
         anchor_pc: vm_word(anchor + layout.anchor_pc),
         anchor_fp: vm_word(anchor + layout.anchor_fp),
     };
-    let code = CodeView::read(layout, vm_word);
-    let stop = Walker { layout, code: &code, thread: &view, mem: &Direct }.walk(regs, out);
+    let stop = Walker { layout, code, thread: &view, mem: &Direct }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
 }
@@ -321,7 +327,7 @@ pub fn walk_here(layout: &Layout, thread: u64, ucontext: *const c_void, out: &mu
 /// allocation, no lock, bounded.
 #[cfg(target_arch = "x86_64")]
 pub fn capture_instruction(
-    layout: &Layout,
+    code: &CodeView,
     heap: Option<&HeapLayout>,
     ucontext: *const c_void,
     ip: u64,
@@ -336,11 +342,10 @@ pub fn capture_instruction(
     // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.
     let g = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
     let pc = g[libc::REG_RIP as usize] as u64;
-    let code = CodeView::read(layout, vm_word);
     if pc != ip {
         return;
     }
-    let Some(n) = copy_code(&code, pc, out) else { return };
+    let Some(n) = copy_code(code, pc, out) else { return };
     // Hardware order: rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8 ... r15.
     let order = [
         libc::REG_RAX,
@@ -366,7 +371,7 @@ pub fn capture_instruction(
     let Some(heap) = heap else { return };
     let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &Direct, &code, &e, stack, true, &mut out.heap);
+    hpm_core::javaheap::capture(heap, &Direct, code, &e, stack, true, &mut out.heap);
 }
 
 /// `data` for a precise memory sample (PEBS, IBS): the record's own instruction address, data
@@ -376,7 +381,7 @@ pub fn capture_instruction(
 /// agrees. Async-signal-safe as [`capture_instruction`].
 #[cfg(target_arch = "x86_64")]
 pub fn capture_record(
-    layout: &Layout,
+    code: &CodeView,
     heap: Option<&HeapLayout>,
     raw: &hpm_core::perf_record::RawSample,
     thread: u64,
@@ -384,11 +389,10 @@ pub fn capture_record(
 ) {
     out.code_len = 0;
     out.heap.space = 0;
-    let code = CodeView::read(layout, vm_word);
     if raw.intr_abi == 0 {
         return;
     }
-    let Some(n) = copy_code(&code, raw.ip, out) else { return };
+    let Some(n) = copy_code(code, raw.ip, out) else { return };
     out.regs.0 = raw.intr;
     let (Some(heap), true) = (heap, raw.addr != 0) else { return };
     let decoded = hpm_core::operand::effective_address(&out.code[..n], raw.ip, &out.regs);
@@ -397,12 +401,12 @@ pub fn capture_record(
         _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
     };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &Direct, &code, &e, stack, false, &mut out.heap);
+    hpm_core::javaheap::capture(heap, &Direct, code, &e, stack, false, &mut out.heap);
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 pub fn capture_record(
-    _: &Layout,
+    _: &CodeView,
     _: Option<&HeapLayout>,
     _: &hpm_core::perf_record::RawSample,
     _: u64,
@@ -428,7 +432,7 @@ fn copy_code(code: &CodeView, pc: u64, out: &mut DataCapture) -> Option<usize> {
 
 #[cfg(not(target_arch = "x86_64"))]
 pub fn capture_instruction(
-    _: &Layout,
+    _: &CodeView,
     _: Option<&HeapLayout>,
     _: *const c_void,
     _: u64,
