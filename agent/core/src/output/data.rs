@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::model::Space;
-use crate::model::{DataTarget, MethodIdx, Recording, Sample};
+use super::stacks::StackTable;
+use crate::model::{DataTarget, MethodIdx, Recording, Sample, Space};
 use crate::text::{group, pct};
 
 /// What a data table groups samples by.
@@ -67,11 +67,13 @@ impl DataBy {
 /// Methods listed per row.
 const TOP_METHODS: usize = 3;
 
-/// One row: samples, their counter sums, spaces and the methods they were taken in.
+/// One row: samples, their weight and counter sums, spaces and the methods they were taken in.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DataRow {
     pub key: String,
     pub samples: u64,
+    /// The sampling event summed over the row's samples (ns or event counts).
+    pub weight: u64,
     pub counters: Vec<u64>,
     /// Samples per [`Space`] code.
     pub spaces: [u64; 12],
@@ -91,40 +93,61 @@ pub struct DataTallies {
     pub identified: u64,
 }
 
-impl DataTallies {
-    pub fn of(rec: &Recording) -> DataTallies {
-        let mut t = DataTallies::default();
-        let mut maps: [HashMap<String, DataRow>; 3] = Default::default();
-        let n = rec.counters.len();
-        for s in &rec.samples {
-            let Some(d) = s.data.as_deref() else { continue };
-            t.samples += 1;
-            if d.space.in_heap() {
-                t.heap += 1;
-                t.identified += u64::from(d.class.is_some());
+/// Rows being summed, by table and key.
+struct Tables {
+    maps: [HashMap<String, DataRow>; 3],
+    counters: usize,
+    t: DataTallies,
+}
+
+impl Tables {
+    fn new(counters: usize) -> Tables {
+        Tables { maps: Default::default(), counters, t: DataTallies::default() }
+    }
+
+    /// Adds `samples` samples that touched (`space`, `class`, `field`) in method `leaf`.
+    #[allow(clippy::too_many_arguments, reason = "one call per source: samples and stack entries")]
+    fn add(
+        &mut self,
+        space: Space,
+        class: Option<&str>,
+        field: Option<&str>,
+        leaf: Option<MethodIdx>,
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+    ) {
+        self.t.samples += samples;
+        if space.in_heap() {
+            self.t.heap += samples;
+            if class.is_some() {
+                self.t.identified += samples;
             }
-            let leaf = leaf_method(s);
-            for (map, by) in maps.iter_mut().zip([DataBy::Class, DataBy::Field, DataBy::Space]) {
-                let key = by.key(d);
-                let row = map.entry(key.clone()).or_insert_with(|| DataRow {
-                    key,
-                    counters: vec![0; n],
-                    ..Default::default()
-                });
-                row.samples += 1;
-                for (acc, v) in row.counters.iter_mut().zip(&s.counters) {
-                    *acc += v;
-                }
-                row.spaces[d.space as usize] += 1;
-                if let Some(m) = leaf {
-                    match row.methods.iter_mut().find(|e| e.0 == m) {
-                        Some(e) => e.1 += 1,
-                        None => row.methods.push((m, 1)),
-                    }
+        }
+        let n = self.counters;
+        for (map, by) in self.maps.iter_mut().zip([DataBy::Class, DataBy::Field, DataBy::Space]) {
+            let key = by.key_of(space, class, field);
+            let row =
+                map.entry(key.clone()).or_insert_with(|| DataRow { key, counters: vec![0; n], ..Default::default() });
+            row.samples = row.samples.saturating_add(samples);
+            row.weight = row.weight.saturating_add(weight);
+            for (acc, v) in row.counters.iter_mut().zip(counters) {
+                *acc = acc.saturating_add(*v);
+            }
+            row.spaces[space as usize] += samples;
+            if let Some(m) = leaf {
+                match row.methods.iter_mut().find(|e| e.0 == m) {
+                    Some(e) => e.1 += samples,
+                    None => row.methods.push((m, samples)),
                 }
             }
         }
-        let [class, field, space] = maps.map(|m| {
+    }
+
+    /// The rows heaviest first (then by key), their methods likewise.
+    fn finish(self) -> DataTallies {
+        let mut t = self.t;
+        let [class, field, space] = self.maps.map(|m| {
             let mut rows: Vec<DataRow> = m.into_values().collect();
             for r in &mut rows {
                 r.methods.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -136,6 +159,30 @@ impl DataTallies {
         t.by_field = field;
         t.by_space = space;
         t
+    }
+}
+
+impl DataTallies {
+    /// The tables of a recording's samples (`hpm report`).
+    pub fn of(rec: &Recording) -> DataTallies {
+        let mut tables = Tables::new(rec.counters.len());
+        for s in &rec.samples {
+            let Some(d) = s.data.as_deref() else { continue };
+            tables.add(d.space, d.class.as_deref(), d.field.as_deref(), leaf_method(s), 1, s.weight, &s.counters);
+        }
+        tables.finish()
+    }
+
+    /// The tables of a stack table's entries (the JSON output, which the agent writes from
+    /// its stack table, its samples long gone).
+    pub fn from_stacks(stacks: &StackTable, counters: usize) -> DataTallies {
+        let mut tables = Tables::new(counters);
+        for e in &stacks.entries {
+            let Some(d) = &e.key.data else { continue };
+            let leaf = e.key.frames.first().map(|f| f.0);
+            tables.add(d.space, d.class.as_deref(), d.field.as_deref(), leaf, e.samples, e.weight, &e.counters);
+        }
+        tables.finish()
     }
 
     pub fn rows(&self, by: DataBy) -> &[DataRow] {

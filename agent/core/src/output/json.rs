@@ -256,34 +256,26 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
 /// `"data"`: samples per class, field and space their data address touched (option `data`),
 /// heaviest first; left out when no sample has one.
 fn data_json(out: &mut String, rec: &Recording, stacks: &StackTable) {
-    use super::data::DataBy;
-    let with: Vec<_> = stacks.entries.iter().filter_map(|e| e.key.data.as_ref().map(|d| (d, e))).collect();
-    if with.is_empty() {
+    use super::data::{DataBy, DataTallies};
+    let t = DataTallies::from_stacks(stacks, rec.counters.len());
+    if t.samples == 0 {
         return;
     }
-    let total: u64 = with.iter().map(|(_, e)| e.samples).sum();
-    let _ = write!(out, ",\n\"data\":{{\"samples\":{total}");
+    let _ = write!(out, ",\n\"data\":{{\"samples\":{}", t.samples);
     for (name, by) in [("byClass", DataBy::Class), ("byField", DataBy::Field), ("bySpace", DataBy::Space)] {
-        let mut rows: Vec<(String, Sums, IntMap<&'static str, u64>)> = Vec::new();
-        let mut at: IntMap<String, usize> = IntMap::default();
-        for (d, e) in &with {
-            let key = by.key_of(d.space, d.class.as_deref(), d.field.as_deref());
-            let i = *at.entry(key.clone()).or_insert_with(|| {
-                rows.push((key, Sums::default(), IntMap::default()));
-                rows.len() - 1
-            });
-            rows[i].1.add(e.samples, e.weight, &e.counters);
-            *rows[i].2.entry(d.space.name()).or_default() += e.samples;
-        }
-        rows.sort_by(|a, b| b.1.samples.cmp(&a.1.samples).then_with(|| a.0.cmp(&b.0)));
         let _ = write!(out, ",\"{name}\":[");
-        for (i, (key, sums, spaces)) in rows.iter().enumerate() {
-            let _ = write!(out, "{}{{\"name\":{},\"sums\":", if i > 0 { ",\n" } else { "\n" }, str_lit(key));
-            sums_json(out, sums, &rec.counters);
-            let mut sp: Vec<_> = spaces.iter().collect();
-            sp.sort();
+        for (i, row) in t.rows(by).iter().enumerate() {
+            let _ = write!(out, "{}{{\"name\":{},\"sums\":", if i > 0 { ",\n" } else { "\n" }, str_lit(&row.key));
+            let sums = Sums { samples: row.samples, weight: row.weight, counters: row.counters.clone() };
+            sums_json(out, &sums, &rec.counters);
+            let mut spaces: Vec<(&str, u64)> = crate::model::Space::ALL
+                .iter()
+                .filter(|s| row.spaces[**s as usize] > 0)
+                .map(|s| (s.name(), row.spaces[*s as usize]))
+                .collect();
+            spaces.sort();
             out.push_str(",\"spaces\":{");
-            for (j, (s, n)) in sp.iter().enumerate() {
+            for (j, (s, n)) in spaces.iter().enumerate() {
                 let _ = write!(out, "{}\"{s}\":{n}", if j > 0 { "," } else { "" });
             }
             out.push_str("}}");
