@@ -328,6 +328,152 @@ pub struct DataTarget {
     pub latency: u64,
 }
 
+/// What a [`JvmEvent`] is: an event the JVM reports with its stack, not a sample hpm's timer
+/// or perf event took.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum JvmEventKind {
+    /// An allocation sampled by bytes (JVMTI SampledObjectAlloc; `jdk.ObjectAllocationSample`).
+    Allocation,
+    /// A contended monitor enter, with the time waited (`jdk.JavaMonitorEnter`).
+    MonitorEnter,
+    /// A thread parked (`LockSupport.park`: `jdk.ThreadPark`), with the time parked.
+    ThreadPark,
+}
+
+impl JvmEventKind {
+    pub const ALL: [JvmEventKind; 3] = [JvmEventKind::Allocation, JvmEventKind::MonitorEnter, JvmEventKind::ThreadPark];
+
+    /// The JFR event type the JDK writes for it (and hpm too).
+    pub fn jfr_name(self) -> &'static str {
+        match self {
+            JvmEventKind::Allocation => "jdk.ObjectAllocationSample",
+            JvmEventKind::MonitorEnter => "jdk.JavaMonitorEnter",
+            JvmEventKind::ThreadPark => "jdk.ThreadPark",
+        }
+    }
+
+    /// Short name in tables and options: `alloc`, `monitor`, `park`.
+    pub fn name(self) -> &'static str {
+        match self {
+            JvmEventKind::Allocation => "alloc",
+            JvmEventKind::MonitorEnter => "monitor",
+            JvmEventKind::ThreadPark => "park",
+        }
+    }
+
+    /// What its weight counts: bytes for allocations, nanoseconds waited otherwise.
+    pub fn unit(self) -> &'static str {
+        match self {
+            JvmEventKind::Allocation => "bytes",
+            _ => "ns",
+        }
+    }
+}
+
+/// One allocation sample, contended monitor enter or park, as the JVM reported it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JvmEvent {
+    pub kind: JvmEventKind,
+    /// Start (ticks).
+    pub time: u64,
+    /// Nanoseconds waited (monitor enter, park); 0 for an allocation.
+    pub duration: u64,
+    pub thread: ThreadIdx,
+    /// Leaf first.
+    pub stack: Stack,
+    pub truncated: bool,
+    /// The allocated object's class; the monitor's class; the park blocker's class (none when
+    /// the park had no blocker). Java names (`java.lang.String`, `byte[]`).
+    pub class: Option<Arc<str>>,
+    /// What the event stands for: bytes allocated (JFR's `weight`: the sampling interval for a
+    /// small object, the size for a large one), or nanoseconds waited.
+    pub weight: u64,
+    /// The monitor's or blocker's address (0: unknown).
+    pub address: u64,
+    /// A park's relative timeout in ns and absolute deadline in epoch ms (i64::MIN: none).
+    pub timeout: i64,
+    pub until: i64,
+}
+
+impl JvmEvent {
+    /// An event of `kind` with `stack`, the rest zero or none (the base readers and tests fill).
+    pub fn of(kind: JvmEventKind, stack: Stack) -> JvmEvent {
+        JvmEvent {
+            kind,
+            time: 0,
+            duration: 0,
+            thread: 0,
+            stack,
+            truncated: false,
+            class: None,
+            weight: 0,
+            address: 0,
+            timeout: i64::MIN,
+            until: i64::MIN,
+        }
+    }
+}
+
+/// `Ljava/lang/String;` or `java/lang/String` -> `java.lang.String`, `[B` -> `byte[]`,
+/// `[Ljava/lang/Object;` -> `java.lang.Object[]`: a JVM signature or internal class name as
+/// Java writes it.
+pub fn java_class_name(sig: &str) -> String {
+    let body = match sig.strip_prefix('L').and_then(|s| s.strip_suffix(';')) {
+        Some(b) if !sig.starts_with('[') => b,
+        _ => sig,
+    };
+    java_type_name(body)
+}
+
+/// `java/lang/String` -> `java.lang.String`, `[I` -> `int[]`, `[[Ljava/lang/Object;` ->
+/// `java.lang.Object[][]`.
+pub fn java_type_name(raw: &str) -> String {
+    let dims = raw.bytes().take_while(|&b| b == b'[').count();
+    if dims == 0 {
+        return raw.replace('/', ".");
+    }
+    let elem = &raw[dims..];
+    let base = match elem.as_bytes().first() {
+        Some(b'B') => "byte".to_string(),
+        Some(b'Z') => "boolean".to_string(),
+        Some(b'C') => "char".to_string(),
+        Some(b'S') => "short".to_string(),
+        Some(b'I') => "int".to_string(),
+        Some(b'F') => "float".to_string(),
+        Some(b'J') => "long".to_string(),
+        Some(b'D') => "double".to_string(),
+        Some(b'L') => elem[1..].trim_end_matches(';').replace('/', "."),
+        _ => elem.to_string(),
+    };
+    format!("{base}{}", "[]".repeat(dims))
+}
+
+/// The inverse for JFR's class names: `java.lang.String` -> `java/lang/String`, `byte[]` ->
+/// `[B`, `java.lang.Object[][]` -> `[[Ljava/lang/Object;`.
+pub fn internal_class_name(java: &str) -> String {
+    let mut base = java;
+    let mut dims = 0;
+    while let Some(b) = base.strip_suffix("[]") {
+        base = b;
+        dims += 1;
+    }
+    if dims == 0 {
+        return base.replace('.', "/");
+    }
+    let elem = match base {
+        "byte" => "B".to_string(),
+        "boolean" => "Z".to_string(),
+        "char" => "C".to_string(),
+        "short" => "S".to_string(),
+        "int" => "I".to_string(),
+        "float" => "F".to_string(),
+        "long" => "J".to_string(),
+        "double" => "D".to_string(),
+        other => format!("L{};", other.replace('.', "/")),
+    };
+    format!("{}{elem}", "[".repeat(dims))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PeriodUnit {
     Nanoseconds,
@@ -494,6 +640,9 @@ pub struct Recording {
     /// (empty when no sample has a state).
     pub states: Vec<String>,
     pub samples: Vec<Sample>,
+    /// Allocation samples, contended monitor enters and parks the JVM reported (`alloc`,
+    /// `lock`), in the order recorded.
+    pub events: Vec<JvmEvent>,
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,
 }
@@ -566,6 +715,20 @@ mod tests {
         }
         for c in VmComponent::ALL {
             assert_eq!(VmComponent::from_name(c.name()), c);
+        }
+    }
+
+    #[test]
+    fn class_names_convert_both_ways() {
+        for (sig, java, internal) in [
+            ("Ljava/lang/String;", "java.lang.String", "java/lang/String"),
+            ("[B", "byte[]", "[B"),
+            ("[[Ljava/lang/Object;", "java.lang.Object[][]", "[[Ljava/lang/Object;"),
+            ("java/util/HashMap$Node", "java.util.HashMap$Node", "java/util/HashMap$Node"),
+        ] {
+            assert_eq!(java_class_name(sig), java);
+            assert_eq!(internal_class_name(java), internal);
+            assert_eq!(java_class_name(internal), java);
         }
     }
 

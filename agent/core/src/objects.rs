@@ -19,8 +19,8 @@ use std::sync::Arc;
 use crate::hash::IntMap;
 use crate::hotspot::VmTable;
 use crate::javaheap::{HeaderLayout, HeapCapture};
-use crate::model::DataTarget;
 use crate::model::Space;
+use crate::model::{java_type_name, DataTarget};
 use crate::operand::MemoryAccess;
 
 /// Reads of the JVM's class metadata (never the Java heap): false when `addr` is unreadable.
@@ -645,29 +645,6 @@ fn read_array(c: &ClassLayout, array: u64, width: usize, mem: &mut dyn MetaRead)
     }
     let mut buf = vec![0u8; width * len as usize];
     mem.read(array + c.array_data, &mut buf).then_some(buf)
-}
-
-/// `java/lang/String` -> `java.lang.String`, `[I` -> `int[]`, `[[Ljava/lang/Object;` ->
-/// `java.lang.Object[][]`.
-pub fn java_type_name(raw: &str) -> String {
-    let dims = raw.bytes().take_while(|&b| b == b'[').count();
-    if dims == 0 {
-        return raw.replace('/', ".");
-    }
-    let elem = &raw[dims..];
-    let base = match elem.as_bytes().first() {
-        Some(b'B') => "byte".to_string(),
-        Some(b'Z') => "boolean".to_string(),
-        Some(b'C') => "char".to_string(),
-        Some(b'S') => "short".to_string(),
-        Some(b'I') => "int".to_string(),
-        Some(b'F') => "float".to_string(),
-        Some(b'J') => "long".to_string(),
-        Some(b'D') => "double".to_string(),
-        Some(b'L') => elem[1..].trim_end_matches(';').replace('/', "."),
-        _ => elem.to_string(),
-    };
-    format!("{base}{}", "[]".repeat(dims))
 }
 
 #[cfg(test)]

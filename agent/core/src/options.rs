@@ -323,7 +323,23 @@ pub struct Options {
     pub thread_filter: Option<String>,
     /// `data`: each sample's data address from its instruction (issue 13).
     pub data: bool,
+    /// Whether the sampling event (CPU, or what `event=` names) runs: false for `event=alloc`
+    /// or `event=lock` alone.
+    pub cpu: bool,
+    /// `alloc[=BYTES]`: allocations sampled every BYTES on average (JVMTI SampledObjectAlloc).
+    pub alloc: Option<u64>,
+    /// `lock[=DURATION]`: contended monitor enters and parks that waited at least this many ns.
+    pub lock: Option<u64>,
 }
+
+/// `alloc` without a size: async-profiler's default interval.
+pub const DEFAULT_ALLOC_INTERVAL: u64 = 512 * 1024;
+/// `lock` without a duration: waits shorter than this are not recorded (each recorded one
+/// costs a stack walk; async-profiler's users found 10 us removes its overhead on uncontended
+/// code and keeps the waits worth seeing).
+pub const DEFAULT_LOCK_THRESHOLD_NS: u64 = 10_000;
+/// The largest `alloc=` interval (SetHeapSamplingInterval takes a 32-bit int).
+pub const MAX_ALLOC_INTERVAL: u64 = 1 << 30;
 
 /// Who walks the Java stack in the signal handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -366,6 +382,9 @@ impl Default for Options {
             stack: StackWalker::Vm,
             thread_filter: None,
             data: false,
+            cpu: true,
+            alloc: None,
+            lock: None,
         }
     }
 }
@@ -403,8 +422,8 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
-const KEYS: &str =
-    "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, spswaiting, kernel, stack, thread, data";
+const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, \
+                    spswaiting, kernel, stack, thread, data, alloc, lock";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
@@ -417,6 +436,15 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         };
         match key {
             "event" if value == Some("wall") => o.sampler = Sampler::Wall,
+            "event" if value == Some("alloc") => {
+                o.cpu = false;
+                o.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
+            }
+            "event" if value == Some("lock") => {
+                o.cpu = false;
+                o.lock.get_or_insert(DEFAULT_LOCK_THRESHOLD_NS);
+            }
+            "event" if value == Some("cpu") => o.event = cpu_clock(),
             "event" => o.event = parse_event(need_value(key, value)?)?,
             "interval" => interval_text = Some(need_value(key, value)?.to_string()),
             "counters" => {
@@ -436,6 +464,16 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             "threads" => o.per_thread = flag(key, value)?,
             "quiet" => o.quiet = flag(key, value)?,
             "data" => o.data = flag(key, value)?,
+            "alloc" => o.alloc = Some(value.map_or(Ok(DEFAULT_ALLOC_INTERVAL), parse_bytes)?),
+            "lock" => {
+                o.lock = Some(match value {
+                    None => DEFAULT_LOCK_THRESHOLD_NS,
+                    Some("0") => 0,
+                    Some(v) => parse_duration(v).ok_or_else(|| {
+                        OptionError(format!("lock={v}: expected the shortest wait to record, such as 10us, 1ms or 0"))
+                    })?,
+                })
+            }
             "help" => o.help = true,
             "sampler" => {
                 o.sampler = match need_value(key, value)? {
@@ -486,7 +524,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
     }
     o.interval = match interval_text {
         None => Interval::Fixed(o.event.default_period),
-        Some(t) => parse_interval(&t, &o.event)?,
+        Some(ref t) => parse_interval(t, &o.event)?,
     };
     if o.thread_filter.is_some() && o.sampler != Sampler::Wall {
         return Err(OptionError(
@@ -497,6 +535,13 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
     }
     if o.sampler == Sampler::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
         return Err(OptionError("event=wall samples on a timer; it takes no other event= and no counters=".into()));
+    }
+    if !o.cpu && (o.data || !o.counters.is_empty() || interval_text.is_some()) {
+        return Err(OptionError(
+            "event=alloc and event=lock sample no CPU event, so they take no data, counters= or interval=; \
+             to have both, name the CPU event too: event=cpu,alloc or event=cpu,lock"
+                .into(),
+        ));
     }
     if o.data && o.sampler != Sampler::Asgct {
         return Err(OptionError(format!(
@@ -553,6 +598,24 @@ fn parse_count(key: &str, v: &str) -> Result<u64, OptionError> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or_else(|| OptionError(format!("{key}={v}: expected a positive whole number")))
+}
+
+/// `512k`, `1m`, `4096` (bytes) for `alloc=`.
+fn parse_bytes(v: &str) -> Result<u64, OptionError> {
+    let lower = v.to_ascii_lowercase();
+    let (num, mult) = match lower.trim_end_matches('b').char_indices().last() {
+        Some((i, 'k')) => (&lower[..i], 1u64 << 10),
+        Some((i, 'm')) => (&lower[..i], 1 << 20),
+        Some((i, 'g')) => (&lower[..i], 1 << 30),
+        _ => (lower.trim_end_matches('b'), 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|n| (1..=MAX_ALLOC_INTERVAL).contains(n))
+        .ok_or_else(|| {
+            OptionError(format!("alloc={v}: expected an interval in bytes from 1 to 1g, such as 512k or 1m"))
+        })
 }
 
 /// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds.
@@ -800,6 +863,24 @@ mod sysfs_tests {
             }
             .to_string(),
         )
+    }
+
+    #[test]
+    fn alloc_and_lock_modes_alone_and_beside_the_cpu_event() {
+        let o = parse("event=alloc").unwrap();
+        assert_eq!((o.cpu, o.alloc, o.lock), (false, Some(DEFAULT_ALLOC_INTERVAL), None));
+        let o = parse("event=cpu,alloc=1m,lock").unwrap();
+        assert_eq!((o.cpu, o.alloc, o.lock), (true, Some(1 << 20), Some(DEFAULT_LOCK_THRESHOLD_NS)));
+        assert_eq!(o.event.name, "cpu-clock");
+        let o = parse("event=lock,lock=1ms,alloc=4096").unwrap();
+        assert_eq!((o.cpu, o.alloc, o.lock), (false, Some(4096), Some(1_000_000)));
+        assert_eq!(parse("lock=0").unwrap().lock, Some(0));
+        for bad in ["alloc=0", "alloc=2g", "alloc=lots", "lock=soon"] {
+            let e = parse(bad).unwrap_err().to_string();
+            assert!(e.contains("expected"), "{bad}: {e}");
+        }
+        let e = parse("event=alloc,interval=1ms").unwrap_err().to_string();
+        assert!(e.contains("event=cpu,alloc"), "{e}");
     }
 
     #[test]

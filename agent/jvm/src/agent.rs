@@ -29,6 +29,8 @@ pub struct Agent {
     pub signals: SignalSetup,
     pub stats: SignalStats,
     pub asgct: Option<AsgctFn>,
+    /// `alloc` and `lock`: what the JVM's allocation, monitor and park events record.
+    pub events: crate::sampler::jvmevents::JvmEvents,
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -53,6 +55,7 @@ pub fn install(jvmti: Jvmti, vm: Vm) -> Result<&'static Agent, &'static Agent> {
             signals: SignalSetup::default(),
             stats: SignalStats::default(),
             asgct: signal::find_asgct(),
+            events: Default::default(),
         }
     });
     if fresh {
@@ -74,6 +77,7 @@ impl Agent {
             signals: &self.signals,
             stats: &self.stats,
             asgct: self.asgct,
+            events: &self.events,
         }
     }
 }

@@ -9,12 +9,13 @@ use std::sync::atomic::Ordering;
 
 use hpm_core::codemap::{CodeBlob, CodeEvent, PcScope};
 use hpm_core::model::ThreadInfo;
-use jni::sys::{jclass, jint, jmethodID, JNIEnv};
+use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 
 use crate::agent::{self, Agent};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{event, jthread, EventCallbacks, Jvmti, JvmtiEnvPtr};
 use crate::os::{gettid, now_ticks};
+use crate::sampler::jvmevents;
 use crate::threads::Threads;
 
 /// Events on from the start (the code-map ones are turned on by `CodeEvents::enable`).
@@ -45,6 +46,9 @@ pub fn fill(cb: &mut EventCallbacks) {
     cb.set(event::DYNAMIC_CODE_GENERATED, dynamic_code_generated as *const c_void);
     cb.set(event::GARBAGE_COLLECTION_START, gc_start as *const c_void);
     cb.set(event::GARBAGE_COLLECTION_FINISH, gc_finish as *const c_void);
+    cb.set(event::SAMPLED_OBJECT_ALLOC, sampled_object_alloc as *const c_void);
+    cb.set(event::MONITOR_CONTENDED_ENTER, monitor_contended_enter as *const c_void);
+    cb.set(event::MONITOR_CONTENDED_ENTERED, monitor_contended_entered as *const c_void);
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
@@ -179,4 +183,25 @@ unsafe extern "C" fn gc_start(_env: JvmtiEnvPtr) {
 unsafe extern "C" fn gc_finish(_env: JvmtiEnvPtr) {
     let time = now_ticks();
     guarded("GarbageCollectionFinish", |a| a.code.gc(false, time));
+}
+
+unsafe extern "C" fn sampled_object_alloc(
+    _env: JvmtiEnvPtr,
+    jni: *mut JNIEnv,
+    thread: jthread,
+    _object: jobject,
+    klass: jclass,
+    size: jlong,
+) {
+    guarded("SampledObjectAlloc", |a| {
+        jvmevents::allocated(&a.events, &a.jvmti, &a.threads, jni, thread, klass, size.max(0) as u64)
+    });
+}
+
+unsafe extern "C" fn monitor_contended_enter(_env: JvmtiEnvPtr, jni: *mut JNIEnv, _thread: jthread, object: jobject) {
+    guarded("MonitorContendedEnter", |a| jvmevents::monitor_waiting(&a.events, &a.jvmti, jni, object));
+}
+
+unsafe extern "C" fn monitor_contended_entered(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread, _object: jobject) {
+    guarded("MonitorContendedEntered", |a| jvmevents::monitor_entered(&a.events, &a.jvmti, &a.threads, jni, thread));
 }

@@ -326,3 +326,88 @@ pub fn long_array(env: *mut JNIEnv, array: jlongArray, what: &str) -> Result<Vec
     checked(env, "GetLongArrayRegion")?;
     Ok(out)
 }
+
+/// `obj`'s class, as a local reference (null when `obj` is null).
+pub fn object_class(env: *mut JNIEnv, obj: jobject) -> jobject {
+    if env.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `env` is the current thread's JNIEnv and `obj` a live reference; GetObjectClass
+    // cannot throw.
+    unsafe { (**env).GetObjectClass.map_or(std::ptr::null_mut(), |f| f(env, obj)) }
+}
+
+/// The object in the reference field `field` of `obj` (a local reference, null if the field is
+/// null or absent). `class` is `obj`'s class or a superclass declaring the field.
+pub fn object_field(env: *mut JNIEnv, class: jobject, obj: jobject, field: &CStr, sig: &CStr) -> jobject {
+    if env.is_null() || class.is_null() || obj.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `env` is the current thread's JNIEnv, `class` and `obj` live references; a
+    // missing field raises NoSuchFieldError, cleared here.
+    unsafe {
+        let f = &**env;
+        let (Some(get_id), Some(get), Some(clear)) = (f.GetFieldID, f.GetObjectField, f.ExceptionClear) else {
+            return std::ptr::null_mut();
+        };
+        let id = get_id(env, class, field.as_ptr(), sig.as_ptr());
+        if id.is_null() {
+            clear(env);
+            return std::ptr::null_mut();
+        }
+        get(env, obj, id)
+    }
+}
+
+/// Finds `class` (`jdk/internal/misc/Unsafe`) and registers `function` as its native method
+/// `name` with signature `sig`. The caller keeps the function's previous entry to call on.
+pub fn register_native(
+    env: *mut JNIEnv,
+    class: &CStr,
+    name: &CStr,
+    sig: &CStr,
+    function: *mut c_void,
+) -> Result<(), String> {
+    // SAFETY: `env` is the current thread's JNIEnv; the strings are NUL-terminated and live for
+    // the call; a failure raises an exception, checked and cleared here.
+    unsafe {
+        let f = &**env;
+        let c = (f.FindClass.ok_or("no FindClass")?)(env, class.as_ptr());
+        if c.is_null() {
+            (f.ExceptionClear.ok_or("no ExceptionClear")?)(env);
+            return Err(format!("class {} not found", class.to_string_lossy()));
+        }
+        let m = jni::sys::JNINativeMethod {
+            name: name.as_ptr() as *mut _,
+            signature: sig.as_ptr() as *mut _,
+            fnPtr: function,
+        };
+        let rc = (f.RegisterNatives.ok_or("no RegisterNatives")?)(env, c, &m, 1);
+        delete_local_ref(env, c);
+        if rc != JNI_OK {
+            (f.ExceptionClear.ok_or("no ExceptionClear")?)(env);
+            return Err(format!("RegisterNatives returned {rc}"));
+        }
+        Ok(())
+    }
+}
+
+/// The jmethodID of `class.name(sig)` (an instance method), for reading its native entry.
+pub fn method_id(env: *mut JNIEnv, class: &CStr, name: &CStr, sig: &CStr) -> Option<u64> {
+    // SAFETY: as in `register_native`; lookups that fail raise exceptions, cleared here.
+    unsafe {
+        let f = &**env;
+        let c = (f.FindClass?)(env, class.as_ptr());
+        if c.is_null() {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        let m = (f.GetMethodID?)(env, c, name.as_ptr(), sig.as_ptr());
+        delete_local_ref(env, c);
+        if m.is_null() {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        Some(m as u64)
+    }
+}

@@ -32,8 +32,11 @@ pub mod event {
     pub const COMPILED_METHOD_LOAD: u32 = 68;
     pub const COMPILED_METHOD_UNLOAD: u32 = 69;
     pub const DYNAMIC_CODE_GENERATED: u32 = 70;
+    pub const MONITOR_CONTENDED_ENTER: u32 = 75;
+    pub const MONITOR_CONTENDED_ENTERED: u32 = 76;
     pub const GARBAGE_COLLECTION_START: u32 = 81;
     pub const GARBAGE_COLLECTION_FINISH: u32 = 82;
+    pub const SAMPLED_OBJECT_ALLOC: u32 = 86;
     pub const FIRST: u32 = 50;
     pub const LAST: u32 = 86;
 }
@@ -43,7 +46,9 @@ pub mod cap {
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
+    pub const GENERATE_MONITOR_EVENTS: u32 = 28;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+    pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
 }
 
 /// `jvmtiEventCallbacks`: one function pointer per event from VM_INIT (50) to 86.
@@ -95,6 +100,20 @@ impl fmt::Debug for JvmtiError {
 }
 
 pub type Result<T> = std::result::Result<T, JvmtiError>;
+
+/// `jvmtiFrameInfo`: a frame's method and location (bytecode index; -1 in a native method).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct FrameInfo {
+    pub method: jmethodID,
+    pub location: jlong,
+}
+
+impl Default for FrameInfo {
+    fn default() -> Self {
+        FrameInfo { method: ptr::null_mut(), location: 0 }
+    }
+}
 
 /// A JVMTI environment. JVMTI environments may be used from any thread attached to the VM.
 #[derive(Clone, Copy)]
@@ -330,6 +349,30 @@ impl Jvmti {
         }
         self.deallocate(infos.cast());
         Ok(out)
+    }
+
+    /// SampledObjectAlloc's mean interval in bytes (0: every allocation).
+    pub fn set_heap_sampling_interval(&self, bytes: jint) -> Result<()> {
+        call!(self, 156, "SetHeapSamplingInterval", fn(jint), bytes)
+    }
+
+    /// The calling thread's stack, leaf first, into `out` as (jmethodID, location) pairs: at
+    /// most `out.len()` frames; returns how many. Location -1 is a native frame.
+    pub fn own_stack_trace(&self, out: &mut [FrameInfo]) -> Result<usize> {
+        let mut n: jint = 0;
+        let max = out.len().min(i32::MAX as usize) as jint;
+        call!(
+            self,
+            104,
+            "GetStackTrace",
+            fn(jthread, jint, jint, *mut FrameInfo, *mut jint),
+            ptr::null_mut(),
+            0,
+            max,
+            out.as_mut_ptr(),
+            &mut n
+        )?;
+        Ok(n.clamp(0, max) as usize)
     }
 
     /// The calling thread, as a local reference.

@@ -33,10 +33,11 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
     let plan = session::plan(&jvmti, option_string)?;
     jvmti.add_capabilities(&CAPABILITIES).map_err(|e| e.to_string())?;
+    add_event_capabilities(&jvmti);
     let agent =
         agent::install(jvmti, Vm::new(vm)).map_err(|_| "the agent is already loaded in this JVM".to_string())?;
     register(agent).map_err(|e| e.to_string())?;
-    if plan.opts.sampler == Sampler::Asgct {
+    if plan.opts.sampler == Sampler::Asgct && plan.opts.cpu {
         // The code-map events from the start; VMInit replays what start-up made before.
         agent.code.enable(&agent.jvmti, None).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
     }
@@ -87,6 +88,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
             );
         }
     }
+    add_event_capabilities(&jvmti);
     let agent = match agent::install(jvmti, Vm::new(vm)) {
         Ok(a) => a,
         Err(existing) => return Ok(existing),
@@ -96,6 +98,15 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     agent.vm.env().ok_or("the calling thread is not attached to the JVM")?;
     agent.vm.learn_thread_key();
     Ok(agent)
+}
+
+/// The capabilities of `alloc` and `lock` (HotSpot grants both at load and in the live phase).
+/// Held from the start: neither costs anything until a session enables its events. A JVM that
+/// refuses one makes the option fail with its own message when asked for.
+fn add_event_capabilities(jvmti: &Jvmti) {
+    for c in [cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS, cap::GENERATE_MONITOR_EVENTS] {
+        let _ = jvmti.add_capabilities(&[c]);
+    }
 }
 
 /// Keeps libhpm.so mapped for the life of the process: once callbacks and threads run its code,

@@ -75,3 +75,16 @@ pub fn read_words_checked(addrs: &[u64]) -> Vec<Option<u64>> {
     }
     out
 }
+
+/// Whether `addr` is in a loaded library whose file name ends with `name` (dladdr).
+pub fn in_library(addr: u64, name: &str) -> bool {
+    // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills, its name
+    // valid while the library stays loaded (checked at once).
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(addr as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return false;
+        }
+        std::ffi::CStr::from_ptr(info.dli_fname).to_bytes().ends_with(name.as_bytes())
+    }
+}

@@ -35,6 +35,7 @@ use crate::signal::SignalStats;
 use crate::sink::Sink;
 use crate::threads::Threads;
 
+mod events;
 mod write;
 
 /// Samples younger than this wait a round, so late code events (JVMTI posts them from the
@@ -74,6 +75,8 @@ pub struct Inputs {
     pub stats: &'static SignalStats,
     pub jvmti: Jvmti,
     pub vm: Vm,
+    /// `alloc` / `lock`: the JVM's events queued by the callbacks.
+    pub events: &'static crate::sampler::jvmevents::JvmEvents,
 }
 
 enum Request {
@@ -168,6 +171,9 @@ struct Processor {
     marks: Vec<hpm_core::jfr::marks::Mark>,
     code_events: Vec<CodeEvent>,
     gc_events: Vec<(bool, u64)>,
+    /// `alloc` / `lock`: a record to resolve the JVM events' stacks through (as the timer
+    /// samplers' stacks are), class names shared, and totals per kind for the summary.
+    events: events::EventState,
     inputs: Arc<Inputs>,
 }
 
@@ -361,6 +367,7 @@ impl Processor {
             marks: Vec::new(),
             code_events: Vec::new(),
             gc_events: Vec::new(),
+            events: events::EventState::default(),
             inputs,
         }
     }
@@ -399,6 +406,7 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        self.add_jvm_events();
         // Debug files found but refused while naming native frames (once per library).
         for note in self.resolver.symbolizer.take_notes() {
             if !inputs.opts.quiet {
@@ -414,6 +422,12 @@ impl Processor {
 
     /// Adds a resolved sample to the recording, the calling context tree and the stack table.
     fn add(&mut self, s: Sample, per_thread: bool) {
+        self.add_to_tree(&s, per_thread);
+        self.rec.samples.push(s);
+    }
+
+    /// Adds a sample to the calling context tree and the stack table only.
+    fn add_to_tree(&mut self, s: &Sample, per_thread: bool) {
         match self.components.iter_mut().find(|(k, _)| *k == s.component) {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
@@ -427,17 +441,16 @@ impl Processor {
         match self.seen.get(&s.stack, extra) {
             Some((leaf, entry)) => {
                 self.cct.add_at(leaf, 1, s.weight, &s.counters);
-                self.stacks.add_to(entry, &s);
+                self.stacks.add_to(entry, s);
             }
             None => {
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-                let leaf = self.cct.add_sample_named(&s, thread_root.as_deref(), &self.names);
-                let entry = self.stacks.entry(&s);
-                self.stacks.add_to(entry, &s);
+                let leaf = self.cct.add_sample_named(s, thread_root.as_deref(), &self.names);
+                let entry = self.stacks.entry(s);
+                self.stacks.add_to(entry, s);
                 self.seen.insert(&s.stack, extra, (leaf, entry));
             }
         }
-        self.rec.samples.push(s);
     }
 
     /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
@@ -509,6 +522,7 @@ impl Processor {
             ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
             ("bridge marks dropped (queue full)".into(), inputs.live.dropped.load(Ordering::Relaxed)),
+            ("JVM events dropped (queue full)".into(), inputs.events.dropped.load(Ordering::Relaxed)),
         ];
         for (reason, n) in &self.resolver.stats.failed {
             drops.push((format!("{}{reason}", hpm_core::model::KEPT_PREFIX), *n));
@@ -543,6 +557,7 @@ impl Processor {
             self.chunks += 1;
         }
         self.rec.samples.clear();
+        self.rec.events.clear();
         self.marks.clear();
         self.chunk_start = now;
     }
@@ -576,6 +591,9 @@ impl Processor {
             handler_ms * 1e3 / samples,
             (processing_ms - once_ms) * 1e3 / samples,
         );
+        if let Some(line) = self.events_line() {
+            eprintln!("hpm: {line}");
+        }
         if let Some(line) = self.resolver.stats.compare.line() {
             eprintln!("hpm: {line}");
         }

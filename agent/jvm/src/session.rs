@@ -36,6 +36,7 @@ pub struct Parts {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
+    pub events: &'static crate::sampler::jvmevents::JvmEvents,
 }
 
 /// What a session is configured with, checked before it starts (a bad option or an unusable
@@ -65,7 +66,19 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         SamplerKind::Sps => Some(timer::find_sps(jvmti)?),
         _ => None,
     };
-    let (spec, event, mut notes) = if opts.sampler == SamplerKind::Asgct {
+    let (spec, event, mut notes) = if !opts.cpu {
+        // event=alloc / event=lock alone: no sampling event at all.
+        let info = EventInfo {
+            name: "none".into(),
+            requested: "none".into(),
+            period: 0,
+            unit: PeriodUnit::Nanoseconds,
+            fallback: None,
+            sampler: "none".into(),
+            kernel: KernelMode::Excluded,
+        };
+        (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
+    } else if opts.sampler == SamplerKind::Asgct {
         perf::choose_events(&opts)?
     } else {
         // Timer samplers: no perf groups; the "event" is the sampling clock.
@@ -171,6 +184,8 @@ pub struct Session {
     sink: Arc<Sink>,
     sampler: Arc<dyn Sampler>,
     processor: ProcessorHandle,
+    /// `alloc` / `lock`: turned off at stop, before the processor's last round.
+    events: Option<(&'static crate::sampler::jvmevents::JvmEvents, Jvmti)>,
 }
 
 /// Batches a session may hold at once: enough for about 300 ms of samples at its rate on every
@@ -215,6 +230,9 @@ impl Session {
         let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
         parts.stats.reset();
         let sampler: Arc<dyn Sampler> = match opts.sampler {
+            _ if !opts.cpu => {
+                Arc::new(crate::sampler::Idle { threads: parts.threads, jvmti: parts.jvmti, vm: parts.vm })
+            }
             SamplerKind::Asgct => Arc::new(AsgctSampler {
                 threads: parts.threads,
                 code: parts.code,
@@ -273,20 +291,38 @@ impl Session {
             stats: parts.stats,
             jvmti: parts.jvmti,
             vm: parts.vm,
+            events: parts.events,
         };
         let processor = processor::start(inputs, plan.outputs)?;
-        if let Err(e) = sampler.start() {
+        let started = sampler.start().and_then(|()| {
+            if opts.alloc.is_none() && opts.lock.is_none() {
+                return Ok(());
+            }
+            let notes = parts.events.start(&parts.jvmti, parts.vm.env(), opts.alloc, opts.lock, max_depth)?;
+            if !opts.quiet {
+                for n in notes {
+                    eprintln!("hpm: {n}");
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = started {
+            parts.events.stop(&parts.jvmti);
             sampler.stop();
             let _ = processor.finish(Vec::new());
             return Err(e);
         }
-        Ok(Session { opts, event: plan.event, files, start_ticks, sink, sampler, processor })
+        let events = (opts.alloc.is_some() || opts.lock.is_some()).then_some((parts.events, parts.jvmti));
+        Ok(Session { opts, event: plan.event, files, start_ticks, sink, sampler, processor, events })
     }
 
     /// Stops sampling, then lets the processor do its last round and write the outputs (plus
     /// `extra` files) and the summary. Returns the files written and the profile (for dumps
     /// after stop).
     pub fn stop(self, extra: Vec<Output>) -> Result<(Vec<String>, Finished), String> {
+        if let Some((events, jvmti)) = self.events {
+            events.stop(&jvmti);
+        }
         let lines = self.sampler.stop();
         if !self.opts.quiet {
             for l in lines {

@@ -45,7 +45,7 @@ pub const A_DATA_AMOUNT: u64 = 208;
 pub const A_PERCENTAGE: u64 = 209;
 pub const A_EXPERIMENTAL: u64 = 210;
 
-// Event types; reserved for later: 106.. allocation/lock events.
+// Event types.
 pub const EVENT_EXECUTION_SAMPLE: u64 = 100;
 pub const EVENT_HPM_SAMPLE: u64 = 101;
 pub const EVENT_HPM_CONFIG: u64 = 102;
@@ -53,3 +53,6 @@ pub const EVENT_HPM_DROPS: u64 = 103;
 pub const EVENT_HPM_REGION: u64 = 104;
 pub const EVENT_HPM_PHASE: u64 = 105;
 pub const EVENT_WALL_CLOCK_SAMPLE: u64 = 106;
+pub const EVENT_OBJECT_ALLOCATION_SAMPLE: u64 = 107;
+pub const EVENT_JAVA_MONITOR_ENTER: u64 = 108;
+pub const EVENT_THREAD_PARK: u64 = 109;

@@ -12,8 +12,9 @@
 //!
 //! Events hpm writes: `jdk.ExecutionSample` (so JDK tools and JMC show the profile),
 //! `hpm.Sample` (everything the agent measured: weight, counters, data address, ip,
-//! component), `hpm.Config` and `hpm.Drops` once per chunk, and `hpm.Region` / `hpm.Phase`
-//! from the Java bridge ([`marks`]).
+//! component), `hpm.Config` and `hpm.Drops` once per chunk, `hpm.Region` / `hpm.Phase`
+//! from the Java bridge ([`marks`]), and the JDK's `jdk.ObjectAllocationSample`,
+//! `jdk.JavaMonitorEnter` and `jdk.ThreadPark` for `alloc` and `lock` ([`jvmevents`]).
 //!
 //! What the JDK's and JMC's readers insist on (learnt from their sources and tests, JDK 17
 //! and 25, JMC 9.1):
@@ -37,6 +38,7 @@
 pub mod error;
 pub mod event;
 pub mod ids;
+pub mod jvmevents;
 pub mod marks;
 pub mod metadata;
 pub mod parser;

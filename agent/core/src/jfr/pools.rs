@@ -131,6 +131,14 @@ fn descriptor_of(d: &str) -> &str {
     }
 }
 
+/// Keys of classes named by events, and of their name symbols: this bit plus 48 bits of a hash
+/// of the name, far above the method table's class and symbol keys.
+const OBJECT_CLASS_BASE: u64 = 1 << 50;
+
+fn object_class_key(java_name: &str) -> u64 {
+    OBJECT_CLASS_BASE | (fnv64(java_name.as_bytes()) & ((1 << 48) - 1))
+}
+
 /// FNV-1a over the stack's content, folded to 56 bits (8 varint bytes), never 0.
 fn stack_hash(frames: &[Frame], truncated: bool) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -170,6 +178,8 @@ pub struct Pools<'a> {
     runnable_used: bool,
     /// `Recording::states` referenced by a sample.
     states_used: Vec<bool>,
+    /// Classes named by events (key, internal name), see [`Pools::class_named`].
+    object_classes: Vec<(u64, String)>,
 }
 
 impl<'a> Pools<'a> {
@@ -189,6 +199,7 @@ impl<'a> Pools<'a> {
             event_name_used: false,
             runnable_used: false,
             states_used: vec![false; rec.states.len()],
+            object_classes: Vec::new(),
         }
     }
 
@@ -205,28 +216,34 @@ impl<'a> Pools<'a> {
 
     /// Key of a sample's stack trace, deduplicated by content.
     pub fn stack(&mut self, s: &'a Sample) -> u64 {
-        // The address is stable while `s` is borrowed, and no other stack can have it meanwhile.
-        let address = (s.stack.as_ptr() as usize, s.stack.len(), s.truncated);
+        self.stack_of(&s.stack, s.truncated)
+    }
+
+    /// Key of a stack trace (leaf first), deduplicated by content.
+    pub fn stack_of(&mut self, frames: &'a [Frame], truncated: bool) -> u64 {
+        // The address is stable while `frames` is borrowed, and no other stack can have it
+        // meanwhile.
+        let address = (frames.as_ptr() as usize, frames.len(), truncated);
         if let Some(&key) = self.by_address.get(&address) {
             return key;
         }
-        let key = self.stack_key(s);
+        let key = self.stack_key(frames, truncated);
         self.by_address.insert(address, key);
         key
     }
 
-    fn stack_key(&mut self, s: &'a Sample) -> u64 {
-        let mut key = stack_hash(&s.stack, s.truncated);
+    fn stack_key(&mut self, frames: &'a [Frame], truncated: bool) -> u64 {
+        let mut key = stack_hash(frames, truncated);
         loop {
             match self.stacks.get(&key) {
-                Some(&(frames, truncated)) if *frames == *s.stack && truncated == s.truncated => return key,
+                Some(&(f, t)) if f == frames && t == truncated => return key,
                 Some(_) => key = (key + 1) & ((1 << 56) - 1), // hash collision: probe
                 None => break,
             }
         }
-        self.stacks.insert(key, (&s.stack, s.truncated));
+        self.stacks.insert(key, (frames, truncated));
         self.stack_order.push(key);
-        for f in s.stack.iter() {
+        for f in frames {
             self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
             if (f.method as usize) < self.rec.methods.len() {
                 if self.method_seen.insert(f.method, ()).is_none() {
@@ -235,6 +252,18 @@ impl<'a> Pools<'a> {
             } else {
                 self.invalid_method = true;
             }
+        }
+        key
+    }
+
+    /// Key of the class an event names (an allocated object's, a monitor's): keyed by its
+    /// name, apart from the classes of the method table, so the key means the same class in
+    /// every chunk. `None` is null.
+    pub fn class_named(&mut self, java_name: Option<&str>) -> u64 {
+        let Some(name) = java_name else { return 0 };
+        let key = object_class_key(name);
+        if self.object_classes.iter().all(|(k, _)| *k != key) {
+            self.object_classes.push((key, crate::model::internal_class_name(name)));
         }
         key
     }
@@ -284,6 +313,11 @@ impl<'a> Pools<'a> {
         let names = Names::scan(self.rec, upto);
         let mut symbols = Symbols { names: &names, seen: HashSet::new(), entries: Vec::new() };
         let classes = self.encode_methods(&mut pools, &names, &mut symbols);
+        let mut classes = classes;
+        for (key, internal) in &self.object_classes {
+            symbols.fixed(*key, internal);
+            classes.push((*key, internal.clone()));
+        }
         encode_classes(&mut pools, &classes, &names, &mut symbols);
         self.encode_source_files(&mut pools, &names);
         let mut b = Vec::new();
@@ -484,11 +518,18 @@ fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &Names
     let mut b = Vec::new();
     for (key, internal) in classes {
         let pkg = package_of(internal);
-        let pkg_key = if pkg.is_empty() || *key == INVALID_METHOD_KEY { 0 } else { names.packages[pkg] };
+        let own = *key == INVALID_METHOD_KEY || *key & OBJECT_CLASS_BASE != 0;
+        // Classes named by events have no package entry (their packages need not be in the
+        // method table's numbering).
+        let pkg_key = if pkg.is_empty() || own { 0 } else { names.packages[pkg] };
         if pkg_key != 0 && !packages.iter().any(|(k, _)| *k == pkg_key) {
             packages.push((pkg_key, pkg));
         }
-        let name = if *key == INVALID_METHOD_KEY { INVALID_METHOD_KEY + 2 } else { symbols.key(internal) };
+        let name = match *key {
+            INVALID_METHOD_KEY => INVALID_METHOD_KEY + 2,
+            k if k & OBJECT_CLASS_BASE != 0 => k,
+            _ => symbols.key(internal),
+        };
         put_varint(&mut b, *key);
         put_varint(&mut b, 0); // class loader: null
         put_varint(&mut b, name);

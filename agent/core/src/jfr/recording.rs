@@ -19,8 +19,17 @@ use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
 use crate::model::Space;
 use crate::model::*;
 
-const WANTED: &[&str] =
-    &["hpm.Sample", "hpm.Config", "hpm.Drops", "jdk.ExecutionSample", "jdk.ActiveSetting", "jdk.JVMInformation"];
+const WANTED: &[&str] = &[
+    "hpm.Sample",
+    "hpm.Config",
+    "hpm.Drops",
+    "jdk.ExecutionSample",
+    "jdk.ActiveSetting",
+    "jdk.JVMInformation",
+    "jdk.ObjectAllocationSample",
+    "jdk.JavaMonitorEnter",
+    "jdk.ThreadPark",
+];
 
 /// Event name used for recordings made by the JDK's own sampler.
 pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
@@ -74,6 +83,8 @@ struct ChunkCache {
     source_files: HashMap<u64, String>,
     /// `dataClass`/`dataField` strings, one shared copy each.
     data_names: HashMap<String, Arc<str>>,
+    /// JVM events' class names (as the file has them) in Java form, one shared copy each.
+    class_names: HashMap<String, Arc<str>>,
 }
 
 /// A sample's `data` fields (None when it has no data space).
@@ -171,6 +182,18 @@ impl Builder {
                     _ => VmComponent::Unknown,
                 };
                 self.push(s)?;
+            }
+        }
+        for kind in JvmEventKind::ALL {
+            for e in c.events_named(kind.jfr_name()) {
+                let thread = self.thread(c, e.raw("eventThread"), &mut cache);
+                let (stack, truncated) = self.stack(c, e.raw("stackTrace"), &mut cache)?;
+                let mut ev = JvmEvent::of(kind, stack);
+                ev.thread = thread;
+                ev.truncated = truncated;
+                super::jvmevents::event_fields(kind, &e, |t| h.ticks_to_nanos(t), &mut cache.class_names, &mut ev);
+                self.weight_total = checked_sum(self.weight_total, ev.weight, "event weights")?;
+                self.rec.events.push(ev);
             }
         }
         Ok(())

@@ -160,7 +160,85 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
         },
     ];
     defs.extend(mark_event_defs());
+    defs.extend(jvm_event_defs());
     defs
+}
+
+/// The JDK's allocation-sample, monitor-enter and park events, field for field as JDK 17 and
+/// 25 declare them (`metadata.xml`), so that JMC's allocation and lock pages, IntelliJ and
+/// Pyroscope read hpm's `alloc` and `lock` events as the JDK's own.
+pub fn jvm_event_defs() -> Vec<EventDef> {
+    let thread_and_stack = || {
+        vec![
+            FieldDef::new("eventThread", T_THREAD, "Event Thread").pooled(),
+            FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
+        ]
+    };
+    let address =
+        |label: &str| FieldDef::new("address", T_LONG, label).with(marker(A_MEMORY_ADDRESS)).with(marker(A_UNSIGNED));
+    let bytes = Annotation { type_id: A_DATA_AMOUNT, values: vec![("value".into(), "BYTES".into())] };
+    let ns = Annotation { type_id: A_TIMESPAN, values: vec![("value".into(), "NANOSECONDS".into())] };
+    let millis = Annotation { type_id: A_TIMESTAMP, values: vec![("value".into(), "MILLISECONDS_SINCE_EPOCH".into())] };
+    vec![
+        EventDef {
+            id: EVENT_OBJECT_ALLOCATION_SAMPLE,
+            name: "jdk.ObjectAllocationSample",
+            label: "Object Allocation Sample",
+            description: "An allocation sampled by bytes (hpm: JVMTI SampledObjectAlloc, option alloc)",
+            category: &["Java Application"],
+            fields: [
+                vec![start_time_field()],
+                thread_and_stack(),
+                vec![
+                    FieldDef::new("objectClass", T_CLASS, "Object Class")
+                        .pooled()
+                        .with(description("Class of allocated object")),
+                    FieldDef::new("weight", T_LONG, "Sample Weight").with(bytes).with(description(
+                        "The relative weight of the sample. Aggregating the weights for a large number of samples, \
+                         for a particular class, thread or stack trace, gives a statistically accurate representation \
+                         of the allocation pressure",
+                    )),
+                ],
+            ]
+            .concat(),
+        },
+        EventDef {
+            id: EVENT_JAVA_MONITOR_ENTER,
+            name: "jdk.JavaMonitorEnter",
+            label: "Java Monitor Blocked",
+            description:
+                "A thread waited to enter a contended monitor (hpm: JVMTI MonitorContendedEnter/Entered, option lock)",
+            category: &["Java Application"],
+            fields: [
+                vec![start_time_field(), duration_field()],
+                thread_and_stack(),
+                vec![
+                    FieldDef::new("monitorClass", T_CLASS, "Monitor Class").pooled(),
+                    FieldDef::new("previousOwner", T_THREAD, "Previous Monitor Owner").pooled(),
+                    address("Monitor Address"),
+                ],
+            ]
+            .concat(),
+        },
+        EventDef {
+            id: EVENT_THREAD_PARK,
+            name: "jdk.ThreadPark",
+            label: "Java Thread Park",
+            description: "A thread parked in LockSupport.park (hpm: Unsafe.park intercepted, option lock)",
+            category: &["Java Application"],
+            fields: [
+                vec![start_time_field(), duration_field()],
+                thread_and_stack(),
+                vec![
+                    FieldDef::new("parkedClass", T_CLASS, "Class Parked On").pooled(),
+                    FieldDef::new("timeout", T_LONG, "Park Timeout").with(ns),
+                    FieldDef::new("until", T_LONG, "Park Until").with(millis),
+                    address("Address of Object Parked"),
+                ],
+            ]
+            .concat(),
+        },
+    ]
 }
 /// The counters a region can carry: (perf event name, JFR field name).
 pub const REGION_COUNTERS: &[(&str, &str)] = &[

@@ -36,7 +36,8 @@ pub const FLAG_COMPRESSED_INTS: u32 = 1;
 /// Encodes one self-contained chunk: header, `hpm.Config`, `hpm.Drops` (cumulative counts
 /// from `rec.drops`), a `jdk.ExecutionSample` and an `hpm.Sample` per sample, the constant
 /// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
-/// counter metadata; its `samples` field is not read.
+/// counter metadata and the JVM events (`rec.events`, all written); its `samples` field is
+/// not read.
 /// `dataIndex` of a sample without one: the int -1.
 const NO_INDEX: u64 = u32::MAX as u64;
 
@@ -97,6 +98,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
         e.finish(&mut out);
     }
     super::marks::write_marks(&mut out, &mut pools, marks);
+    super::jvmevents::write_jvm_events(&mut out, &mut pools, rec);
 
     // Constant pools: one checkpoint event, the only one of the chunk (delta 0).
     let cp_offset = out.len();

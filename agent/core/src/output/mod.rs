@@ -10,6 +10,7 @@ pub mod data;
 pub mod flame_html;
 pub mod flame_svg;
 pub mod json;
+pub mod jvmevents;
 pub mod pprof;
 pub mod report;
 pub mod stacks;

@@ -4,6 +4,7 @@
 use hpm_core::options::OutputFormat;
 use hpm_core::outfile::Target;
 use hpm_core::output;
+use hpm_core::output::collapsed::CountBy;
 
 use super::Processor;
 use crate::os::now_ticks;
@@ -12,23 +13,24 @@ impl Processor {
     /// Renders the profile in any format but JFR (which is written chunk by chunk).
     pub(super) fn render(&self, format: OutputFormat) -> Vec<u8> {
         let title = format!("hpm: {}", output::report::event_line(&self.rec));
+        // Without a CPU event the tree holds the JVM events, weighted by bytes or ns waited.
+        let by = if self.inputs.opts.cpu { CountBy::Samples } else { CountBy::Weight };
         match format {
             OutputFormat::Jfr => Vec::new(),
             // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
             OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
             OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
-            OutputFormat::Collapsed => {
-                output::collapsed::to_collapsed(&self.cct, output::collapsed::CountBy::Samples).into_bytes()
-            }
+            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, by).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.cct,
-                &output::flame_html::HtmlOptions { title, ..Default::default() },
+                &output::flame_html::HtmlOptions { title, by, ..Default::default() },
             )
             .into_bytes(),
-            OutputFormat::Svg => {
-                output::flame_svg::flame_svg(&self.cct, &output::flame_svg::SvgOptions { title, ..Default::default() })
-                    .into_bytes()
-            }
+            OutputFormat::Svg => output::flame_svg::flame_svg(
+                &self.cct,
+                &output::flame_svg::SvgOptions { title, by, ..Default::default() },
+            )
+            .into_bytes(),
         }
     }
 

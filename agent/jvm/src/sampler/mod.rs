@@ -4,8 +4,8 @@
 //! - `timer`: a sampling thread on a timer: `jvmti` (GetThreadListStackTraces at a global
 //!   safepoint) or `sps` (the patched JVM's partial safepoints).
 //!
-//! Later event sources (wall clock, allocations, locks, data addresses, a walk-free sampler) are
-//! new modules here.
+//! - `jvmevents`: not a sampler of threads but the JVM's own events with their stacks
+//!   (`alloc`, `lock`), beside any of the above or alone ([`Idle`] then samples nothing).
 
 use hpm_core::model::ThreadInfo;
 
@@ -13,6 +13,7 @@ use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 
 pub mod asgct;
+pub mod jvmevents;
 pub mod timer;
 
 pub trait Sampler: Send + Sync {
@@ -41,4 +42,26 @@ pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
         jnienv::delete_local_ref(jni, t);
     }
     out
+}
+
+/// The sampler of `event=alloc` / `event=lock` alone: no CPU samples; threads get indices so
+/// the JVM events of each are told apart.
+pub struct Idle {
+    pub threads: &'static crate::threads::Threads,
+    pub jvmti: Jvmti,
+    pub vm: Vm,
+}
+
+impl Sampler for Idle {
+    fn start(&self) -> Result<(), String> {
+        self.threads.begin(crate::threads::Mode::Identity);
+        self.threads.hint_java_threads(java_threads(&self.jvmti, self.vm));
+        self.threads.scan();
+        Ok(())
+    }
+
+    fn stop(&self) -> Vec<String> {
+        self.threads.stop_all();
+        Vec::new()
+    }
 }

@@ -1,0 +1,142 @@
+//! The JDK's allocation-sample, monitor-enter and park events ([`JvmEvent`]s): written by the
+//! agent for `alloc` and `lock`, read back from hpm's files and the JDK's own recordings.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::event::EventBuf;
+use super::pools::Pools;
+use super::schema::{EVENT_JAVA_MONITOR_ENTER, EVENT_OBJECT_ALLOCATION_SAMPLE, EVENT_THREAD_PARK};
+use super::value::ObjectView;
+use crate::model::{java_class_name, JvmEvent, JvmEventKind, Recording};
+
+/// Appends one event record per JVM event of `rec`.
+pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a Recording) {
+    let mut e = EventBuf::new(EVENT_OBJECT_ALLOCATION_SAMPLE);
+    for ev in &rec.events {
+        let thread = pools.thread(ev.thread);
+        let stack = pools.stack_of(&ev.stack, ev.truncated);
+        let class = pools.class_named(ev.class.as_deref());
+        match ev.kind {
+            JvmEventKind::Allocation => {
+                e.restart(EVENT_OBJECT_ALLOCATION_SAMPLE);
+                e.long(ev.time).long(thread).long(stack).long(class).long(ev.weight);
+            }
+            JvmEventKind::MonitorEnter => {
+                e.restart(EVENT_JAVA_MONITOR_ENTER);
+                e.long(ev.time).long(ev.duration).long(thread).long(stack).long(class);
+                e.long(0).long(ev.address); // previous owner: not known
+            }
+            JvmEventKind::ThreadPark => {
+                e.restart(EVENT_THREAD_PARK);
+                e.long(ev.time).long(ev.duration).long(thread).long(stack).long(class);
+                e.long(ev.timeout as u64).long(ev.until as u64).long(ev.address);
+            }
+        }
+        e.finish(out);
+    }
+}
+
+/// The kind of a JFR event type's name, if it is one of the JVM events.
+pub fn kind_of(event_type: &str) -> Option<JvmEventKind> {
+    JvmEventKind::ALL.into_iter().find(|k| k.jfr_name() == event_type)
+}
+
+/// The fields of a JVM event besides its thread and stack (which the reader resolves through
+/// its caches). `ticks` converts a tick count of the chunk to nanoseconds.
+pub fn event_fields(
+    kind: JvmEventKind,
+    e: &ObjectView,
+    ticks: impl Fn(u64) -> u64,
+    names: &mut HashMap<String, Arc<str>>,
+    ev: &mut JvmEvent,
+) {
+    ev.time = ticks(e.i64("startTime").unwrap_or(0) as u64);
+    ev.duration = ticks(e.i64("duration").unwrap_or(0).max(0) as u64);
+    let class_field = match kind {
+        JvmEventKind::Allocation => "objectClass",
+        JvmEventKind::MonitorEnter => "monitorClass",
+        JvmEventKind::ThreadPark => "parkedClass",
+    };
+    ev.class = e.object(class_field).and_then(|c| c.str("name").map(str::to_string)).map(|raw| {
+        if let Some(n) = names.get(&raw) {
+            return n.clone();
+        }
+        if names.len() >= 1 << 16 {
+            names.clear();
+        }
+        let n: Arc<str> = java_class_name(&raw).into();
+        names.insert(raw, n.clone());
+        n
+    });
+    ev.address = e.i64("address").unwrap_or(0) as u64;
+    ev.weight = match kind {
+        JvmEventKind::Allocation => e.i64("weight").unwrap_or(0).max(0) as u64,
+        _ => ev.duration,
+    };
+    if kind == JvmEventKind::ThreadPark {
+        ev.timeout = e.i64("timeout").unwrap_or(i64::MIN);
+        ev.until = e.i64("until").unwrap_or(i64::MIN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jfr::parser::parse_chunks;
+    use crate::jfr::tests::{sample_batch, sample_recording, times};
+    use crate::jfr::writer::encode_chunk;
+
+    fn events_of(rec: &mut Recording) -> Vec<JvmEvent> {
+        let stack = sample_batch(rec, 5_000_000_000, 1)[0].stack.clone();
+        let mut alloc = JvmEvent::of(JvmEventKind::Allocation, stack.clone());
+        alloc.time = 5_000_000_100;
+        alloc.thread = 1;
+        alloc.class = Some("byte[]".into());
+        alloc.weight = 524_288;
+        let mut monitor = JvmEvent::of(JvmEventKind::MonitorEnter, stack.clone());
+        monitor.time = 5_000_000_200;
+        monitor.duration = 1_500_000;
+        monitor.weight = 1_500_000;
+        monitor.class = Some("com.example.Account".into());
+        monitor.address = 0x7f00_1000;
+        let mut park = JvmEvent::of(JvmEventKind::ThreadPark, stack);
+        park.time = 5_000_000_300;
+        park.duration = 2_000_000;
+        park.weight = 2_000_000;
+        park.class = Some("java.util.concurrent.locks.ReentrantLock$NonfairSync".into());
+        park.timeout = 5_000_000;
+        let mut bare = park.clone();
+        bare.class = None;
+        bare.timeout = i64::MIN;
+        vec![alloc, monitor, park, bare]
+    }
+
+    #[test]
+    fn events_read_back_as_written_in_both_chunks() {
+        let mut rec = sample_recording();
+        rec.events = events_of(&mut rec);
+        let mut bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_001_000_000));
+        // A second chunk with the same classes: keys mean the same class in both.
+        bytes.extend(encode_chunk(&rec, &[], times(5_001_000_000, 5_002_000_000)));
+        let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+        let read = crate::jfr::recording_from_chunks(&chunks).unwrap();
+        assert_eq!(read.events.len(), 8);
+        for (a, b) in rec.events.iter().zip(&read.events[..4]).chain(rec.events.iter().zip(&read.events[4..])) {
+            assert_eq!(
+                (a.kind, a.time, a.duration, a.weight, &a.class),
+                (b.kind, b.time, b.duration, b.weight, &b.class)
+            );
+            assert_eq!((a.address, a.timeout, a.until), (b.address, b.timeout, b.until));
+            assert_eq!(read.stack_names_root_first(&Sample::of_stack(b.stack.clone())).len(), a.stack.len());
+            assert_eq!(read.threads[b.thread as usize].name, rec.threads[a.thread as usize].name);
+        }
+        // The class as the JDK names it: internal form, arrays as descriptors.
+        let a = chunks[0].events_named("jdk.ObjectAllocationSample").next().unwrap();
+        assert_eq!(a.object("objectClass").and_then(|c| c.str("name")), Some("[B"));
+        let m = chunks[1].events_named("jdk.JavaMonitorEnter").next().unwrap();
+        assert_eq!(m.object("monitorClass").and_then(|c| c.str("name")), Some("com/example/Account"));
+    }
+
+    use crate::model::Sample;
+}

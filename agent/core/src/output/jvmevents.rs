@@ -1,0 +1,283 @@
+//! Allocation and lock profiles from the JVM's events (`alloc`, `lock`; [`JvmEvent`]): the
+//! report's tables by class and by site, and the events as samples for flame graphs and every
+//! other output (`--event alloc|lock|monitor|park`), weighted by bytes or nanoseconds waited.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::model::{EventInfo, Frame, FrameKind, JvmEvent, JvmEventKind, MethodInfo, PeriodUnit, Recording, Sample};
+
+/// Which JVM events a reading command looks at instead of the CPU samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventSel {
+    Alloc,
+    Monitor,
+    Park,
+    /// Monitor enters and parks.
+    Lock,
+}
+
+impl EventSel {
+    pub fn parse(s: &str) -> Result<EventSel, String> {
+        match s {
+            "alloc" => Ok(EventSel::Alloc),
+            "monitor" => Ok(EventSel::Monitor),
+            "park" => Ok(EventSel::Park),
+            "lock" => Ok(EventSel::Lock),
+            other => Err(format!("--event {other}: expected alloc, lock, monitor or park")),
+        }
+    }
+
+    pub fn matches(self, k: JvmEventKind) -> bool {
+        match self {
+            EventSel::Alloc => k == JvmEventKind::Allocation,
+            EventSel::Monitor => k == JvmEventKind::MonitorEnter,
+            EventSel::Park => k == JvmEventKind::ThreadPark,
+            EventSel::Lock => k != JvmEventKind::Allocation,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            EventSel::Alloc => "alloc",
+            EventSel::Monitor => "monitor",
+            EventSel::Park => "park",
+            EventSel::Lock => "lock",
+        }
+    }
+}
+
+/// An event as a sample: its stack under a leaf frame naming the class (the allocated
+/// object's, the monitor's, the park blocker's, or `[no blocker]`), weighted by bytes or ns.
+pub fn as_sample(rec: &mut Recording, ev: &JvmEvent) -> Sample {
+    let leaf = match (&ev.class, ev.kind) {
+        (Some(c), _) => c.to_string(),
+        (None, JvmEventKind::ThreadPark) => "[no blocker]".to_string(),
+        (None, _) => "[unknown class]".to_string(),
+    };
+    let method = rec.methods.intern(MethodInfo::native(&leaf));
+    let mut frames = Vec::with_capacity(ev.stack.len() + 1);
+    frames.push(Frame { method, bci: -1, line: -1, kind: FrameKind::Unknown });
+    frames.extend_from_slice(&ev.stack);
+    let mut s = Sample::of_stack(frames.into());
+    s.time = ev.time;
+    s.thread = ev.thread;
+    s.truncated = ev.truncated;
+    s.weight = ev.weight;
+    s
+}
+
+/// Replaces the recording's samples by its events that `sel` selects, as samples (see
+/// [`as_sample`]); the event becomes `alloc` (bytes) or `lock`/`monitor`/`park` (ns). Returns
+/// how many there were. The CPU samples' counters do not apply to them: none are kept.
+pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
+    let events = std::mem::take(&mut rec.events);
+    let samples: Vec<Sample> = events.iter().filter(|e| sel.matches(e.kind)).map(|e| as_sample(rec, e)).collect();
+    rec.events = events;
+    rec.counters.clear();
+    rec.samples = samples;
+    let unit = if sel == EventSel::Alloc { "bytes" } else { "ns waited" };
+    rec.event = EventInfo {
+        name: format!("{} (weight in {unit})", sel.name()),
+        requested: sel.name().into(),
+        period: 0,
+        unit: PeriodUnit::Events,
+        fallback: None,
+        sampler: rec.event.sampler.clone(),
+        kernel: rec.event.kernel,
+    };
+    rec.samples.len()
+}
+
+/// Where an event happened, for the site tables: the first frame (leaf first) outside the JDK's
+/// lock machinery (`Unsafe.park`, `LockSupport`, the `java.util.concurrent.locks` classes), as
+/// `Class.method:line`.
+pub fn site(rec: &Recording, ev: &JvmEvent) -> String {
+    let skip = |c: &str| {
+        c == "jdk.internal.misc.Unsafe"
+            || c.starts_with("java.util.concurrent.locks.")
+            || (ev.kind == JvmEventKind::Allocation && c.is_empty())
+    };
+    let f = ev.stack.iter().find(|f| !skip(&rec.method(f.method).class_name)).or(ev.stack.first());
+    match f {
+        Some(f) => {
+            let name = rec.method(f.method).display_name();
+            if f.line > 0 {
+                format!("{name}:{}", f.line)
+            } else {
+                name
+            }
+        }
+        None => "[no stack]".into(),
+    }
+}
+
+/// One row of a table: events, summed weight, key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    pub key: String,
+    pub events: u64,
+    pub weight: u64,
+}
+
+/// Events of `kinds` summed by `key`, heaviest first (ties by key).
+pub fn table(rec: &Recording, kinds: &[JvmEventKind], key: impl Fn(&JvmEvent) -> String) -> Vec<Row> {
+    let mut by: HashMap<String, (u64, u64)> = HashMap::new();
+    for e in rec.events.iter().filter(|e| kinds.contains(&e.kind)) {
+        let v = by.entry(key(e)).or_default();
+        v.0 += 1;
+        v.1 = v.1.saturating_add(e.weight);
+    }
+    let mut rows: Vec<Row> = by.into_iter().map(|(key, (events, weight))| Row { key, events, weight }).collect();
+    rows.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.key.cmp(&b.key)));
+    rows
+}
+
+/// A class's name for the tables (`[no blocker]` for a park without one).
+pub fn class_key(e: &JvmEvent) -> String {
+    match &e.class {
+        Some(c) => c.to_string(),
+        None if e.kind == JvmEventKind::ThreadPark => "[no blocker]".into(),
+        None => "[unknown class]".into(),
+    }
+}
+
+/// The paper's overlap of two profiles (Inoue & Nakatani §7.2): the sum over keys of the
+/// smaller of the two shares, in [0, 1]; 1 for identical distributions.
+pub fn overlap(a: &[(String, f64)], b: &[(String, f64)]) -> f64 {
+    let (ta, tb) = (a.iter().map(|x| x.1).sum::<f64>(), b.iter().map(|x| x.1).sum::<f64>());
+    if ta <= 0.0 || tb <= 0.0 {
+        return 0.0;
+    }
+    let bm: HashMap<&str, f64> = b.iter().map(|(k, v)| (k.as_str(), *v / tb)).collect();
+    a.iter().map(|(k, v)| (v / ta).min(bm.get(k.as_str()).copied().unwrap_or(0.0))).sum()
+}
+
+fn amount(kind_alloc: bool, w: u64) -> String {
+    if kind_alloc {
+        format!("{:.1} MiB", w as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} ms", w as f64 / 1e6)
+    }
+}
+
+fn write_rows(out: &mut String, rows: &[Row], total: u64, alloc: bool, what: &str, top: usize) {
+    let _ = writeln!(out, "  {:>12} {:>6} {:>8}  {what}", if alloc { "bytes" } else { "waited" }, "%", "events");
+    for r in rows.iter().take(top) {
+        let share = if total > 0 { r.weight as f64 * 100.0 / total as f64 } else { 0.0 };
+        let _ = writeln!(out, "  {:>12} {share:>5.1}% {:>8}  {}", amount(alloc, r.weight), r.events, r.key);
+    }
+    if rows.len() > top {
+        let _ = writeln!(out, "  ... {} more", rows.len() - top);
+    }
+}
+
+/// The report's sections for a recording with JVM events: allocations by class and by site,
+/// lock waits by lock class and by site. Empty when it has none.
+pub fn report(rec: &Recording, top: usize) -> String {
+    let mut out = String::new();
+    let alloc = [JvmEventKind::Allocation];
+    let n_alloc = rec.events.iter().filter(|e| e.kind == JvmEventKind::Allocation).count();
+    if n_alloc > 0 {
+        let by_class = table(rec, &alloc, class_key);
+        let total: u64 = by_class.iter().map(|r| r.weight).sum();
+        let _ = writeln!(
+            out,
+            "\nAllocations (jdk.ObjectAllocationSample): {n_alloc} samples standing for {} allocated",
+            amount(true, total)
+        );
+        write_rows(&mut out, &by_class, total, true, "class", top);
+        out.push('\n');
+        write_rows(&mut out, &table(rec, &alloc, |e| site(rec, e)), total, true, "allocation site", top);
+    }
+    let lock = [JvmEventKind::MonitorEnter, JvmEventKind::ThreadPark];
+    let n_lock = rec.events.iter().filter(|e| lock.contains(&e.kind)).count();
+    if n_lock > 0 {
+        let by_class = table(rec, &lock, |e| format!("{} ({})", class_key(e), e.kind.name()));
+        let total: u64 = by_class.iter().map(|r| r.weight).sum();
+        let _ = writeln!(
+            out,
+            "\nLock waits (jdk.JavaMonitorEnter, jdk.ThreadPark): {n_lock} waits, {} in all",
+            amount(false, total)
+        );
+        write_rows(&mut out, &by_class, total, false, "lock class (monitor or park)", top);
+        out.push('\n');
+        write_rows(&mut out, &table(rec, &lock, |e| site(rec, e)), total, false, "site", top);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Stack, ThreadInfo};
+    use std::sync::Arc;
+
+    fn rec_with_events() -> Recording {
+        let mut rec = Recording::default();
+        rec.add_thread(ThreadInfo { name: "main".into(), is_java: true, ..Default::default() });
+        let mut stack = |class: &str, m: &str, line: i32| -> Stack {
+            let main = rec.methods.intern(MethodInfo::java("app.Main", "main", "()V"));
+            let leaf = rec.methods.intern(MethodInfo::java(class, m, "()V"));
+            Arc::from(vec![
+                Frame { method: leaf, bci: 1, line, kind: FrameKind::JitCompiled },
+                Frame { method: main, bci: 1, line: 3, kind: FrameKind::Interpreted },
+            ])
+        };
+        let (a, b) = (stack("app.Main", "fill", 10), stack("app.Main", "copy", 20));
+        let park = stack("java.util.concurrent.locks.LockSupport", "park", 5);
+        let mut evs = Vec::new();
+        for (s, class, w, n) in [(&a, "byte[]", 1_000u64, 3), (&b, "java.lang.String", 500, 2)] {
+            for _ in 0..n {
+                let mut e = JvmEvent::of(JvmEventKind::Allocation, s.clone());
+                e.class = Some(class.into());
+                e.weight = w;
+                evs.push(e);
+            }
+        }
+        let mut m = JvmEvent::of(JvmEventKind::MonitorEnter, a.clone());
+        m.class = Some("app.Account".into());
+        m.weight = 3_000_000;
+        evs.push(m);
+        let mut p = JvmEvent::of(JvmEventKind::ThreadPark, park);
+        p.weight = 1_000_000;
+        evs.push(p);
+        rec.events = evs;
+        rec
+    }
+
+    #[test]
+    fn tables_sum_weights_by_class_and_site() {
+        let rec = rec_with_events();
+        let rows = table(&rec, &[JvmEventKind::Allocation], class_key);
+        assert_eq!(rows[0], Row { key: "byte[]".into(), events: 3, weight: 3_000 });
+        assert_eq!(rows[1], Row { key: "java.lang.String".into(), events: 2, weight: 1_000 });
+        let text = report(&rec, 10);
+        assert!(text.contains("Allocations (jdk.ObjectAllocationSample): 5 samples"), "{text}");
+        assert!(text.contains("75.0%        3  app.Main.fill:10"), "{text}");
+        // The park's site skips LockSupport: the caller.
+        assert!(text.contains("25.0%        1  app.Main.main:3"), "{text}");
+        assert!(text.contains("[no blocker] (park)"), "{text}");
+    }
+
+    #[test]
+    fn events_project_to_samples_under_their_class() {
+        let mut rec = rec_with_events();
+        assert_eq!(project(&mut rec, EventSel::Alloc), 5);
+        let s = &rec.samples[0];
+        assert_eq!(rec.method(s.stack[0].method).name, "byte[]");
+        assert_eq!(s.stack.len(), 3);
+        assert_eq!(rec.samples.iter().map(|s| s.weight).sum::<u64>(), 4_000);
+        assert_eq!(project(&mut rec, EventSel::Lock), 2);
+        assert!(EventSel::parse("locks").is_err());
+    }
+
+    #[test]
+    fn overlap_is_the_shared_share() {
+        let a = vec![("x".to_string(), 3.0), ("y".to_string(), 1.0)];
+        let b = vec![("x".to_string(), 1.0), ("y".to_string(), 1.0)];
+        assert!((overlap(&a, &b) - 0.75).abs() < 1e-9);
+        assert!((overlap(&a, &a) - 1.0).abs() < 1e-9);
+        assert_eq!(overlap(&a, &[]), 0.0);
+    }
+}

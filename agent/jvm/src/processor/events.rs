@@ -1,0 +1,110 @@
+//! The processor's part of `alloc` and `lock`: each round, the JVM events the callbacks queued
+//! get their stacks resolved (through a record like the timer samplers', so frames are named
+//! and lined the same way) and join the recording; without a CPU event they also feed the tree
+//! and the stack table, weighted by bytes or time waited, so every output shows them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind};
+
+use super::Processor;
+
+/// Per kind: events and their summed weight.
+#[derive(Default)]
+pub(super) struct EventState {
+    record: Option<Box<Captured>>,
+    classes: HashMap<String, Arc<str>>,
+    totals: [(u64, u64); 3],
+}
+
+impl Processor {
+    pub(super) fn add_jvm_events(&mut self) {
+        let pending = self.inputs.events.take();
+        if pending.is_empty() {
+            return;
+        }
+        let Some(mut methods) = self.methods.take() else { return };
+        let cpu = self.inputs.opts.cpu;
+        let per_thread = self.inputs.opts.per_thread;
+        for p in pending {
+            if p.time < self.inputs.start_ticks {
+                continue;
+            }
+            let c = self.events.record.get_or_insert_with(Box::default);
+            c.raw = Default::default();
+            c.raw.time = p.time;
+            c.thread = p.thread;
+            c.walk_from_caller = false;
+            c.shares_walk = false;
+            c.kernel_periods = 0;
+            c.state = 0;
+            c.exact_kinds = true;
+            c.vm_walk = false;
+            c.asgct_frames = WALK_NOT_ATTEMPTED;
+            c.data = Default::default();
+            let n = p.frames.len().min(MAX_FRAMES);
+            for (i, &(m, bci)) in p.frames[..n].iter().enumerate() {
+                let native = bci < 0;
+                c.frames[i] = CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m };
+                // JVMTI does not say how a frame runs: Java frames of unknown kind.
+                c.kinds[i] = if native { FrameKind::Native } else { FrameKind::Unknown };
+            }
+            c.num_frames = n as i32;
+            let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
+            let class = p.class.map(|name| match self.events.classes.get(&name) {
+                Some(a) => a.clone(),
+                None => {
+                    let a: Arc<str> = name.as_str().into();
+                    self.events.classes.insert(name, a.clone());
+                    a
+                }
+            });
+            let ev = JvmEvent {
+                kind: p.kind,
+                time: p.time,
+                duration: p.duration,
+                thread: p.thread,
+                stack: s.stack,
+                truncated: s.truncated || p.frames.len() > MAX_FRAMES,
+                class,
+                weight: p.weight,
+                address: 0,
+                timeout: p.timeout,
+                until: p.until,
+            };
+            let k = JvmEventKind::ALL.iter().position(|&x| x == ev.kind).unwrap_or(0);
+            self.events.totals[k].0 += 1;
+            self.events.totals[k].1 = self.events.totals[k].1.saturating_add(ev.weight);
+            if !cpu {
+                let s = hpm_core::output::jvmevents::as_sample(&mut self.rec, &ev);
+                self.add_to_tree(&s, per_thread);
+            }
+            self.rec.events.push(ev);
+        }
+        self.methods = Some(methods);
+    }
+
+    /// The summary's line for the JVM events, if the session recorded any kind.
+    pub(super) fn events_line(&self) -> Option<String> {
+        let o = &self.inputs.opts;
+        if o.alloc.is_none() && o.lock.is_none() {
+            return None;
+        }
+        let [(na, wa), (nm, wm), (np, wp)] = self.events.totals;
+        let mut parts = Vec::new();
+        if o.alloc.is_some() {
+            parts.push(format!("{na} allocation samples standing for {:.1} MiB", wa as f64 / (1u64 << 20) as f64));
+        }
+        if o.lock.is_some() {
+            let short = self.inputs.events.short_waits.load(std::sync::atomic::Ordering::Relaxed);
+            parts.push(format!(
+                "{nm} contended monitor enters ({:.1} ms), {np} parks ({:.1} ms), {short} shorter waits not recorded",
+                wm as f64 / 1e6,
+                wp as f64 / 1e6
+            ));
+        }
+        Some(format!("JVM events: {}", parts.join("; ")))
+    }
+}

@@ -1,0 +1,390 @@
+//! `alloc` and `lock`: events the JVM reports with their stacks, recorded as the JDK's own
+//! `jdk.ObjectAllocationSample`, `jdk.JavaMonitorEnter` and `jdk.ThreadPark`.
+//!
+//! - Allocations: JVMTI SampledObjectAlloc at a mean interval in bytes (HotSpot's TLAB-based
+//!   heap sampler). Each sample stands for `size / (1 - exp(-size / interval))` bytes, the
+//!   inverse of the chance that an object of that size is sampled: the interval for small
+//!   objects, the size for large ones.
+//! - Monitors: JVMTI MonitorContendedEnter / MonitorContendedEntered. The stack is taken at
+//!   Enter, while another thread holds the monitor (the walk costs this thread's waiting time,
+//!   not the holder's critical section); the wait is recorded at Entered if it lasted at least
+//!   the threshold.
+//! - Parks: `LockSupport.park` has no JVMTI event. `jdk.internal.misc.Unsafe.park` is a JNI
+//!   native; hpm re-registers it with a function that times the original (read from the
+//!   `Method`'s native entry through VMStructs) and records the park blocker's class (see
+//!   docs/design.md, "Allocation and lock profiles").
+//!
+//! The callbacks run on the Java threads, outside any signal: they may allocate and lock. They
+//! queue [`Pending`] events (bounded; more are counted and dropped); the processor resolves the
+//! stacks each round.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use hpm_core::model::{java_class_name, JvmEventKind};
+use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
+
+use crate::jnienv;
+use crate::jvmti::{FrameInfo, Jvmti};
+use crate::os::{gettid, now_ticks};
+use crate::threads::Threads;
+
+/// Events kept while the processor has not taken them; later ones are counted and dropped.
+const MAX_PENDING: usize = 100_000;
+/// Deepest stack recorded with an event (the session's `jstackdepth` may ask for less).
+pub const MAX_EVENT_FRAMES: usize = hpm_core::capture::MAX_FRAMES;
+
+/// One event as a callback saw it: frames are (jmethodID, bytecode index or -1).
+pub struct Pending {
+    pub kind: JvmEventKind,
+    pub time: u64,
+    pub duration: u64,
+    pub thread: u32,
+    pub frames: Vec<(u64, i32)>,
+    /// Java name of the object's, monitor's or blocker's class.
+    pub class: Option<String>,
+    pub weight: u64,
+    pub timeout: i64,
+    pub until: i64,
+}
+
+/// What the callbacks record into, for the life of the process; a session turns the kinds on
+/// and off.
+pub struct JvmEvents {
+    queue: Mutex<Vec<Pending>>,
+    /// Events dropped because the queue was full.
+    pub dropped: AtomicU64,
+    /// Waits shorter than the threshold, not recorded.
+    pub short_waits: AtomicU64,
+    /// Mean allocation sampling interval; 0 = off.
+    alloc_interval: AtomicU64,
+    /// Shortest wait recorded, ns; `u64::MAX` = off.
+    lock_threshold: AtomicU64,
+    max_depth: AtomicU32,
+    /// Whether Unsafe.park is intercepted (once per process), or why not.
+    park: OnceLock<Result<(), String>>,
+}
+
+impl Default for JvmEvents {
+    fn default() -> Self {
+        JvmEvents {
+            queue: Mutex::new(Vec::new()),
+            dropped: AtomicU64::new(0),
+            short_waits: AtomicU64::new(0),
+            alloc_interval: AtomicU64::new(0),
+            lock_threshold: AtomicU64::new(u64::MAX),
+            max_depth: AtomicU32::new(256),
+            park: OnceLock::new(),
+        }
+    }
+}
+
+/// `alloc` weight: the bytes a sample of an object of `size` bytes stands for when the mean
+/// interval is `interval` (each object is sampled with probability 1 - exp(-size/interval)).
+pub fn allocation_weight(size: u64, interval: u64) -> u64 {
+    if interval == 0 || size == 0 {
+        return size;
+    }
+    let p = -(-(size as f64) / interval as f64).exp_m1();
+    if p <= 0.0 {
+        return interval;
+    }
+    (size as f64 / p).round() as u64
+}
+
+impl JvmEvents {
+    /// Turns on what a session asks for; returns lines for the start of the session.
+    pub fn start(
+        &self,
+        jvmti: &Jvmti,
+        jni: Option<*mut JNIEnv>,
+        alloc: Option<u64>,
+        lock: Option<u64>,
+        max_depth: u32,
+    ) -> Result<Vec<String>, String> {
+        use crate::jvmti::event;
+        let mut notes = Vec::new();
+        self.max_depth.store(max_depth.clamp(1, MAX_EVENT_FRAMES as u32), Ordering::Relaxed);
+        self.dropped.store(0, Ordering::Relaxed);
+        self.short_waits.store(0, Ordering::Relaxed);
+        if let Some(bytes) = alloc {
+            let interval = bytes.clamp(1, i32::MAX as u64);
+            jvmti
+                .set_heap_sampling_interval(interval as i32)
+                .and_then(|()| jvmti.set_event(true, event::SAMPLED_OBJECT_ALLOC))
+                .map_err(|e| format!("alloc: {e}; this JVM cannot sample allocations (JDK 11 or later can)"))?;
+            self.alloc_interval.store(interval, Ordering::Release);
+            notes.push(format!(
+                "alloc: allocations sampled every {} KiB on average (JVMTI SampledObjectAlloc)",
+                interval / 1024
+            ));
+        }
+        if let Some(ns) = lock {
+            for ev in [event::MONITOR_CONTENDED_ENTER, event::MONITOR_CONTENDED_ENTERED] {
+                jvmti.set_event(true, ev).map_err(|e| format!("lock: {e}; this JVM reports no monitor contention"))?;
+            }
+            self.lock_threshold.store(ns, Ordering::Release);
+            let park = self.park.get_or_init(|| jni.ok_or("no JNI environment".to_string()).and_then(intercept_park));
+            let parks = match park {
+                Ok(()) => "parks (Unsafe.park intercepted)".to_string(),
+                Err(e) => format!("no parks ({e})"),
+            };
+            notes.push(format!(
+                "lock: contended monitor enters (JVMTI) and {parks} that waited at least {} us",
+                ns as f64 / 1e3
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// Turns every kind off (the park interception stays, passing straight through).
+    pub fn stop(&self, jvmti: &Jvmti) {
+        use crate::jvmti::event;
+        self.alloc_interval.store(0, Ordering::Release);
+        self.lock_threshold.store(u64::MAX, Ordering::Release);
+        for ev in [event::SAMPLED_OBJECT_ALLOC, event::MONITOR_CONTENDED_ENTER, event::MONITOR_CONTENDED_ENTERED] {
+            let _ = jvmti.set_event(false, ev);
+        }
+    }
+
+    /// The processor, once per round: the events queued since the last call.
+    pub fn take(&self) -> Vec<Pending> {
+        std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn push(&self, p: Pending) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() >= MAX_PENDING {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        } else {
+            q.push(p);
+        }
+    }
+
+    fn lock_on(&self) -> Option<u64> {
+        Some(self.lock_threshold.load(Ordering::Acquire)).filter(|&t| t != u64::MAX)
+    }
+}
+
+/// A contended monitor enter in progress: its start, stack and monitor class.
+type Waiting = (u64, Vec<(u64, i32)>, Option<String>);
+
+thread_local! {
+    /// This thread's frame buffer for GetStackTrace.
+    static FRAMES: RefCell<Vec<FrameInfo>> = const { RefCell::new(Vec::new()) };
+    static WAITING: RefCell<Option<Waiting>> = const { RefCell::new(None) };
+}
+
+/// The calling thread's Java stack, leaf first, at most `max` frames.
+fn own_stack(jvmti: &Jvmti, max: u32) -> Vec<(u64, i32)> {
+    FRAMES.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < max as usize {
+            b.resize(max as usize, FrameInfo::default());
+        }
+        let n = jvmti.own_stack_trace(&mut b[..max as usize]).unwrap_or(0);
+        b[..n].iter().map(|f| (f.method as u64, f.location.clamp(-1, i32::MAX as i64) as i32)).collect()
+    })
+}
+
+fn class_name(jvmti: &Jvmti, class: jclass) -> Option<String> {
+    if class.is_null() {
+        return None;
+    }
+    jvmti.class_signature(class).ok().map(|s| java_class_name(&s))
+}
+
+/// The class of `obj` by its Java name.
+fn class_of(jvmti: &Jvmti, jni: *mut JNIEnv, obj: jobject) -> Option<String> {
+    let c = jnienv::object_class(jni, obj);
+    let name = class_name(jvmti, c);
+    jnienv::delete_local_ref(jni, c);
+    name
+}
+
+/// The session index of the calling thread.
+fn thread_index(threads: &Threads, jvmti: &Jvmti, jni: *mut JNIEnv, thread: jobject) -> Option<u32> {
+    threads.index_for_tid(gettid()).or_else(|| {
+        let id = jnienv::java_thread_id(jni, thread)?;
+        threads.index_for_java_id(id, || jvmti.thread_name(thread).unwrap_or_default())
+    })
+}
+
+/// SampledObjectAlloc.
+pub fn allocated(
+    ev: &JvmEvents,
+    jvmti: &Jvmti,
+    threads: &Threads,
+    jni: *mut JNIEnv,
+    thread: jobject,
+    class: jclass,
+    size: u64,
+) {
+    let interval = ev.alloc_interval.load(Ordering::Acquire);
+    if interval == 0 {
+        return;
+    }
+    let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
+    let frames = own_stack(jvmti, ev.max_depth.load(Ordering::Relaxed));
+    ev.push(Pending {
+        kind: JvmEventKind::Allocation,
+        time: now_ticks(),
+        duration: 0,
+        thread: idx,
+        frames,
+        class: class_name(jvmti, class),
+        weight: allocation_weight(size, interval),
+        timeout: i64::MIN,
+        until: i64::MIN,
+    });
+}
+
+/// MonitorContendedEnter: the thread is about to wait for `object`'s monitor.
+pub fn monitor_waiting(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, object: jobject) {
+    if ev.lock_on().is_none() {
+        return;
+    }
+    let frames = own_stack(jvmti, ev.max_depth.load(Ordering::Relaxed));
+    let class = class_of(jvmti, jni, object);
+    WAITING.with(|w| *w.borrow_mut() = Some((now_ticks(), frames, class)));
+}
+
+/// MonitorContendedEntered: the wait is over.
+pub fn monitor_entered(ev: &JvmEvents, jvmti: &Jvmti, threads: &Threads, jni: *mut JNIEnv, thread: jobject) {
+    let end = now_ticks();
+    let Some((start, frames, class)) = WAITING.with(|w| w.borrow_mut().take()) else { return };
+    let Some(threshold) = ev.lock_on() else { return };
+    let duration = end.saturating_sub(start);
+    if duration < threshold {
+        ev.short_waits.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
+    ev.push(Pending {
+        kind: JvmEventKind::MonitorEnter,
+        time: start,
+        duration,
+        thread: idx,
+        frames,
+        class,
+        weight: duration,
+        timeout: i64::MIN,
+        until: i64::MIN,
+    });
+}
+
+type ParkFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jboolean, jlong);
+
+/// The JVM's own `Unsafe_Park`, called by [`park`]; 0 until intercepted.
+static ORIGINAL_PARK: AtomicUsize = AtomicUsize::new(0);
+
+/// Re-registers `Unsafe.park(ZJ)V` with [`park`], after reading the original native entry
+/// from the `Method` (HotSpot keeps it in the word after the `Method`, whose size VMStructs
+/// gives).
+fn intercept_park(jni: *mut JNIEnv) -> Result<(), String> {
+    const UNSAFE: &std::ffi::CStr = c"jdk/internal/misc/Unsafe";
+    let method_size =
+        crate::vmstructs::table()?.sizes.get("Method").copied().ok_or("VMStructs gives no size of Method")?;
+    let mid = jnienv::method_id(jni, UNSAFE, c"park", c"(ZJ)V").ok_or("no Unsafe.park(ZJ)V")?;
+    // A jmethodID points at a slot holding the Method*.
+    let mut word = [0u8; 8];
+    if !crate::os::read_checked(mid, &mut word) {
+        return Err("cannot read Unsafe.park's jmethodID".into());
+    }
+    let method = u64::from_le_bytes(word);
+    if method == 0 || !crate::os::read_checked(method + method_size, &mut word) {
+        return Err("cannot read Unsafe.park's native entry".into());
+    }
+    let original = u64::from_le_bytes(word);
+    // The entry must be code of libjvm, not a stub that links it on first call.
+    if original == 0 || !crate::os::in_library(original, "libjvm.so") {
+        return Err(format!("Unsafe.park's native entry {original:#x} is not in libjvm.so"));
+    }
+    ORIGINAL_PARK.store(original as usize, Ordering::Release);
+    jnienv::register_native(jni, UNSAFE, c"park", c"(ZJ)V", park as *mut c_void)
+}
+
+/// What [`park`] notes before the original runs.
+struct ParkStart {
+    time: u64,
+    frames: Vec<(u64, i32)>,
+    threshold: u64,
+}
+
+/// `Unsafe.park` while hpm is loaded: times the JVM's own, and records the park as
+/// `jdk.ThreadPark` when `lock` is on and it lasted at least the threshold.
+unsafe extern "C" fn park(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
+    let before = catch_unwind(AssertUnwindSafe(|| {
+        let a = crate::agent::get()?;
+        let threshold = a.events.lock_on()?;
+        let frames = own_stack(&a.jvmti, a.events.max_depth.load(Ordering::Relaxed));
+        Some(ParkStart { time: now_ticks(), frames, threshold })
+    }))
+    .ok()
+    .flatten();
+    let original = ORIGINAL_PARK.load(Ordering::Acquire);
+    if original != 0 {
+        // SAFETY: `original` is the JVM's Unsafe_Park, read from the Method's native entry
+        // before this function replaced it; it has Unsafe.park's JNI signature.
+        let f: ParkFn = unsafe { std::mem::transmute::<usize, ParkFn>(original) };
+        // SAFETY: called with the arguments this native method received.
+        unsafe { f(env, this, absolute, time) };
+    }
+    let Some(start) = before else { return };
+    let _ = catch_unwind(AssertUnwindSafe(|| parked(env, start, absolute != 0, time)));
+}
+
+fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
+    let Some(a) = crate::agent::get() else { return };
+    let duration = now_ticks().saturating_sub(start.time);
+    if duration < start.threshold {
+        a.events.short_waits.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let Ok(thread) = a.jvmti.current_thread() else { return };
+    // LockSupport sets the blocker before Unsafe.park and clears it after: still set here.
+    let thread_class = jnienv::object_class(jni, thread);
+    let blocker = jnienv::object_field(jni, thread_class, thread, c"parkBlocker", c"Ljava/lang/Object;");
+    let class = class_of(&a.jvmti, jni, blocker);
+    jnienv::delete_local_ref(jni, blocker);
+    jnienv::delete_local_ref(jni, thread_class);
+    let idx = thread_index(&a.threads, &a.jvmti, jni, thread);
+    jnienv::delete_local_ref(jni, thread);
+    let Some(idx) = idx else { return };
+    let (timeout, until) = match (absolute, time) {
+        (_, 0) => (i64::MIN, i64::MIN),
+        (true, t) => (i64::MIN, t),
+        (false, t) => (t, i64::MIN),
+    };
+    a.events.push(Pending {
+        kind: JvmEventKind::ThreadPark,
+        time: start.time,
+        duration,
+        thread: idx,
+        frames: start.frames,
+        class,
+        weight: duration,
+        timeout,
+        until,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_weights_stand_for_the_bytes_behind_a_sample() {
+        // Small objects: each sample stands for about the interval.
+        assert_eq!(allocation_weight(16, 524_288), 524_296);
+        // Large objects are sampled almost surely: the size.
+        assert_eq!(allocation_weight(64 << 20, 524_288), 64 << 20);
+        // In between: more than either alone.
+        let w = allocation_weight(524_288, 524_288);
+        assert!(w > 524_288 && w < 2 * 524_288, "{w}");
+        assert_eq!(allocation_weight(100, 0), 100);
+    }
+}

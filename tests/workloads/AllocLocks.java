@@ -1,0 +1,109 @@
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Allocation and lock profiles with a truth known by construction.
+ *
+ * <p>{@code alloc SECONDS}: three sites allocate arrays whose sizes do not depend on the JVM's
+ * object layout (a 16-byte array header with compressed class pointers, JDK 17 and 25):
+ * {@code allocLarge} one long[1022] (8,192 bytes), {@code allocSmall} 64 byte[48] (64 bytes
+ * each: 4,096), {@code allocInts} 57 int[14] (72 bytes each: 4,104) per round; the bytes of each
+ * site are printed at the end. Shares: 49.9%, 25.0%, 25.1%.
+ *
+ * <p>{@code lock SECONDS}: four threads take turns on one {@code HotLock} monitor holding it
+ * 2 ms, two on one {@code ColdLock} monitor holding it 0.5 ms, none doing anything outside: each
+ * monitor is always held, by one thread, while the others wait; so {@code HotLock} is waited
+ * on three times as long as {@code ColdLock} (75% / 25% of the monitor wait time). Two more
+ * threads take turns on a {@link ReentrantLock} (parks).
+ */
+public class AllocLocks {
+    static final Object[] SINK = new Object[1024];
+    static long large, small, ints;
+
+    static void allocLarge(int i) {
+        SINK[i & 1023] = new long[1022];
+        large += 8192;
+    }
+
+    static void allocSmall(int i) {
+        for (int k = 0; k < 64; k++) {
+            SINK[(i + k) & 1023] = new byte[48];
+        }
+        small += 64 * 64;
+    }
+
+    static void allocInts(int i) {
+        for (int k = 0; k < 57; k++) {
+            SINK[(i + k * 7) & 1023] = new int[14];
+        }
+        ints += 57 * 72;
+    }
+
+    static final class HotLock {}
+
+    static final class ColdLock {}
+
+    static void hold(Object lock, long nanos, long end) {
+        while (System.nanoTime() < end) {
+            synchronized (lock) {
+                sleepNanos(nanos);
+            }
+        }
+    }
+
+    static void sleepNanos(long nanos) {
+        try {
+            Thread.sleep(nanos / 1_000_000, (int) (nanos % 1_000_000));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    static void parkOn(ReentrantLock lock, long end) {
+        while (System.nanoTime() < end) {
+            lock.lock();
+            try {
+                sleepNanos(1_000_000);
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String mode = args[0];
+        long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
+        if (mode.equals("alloc")) {
+            int i = 0;
+            while (System.nanoTime() < end) {
+                for (int r = 0; r < 1000; r++, i++) {
+                    allocLarge(i);
+                    allocSmall(i);
+                    allocInts(i);
+                }
+            }
+            System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
+            return;
+        }
+        HotLock hot = new HotLock();
+        ColdLock cold = new ColdLock();
+        ReentrantLock rl = new ReentrantLock();
+        Thread[] ts = new Thread[8];
+        for (int t = 0; t < ts.length; t++) {
+            final int n = t;
+            ts[t] = new Thread(() -> {
+                if (n < 4) {
+                    hold(hot, 2_000_000, end);
+                } else if (n < 6) {
+                    hold(cold, 500_000, end);
+                } else {
+                    parkOn(rl, end);
+                }
+            }, "locker-" + t);
+            ts[t].start();
+        }
+        for (Thread t : ts) {
+            t.join();
+        }
+        System.out.println("truth monitor wait shares HotLock=75 ColdLock=25");
+    }
+}
