@@ -6,6 +6,9 @@
 #   parses      JMC loads it without error
 #   counts      per event type, JMC's event counts equal the JDK's reader's (`jfr summary`)
 #   hpm-events  hpm.Sample (with its counter fields), hpm.Config and hpm.Drops are visible
+#   jvm-events  tests/workloads/AllocLocks.java recorded with event=cpu,alloc,lock (all three
+#               modes in one file): JMC reads jdk.ObjectAllocationSample, jdk.JavaMonitorEnter
+#               and jdk.ThreadPark, as many of each as the JDK's reader
 # Ends with `record jmc-parser PASSED FAILED SKIPPED`. Files go to target/jmc-check/.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,7 +29,17 @@ if ! mvn -q -B -f tests/jmc/pom.xml compile dependency:build-classpath -Dmdep.ou
 fi
 cp="$out/classes:$(cat "$out/classpath.txt")"
 jdk17=/usr/lib/jvm/java-17-openjdk-amd64
-"$jdk17/bin/javac" --release 17 -d "$run/classes" tests/workloads/Shares.java || { record jmc-parser 0 1 0; exit 1; }
+"$jdk17/bin/javac" --release 17 -d "$run/classes" tests/workloads/Shares.java tests/workloads/AllocLocks.java ||
+  { record jmc-parser 0 1 0; exit 1; }
+
+# Per type with events: "TYPE COUNT" by the JDK's reader ($1: java home, $2: file) and by JMC
+# ($2's JmcCheck output in $3).
+jdk_counts() {
+  "$1/bin/jfr" summary "$2" |
+    awk '$1 ~ /^[a-z]+\.[A-Za-z]/ && $2 ~ /^[0-9]+$/ && $2 > 0 && tolower($1) != "jdk.metadata" && tolower($1) != "jdk.checkpoint" { print $1, $2 }' |
+    sort
+}
+jmc_counts() { awk -F'\t' 'NF == 3 && $3 > 0 { print $2, $3 }' "$1" | sort; }
 
 for home in "$jdk17" /usr/lib/jvm/temurin-*; do
   [ -x "$home/bin/java" ] || continue
@@ -67,6 +80,22 @@ for home in "$jdk17" /usr/lib/jvm/temurin-*; do
     pass "$name: hpm-events (hpm.Sample $samples with $sf; hpm.Config; hpm.Drops)"
   else
     fail "$name: hpm-events: hpm.Sample=${samples:-none} [$sf] hpm.Config=${configs:-none} hpm.Drops [$(fields hpm.Drops)]"
+  fi
+  # The JVM's events, all three modes beside the CPU event in one recording.
+  locks=$run/$name-locks.jfr
+  if ! "$home/bin/java" "-agentpath:$lib=event=cpu,alloc=64k,lock,file=$locks,quiet" -cp "$run/classes" \
+       AllocLocks both 1 >"$run/$name-locks.log" 2>&1 ||
+     ! "$jdk17/bin/java" -cp "$cp" hpm.jmc.JmcCheck "$locks" >"$run/$name-locks.jmc" 2>"$run/$name-locks.jmc.err"; then
+    fail "$name: jvm-events: recording or parsing failed (see $run/$name-locks.log, .jmc.err)"
+    continue
+  fi
+  jdk=$(jdk_counts "$home" "$locks")
+  jmc=$(jmc_counts "$run/$name-locks.jmc")
+  if [ "$jdk" = "$jmc" ] && [[ "$jmc" == *jdk.ObjectAllocationSample* ]] && [[ "$jmc" == *jdk.JavaMonitorEnter* ]] &&
+     [[ "$jmc" == *jdk.ThreadPark* ]] && [[ "$jmc" == *jdk.ExecutionSample* ]]; then
+    pass "$name: jvm-events ($(echo "$jmc" | tr '\n' ' '))"
+  else
+    fail "$name: jvm-events: JDK: $(echo "$jdk" | tr '\n' ' ') JMC: $(echo "$jmc" | tr '\n' ' ')"
   fi
 done
 record jmc-parser "$passed" "$failed" "$skipped"

@@ -13,7 +13,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * 2 ms, two on one {@code ColdLock} monitor holding it 0.5 ms, none doing anything outside: each
  * monitor is always held, by one thread, while the others wait; so {@code HotLock} is waited
  * on three times as long as {@code ColdLock} (75% / 25% of the monitor wait time). Two more
- * threads take turns on a {@link ReentrantLock} (parks).
+ * threads take turns on a {@link ReentrantLock} (parks). {@code both SECONDS}: the lockers, and
+ * the main thread allocating as in {@code alloc} meanwhile.
  */
 public class AllocLocks {
     static final Object[] SINK = new Object[1024];
@@ -69,19 +70,23 @@ public class AllocLocks {
         }
     }
 
+    static void allocate(long end) {
+        int i = 0;
+        while (System.nanoTime() < end) {
+            for (int r = 0; r < 1000; r++, i++) {
+                allocLarge(i);
+                allocSmall(i);
+                allocInts(i);
+            }
+        }
+        System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
+    }
+
     public static void main(String[] args) throws Exception {
         String mode = args[0];
         long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
         if (mode.equals("alloc")) {
-            int i = 0;
-            while (System.nanoTime() < end) {
-                for (int r = 0; r < 1000; r++, i++) {
-                    allocLarge(i);
-                    allocSmall(i);
-                    allocInts(i);
-                }
-            }
-            System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
+            allocate(end);
             return;
         }
         HotLock hot = new HotLock();
@@ -100,6 +105,9 @@ public class AllocLocks {
                 }
             }, "locker-" + t);
             ts[t].start();
+        }
+        if (mode.equals("both")) {
+            allocate(end);
         }
         for (Thread t : ts) {
             t.join();

@@ -57,7 +57,8 @@ pub(crate) fn output_format(out: &str) -> Result<Format, String> {
 
 pub fn main(a: Args) -> Result<(), String> {
     let (input, output, threads) = (a.input.as_str(), a.output.as_str(), a.threads);
-    let by = if a.weight { CountBy::Weight } else { CountBy::Samples };
+    // The JVM's events are drawn by what they stand for: bytes or time waited.
+    let by = if a.weight || a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
     let title = a.title.as_deref();
     let format = output_format(output)?;
     let loaded = load_input(input, threads, None, &a.samples, a.by)?;

@@ -41,7 +41,13 @@ pub fn main(a: Args) -> Result<(), String> {
     match (a.by, input.rec.as_ref()) {
         (Some(by), Some(rec)) => print!("{}", data_report(rec, &input.cct, &input.tallies, by, &opts)),
         (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),
-        (None, rec) => print!("{}", full_report(rec, &input.cct, &input.tallies, &opts)),
+        (None, rec) => {
+            print!("{}", full_report(rec, &input.cct, &input.tallies, &opts));
+            // The JVM's events, by class and by site (unless --event made them the samples).
+            if let (Some(rec), None) = (rec, a.samples.event) {
+                print!("{}", hpm_core::output::jvmevents::report(rec, a.top));
+            }
+        }
     }
     Ok(())
 }

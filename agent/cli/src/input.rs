@@ -22,6 +22,11 @@ pub(crate) struct SampleArgs {
     /// Only samples before TIME, given as for --from (.jfr only)
     #[arg(long, value_name = "TIME")]
     to: Option<String>,
+    /// The JVM's events instead of the CPU samples, weighted by bytes or time waited (agent
+    /// options `alloc`, `lock`; JFR's own events too): alloc, lock (monitor enters and parks),
+    /// monitor or park (.jfr only)
+    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse)]
+    pub(crate) event: Option<hpm_core::output::jvmevents::EventSel>,
 }
 
 impl SampleArgs {
@@ -42,7 +47,7 @@ pub(crate) fn load_input(
     samples: &SampleArgs,
     data_root: Option<hpm_core::output::data::DataBy>,
 ) -> Result<Input, String> {
-    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?, data_root)?;
+    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?, data_root, samples.event)?;
     warn(&input.notes);
     Ok(input)
 }

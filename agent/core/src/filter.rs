@@ -213,7 +213,7 @@ impl SampleFilter {
         self.thread.is_none() && self.from.is_none() && self.to.is_none()
     }
 
-    /// Keeps the samples the filter selects. `Ok(None)` for an empty filter. An error, one line
+    /// Keeps the samples (and the JVM events) the filter selects. `Ok(None)` for an empty filter. An error, one line
     /// saying why, when nothing is left of a recording that had samples (a bad expression or a
     /// range outside the recording is a mistake to point out, not an empty report).
     pub fn apply(&self, rec: &mut Recording) -> Result<Option<Applied>, String> {
@@ -240,6 +240,7 @@ impl SampleFilter {
             return Err(self.nothing_left(rec, &thread_ok, &time_ok, from, to));
         }
         rec.samples.retain(|s| thread_ok(s.thread) && time_ok(s.time));
+        rec.events.retain(|e| thread_ok(e.thread) && time_ok(e.time));
         let offset = |t: u64| t.saturating_sub(rec.start_ticks);
         Ok(Some(Applied {
             samples_before: before,

@@ -173,6 +173,7 @@ pub fn load_profile(
     from_phase: Option<&str>,
     filter: &SampleFilter,
     data_root: Option<crate::output::data::DataBy>,
+    events: Option<crate::output::jvmevents::EventSel>,
 ) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -190,6 +191,15 @@ pub fn load_profile(
     }
     if is_jfr {
         let (mut rec, mut notes) = load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        if let Some(sel) = events {
+            if crate::output::jvmevents::project(&mut rec, sel) == 0 {
+                return Err(format!(
+                    "--event: `{path}` has no such events; record allocations with the agent option `alloc` and \
+                     lock waits with `lock` (or JFR's jdk.ObjectAllocationSample, jdk.JavaMonitorEnter, \
+                     jdk.ThreadPark)"
+                ));
+            }
+        }
         if let Some(spec) = from_phase {
             let phases = crate::jfr::marks::read_phases(p).map_err(|e| format!("cannot load recording: {e}"))?;
             let left_out = crate::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
@@ -214,6 +224,9 @@ pub fn load_profile(
                 "--thread, --from and --to need a .jfr recording: collapsed stacks like `{path}` carry no \
                  threads or times"
             ));
+        }
+        if events.is_some() {
+            return Err(format!("--event needs a .jfr recording: collapsed stacks like `{path}` carry no events"));
         }
         if data_root.is_some() {
             return Err(format!("--by needs a .jfr recording: collapsed stacks like `{path}` carry no data addresses"));

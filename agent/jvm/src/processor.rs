@@ -585,11 +585,17 @@ impl Processor {
         } else {
             String::new()
         };
+        let per_sample = if stats.samples.load(Ordering::Relaxed) > 0 {
+            format!(
+                "; per sample {:.1} + {:.1} us",
+                handler_ms * 1e3 / samples,
+                (processing_ms - once_ms) * 1e3 / samples
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms{once}; \
-             per sample {:.1} + {:.1} us",
-            handler_ms * 1e3 / samples,
-            (processing_ms - once_ms) * 1e3 / samples,
+            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms{once}{per_sample}"
         );
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");

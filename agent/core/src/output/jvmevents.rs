@@ -79,7 +79,7 @@ pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
     let unit = if sel == EventSel::Alloc { "bytes" } else { "ns waited" };
     rec.event = EventInfo {
         name: format!("{} (weight in {unit})", sel.name()),
-        requested: sel.name().into(),
+        requested: format!("{} (weight in {unit})", sel.name()),
         period: 0,
         unit: PeriodUnit::Events,
         fallback: None,

@@ -1,0 +1,137 @@
+//! Allocation and lock profiles from the JVM's events (`alloc`, `lock`; issue 14), against a
+//! truth known by construction (tests/workloads/AllocLocks.java): the bytes each allocation
+//! site allocates (counted by the program), and monitor waits whose shares follow from the
+//! threads per monitor (each monitor always held by one thread while the others wait: four
+//! threads on HotLock, two on ColdLock, so 3 : 1 of the wait time). One recording per JDK has
+//! all three modes at once (`event=cpu,alloc,lock`); the JDK's own reader must count what
+//! hpm's reader counts.
+
+use std::collections::HashMap;
+
+use hpm_core::model::{JvmEventKind, Recording};
+use hpm_tests::*;
+
+/// `truth bytes allocLarge=N allocSmall=N allocInts=N` from the program's output, as shares.
+fn truth_shares(stdout: &str) -> HashMap<String, f64> {
+    let line = stdout.lines().find(|l| l.starts_with("truth bytes ")).unwrap_or_else(|| panic!("no truth in {stdout}"));
+    let bytes: Vec<(String, f64)> = line["truth bytes ".len()..]
+        .split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("name=bytes");
+            (k.to_string(), v.parse::<f64>().expect("bytes"))
+        })
+        .collect();
+    let total: f64 = bytes.iter().map(|b| b.1).sum();
+    bytes.into_iter().map(|(k, v)| (format!("AllocLocks.{k}"), v * 100.0 / total)).collect()
+}
+
+/// Allocated bytes (event weights) per site method, as shares.
+fn alloc_shares(rec: &Recording) -> HashMap<String, f64> {
+    let mut by: HashMap<String, f64> = HashMap::new();
+    for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::Allocation) {
+        let site = e.stack.first().map(|f| rec.method(f.method).display_name()).unwrap_or_default();
+        *by.entry(site).or_default() += e.weight as f64;
+    }
+    let total: f64 = by.values().sum();
+    by.values_mut().for_each(|v| *v = *v * 100.0 / total);
+    by
+}
+
+#[test]
+fn allocation_and_lock_profiles_match_the_truth_on_both_jdks() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("events-{}", jdk.name));
+        let file = dir.join("both.jfr");
+        let opts = format!("event=cpu,alloc,lock,file={}", file.display());
+        let run = run_java(&jdk, Some(&opts), &[], "AllocLocks", &["both", "4"]);
+        run.assert_ok("AllocLocks both");
+        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let count = |k: JvmEventKind| rec.events.iter().filter(|e| e.kind == k).count() as u64;
+
+        // Allocations: bytes per site within 5 points of what the program counted.
+        let truth = truth_shares(&run.stdout);
+        let got = alloc_shares(&rec);
+        eprintln!("{}: allocation bytes per site: truth {truth:.1?}, hpm {got:.1?}", jdk.name);
+        assert!(
+            count(JvmEventKind::Allocation) >= 1_000,
+            "{}: {} allocation samples",
+            jdk.name,
+            count(JvmEventKind::Allocation)
+        );
+        for (site, share) in &truth {
+            let g = got.get(site).copied().unwrap_or(0.0);
+            assert!((g - share).abs() <= 5.0, "{}: {site}: {g:.1}% of the bytes, truth {share:.1}%", jdk.name);
+        }
+
+        // Monitors: wait time by the monitor's class, 75 / 25.
+        let mut wait: HashMap<String, f64> = HashMap::new();
+        for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::MonitorEnter) {
+            *wait.entry(e.class.as_deref().unwrap_or("?").to_string()).or_default() += e.duration as f64;
+        }
+        let total: f64 = wait.values().sum();
+        let hot = wait.get("AllocLocks$HotLock").copied().unwrap_or(0.0) * 100.0 / total.max(1.0);
+        let cold = wait.get("AllocLocks$ColdLock").copied().unwrap_or(0.0) * 100.0 / total.max(1.0);
+        eprintln!(
+            "{}: monitor wait {:.1} s: HotLock {hot:.1}%, ColdLock {cold:.1}% (truth 75 / 25); {} parks",
+            jdk.name,
+            total / 1e9,
+            count(JvmEventKind::ThreadPark)
+        );
+        assert!((hot - 75.0).abs() <= 5.0 && (cold - 25.0).abs() <= 5.0, "{}: {wait:?}", jdk.name);
+        // Every monitor is always held while others wait: the waits add up to about
+        // (4 - 1) + (2 - 1) thread-seconds per second.
+        assert!(total / 1e9 >= 4.0 * 4.0 * 0.7, "{}: only {:.1} s of monitor waits", jdk.name, total / 1e9);
+
+        // Parks on the ReentrantLock, named by its synchronizer, from the locker's own method.
+        let parks: Vec<_> = rec
+            .events
+            .iter()
+            .filter(|e| {
+                e.kind == JvmEventKind::ThreadPark && e.class.as_deref().is_some_and(|c| c.contains("ReentrantLock"))
+            })
+            .collect();
+        assert!(parks.len() >= 100, "{}: {} parks on the ReentrantLock", jdk.name, parks.len());
+        let site = hpm_core::output::jvmevents::site(&rec, parks[0]);
+        assert!(site.starts_with("AllocLocks.parkOn"), "{}: park site {site}", jdk.name);
+
+        // The CPU event beside them, and the JDK's reader counting the same events.
+        assert!(!rec.samples.is_empty(), "{}: no CPU samples beside the JVM events", jdk.name);
+        let jdk_counts = check_jfr(&jdk, &file, "");
+        for k in JvmEventKind::ALL {
+            let theirs = jdk_counts.get(&format!("count {}", k.jfr_name())).copied().unwrap_or(0);
+            assert_eq!(theirs, count(k), "{}: {} read by the JDK", jdk.name, k.jfr_name());
+        }
+    }
+}
+
+#[test]
+fn report_and_flame_graph_show_the_events_by_bytes_and_time() {
+    let jdk = &jdks()[0];
+    let dir = scratch("events-report");
+    let (jfr, html) = (dir.join("alloc.jfr"), dir.join("alloc.collapsed"));
+    let opts = format!("event=alloc,alloc=256k,file={}", jfr.display());
+    run_java(jdk, Some(&opts), &[], "AllocLocks", &["alloc", "1"]).assert_ok("AllocLocks alloc");
+    let out = std::process::Command::new(hpm_bin()).arg("report").arg(&jfr).output().expect("hpm report");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Allocations (jdk.ObjectAllocationSample)"), "{text}");
+    for site in ["AllocLocks.allocLarge", "AllocLocks.allocSmall", "AllocLocks.allocInts"] {
+        assert!(text.contains(site), "{site} missing:\n{text}");
+    }
+    let out = std::process::Command::new(hpm_bin())
+        .args(["flamegraph", "--event", "alloc"])
+        .arg(&jfr)
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .expect("hpm flamegraph");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // Widths are bytes: long[] (8 KiB each) about half of everything.
+    let stacks = read_collapsed(&html);
+    let all = total(&stacks) as f64;
+    let long =
+        stacks.iter().filter(|(s, _)| s.last().map(String::as_str) == Some("long[]")).map(|(_, n)| *n).sum::<u64>();
+    assert!((long as f64 / all - 0.5).abs() < 0.05, "long[] {long} of {all} bytes");
+    let err = hpm_fails(&["report", "--event", "lock", jfr.to_str().unwrap()]);
+    assert!(err.contains("has no such events"), "{err}");
+}
