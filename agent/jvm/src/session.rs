@@ -298,7 +298,8 @@ impl Session {
             if opts.alloc.is_none() && opts.lock.is_none() {
                 return Ok(());
             }
-            let notes = parts.events.start(&parts.jvmti, parts.vm.env(), opts.alloc, opts.lock, max_depth)?;
+            let notes =
+                parts.events.start(&parts.jvmti, parts.threads, parts.vm.env(), opts.alloc, opts.lock, max_depth)?;
             if !opts.quiet {
                 for n in notes {
                     eprintln!("hpm: {n}");

@@ -98,8 +98,9 @@ pub fn allocation_weight(size: u64, interval: u64) -> u64 {
 impl JvmEvents {
     /// Turns on what a session asks for; returns lines for the start of the session.
     pub fn start(
-        &self,
+        &'static self,
         jvmti: &Jvmti,
+        threads: &'static Threads,
         jni: Option<*mut JNIEnv>,
         alloc: Option<u64>,
         lock: Option<u64>,
@@ -127,7 +128,10 @@ impl JvmEvents {
                 jvmti.set_event(true, ev).map_err(|e| format!("lock: {e}; this JVM reports no monitor contention"))?;
             }
             self.lock_threshold.store(ns, Ordering::Release);
-            let park = self.park.get_or_init(|| jni.ok_or("no JNI environment".to_string()).and_then(intercept_park));
+            let park = self.park.get_or_init(|| {
+                let _ = PARK_CONTEXT.set(ParkContext { events: self, jvmti: *jvmti, threads });
+                jni.ok_or("no JNI environment".to_string()).and_then(intercept_park)
+            });
             let parks = match park {
                 Ok(()) => "parks (Unsafe.park intercepted)".to_string(),
                 Err(e) => format!("no parks ({e})"),
@@ -278,6 +282,15 @@ pub fn monitor_entered(ev: &JvmEvents, jvmti: &Jvmti, threads: &Threads, jni: *m
 
 type ParkFn = unsafe extern "C" fn(*mut JNIEnv, jobject, jboolean, jlong);
 
+/// What [`park`] records with (set once, before it is registered).
+struct ParkContext {
+    events: &'static JvmEvents,
+    jvmti: Jvmti,
+    threads: &'static Threads,
+}
+
+static PARK_CONTEXT: OnceLock<ParkContext> = OnceLock::new();
+
 /// The JVM's own `Unsafe_Park`, called by [`park`]; 0 until intercepted.
 static ORIGINAL_PARK: AtomicUsize = AtomicUsize::new(0);
 
@@ -318,7 +331,7 @@ struct ParkStart {
 /// `jdk.ThreadPark` when `lock` is on and it lasted at least the threshold.
 unsafe extern "C" fn park(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
     let before = catch_unwind(AssertUnwindSafe(|| {
-        let a = crate::agent::get()?;
+        let a = PARK_CONTEXT.get()?;
         let threshold = a.events.lock_on()?;
         let frames = own_stack(&a.jvmti, a.events.max_depth.load(Ordering::Relaxed));
         Some(ParkStart { time: now_ticks(), frames, threshold })
@@ -338,7 +351,7 @@ unsafe extern "C" fn park(env: *mut JNIEnv, this: jobject, absolute: jboolean, t
 }
 
 fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
-    let Some(a) = crate::agent::get() else { return };
+    let Some(a) = PARK_CONTEXT.get() else { return };
     let duration = now_ticks().saturating_sub(start.time);
     if duration < start.threshold {
         a.events.short_waits.fetch_add(1, Ordering::Relaxed);
@@ -351,7 +364,7 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
     let class = class_of(&a.jvmti, jni, blocker);
     jnienv::delete_local_ref(jni, blocker);
     jnienv::delete_local_ref(jni, thread_class);
-    let idx = thread_index(&a.threads, &a.jvmti, jni, thread);
+    let idx = thread_index(a.threads, &a.jvmti, jni, thread);
     jnienv::delete_local_ref(jni, thread);
     let Some(idx) = idx else { return };
     let (timeout, until) = match (absolute, time) {
