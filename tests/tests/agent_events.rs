@@ -135,3 +135,31 @@ fn report_and_flame_graph_show_the_events_by_bytes_and_time() {
     let err = hpm_fails(&["report", "--event", "lock", jfr.to_str().unwrap()]);
     assert!(err.contains("has no such events"), "{err}");
 }
+
+/// The software twin of the paper's object-creation profile: `data` samples that interrupted
+/// the store of a new object's class word name that class from the value stored (the header is
+/// not written yet). Every creation sample must name a class the loop allocates; how far its
+/// shares are from the allocation samples' (the paper's overlap) is printed, not asserted: a
+/// timer samples the stores in proportion to the time they take, not to their number
+/// (docs/design.md, "Allocation and lock profiles").
+#[test]
+fn creation_samples_name_the_classes_being_allocated() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("events-creation-{}", jdk.name));
+        let file = dir.join("creation.jfr");
+        let opts = format!("event=cpu,interval=200us,data,alloc,file={}", file.display());
+        run_java(&jdk, Some(&opts), &[], "AllocLocks", &["alloc", "3"]).assert_ok("AllocLocks alloc with data");
+        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let c = hpm_core::output::jvmevents::Creation::of(&rec);
+        eprintln!("{}: {}", jdk.name, c.report(5));
+        let [samples, allocs] = c.samples;
+        assert!(samples >= 20, "{}: {samples} creation samples", jdk.name);
+        assert!(allocs >= 1_000, "{}: {allocs} allocation samples", jdk.name);
+        let ours: f64 = c.by_class[0]
+            .iter()
+            .filter(|(k, _)| ["byte[]", "int[]", "long[]"].contains(&k.as_str()))
+            .map(|(_, n)| n)
+            .sum();
+        assert!(ours >= samples as f64 * 0.95, "{}: creation classes {:?}", jdk.name, c.by_class[0]);
+    }
+}

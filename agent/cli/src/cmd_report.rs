@@ -46,6 +46,9 @@ pub fn main(a: Args) -> Result<(), String> {
             // The JVM's events, by class and by site (unless --event made them the samples).
             if let (Some(rec), None) = (rec, a.samples.event) {
                 print!("{}", hpm_core::output::jvmevents::report(rec, a.top));
+                if let Some(c) = &input.creation {
+                    print!("{}", c.report(a.top));
+                }
             }
         }
     }

@@ -160,6 +160,8 @@ pub struct Profile {
     pub notes: Vec<String>,
     /// What `--thread`, `--from` and `--to` kept, when any was given.
     pub filtered: Option<Applied>,
+    /// Objects created, from `data`'s creation samples and `alloc`'s samples (JFR only).
+    pub creation: Option<crate::output::jvmevents::Creation>,
 }
 
 /// Loads `.jfr` or collapsed stacks for the report and flame graphs. With `threads`, the tree
@@ -215,9 +217,10 @@ pub fn load_profile(
             None => Cct::from_recording(&rec, threads),
         };
         let tallies = Tallies::of(&rec);
+        let creation = Some(crate::output::jvmevents::Creation::of(&rec));
         // The outputs need only metadata from here on.
         rec.samples = Vec::new();
-        Ok(Profile { rec: Some(rec), cct, tallies, notes, filtered })
+        Ok(Profile { rec: Some(rec), cct, tallies, notes, filtered, creation })
     } else {
         if !filter.is_empty() {
             return Err(format!(
@@ -243,7 +246,7 @@ pub fn load_profile(
             ));
         }
         let (cct, notes) = load_cct(p).map_err(|e| format!("{e}; expected lines of `frame;frame;... count`"))?;
-        Ok(Profile { rec: None, cct, tallies: Tallies::default(), notes, filtered: None })
+        Ok(Profile { rec: None, cct, tallies: Tallies::default(), notes, filtered: None, creation: None })
     }
 }
 

@@ -504,6 +504,8 @@ pub struct EventInfo {
     pub sampler: String,
     /// How kernel-mode time is in the profile.
     pub kernel: KernelMode,
+    /// `alloc`: the mean allocation sampling interval in bytes (0: none, or not recorded).
+    pub alloc_interval: u64,
 }
 
 /// How a profile sees the time threads spend in the kernel (system calls, page faults).
@@ -548,6 +550,7 @@ impl Default for EventInfo {
             fallback: None,
             sampler: "asgct".into(),
             kernel: KernelMode::Excluded,
+            alloc_interval: 0,
         }
     }
 }

@@ -167,6 +167,8 @@ pub struct ObjectStats {
     pub by_register: u64,
     pub by_region: u64,
     pub by_scan: u64,
+    /// Heap samples that were the store of a new object's class word ([`Identifier::creation`]).
+    pub created: u64,
     /// Heap samples not identified, per reason.
     pub failed: Vec<(String, u64)>,
     /// Time spent in [`Identifier::identify`] (monotonic clock), for the cost line.
@@ -179,7 +181,7 @@ impl ObjectStats {
     }
 
     pub fn identified(&self) -> u64 {
-        self.by_register + self.by_region + self.by_scan
+        self.by_register + self.by_region + self.by_scan + self.created
     }
 
     /// `objects: I of H heap samples identified (P%): R by the instruction's register, ...`
@@ -193,13 +195,14 @@ impl ObjectStats {
         let heap = self.heap();
         let mut s = if heap > 0 {
             format!(
-                "objects: {} of {} heap samples identified ({:.1}%): {} by the instruction's registers, {} as humongous, {} by backward scan",
+                "objects: {} of {} heap samples identified ({:.1}%): {} by the instruction's registers, {} as humongous, {} by backward scan, {} new objects by the class they were given",
                 g(self.identified()),
                 g(heap),
                 100.0 * self.identified() as f64 / heap as f64,
                 g(self.by_register),
                 g(self.by_region),
-                g(self.by_scan)
+                g(self.by_scan),
+                g(self.created)
             )
         } else {
             "objects: no address in the heap".to_string()
@@ -226,6 +229,9 @@ impl ObjectStats {
 type Fields = Vec<(u64, u64, Arc<str>)>;
 
 /// Cached klasses at most before the cache starts again.
+/// The field of a [`DataTarget`] that is the store of a new object's class word.
+pub const NEW_OBJECT: &str = "<new>";
+
 const MAX_KLASSES: usize = 1 << 15;
 /// Bytes of a `java.lang.Class` mirror an address may be in (its statics included).
 const MAX_MIRROR: u64 = 1 << 16;
@@ -398,6 +404,53 @@ impl Identifier {
         let n: Arc<str> = s.into();
         self.names.insert(s.into(), n.clone());
         n
+    }
+
+    /// The store that gives a new object its class (Inoue & Nakatani §5.1, the software twin):
+    /// a `mov` of a valid klass into the class word (offset 8; the mark word with compact
+    /// headers) of a register-addressed object in a young space. The sample interrupted that
+    /// store before it ran, so the object's header is not there yet: the class comes from the
+    /// value stored. `None` for every other access. The target's field is `<new>`.
+    pub fn creation(&mut self, space: Space, access: &MemoryAccess, mem: &mut dyn MetaRead) -> Option<DataTarget> {
+        if !matches!(space, Space::Eden | Space::Heap) || !access.register_based {
+            return None;
+        }
+        let value = access.stored?;
+        let h = self.header;
+        let narrow = match (h.klass_in_mark, access.displacement) {
+            (Some(shift), 0) if value & 3 == 1 => value >> shift,
+            (None, 8) if h.compressed_klass && access.size == 4 => value,
+            (None, 8) if !h.compressed_klass && access.size == 8 => return self.created(space, value, mem),
+            _ => return None,
+        };
+        if narrow == 0 {
+            return None;
+        }
+        self.created(space, h.klass_base.wrapping_add(narrow << h.klass_shift), mem)
+    }
+
+    /// A store sample whose object was identified from its written header (a precise store
+    /// event: the PMU reports it after it ran) is a creation if it wrote the class word of an
+    /// object in a young space.
+    pub fn written_class_word(&mut self, t: &mut DataTarget, access: &MemoryAccess) {
+        let class_word = if self.header.klass_in_mark.is_some() { 0 } else { 8 };
+        if access.access == crate::operand::Access::Store
+            && matches!(t.space, Space::Eden | Space::Heap)
+            && t.class.is_some()
+            && t.offset == class_word
+        {
+            t.field = Some(self.intern(NEW_OBJECT));
+            self.stats.created += 1;
+        }
+    }
+
+    fn created(&mut self, space: Space, klass: u64, mem: &mut dyn MetaRead) -> Option<DataTarget> {
+        let info = self.klass(klass, mem)?;
+        let field = Some(self.intern(NEW_OBJECT));
+        let offset = if self.header.klass_in_mark.is_some() { 0 } else { 8 };
+        self.stats.created += 1;
+        self.stats.spaces[space as usize] += 1;
+        Some(DataTarget { space, class: Some(info.name.clone()), field, offset, index: None, source: None, latency: 0 })
     }
 
     /// The klass of a valid header at `at` with `words` whose object contains `a`.

@@ -149,7 +149,7 @@ fn capture(address: u64, heads: &[(usize, u64)], words: &[(u64, u64)]) -> HeapCa
 }
 
 fn load(address: u64, displacement: i64) -> MemoryAccess {
-    MemoryAccess { address, displacement, register_based: true, size: 4, access: Access::Load, len: 3 }
+    MemoryAccess { address, displacement, register_based: true, size: 4, access: Access::Load, len: 3, stored: None }
 }
 
 const OBJ: u64 = 0x1_0010_0040;

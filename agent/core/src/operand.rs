@@ -42,6 +42,9 @@ pub struct MemoryAccess {
     pub access: Access,
     /// The instruction's length (the next instruction's address is `ip + len`).
     pub len: u8,
+    /// A `mov` to memory: the value it stores (an immediate, or its source register's value
+    /// before the instruction runs; 32-bit stores zero-extended).
+    pub stored: Option<u64>,
 }
 
 impl MemoryAccess {
@@ -193,6 +196,26 @@ pub fn sampled_access(code: &[u8], ip: u64, regs: &Gprs) -> Result<MemoryAccess,
         size: m.memory_size().size() as u32,
         access,
         len: ins.len() as u8,
+        stored: stored_value(&ins, regs),
+    })
+}
+
+/// The value a `mov [m], imm` or `mov [m], reg` writes, truncated to the store's width.
+fn stored_value(ins: &iced_x86::Instruction, regs: &Gprs) -> Option<u64> {
+    use iced_x86::{Mnemonic, OpKind};
+    if ins.mnemonic() != Mnemonic::Mov || ins.op0_kind() != OpKind::Memory {
+        return None;
+    }
+    let v = match ins.op1_kind() {
+        OpKind::Immediate8 | OpKind::Immediate16 | OpKind::Immediate32 | OpKind::Immediate32to64 => ins.immediate(1),
+        OpKind::Register => register_value(ins.op1_register(), regs, ins.next_ip())?,
+        _ => return None,
+    };
+    Some(match ins.memory_size().size() {
+        1 => v & 0xff,
+        2 => v & 0xffff,
+        4 => v & 0xffff_ffff,
+        _ => v,
     })
 }
 

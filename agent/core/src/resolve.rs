@@ -580,13 +580,29 @@ impl SampleResolver {
                 size: 0,
                 access: crate::operand::Access::Load,
                 len: 0,
+                stored: None,
             }),
             (_, a) => a,
         };
         let target = match (self.objects.as_mut(), access) {
             (Some(o), Some(a)) if d.heap.space != 0 => {
                 let sp = d.regs.0[4];
-                let mut t = o.identify(&d.heap, &a, sp, &mut Metadata(jm));
+                let created = match a.access {
+                    crate::operand::Access::Store if event.is_none() => {
+                        o.creation(d.heap.space(), &a, &mut Metadata(jm))
+                    }
+                    _ => None,
+                };
+                let mut t = match created {
+                    Some(t) => t,
+                    None => {
+                        let mut t = o.identify(&d.heap, &a, sp, &mut Metadata(jm));
+                        if event.is_some() {
+                            o.written_class_word(&mut t, &a);
+                        }
+                        t
+                    }
+                };
                 if c.raw.data_src != 0 || c.raw.weight != 0 {
                     t.source = crate::perf_record::data_source(c.raw.data_src).map(|s| o.intern(&s));
                     t.latency = c.raw.weight & 0xffff_ffff;

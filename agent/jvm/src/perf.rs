@@ -509,6 +509,7 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                     fallback,
                     sampler: opts.sampler.name().to_string(),
                     kernel,
+                    alloc_interval: 0,
                 };
                 return Ok((spec, info, notes));
             }

@@ -294,7 +294,7 @@ impl Processor {
             end_ticks: inputs.start_ticks,
             pid: std::process::id(),
             jvm: inputs.jvmti.system_property("java.vm.version").map(|v| format!("HotSpot {v}")).unwrap_or_default(),
-            event: inputs.event.clone(),
+            event: EventInfo { alloc_interval: inputs.opts.alloc.unwrap_or(0), ..inputs.event.clone() },
             counters: inputs.counters.clone(),
             ..Default::default()
         };

@@ -76,6 +76,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             fallback: None,
             sampler: "none".into(),
             kernel: KernelMode::Excluded,
+            alloc_interval: 0,
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
     } else if opts.sampler == SamplerKind::Asgct {
@@ -92,6 +93,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             sampler: opts.sampler.name().to_string(),
             // A timer picks threads by their JVM state; kernel time is not told apart.
             kernel: KernelMode::Excluded,
+            alloc_interval: 0,
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
     };

@@ -230,6 +230,7 @@ impl Builder {
             fallback: Some(s("fallback")).filter(|f| !f.is_empty()),
             sampler: s("sampler"),
             kernel: KernelMode::from_name(&s("kernel")),
+            alloc_interval: e.i64("allocInterval").unwrap_or(0).max(0) as u64,
         };
         self.rec.jvm = s("jvm");
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
@@ -260,6 +261,7 @@ impl Builder {
             sampler: "jfr".into(),
             // The JDK's sampler walks Java threads at a timer; kernel time is not separated.
             kernel: KernelMode::Excluded,
+            alloc_interval: 0,
         };
     }
 

@@ -144,6 +144,9 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 string_field("jvm", "JVM"),
                 FieldDef::new("pid", T_LONG, "Process Id"),
                 string_field("kernel", "Kernel Time"),
+                FieldDef::new("allocInterval", T_LONG, "Allocation Sampling Interval")
+                    .with(description("Option alloc: the mean bytes between allocation samples, 0 without it"))
+                    .with(marker(A_UNSIGNED)),
             ],
         },
         EventDef {

@@ -21,6 +21,7 @@ pub(crate) fn sample_recording() -> Recording {
             fallback: None,
             sampler: "asgct".into(),
             kernel: KernelMode::Sampled,
+            alloc_interval: 0,
         },
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()

@@ -147,7 +147,8 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(&ev.sampler))
         .string(Some(&rec.jvm))
         .long(rec.pid as u64)
-        .string(Some(ev.kernel.name()));
+        .string(Some(ev.kernel.name()))
+        .long(ev.alloc_interval);
     e.finish(out);
 }
 

@@ -85,6 +85,7 @@ pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
         fallback: None,
         sampler: rec.event.sampler.clone(),
         kernel: rec.event.kernel,
+        alloc_interval: rec.event.alloc_interval,
     };
     rec.samples.len()
 }
@@ -207,6 +208,107 @@ pub fn report(rec: &Recording, top: usize) -> String {
     out
 }
 
+/// The size of the object an allocation sample of weight `w` was taken of, when the mean
+/// interval was `interval`: the inverse of `w = s / (1 - exp(-s / interval))` (see the agent's
+/// `allocation_weight`), found by bisection; `w` itself without an interval.
+pub fn sampled_size(w: u64, interval: u64) -> f64 {
+    if interval == 0 || w <= interval {
+        return if interval == 0 { w as f64 } else { 1.0 };
+    }
+    let (i, w) = (interval as f64, w as f64);
+    let f = |s: f64| s / -(-s / i).exp_m1();
+    let (mut lo, mut hi) = (0.0f64, w);
+    for _ in 0..64 {
+        let mid = (lo + hi) / 2.0;
+        if f(mid) < w {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    ((lo + hi) / 2.0).max(1.0)
+}
+
+/// Objects created per class and per site, by the two ways: the allocation samples (each
+/// standing for weight / size objects) and the creation samples of `data` (stores of a new
+/// object's class word, Inoue & Nakatani §5.1). Keys: class names, and site methods.
+pub struct Creation {
+    pub by_class: [Vec<(String, f64)>; 2],
+    pub by_site: [Vec<(String, f64)>; 2],
+    /// Creation samples, allocation samples.
+    pub samples: [u64; 2],
+}
+
+impl Creation {
+    pub fn of(rec: &Recording) -> Creation {
+        let mut maps: [[HashMap<String, f64>; 2]; 2] = Default::default();
+        let mut samples = [0u64; 2];
+        let leaf_java = |stack: &[Frame]| -> Option<String> {
+            let f = stack.iter().find(|f| !rec.method(f.method).class_name.is_empty())?;
+            Some(rec.method(f.method).display_name())
+        };
+        for s in &rec.samples {
+            let Some(d) = s.data.as_deref() else { continue };
+            if d.field.as_deref() != Some(crate::objects::NEW_OBJECT) {
+                continue;
+            }
+            samples[0] += 1;
+            let class = d.class.as_deref().unwrap_or("?").to_string();
+            *maps[0][0].entry(class).or_default() += 1.0;
+            let site = leaf_java(&s.stack).unwrap_or_else(|| "[no stack]".into());
+            *maps[1][0].entry(site).or_default() += 1.0;
+        }
+        for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::Allocation) {
+            samples[1] += 1;
+            let objects = e.weight as f64 / sampled_size(e.weight, rec.event.alloc_interval);
+            *maps[0][1].entry(class_key(e)).or_default() += objects;
+            let site = leaf_java(&e.stack).unwrap_or_else(|| "[no stack]".into());
+            *maps[1][1].entry(site).or_default() += objects;
+        }
+        let sorted = |m: &HashMap<String, f64>| {
+            let mut v: Vec<(String, f64)> = m.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            v
+        };
+        let [c, si] = &maps;
+        Creation { by_class: [sorted(&c[0]), sorted(&c[1])], by_site: [sorted(&si[0]), sorted(&si[1])], samples }
+    }
+
+    /// The report's section: both profiles side by side and their overlap; empty unless the
+    /// recording has creation samples.
+    pub fn report(&self, top: usize) -> String {
+        let mut out = String::new();
+        if self.samples[0] == 0 {
+            return out;
+        }
+        let _ = writeln!(
+            out,
+            "\nObject creation from samples (stores of a new object's class word, Inoue & Nakatani 5.1): {} samples",
+            self.samples[0]
+        );
+        let share = |v: &[(String, f64)], k: &str| {
+            let t: f64 = v.iter().map(|x| x.1).sum();
+            v.iter().find(|x| x.0 == k).map_or(0.0, |x| x.1 * 100.0 / t.max(1e-9))
+        };
+        for (what, lists) in [("class", &self.by_class), ("site", &self.by_site)] {
+            let _ = writeln!(out, "  {:>9} {:>9}  {what} (share of objects created)", "samples", "alloc");
+            for (k, _) in lists[0].iter().take(top) {
+                let alloc = if self.samples[1] > 0 { format!("{:.1}%", share(&lists[1], k)) } else { "-".into() };
+                let _ = writeln!(out, "  {:>8.1}% {alloc:>9}  {k}", share(&lists[0], k));
+            }
+            if self.samples[1] > 0 {
+                let _ = writeln!(
+                    out,
+                    "  overlap with the allocation samples ({} of them) by {what}: {:.1}%",
+                    self.samples[1],
+                    overlap(&lists[0], &lists[1]) * 100.0
+                );
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +372,16 @@ mod tests {
         assert_eq!(rec.samples.iter().map(|s| s.weight).sum::<u64>(), 4_000);
         assert_eq!(project(&mut rec, EventSel::Lock), 2);
         assert!(EventSel::parse("locks").is_err());
+    }
+
+    #[test]
+    fn sampled_sizes_invert_the_weights() {
+        for size in [16u64, 64, 8192, 524_288, 4 << 20] {
+            let w = (size as f64 / -(-(size as f64) / 524_288.0).exp_m1()).round() as u64;
+            let s = sampled_size(w, 524_288);
+            assert!((s - size as f64).abs() <= 2.0 + size as f64 * 1e-6, "{size}: {s}");
+        }
+        assert_eq!(sampled_size(100, 0), 100.0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ fn recording(counters: &[&str]) -> Recording {
             fallback: Some("perf_event_paranoid is 3".into()),
             sampler: "asgct".into(),
             kernel: KernelMode::Counted,
+            alloc_interval: 0,
         },
         counters: counters.iter().map(|s| s.to_string()).collect(),
         start_ticks: 1_000,
