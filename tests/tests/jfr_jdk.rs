@@ -128,6 +128,7 @@ fn write_recording(path: &Path) -> Written {
             fallback: None,
             sampler: "asgct".into(),
             kernel: hpm_core::model::KernelMode::Sampled,
+            alloc_interval: 0,
         },
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()
