@@ -231,6 +231,8 @@ type Fields = Vec<(u64, u64, Arc<str>)>;
 /// Cached klasses at most before the cache starts again.
 /// The field of a [`DataTarget`] that is the store of a new object's class word.
 pub const NEW_OBJECT: &str = "<new>";
+/// The field of a [`DataTarget`] that names a monitor's object (uprobes on ObjectMonitor).
+pub const MONITOR: &str = "<monitor>";
 
 const MAX_KLASSES: usize = 1 << 15;
 /// Bytes of a `java.lang.Class` mirror an address may be in (its statics included).
@@ -427,6 +429,37 @@ impl Identifier {
             return None;
         }
         self.created(space, h.klass_base.wrapping_add(narrow << h.klass_shift), mem)
+    }
+
+    /// The object of the HotSpot `ObjectMonitor` at `monitor` (its `_object` at `object_offset`
+    /// is a weak handle: a pointer to the oop's slot), named by class: field `<monitor>`. The
+    /// reads are checked (the monitor may have been deflated since).
+    pub fn monitor(&mut self, monitor: u64, object_offset: u64, mem: &mut dyn MetaRead) -> Option<DataTarget> {
+        let word = |mem: &mut dyn MetaRead, at: u64| {
+            let mut b = [0u8; 8];
+            (at != 0 && mem.read(at, &mut b)).then(|| u64::from_le_bytes(b))
+        };
+        let slot = word(mem, monitor.checked_add(object_offset)?)?;
+        let oop = word(mem, slot)?;
+        let mut h = [0u8; 16];
+        if oop == 0 || !mem.read(oop, &mut h) {
+            return None;
+        }
+        let (mark, klass_word) =
+            (u64::from_le_bytes(h[..8].try_into().ok()?), u64::from_le_bytes(h[8..].try_into().ok()?));
+        // Locked through the monitor: the mark word points at it; the class word is intact.
+        let k = self.header.klass(mark, klass_word)?;
+        let info = self.klass(k, mem)?;
+        let field = Some(self.intern(MONITOR));
+        Some(DataTarget {
+            space: Space::Heap,
+            class: Some(info.name.clone()),
+            field,
+            offset: 0,
+            index: None,
+            source: None,
+            latency: 0,
+        })
     }
 
     /// A store sample whose object was identified from its written header (a precise store

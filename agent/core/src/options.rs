@@ -32,8 +32,14 @@ pub struct EventDef {
     /// PMU and its event's name there (empty: the PMU's own type, config 0). `type_` and
     /// `config` are then resolved when the event is opened ([`sysfs_config`]).
     pub sysfs: Option<(&'static str, &'static str)>,
-    /// `config1` (the load-latency threshold of `mem-loads`).
+    /// `config1` (the load-latency threshold of `mem-loads`; a uprobe's path, set when opened).
     pub config1: u64,
+    /// `config2` (a uprobe's offset in its file, set when opened).
+    pub config2: u64,
+    /// A uprobe on a function of libjvm.so (Inoue & Nakatani §5.2's lock activity): the
+    /// function's symbol names, the first found wins (JDK 17's, then later JDKs'). The
+    /// `uprobe` PMU's type and the file offset are resolved when the event is opened.
+    pub probe: Option<&'static [&'static str]>,
 }
 
 const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
@@ -58,7 +64,22 @@ pub const EVENTS: &[EventDef] = &[
     mem("mem-loads", "cpu", "mem-loads", 30, 10_000),
     mem("mem-stores", "cpu", "mem-stores", 0, 10_000),
     mem("ibs-op", "ibs_op", "", 0, 100_000),
+    // Lock activity from uprobes on HotSpot's monitor slow paths (root or tracefs access):
+    // every entry of the inflated monitor's enter, its contended path, its spin loop.
+    probe("monitor-enter", &["_ZN13ObjectMonitor5enterEP10JavaThread"]),
+    probe(
+        "monitor-contended",
+        &[
+            "_ZN13ObjectMonitor6EnterIEP10JavaThread",
+            "_ZN13ObjectMonitor26enter_with_contention_markEP10JavaThreadR27ObjectMonitorContentionMark",
+        ],
+    ),
+    probe("monitor-spin", &["_ZN13ObjectMonitor7TrySpinEP10JavaThread", "_ZN13ObjectMonitor8try_spinEP10JavaThread"]),
 ];
+
+const fn probe(name: &'static str, symbols: &'static [&'static str]) -> EventDef {
+    EventDef { hardware: false, probe: Some(symbols), sysfs: Some(("uprobe", "")), ..sw(name, 0, false, false, 1) }
+}
 
 const fn mem(name: &'static str, pmu: &'static str, event: &'static str, ldlat: u64, period: u64) -> EventDef {
     EventDef { memory: true, sysfs: Some((pmu, event)), config1: ldlat, ..hw(name, PERF_TYPE_RAW, 0, true, period) }
@@ -119,6 +140,8 @@ const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period:
         memory: false,
         sysfs: None,
         config1: 0,
+        config2: 0,
+        probe: None,
     }
 }
 
@@ -134,6 +157,8 @@ const fn hw(name: &'static str, type_: u32, config: u64, addr: bool, period: u64
         memory: false,
         sysfs: None,
         config1: 0,
+        config2: 0,
+        probe: None,
     }
 }
 
@@ -691,6 +716,7 @@ pub fn help_text() -> String {
     );
     for e in EVENTS {
         let kind = match (e.memory, e.hardware) {
+            _ if e.probe.is_some() => "uprobe on HotSpot's monitor code, the monitor's class with each sample (root)",
             (true, _) => "precise memory samples (PEBS/IBS: address, latency, source)",
             (false, true) => "hardware",
             (false, false) => "software",

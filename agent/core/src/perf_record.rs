@@ -84,6 +84,14 @@ impl Layout {
         }
     }
 
+    /// The general registers at the sampled point (REGS_INTR): a uprobe's are the user
+    /// registers at the probed function's entry (its arguments).
+    pub fn with_intr_regs(mut self) -> Layout {
+        self.sample_type |= SAMPLE_REGS_INTR;
+        self.intr_mask = INTR_MASK;
+        self
+    }
+
     /// Also what a precise memory sample (PEBS, IBS) carries beside its data address: the
     /// access's latency (WEIGHT), where it was served (DATA_SRC), and the general registers at
     /// the sampled instruction (REGS_INTR), which the signal's own are not.

@@ -176,6 +176,9 @@ pub struct SampleResolver {
     pub decode_instructions: bool,
     /// `data` with the heap's layout: the objects those addresses are in.
     pub objects: Option<crate::objects::Identifier>,
+    /// A uprobe on HotSpot's ObjectMonitor functions: the offset of `ObjectMonitor::_object`;
+    /// each sample's monitor (its `this`) is named by its object's class.
+    pub monitor_object: Option<u64>,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -483,6 +486,12 @@ impl SampleResolver {
         };
         self.stack_buf = stack;
         let (data_addr, mut data) = self.data_address(c, jm);
+        if let (Some(off), Some(o)) = (self.monitor_object, self.objects.as_mut()) {
+            // A uprobe on an ObjectMonitor function: `this` (rdi) is the monitor.
+            if c.raw.intr_abi != 0 && data.is_none() {
+                data = o.monitor(c.raw.intr[7], off, &mut Metadata(jm)).map(Box::new);
+            }
+        }
         if let (Some(t), Some(slot)) = (data.as_deref_mut(), c.data.stack_slot.filter(|_| c.vm_walk)) {
             self.name_stack_frame(rec, jm, c, slot as usize, t);
         }

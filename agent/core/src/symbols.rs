@@ -334,6 +334,22 @@ pub fn symbol_address(path: &Path, name: &str) -> Option<u64> {
         .map(|s| s.address())
 }
 
+/// The file offset of the function `name` in the ELF file at `path` (a uprobe's `config2`):
+/// its address in the segment that holds it, less the segment's address, plus its offset.
+pub fn symbol_file_offset(path: &Path, name: &str) -> Option<u64> {
+    let map = map_file(path, 1 << 30).ok()??;
+    let file = object::File::parse(&*map).ok()?;
+    let addr = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .find(|s| s.kind() == SymbolKind::Text && s.name_bytes().ok() == Some(name.as_bytes()))?
+        .address();
+    file.segments().find_map(|seg| {
+        let (start, size) = (seg.address(), seg.size());
+        (addr >= start && addr < start + size).then(|| addr - start + seg.file_range().0)
+    })
+}
+
 /// Maps a regular file read-only; `Ok(None)` when nothing is at `path`, an error naming the
 /// path and the reason when something is but is not read (not a regular file, empty, over
 /// `max` bytes). Links are followed: debug files are reached through `.build-id` links.

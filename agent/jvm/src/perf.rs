@@ -46,6 +46,9 @@ impl PerfSpec {
         if event.memory {
             layout = layout.with_memory_sample();
         }
+        if event.probe.is_some() {
+            layout = layout.with_intr_regs();
+        }
         // Only a sampled kernel has a chain to bound (the sysctl is read for nothing otherwise).
         let limit = match kernel {
             KernelMode::Sampled => std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
@@ -148,6 +151,7 @@ fn base_attr(ev: &EventDef, spec: &PerfSpec) -> sys::bindings::perf_event_attr {
         config: ev.config,
         read_format: spec.layout.read_format,
         __bindgen_anon_3: sys::bindings::perf_event_attr__bindgen_ty_3 { config1: ev.config1 },
+        __bindgen_anon_4: sys::bindings::perf_event_attr__bindgen_ty_4 { config2: ev.config2 },
         ..Default::default()
     };
     a.set_exclude_hv(1);
@@ -201,8 +205,28 @@ pub fn resolve_sysfs(ev: EventDef) -> Result<EventDef, String> {
     Ok(EventDef { type_, config, config1, ..ev })
 }
 
+/// Resolves a uprobe event ([`EventDef::probe`]): libjvm.so's path (kept for the life of the
+/// process: `config1` points at it) and the file offset of the first of its symbols found in
+/// the library's symbol table. `Err` says what is missing.
+pub fn resolve_probe(ev: EventDef) -> Result<EventDef, String> {
+    let Some(symbols) = ev.probe else { return Ok(ev) };
+    static PATH: std::sync::OnceLock<Option<std::ffi::CString>> = std::sync::OnceLock::new();
+    let path = PATH
+        .get_or_init(|| crate::vmstructs::libjvm_file().and_then(|p| std::ffi::CString::new(p).ok()))
+        .as_ref()
+        .ok_or("libjvm.so's path is unknown")?;
+    let file = std::path::Path::new(path.to_str().map_err(|_| "libjvm.so's path is not UTF-8")?);
+    let offset = symbols.iter().find_map(|s| hpm_core::symbols::symbol_file_offset(file, s)).ok_or_else(|| {
+        format!("{} has none of {} in its symbol table (a stripped JVM)", file.display(), symbols.join(", "))
+    })?;
+    Ok(EventDef { config1: path.as_ptr() as u64, config2: offset, ..ev })
+}
+
 /// Opens the leader and the counting members for `tid`.
-fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), (EventDef, PerfError)> {
+/// An event that failed to open, and why (boxed: an `EventDef` is large).
+type OpenError = Box<(EventDef, PerfError)>;
+
+fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), OpenError> {
     let mut attr = leader_attr(spec);
     let leader = match open(&mut attr, tid, -1, spec, spec.event.name) {
         Err(e) if spec.event.memory && attr.precise_ip() > 2 && matches!(e.errno, libc::EOPNOTSUPP | libc::EINVAL) => {
@@ -217,11 +241,11 @@ fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), (Eve
         }
         r => r,
     }
-    .map_err(|e| (spec.event, e))?;
+    .map_err(|e| Box::new((spec.event, e)))?;
     let mut members = Vec::with_capacity(spec.counters.len());
     for c in &spec.counters {
         let mut m = base_attr(c, spec);
-        members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| (*c, e))?);
+        members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| Box::new((*c, e)))?);
     }
     Ok((leader, members))
 }
@@ -266,7 +290,7 @@ impl ThreadEvents {
     /// Opens the group for thread `tid`, maps its ring, and routes overflow signals `signal`
     /// to that thread. The group starts disabled: call [`Self::enable`].
     pub fn open(spec: &PerfSpec, tid: i32, signal: i32) -> Result<ThreadEvents, PerfError> {
-        let (leader, members) = open_group(spec, tid).map_err(|(_, e)| e)?;
+        let (leader, members) = open_group(spec, tid).map_err(|b| b.1)?;
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
         let ring_len = page * (1 + RING_DATA_PAGES);
@@ -394,7 +418,7 @@ impl RingPtr {
 
 /// Checks that the group opens for the calling thread exactly as it will for every profiled
 /// thread (same attributes), without a ring or signals. Returns the first failure.
-pub fn probe(spec: &PerfSpec) -> Result<(), (EventDef, PerfError)> {
+pub fn probe(spec: &PerfSpec) -> Result<(), OpenError> {
     open_group(spec, crate::os::gettid()).map(|_| ())
 }
 
@@ -475,10 +499,14 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
     let mut period = opts.period();
     let mut fallback = None;
     if event.sysfs.is_some() {
-        match resolve_sysfs(event) {
+        match resolve_sysfs(event).and_then(resolve_probe) {
             Ok(e) => event = e,
             Err(why) => {
-                let why = format!("no PMU for {} precise memory samples ({why})", event.name);
+                let why = if event.probe.is_some() {
+                    format!("no uprobe for {} ({why})", event.name)
+                } else {
+                    format!("no PMU for {} precise memory samples ({why})", event.name)
+                };
                 event = options::cpu_clock();
                 period = event.default_period;
                 notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
@@ -487,7 +515,8 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
         }
     }
     let mut counters: Vec<EventDef> = opts.counters.clone();
-    let mut sample_kernel = opts.kernel != Kernel::Off;
+    // A uprobe's samples are all in user mode, at the probed function.
+    let mut sample_kernel = opts.kernel != Kernel::Off && event.probe.is_none();
     let mut kernel_denied = None;
     loop {
         let kernel = if sample_kernel {
@@ -498,7 +527,7 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
             KernelMode::Excluded
         };
         let spec = PerfSpec::new(event, period, counters.clone(), kernel);
-        match probe(&spec) {
+        match probe(&spec).map_err(|b| *b) {
             Ok(()) => {
                 notes.push(kernel_note(kernel, &event, kernel_denied.as_ref()));
                 let info = EventInfo {

@@ -302,7 +302,13 @@ impl Processor {
         resolver.cpu_clock = Some(thread_cpu_ns);
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
         resolver.decode_instructions = inputs.opts.data;
-        resolver.objects = inputs.heap.and_then(|h| {
+        // A uprobe on ObjectMonitor: the monitors' objects are named, with or without `data`.
+        let probe = inputs.opts.event.probe.is_some() && inputs.event.name == inputs.opts.event.name;
+        resolver.monitor_object = probe
+            .then(|| crate::vmstructs::table().ok().and_then(|t| t.fields.get("ObjectMonitor::_object").copied()))
+            .flatten();
+        let heap = inputs.heap.or_else(|| probe.then(|| crate::vmstructs::heap_layout().ok()).flatten());
+        resolver.objects = heap.and_then(|h| {
             let narrow_oops = crate::vmstructs::flag("UseCompressedOops").unwrap_or(0) != 0;
             let t = crate::vmstructs::table().ok()?;
             match hpm_core::objects::ClassLayout::from_table(t, narrow_oops) {

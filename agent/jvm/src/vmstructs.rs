@@ -232,6 +232,13 @@ pub fn heap_layout() -> Result<&'static HeapLayout, String> {
 /// Where nmethods' vtable pointer points (JDK 17: `CodeBlob` is polymorphic): `_ZTV7nmethod`
 /// from libjvm's symbol table, past its offset-to-top and RTTI words.
 fn nmethod_vtable() -> Option<u64> {
+    let (path, base) = libjvm_loaded()?;
+    let vaddr = hpm_core::symbols::symbol_address(std::path::Path::new(&path), "_ZTV7nmethod")?;
+    Some(base + vaddr + 16)
+}
+
+/// libjvm.so's path and load address.
+fn libjvm_loaded() -> Option<(String, u64)> {
     let anchor = symbol(libjvm(), c"JNI_CreateJavaVM")?;
     // SAFETY: Dl_info is plain data; all-zero is a valid value.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -241,8 +248,12 @@ fn nmethod_vtable() -> Option<u64> {
     }
     // SAFETY: dladdr set dli_fname to the object's NUL-terminated path.
     let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    let vaddr = hpm_core::symbols::symbol_address(std::path::Path::new(&path), "_ZTV7nmethod")?;
-    Some(info.dli_fbase as u64 + vaddr + 16)
+    Some((path, info.dli_fbase as u64))
+}
+
+/// The file libjvm.so was loaded from (uprobes are set on the file).
+pub fn libjvm_file() -> Option<String> {
+    libjvm_loaded().map(|(p, _)| p)
 }
 
 /// Direct reads, for the two readers that prove every address mapped before they read: the

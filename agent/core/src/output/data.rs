@@ -214,8 +214,10 @@ pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
 }
 
 /// The leaf frame's method: the one whose code touched the address.
+/// The sample's innermost Java frame (a uprobe's sample is in the JVM's code, called from
+/// the Java method that locks), else its innermost frame.
 fn leaf_method(s: &Sample) -> Option<MethodIdx> {
-    s.stack.first().map(|f| f.method)
+    s.stack.iter().find(|f| f.kind.is_java()).or(s.stack.first()).map(|f| f.method)
 }
 
 /// Appends the table of `by` (its top `top` rows) to `out`; nothing when the recording has no
