@@ -18,6 +18,10 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
                                                      (event=cpu, its Java API) on the stock JDK
     scripts/bench-paired.py --data                   hpm with the `data` option against hpm without it
                                                      (issue 13), on the stock JDK
+    scripts/bench-paired.py --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
+                                                     at the --intervals as allocation intervals (default 512k)
+    scripts/bench-paired.py --versus-async-profiler --mode lock    the same for event=lock, --intervals as
+                                                     the shortest wait recorded (default 10us)
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -61,7 +65,13 @@ def parse_args():
                     help="compare hpm's default sampler with async-profiler (event=cpu) on the stock JDK")
     ap.add_argument("--async-profiler", dest="ap_version", default="4.6", help="Maven Central version")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
+    ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
+                    help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
     a = ap.parse_args()
+    if a.mode != "cpu" and not a.versus:
+        sys.exit("bench-paired: --mode needs --versus-async-profiler")
+    if a.mode != "cpu" and a.intervals == "10ms,1ms":
+        a.intervals = "512k" if a.mode == "alloc" else "10us"
     if a.versus and a.data:
         sys.exit("bench-paired: --versus-async-profiler or --data, not both")
     if a.versus:
@@ -98,11 +108,14 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     extra = []
     if sampler == "async-profiler":
         # Its own JFR, written at each stop (outside the timed iterations), as hpm's is.
-        opts = f"start,event=cpu,interval={interval},file={workdir}/profile-ap.jfr"
+        opts = {"cpu": f"start,event=cpu,interval={interval}", "alloc": f"start,event=alloc,alloc={interval}",
+                "lock": f"start,event=lock,lock={interval}"}[a.mode] + f",file={workdir}/profile-ap.jfr"
         lib, jar = a.aplib
         extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
     elif sampler in ("hpm", "hpm-data"):
-        opts = f"interval={interval},file={workdir}/profile.jfr" + (f",{a.hpm_options}" if a.hpm_options else "")
+        mode = {"cpu": f"interval={interval}", "alloc": f"event=alloc,alloc={interval}",
+                "lock": f"event=lock,lock={interval}"}[a.mode]
+        opts = f"{mode},file={workdir}/profile.jfr" + (f",{a.hpm_options}" if a.hpm_options else "")
         opts += ",data" if sampler == "hpm-data" else ""
     else:
         opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
@@ -124,7 +137,8 @@ def run_one(a, agent, cp, w, sampler, interval, r):
             return None, its, f"async-profiler wrote no profile: see {workdir}/stderr.txt"
     else:
         samples = [int(n) for n in SAMPLES.findall(res.err)]
-        if not samples or min(samples) == 0:
+        # A lock profile of a workload without contention is empty, rightly.
+        if not samples or (min(samples) == 0 and a.mode != "lock"):
             return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
     on = [x for x in its if x[1]]
     off = [x for x in its if not x[1]]
@@ -184,7 +198,9 @@ def main():
 def report(a, results):
     # The pair compared: the baseline first (jvmti / async-profiler), the candidate second.
     base, cand = ("async-profiler", "hpm") if a.versus else ("hpm", "hpm-data") if a.data else ("jvmti", "sps")
-    lines = [f"Machine: {machine(a.java)}; {a.runs} runs per cell, {a.iterations} iterations each, the first "
+    what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
+            "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
+    lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {a.iterations} iterations each, the first "
              f"{a.warmup} not measured; overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",
              f"| workload | interval | {base} wall | {cand} wall | {cand} / {base} (wall) | {base} CPU | {cand} CPU | "
