@@ -46,6 +46,14 @@ pub fn main(a: Args) -> Result<(), String> {
     let (mut rec, notes) =
         hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
+    if let Some(sel) = a.samples.event {
+        // The JVM's events as the samples, weighted by bytes or time waited.
+        if hpm_core::output::jvmevents::project(&mut rec, sel) == 0 {
+            return Err(format!(
+                "--event: `{input}` has no such events; record them with the agent options alloc, lock"
+            ));
+        }
+    }
     let filtered = filter.apply(&mut rec)?.map(|f| format!("; {}", f.describe())).unwrap_or_default();
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };

@@ -41,10 +41,15 @@ pub(crate) fn sorted_components(components: &[(VmComponent, u64)]) -> Vec<(VmCom
 pub fn event_line(rec: &Recording) -> String {
     let e = &rec.event;
     let period = match e.unit {
-        PeriodUnit::Nanoseconds => format!("interval {}", duration_ns(e.period)),
-        PeriodUnit::Events => format!("every {} events", group(e.period)),
+        // No sampling event (`event=alloc` alone), or the JVM's events as samples.
+        _ if e.period == 0 => String::new(),
+        PeriodUnit::Nanoseconds => format!(", interval {}", duration_ns(e.period)),
+        PeriodUnit::Events => format!(", every {} events", group(e.period)),
     };
-    let mut s = format!("{}, {period}", e.name);
+    let mut s = format!("{}{period}", e.name);
+    if e.alloc_interval > 0 {
+        let _ = write!(s, ", allocations sampled every {} KiB", e.alloc_interval / 1024);
+    }
     if !e.sampler.is_empty() {
         let _ = write!(s, ", sampler {}", e.sampler);
     }
