@@ -95,7 +95,13 @@ impl Processor {
         let [(na, wa), (nm, wm), (np, wp)] = self.events.totals;
         let mut parts = Vec::new();
         if o.alloc.is_some() {
-            parts.push(format!("{na} allocation samples standing for {:.1} MiB", wa as f64 / (1u64 << 20) as f64));
+            let ev = self.inputs.events;
+            let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed).max(1);
+            let us = ev.alloc_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3 / calls as f64;
+            parts.push(format!(
+                "{na} allocation samples standing for {:.1} MiB ({us:.1} us each in the allocating thread)",
+                wa as f64 / (1u64 << 20) as f64
+            ));
         }
         if o.lock.is_some() {
             let short = self.inputs.events.short_waits.load(std::sync::atomic::Ordering::Relaxed);

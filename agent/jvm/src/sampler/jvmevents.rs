@@ -59,6 +59,9 @@ pub struct JvmEvents {
     pub dropped: AtomicU64,
     /// Waits shorter than the threshold, not recorded.
     pub short_waits: AtomicU64,
+    /// Time the allocating threads spent in the allocation callback (monotonic ns), and calls.
+    pub alloc_ns: AtomicU64,
+    pub alloc_calls: AtomicU64,
     /// Mean allocation sampling interval; 0 = off.
     alloc_interval: AtomicU64,
     /// Shortest wait recorded, ns; `u64::MAX` = off.
@@ -74,6 +77,8 @@ impl Default for JvmEvents {
             queue: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
             short_waits: AtomicU64::new(0),
+            alloc_ns: AtomicU64::new(0),
+            alloc_calls: AtomicU64::new(0),
             alloc_interval: AtomicU64::new(0),
             lock_threshold: AtomicU64::new(u64::MAX),
             max_depth: AtomicU32::new(256),
@@ -109,8 +114,9 @@ impl JvmEvents {
         use crate::jvmti::event;
         let mut notes = Vec::new();
         self.max_depth.store(max_depth.clamp(1, MAX_EVENT_FRAMES as u32), Ordering::Relaxed);
-        self.dropped.store(0, Ordering::Relaxed);
-        self.short_waits.store(0, Ordering::Relaxed);
+        for c in [&self.dropped, &self.short_waits, &self.alloc_ns, &self.alloc_calls] {
+            c.store(0, Ordering::Relaxed);
+        }
         if let Some(bytes) = alloc {
             let interval = bytes.clamp(1, i32::MAX as u64);
             jvmti
@@ -231,19 +237,23 @@ pub fn allocated(
     if interval == 0 {
         return;
     }
+    let start = now_ticks();
     let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
     let frames = own_stack(jvmti, ev.max_depth.load(Ordering::Relaxed));
+    let class = class_name(jvmti, class);
     ev.push(Pending {
         kind: JvmEventKind::Allocation,
-        time: now_ticks(),
+        time: start,
         duration: 0,
         thread: idx,
         frames,
-        class: class_name(jvmti, class),
+        class,
         weight: allocation_weight(size, interval),
         timeout: i64::MIN,
         until: i64::MIN,
     });
+    ev.alloc_ns.fetch_add(now_ticks().saturating_sub(start), Ordering::Relaxed);
+    ev.alloc_calls.fetch_add(1, Ordering::Relaxed);
 }
 
 /// MonitorContendedEnter: the thread is about to wait for `object`'s monitor.
