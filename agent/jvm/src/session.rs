@@ -300,8 +300,13 @@ impl Session {
             if opts.alloc.is_none() && opts.lock.is_none() {
                 return Ok(());
             }
-            let notes =
-                parts.events.start(&parts.jvmti, parts.threads, parts.vm.env(), opts.alloc, opts.lock, max_depth)?;
+            let with = crate::sampler::jvmevents::Setup {
+                jvmti: &parts.jvmti,
+                threads: parts.threads,
+                jni: parts.vm.env(),
+                asgct: parts.asgct,
+            };
+            let notes = parts.events.start(with, opts.alloc, opts.lock, max_depth)?;
             if !opts.quiet {
                 for n in notes {
                     eprintln!("hpm: {n}");
