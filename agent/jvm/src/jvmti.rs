@@ -43,6 +43,7 @@ pub mod event {
 
 /// Capability bit positions in `jvmtiCapabilities` (declaration order in jvmti.h).
 pub mod cap {
+    pub const TAG_OBJECTS: u32 = 0;
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
     pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
@@ -349,6 +350,17 @@ impl Jvmti {
         }
         self.deallocate(infos.cast());
         Ok(out)
+    }
+
+    /// The tag of `obj` (0: none). Needs `can_tag_objects`.
+    pub fn tag(&self, obj: jobject) -> Result<jlong> {
+        let mut t: jlong = 0;
+        call!(self, 106, "GetTag", fn(jobject, *mut jlong), obj, &mut t)?;
+        Ok(t)
+    }
+
+    pub fn set_tag(&self, obj: jobject, tag: jlong) -> Result<()> {
+        call!(self, 107, "SetTag", fn(jobject, jlong), obj, tag)
     }
 
     /// SampledObjectAlloc's mean interval in bytes (0: every allocation).

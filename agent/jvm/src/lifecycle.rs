@@ -37,7 +37,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
     let agent =
         agent::install(jvmti, Vm::new(vm)).map_err(|_| "the agent is already loaded in this JVM".to_string())?;
     register(agent).map_err(|e| e.to_string())?;
-    if plan.opts.sampler == Sampler::Asgct && plan.opts.cpu {
+    if plan.opts.sampler == Sampler::Asgct {
         // The code-map events from the start; VMInit replays what start-up made before.
         agent.code.enable(&agent.jvmti, None).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
     }
@@ -100,11 +100,12 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     Ok(agent)
 }
 
-/// The capabilities of `alloc` and `lock` (HotSpot grants both at load and in the live phase).
+/// The capabilities of `alloc` and `lock` (HotSpot grants them at load and in the live phase;
+/// tags name the classes of allocation samples: see `sampler::jvmevents::class_name`).
 /// Held from the start: neither costs anything until a session enables its events. A JVM that
 /// refuses one makes the option fail with its own message when asked for.
 fn add_event_capabilities(jvmti: &Jvmti) {
-    for c in [cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS, cap::GENERATE_MONITOR_EVENTS] {
+    for c in [cap::GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS, cap::GENERATE_MONITOR_EVENTS, cap::TAG_OBJECTS] {
         let _ = jvmti.add_capabilities(&[c]);
     }
 }

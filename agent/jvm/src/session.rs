@@ -232,9 +232,12 @@ impl Session {
         let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
         parts.stats.reset();
         let sampler: Arc<dyn Sampler> = match opts.sampler {
-            _ if !opts.cpu => {
-                Arc::new(crate::sampler::Idle { threads: parts.threads, jvmti: parts.jvmti, vm: parts.vm })
-            }
+            _ if !opts.cpu => Arc::new(crate::sampler::Idle {
+                threads: parts.threads,
+                code: parts.code,
+                jvmti: parts.jvmti,
+                vm: parts.vm,
+            }),
             SamplerKind::Asgct => Arc::new(AsgctSampler {
                 threads: parts.threads,
                 code: parts.code,
@@ -303,8 +306,10 @@ impl Session {
             let with = crate::sampler::jvmevents::Setup {
                 jvmti: &parts.jvmti,
                 threads: parts.threads,
+                vm: parts.vm,
                 jni: parts.vm.env(),
                 asgct: parts.asgct,
+                walker: crate::vmstructs::walker_layout().ok(),
             };
             let notes = parts.events.start(with, opts.alloc, opts.lock, max_depth)?;
             if !opts.quiet {

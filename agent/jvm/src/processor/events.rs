@@ -41,11 +41,18 @@ impl Processor {
             c.kernel_periods = 0;
             c.state = 0;
             c.exact_kinds = true;
-            c.vm_walk = false;
+            c.vm_walk = p.walk.is_some();
+            c.vm_stop = p.walk.as_ref().map_or(0, |w| w.1);
             c.asgct_frames = WALK_NOT_ATTEMPTED;
             c.data = Default::default();
             let n = p.frames.len().min(MAX_FRAMES);
             for (i, &(m, bci)) in p.frames[..n].iter().enumerate() {
+                if let Some((kinds, _)) = &p.walk {
+                    // hpm's walker's raw frames, as the signal handler records them.
+                    c.frames[i] = CallFrame { lineno: bci, method_id: m };
+                    c.kinds[i] = kinds.get(i).copied().unwrap_or(FrameKind::Unknown);
+                    continue;
+                }
                 let native = bci < 0;
                 c.frames[i] = CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m };
                 // JVMTI does not say how a frame runs: Java frames of unknown kind.
@@ -110,6 +117,10 @@ impl Processor {
                 wm as f64 / 1e6,
                 wp as f64 / 1e6
             ));
+        }
+        let slow = self.inputs.events.slow_stacks.load(std::sync::atomic::Ordering::Relaxed);
+        if slow > 0 {
+            parts.push(format!("{slow} stacks by GetStackTrace (AsyncGetCallTrace could not walk them)"));
         }
         Some(format!("JVM events: {}", parts.join("; ")))
     }

@@ -28,8 +28,10 @@ use hpm_core::model::{java_class_name, JvmEventKind};
 use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 
 use hpm_core::capture::CallFrame;
+use hpm_core::hotspot::{FrameSink, Probe};
+use hpm_core::model::FrameKind;
 
-use crate::jnienv;
+use crate::jnienv::{self, Vm};
 use crate::jvmti::{FrameInfo, Jvmti};
 use crate::os::{gettid, now_ticks};
 use crate::sink::{AsgctFn, CallTrace};
@@ -47,6 +49,9 @@ pub struct Pending {
     pub duration: u64,
     pub thread: u32,
     pub frames: Vec<(u64, i32)>,
+    /// The frames are hpm's walker's raw frames (pcs and `Method*`s tagged by these kinds),
+    /// with how the walk ended; else (jmethodID, bci) pairs.
+    pub walk: Option<(Vec<FrameKind>, u8)>,
     /// Java name of the object's, monitor's or blocker's class.
     pub class: Option<String>,
     pub weight: u64,
@@ -65,6 +70,8 @@ pub struct JvmEvents {
     /// Time the allocating threads spent in the allocation callback (monotonic ns), and calls.
     pub alloc_ns: AtomicU64,
     pub alloc_calls: AtomicU64,
+    /// Event stacks AsyncGetCallTrace could not walk (GetStackTrace took them).
+    pub slow_stacks: AtomicU64,
     /// Mean allocation sampling interval; 0 = off.
     alloc_interval: AtomicU64,
     /// Shortest wait recorded, ns; `u64::MAX` = off.
@@ -72,9 +79,24 @@ pub struct JvmEvents {
     max_depth: AtomicU32,
     /// Whether Unsafe.park is intercepted (once per process), or why not.
     park: OnceLock<Result<(), String>>,
-    /// AsyncGetCallTrace, when the JVM exports it (set at the first session).
-    asgct: OnceLock<Option<AsgctFn>>,
+    /// How event stacks are walked (set at the first session).
+    walkers: OnceLock<Walkers>,
+    /// Class names by the tag of their mirror, less one (see [`class_name`]).
+    class_names: Mutex<Vec<String>>,
 }
+
+/// Classes named through tags; later ones are named every time.
+const MAX_CLASS_NAMES: usize = 1 << 16;
+
+/// hpm's own walker (its layout, and the VM to find the thread) and AsyncGetCallTrace.
+struct Walkers {
+    vm: Vm,
+    layout: Option<&'static hpm_core::hotspot::Layout>,
+    asgct: Option<AsgctFn>,
+}
+
+/// A stack as [`own_stack`] took it.
+type Walked = (Vec<(u64, i32)>, Option<(Vec<FrameKind>, u8)>);
 
 impl Default for JvmEvents {
     fn default() -> Self {
@@ -84,11 +106,13 @@ impl Default for JvmEvents {
             short_waits: AtomicU64::new(0),
             alloc_ns: AtomicU64::new(0),
             alloc_calls: AtomicU64::new(0),
+            slow_stacks: AtomicU64::new(0),
             alloc_interval: AtomicU64::new(0),
             lock_threshold: AtomicU64::new(u64::MAX),
             max_depth: AtomicU32::new(256),
             park: OnceLock::new(),
-            asgct: OnceLock::new(),
+            walkers: OnceLock::new(),
+            class_names: Mutex::new(Vec::new()),
         }
     }
 }
@@ -97,9 +121,12 @@ impl Default for JvmEvents {
 pub struct Setup<'a> {
     pub jvmti: &'a Jvmti,
     pub threads: &'static Threads,
+    pub vm: Vm,
     /// The calling thread's JNI environment (to intercept Unsafe.park).
     pub jni: Option<*mut JNIEnv>,
     pub asgct: Option<AsgctFn>,
+    /// hpm's own stack walker's layout of this JVM, if it has one.
+    pub walker: Option<&'static hpm_core::hotspot::Layout>,
 }
 
 /// `alloc` weight: the bytes a sample of an object of `size` bytes stands for when the mean
@@ -125,11 +152,11 @@ impl JvmEvents {
         max_depth: u32,
     ) -> Result<Vec<String>, String> {
         use crate::jvmti::event;
-        let Setup { jvmti, threads, jni, asgct } = with;
+        let Setup { jvmti, threads, vm, jni, asgct, walker } = with;
         let mut notes = Vec::new();
-        let _ = self.asgct.set(asgct);
+        let _ = self.walkers.set(Walkers { vm, layout: walker, asgct });
         self.max_depth.store(max_depth.clamp(1, MAX_EVENT_FRAMES as u32), Ordering::Relaxed);
-        for c in [&self.dropped, &self.short_waits, &self.alloc_ns, &self.alloc_calls] {
+        for c in [&self.dropped, &self.short_waits, &self.alloc_ns, &self.alloc_calls, &self.slow_stacks] {
             c.store(0, Ordering::Relaxed);
         }
         if let Some(bytes) = alloc {
@@ -195,22 +222,55 @@ impl JvmEvents {
 }
 
 /// A contended monitor enter in progress: its start, stack and monitor class.
-type Waiting = (u64, Vec<(u64, i32)>, Option<String>);
+type Waiting = (u64, Walked, Option<String>);
 
 thread_local! {
     /// This thread's frame buffers for GetStackTrace and AsyncGetCallTrace.
     static FRAMES: RefCell<Vec<FrameInfo>> = const { RefCell::new(Vec::new()) };
     static CALL_FRAMES: RefCell<Vec<CallFrame>> = const { RefCell::new(Vec::new()) };
+    static WALK: RefCell<(Vec<CallFrame>, Vec<FrameKind>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     static WAITING: RefCell<Option<Waiting>> = const { RefCell::new(None) };
 }
 
 /// The calling thread's Java stack, leaf first, at most `max` frames. The callbacks run in
-/// native state, where HotSpot keeps the last Java frame walkable: AsyncGetCallTrace walks from
-/// it without the signal's context, a few microseconds where GetStackTrace (vframes, handles,
-/// method ids) took 20-45 us on h2's and lucene's deep stacks. GetStackTrace where it fails.
-fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Vec<(u64, i32)> {
-    let max = ev.max_depth.load(Ordering::Relaxed) as usize;
-    if let Some(asgct) = *ev.asgct.get().unwrap_or(&None) {
+/// native state, where HotSpot keeps the thread's last Java frame (its anchor) walkable:
+/// hpm's own walker starts there (a few microseconds), where GetStackTrace (vframes, handles,
+/// method ids) took 15-60 us per allocation sample on h2's and lucene's deep stacks and
+/// AsyncGetCallTrace refused most of h2's (`not_walkable_not_Java`). Then AsyncGetCallTrace,
+/// then GetStackTrace.
+fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
+    let max = (ev.max_depth.load(Ordering::Relaxed) as usize).min(MAX_EVENT_FRAMES);
+    let w = ev.walkers.get();
+    if let Some((layout, thread)) = w.and_then(|w| Some((w.layout?, w.vm.current_vm_thread()))).filter(|x| x.1 != 0) {
+        let walked = WALK.with(|b| {
+            let mut b = b.borrow_mut();
+            let (frames, kinds) = &mut *b;
+            if frames.len() < max {
+                frames.resize(max, CallFrame::default());
+                kinds.resize(max, FrameKind::Unknown);
+            }
+            let mut sink =
+                FrameSink { frames: &mut frames[..max], kinds: &mut kinds[..max], len: 0, probe: Probe::default() };
+            // The walk starts in this (native) frame: not Java code, so the anchor is taken.
+            let here = 0u64;
+            // SAFETY: ucontext_t is plain data; all-zero is a valid value.
+            let mut uc: libc::ucontext_t = unsafe { std::mem::zeroed() };
+            uc.uc_mcontext.gregs[libc::REG_RIP as usize] = own_stack as *const () as i64;
+            uc.uc_mcontext.gregs[libc::REG_RSP as usize] = (&here as *const u64 as i64) & !7;
+            let code = crate::vmstructs::code_view(layout);
+            let stop =
+                crate::vmstructs::walk_here(layout, &code, thread, (&uc as *const libc::ucontext_t).cast(), &mut sink);
+            let n = sink.len;
+            (n > 0).then(|| {
+                let raw = frames[..n].iter().map(|f| (f.method_id, f.lineno)).collect();
+                (raw, Some((kinds[..n].to_vec(), stop as u8)))
+            })
+        });
+        if let Some(w) = walked {
+            return w;
+        }
+    }
+    if let Some(asgct) = w.and_then(|w| w.asgct) {
         let walked = CALL_FRAMES.with(|b| {
             let mut b = b.borrow_mut();
             if b.len() < max {
@@ -228,30 +288,49 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Vec<(u64, i32)>
             (n > 0).then(|| b[..(n as usize).min(max)].iter().map(|f| (f.method_id, f.lineno.max(-1))).collect())
         });
         if let Some(frames) = walked {
-            return frames;
+            return (frames, None);
         }
     }
-    FRAMES.with(|b| {
+    ev.slow_stacks.fetch_add(1, Ordering::Relaxed);
+    let frames = FRAMES.with(|b| {
         let mut b = b.borrow_mut();
         if b.len() < max {
             b.resize(max, FrameInfo::default());
         }
         let n = jvmti.own_stack_trace(&mut b[..max]).unwrap_or(0);
         b[..n].iter().map(|f| (f.method as u64, f.location.clamp(-1, i32::MAX as i64) as i32)).collect()
-    })
+    });
+    (frames, None)
 }
 
-fn class_name(jvmti: &Jvmti, class: jclass) -> Option<String> {
+/// The Java name of `class`. GetClassSignature cost ~10 us per call on h2's allocation
+/// samples, most of a sample's cost: each class is named once, and its mirror tagged with the
+/// name's index + 1 (JVMTI tags follow the object through every collection), so later events
+/// pay one GetTag. Without the tagging capability, the signature every time.
+fn class_name(ev: &JvmEvents, jvmti: &Jvmti, class: jclass) -> Option<String> {
     if class.is_null() {
         return None;
     }
-    jvmti.class_signature(class).ok().map(|s| java_class_name(&s))
+    if let Ok(tag) = jvmti.tag(class) {
+        if tag > 0 {
+            let names = ev.class_names.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = names.get(tag as usize - 1) {
+                return Some(n.clone());
+            }
+        }
+    }
+    let name = java_class_name(&jvmti.class_signature(class).ok()?);
+    let mut names = ev.class_names.lock().unwrap_or_else(|p| p.into_inner());
+    if names.len() < MAX_CLASS_NAMES && jvmti.set_tag(class, names.len() as i64 + 1).is_ok() {
+        names.push(name.clone());
+    }
+    Some(name)
 }
 
 /// The class of `obj` by its Java name.
-fn class_of(jvmti: &Jvmti, jni: *mut JNIEnv, obj: jobject) -> Option<String> {
+fn class_of(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, obj: jobject) -> Option<String> {
     let c = jnienv::object_class(jni, obj);
-    let name = class_name(jvmti, c);
+    let name = class_name(ev, jvmti, c);
     jnienv::delete_local_ref(jni, c);
     name
 }
@@ -280,14 +359,15 @@ pub fn allocated(
     }
     let start = now_ticks();
     let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
-    let frames = own_stack(ev, jvmti, jni);
-    let class = class_name(jvmti, class);
+    let (frames, walk) = own_stack(ev, jvmti, jni);
+    let class = class_name(ev, jvmti, class);
     ev.push(Pending {
         kind: JvmEventKind::Allocation,
         time: start,
         duration: 0,
         thread: idx,
         frames,
+        walk,
         class,
         weight: allocation_weight(size, interval),
         timeout: i64::MIN,
@@ -303,14 +383,14 @@ pub fn monitor_waiting(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, object: 
         return;
     }
     let frames = own_stack(ev, jvmti, jni);
-    let class = class_of(jvmti, jni, object);
+    let class = class_of(ev, jvmti, jni, object);
     WAITING.with(|w| *w.borrow_mut() = Some((now_ticks(), frames, class)));
 }
 
 /// MonitorContendedEntered: the wait is over.
 pub fn monitor_entered(ev: &JvmEvents, jvmti: &Jvmti, threads: &Threads, jni: *mut JNIEnv, thread: jobject) {
     let end = now_ticks();
-    let Some((start, frames, class)) = WAITING.with(|w| w.borrow_mut().take()) else { return };
+    let Some((start, (frames, walk), class)) = WAITING.with(|w| w.borrow_mut().take()) else { return };
     let Some(threshold) = ev.lock_on() else { return };
     let duration = end.saturating_sub(start);
     if duration < threshold {
@@ -324,6 +404,7 @@ pub fn monitor_entered(ev: &JvmEvents, jvmti: &Jvmti, threads: &Threads, jni: *m
         duration,
         thread: idx,
         frames,
+        walk,
         class,
         weight: duration,
         timeout: i64::MIN,
@@ -374,7 +455,7 @@ fn intercept_park(jni: *mut JNIEnv) -> Result<(), String> {
 /// What [`park`] notes before the original runs.
 struct ParkStart {
     time: u64,
-    frames: Vec<(u64, i32)>,
+    frames: Walked,
     threshold: u64,
 }
 
@@ -412,7 +493,7 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
     // LockSupport sets the blocker before Unsafe.park and clears it after: still set here.
     let thread_class = jnienv::object_class(jni, thread);
     let blocker = jnienv::object_field(jni, thread_class, thread, c"parkBlocker", c"Ljava/lang/Object;");
-    let class = class_of(&a.jvmti, jni, blocker);
+    let class = class_of(a.events, &a.jvmti, jni, blocker);
     jnienv::delete_local_ref(jni, blocker);
     jnienv::delete_local_ref(jni, thread_class);
     let idx = thread_index(a.threads, &a.jvmti, jni, thread);
@@ -428,7 +509,8 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
         time: start.time,
         duration,
         thread: idx,
-        frames: start.frames,
+        frames: start.frames.0,
+        walk: start.frames.1,
         class,
         weight: duration,
         timeout,

@@ -48,12 +48,17 @@ pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
 /// the JVM events of each are told apart.
 pub struct Idle {
     pub threads: &'static crate::threads::Threads,
+    pub code: &'static crate::code::CodeEvents,
     pub jvmti: Jvmti,
     pub vm: Vm,
 }
 
 impl Sampler for Idle {
     fn start(&self) -> Result<(), String> {
+        // The events' stacks, walked by hpm's walker, name methods by the ids the code-map
+        // events make the JVM create (as the signal sampler's do).
+        let jni = self.vm.env().ok_or("the calling thread is not attached to the JVM")?;
+        self.code.enable(&self.jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
         self.threads.begin(crate::threads::Mode::Identity);
         self.threads.hint_java_threads(java_threads(&self.jvmti, self.vm));
         self.threads.scan();
