@@ -103,12 +103,13 @@ impl Processor {
         let mut parts = Vec::new();
         if o.alloc.is_some() {
             let ev = self.inputs.events;
-            let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed).max(1);
-            let us = ev.alloc_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3 / calls as f64;
-            parts.push(format!(
-                "{na} allocation samples standing for {:.1} MiB ({us:.1} us each in the allocating thread)",
-                wa as f64 / (1u64 << 20) as f64
-            ));
+            let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed);
+            let cost = match ev.alloc_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3 {
+                _ if calls == 0 => String::new(),
+                us => format!(" ({:.1} us of CPU each in the allocating thread)", us / calls as f64),
+            };
+            parts
+                .push(format!("{na} allocation samples standing for {:.1} MiB{cost}", wa as f64 / (1u64 << 20) as f64));
         }
         if o.lock.is_some() {
             let short = self.inputs.events.short_waits.load(std::sync::atomic::Ordering::Relaxed);

@@ -33,7 +33,7 @@ use hpm_core::model::FrameKind;
 
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{FrameInfo, Jvmti};
-use crate::os::{gettid, now_ticks};
+use crate::os::{gettid, now_ticks, thread_cpu_ns};
 use crate::sink::{AsgctFn, CallTrace};
 use crate::threads::Threads;
 
@@ -67,7 +67,8 @@ pub struct JvmEvents {
     pub dropped: AtomicU64,
     /// Waits shorter than the threshold, not recorded.
     pub short_waits: AtomicU64,
-    /// Time the allocating threads spent in the allocation callback (monotonic ns), and calls.
+    /// CPU time the allocating threads spent in the allocation callback (ns), measured on one
+    /// call in [`COST_EVERY`] (`alloc_calls` of them).
     pub alloc_ns: AtomicU64,
     pub alloc_calls: AtomicU64,
     /// Event stacks AsyncGetCallTrace could not walk (GetStackTrace took them).
@@ -230,7 +231,12 @@ thread_local! {
     static CALL_FRAMES: RefCell<Vec<CallFrame>> = const { RefCell::new(Vec::new()) };
     static WALK: RefCell<(Vec<CallFrame>, Vec<FrameKind>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     static WAITING: RefCell<Option<Waiting>> = const { RefCell::new(None) };
+    /// This thread's allocation callbacks, for timing one in [`COST_EVERY`].
+    static COST_CALL: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
+
+/// One allocation callback in this many (per thread) is timed for the summary's cost figure.
+const COST_EVERY: u32 = 8;
 
 /// The calling thread's Java stack, leaf first, at most `max` frames. The callbacks run in
 /// native state, where HotSpot keeps the thread's last Java frame (its anchor) walkable:
@@ -357,6 +363,16 @@ pub fn allocated(
     if interval == 0 {
         return;
     }
+    // The cost is the thread's CPU time, not the wall time between the two reads: with more
+    // runnable threads than cores a preemption inside the callback added milliseconds to a
+    // few samples and moved the mean from 7 to 135 us between sessions of one h2 run. The
+    // thread's CPU clock is a system call (~0.9 us here), so one call in COST_EVERY is timed.
+    let timed = COST_CALL.with(|c| {
+        let n = c.get().wrapping_add(1);
+        c.set(n);
+        n % COST_EVERY == 1
+    });
+    let cpu = if timed { thread_cpu_ns() } else { 0 };
     let start = now_ticks();
     let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
     let (frames, walk) = own_stack(ev, jvmti, jni);
@@ -373,8 +389,10 @@ pub fn allocated(
         timeout: i64::MIN,
         until: i64::MIN,
     });
-    ev.alloc_ns.fetch_add(now_ticks().saturating_sub(start), Ordering::Relaxed);
-    ev.alloc_calls.fetch_add(1, Ordering::Relaxed);
+    if timed {
+        ev.alloc_ns.fetch_add(thread_cpu_ns().saturating_sub(cpu), Ordering::Relaxed);
+        ev.alloc_calls.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// MonitorContendedEnter: the thread is about to wait for `object`'s monitor.
