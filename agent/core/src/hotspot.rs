@@ -437,6 +437,12 @@ pub struct FrameSink<'a> {
     pub len: usize,
     /// `data`: which frame holds a stack address.
     pub probe: Probe,
+    /// `sampler=chain`: each frame's activation address at its first slot (0: unknown), from
+    /// which its stack depth (the stack base minus it) is the CallerChaining key (Inoue &
+    /// Nakatani §6): a compiled frame's stack pointer once its frame is complete (fixed for the
+    /// activation: HotSpot's compiled frames have a constant size), an interpreter frame's fp
+    /// (its sp moves with the expression stack). `None`: not recorded.
+    pub addrs: Option<&'a mut [u64]>,
 }
 
 /// Which walked frame holds an address of the stack (`data`: "stack, and the frame"): a frame
@@ -480,7 +486,19 @@ pub(crate) const TAG_PC: FrameKind = FrameKind::JitCompiled;
 const TAG_METHOD: FrameKind = FrameKind::Unknown;
 const TAG_INTERPRETED: FrameKind = FrameKind::Interpreted;
 
-impl FrameSink<'_> {
+impl<'a> FrameSink<'a> {
+    /// A sink filling `frames` and `kinds`, with no probe and no activation addresses.
+    pub fn new(frames: &'a mut [CallFrame], kinds: &'a mut [FrameKind]) -> FrameSink<'a> {
+        FrameSink { frames, kinds, len: 0, probe: Probe::default(), addrs: None }
+    }
+
+    /// The activation address of the frame that starts at `slot` (see [`FrameSink::addrs`]).
+    fn set_addr(&mut self, slot: usize, addr: u64) {
+        if let Some(a) = self.addrs.as_deref_mut().and_then(|a| a.get_mut(slot)) {
+            *a = addr;
+        }
+    }
+
     /// Pushes a frame whose stack pointer is `sp`.
     fn push_at(&mut self, f: RawFrame, sp: u64) -> bool {
         let slot = self.len;
@@ -611,17 +629,21 @@ impl<M: Memory> Walker<'_, M> {
                     let Some((p, s, f)) = self.unwind_interpreter_entry(sp, fp, &word) else {
                         return Stop::BadInterpreterFrame;
                     };
+                    let slot = out.len;
                     if !out.push_at(RawFrame::Interpreted { method: regs.method_reg, bcp: 0 }, sp) {
                         return Stop::Full;
                     }
+                    out.set_addr(slot, 0); // its fp is not set up: no depth
                     found_java = true;
                     (pc, sp, fp) = (p, s, f);
                     exact = true;
                     continue;
                 };
+                let slot = out.len;
                 if !out.push_at(RawFrame::Interpreted { method, bcp }, sp) {
                     return Stop::Full;
                 }
+                out.set_addr(slot, fp);
                 found_java = true;
                 (pc, sp, fp) = (ret, sender_sp, link);
                 exact = true;
@@ -656,6 +678,7 @@ impl<M: Memory> Walker<'_, M> {
             }
             if let Some(b) = self.blob(pc) {
                 if b.frame_words > 0 {
+                    let slot = out.len;
                     if !out.push_at(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }, sp) {
                         return Stop::Full;
                     }
@@ -667,6 +690,15 @@ impl<M: Memory> Walker<'_, M> {
                     } else {
                         self.unwind_sized(sp, b.frame_words, &word)
                     };
+                    // The complete frame's sp: where the walk came through a return address,
+                    // sp itself; in a prologue or epilogue, its sender's sp less the frame.
+                    let addr = match next {
+                        _ if exact => sp,
+                        Some((_, s, _)) => s.wrapping_sub(8 * b.frame_words),
+                        None if pc >= b.frame_complete => sp,
+                        None => 0,
+                    };
+                    out.set_addr(slot, addr);
                     let Some((p, s, f)) = next else { return Stop::Lost };
                     if s <= sp {
                         return Stop::Lost;
@@ -957,6 +989,70 @@ impl<M: Memory> Walker<'_, M> {
     fn code_byte(&self, a: u64) -> Option<u8> {
         self.code.contains(a).then(|| self.mem.byte(a))
     }
+}
+
+/// The top of a thread's stack as a sample copied it (PERF_SAMPLE_STACK_USER): `bytes` from
+/// `sp`, read long after the thread moved on (`sampler=chain`).
+#[derive(Clone, Copy, Debug)]
+pub struct StackCopy<'a> {
+    pub sp: u64,
+    pub bytes: &'a [u8],
+}
+
+impl StackCopy<'_> {
+    /// The little-endian integer of `width` bytes at `addr`, if the copy holds it.
+    fn read(&self, addr: u64, width: u64) -> Option<u64> {
+        let off = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
+        let b = self.bytes.get(off..off.checked_add(width as usize)?)?;
+        Some(b.iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x)))
+    }
+}
+
+/// The walker's memory over a stack copy: stack addresses from the copy, everything else
+/// (the code heap, its segment map, the VM's structures) from `code`.
+struct CopyMemory<'a, M: Memory> {
+    copy: StackCopy<'a>,
+    code: &'a M,
+}
+
+impl<M: Memory> Memory for CopyMemory<'_, M> {
+    fn word(&self, addr: u64) -> u64 {
+        self.copy.read(addr, 8).unwrap_or_else(|| self.code.word(addr))
+    }
+    fn byte(&self, addr: u64) -> u8 {
+        self.copy.read(addr, 1).map_or_else(|| self.code.byte(addr), |v| v as u8)
+    }
+    fn int(&self, addr: u64, width: u8) -> i64 {
+        let sign = |v: u64| match width {
+            1 => i64::from(v as u8 as i8),
+            2 => i64::from(v as u16 as i16),
+            4 => i64::from(v as u32 as i32),
+            _ => v as i64,
+        };
+        self.copy.read(addr, u64::from(width.clamp(1, 8))).map_or_else(|| self.code.int(addr, width), sign)
+    }
+}
+
+/// Walks the frames a stack copy holds, from the registers the sample recorded (`regs.sp`
+/// must be `copy.sp`): as many frames as the copy reaches, with their activation addresses
+/// when `out.addrs` is given. The stack is read from the copy only (the walk ends where it
+/// does, usually `Stop::Lost`); `code` serves the code cache. No anchor: a sample in native
+/// code finds Java only through rbp.
+pub fn walk_copy<M: Memory>(
+    layout: &Layout,
+    code: &CodeView,
+    code_mem: &M,
+    copy: StackCopy,
+    regs: Regs,
+    out: &mut FrameSink,
+) -> Stop {
+    if regs.sp != copy.sp {
+        return Stop::Lost;
+    }
+    let top = copy.sp.saturating_add(copy.bytes.len() as u64 & !7);
+    let thread = ThreadView { stack_base: top, stack_end: copy.sp, ..ThreadView::default() };
+    let mem = CopyMemory { copy, code: code_mem };
+    Walker { layout, code, thread: &thread, mem: &mem }.walk(regs, out)
 }
 
 /// For other modules' tests: fills a sink as the walker does.

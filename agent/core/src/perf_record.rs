@@ -21,6 +21,7 @@ pub const SAMPLE_ID: u64 = 1 << 6;
 pub const SAMPLE_CPU: u64 = 1 << 7;
 pub const SAMPLE_PERIOD: u64 = 1 << 8;
 pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
 pub const SAMPLE_WEIGHT: u64 = 1 << 14;
 pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
 pub const SAMPLE_REGS_INTR: u64 = 1 << 18;
@@ -66,7 +67,14 @@ pub struct Layout {
     pub regs_mask: u64,
     /// Registers at the sampled instruction (precise memory samples; 0: none asked).
     pub intr_mask: u64,
+    /// Bytes of the user stack copied from sp with every sample (PERF_SAMPLE_STACK_USER; 0:
+    /// none asked).
+    pub stack_user: u32,
 }
+
+/// The most user stack a sample can carry: the record's size is a u16, and the kernel
+/// rounds the request to 8 bytes.
+pub const MAX_STACK_USER: u32 = 0xffff - 0x1ff;
 
 impl Layout {
     /// The layout hpm uses: IP, TID, TIME, ADDR, PERIOD, user BP/SP/IP, and the group's counter
@@ -81,7 +89,16 @@ impl Layout {
             read_format: FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING,
             regs_mask: REGS_MASK,
             intr_mask: 0,
+            stack_user: 0,
         }
+    }
+
+    /// Also `bytes` of the sampled thread's user stack from its sp (rounded down to 8 bytes, at
+    /// most [`MAX_STACK_USER`]): `sampler=chain` walks that copy, long after the thread moved on.
+    pub fn with_user_stack(mut self, bytes: u32) -> Layout {
+        self.sample_type |= SAMPLE_STACK_USER;
+        self.stack_user = bytes.min(MAX_STACK_USER) & !7;
+        self
     }
 
     /// The general registers at the sampled point (REGS_INTR): a uprobe's are the user
@@ -155,6 +172,11 @@ pub struct RawSample {
     /// instruction in `Gprs` order.
     pub intr_abi: u64,
     pub intr: [u64; 16],
+    /// The user stack copy (PERF_SAMPLE_STACK_USER): where its bytes start in the ring and how
+    /// many are valid (the kernel's `dyn_size`; 0: none). Read them with [`Ring::copy_at`]
+    /// before the record is consumed.
+    pub stack_at: u64,
+    pub stack_len: u64,
 }
 
 impl RawSample {
@@ -208,6 +230,17 @@ impl<'a> Ring<'a> {
             *x = self.byte(pos + k as u64);
         }
         out
+    }
+
+    /// Copies `out.len()` bytes from `pos`, wrapping at the ring's end.
+    pub fn copy_at(&self, pos: u64, out: &mut [u8]) {
+        let i = (pos & self.mask) as usize;
+        let first = out.len().min(self.data.len() - i);
+        out[..first].copy_from_slice(&self.data[i..i + first]);
+        let rest = out.len() - first;
+        for (k, b) in out[first..].iter_mut().enumerate().take(rest) {
+            *b = self.data[k % self.data.len()];
+        }
     }
 
     pub fn u16_at(&self, pos: u64) -> u16 {
@@ -324,7 +357,17 @@ impl<'a> Ring<'a> {
                 }
             }
         }
-        // (PERF_SAMPLE_STACK_USER is never asked for.)
+        if st & SAMPLE_STACK_USER != 0 {
+            // { u64 size; char data[size]; u64 dyn_size; }, dyn_size only when size > 0 (no
+            // user registers, as in a kernel thread: size 0).
+            let size = self.u64_at(next(8)?);
+            if size > 0 {
+                let at = next(size)?;
+                let dyn_size = self.u64_at(next(8)?);
+                s.stack_at = at;
+                s.stack_len = dyn_size.min(size);
+            }
+        }
         if st & SAMPLE_WEIGHT != 0 {
             s.weight = self.u64_at(next(8)?);
         }
@@ -385,6 +428,12 @@ impl<'a> Ring<'a> {
 
 /// Encodes a sample record the way the kernel would, for replay tests.
 pub fn encode_sample(s: &RawSample, l: &Layout) -> Vec<u8> {
+    encode_sample_with_stack(s, l, &[])
+}
+
+/// [`encode_sample`] with `stack` as the user stack copy (the kernel's `dyn_size` bytes of the
+/// `l.stack_user` it writes; `s.stack_at`/`stack_len` are not read).
+pub fn encode_sample_with_stack(s: &RawSample, l: &Layout, stack: &[u8]) -> Vec<u8> {
     let mut b = Vec::new();
     let st = l.sample_type;
     let mut put = |v: u64| b.extend_from_slice(&v.to_le_bytes());
@@ -425,6 +474,20 @@ pub fn encode_sample(s: &RawSample, l: &Layout) -> Vec<u8> {
             put(s.bp);
             put(s.sp);
             put(s.user_ip);
+        }
+    }
+    if st & SAMPLE_STACK_USER != 0 {
+        if s.regs_abi == 0 {
+            put(0);
+        } else {
+            let size = l.stack_user as usize;
+            put(size as u64);
+            let mut data = stack[..stack.len().min(size)].to_vec();
+            data.resize(size, 0);
+            for w in data.chunks_exact(8) {
+                put(u64::from_le_bytes(w.try_into().unwrap_or_default()));
+            }
+            put(stack.len().min(size) as u64);
         }
     }
     if st & SAMPLE_WEIGHT != 0 {
@@ -577,6 +640,47 @@ mod tests {
         let Record::Sample(back) = rec else { panic!("{rec:?}") };
         assert_eq!(back.kernel_frames(), &s.kernel[..3]);
         assert_eq!((back.user_ip, back.sp), (s.user_ip, s.sp), "registers after the chain");
+    }
+
+    #[test]
+    fn user_stack_copies_decode_and_copy_out_across_the_rings_end() {
+        let layout = Layout::standard(false).with_user_stack(64);
+        assert_eq!(Layout::standard(false).with_user_stack(100).stack_user, 96, "whole words");
+        assert_eq!(Layout::standard(false).with_user_stack(1 << 20).stack_user, MAX_STACK_USER & !7);
+        let mut s = sample(1);
+        (s.nvalues, s.values, s.time_enabled, s.time_running) = (0, [0; MAX_COUNTERS + 1], 0, 0);
+        let stack: Vec<u8> = (0..40u8).collect();
+        let bytes = encode_sample_with_stack(&s, &layout, &stack);
+        // Place the record so that it wraps around the ring's end inside the stack copy.
+        let mut ring = vec![0u8; 256];
+        let start = 256 - 80;
+        for (i, b) in bytes.iter().enumerate() {
+            ring[(start + i) % 256] = *b;
+        }
+        let r = Ring::new(&ring);
+        let (rec, size) = r.record_at(start as u64, &layout).unwrap();
+        assert_eq!(size as usize, bytes.len());
+        let Record::Sample(back) = rec else { panic!("{rec:?}") };
+        assert_eq!((back.sp, back.user_ip, back.stack_len), (s.sp, s.user_ip, 40));
+        let mut out = vec![0u8; back.stack_len as usize];
+        r.copy_at(back.stack_at, &mut out);
+        assert_eq!(out, stack);
+        // Fields after the copy still decode (a kernel thread: no registers, size 0, no dyn_size).
+        let layout = layout.with_memory_sample();
+        let mut k = s;
+        (k.regs_abi, k.weight) = (0, 77);
+        let bytes = encode_sample_with_stack(&k, &layout, &stack);
+        let mut ring = vec![0u8; 512];
+        ring[..bytes.len()].copy_from_slice(&bytes);
+        let Some((Record::Sample(back), _)) = Ring::new(&ring).record_at(0, &layout) else { panic!() };
+        assert_eq!((back.weight, back.stack_len), (77, 0));
+        // A copy's size past the record's end is corrupt.
+        let mut bytes = encode_sample_with_stack(&s, &Layout::standard(false).with_user_stack(64), &stack);
+        let at = 8 + 5 * 8 + 4 * 8; // header, ip..period, regs (abi + 3)
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let mut ring = vec![0u8; 512];
+        ring[..bytes.len()].copy_from_slice(&bytes);
+        assert!(Ring::new(&ring).record_at(0, &Layout::standard(false).with_user_stack(64)).is_none());
     }
 
     #[test]

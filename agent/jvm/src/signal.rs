@@ -381,7 +381,8 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
         }
         // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
         let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
-        let mut sink = FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0, probe };
+        let mut sink =
+            FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0, probe, addrs: None };
         let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, &mut sink);
         let (len, slot) = (sink.len, sink.probe.slot);
         c.data.stack_slot = slot;

@@ -160,6 +160,8 @@ impl Memory for FakeMem {
 /// What one walk gave.
 struct Outcome {
     frames: Vec<RawFrame>,
+    /// Each frame's activation address (`FrameSink::addrs`).
+    addrs: Vec<u64>,
     stop: Stop,
     len: usize,
     violations: Vec<(u64, u64)>,
@@ -300,7 +302,8 @@ impl Fake {
         self.mem.violations.borrow_mut().clear();
         self.mem.reads.set(0);
         let walker = Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem };
-        let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Default::default() };
+        let mut addrs = vec![u64::MAX; cap];
+        let mut sink = FrameSink { addrs: Some(&mut addrs), ..FrameSink::new(&mut frames, &mut kinds) };
         let stop = walker.walk(regs, &mut sink);
         let len = sink.len;
         assert!(len <= cap, "{len} slots filled of {cap}");
@@ -308,7 +311,14 @@ impl Fake {
         assert!(kinds[len..].iter().all(|k| *k == SENTINEL_KIND), "a kind past the frames was written");
         let tags = [FrameKind::JitCompiled, FrameKind::Unknown, FrameKind::Interpreted];
         assert!(kinds[..len].iter().all(|k| tags.contains(k)), "kinds {:?}", &kinds[..len]);
+        // Each frame's activation address sits at its first slot; the others stay unwritten.
+        let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != FrameKind::Unknown).collect();
+        assert!(
+            (0..cap).all(|i| firsts.contains(&i) || addrs[i] == u64::MAX),
+            "an address was written outside a frame's first slot"
+        );
         Outcome {
+            addrs: firsts.iter().map(|&i| addrs[i]).collect(),
             frames: raw_frames(&frames[..len], &kinds[..len]).collect(),
             stop,
             len,
@@ -350,6 +360,7 @@ fn regs(pc: u64, sp: u64, fp: u64) -> Regs {
 const SP: u64 = STACK_LO + 0x1000;
 
 // The tests, by what they cover.
+mod chain;
 mod frames;
 mod layout;
 mod safety;

@@ -255,8 +255,13 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
                 frames.resize(max, CallFrame::default());
                 kinds.resize(max, FrameKind::Unknown);
             }
-            let mut sink =
-                FrameSink { frames: &mut frames[..max], kinds: &mut kinds[..max], len: 0, probe: Probe::default() };
+            let mut sink = FrameSink {
+                frames: &mut frames[..max],
+                kinds: &mut kinds[..max],
+                len: 0,
+                probe: Probe::default(),
+                addrs: None,
+            };
             // The walk starts in this (native) frame: not Java code, so the anchor is taken.
             let here = 0u64;
             // SAFETY: ucontext_t is plain data; all-zero is a valid value.
