@@ -188,8 +188,12 @@ fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
         for s in &rec.samples {
             let class = s.data.as_deref().and_then(|d| d.class.as_deref()).unwrap_or("?");
             *probes.entry(class.to_string()).or_default() += 1;
-            let java = s.stack.iter().find(|f| f.kind.is_java()).map(|f| rec.method(f.method).display_name());
-            assert_eq!(java.as_deref(), Some("AllocLocks.hold"), "{}: a probe sample's Java site", jdk.name);
+            // The program's own monitors are entered in `hold`; the JDK's (a ThreadGroup's, as
+            // the workers end together) may be contended too, elsewhere.
+            if class.starts_with("AllocLocks$") {
+                let java = s.stack.iter().find(|f| f.kind.is_java()).map(|f| rec.method(f.method).display_name());
+                assert_eq!(java.as_deref(), Some("AllocLocks.hold"), "{}: a probe sample's Java site", jdk.name);
+            }
         }
         for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::MonitorEnter) {
             *jvmti.entry(e.class.as_deref().unwrap_or("?").to_string()).or_default() += 1;

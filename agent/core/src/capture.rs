@@ -148,7 +148,19 @@ pub struct Captured {
     /// `data`: the sampled instruction's bytes and the registers before it ran (empty when not
     /// captured), decoded by the resolver into the address it touches.
     pub data: DataCapture,
+    /// `sampler=chain` (read only in its sessions, whose records the chain drain writes whole):
+    /// the record is an anchor, a deep stack copy walked for the tree's structure only, not a
+    /// sample of the profile.
+    pub chain_anchor: bool,
+    /// `sampler=chain`: the stack depth (bytes from the thread's stack base to the activation
+    /// address, `hotspot::FrameSink::addrs`) of each physical Java frame of the walk, in walk
+    /// order; 0 where unknown (an interpreter frame being entered) or past [`CHAIN_DEPTHS`].
+    pub depths: [u32; CHAIN_DEPTHS],
 }
+
+/// Physical frames a `sampler=chain` record carries the depths of: an anchor's deeper frames
+/// give no quadruples.
+pub const CHAIN_DEPTHS: usize = 128;
 
 /// The sampled instruction as the handler found it: up to 16 bytes at the interrupted IP (fewer
 /// at a page end) and the general registers (`hpm_core::operand::Gprs` order).
@@ -235,6 +247,8 @@ impl Default for Captured {
             asgct_frames: WALK_NOT_ATTEMPTED,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
             data: DataCapture::default(),
+            chain_anchor: false,
+            depths: [0; CHAIN_DEPTHS],
         }
     }
 }

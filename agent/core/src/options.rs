@@ -288,6 +288,9 @@ pub enum Sampler {
     /// `event=wall`: every Java thread at the interval, whatever its state (a bounded number
     /// of threads per tick), the state recorded with each sample.
     Wall,
+    /// CallerChaining (Inoue & Nakatani §6): perf samples with the registers and a few hundred
+    /// bytes of stack, no signal, walked by the processor; contexts from (method, depth).
+    Chain,
 }
 
 impl Sampler {
@@ -297,6 +300,7 @@ impl Sampler {
             Sampler::Jvmti => "jvmti",
             Sampler::Sps => "sps",
             Sampler::Wall => "wall",
+            Sampler::Chain => "chain",
         }
     }
 }
@@ -505,9 +509,10 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     "asgct" => Sampler::Asgct,
                     "jvmti" => Sampler::Jvmti,
                     "sps" => Sampler::Sps,
+                    "chain" => Sampler::Chain,
                     other => {
                         return Err(OptionError(format!(
-                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps"
+                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps, chain"
                         )))
                     }
                 }
@@ -575,7 +580,8 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             o.sampler.name()
         )));
     }
-    if o.sampler != Sampler::Asgct {
+    // The chain sampler is a perf sampler too: any event, counters and interval=auto.
+    if !matches!(o.sampler, Sampler::Asgct | Sampler::Chain) {
         if !o.event.is_clock || !o.counters.is_empty() {
             return Err(OptionError(format!(
                 "sampler={} samples on a timer; event= and counters= need sampler=asgct",
@@ -699,7 +705,8 @@ pub fn help_text() -> String {
          \x20 counters=A+B+...  counting events read in one perf group with every sample (e.g. cycles+instructions)\n\
          \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg .pb.gz .json; %p = pid, %t = time; repeatable\n\
          \x20 threads           separate stacks per thread\n\
-         \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM)\n\
+         \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM),\n\
+         \x20                   chain (CallerChaining: no stack walk in the thread, contexts from stack depths)\n\
          \x20 spsthreads=N      sampler=sps: running threads per sample (default: number of CPUs)\n\
          \x20 spswaiting        sampler=sps: also sample waiting threads in proportion to their share\n\
          \x20 kernel=auto       kernel time: auto = sampled with kernel frames where perf allows it, else counted at the\n\

@@ -165,6 +165,13 @@ pub struct NativeCode {
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
+/// See [`SampleResolver::chain_groups`].
+#[derive(Default, Debug, Clone)]
+pub struct ChainGroups {
+    pub first: usize,
+    pub sizes: Vec<u16>,
+}
+
 #[derive(Default)]
 pub struct SampleResolver {
     pub timeline: CodeTimeline,
@@ -179,6 +186,9 @@ pub struct SampleResolver {
     /// A uprobe on HotSpot's ObjectMonitor functions: the offset of `ObjectMonitor::_object`;
     /// each sample's monitor (its `this`) is named by its object's class.
     pub monitor_object: Option<u64>,
+    /// `sampler=chain`: how the last sample's walk was named (where its frames start in the
+    /// stack, and how many frames each physical frame became), for its frames' depths.
+    pub chain_groups: Option<ChainGroups>,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -395,6 +405,10 @@ impl SampleResolver {
         // hpm's own walker's frames go straight below the leaf; a shared walk (below) is only
         // for records that were not walked, so it never meets them.
         let mut vm_copy = None;
+        if let Some(g) = &mut self.chain_groups {
+            g.first = stack.len();
+            g.sizes.clear();
+        }
         if c.vm_walk && c.num_frames > 0 {
             vm_copy = self.vm_java_frames(rec, jm, c, &mut stack);
         }
@@ -643,7 +657,9 @@ impl SampleResolver {
         }
         self.vm_key.clear();
         self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
-        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()) {
+        // `sampler=chain` wants each physical frame's share of the stack: named frame by frame.
+        let whole = self.chain_groups.is_none();
+        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()).filter(|_| whole) {
             if e.valid.check(&self.timeline.map, key_pcs(&self.vm_key), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
                 out.extend_from_slice(&e.frames);
@@ -692,24 +708,32 @@ impl SampleResolver {
             };
             // An interpreted frame's key is no pc: collections, not code removals, end it.
             let pc = (key.0 == TAG_COMPILED_KEY).then_some(key.1);
+            let start = out.len();
+            let mut hit = None;
             if let Some(e) = self.vm_frames.get_mut(&key) {
-                if e.valid.check(&self.timeline.map, pc, self.collections, jm) {
+                hit = Some(e.valid.check(&self.timeline.map, pc, self.collections, jm));
+                if hit == Some(true) {
                     out.extend_from_slice(&e.frames);
                     methods.extend_from_slice(&e.valid.methods);
-                    continue;
                 }
-                self.vm_frames.remove(&key);
             }
-            let start = out.len();
-            match self.name_vm_frame(rec, jm, raw, &mut out) {
-                Named::Cached(method) => {
-                    let frames = out[start..].to_vec();
-                    let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
-                    methods.extend_from_slice(&rests_on);
-                    let valid = self.validity(rests_on);
-                    self.vm_frames.insert(key, NamedFrame { frames, valid });
+            if hit != Some(true) {
+                if hit.is_some() {
+                    self.vm_frames.remove(&key);
                 }
-                Named::Uncached => complete = false,
+                match self.name_vm_frame(rec, jm, raw, &mut out) {
+                    Named::Cached(method) => {
+                        let frames = out[start..].to_vec();
+                        let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
+                        methods.extend_from_slice(&rests_on);
+                        let valid = self.validity(rests_on);
+                        self.vm_frames.insert(key, NamedFrame { frames, valid });
+                    }
+                    Named::Uncached => complete = false,
+                }
+            }
+            if let Some(g) = &mut self.chain_groups {
+                g.sizes.push(u16::try_from(out.len() - start).unwrap_or(u16::MAX));
             }
         }
         (out, methods, complete)

@@ -162,6 +162,31 @@ pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
     }
 }
 
+/// The `JavaThread*` of a started, not yet ended thread: `java.lang.Thread.eetop`, which
+/// HotSpot sets when the thread starts and clears when it ends (0 then, or on other JVMs).
+pub fn java_thread_ptr(env: *mut JNIEnv, thread: jobject) -> u64 {
+    if env.is_null() || thread.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `java_thread_id`; GetFieldID's failure (no such field) is cleared.
+    unsafe {
+        let f = &**env;
+        let (Some(get_class), Some(field_id), Some(get_long), Some(delete), Some(clear)) =
+            (f.GetObjectClass, f.GetFieldID, f.GetLongField, f.DeleteLocalRef, f.ExceptionClear)
+        else {
+            return 0;
+        };
+        let class = get_class(env, thread);
+        let fid = field_id(env, class, c"eetop".as_ptr(), c"J".as_ptr());
+        delete(env, class);
+        if fid.is_null() {
+            clear(env);
+            return 0;
+        }
+        get_long(env, thread, fid) as u64
+    }
+}
+
 /// Deletes a JNI local reference (classes and threads JVMTI handed out).
 pub fn delete_local_ref(env: *mut JNIEnv, obj: jobject) {
     if env.is_null() || obj.is_null() {

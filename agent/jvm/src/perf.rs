@@ -29,7 +29,25 @@ pub struct PerfSpec {
     pub layout: Layout,
     /// Test hook (`HPM_TEST_PERF_ERRNO`): make perf_event_open fail with this errno.
     pub inject_errno: Option<i32>,
+    /// Overflow signals to the sampled thread (the signal sampler); without them the rings are
+    /// drained by the processor (`sampler=chain`).
+    pub signal: bool,
+    /// Data pages of each thread's ring.
+    pub ring_pages: usize,
+    /// `sampler=chain`'s anchor event beside the group: (user stack bytes, period).
+    pub anchor: Option<(u32, u64)>,
 }
+
+/// `sampler=chain`: user stack bytes copied with each sample. 512 bytes hold the leaf's frame
+/// and, with C2's compact frames, the return addresses of the next few callers.
+pub const CHAIN_STACK: u32 = 512;
+/// `sampler=chain`: the anchor event copies this much stack (a full walk of most Java stacks,
+/// the kernel stops at the stack's end) once every [`ANCHOR_EVERY`] periods of the clock.
+pub const ANCHOR_STACK: u32 = 16 << 10;
+pub const ANCHOR_EVERY: u64 = 16;
+/// Processor rounds' length the chain rings must hold samples for (with a margin for a late
+/// round): see `ring_pages_for`.
+const CHAIN_DRAIN_NS: u64 = 100_000_000;
 
 impl PerfSpec {
     pub fn new(event: EventDef, period: u64, counters: Vec<EventDef>, kernel: KernelMode) -> PerfSpec {
@@ -65,8 +83,41 @@ impl PerfSpec {
             max_stack: limit.clamp(1, MAX_KERNEL_FRAMES) as u16,
             layout,
             inject_errno: std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()),
+            signal: true,
+            ring_pages: RING_DATA_PAGES,
+            anchor: None,
         }
     }
+
+    /// `sampler=chain`: each sample also carries [`CHAIN_STACK`] bytes of the user stack; no
+    /// signal: the processor drains rings sized for [`CHAIN_DRAIN_NS`] of samples; an anchor
+    /// event (clock events only) copies [`ANCHOR_STACK`] bytes every [`ANCHOR_EVERY`] periods.
+    pub fn for_chain(mut self) -> PerfSpec {
+        self.layout = self.layout.with_user_stack(CHAIN_STACK);
+        self.signal = false;
+        let record = 256 + u64::from(CHAIN_STACK) + 16 * self.counters.len() as u64;
+        // A count-based event: assume up to one sample per 100 us.
+        let per_drain = if self.event.is_clock { CHAIN_DRAIN_NS / self.period.max(1) } else { 2_000 };
+        self.ring_pages = ring_pages_for(per_drain.saturating_mul(record));
+        self.anchor = self.event.is_clock.then(|| (ANCHOR_STACK, self.period.saturating_mul(ANCHOR_EVERY)));
+        self
+    }
+}
+
+impl PerfSpec {
+    /// The anchor event's records: the group's without the group's values (it is alone), with
+    /// its larger stack copy.
+    pub fn anchor_layout(&self) -> Option<Layout> {
+        let (bytes, _) = self.anchor?;
+        let mut l = self.layout.with_user_stack(bytes);
+        l.sample_type &= !hpm_core::perf_record::SAMPLE_READ;
+        Some(l)
+    }
+}
+
+/// Data pages (a power of two, 2 to 64) holding `bytes` of records.
+fn ring_pages_for(bytes: u64) -> usize {
+    (bytes.div_ceil(4096) as usize).next_power_of_two().clamp(2, 64)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,7 +220,9 @@ fn leader_attr(spec: &PerfSpec) -> sys::bindings::perf_event_attr {
     attr.sample_type = spec.layout.sample_type;
     attr.sample_regs_user = spec.layout.regs_mask;
     attr.sample_regs_intr = spec.layout.intr_mask;
-    attr.__bindgen_anon_2.wakeup_events = 1;
+    attr.sample_stack_user = spec.layout.stack_user;
+    // The signal sampler wakes (signals) at every sample; drained rings wake no one.
+    attr.__bindgen_anon_2.wakeup_events = u32::from(spec.signal);
     attr.set_disabled(1);
     if spec.kernel == KernelMode::Sampled {
         // The user part of the chain is the Java stack, walked in the handler.
@@ -271,39 +324,21 @@ fn open(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// One thread's perf group and its ring. Closing (drop) disables the group, unmaps the ring
-/// and closes every descriptor.
-pub struct ThreadEvents {
-    pub leader: OwnedFd,
-    _members: Vec<OwnedFd>,
-    ring: *mut u8,
-    ring_len: usize,
+/// One mapping of a perf ring: a metadata page and `pages` data pages; unmapped on drop.
+struct MappedRing {
+    ptr: *mut u8,
+    len: usize,
     page: usize,
 }
 
-// SAFETY: the mapping belongs to this value alone; it is read by the owning thread's signal
-// handler through raw pointers handed out before, which stop being used once the descriptor
-// is removed from the fd table (the registry does that before dropping).
-unsafe impl Send for ThreadEvents {}
-
-impl ThreadEvents {
-    /// Opens the group for thread `tid`, maps its ring, and routes overflow signals `signal`
-    /// to that thread. The group starts disabled: call [`Self::enable`].
-    pub fn open(spec: &PerfSpec, tid: i32, signal: i32) -> Result<ThreadEvents, PerfError> {
-        let (leader, members) = open_group(spec, tid).map_err(|b| b.1)?;
+impl MappedRing {
+    fn map(fd: &OwnedFd, pages: usize, tid: i32) -> Result<MappedRing, PerfError> {
         // SAFETY: sysconf has no preconditions.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let ring_len = page * (1 + RING_DATA_PAGES);
+        let len = page * (1 + pages);
         // SAFETY: mapping a perf fd with a length of 1 + 2^n pages is the documented ring setup.
         let ring = unsafe {
-            libc::mmap(
-                ptr::null_mut(),
-                ring_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                leader.as_raw_fd(),
-                0,
-            )
+            libc::mmap(ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(), 0)
         };
         if ring == libc::MAP_FAILED {
             let e = errno();
@@ -311,11 +346,69 @@ impl ThreadEvents {
                 if e == libc::EPERM { " (locked perf memory exhausted: raise kernel.perf_event_mlock_kb)" } else { "" };
             return Err(PerfError { what: format!("mmap of the perf ring for thread {tid}{hint}"), errno: e });
         }
-        let ev = ThreadEvents { leader, _members: members, ring: ring.cast(), ring_len, page };
-        ev.route_signal(tid, signal)?;
-        Ok(ev)
+        Ok(MappedRing { ptr: ring.cast(), len, page })
     }
 
+    fn parts(&self) -> RingPtr {
+        RingPtr {
+            meta: self.ptr.cast(),
+            // SAFETY: the mapping is one metadata page and then the data pages.
+            data: unsafe { self.ptr.add(self.page) },
+            size: self.len - self.page,
+        }
+    }
+}
+
+impl Drop for MappedRing {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping made in `map`; its owner disabled the event
+        // and nothing reads the ring any more (see `ThreadEvents`).
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// One thread's perf group and its ring (and `sampler=chain`'s anchor event with its own).
+/// Closing (drop) disables the events, unmaps the rings and closes every descriptor.
+pub struct ThreadEvents {
+    pub leader: OwnedFd,
+    _members: Vec<OwnedFd>,
+    ring: MappedRing,
+    anchor: Option<(OwnedFd, MappedRing)>,
+}
+
+// SAFETY: the mappings belong to this value alone; they are read by the owning thread's
+// signal handler through raw pointers handed out before, which stop being used once the
+// descriptor is removed from the fd table (the registry does that before dropping), or by the
+// processor under the registry's lock (`sampler=chain`).
+unsafe impl Send for ThreadEvents {}
+
+impl ThreadEvents {
+    /// Opens the group for thread `tid`, maps its ring, and routes overflow signals `signal`
+    /// to that thread when the spec has them. The group starts disabled: call [`Self::enable`].
+    pub fn open(spec: &PerfSpec, tid: i32, signal: i32) -> Result<ThreadEvents, PerfError> {
+        let (leader, members) = open_group(spec, tid).map_err(|b| b.1)?;
+        let ring = MappedRing::map(&leader, spec.ring_pages, tid)?;
+        let anchor = match spec.anchor {
+            Some((bytes, period)) => {
+                let mut attr = leader_attr(spec);
+                let layout = spec.anchor_layout().unwrap_or(spec.layout);
+                attr.sample_type = layout.sample_type;
+                attr.sample_stack_user = layout.stack_user;
+                attr.__bindgen_anon_1.sample_period = period;
+                let fd = open(&mut attr, tid, -1, spec, "anchor")?;
+                // Several anchors per processor round (one per 16 ms at 1 ms), with room to spare.
+                let pages = ring_pages_for(8 * u64::from(bytes));
+                let r = MappedRing::map(&fd, pages, tid)?;
+                Some((fd, r))
+            }
+            None => None,
+        };
+        let ev = ThreadEvents { leader, _members: members, ring, anchor };
+        if spec.signal {
+            ev.route_signal(tid, signal)?;
+        }
+        Ok(ev)
+    }
     fn route_signal(&self, tid: i32, signal: i32) -> Result<(), PerfError> {
         let fd = self.leader.as_raw_fd();
         let owner = FOwnerEx { type_: F_OWNER_TID, pid: tid };
@@ -334,7 +427,11 @@ impl ThreadEvents {
 
     pub fn enable(&self) -> Result<(), PerfError> {
         // SAFETY: ioctl on a perf descriptor we own; the argument is a plain flag.
-        let rc = unsafe { sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+        let mut rc = unsafe { sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+        if let (Some((fd, _)), true) = (&self.anchor, rc >= 0) {
+            // SAFETY: as above, on the anchor's descriptor.
+            rc = unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) };
+        }
         if rc < 0 {
             return Err(PerfError { what: "enabling perf events".into(), errno: errno() });
         }
@@ -358,24 +455,27 @@ impl ThreadEvents {
     pub fn disable(&self) {
         // SAFETY: as in `enable`.
         unsafe { sys::ioctls::DISABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };
+        if let Some((fd, _)) = &self.anchor {
+            // SAFETY: as in `enable`.
+            unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) };
+        }
     }
 
     /// The ring, for the signal handler: (metadata page, data area, data size).
     pub fn ring_parts(&self) -> RingPtr {
-        RingPtr {
-            meta: self.ring.cast(),
-            // SAFETY: the mapping is `1 + RING_DATA_PAGES` pages long; data starts after one page.
-            data: unsafe { self.ring.add(self.page) },
-            size: self.ring_len - self.page,
-        }
+        self.ring.parts()
+    }
+
+    /// `sampler=chain`'s anchor ring, if the spec has one.
+    pub fn anchor_ring(&self) -> Option<RingPtr> {
+        self.anchor.as_ref().map(|(_, r)| r.parts())
     }
 }
 
 impl Drop for ThreadEvents {
     fn drop(&mut self) {
+        // Disabled before the fields (rings, then descriptors) are dropped.
         self.disable();
-        // SAFETY: unmapping exactly the mapping made in `open`; nothing reads it any more.
-        unsafe { libc::munmap(self.ring.cast(), self.ring_len) };
     }
 }
 
@@ -526,7 +626,10 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
         } else {
             KernelMode::Excluded
         };
-        let spec = PerfSpec::new(event, period, counters.clone(), kernel);
+        let mut spec = PerfSpec::new(event, period, counters.clone(), kernel);
+        if opts.sampler == options::Sampler::Chain {
+            spec = spec.for_chain();
+        }
         match probe(&spec).map_err(|b| *b) {
             Ok(()) => {
                 notes.push(kernel_note(kernel, &event, kernel_denied.as_ref()));

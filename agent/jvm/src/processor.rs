@@ -35,6 +35,7 @@ use crate::signal::SignalStats;
 use crate::sink::Sink;
 use crate::threads::Threads;
 
+mod chain;
 mod events;
 mod write;
 
@@ -174,6 +175,8 @@ struct Processor {
     /// `alloc` / `lock`: a record to resolve the JVM events' stacks through (as the timer
     /// samplers' stacks are), class names shared, and totals per kind for the summary.
     events: events::EventState,
+    /// `sampler=chain`: the run's quadruples and each held sample's outermost key.
+    chain: Option<chain::ChainState>,
     inputs: Arc<Inputs>,
 }
 
@@ -349,6 +352,10 @@ impl Processor {
         methods.preload();
         let methods = Some(methods);
         inputs.sink.grow(POOL_STEP);
+        let chain = (inputs.opts.sampler == hpm_core::options::Sampler::Chain).then(|| {
+            resolver.chain_groups = Some(Default::default());
+            chain::ChainState::default()
+        });
         Processor {
             cct: Cct::new(rec.counters.clone()),
             rec,
@@ -374,6 +381,7 @@ impl Processor {
             code_events: Vec::new(),
             gc_events: Vec::new(),
             events: events::EventState::default(),
+            chain,
             inputs,
         }
     }
@@ -421,7 +429,13 @@ impl Processor {
         }
         inputs.live.serve(&self.cct);
         self.rec.end_ticks = now;
-        if last || now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs * 1_000_000_000 {
+        if last {
+            self.complete_chain();
+        }
+        // `sampler=chain` holds its samples until their stacks are completed at the end.
+        let due = now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs * 1_000_000_000
+            && self.chain.as_mut().is_none_or(|c| c.may_flush(self.rec.samples.len()));
+        if last || due {
             self.flush_chunk(now);
         }
     }
@@ -430,6 +444,9 @@ impl Processor {
     fn add(&mut self, s: Sample, per_thread: bool) {
         self.add_to_tree(&s, per_thread);
         self.rec.samples.push(s);
+        if let Some(c) = &mut self.chain {
+            c.held(self.rec.samples.len());
+        }
     }
 
     /// Adds a sample to the calling context tree and the stack table only.
@@ -482,6 +499,17 @@ impl Processor {
             self.last_resolved = self.last_resolved.max(t);
             let c = &pool.get(&self.pending[bi].0).filled()[j];
             let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
+            let mut top = None;
+            if let Some(ch) = &mut self.chain {
+                match ch.observe(&s, c, self.resolver.chain_groups.as_ref()) {
+                    Some(t) => top = t,
+                    None => {
+                        // An anchor: the tree's structure only.
+                        self.pending[bi].1 = self.pending[bi].1.max(j + 1);
+                        continue;
+                    }
+                }
+            }
             if c.kernel_periods > 0 {
                 // Kernel time counted, not sampled: one sample per period spent there.
                 let k = self.resolver.kernel_time_sample(&mut self.rec, &s);
@@ -502,6 +530,9 @@ impl Processor {
                         eprintln!("hpm: interval=auto: {change}{kept}");
                     }
                 }
+            }
+            if let Some(ch) = &mut self.chain {
+                ch.next = top;
             }
             self.add(s, inputs.opts.per_thread);
             inputs.sink.resolved.fetch_add(1, Ordering::Relaxed);
@@ -534,7 +565,15 @@ impl Processor {
             drops.push((format!("{}{reason}", hpm_core::model::KEPT_PREFIX), *n));
         }
         for (reason, n) in &self.resolver.stats.partial {
+            // `sampler=chain`'s walks end where the stack copy does: counted below, after the
+            // completion from the tree.
+            if self.chain.is_some() && reason == "frame_lost" {
+                continue;
+            }
             drops.push((format!("{}{reason}", hpm_core::model::PARTIAL_PREFIX), *n));
+        }
+        if let Some(c) = &self.chain {
+            drops.push((format!("{}stack copy ended, no caller known", hpm_core::model::PARTIAL_PREFIX), c.partial()));
         }
         for (reason, n) in inputs.threads.failures().by_reason {
             drops.push((format!("thread not profiled: {reason}"), n));
@@ -563,6 +602,9 @@ impl Processor {
             self.chunks += 1;
         }
         self.rec.samples.clear();
+        if let Some(c) = &mut self.chain {
+            c.flushed();
+        }
         self.rec.events.clear();
         self.marks.clear();
         self.chunk_start = now;

@@ -19,6 +19,7 @@ use crate::os::{now_ticks, now_wall_ns};
 use crate::perf::{self, PerfSpec};
 use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle};
 use crate::sampler::asgct::AsgctSampler;
+use crate::sampler::chain::ChainSampler;
 use crate::sampler::timer::{self, Kind, Sps, TimerSampler};
 use crate::sampler::Sampler;
 use crate::signal::{SignalSetup, SignalStats};
@@ -79,7 +80,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             alloc_interval: 0,
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
-    } else if opts.sampler == SamplerKind::Asgct {
+    } else if matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain) {
         perf::choose_events(&opts)?
     } else {
         // Timer samplers: no perf groups; the "event" is the sampling clock.
@@ -117,6 +118,17 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
                 notes.push(format!("Java stacks: AsyncGetCallTrace; hpm's own walker cannot read this JVM ({e})"));
                 None
             }
+        },
+        (SamplerKind::Chain, _) => match crate::vmstructs::walker_layout() {
+            Ok(l) => {
+                notes.push(
+                    "Java stacks: no walk in the sampled thread; the processor walks each sample's copy of the top \
+                     of the stack and completes it from the frames' stack depths (sampler=chain)"
+                        .into(),
+                );
+                Some(l)
+            }
+            Err(e) => return Err(format!("sampler=chain needs hpm's own walker, which cannot read this JVM ({e})")),
         },
         (SamplerKind::Asgct, StackWalker::Asgct) => {
             notes.push("Java stacks: AsyncGetCallTrace (stack=asgct)".into());
@@ -257,6 +269,29 @@ impl Session {
                     vm: parts.vm,
                     data: plan.data,
                 }),
+            }),
+            SamplerKind::Chain => Arc::new(ChainSampler {
+                threads: parts.threads,
+                code: parts.code,
+                jvmti: parts.jvmti,
+                vm: parts.vm,
+                spec: plan.spec.clone(),
+                ctx: Arc::new(SignalCtx {
+                    sink: sink.clone(),
+                    layout: plan.spec.layout,
+                    kernel: plan.spec.kernel,
+                    max_depth,
+                    asgct: None,
+                    walker: plan.walker,
+                    compare: false,
+                    vm: parts.vm,
+                    data: None,
+                }),
+                sink: sink.clone(),
+                walker: plan.walker,
+                state: Default::default(),
+                signal_stats: parts.stats,
+                stats: Default::default(),
             }),
             SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Wall => Arc::new(TimerSampler::new(timer::Parts {
                 threads: parts.threads,

@@ -44,7 +44,7 @@ pub enum Mode {
     Identity,
     /// The signal sampler: each thread gets a perf group whose overflow signals reach its slot.
     /// The context stays alive (held here) while any slot is published with it.
-    Perf { spec: PerfSpec, ctx: Arc<SignalCtx> },
+    Perf { spec: Box<PerfSpec>, ctx: Arc<SignalCtx> },
 }
 
 /// Per-reason counts of threads that could not be profiled.
@@ -89,6 +89,9 @@ struct Inner {
     /// Java threads that started before the session (a late attach), by their OS name (the
     /// Java name cut to 15 bytes, as HotSpot names its threads); `None` if the name is shared.
     java_hints: HashMap<String, Option<ThreadInfo>>,
+    /// Drained rings (`sampler=chain`): groups of threads that ended, kept until the processor
+    /// has read what their rings still hold (`with_rings`).
+    retired: Vec<(i32, u32, ThreadEvents)>,
 }
 
 pub struct Threads {
@@ -124,6 +127,7 @@ impl Threads {
                 first_error: None,
                 java_live: HashMap::new(),
                 java_hints: HashMap::new(),
+                retired: Vec::new(),
             }),
             signal,
         }
@@ -169,6 +173,8 @@ impl Threads {
         g.ended.clear();
         g.failures = AttachFailures::default();
         g.first_error = None;
+        // A previous session's undrained groups (none when its sampler drained at stop).
+        g.retired.clear();
     }
 
     /// Java threads the VM lists now (names and Java ids, no kernel ids): the /proc scan
@@ -330,8 +336,34 @@ impl Threads {
         if let (Some(b), Some(ctx)) = (s.queue.steal(), ctx) {
             ctx.sink.pool.submit(b);
         }
-        drop(events);
+        if matches!(&g.mode, Mode::Perf { spec, .. } if !spec.signal) {
+            // Its ring's last samples are still to be read (`with_rings` drops it after).
+            g.retired.push((tid, live.idx, events));
+        } else {
+            drop(events);
+        }
         g.free_slots.push(slot);
+    }
+
+    /// `sampler=chain`: every profiled thread's rings, `f(tid, thread index, ring, is_anchor)`,
+    /// under the registry's lock (no ring is unmapped meanwhile); the groups of threads that
+    /// ended are closed after this last reading.
+    pub fn with_rings(&self, mut f: impl FnMut(i32, u32, &crate::perf::RingPtr, bool)) {
+        let mut g = self.lock();
+        for (&tid, l) in &g.live {
+            if let Some((_, ev)) = &l.perf {
+                f(tid, l.idx, &ev.ring_parts(), false);
+                if let Some(r) = ev.anchor_ring() {
+                    f(tid, l.idx, &r, true);
+                }
+            }
+        }
+        for (tid, idx, ev) in std::mem::take(&mut g.retired) {
+            f(tid, idx, &ev.ring_parts(), false);
+            if let Some(r) = ev.anchor_ring() {
+                f(tid, idx, &r, true);
+            }
+        }
     }
 
     /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
@@ -467,15 +499,16 @@ impl Threads {
     /// retired; the session's sampling context is released.
     pub fn stop_all(&self) {
         let mut g = self.lock();
-        let mode = std::mem::replace(&mut g.mode, Mode::Off);
-        let ctx = match &mode {
+        let ctx = match &g.mode {
             Mode::Perf { ctx, .. } => Some(ctx.clone()),
             _ => None,
         };
+        // Detached in the session's mode: drained rings stay readable (`with_rings`).
         let tids: Vec<i32> = g.live.keys().copied().collect();
         for t in tids {
             self.detach_locked(&mut g, t, ctx.as_deref());
         }
+        g.mode = Mode::Off;
         g.live.clear();
         g.by_java_id.clear();
         g.java_hints.clear();

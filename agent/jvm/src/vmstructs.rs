@@ -327,6 +327,40 @@ pub fn walk_here(layout: &Layout, code: &CodeView, thread: u64, ucontext: *const
     stop
 }
 
+/// `sampler=chain`: walks the frames a sample's stack copy holds
+/// (`hpm_core::hotspot::walk_copy`), on the processor thread long after the sample: the stack
+/// is read from the copy only, the code cache in place (its committed ranges stay mapped; a
+/// blob freed since gives a wrong frame, never a fault).
+pub fn walk_copy(
+    layout: &Layout,
+    code: &CodeView,
+    copy: hpm_core::hotspot::StackCopy,
+    regs: Regs,
+    out: &mut FrameSink,
+) -> Stop {
+    hpm_core::hotspot::walk_copy(layout, code, &Direct, copy, regs, out)
+}
+
+/// A `JavaThread*`'s kernel thread id and stack base (the highest address), read without
+/// faulting: the thread may be ending and its structure freed.
+pub fn java_thread_stack(layout: &Layout, thread: u64) -> Option<(i32, u64)> {
+    let t = table().ok()?;
+    let osthread = t.fields.get("JavaThread::_osthread").or_else(|| t.fields.get("Thread::_osthread"))?;
+    let tid_field = t.fields.get("OSThread::_thread_id")?;
+    let word = |a: u64| {
+        let mut b = [0u8; 8];
+        crate::os::read_checked(a, &mut b).then(|| u64::from_le_bytes(b))
+    };
+    let os = word(thread.checked_add(*osthread)?).filter(|&o| o != 0)?;
+    let mut b = [0u8; 4];
+    if !crate::os::read_checked(os.checked_add(*tid_field)?, &mut b) {
+        return None;
+    }
+    let tid = i32::from_le_bytes(b);
+    let base = word(thread.checked_add(layout.thread_stack_base)?)?;
+    (tid > 0 && base != 0).then_some((tid, base))
+}
+
 /// `data`: the bytes of the instruction the calling thread was interrupted at (`ucontext`) and
 /// its general registers, when that instruction is the sample's (`ip`: the signal's registers
 /// are a record's only if it was taken in user mode at the IP the signal interrupted) and in

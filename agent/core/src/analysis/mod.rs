@@ -24,6 +24,7 @@ mod ccmap_io;
 mod ccmap_query;
 #[cfg(test)]
 mod ccmap_tests;
+pub mod chaining;
 pub mod compare;
 pub mod diff;
 mod diff_text;

@@ -32,7 +32,7 @@ impl super::Sampler for AsgctSampler {
         // Sessions start at VMInit or later: what was loaded and compiled before is replayed.
         let jni = self.vm.env().ok_or("the calling thread is not attached to the JVM")?;
         self.code.enable(&self.jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
-        self.threads.begin(Mode::Perf { spec: self.spec.clone(), ctx: self.ctx.clone() });
+        self.threads.begin(Mode::Perf { spec: Box::new(self.spec.clone()), ctx: self.ctx.clone() });
         self.threads.hint_java_threads(super::java_threads(&self.jvmti, self.vm));
         self.threads.scan();
         if let Some(e) = self.threads.first_error() {

@@ -2,7 +2,9 @@
 //! it needs, writing `Captured` records into the session's sink, which the processor drains.
 //! - `asgct`: perf overflow signals per thread, AsyncGetCallTrace in the handler (signal.rs);
 //! - `timer`: a sampling thread on a timer: `jvmti` (GetThreadListStackTraces at a global
-//!   safepoint) or `sps` (the patched JVM's partial safepoints).
+//!   safepoint) or `sps` (the patched JVM's partial safepoints);
+//! - `chain`: perf samples with a copy of the top of the stack and no signal, drained and
+//!   walked by the processor (CallerChaining).
 //!
 //! - `jvmevents`: not a sampler of threads but the JVM's own events with their stacks
 //!   (`alloc`, `lock`), beside any of the above or alone ([`Idle`] then samples nothing).
@@ -13,6 +15,7 @@ use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 
 pub mod asgct;
+pub mod chain;
 pub mod jvmevents;
 pub mod timer;
 

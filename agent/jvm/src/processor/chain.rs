@@ -1,0 +1,147 @@
+//! `sampler=chain` in the processor: each resolved record's frames keyed by their stack
+//! depths (`hpm_core::analysis::chaining`), the samples held until the last round, and there
+//! their stacks completed from the run's tree and the outputs' tree and tables rebuilt.
+
+use hpm_core::analysis::chaining::{ChainRecorder, Top, Walk};
+use hpm_core::capture::Captured;
+use hpm_core::cct::Cct;
+use hpm_core::hotspot::Stop;
+use hpm_core::interned::StackInterner;
+use hpm_core::model::Sample;
+use hpm_core::output::stacks::StackTable;
+use hpm_core::resolve::ChainGroups;
+
+use super::Processor;
+
+/// Samples held for completion at most (about 400 MB); past it the session's JFR chunks are
+/// written as usual and no stack is completed (said once).
+const MAX_HELD: usize = 4 << 20;
+
+#[derive(Default)]
+pub(super) struct ChainState {
+    rec: ChainRecorder,
+    /// The outermost key of each held sample (`Recording::samples`, same index).
+    tops: Vec<Top>,
+    /// The next added sample's (the kernel-time samples added before it get none).
+    pub(super) next: Top,
+    phys: Vec<u32>,
+    abandoned: bool,
+    /// Samples whose walk ended with the stack copy (before completion).
+    ended_in_copy: u64,
+}
+
+impl ChainState {
+    /// Keys the frames of one resolved record; `None` for an anchor (structure only, not a
+    /// sample), else the sample's outermost key (none when its walk reached the stack's
+    /// bottom: complete already).
+    pub(super) fn observe(&mut self, s: &Sample, c: &Captured, groups: Option<&ChainGroups>) -> Option<Top> {
+        let n = (c.num_frames.max(0) as usize).min(hpm_core::capture::MAX_FRAMES);
+        let physical = hpm_core::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]).count();
+        self.phys.clear();
+        self.phys.extend((0..physical).map(|j| c.depths.get(j).copied().unwrap_or(0)));
+        let top = match groups {
+            Some(g) if c.vm_walk => {
+                let walk = Walk { first: g.first, groups: &g.sizes, phys: &self.phys };
+                self.rec.observe(&s.stack, walk, c.chain_anchor)
+            }
+            _ => None,
+        };
+        if c.chain_anchor {
+            return None;
+        }
+        self.ended_in_copy += u64::from(c.vm_stop == Stop::Lost as u8);
+        Some(if c.vm_stop == Stop::Bottom as u8 { None } else { top })
+    }
+
+    /// Samples with the top of their stack only: the walk ended with the copy and the tree
+    /// gave no caller (all of them until the last round completes them).
+    pub(super) fn partial(&self) -> u64 {
+        self.ended_in_copy.saturating_sub(self.rec.counts.completed)
+    }
+
+    /// A sample was added: it is the `len`-th held.
+    pub(super) fn held(&mut self, len: usize) {
+        self.tops.resize(len.saturating_sub(1), None);
+        self.tops.push(self.next.take());
+    }
+
+    /// Whether a periodic flush may write the held samples: only past [`MAX_HELD`], which ends
+    /// completion for the session.
+    pub(super) fn may_flush(&mut self, held: usize) -> bool {
+        if held < MAX_HELD {
+            return false;
+        }
+        if !self.abandoned {
+            eprintln!(
+                "hpm: sampler=chain: more than {MAX_HELD} samples held; their stacks are written as walked \
+                 (not completed from the tree) from now on"
+            );
+        }
+        self.abandoned = true;
+        true
+    }
+
+    /// The held samples were written.
+    pub(super) fn flushed(&mut self) {
+        self.tops.clear();
+    }
+}
+
+impl Processor {
+    /// The last round: the run's tree from its quadruples, each held sample's stack completed
+    /// above its outermost frame, the calling context tree and stack table rebuilt from them;
+    /// one summary line with the paper's Table 1.
+    pub(super) fn complete_chain(&mut self) {
+        let Some(ch) = self.chain.as_mut() else { return };
+        let quiet = self.inputs.opts.quiet;
+        if ch.abandoned {
+            return;
+        }
+        let mut interner = StackInterner::default();
+        for (s, &top) in self.rec.samples.iter_mut().zip(&ch.tops) {
+            if let Some(frames) = ch.rec.complete(&s.stack, top) {
+                s.stack = interner.intern(&frames);
+            }
+        }
+        if !quiet {
+            let c = &ch.rec.counts;
+            let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
+            // The paper's Table 1, over the leaf events alone (what CallerChaining without the
+            // walks of the copies knows).
+            let table = match ch.rec.tree() {
+                Ok((_, t)) => format!(
+                    "tree of {} nodes over {} methods, {} with several callers at the same depth; leaf events' \
+                     callers unique for 1 level {:.1}%, for 3 levels {:.1}%",
+                    t.nodes,
+                    t.methods,
+                    t.ambiguous_nodes,
+                    pct(t.unique_1, t.events),
+                    pct(t.unique_3, t.events)
+                ),
+                Err(e) => format!("no tree statistics: {e}"),
+            };
+            eprintln!(
+                "hpm: callerchain: {} of {} samples keyed by (method, stack depth), {} anchors; {table} (Table 1); \
+                 {} stacks completed by their hottest callers",
+                c.keyed, c.samples, c.anchors, c.completed
+            );
+            if c.misaligned > 0 || c.edges_dropped > 0 {
+                eprintln!(
+                    "hpm: callerchain: {} samples not keyed (frames not named as walked), {} edges not kept",
+                    c.misaligned, c.edges_dropped
+                );
+            }
+        }
+        // Rebuilt from the completed samples.
+        self.cct = Cct::new(self.rec.counters.clone());
+        self.stacks = StackTable::default();
+        self.seen.clear();
+        self.components.clear();
+        let per_thread = self.inputs.opts.per_thread;
+        let samples = std::mem::take(&mut self.rec.samples);
+        for s in &samples {
+            self.add_to_tree(s, per_thread);
+        }
+        self.rec.samples = samples;
+    }
+}

@@ -1,0 +1,92 @@
+//! `sampler=chain` (CallerChaining, Inoue & Nakatani §6): no walk in the sampled thread, the
+//! processor walks each sample's copy of the top of the stack and completes the rest from the
+//! (method, stack depth) keys of the whole run. The truth is known by construction (`Chain`:
+//! one method doing equal work in four contexts chosen in known proportions) or is the
+//! signal-time walk of the same workloads (`sampler=asgct`).
+
+use std::process::Command;
+
+use hpm_tests::*;
+
+/// `Chain`'s contexts of `Chain.leaf`, root side first from `Chain.work`, with their shares
+/// of leaf's samples by construction.
+fn contexts() -> Vec<(String, f64)> {
+    let path = |mid: Vec<String>| {
+        let mut p = vec!["Chain.work".to_string()];
+        p.extend(mid);
+        p.push("Chain.leaf".to_string());
+        p.join(";")
+    };
+    vec![
+        (path(vec!["Chain.p1".into()]), 50.0),
+        (path(vec!["Chain.q1".into(), "Chain.q2".into()]), 25.0),
+        (path((0..40).map(|i| format!("Chain.d{i}")).collect()), 12.5),
+        (path(vec!["Chain.rec".to_string(); 25]), 12.5),
+    ]
+}
+
+#[test]
+fn chain_rebuilds_a_known_call_tree_on_both_jdks() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("chain-tree-{}", jdk.name));
+        let out = dir.join("chain.collapsed");
+        let run =
+            run_java(&jdk, Some(&format!("sampler=chain,interval=1ms,file={}", out.display())), &[], "Chain", &["3"]);
+        run.assert_ok("Chain under sampler=chain");
+        assert!(run.stderr.contains("hpm: callerchain:"), "{}: no CallerChaining line:\n{}", jdk.name, run.stderr);
+        let stacks = read_collapsed(&out);
+        let leaf: u64 = stacks.iter().filter(|(f, _)| f.last().is_some_and(|m| m == "Chain.leaf")).map(|s| s.1).sum();
+        assert!(leaf >= 1_000, "{}: {leaf} samples in Chain.leaf\n{}", jdk.name, run.stderr);
+        for (path, want) in contexts() {
+            // The whole path from main: nothing missing, nothing added.
+            let full = format!("Chain.main;{path}");
+            let n: u64 = stacks.iter().filter(|(f, _)| f.join(";") == full).map(|s| s.1).sum();
+            let got = n as f64 * 100.0 / leaf as f64;
+            eprintln!("{}: {:.1}% (truth {want}%) under {}", jdk.name, got, &path[..path.len().min(60)]);
+            assert!((got - want).abs() <= 3.0, "{}: {got:.1}% instead of {want}% under {path}", jdk.name);
+        }
+    }
+}
+
+/// Method-level overlap with the signal-time walk of the same workload (`hpm compare`).
+fn method_overlap(a: &std::path::Path, b: &std::path::Path) -> f64 {
+    let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
+    assert!(out.status.success(), "hpm compare failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let line = text.lines().find(|l| l.starts_with("method overlap")).unwrap_or_else(|| panic!("{text}"));
+    line.split(':').nth(1).unwrap().trim().trim_end_matches('%').parse().unwrap()
+}
+
+#[test]
+fn chain_agrees_with_asgct_and_keeps_the_known_shares() {
+    let jdk = &jdks()[0];
+    let dir = scratch("chain-vs-asgct");
+    for (main, args) in [("Shares", vec!["2", "3"]), ("Threads", vec!["busy", "4", "3"])] {
+        let mut files = Vec::new();
+        for sampler in ["asgct", "chain"] {
+            let out = dir.join(format!("{main}-{sampler}.collapsed"));
+            let opts = format!("sampler={sampler},interval=1ms,quiet,file={}", out.display());
+            run_java(jdk, Some(&opts), &[], main, &args).assert_ok(&format!("{main} under sampler={sampler}"));
+            files.push(out);
+        }
+        let overlap = method_overlap(&files[0], &files[1]);
+        eprintln!("{main}: method overlap asgct vs chain {overlap}%");
+        assert!(overlap >= 90.0, "{main}: method overlap {overlap}%");
+        if main == "Shares" {
+            // a 50%, b 30%, c 20% of the time in spin, by construction.
+            let (_, shares) =
+                total_shares(&read_collapsed(&files[1]), "Shares.spin", &["Shares.a", "Shares.b", "Shares.c"]);
+            for (m, want) in [("Shares.a", 50.0), ("Shares.b", 30.0), ("Shares.c", 20.0)] {
+                let got = shares.get(m).copied().unwrap_or(0.0);
+                assert!((got - want).abs() <= 3.0, "{m}: {got:.1}% instead of {want}%");
+            }
+        }
+    }
+}
+
+#[test]
+fn chain_says_why_it_cannot_run_without_the_walker_and_refuses_data() {
+    let run = run_java(&jdks()[0], Some("sampler=chain,data"), &[], "Shares", &["1", "0.1"]);
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("sampler=chain has none"), "{}", run.stderr);
+}
