@@ -247,6 +247,8 @@ struct NamedStack {
     frames: Stack,
     unnamed: u64,
     valid: Validity,
+    /// `sampler=chain`: the frames each physical frame became (empty otherwise).
+    groups: Box<[u16]>,
 }
 
 /// One physical frame named.
@@ -657,12 +659,13 @@ impl SampleResolver {
         }
         self.vm_key.clear();
         self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
-        // `sampler=chain` wants each physical frame's share of the stack: named frame by frame.
-        let whole = self.chain_groups.is_none();
-        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()).filter(|_| whole) {
+        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()) {
             if e.valid.check(&self.timeline.map, key_pcs(&self.vm_key), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
                 out.extend_from_slice(&e.frames);
+                if let Some(g) = &mut self.chain_groups {
+                    g.sizes.extend_from_slice(&e.groups);
+                }
                 return Some(e.frames.clone());
             }
             self.vm_stacks.remove(self.vm_key.as_slice());
@@ -678,7 +681,8 @@ impl SampleResolver {
         let shared = self.interner.intern(&frames);
         let unnamed = self.stats.unnamed_frames - before;
         let valid = self.validity(methods);
-        self.vm_stacks.insert(key, NamedStack { frames: shared.clone(), unnamed, valid });
+        let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
+        self.vm_stacks.insert(key, NamedStack { frames: shared.clone(), unnamed, valid, groups });
         Some(shared)
     }
 

@@ -45,6 +45,8 @@ pub const CHAIN_STACK: u32 = 512;
 /// the kernel stops at the stack's end) once every [`ANCHOR_EVERY`] periods of the clock.
 pub const ANCHOR_STACK: u32 = 16 << 10;
 pub const ANCHOR_EVERY: u64 = 16;
+/// ... and at most this far apart (every other period at 10 ms).
+pub const ANCHOR_MAX_NS: u64 = 20_000_000;
 /// Processor rounds' length the chain rings must hold samples for (with a margin for a late
 /// round): see `ring_pages_for`.
 const CHAIN_DRAIN_NS: u64 = 100_000_000;
@@ -99,7 +101,12 @@ impl PerfSpec {
         // A count-based event: assume up to one sample per 100 us.
         let per_drain = if self.event.is_clock { CHAIN_DRAIN_NS / self.period.max(1) } else { 2_000 };
         self.ring_pages = ring_pages_for(per_drain.saturating_mul(record));
-        self.anchor = self.event.is_clock.then(|| (ANCHOR_STACK, self.period.saturating_mul(ANCHOR_EVERY)));
+        // At long intervals an anchor every 16 periods is too rare for a session's tree: at
+        // most ANCHOR_MAX_NS apart.
+        self.anchor = self
+            .event
+            .is_clock
+            .then(|| (ANCHOR_STACK, self.period.saturating_mul(ANCHOR_EVERY).min(ANCHOR_MAX_NS.max(self.period))));
         self
     }
 }
@@ -396,8 +403,9 @@ impl ThreadEvents {
                 attr.sample_stack_user = layout.stack_user;
                 attr.__bindgen_anon_1.sample_period = period;
                 let fd = open(&mut attr, tid, -1, spec, "anchor")?;
-                // Several anchors per processor round (one per 16 ms at 1 ms), with room to spare.
-                let pages = ring_pages_for(8 * u64::from(bytes));
+                // The anchors of a drain period, with room to spare (two at least).
+                let per_drain = if spec.event.is_clock { CHAIN_DRAIN_NS / period.max(1) } else { 4 };
+                let pages = ring_pages_for((per_drain + 2) * u64::from(bytes));
                 let r = MappedRing::map(&fd, pages, tid)?;
                 Some((fd, r))
             }

@@ -33,6 +33,10 @@ pub const MAX_FD: usize = 1 << 16;
 /// the program's own SIGPROF handler. Only another profiler's perf notification on the reused
 /// descriptor number, sent to that same thread within this time, would be taken for one.
 pub const RETIRED_FD_GRACE_SECS: u64 = 5;
+/// `sampler=chain`: threads profiled at once (each has up to 256 KB of locked rings), and
+/// those of them with an anchor event.
+pub const MAX_DRAINED_THREADS: usize = 512;
+pub const ANCHORED_THREADS: usize = 256;
 /// Threads one session can name; more are counted and not profiled.
 pub const MAX_SESSION_THREADS: usize = 1 << 20;
 
@@ -255,6 +259,14 @@ impl Threads {
             g.live.insert(tid, LiveThread { idx, perf: None });
             return Ok(());
         };
+        // `sampler=chain`'s rings hold 100 ms of samples and 16 KB anchors (up to 256 KB a
+        // thread, locked): bounded in threads, anchors only for the first ones.
+        let drained = if spec.signal { 0 } else { g.live.values().filter(|l| l.perf.is_some()).count() };
+        if drained >= MAX_DRAINED_THREADS {
+            g.failures
+                .add(format!("more than {MAX_DRAINED_THREADS} threads at once under sampler=chain (ring memory)"));
+            return Ok(());
+        }
         let slot = match g.free_slots.pop() {
             Some(s) => s,
             None if (g.next_slot as usize) < MAX_SLOTS => {
@@ -268,6 +280,9 @@ impl Threads {
         };
         let mut spec = spec;
         spec.period = self.period.load(Ordering::Relaxed);
+        if drained >= ANCHORED_THREADS {
+            spec.anchor = None;
+        }
         let events = match ThreadEvents::open(&spec, tid, self.signal) {
             Ok(e) => e,
             Err(e) if e.errno == libc::ESRCH => {
