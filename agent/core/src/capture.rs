@@ -63,6 +63,14 @@ pub fn periods_since(accounted: u64, value: u64, period: u64) -> (u32, u64) {
     (n as u32, next)
 }
 
+/// The periods of the clock a thread spent in the kernel since its previous sample (kernel
+/// time counted, not sampled): [`periods_since`] less the sample's own, `accounted` advanced.
+pub fn kernel_periods(accounted: &mut u64, value: u64, period: u64) -> u32 {
+    let (periods, next) = periods_since(*accounted, value, period);
+    *accounted = next;
+    periods.saturating_sub(1)
+}
+
 /// A thread's state when sampled, as JFR names them (`jdk.types.ThreadState`), plus
 /// `STATE_IN_NATIVE` for a thread running or blocked in a native method. Index = the code in
 /// [`Captured::state`]; 0 = no state (CPU samples: the thread was running).
@@ -254,6 +262,25 @@ impl Default for Captured {
 }
 
 impl Captured {
+    /// Starts a perf sample's record in place (no allocation: the signal handler's path):
+    /// the record, its thread and kernel periods, and every field a walk or capture sets
+    /// reset to "not done".
+    #[inline]
+    pub fn begin_perf_sample(&mut self, raw: &RawSample, thread: u32, kernel_periods: u32) {
+        self.raw = *raw;
+        self.thread = thread;
+        self.exact_kinds = false;
+        self.vm_walk = false;
+        self.walk_from_caller = false;
+        self.asgct_frames = WALK_NOT_ATTEMPTED;
+        self.kernel_periods = kernel_periods;
+        self.state = 0;
+        self.shares_walk = false;
+        self.data.code_len = 0;
+        self.data.heap.space = 0;
+        self.data.stack_slot = None;
+    }
+
     pub fn java_frames(&self) -> &[CallFrame] {
         if self.num_frames > 0 {
             &self.frames[..(self.num_frames as usize).min(MAX_FRAMES)]

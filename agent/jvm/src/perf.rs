@@ -109,9 +109,7 @@ impl PerfSpec {
             .then(|| (ANCHOR_STACK, self.period.saturating_mul(ANCHOR_EVERY).min(ANCHOR_MAX_NS.max(self.period))));
         self
     }
-}
 
-impl PerfSpec {
     /// The anchor event's records: the group's without the group's values (it is alone), with
     /// its larger stack copy.
     pub fn anchor_layout(&self) -> Option<Layout> {

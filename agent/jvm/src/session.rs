@@ -243,6 +243,20 @@ impl Session {
         let max_depth = opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32);
         let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
         parts.stats.reset();
+        // The perf samplers' context, published with each thread's slot.
+        let signal_ctx = |asgct, compare, data| {
+            Arc::new(SignalCtx {
+                sink: sink.clone(),
+                layout: plan.spec.layout,
+                kernel: plan.spec.kernel,
+                max_depth,
+                asgct,
+                walker: plan.walker,
+                compare,
+                vm: parts.vm,
+                data,
+            })
+        };
         let sampler: Arc<dyn Sampler> = match opts.sampler {
             _ if !opts.cpu => Arc::new(crate::sampler::Idle {
                 threads: parts.threads,
@@ -258,17 +272,7 @@ impl Session {
                 jvmti: parts.jvmti,
                 vm: parts.vm,
                 spec: plan.spec.clone(),
-                ctx: Arc::new(SignalCtx {
-                    sink: sink.clone(),
-                    layout: plan.spec.layout,
-                    kernel: plan.spec.kernel,
-                    max_depth,
-                    asgct: parts.asgct,
-                    walker: plan.walker,
-                    compare: opts.stack == StackWalker::Compare,
-                    vm: parts.vm,
-                    data: plan.data,
-                }),
+                ctx: signal_ctx(parts.asgct, opts.stack == StackWalker::Compare, plan.data),
             }),
             SamplerKind::Chain => Arc::new(ChainSampler {
                 threads: parts.threads,
@@ -276,17 +280,8 @@ impl Session {
                 jvmti: parts.jvmti,
                 vm: parts.vm,
                 spec: plan.spec.clone(),
-                ctx: Arc::new(SignalCtx {
-                    sink: sink.clone(),
-                    layout: plan.spec.layout,
-                    kernel: plan.spec.kernel,
-                    max_depth,
-                    asgct: None,
-                    walker: plan.walker,
-                    compare: false,
-                    vm: parts.vm,
-                    data: None,
-                }),
+                // Published with the slots, never used by a handler: no ASGCT, no data.
+                ctx: signal_ctx(None, false, None),
                 sink: sink.clone(),
                 walker: plan.walker,
                 state: Default::default(),

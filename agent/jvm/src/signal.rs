@@ -237,18 +237,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     0
                 };
                 let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
-                    c.raw = raw;
-                    c.thread = thread;
-                    c.exact_kinds = false;
-                    c.vm_walk = false;
-                    c.walk_from_caller = false;
-                    c.asgct_frames = WALK_NOT_ATTEMPTED;
-                    c.kernel_periods = kernel_periods;
-                    c.state = 0;
-                    c.shares_walk = false;
-                    c.data.code_len = 0;
-                    c.data.heap.space = 0;
-                    c.data.stack_slot = None;
+                    c.begin_perf_sample(&raw, thread, kernel_periods);
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see

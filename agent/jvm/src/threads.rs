@@ -364,20 +364,20 @@ impl Threads {
     /// under the registry's lock (no ring is unmapped meanwhile); the groups of threads that
     /// ended are closed after this last reading.
     pub fn with_rings(&self, mut f: impl FnMut(i32, u32, &crate::perf::RingPtr, bool)) {
-        let mut g = self.lock();
-        for (&tid, l) in &g.live {
-            if let Some((_, ev)) = &l.perf {
-                f(tid, l.idx, &ev.ring_parts(), false);
-                if let Some(r) = ev.anchor_ring() {
-                    f(tid, l.idx, &r, true);
-                }
-            }
-        }
-        for (tid, idx, ev) in std::mem::take(&mut g.retired) {
+        let mut visit = |tid: i32, idx: u32, ev: &ThreadEvents| {
             f(tid, idx, &ev.ring_parts(), false);
             if let Some(r) = ev.anchor_ring() {
                 f(tid, idx, &r, true);
             }
+        };
+        let mut g = self.lock();
+        for (&tid, l) in &g.live {
+            if let Some((_, ev)) = &l.perf {
+                visit(tid, l.idx, ev);
+            }
+        }
+        for (tid, idx, ev) in std::mem::take(&mut g.retired) {
+            visit(tid, idx, &ev);
         }
     }
 

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hpm_core::capture::{Captured, CHAIN_DEPTHS, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::capture::{Captured, CHAIN_DEPTHS, MAX_FRAMES};
 use hpm_core::hotspot::{FrameSink, Regs, StackCopy, Stop};
 use hpm_core::model::{FrameKind, KernelMode};
 use hpm_core::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
@@ -79,7 +79,8 @@ impl ChainSampler {
         st.missing = false;
     }
 
-    /// Reads every ring into the sink. `lookup`: may ask the VM for stack bases first.
+    /// Reads every ring into the sink; in a processor round (`round`), first asks the VM for
+    /// the stack bases still missing (at most every [`LOOKUP_EVERY`] rounds).
     fn drain(&self, round: Option<u64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(r) = round {
@@ -161,10 +162,7 @@ impl ChainSampler {
             self.signal_stats.samples.fetch_add(1, Ordering::Relaxed);
         }
         let kernel_periods = if !anchor && self.spec.kernel == KernelMode::Counted && raw.nvalues > 0 {
-            let done = st.accounted.get(&tid).copied().unwrap_or(0);
-            let (periods, accounted) = hpm_core::capture::periods_since(done, raw.values[0], raw.period);
-            st.accounted.insert(tid, accounted);
-            periods.saturating_sub(1)
+            hpm_core::capture::kernel_periods(st.accounted.entry(tid).or_default(), raw.values[0], raw.period)
         } else {
             0
         };
@@ -177,17 +175,7 @@ impl ChainSampler {
         };
         let (copy, addrs) = (&st.copy[..copied], &mut st.addrs);
         let _ = self.sink.timer_queue.push_with(&self.sink.pool, |c: &mut Captured| {
-            c.raw = *raw;
-            c.thread = idx;
-            c.exact_kinds = false;
-            c.walk_from_caller = false;
-            c.asgct_frames = WALK_NOT_ATTEMPTED;
-            c.kernel_periods = kernel_periods;
-            c.state = 0;
-            c.shares_walk = false;
-            c.data.code_len = 0;
-            c.data.heap.space = 0;
-            c.data.stack_slot = None;
+            c.begin_perf_sample(raw, idx, kernel_periods);
             c.chain_anchor = anchor;
             c.depths = [0; CHAIN_DEPTHS];
             c.vm_walk = true;
@@ -255,7 +243,7 @@ impl super::Sampler for ChainSampler {
         let s = &self.stats;
         let (samples, anchors) = (self.signal_stats.samples.load(Ordering::Relaxed), s.anchors.load(Ordering::Relaxed));
         let mut line = format!(
-            "chain: {samples} samples and {anchors} anchors read from the rings, walked in {:.1} ms of the \
+            "chain: {samples} samples and {anchors} anchors read from the rings and walked in {:.1} ms of the \
              processor's CPU ({:.2} us each)",
             s.walk_ns.load(Ordering::Relaxed) as f64 / 1e6,
             s.walk_ns.load(Ordering::Relaxed) as f64 / 1e3 / (samples + anchors).max(1) as f64

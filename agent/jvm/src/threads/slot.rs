@@ -76,10 +76,10 @@ impl Entered<'_> {
     /// since this thread's previous sample. Every record goes through here, kept or dropped,
     /// so a dropped sample is never taken for kernel time.
     pub fn kernel_periods(&self, value: u64, period: u64) -> u32 {
-        let done = self.slot.clock_accounted.load(Ordering::Relaxed);
-        let (periods, accounted) = hpm_core::capture::periods_since(done, value, period);
+        let mut accounted = self.slot.clock_accounted.load(Ordering::Relaxed);
+        let periods = hpm_core::capture::kernel_periods(&mut accounted, value, period);
         self.slot.clock_accounted.store(accounted, Ordering::Relaxed);
-        periods.saturating_sub(1)
+        periods
     }
 
     /// Whether the thread's Java stack may be walked (see [`Slot`]'s `java`).
