@@ -80,7 +80,7 @@ pub fn main(a: Args) -> Result<(), String> {
         By::TotalShare => SortBy::TotalShare,
     };
     let load = |path: &str| {
-        let p = load_input(path, false, None, &a.samples, None)?;
+        let p = load_input(path, false, None, &a.samples, None, false)?;
         if p.cct.total_samples() == 0 {
             return Err(format!("{path}: the profile has no samples"));
         }

@@ -61,7 +61,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let by = if a.weight || a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
     let title = a.title.as_deref();
     let format = output_format(output)?;
-    let loaded = load_input(input, threads, None, &a.samples, a.by)?;
+    let loaded = load_input(input, threads, None, &a.samples, a.by, false)?;
 
     let file_name = Path::new(input).file_name().and_then(|f| f.to_str()).unwrap_or(input);
     let title = title.map(str::to_string).unwrap_or_else(|| format!("hpm: {file_name}"));

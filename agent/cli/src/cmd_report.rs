@@ -1,9 +1,11 @@
 //! `hpm report FILE [--top N] [--min-percent P] [--threads] [--from-phase NAME[=INDEX]]
-//! [--thread REGEX] [--from TIME] [--to TIME] [--by class|field|space]`: the text report of a
-//! recording (`.jfr`) or of collapsed stacks (`.collapsed`); with `--by`, the table of what the
-//! samples' data addresses touched.
+//! [--thread REGEX] [--from TIME] [--to TIME] [--by class|field|space] [--instructions
+//! [--method REGEX]]`: the text report of a recording (`.jfr`) or of collapsed stacks
+//! (`.collapsed`); with `--by`, the table of what the samples' data addresses touched; with
+//! `--instructions`, the samples per instruction of compiled code.
 
 use hpm_core::output::data::DataBy;
+use hpm_core::output::instructions::InstructionOptions;
 use hpm_core::output::report::{data_report, full_report, ReportOptions};
 
 use crate::input::{load_input, SampleArgs};
@@ -13,9 +15,9 @@ use crate::values::{percent_value, positive};
 pub struct Args {
     /// A .jfr recording or collapsed stacks (.collapsed)
     file: String,
-    /// Rows in the method tables
-    #[arg(long, default_value_t = 20, value_parser = positive::<usize>)]
-    top: usize,
+    /// Rows in the method tables [default: 20; 100 with --instructions]
+    #[arg(long, value_parser = positive::<usize>)]
+    top: Option<usize>,
     /// Call-tree frames below P% of the samples are summarised
     #[arg(long, value_name = "P", default_value_t = 1.0, value_parser = percent_value)]
     min_percent: f64,
@@ -30,14 +32,31 @@ pub struct Args {
     /// class, its field, or the heap space: class, field or space
     #[arg(long, value_name = "WHAT", value_parser = DataBy::parse)]
     by: Option<DataBy>,
+    /// Only the samples per instruction of compiled code, decoded from the code as installed,
+    /// with method, bytecode index and line: the top ones by samples and by each counter
+    /// (samplers that record the instruction pointer: asgct, chain; .jfr only)
+    #[arg(long, conflicts_with_all = ["by", "threads"])]
+    instructions: bool,
+    /// With --instructions: only instructions of methods matching REGEX (`Class.method`; the
+    /// leaf frame's method, inlined or not, or the compiled method), e.g. 'Hot\.loop$'
+    #[arg(long, value_name = "REGEX", requires = "instructions")]
+    method: Option<String>,
     #[command(flatten)]
     samples: SampleArgs,
 }
 
 pub fn main(a: Args) -> Result<(), String> {
-    let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples, None)?;
-    let opts =
-        ReportOptions { top: a.top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
+    let instructions = InstructionOptions::new(a.top.unwrap_or(100), a.method.as_deref())?;
+    let input = load_input(&a.file, a.threads, a.from_phase.as_deref(), &a.samples, None, a.instructions)?;
+    if a.instructions {
+        let Some(rec) = input.rec.as_ref() else {
+            return Err(format!("--instructions needs a .jfr recording: `{}` has no instruction pointers", a.file));
+        };
+        print!("{}", hpm_core::output::instructions::report(rec, &instructions)?);
+        return Ok(());
+    }
+    let top = a.top.unwrap_or(20);
+    let opts = ReportOptions { top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
     match (a.by, input.rec.as_ref()) {
         (Some(by), Some(rec)) => print!("{}", data_report(rec, &input.cct, &input.tallies, by, &opts)),
         (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),
@@ -45,9 +64,9 @@ pub fn main(a: Args) -> Result<(), String> {
             print!("{}", full_report(rec, &input.cct, &input.tallies, &opts));
             // The JVM's events, by class and by site (unless --event made them the samples).
             if let (Some(rec), None) = (rec, a.samples.event) {
-                print!("{}", hpm_core::output::jvmevents::report(rec, a.top));
+                print!("{}", hpm_core::output::jvmevents::report(rec, top));
                 if let Some(c) = &input.creation {
-                    print!("{}", c.report(a.top));
+                    print!("{}", c.report(top));
                 }
             }
         }

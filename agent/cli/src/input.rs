@@ -46,8 +46,11 @@ pub(crate) fn load_input(
     from_phase: Option<&str>,
     samples: &SampleArgs,
     data_root: Option<hpm_core::output::data::DataBy>,
+    keep_samples: bool,
 ) -> Result<Input, String> {
-    let input = hpm_core::load::load_profile(path, threads, from_phase, &samples.filter()?, data_root, samples.event)?;
+    let filter = samples.filter()?;
+    let input =
+        hpm_core::load::load_profile(path, threads, from_phase, &filter, data_root, samples.event, keep_samples)?;
     warn(&input.notes);
     Ok(input)
 }

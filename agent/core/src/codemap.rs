@@ -8,8 +8,74 @@
 //! does for library mappings).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::hash::IntMap;
+
+/// Bytes of compiled code copied and still held, in the whole process.
+static CODE_BYTES_HELD: AtomicUsize = AtomicUsize::new(0);
+/// Blobs whose code was not copied because the budget was spent or the blob is too large.
+static CODE_NOT_COPIED: AtomicU64 = AtomicU64::new(0);
+
+/// At most this many bytes of compiled code are held as copies at once (the code cache holds
+/// 48-240 MB by default; a profile rarely touches more than a few MB of it).
+pub const CODE_BYTES_BUDGET: usize = 64 << 20;
+/// A blob larger than this is not copied (HotSpot's largest methods are a few hundred KB).
+pub const MAX_BLOB_CODE: usize = 4 << 20;
+
+/// A copy of a compiled method's instructions, taken while the method is installed
+/// (CompiledMethodLoad): the code cache frees and reuses addresses, so a sample's instruction
+/// is decoded from the bytes that were there when it was taken (`hpm report --instructions`).
+/// The process holds at most [`CODE_BYTES_BUDGET`] bytes of copies; each is returned to the
+/// budget when its blob leaves the map and no recording needs it any more.
+#[derive(PartialEq, Eq)]
+pub struct CodeBytes(Box<[u8]>);
+
+impl CodeBytes {
+    /// A copy of `code`, or `None` (counted, see [`CodeBytes::not_copied`]) when it would pass
+    /// the budget.
+    pub fn copy(code: &[u8]) -> Option<Arc<CodeBytes>> {
+        let n = code.len();
+        let fits = n <= MAX_BLOB_CODE
+            && CODE_BYTES_HELD
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                    (held + n <= CODE_BYTES_BUDGET).then_some(held + n)
+                })
+                .is_ok();
+        if !fits {
+            CODE_NOT_COPIED.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Arc::new(CodeBytes(code.into())))
+    }
+
+    /// Blobs not copied so far in this process (budget spent or blob too large).
+    pub fn not_copied() -> u64 {
+        CODE_NOT_COPIED.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of copies held now in this process.
+    pub fn held() -> usize {
+        CODE_BYTES_HELD.load(Ordering::Relaxed)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for CodeBytes {
+    fn drop(&mut self) {
+        CODE_BYTES_HELD.fetch_sub(self.0.len(), Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for CodeBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CodeBytes({} bytes)", self.0.len())
+    }
+}
 
 /// A method as the JVM identifies it (jmethodID), opaque here.
 pub type MethodKey = u64;
@@ -42,6 +108,8 @@ pub struct CodeBlob {
     pub name: String,
     pub kind: BlobKind,
     pub loaded_at: u64,
+    /// A compiled method's instructions as installed ([`CodeBytes`]), if copied.
+    pub code: Option<Arc<CodeBytes>>,
 }
 
 impl CodeBlob {
@@ -57,13 +125,20 @@ impl CodeBlob {
             name: String::new(),
             kind: BlobKind::Compiled { method, scopes, inlined },
             loaded_at: time,
+            code: None,
         }
+    }
+
+    /// The blob with a copy of its instructions.
+    pub fn with_code(mut self, code: Option<Arc<CodeBytes>>) -> CodeBlob {
+        self.code = code;
+        self
     }
 
     /// A blob from DynamicCodeGenerated: the interpreter or a named stub.
     pub fn dynamic(name: &str, start: u64, size: u64, time: u64) -> CodeBlob {
         let kind = if name.eq_ignore_ascii_case("interpreter") { BlobKind::Interpreter } else { BlobKind::Stub };
-        CodeBlob { start, end: start + size, name: name.to_string(), kind, loaded_at: time }
+        CodeBlob { start, end: start + size, name: name.to_string(), kind, loaded_at: time, code: None }
     }
 
     /// The inline scope describing `ip`. HotSpot records scopes at the pc *after* calls and
@@ -250,6 +325,21 @@ impl CodeTimeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_copies_are_bounded_and_returned_when_dropped() {
+        assert!(CodeBytes::copy(&vec![0x90; MAX_BLOB_CODE + 1]).is_none(), "a blob too large is not copied");
+        let before = CodeBytes::held();
+        let c = CodeBytes::copy(&[0x48, 0x89, 0xe5]).expect("fits");
+        assert_eq!(c.bytes(), &[0x48, 0x89, 0xe5]);
+        let blob = CodeBlob::compiled(1, 0x1000, 3, Vec::new(), 1).with_code(Some(c));
+        assert!(CodeBytes::held() >= before + 3);
+        let mut m = CodeMap::default();
+        m.apply(CodeEvent::Load(blob));
+        m.apply(CodeEvent::Unload { time: 2, start: 0x1000 });
+        assert_eq!(CodeBytes::held(), before, "the copy left with its blob");
+        assert!(CodeBytes::not_copied() >= 1);
+    }
 
     #[test]
     fn removals_are_remembered_by_generation_and_address() {

@@ -168,6 +168,7 @@ pub struct Profile {
 /// gets a `[name tid=N]` level under the root (JFR only). With `from_phase` (`NAME` or
 /// `NAME=INDEX`, the Java bridge's `hpm.Phase` markers; JFR only), only the samples from that
 /// marker on; then `filter` (`--thread`, `--from`, `--to`; JFR only) keeps what it selects.
+/// With `keep_samples`, the recording keeps the samples selected (else only its metadata).
 /// Errors are one line for the user.
 pub fn load_profile(
     path: &str,
@@ -176,6 +177,7 @@ pub fn load_profile(
     filter: &SampleFilter,
     data_root: Option<crate::output::data::DataBy>,
     events: Option<crate::output::jvmevents::EventSel>,
+    keep_samples: bool,
 ) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -218,8 +220,10 @@ pub fn load_profile(
         };
         let tallies = Tallies::of(&rec);
         let creation = Some(crate::output::jvmevents::Creation::of(&rec));
-        // The outputs need only metadata from here on.
-        rec.samples = Vec::new();
+        // The outputs need only metadata from here on (`--instructions` needs the samples).
+        if !keep_samples {
+            rec.samples = Vec::new();
+        }
         Ok(Profile { rec: Some(rec), cct, tallies, notes, filtered, creation })
     } else {
         if !filter.is_empty() {

@@ -648,6 +648,24 @@ pub struct Recording {
     pub events: Vec<JvmEvent>,
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,
+    /// Compiled code that samples were taken in, each blob once per recording (the agent
+    /// appends a blob at its first sample and clears the list with every chunk written).
+    pub code: Vec<CompiledCode>,
+}
+
+/// A compiled method's code as installed: where and when, and its instructions if they were
+/// copied (`hpm report --instructions` decodes samples' instruction pointers against it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompiledCode {
+    pub method: MethodIdx,
+    /// Address of the first instruction.
+    pub start: u64,
+    pub size: u64,
+    /// When it was installed (ticks): a sample at `start..start+size` taken later is in this
+    /// code unless a later blob covers its address.
+    pub loaded_at: u64,
+    /// The instructions (`size` bytes), empty if they were not copied.
+    pub bytes: Vec<u8>,
 }
 
 impl Recording {

@@ -225,6 +225,8 @@ pub struct SampleResolver {
     pub tables_ns: u64,
     /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
     pseudo_ids: IntMap<String, MethodIdx>,
+    /// Compiled blobs already put in `Recording::code` this session: start -> load time.
+    code_noted: IntMap<u64, u64>,
 }
 
 /// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode.
@@ -367,6 +369,9 @@ impl SampleResolver {
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
         let native = self.place_ip(ip, raw.time);
+        if let Placed::Code(IpSite::Jit, _) = native {
+            self.note_code(rec, jm, ip);
+        }
         let site = match &native {
             Placed::Code(k, _) => *k,
             Placed::Lib(lib, sym) => IpSite::Library { lib, symbol: sym },
@@ -897,6 +902,21 @@ impl SampleResolver {
             let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
             stack.push(Frame { method, bci, line, kind });
         }
+    }
+
+    /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the session, with
+    /// its instructions if they were copied.
+    fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64) {
+        let Some(b) = self.timeline.map.find(ip) else { return };
+        if self.code_noted.get(&b.start) == Some(&b.loaded_at) {
+            return;
+        }
+        let Some(id) = b.method() else { return };
+        let (start, size, loaded_at) = (b.start, b.end - b.start, b.loaded_at);
+        let bytes = b.code.as_ref().map_or_else(Vec::new, |c| c.bytes().to_vec());
+        self.code_noted.insert(start, loaded_at);
+        let method = self.method_idx(rec, jm, id);
+        rec.code.push(crate::model::CompiledCode { method, start, size, loaded_at, bytes });
     }
 
     fn place_ip(&mut self, ip: u64, now: u64) -> Placed {

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-use hpm_core::codemap::{CodeBlob, CodeEvent, PcScope};
+use hpm_core::codemap::{CodeBlob, CodeBytes, CodeEvent, PcScope};
 use hpm_core::model::ThreadInfo;
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 
@@ -146,7 +146,17 @@ unsafe extern "C" fn compiled_method_load(
     guarded("CompiledMethodLoad", |a| {
         // SAFETY: `compile_info` is the record chain of this event, valid during the callback.
         let scopes = unsafe { inline_scopes(compile_info) };
-        let blob = CodeBlob::compiled(method as u64, code_addr as u64, code_size.max(0) as u64, scopes, time);
+        let size = code_size.max(0) as usize;
+        // The instructions as installed, for `hpm report --instructions`: the code cache
+        // reuses the addresses once the method is unloaded (bounded by the copies' budget).
+        let code = (size > 0 && !code_addr.is_null()).then(|| {
+            // SAFETY: CompiledMethodLoad's `code_addr` and `code_size` describe the method's
+            // installed instructions; HotSpot keeps the nmethod alive while its load event is
+            // posted, and the slice is only read during the callback.
+            CodeBytes::copy(unsafe { std::slice::from_raw_parts(code_addr as *const u8, size) })
+        });
+        let blob =
+            CodeBlob::compiled(method as u64, code_addr as u64, size as u64, scopes, time).with_code(code.flatten());
         a.code.push(CodeEvent::Load(blob));
     });
 }

@@ -606,6 +606,7 @@ impl Processor {
             c.flushed();
         }
         self.rec.events.clear();
+        self.rec.code.clear();
         self.marks.clear();
         self.chunk_start = now;
     }

@@ -268,6 +268,18 @@ impl<'a> Pools<'a> {
         key
     }
 
+    /// Key of a method an event names (not through a stack).
+    pub fn method(&mut self, m: MethodIdx) -> u64 {
+        if (m as usize) < self.rec.methods.len() {
+            if self.method_seen.insert(m, ()).is_none() {
+                self.methods.push(m);
+            }
+        } else {
+            self.invalid_method = true;
+        }
+        self.method_key(m)
+    }
+
     fn method_key(&self, m: MethodIdx) -> u64 {
         if (m as usize) < self.rec.methods.len() {
             m as u64 + 1

@@ -29,6 +29,7 @@ const WANTED: &[&str] = &[
     "jdk.ObjectAllocationSample",
     "jdk.JavaMonitorEnter",
     "jdk.ThreadPark",
+    super::schema::COMPILED_CODE_EVENT,
 ];
 
 /// Event name used for recordings made by the JDK's own sampler.
@@ -108,6 +109,12 @@ fn data_target(e: &ObjectView, cache: &mut ChunkCache) -> Option<Box<DataTarget>
     Some(Box::new(DataTarget { space, class, field, offset, index, source, latency }))
 }
 
+/// `hex` (pairs of lower- or upper-case hex digits) as bytes, `None` if it is not hex.
+fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    hex.chunks_exact(2).map(|p| Some(digit(p[0])? << 4 | digit(p[1])?)).collect()
+}
+
 impl Builder {
     fn add_chunk(&mut self, c: &Chunk) -> Result<(), LimitError> {
         let h = &c.header;
@@ -183,6 +190,20 @@ impl Builder {
                 };
                 self.push(s)?;
             }
+        }
+        for e in c.events_named(super::schema::COMPILED_CODE_EVENT) {
+            let method = self.method(c, e.raw("method"), &mut cache)?;
+            let size = e.i64("size").unwrap_or(0) as u64;
+            let hex = e.str("code").unwrap_or("").as_bytes();
+            // Bytes that are not `size` bytes of hex are left out: the blob is still known.
+            let bytes = if hex.len() as u64 == size.saturating_mul(2) { decode_hex(hex) } else { None };
+            self.rec.code.push(CompiledCode {
+                method,
+                start: e.i64("address").unwrap_or(0) as u64,
+                size,
+                loaded_at: h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
+                bytes: bytes.unwrap_or_default(),
+            });
         }
         for kind in JvmEventKind::ALL {
             for e in c.events_named(kind.jfr_name()) {

@@ -22,6 +22,9 @@ pub use super::typedef::*;
 
 pub const HPM_CATEGORY: &[&str] = &["hpm"];
 
+/// The name of the event type holding compiled code (`Recording::code`).
+pub const COMPILED_CODE_EVENT: &str = "hpm.CompiledCode";
+
 /// Fixed fields of `hpm.Sample`, in order; one `long` per counter follows.
 pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
     "startTime",
@@ -159,6 +162,24 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 start_time_field(),
                 string_field("reason", "Reason"),
                 FieldDef::new("count", T_LONG, "Count").with(marker(A_UNSIGNED)),
+            ],
+        },
+        EventDef {
+            id: EVENT_HPM_COMPILED_CODE,
+            name: COMPILED_CODE_EVENT,
+            label: "hpm Compiled Code",
+            description: "A compiled method's instructions as installed, written once for the samples taken in it \
+                          (hpm report --instructions decodes their instruction pointers)",
+            category: HPM_CATEGORY,
+            fields: vec![
+                start_time_field().with(description("When the method's code was installed")),
+                FieldDef::new("method", T_METHOD, "Method").pooled(),
+                FieldDef::new("address", T_LONG, "Code Address")
+                    .with(marker(A_MEMORY_ADDRESS))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("size", T_LONG, "Code Size").with(marker(A_UNSIGNED)),
+                string_field("code", "Instructions")
+                    .with(description("The instructions' bytes in hex, empty if they were not copied")),
             ],
         },
     ];

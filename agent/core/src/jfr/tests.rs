@@ -382,3 +382,20 @@ fn wall_clock_states_round_trip_and_are_wall_clock_samples() {
     let got: Vec<_> = back.samples.iter().map(|s| name(&back, s)).collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn compiled_code_round_trip_with_and_without_its_bytes() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    let hot = samples[0].stack.iter().find(|f| f.kind == FrameKind::JitCompiled).unwrap().method;
+    let bytes = vec![0x48, 0x01, 0xd8, 0xc3, 0x00, 0xff];
+    rec.code.push(CompiledCode { method: hot, start: 0x7f00_1000, size: 6, loaded_at: 4_900_000_000, bytes });
+    rec.code.push(CompiledCode { method: hot, start: 0x7f00_2000, size: 300, loaded_at: 5_000_000_100, bytes: vec![] });
+    let p = write_temp("code.jfr", &encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000)));
+    let back = read_recording(&p).unwrap().recording;
+    assert_eq!(back.code.len(), 2);
+    for (b, r) in back.code.iter().zip(&rec.code) {
+        assert_eq!((b.start, b.size, b.loaded_at, &b.bytes), (r.start, r.size, r.loaded_at, &r.bytes));
+        assert_eq!(back.method(b.method).display_name(), "com.example.Hot.spin");
+    }
+}

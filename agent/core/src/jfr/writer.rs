@@ -2,7 +2,8 @@
 //! and a batch of samples, and appends chunks to a file.
 //!
 //! Chunk layout: 68-byte header, `hpm.Config`, one `hpm.Drops` per reason, then for every
-//! sample a `jdk.ExecutionSample` and an `hpm.Sample`, then the constant-pool event, then the
+//! sample a `jdk.ExecutionSample` and an `hpm.Sample`, an `hpm.CompiledCode` per blob of
+//! `Recording::code`, the bridge's and the JVM's events, then the constant-pool event, then the
 //! metadata event last (JMC's parser stops reading events at the metadata event).
 
 use std::io::{self, Seek, SeekFrom, Write};
@@ -38,6 +39,8 @@ pub const FLAG_COMPRESSED_INTS: u32 = 1;
 /// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
 /// counter metadata and the JVM events (`rec.events`, all written); its `samples` field is
 /// not read.
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
 /// `dataIndex` of a sample without one: the int -1.
 const NO_INDEX: u64 = u32::MAX as u64;
 
@@ -95,6 +98,17 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
         for i in 0..ncounters {
             e.long(s.counters.get(i).copied().unwrap_or(0));
         }
+        e.finish(&mut out);
+    }
+    let mut hex = String::new();
+    for c in &rec.code {
+        hex.clear();
+        for b in &c.bytes {
+            hex.push(char::from(HEX[usize::from(b >> 4)]));
+            hex.push(char::from(HEX[usize::from(b & 15)]));
+        }
+        e.restart(EVENT_HPM_COMPILED_CODE);
+        e.long(c.loaded_at).long(pools.method(c.method)).long(c.start).long(c.size).string(Some(&hex));
         e.finish(&mut out);
     }
     super::marks::write_marks(&mut out, &mut pools, marks);
