@@ -15,7 +15,7 @@ use std::time::Duration;
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::BatchHandle;
 use hpm_core::cct::{Cct, NodeId};
-use hpm_core::codemap::CodeEvent;
+use hpm_core::codemap::{CodeBytes, CodeEvent};
 use hpm_core::interned::ByStack;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample, VmComponent};
@@ -676,5 +676,12 @@ impl Processor {
                 self.resolver.stats.unnamed_frames
             );
         }
+        let not_copied = CodeBytes::not_copied();
+        eprintln!(
+            "hpm: compiled code: {:.1} MB of instructions held for `hpm report --instructions` ({} MB at most){}",
+            CodeBytes::held() as f64 / (1 << 20) as f64,
+            hpm_core::codemap::CODE_BYTES_BUDGET >> 20,
+            if not_copied > 0 { format!(", {not_copied} methods not copied") } else { String::new() }
+        );
     }
 }
