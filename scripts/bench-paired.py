@@ -18,6 +18,11 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
                                                      (event=cpu, its Java API) on the stock JDK
     scripts/bench-paired.py --data                   hpm with the `data` option against hpm without it
                                                      (issue 13), on the stock JDK
+    scripts/bench-paired.py --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor
+                                                     two hpm configurations and async-profiler in the same
+                                                     invocation, and the kernel's own cost of the samples:
+                                                     `perf record -e cpu-clock` without call chains, enabled
+                                                     and disabled around the same iterations (--control fifo)
     scripts/bench-paired.py --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
                                                      at the --intervals as allocation intervals (default 512k)
     scripts/bench-paired.py --versus-async-profiler --mode lock    the same for event=lock, --intervals as
@@ -64,6 +69,11 @@ def parse_args():
     ap.add_argument("--versus-async-profiler", dest="versus", action="store_true",
                     help="compare hpm's default sampler with async-profiler (event=cpu) on the stock JDK")
     ap.add_argument("--async-profiler", dest="ap_version", default="4.6", help="Maven Central version")
+    ap.add_argument("--hpm-variants", help="with --versus-async-profiler: several hpm configurations separated by `;` "
+                    "(each a cell, each compared with async-profiler), e.g. 'sampler=chain;sampler=asgct'")
+    ap.add_argument("--kernel-floor", action="store_true",
+                    help="with --versus-async-profiler (cpu): also `perf record -e cpu-clock -c PERIOD` without call "
+                    "chains, enabled around the sampled iterations: what the kernel's samples alone cost")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
     ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
                     help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
@@ -74,8 +84,13 @@ def parse_args():
         a.intervals = "512k" if a.mode == "alloc" else "10us"
     if a.versus and a.data:
         sys.exit("bench-paired: --versus-async-profiler or --data, not both")
+    if (a.hpm_variants or a.kernel_floor) and not (a.versus and a.mode == "cpu"):
+        sys.exit("bench-paired: --hpm-variants and --kernel-floor need --versus-async-profiler (cpu)")
+    if a.hpm_variants and a.hpm_options:
+        sys.exit("bench-paired: --hpm-variants or --hpm-options, not both")
     if a.versus:
-        a.samplers = "hpm,async-profiler"
+        variants = [f"hpm[{v}]" for v in a.hpm_variants.split(";")] if a.hpm_variants else ["hpm"]
+        a.samplers = ",".join(variants + ["async-profiler"] + (["perf"] if a.kernel_floor else []))
         a.java = a.java or "java"
     if a.data:
         a.samplers = "hpm,hpm-data"
@@ -98,6 +113,14 @@ def parse_args():
     return a
 
 
+def parse_ns(interval):
+    """`1ms`, `10ms`, `500us`, `100000` (ns) as nanoseconds."""
+    for suffix, mult in (("ms", 1_000_000), ("us", 1_000), ("ns", 1), ("s", 1_000_000_000)):
+        if interval.endswith(suffix):
+            return int(float(interval[:-len(suffix)]) * mult)
+    return int(interval)
+
+
 def pct(x):
     return f"{x * 100:+.1f}%"
 
@@ -105,22 +128,35 @@ def pct(x):
 def run_one(a, agent, cp, w, sampler, interval, r):
     workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
     os.makedirs(workdir, exist_ok=True)
-    extra = []
+    extra, prefix = [], []
     if sampler == "async-profiler":
         # Its own JFR, written at each stop (outside the timed iterations), as hpm's is.
         opts = {"cpu": f"start,event=cpu,interval={interval}", "alloc": f"start,event=alloc,alloc={interval}",
                 "lock": f"start,event=lock,lock={interval}"}[a.mode] + f",file={workdir}/profile-ap.jfr"
         lib, jar = a.aplib
         extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
-    elif sampler in ("hpm", "hpm-data"):
+    elif sampler == "perf":
+        # The kernel's samples alone: perf record (IP, TID, time; no call chains) starts disabled
+        # and Toggle enables it around the sampled iterations through perf's control FIFOs.
+        ctl, ack = os.path.join(workdir, "perf-ctl"), os.path.join(workdir, "perf-ack")
+        for fifo in (ctl, ack):
+            if os.path.exists(fifo):
+                os.unlink(fifo)
+            os.mkfifo(fifo)
+        opts, extra = "perf", [f"-Dhpm.bench.perf-control={ctl},{ack}"]
+        period = parse_ns(interval)
+        prefix = ["perf", "record", "-q", "-e", "cpu-clock", "-c", str(period), "-D", "-1",
+                  "--control", f"fifo:{ctl},{ack}", "-o", os.path.join(workdir, "perf.data"), "--"]
+    elif sampler in ("hpm", "hpm-data") or sampler.startswith("hpm["):
         mode = {"cpu": f"interval={interval}", "alloc": f"event=alloc,alloc={interval}",
                 "lock": f"event=lock,lock={interval}"}[a.mode]
-        opts = f"{mode},file={workdir}/profile.jfr" + (f",{a.hpm_options}" if a.hpm_options else "")
+        more = sampler[4:-1] if sampler.startswith("hpm[") else a.hpm_options
+        opts = f"{mode},file={workdir}/profile.jfr" + (f",{more}" if more else "")
         opts += ",data" if sampler == "hpm-data" else ""
     else:
         opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
-    cmd = [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
+    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
            f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
@@ -131,7 +167,9 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
-    if sampler == "async-profiler":
+    if sampler == "perf":
+        pass  # perf's file is not read: its samples are not the point, their cost is
+    elif sampler == "async-profiler":
         ap_jfr = os.path.join(workdir, "profile-ap.jfr")
         if not os.path.exists(ap_jfr) or os.path.getsize(ap_jfr) == 0:
             return None, its, f"async-profiler wrote no profile: see {workdir}/stderr.txt"
@@ -197,7 +235,38 @@ def main():
 
 def report(a, results):
     # The pair compared: the baseline first (jvmti / async-profiler), the candidate second.
-    base, cand = ("async-profiler", "hpm") if a.versus else ("hpm", "hpm-data") if a.data else ("jvmti", "sps")
+    if a.versus:
+        cands = [s for s in a.samplers if s.startswith("hpm")]
+        tables = [report_pair(a, results, "async-profiler", c) for c in cands]
+        if "perf" in a.samplers:
+            tables.append(floor_table(a, results, cands))
+        return "\n".join(tables)
+    base, cand = ("hpm", "hpm-data") if a.data else ("jvmti", "sps")
+    return report_pair(a, results, base, cand)
+
+
+def floor_table(a, results, cands):
+    """CPU overhead per cell with the kernel's floor (perf record without call chains) beside it."""
+    cols = cands + ["async-profiler", "perf"]
+    lines = ["Kernel floor: `perf record -e cpu-clock -c PERIOD` (IP, TID, time; no call chains) enabled around the "
+             "same iterations. CPU overhead, median over runs:", "",
+             "| workload | interval | " + " | ".join(cols) + " |", "|" + " --- |" * (len(cols) + 2)]
+    for i in a.intervals:
+        gm = {}
+        for w in a.workloads:
+            row = []
+            for s in cols:
+                xs = [o["cpu"] for o in results.get((w.name, s, i), [])]
+                if xs:
+                    gm.setdefault(s, []).append(statistics.median(xs))
+                row.append(pct(statistics.median(xs)) if xs else "—")
+            lines.append(f"| {w.name} | {i} | " + " | ".join(row) + " |")
+        g = [pct(geomean([1 + x for x in gm[s]]) - 1) if len(gm.get(s, [])) == len(a.workloads) else "—" for s in cols]
+        lines.append(f"| **geometric mean** | {i} | " + " | ".join(f"**{x}**" for x in g) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report_pair(a, results, base, cand):
     what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
             "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
     lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {a.iterations} iterations each, the first "

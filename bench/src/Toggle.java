@@ -14,6 +14,9 @@ import io.github.hpm.Hpm;
  * -Dhpm.bench.async-profiler=LIB the options are async-profiler's (`start,event=cpu,...`), sent
  * through its Java API (one.profiler.AsyncProfiler from the same Maven Central jar, on the class
  * path; called by reflection so the drivers compile without it), and `stop` ends the session.
+ * With -Dhpm.bench.perf-control=CTL,ACK the JVM runs under `perf record -D -1 --control
+ * fifo:CTL,ACK` (the kernel floor): a session is perf's events enabled, each command
+ * acknowledged by perf before the iteration starts.
  */
 final class Toggle {
     private final Hpm hpm;
@@ -21,11 +24,25 @@ final class Toggle {
     private final java.lang.reflect.Method apExecute;
     private final String options;
     private final int warmup;
+    private java.io.OutputStream perfCtl;
+    private java.io.InputStream perfAck;
 
-    private Toggle(String options, int warmup, String apLib) {
+    private Toggle(String options, int warmup, String apLib, String perfControl) {
         this.options = options;
         this.warmup = warmup;
-        if (apLib == null || apLib.isEmpty()) {
+        if (perfControl != null && !perfControl.isEmpty()) {
+            this.hpm = null;
+            this.asyncProfiler = null;
+            this.apExecute = null;
+            String[] fifos = perfControl.split(",");
+            try {
+                // perf opens its ends at start: these opens do not block for long.
+                perfCtl = new java.io.FileOutputStream(fifos[0]);
+                perfAck = new java.io.FileInputStream(fifos[1]);
+            } catch (java.io.IOException e) {
+                throw new IllegalStateException("perf's control FIFOs " + perfControl + " cannot be opened", e);
+            }
+        } else if (apLib == null || apLib.isEmpty()) {
             this.hpm = Hpm.getInstance();
             this.asyncProfiler = null;
             this.apExecute = null;
@@ -38,6 +55,25 @@ final class Toggle {
             } catch (ReflectiveOperationException e) {
                 throw new IllegalStateException("async-profiler's Java API (one.profiler.AsyncProfiler) is not usable", e);
             }
+        }
+    }
+
+    /** Sends `enable` or `disable` to perf and waits for its `ack`. */
+    private void perf(String command) {
+        try {
+            perfCtl.write((command + "\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            perfCtl.flush();
+            byte[] ack = new byte[4]; // "ack\n"
+            int n = 0;
+            while (n < ack.length) {
+                int k = perfAck.read(ack, n, ack.length - n);
+                if (k < 0) {
+                    throw new IllegalStateException("perf closed its ack FIFO after `" + command + "`");
+                }
+                n += k;
+            }
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("perf control `" + command + "` failed", e);
         }
     }
 
@@ -56,7 +92,7 @@ final class Toggle {
             return null;
         }
         return new Toggle(options, Integer.getInteger("hpm.bench.warmup", 10),
-                System.getProperty("hpm.bench.async-profiler"));
+                System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"));
     }
 
     /** Whether iteration i is sampled: none of the warm-up, then off, on, on, off, ... */
@@ -70,7 +106,9 @@ final class Toggle {
     }
 
     void start() {
-        if (hpm != null) {
+        if (perfCtl != null) {
+            perf("enable");
+        } else if (hpm != null) {
             hpm.start(options);
         } else {
             asyncProfiler(options);
@@ -78,7 +116,9 @@ final class Toggle {
     }
 
     void stop() {
-        if (hpm != null) {
+        if (perfCtl != null) {
+            perf("disable");
+        } else if (hpm != null) {
             hpm.stop();
         } else {
             asyncProfiler("stop");

@@ -12,9 +12,8 @@
 //! Anchor records (a deep copy taken every 64th period) add the quadruples of whole stacks:
 //! the tree's roots are then the threads' real outermost frames.
 
-use std::collections::HashMap;
-
 use super::callerchain::{ChainStats, ChainTree, Event, Quad};
+use crate::hash::IntMap;
 use crate::model::{Frame, FrameKind, MethodIdx};
 
 /// Scope levels one physical frame's depth leaves room for; deeper inlining shares the last.
@@ -32,14 +31,22 @@ pub type Key = (MethodIdx, u64);
 /// compiled one; none for a stub; one for an interpreted frame) at depth `phys[j]`. `None`
 /// when the two do not match (nothing is then trusted).
 pub fn frame_depths(stack: &[Frame], first: usize, groups: &[u16], phys: &[u32]) -> Option<Vec<Option<u64>>> {
-    if groups.len() != phys.len() {
-        return None;
+    let mut out = Vec::new();
+    frame_depths_into(stack, Walk { first, groups, phys }, &mut out).then_some(out)
+}
+
+/// [`frame_depths`] into `out` (reused: no allocation per sample); false when they do not
+/// match.
+fn frame_depths_into(stack: &[Frame], walk: Walk, out: &mut Vec<Option<u64>>) -> bool {
+    out.clear();
+    if walk.groups.len() != walk.phys.len() {
+        return false;
     }
-    let mut out = vec![None; stack.len()];
-    let mut i = first;
-    for (&g, &d) in groups.iter().zip(phys) {
+    out.resize(stack.len(), None);
+    let mut i = walk.first;
+    for (&g, &d) in walk.groups.iter().zip(walk.phys) {
         let g = usize::from(g);
-        let end = i.checked_add(g).filter(|&e| e <= stack.len())?;
+        let Some(end) = i.checked_add(g).filter(|&e| e <= stack.len()) else { return false };
         if d != 0 {
             for (k, slot) in out[i..end].iter_mut().enumerate() {
                 let level = ((g - 1 - k) as u64).min(SCOPES - 1);
@@ -48,7 +55,7 @@ pub fn frame_depths(stack: &[Frame], first: usize, groups: &[u16], phys: &[u32])
         }
         i = end;
     }
-    Some(out)
+    true
 }
 
 /// What the chain sampler's samples gave, for the summary.
@@ -69,14 +76,17 @@ pub struct ChainCounts {
 /// The quadruples and leaf events of a run, and each sample's outermost key.
 #[derive(Default)]
 pub struct ChainRecorder {
-    edges: HashMap<(Key, Key), u64>,
+    edges: IntMap<(Key, Key), u64>,
     /// The frame a key shows as a caller (its call site), the first one seen.
-    callers: HashMap<Key, Frame>,
+    callers: IntMap<Key, Frame>,
     /// Leaf events: the innermost keyed frame of each sample.
-    events: HashMap<Key, u64>,
+    events: IntMap<Key, u64>,
     /// Each key's hottest caller, indexed at the first completion.
-    hottest: HashMap<Key, Key>,
+    hottest: IntMap<Key, Key>,
     pub counts: ChainCounts,
+    /// Per-sample buffers, reused.
+    depths: Vec<Option<u64>>,
+    keyed: Vec<(usize, Key)>,
 }
 
 /// A sample's walk as the resolver named it: where its frames start in the stack, how many
@@ -102,12 +112,20 @@ impl ChainRecorder {
         } else {
             self.counts.samples += 1;
         }
-        let Some(depths) = frame_depths(stack, walk.first, walk.groups, walk.phys) else {
+        if !frame_depths_into(stack, walk, &mut self.depths) {
             self.counts.misaligned += u64::from(!anchor);
             return None;
-        };
-        let keyed: Vec<(usize, Key)> =
-            depths.iter().enumerate().filter_map(|(i, d)| d.map(|d| (i, (stack[i].method, d)))).collect();
+        }
+        let mut keyed = std::mem::take(&mut self.keyed);
+        keyed.clear();
+        keyed.extend(self.depths.iter().enumerate().filter_map(|(i, d)| d.map(|d| (i, (stack[i].method, d)))));
+        let top = self.add_edges(stack, &keyed, anchor);
+        self.keyed = keyed;
+        top
+    }
+
+    /// The quadruples of one sample's keyed frames (leaf first), and its leaf event.
+    fn add_edges(&mut self, stack: &[Frame], keyed: &[(usize, Key)], anchor: bool) -> Top {
         let (&(_, leaf), &(top_i, top)) = (keyed.first()?, keyed.last()?);
         for w in keyed.windows(2) {
             let ((_, callee), (ci, caller)) = (w[0], w[1]);
@@ -204,7 +222,7 @@ impl ChainRecorder {
 
     /// Each callee key's hottest caller (ties: the smaller key, so runs agree).
     fn index_callers(&mut self) {
-        let mut best: HashMap<Key, (u64, Key)> = HashMap::new();
+        let mut best: IntMap<Key, (u64, Key)> = IntMap::default();
         for (&(caller, callee), &n) in &self.edges {
             let e = best.entry(callee).or_insert((n, caller));
             if n > e.0 || (n == e.0 && caller < e.1) {

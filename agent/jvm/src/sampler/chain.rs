@@ -7,11 +7,11 @@
 //! an anchor event per thread copies [`crate::perf::ANCHOR_STACK`] bytes every
 //! [`crate::perf::ANCHOR_EVERY`] periods, so whole stacks root the tree.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hpm_core::capture::{Captured, CHAIN_DEPTHS, MAX_FRAMES};
+use hpm_core::hash::IntMap;
 use hpm_core::hotspot::{FrameSink, Regs, StackCopy, Stop};
 use hpm_core::model::{FrameKind, KernelMode};
 use hpm_core::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
@@ -55,11 +55,11 @@ pub struct ChainStats {
 #[derive(Default)]
 pub struct State {
     /// Stack bases by kernel thread id (0: looked up, not a Java thread).
-    bases: HashMap<i32, u64>,
+    bases: IntMap<i32, u64>,
     missing: bool,
     last_lookup: Option<u64>,
     /// Clock time accounted for per thread (kernel time counted, not sampled).
-    accounted: HashMap<i32, u64>,
+    accounted: IntMap<i32, u64>,
     copy: Vec<u8>,
     addrs: Vec<u64>,
 }
