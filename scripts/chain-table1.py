@@ -10,7 +10,9 @@ print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for w in ["h2", "lucene", "sunflow", "ecj", "xalan"]:
     for iv in ["1ms", "10ms"]:
         rows, parts = [], []
-        for f in glob.glob(f"{root}/runs/{w}/hpm-{iv}/*/stderr.txt"):
+        # `hpm-IV` (--hpm-options sampler=chain) or `hpm[sampler=chain...]-IV` (--hpm-variants): only chain
+        # sessions print callerchain lines.
+        for f in glob.glob(f"{root}/runs/{w}/hpm-{iv}/*/stderr.txt") + glob.glob(f"{root}/runs/{w}/hpm[[]*-{iv}/*/stderr.txt"):
             t = open(f).read()
             rows += [tuple(float(x) for x in m.groups()) for m in pat.finditer(t)]
             parts += [(int(a.replace(',', '')), int(b.replace(',', ''))) for a, b in part.findall(t)]

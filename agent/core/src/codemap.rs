@@ -121,7 +121,7 @@ impl CodeBlob {
         inlined.dedup();
         CodeBlob {
             start,
-            end: start + size,
+            end: start.saturating_add(size),
             name: String::new(),
             kind: BlobKind::Compiled { method, scopes, inlined },
             loaded_at: time,
@@ -138,7 +138,7 @@ impl CodeBlob {
     /// A blob from DynamicCodeGenerated: the interpreter or a named stub.
     pub fn dynamic(name: &str, start: u64, size: u64, time: u64) -> CodeBlob {
         let kind = if name.eq_ignore_ascii_case("interpreter") { BlobKind::Interpreter } else { BlobKind::Stub };
-        CodeBlob { start, end: start + size, name: name.to_string(), kind, loaded_at: time, code: None }
+        CodeBlob { start, end: start.saturating_add(size), name: name.to_string(), kind, loaded_at: time, code: None }
     }
 
     /// The inline scope describing `ip`. HotSpot records scopes at the pc *after* calls and

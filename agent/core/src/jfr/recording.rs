@@ -193,13 +193,16 @@ impl Builder {
         }
         for e in c.events_named(super::schema::COMPILED_CODE_EVENT) {
             let method = self.method(c, e.raw("method"), &mut cache)?;
-            let size = e.i64("size").unwrap_or(0) as u64;
+            let (start, size) = (e.i64("address").unwrap_or(0) as u64, e.i64("size").unwrap_or(0) as u64);
+            if start.checked_add(size).is_none() {
+                continue; // not code anywhere: a corrupt or forged event
+            }
             let hex = e.str("code").unwrap_or("").as_bytes();
             // Bytes that are not `size` bytes of hex are left out: the blob is still known.
             let bytes = if hex.len() as u64 == size.saturating_mul(2) { decode_hex(hex) } else { None };
             self.rec.code.push(CompiledCode {
                 method,
-                start: e.i64("address").unwrap_or(0) as u64,
+                start,
                 size,
                 loaded_at: h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
                 bytes: bytes.unwrap_or_default(),

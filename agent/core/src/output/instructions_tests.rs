@@ -124,3 +124,13 @@ fn ips_outside_or_between_instructions_do_not_panic() {
     // A cut instruction: `adc` without its operand byte.
     assert_eq!(disassemble(&code, 0x1003), "(not an instruction: 10)");
 }
+
+#[test]
+fn forged_code_extents_do_not_overflow() {
+    let mut rec = recording();
+    rec.code.push(CompiledCode { method: 0, start: u64::MAX - 4, size: u64::MAX, loaded_at: 0, bytes: vec![0x90] });
+    rec.samples.push(sample(300, u64::MAX - 2, frame(0, 1, 41), 0));
+    let h = histogram(&rec, None);
+    let forged = h.rows.iter().find(|r| r.ip == u64::MAX - 2).expect("the sample is in the forged blob");
+    assert_eq!(forged.text, "(outside the code)");
+}

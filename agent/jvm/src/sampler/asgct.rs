@@ -10,7 +10,7 @@ use crate::jvmti::Jvmti;
 use crate::perf::PerfSpec;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::SignalCtx;
-use crate::threads::{Mode, Threads};
+use crate::threads::Threads;
 
 pub struct AsgctSampler {
     pub threads: &'static Threads,
@@ -30,15 +30,7 @@ impl super::Sampler for AsgctSampler {
             eprintln!("hpm: this JVM does not export AsyncGetCallTrace; samples will carry native frames only");
         }
         // Sessions start at VMInit or later: what was loaded and compiled before is replayed.
-        let jni = self.vm.env().ok_or("the calling thread is not attached to the JVM")?;
-        self.code.enable(&self.jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
-        self.threads.begin(Mode::Perf { spec: Box::new(self.spec.clone()), ctx: self.ctx.clone() });
-        self.threads.hint_java_threads(super::java_threads(&self.jvmti, self.vm));
-        self.threads.scan();
-        if let Some(e) = self.threads.first_error() {
-            eprintln!("hpm: {e}");
-        }
-        Ok(())
+        super::start_perf_groups(self.threads, self.code, &self.jvmti, self.vm, &self.spec, &self.ctx)
     }
 
     fn tick(&self, round: u64) {

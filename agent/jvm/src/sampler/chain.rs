@@ -21,7 +21,7 @@ use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 use crate::perf::{PerfSpec, RingPtr};
 use crate::sink::{SignalCtx, Sink};
-use crate::threads::{Mode, Threads};
+use crate::threads::Threads;
 
 /// Rounds between two lookups of the Java threads' stack bases while some thread lacks one.
 const LOOKUP_EVERY: u64 = 10;
@@ -212,14 +212,7 @@ impl super::Sampler for ChainSampler {
                         VMStructs; use sampler=asgct"
                 .into());
         }
-        let jni = self.vm.env().ok_or("the calling thread is not attached to the JVM")?;
-        self.code.enable(&self.jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
-        self.threads.begin(Mode::Perf { spec: Box::new(self.spec.clone()), ctx: self.ctx.clone() });
-        self.threads.hint_java_threads(super::java_threads(&self.jvmti, self.vm));
-        self.threads.scan();
-        if let Some(e) = self.threads.first_error() {
-            eprintln!("hpm: {e}");
-        }
+        super::start_perf_groups(self.threads, self.code, &self.jvmti, self.vm, &self.spec, &self.ctx)?;
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         self.look_up_bases(&mut st);
         Ok(())

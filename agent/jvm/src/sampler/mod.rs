@@ -47,6 +47,28 @@ pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
     out
 }
 
+/// What a perf sampler (`asgct`, `chain`) does at start: the code events on (what was loaded
+/// and compiled before the session is replayed), a perf group per thread in `spec`'s mode, the
+/// Java threads alive now named, the process's threads attached; the first failure said.
+pub fn start_perf_groups(
+    threads: &crate::threads::Threads,
+    code: &crate::code::CodeEvents,
+    jvmti: &Jvmti,
+    vm: Vm,
+    spec: &crate::perf::PerfSpec,
+    ctx: &std::sync::Arc<crate::sink::SignalCtx>,
+) -> Result<(), String> {
+    let jni = vm.env().ok_or("the calling thread is not attached to the JVM")?;
+    code.enable(jvmti, Some(jni)).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
+    threads.begin(crate::threads::Mode::Perf { spec: Box::new(spec.clone()), ctx: ctx.clone() });
+    threads.hint_java_threads(java_threads(jvmti, vm));
+    threads.scan();
+    if let Some(e) = threads.first_error() {
+        eprintln!("hpm: {e}");
+    }
+    Ok(())
+}
+
 /// The sampler of `event=alloc` / `event=lock` alone: no CPU samples; threads get indices so
 /// the JVM events of each are told apart.
 pub struct Idle {
