@@ -88,6 +88,10 @@ def parse_args():
         sys.exit("bench-paired: --hpm-variants and --kernel-floor need --versus-async-profiler (cpu)")
     if a.hpm_variants and a.hpm_options:
         sys.exit("bench-paired: --hpm-variants or --hpm-options, not both")
+    if a.hpm_variants and "," in a.hpm_variants.replace(";", ""):
+        # The cells are named `hpm[OPTIONS]` in a comma-separated list.
+        sys.exit("bench-paired: --hpm-variants: one option per variant (`sampler=chain;sampler=asgct`); "
+                 "several options in one variant are not supported")
     if a.versus:
         variants = [f"hpm[{v}]" for v in a.hpm_variants.split(";")] if a.hpm_variants else ["hpm"]
         a.samplers = ",".join(variants + ["async-profiler"] + (["perf"] if a.kernel_floor else []))
@@ -249,7 +253,8 @@ def floor_table(a, results, cands):
     """CPU overhead per cell with the kernel's floor (perf record without call chains) beside it."""
     cols = cands + ["async-profiler", "perf"]
     lines = ["Kernel floor: `perf record -e cpu-clock -c PERIOD` (IP, TID, time; no call chains) enabled around the "
-             "same iterations. CPU overhead, median over runs:", "",
+             "same iterations. CPU overhead of the JVM process (perf's own reader process is not in it), median over "
+             "runs:", "",
              "| workload | interval | " + " | ".join(cols) + " |", "|" + " --- |" * (len(cols) + 2)]
     for i in a.intervals:
         gm = {}

@@ -35,7 +35,7 @@ pub struct Args {
     /// Only the samples per instruction of compiled code, decoded from the code as installed,
     /// with method, bytecode index and line: the top ones by samples and by each counter
     /// (samplers that record the instruction pointer: asgct, chain; .jfr only)
-    #[arg(long, conflicts_with_all = ["by", "threads"])]
+    #[arg(long, conflicts_with_all = ["by", "threads", "min_percent", "event"])]
     instructions: bool,
     /// With --instructions: only instructions of methods matching REGEX (`Class.method`; the
     /// leaf frame's method, inlined or not, or the compiled method), e.g. 'Hot\.loop$'

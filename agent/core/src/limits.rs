@@ -19,6 +19,12 @@ pub const MAX_NAME_BYTES: usize = 65_536;
 /// stack depth.
 pub const CCMAP_MAX_CONTEXT: usize = 16;
 
+/// Bytes of compiled code decoded from one file (`hpm.CompiledCode`, for `hpm report
+/// --instructions`): the agent writes the code its samples touched, a few MB per chunk; past
+/// this, blobs are kept without their bytes (a forged file could name one huge pooled string
+/// from many events).
+pub const MAX_CODE_BYTES: usize = 256 << 20;
+
 /// A limit an input went over.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LimitError {

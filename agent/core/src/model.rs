@@ -648,8 +648,9 @@ pub struct Recording {
     pub events: Vec<JvmEvent>,
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,
-    /// Compiled code that samples were taken in, each blob once per recording (the agent
-    /// appends a blob at its first sample and clears the list with every chunk written).
+    /// Compiled code that samples were taken in, each blob once per chunk (the agent appends
+    /// a blob at its first sample of a chunk and clears the list with every chunk written;
+    /// readers keep one copy per blob).
     pub code: Vec<CompiledCode>,
 }
 
@@ -661,7 +662,7 @@ pub struct CompiledCode {
     /// Address of the first instruction.
     pub start: u64,
     pub size: u64,
-    /// When it was installed (ticks): a sample at `start..start+size` taken later is in this
+    /// When it was installed (ns, the samples' clock): a sample at `start..start+size` taken later is in this
     /// code unless a later blob covers its address.
     pub loaded_at: u64,
     /// The instructions (`size` bytes), empty if they were not copied.

@@ -225,7 +225,7 @@ pub struct SampleResolver {
     pub tables_ns: u64,
     /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
     pseudo_ids: IntMap<String, MethodIdx>,
-    /// Compiled blobs already put in `Recording::code` this session: start -> load time.
+    /// Compiled blobs already put in `Recording::code` this chunk: start -> load time.
     code_noted: IntMap<u64, u64>,
 }
 
@@ -904,7 +904,13 @@ impl SampleResolver {
         }
     }
 
-    /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the session, with
+    /// A chunk was written: the blobs its samples were in are written again with the next
+    /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
+    pub fn chunk_written(&mut self) {
+        self.code_noted.clear();
+    }
+
+    /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the chunk, with
     /// its instructions if they were copied.
     fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64) {
         let Some(b) = self.timeline.map.find(ip) else { return };

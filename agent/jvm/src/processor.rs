@@ -607,6 +607,7 @@ impl Processor {
         }
         self.rec.events.clear();
         self.rec.code.clear();
+        self.resolver.chunk_written();
         self.marks.clear();
         self.chunk_start = now;
     }

@@ -15,7 +15,7 @@ use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
 use crate::hash::IntMap;
-use crate::limits::{checked_sum, LimitError, MAX_NAME_BYTES, MAX_STACK_DEPTH};
+use crate::limits::{checked_sum, LimitError, MAX_CODE_BYTES, MAX_NAME_BYTES, MAX_STACK_DEPTH};
 use crate::model::Space;
 use crate::model::*;
 
@@ -71,6 +71,9 @@ struct Builder {
     /// Running totals, so that no later sum over samples can overflow.
     weight_total: u64,
     counter_totals: Vec<u64>,
+    /// Compiled code read: (address, install time) of each blob, and the bytes decoded.
+    code_seen: std::collections::HashSet<(u64, u64)>,
+    code_bytes: usize,
 }
 
 /// Per-chunk caches: pool key -> interned index. A stack is read once per chunk and shared by
@@ -198,15 +201,16 @@ impl Builder {
                 continue; // not code anywhere: a corrupt or forged event
             }
             let hex = e.str("code").unwrap_or("").as_bytes();
-            // Bytes that are not `size` bytes of hex are left out: the blob is still known.
-            let bytes = if hex.len() as u64 == size.saturating_mul(2) { decode_hex(hex) } else { None };
-            self.rec.code.push(CompiledCode {
-                method,
-                start,
-                size,
-                loaded_at: h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
-                bytes: bytes.unwrap_or_default(),
-            });
+            // Bytes that are not `size` bytes of hex, or past the file's budget, are left out:
+            // the blob is still known. A blob written again by a later chunk is read once.
+            let loaded_at = h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64);
+            if !self.code_seen.insert((start, loaded_at)) {
+                continue;
+            }
+            let fits = self.code_bytes.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
+            let bytes = if fits && hex.len() as u64 == size.saturating_mul(2) { decode_hex(hex) } else { None };
+            self.code_bytes += bytes.as_ref().map_or(0, Vec::len);
+            self.rec.code.push(CompiledCode { method, start, size, loaded_at, bytes: bytes.unwrap_or_default() });
         }
         for kind in JvmEventKind::ALL {
             for e in c.events_named(kind.jfr_name()) {

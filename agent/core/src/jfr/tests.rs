@@ -391,7 +391,10 @@ fn compiled_code_round_trip_with_and_without_its_bytes() {
     let bytes = vec![0x48, 0x01, 0xd8, 0xc3, 0x00, 0xff];
     rec.code.push(CompiledCode { method: hot, start: 0x7f00_1000, size: 6, loaded_at: 4_900_000_000, bytes });
     rec.code.push(CompiledCode { method: hot, start: 0x7f00_2000, size: 300, loaded_at: 5_000_000_100, bytes: vec![] });
-    let p = write_temp("code.jfr", &encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000)));
+    // Each chunk holds the code of its own samples: the same blobs twice, read once.
+    let mut file = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    file.extend(encode_chunk(&rec, &samples, times(5_100_000_000, 5_200_000_000)));
+    let p = write_temp("code.jfr", &file);
     let back = read_recording(&p).unwrap().recording;
     assert_eq!(back.code.len(), 2);
     for (b, r) in back.code.iter().zip(&rec.code) {

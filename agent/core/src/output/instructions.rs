@@ -60,7 +60,8 @@ pub struct Histogram {
     pub rows: Vec<InstructionRow>,
     /// Samples in compiled code (of the selected methods, with `--method`).
     pub in_code: u64,
-    /// Samples looked at, and those outside compiled code by VM component.
+    /// Samples with an instruction pointer (selected or not), and those outside compiled code
+    /// by VM component.
     pub total: u64,
     pub outside: Vec<(VmComponent, u64)>,
     /// Samples with no instruction pointer (samplers that record none).
@@ -89,9 +90,12 @@ pub fn histogram(rec: &Recording, method: Option<&Regex>) -> Histogram {
             h.no_ip += 1;
             continue;
         }
+        h.total += 1;
         timeline.advance_to(s.time);
-        let Some(code) = timeline.map.find(s.ip).and_then(CodeBlob::method).map(|m| m as usize) else {
-            h.total += 1;
+        // Only samples the agent placed in compiled code: the file has no unload events, so an
+        // address in a stub or the interpreter now could match a blob freed before.
+        let found = timeline.map.find(s.ip).and_then(CodeBlob::method).filter(|_| s.component == VmComponent::Java);
+        let Some(code) = found.map(|m| m as usize) else {
             *outside.entry(s.component).or_default() += 1;
             continue;
         };
@@ -106,7 +110,6 @@ pub fn histogram(rec: &Recording, method: Option<&Regex>) -> Histogram {
                 continue;
             }
         }
-        h.total += 1;
         h.in_code += 1;
         let (row, frames) = rows.entry((code, s.ip)).or_insert_with(|| {
             (
@@ -147,7 +150,7 @@ pub fn histogram(rec: &Recording, method: Option<&Regex>) -> Histogram {
 /// The instruction at `ip` in `code`, in Intel syntax.
 pub fn disassemble(code: &CompiledCode, ip: u64) -> String {
     if code.bytes.is_empty() {
-        return "(code not copied)".into();
+        return "(code not recorded)".into();
     }
     let Some(off) = ip.checked_sub(code.start).map(|o| o as usize).filter(|&o| o < code.bytes.len()) else {
         return "(outside the code)".into();
@@ -196,9 +199,11 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
     if h.not_copied > 0 {
         let _ = writeln!(
             out,
-            "  {} samples are in code whose instructions were not copied (the agent keeps at most {} MB)",
+            "  {} samples are in code whose instructions the recording does not hold (the agent copies at most {} MB \
+             of compiled code, a reader decodes at most {} MB per file)",
             h.not_copied,
-            crate::codemap::CODE_BYTES_BUDGET >> 20
+            crate::codemap::CODE_BYTES_BUDGET >> 20,
+            crate::limits::MAX_CODE_BYTES >> 20
         );
     }
     if h.no_ip > 0 {

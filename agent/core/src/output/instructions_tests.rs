@@ -99,7 +99,7 @@ fn missing_ips_and_missing_code_are_said_plainly() {
     rec.code[0].bytes.clear();
     let h = histogram(&rec, None);
     assert_eq!(h.not_copied, 8);
-    assert_eq!(h.rows[0].text, "(code not copied)");
+    assert_eq!(h.rows[0].text, "(code not recorded)");
     assert!(report(&rec, &InstructionOptions { top: 5, method: None })
         .unwrap()
         .contains("8 samples are in code whose"));
@@ -133,4 +133,16 @@ fn forged_code_extents_do_not_overflow() {
     let h = histogram(&rec, None);
     let forged = h.rows.iter().find(|r| r.ip == u64::MAX - 2).expect("the sample is in the forged blob");
     assert_eq!(forged.text, "(outside the code)");
+}
+
+#[test]
+fn samples_outside_java_code_are_not_charged_to_a_blob_at_their_address() {
+    let mut rec = recording();
+    // A stub now at an address a freed blob once held.
+    let mut stub = sample(400, 0x1001, frame(0, 1, 41), 0);
+    stub.component = VmComponent::Stubs;
+    rec.samples.push(stub);
+    let h = histogram(&rec, Some(&Regex::new("Nothing").unwrap()));
+    assert_eq!((h.total, h.in_code), (12, 0), "every sample with an IP counts, selected or not");
+    assert!(h.outside.contains(&(VmComponent::Stubs, 1)), "{:?}", h.outside);
 }
