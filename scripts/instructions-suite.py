@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--hpm-options", default="")
     ap.add_argument("--out", default=os.path.join(target_dir(), "bench-results", "instructions"))
     a = ap.parse_args()
+    a.out = os.path.abspath(a.out)
     agent, hpm = build_agent()
     os.makedirs(a.out, exist_ok=True)
     extra = f",{a.hpm_options}" if a.hpm_options else ""
@@ -35,7 +36,8 @@ def main():
     for label, cp, main_class, args in programs(a.workloads, []):
         jfr = os.path.join(a.out, f"{label}.jfr")
         cmd = ["java", f"-agentpath:{agent}=interval={a.interval},file={jfr}{extra}", "-cp", cp, main_class] + args
-        run = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # In the output directory: sunflow writes its rendered image to the working directory.
+        run = subprocess.run(cmd, cwd=a.out, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         with open(os.path.join(a.out, f"{label}.stderr.txt"), "w") as f:
             f.write(run.stderr)
         if run.returncode != 0:

@@ -407,7 +407,9 @@ fn loadable_segments(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut s = String::new();
+    crate::text::push_hex(&mut s, bytes);
+    s
 }
 
 /// The library's debug file and where it was found (see [`SymbolTable::open_with`]).

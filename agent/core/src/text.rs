@@ -67,6 +67,22 @@ pub fn reason_list(reasons: &[(String, u64)]) -> String {
     list.join(", ")
 }
 
+/// `bytes` in lower-case hex, two digits each, appended to `out`.
+pub fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+}
+
+/// `hex` (pairs of lower- or upper-case hex digits) as bytes, `None` if it is not hex.
+pub fn parse_hex(hex: &[u8]) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    hex.chunks_exact(2).map(|p| Some(digit(p[0])? << 4 | digit(p[1])?)).collect()
+}
+
 /// `part` as a percentage of `whole` with two decimals; `-` when `whole` is 0 (undefined).
 pub fn pct(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -127,6 +143,15 @@ pub fn clip(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_hex() {
+        let mut s = String::from("x");
+        push_hex(&mut s, &[0x00, 0x7f, 0xab, 0xff]);
+        assert_eq!(s, "x007fabff");
+        assert_eq!(parse_hex(b"007FabFF"), Some(vec![0x00, 0x7f, 0xab, 0xff]));
+        assert_eq!(parse_hex(b"0g"), None);
+    }
 
     #[test]
     fn escaping() {

@@ -245,13 +245,7 @@ impl<'a> Pools<'a> {
         self.stack_order.push(key);
         for f in frames {
             self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
-            if (f.method as usize) < self.rec.methods.len() {
-                if self.method_seen.insert(f.method, ()).is_none() {
-                    self.methods.push(f.method);
-                }
-            } else {
-                self.invalid_method = true;
-            }
+            self.method(f.method);
         }
         key
     }
@@ -268,7 +262,7 @@ impl<'a> Pools<'a> {
         key
     }
 
-    /// Key of a method an event names (not through a stack).
+    /// Key of a method a frame or an event names, registered for the method pool.
     pub fn method(&mut self, m: MethodIdx) -> u64 {
         if (m as usize) < self.rec.methods.len() {
             if self.method_seen.insert(m, ()).is_none() {

@@ -112,12 +112,6 @@ fn data_target(e: &ObjectView, cache: &mut ChunkCache) -> Option<Box<DataTarget>
     Some(Box::new(DataTarget { space, class, field, offset, index, source, latency }))
 }
 
-/// `hex` (pairs of lower- or upper-case hex digits) as bytes, `None` if it is not hex.
-fn decode_hex(hex: &[u8]) -> Option<Vec<u8>> {
-    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    hex.chunks_exact(2).map(|p| Some(digit(p[0])? << 4 | digit(p[1])?)).collect()
-}
-
 impl Builder {
     fn add_chunk(&mut self, c: &Chunk) -> Result<(), LimitError> {
         let h = &c.header;
@@ -208,7 +202,8 @@ impl Builder {
                 continue;
             }
             let fits = self.code_bytes.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
-            let bytes = if fits && hex.len() as u64 == size.saturating_mul(2) { decode_hex(hex) } else { None };
+            let bytes =
+                if fits && hex.len() as u64 == size.saturating_mul(2) { crate::text::parse_hex(hex) } else { None };
             self.code_bytes += bytes.as_ref().map_or(0, Vec::len);
             self.rec.code.push(CompiledCode { method, start, size, loaded_at, bytes: bytes.unwrap_or_default() });
         }

@@ -39,8 +39,6 @@ pub const FLAG_COMPRESSED_INTS: u32 = 1;
 /// pools the samples need, and the metadata. `rec` supplies methods, threads, event and
 /// counter metadata and the JVM events (`rec.events`, all written); its `samples` field is
 /// not read.
-const HEX: &[u8; 16] = b"0123456789abcdef";
-
 /// `dataIndex` of a sample without one: the int -1.
 const NO_INDEX: u64 = u32::MAX as u64;
 
@@ -103,10 +101,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     let mut hex = String::new();
     for c in &rec.code {
         hex.clear();
-        for b in &c.bytes {
-            hex.push(char::from(HEX[usize::from(b >> 4)]));
-            hex.push(char::from(HEX[usize::from(b & 15)]));
-        }
+        crate::text::push_hex(&mut hex, &c.bytes);
         e.restart(EVENT_HPM_COMPILED_CODE);
         e.long(c.loaded_at).long(pools.method(c.method)).long(c.start).long(c.size).string(Some(&hex));
         e.finish(&mut out);

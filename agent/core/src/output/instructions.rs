@@ -147,6 +147,15 @@ pub fn histogram(rec: &Recording, method: Option<&Regex>) -> Histogram {
     h
 }
 
+/// `n` as a percentage of `of` (0 when `of` is 0).
+fn share(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / of as f64
+    }
+}
+
 /// The instruction at `ip` in `code`, in Intel syntax.
 pub fn disassemble(code: &CompiledCode, ip: u64) -> String {
     if code.bytes.is_empty() {
@@ -181,14 +190,13 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
             .into());
     }
     let mut out = String::new();
-    let pct = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 * 100.0 / of as f64 };
     let what = opts.method.as_ref().map_or(String::new(), |re| format!(" of methods matching `{re}`"));
     let _ = writeln!(
         out,
         "Instructions{what}: {} samples in compiled code ({:.1}% of {} with an instruction pointer), {} distinct \
          instructions",
         h.in_code,
-        pct(h.in_code, h.total),
+        share(h.in_code, h.total),
         h.total,
         h.rows.len()
     );
@@ -213,7 +221,8 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
         let _ = writeln!(out, "  no sample in compiled code{what}");
         return Ok(out);
     }
-    table(&mut out, rec, &h.rows, "samples", opts.top, |r| r.samples);
+    let by_samples: Vec<&InstructionRow> = h.rows.iter().collect();
+    table(&mut out, rec, &by_samples, "samples", opts.top, |r| r.samples);
     for (i, name) in rec.counters.iter().enumerate() {
         let mut by: Vec<&InstructionRow> = h.rows.iter().filter(|r| r.counters[i] > 0).collect();
         if by.is_empty() {
@@ -221,8 +230,7 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
             continue;
         }
         by.sort_by(|a, b| b.counters[i].cmp(&a.counters[i]).then(a.ip.cmp(&b.ip)));
-        let rows: Vec<InstructionRow> = by.into_iter().cloned().collect();
-        table(&mut out, rec, &rows, name, opts.top, |r| r.counters[i]);
+        table(&mut out, rec, &by, name, opts.top, |r| r.counters[i]);
     }
     Ok(out)
 }
@@ -231,15 +239,15 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
 fn table(
     out: &mut String,
     rec: &Recording,
-    rows: &[InstructionRow],
+    rows: &[&InstructionRow],
     name: &str,
     top: usize,
     value: impl Fn(&InstructionRow) -> u64,
 ) {
-    let total: u64 = rows.iter().map(&value).sum();
+    let total: u64 = rows.iter().map(|r| value(r)).sum();
     let shown = &rows[..rows.len().min(top)];
-    let held: u64 = shown.iter().map(&value).sum();
-    let pct = |n: u64| if total == 0 { 0.0 } else { n as f64 * 100.0 / total as f64 };
+    let held: u64 = shown.iter().map(|r| value(r)).sum();
+    let pct = |n: u64| share(n, total);
     let _ =
         writeln!(out, "\nTop {} instructions by {name}: {:.1}% of the {name} in compiled code", shown.len(), pct(held));
     let _ = writeln!(
