@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The agent's own cost per sample (issue 12, "Agent cost per sample") at each program's stack
 depth: one run per program at 1 ms (default options: hpm's own walker), the summary line's
-"per sample H + P us" (signal handler + processing thread, without what a process reads once:
-symbol tables, the first reading of every jmethodID) and that one-time part, with the mean
+"per sample H + P us" (signal handler + the processing thread's resolving, without its start,
+the outputs made at stop, and what a process reads once: symbol tables, the first reading of
+every jmethodID) and that one-time part, with the mean
 depth of the samples' stacks (frames per sample in the collapsed output). The demo runs
 twice as long a second time, to show the per-method naming that a short run pays.
 
@@ -48,7 +49,7 @@ def main():
             if r.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
             m = re.search(r"per sample ([\d.]+) \+ ([\d.]+) us", r.stderr)
-            once = re.search(r"of which (\d+) ms read", r.stderr)
+            once = re.search(r"(\d+) ms of it reading symbol tables", r.stderr)
             samples, mean = depth(out)
             handler, processing = m.groups() if m else ("?", "?")
             print(f"| {name} | {samples:,} | {mean:.1f} | {handler} | {processing} | {once.group(1) if once else 0} |",

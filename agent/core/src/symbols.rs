@@ -539,12 +539,24 @@ impl Symbolizer {
     pub fn set_mappings(&mut self, mut m: Vec<Mapping>) {
         m.retain(|m| m.exec);
         m.sort_by_key(|m| m.start);
-        // Mappings only added: every address named so far is where it was.
-        if !self.mappings.iter().all(|old| m.binary_search_by_key(&old.start, |n| n.start).is_ok_and(|i| m[i] == *old))
+        // File mappings only added: every address named so far is where it was. Anonymous
+        // ones (the JVM's code cache grows, stubs come and go) name nothing, so a change of
+        // theirs keeps the names (it cleared them at every session start).
+        let named = |m: &&Mapping| Self::names_code(m);
+        if !self
+            .mappings
+            .iter()
+            .filter(named)
+            .all(|old| m.binary_search_by_key(&old.start, |n| n.start).is_ok_and(|i| m[i] == *old))
         {
             self.sites.clear();
         }
         self.mappings = m;
+    }
+
+    /// Whether addresses in `m` are named from a file (not anonymous memory or `[vdso]`).
+    fn names_code(m: &Mapping) -> bool {
+        !m.path.is_empty() && !m.path.starts_with('[')
     }
 
     /// The library and function at `ip` if named already (by [`Self::site`]).
@@ -620,7 +632,7 @@ impl Symbolizer {
 
     pub fn resolve(&mut self, ip: u64) -> Option<NativeSymbol> {
         let m = self.mapping(ip)?.clone();
-        if m.path.is_empty() || m.path.starts_with('[') {
+        if !Self::names_code(&m) {
             return None;
         }
         let lib = m.path.rsplit('/').next().unwrap_or(&m.path).to_string();

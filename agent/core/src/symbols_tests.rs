@@ -434,6 +434,11 @@ fn named_sites_are_kept_while_their_mappings_stay() {
     // ...while mappings are only added (a library loaded since)...
     s.set_mappings(parse_maps(&format!("{a}{b}")));
     assert_eq!(named(&s), Some(("liba.so".into(), "f".into())));
+    // ...or anonymous code comes and goes (the JVM's code cache grows)...
+    let anon = "7f0000009000-7f000000a000 rwxp 00000000 00:00 0\n";
+    s.set_mappings(parse_maps(&format!("{a}{b}{anon}")));
+    s.set_mappings(parse_maps(&format!("{a}{b}")));
+    assert_eq!(named(&s), Some(("liba.so".into(), "f".into())));
     // ...and forgotten once one goes away (what is mapped there now may be another file).
     s.set_mappings(parse_maps(b));
     assert_eq!(named(&s), None);

@@ -70,11 +70,11 @@ pub fn reason_list(reasons: &[(String, u64)]) -> String {
 /// `bytes` in lower-case hex, two digits each, appended to `out`.
 pub fn push_hex(out: &mut String, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
-    }
+    // Bytes first, one check at the end: pushed as chars, megabytes of compiled code took a
+    // tenth of the processor's time at each session's stop.
+    let mut v = std::mem::take(out).into_bytes();
+    v.extend(bytes.iter().flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]));
+    *out = String::from_utf8(v).expect("hex digits are ASCII");
 }
 
 /// `hex` (pairs of lower- or upper-case hex digits) as bytes, `None` if it is not hex.

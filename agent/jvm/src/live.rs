@@ -43,6 +43,11 @@ impl Live {
         std::mem::take(&mut *self.marks.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// Whether a query waits for the tree.
+    pub fn wanted(&self) -> bool {
+        self.query.lock().unwrap_or_else(|p| p.into_inner()).wanted
+    }
+
     /// The processor, once per round after resolving: copies the tree if a query waits for it.
     pub fn serve(&self, cct: &Cct) {
         let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());

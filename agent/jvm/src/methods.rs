@@ -237,10 +237,11 @@ impl JvmtiMethods {
         let pointers = walker.map(|(code, layout)| {
             match KEPT.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some(mut kept) => {
-                    // Collections between sessions went unseen: check the entries again. A
-                    // `Method*` unknown then may have a new id now (a redefinition).
+                    // Collections between sessions went unseen: check the entries again. The
+                    // `Method*`s a rebuild did not find stay unknown, as within one long
+                    // session: forgetting them at each start made the first of them sampled
+                    // rebuild the map (23,000 ids, 13 ms on xalan) every 5 s of short sessions.
                     kept.collected();
-                    kept.unknown.clear();
                     kept.first_pull_ns = 0;
                     kept
                 }

@@ -152,6 +152,10 @@ struct Processor {
     tuner: Option<SelfTuner>,
     /// CPU the processing thread used (its own cost, reported in the summary).
     cpu_ns: u64,
+    /// The thread's CPU when sampling began and when the last sample was resolved: the
+    /// processing before the samplers ran, resolving their samples, and making the outputs
+    /// (`sampler=chain`'s completion included).
+    phase_ns: [u64; 2],
     /// Of which, reading what a process reads once (symbol tables, every jmethodID's slot)
     /// and later sessions reuse.
     once_ns: u64,
@@ -231,6 +235,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
         }
     };
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
+    p.phase_ns[0] = thread_cpu_ns();
     let _ = started.send(Ok(()));
     let mut round = 0u64;
     let finish = loop {
@@ -371,6 +376,7 @@ impl Processor {
             last_resolved: 0,
             tuner,
             cpu_ns: 0,
+            phase_ns: [0; 2],
             once_ns: 0,
             names: Vec::new(),
             seen: ByStack::default(),
@@ -427,9 +433,14 @@ impl Processor {
                 eprintln!("hpm: native names: {note}");
             }
         }
-        inputs.live.serve(&self.cct);
+        if inputs.live.wanted() {
+            self.tree_catch_up();
+            inputs.live.serve(&self.cct);
+        }
         self.rec.end_ticks = now;
         if last {
+            // Every sample is resolved: what follows makes the outputs.
+            self.phase_ns[1] = thread_cpu_ns();
             self.complete_chain();
         }
         // `sampler=chain` holds its samples until their stacks are completed at the end.
@@ -441,11 +452,33 @@ impl Processor {
     }
 
     /// Adds a resolved sample to the recording, the calling context tree and the stack table.
+    /// `sampler=chain` adds held samples to the tree only when something reads it (a live
+    /// query, a dump, a flush): their stacks are completed, and the tree rebuilt, at the end.
     fn add(&mut self, s: Sample, per_thread: bool) {
-        self.add_to_tree(&s, per_thread);
+        let deferred = self.chain.as_ref().is_some_and(chain::ChainState::defers_tree);
+        if !deferred {
+            self.add_to_tree(&s, per_thread);
+        }
         self.rec.samples.push(s);
         if let Some(c) = &mut self.chain {
-            c.held(self.rec.samples.len());
+            c.held(self.rec.samples.len(), !deferred);
+        }
+    }
+
+    /// Adds the held samples the tree lacks (`sampler=chain`), as walked so far.
+    fn tree_catch_up(&mut self) {
+        let Some(from) = self.chain.as_ref().map(chain::ChainState::in_tree) else { return };
+        if from >= self.rec.samples.len() {
+            return;
+        }
+        let per_thread = self.inputs.opts.per_thread;
+        let samples = std::mem::take(&mut self.rec.samples);
+        for s in &samples[from..] {
+            self.add_to_tree(s, per_thread);
+        }
+        self.rec.samples = samples;
+        if let Some(c) = &mut self.chain {
+            c.tree_has(self.rec.samples.len());
         }
     }
 
@@ -583,6 +616,8 @@ impl Processor {
     }
 
     fn flush_chunk(&mut self, now: u64) {
+        // The samples leave the recording: the tree keeps what they count.
+        self.tree_catch_up();
         self.update_drops();
         let times = ChunkTimes {
             start_ticks: self.chunk_start,
@@ -629,23 +664,27 @@ impl Processor {
         };
         let samples = stats.samples.load(Ordering::Relaxed).max(1) as f64;
         let processing_ms = self.cpu_ns as f64 / 1e6;
+        let [start_ns, resolved_ns] = self.phase_ns;
+        let start_ms = start_ns.min(self.cpu_ns) as f64 / 1e6;
+        let writing_ms = self.cpu_ns.saturating_sub(resolved_ns) as f64 / 1e6;
+        // What was read once per process while resolving (a library first seen) is not a
+        // sample's cost either.
+        let once_later = self.once_ns.saturating_sub(start_ns);
+        let resolving_ms = resolved_ns.saturating_sub(start_ns).saturating_sub(once_later) as f64 / 1e6;
         let once_ms = self.once_ns.min(self.cpu_ns) as f64 / 1e6;
         let once = if once_ms >= 0.5 {
-            format!(" of which {once_ms:.0} ms read symbol tables and method ids, once per process")
+            format!(", {once_ms:.0} ms of it reading symbol tables and method ids once per process")
         } else {
             String::new()
         };
         let per_sample = if stats.samples.load(Ordering::Relaxed) > 0 {
-            format!(
-                "; per sample {:.1} + {:.1} us",
-                handler_ms * 1e3 / samples,
-                (processing_ms - once_ms) * 1e3 / samples
-            )
+            format!("; per sample {:.1} + {:.1} us", handler_ms * 1e3 / samples, resolving_ms * 1e3 / samples)
         } else {
             String::new()
         };
         eprintln!(
-            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms{once}{per_sample}"
+            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms \
+             ({start_ms:.0} ms starting, {resolving_ms:.0} ms resolving, {writing_ms:.0} ms making the outputs{once}){per_sample}"
         );
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");

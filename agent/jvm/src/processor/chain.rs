@@ -28,6 +28,10 @@ pub(super) struct ChainState {
     abandoned: bool,
     /// Samples whose walk ended with the stack copy (before completion).
     ended_in_copy: u64,
+    /// Held samples (a prefix) already in the calling context tree and stack table, as walked.
+    in_tree: usize,
+    /// Samples written (flushed) are in the tree as walked: the end cannot rebuild it.
+    flushed_in_tree: bool,
 }
 
 impl ChainState {
@@ -59,10 +63,28 @@ impl ChainState {
         self.ended_in_copy.saturating_sub(self.rec.counts.completed)
     }
 
-    /// A sample was added: it is the `len`-th held.
-    pub(super) fn held(&mut self, len: usize) {
+    /// A sample was added: it is the `len`-th held (and in the tree if `in_tree`).
+    pub(super) fn held(&mut self, len: usize, in_tree: bool) {
         self.tops.resize(len.saturating_sub(1), None);
         self.tops.push(self.next.take());
+        if in_tree {
+            self.in_tree = len;
+        }
+    }
+
+    /// Whether held samples wait to enter the tree (until they are completed, or read).
+    pub(super) fn defers_tree(&self) -> bool {
+        !self.abandoned
+    }
+
+    /// Held samples already in the tree.
+    pub(super) fn in_tree(&self) -> usize {
+        self.in_tree
+    }
+
+    /// The first `n` held samples are in the tree.
+    pub(super) fn tree_has(&mut self, n: usize) {
+        self.in_tree = n;
     }
 
     /// Whether a periodic flush may write the held samples: only past [`MAX_HELD`], which ends
@@ -81,9 +103,11 @@ impl ChainState {
         true
     }
 
-    /// The held samples were written.
+    /// The held samples were written (after they entered the tree).
     pub(super) fn flushed(&mut self) {
         self.tops.clear();
+        self.flushed_in_tree |= self.in_tree > 0;
+        self.in_tree = 0;
     }
 }
 
@@ -132,16 +156,19 @@ impl Processor {
                 );
             }
         }
-        // Rebuilt from the completed samples.
-        self.cct = Cct::new(self.rec.counters.clone());
-        self.stacks = StackTable::default();
-        self.seen.clear();
-        self.components.clear();
-        let per_thread = self.inputs.opts.per_thread;
-        let samples = std::mem::take(&mut self.rec.samples);
-        for s in &samples {
-            self.add_to_tree(s, per_thread);
-        }
-        self.rec.samples = samples;
+        // Built from the completed samples; rebuilt if some were added as walked for a reader
+        // (unless samples written before are in it: those stay as walked, and so do the held
+        // ones already added with them).
+        let from = if ch.flushed_in_tree {
+            ch.in_tree
+        } else {
+            self.cct = Cct::new(self.rec.counters.clone());
+            self.stacks = StackTable::default();
+            self.seen.clear();
+            self.components.clear();
+            0
+        };
+        ch.in_tree = from;
+        self.tree_catch_up();
     }
 }

@@ -63,6 +63,7 @@ impl Processor {
     /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far plus
     /// one with the samples since). Returns a line saying what was written.
     pub(super) fn dump(&mut self, path: &str, format: OutputFormat, target: Target) -> Result<String, String> {
+        self.tree_catch_up();
         let mut note = String::new();
         let bytes = if format == OutputFormat::Jfr {
             if !self.rec.samples.is_empty() || self.chunks == 0 {
