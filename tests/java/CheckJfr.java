@@ -18,6 +18,8 @@ import jdk.jfr.consumer.RecordingFile;
  *   class-lines-positive N / class-lines-total N   the same for frames of the class named by
  *                               the second argument (hidden lambda classes have no line table)
  *   threads N                   distinct sampled threads
+ *   truncated N                 jdk.ExecutionSample stacks marked truncated
+ *   max-depth N                 frames of the deepest jdk.ExecutionSample stack
  */
 public class CheckJfr {
     public static void main(String[] args) throws Exception {
@@ -27,7 +29,7 @@ public class CheckJfr {
         Map<String, Long> sums = new TreeMap<>();
         Map<String, String> fields = new TreeMap<>();
         java.util.Set<String> threads = new java.util.TreeSet<>();
-        long linesPositive = 0, linesTotal = 0, classPositive = 0, classTotal = 0;
+        long linesPositive = 0, linesTotal = 0, classPositive = 0, classTotal = 0, truncated = 0, maxDepth = 0;
         String cls = args.length > 1 ? args[1] : "";
         for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
             String name = e.getEventType().getName();
@@ -44,6 +46,8 @@ public class CheckJfr {
             threads.add(e.getThread("sampledThread").getJavaName() + "/" + e.getThread("sampledThread").getOSThreadId());
             RecordedStackTrace st = e.getStackTrace();
             if (st == null || st.getFrames().isEmpty()) continue;
+            if (st.isTruncated()) truncated++;
+            maxDepth = Math.max(maxDepth, st.getFrames().size());
             RecordedFrame top = st.getFrames().get(0);
             tops.merge(frameName(top), 1L, Long::sum);
             for (RecordedFrame f : st.getFrames()) {
@@ -68,6 +72,8 @@ public class CheckJfr {
         System.out.println("class-lines-positive " + classPositive);
         System.out.println("class-lines-total " + classTotal);
         System.out.println("threads " + threads.size());
+        System.out.println("truncated " + truncated);
+        System.out.println("max-depth " + maxDepth);
     }
 
     static String frameName(RecordedFrame f) {

@@ -140,6 +140,13 @@ pub struct Captured {
     pub kernel_periods: u32,
     /// The thread's state (a [`THREAD_STATES`] code), from wall-clock sampling; 0 = none.
     pub state: u8,
+    /// The timer samplers' frames past [`MAX_FRAMES`] (`jstackdepth` up to
+    /// [`MAX_DEEP_FRAMES`]), kept apart by the sink under this key; 0 = none. Signal-path
+    /// records never have any.
+    pub deep: u32,
+    /// The sampler asked for fewer frames than the stack had (the stack is cut at
+    /// `jstackdepth`), as the JVM told it.
+    pub depth_cut: bool,
     pub frames: [CallFrame; MAX_FRAMES],
     /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
     /// resolver infers them.
@@ -165,6 +172,10 @@ pub struct Captured {
     /// order; 0 where unknown (an interpreter frame being entered) or past [`CHAIN_DEPTHS`].
     pub depths: [u32; CHAIN_DEPTHS],
 }
+
+/// Java frames per sample at most (`jstackdepth`), for the samplers that walk off the signal
+/// path (`jvmti`, `sps`): frames past [`MAX_FRAMES`] go to [`Captured::deep`].
+pub const MAX_DEEP_FRAMES: usize = 4096;
 
 /// Physical frames a `sampler=chain` record carries the depths of: an anchor's deeper frames
 /// give no quadruples.
@@ -248,6 +259,8 @@ impl Default for Captured {
             shares_walk: false,
             kernel_periods: 0,
             state: 0,
+            deep: 0,
+            depth_cut: false,
             frames: [CallFrame::default(); MAX_FRAMES],
             exact_kinds: false,
             vm_walk: false,
@@ -275,6 +288,8 @@ impl Captured {
         self.asgct_frames = WALK_NOT_ATTEMPTED;
         self.kernel_periods = kernel_periods;
         self.state = 0;
+        self.deep = 0;
+        self.depth_cut = false;
         self.shares_walk = false;
         self.data.code_len = 0;
         self.data.heap.space = 0;

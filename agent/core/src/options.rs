@@ -716,7 +716,7 @@ pub fn help_text() -> String {
          \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
          \x20 thread=REGEX      event=wall: only the threads whose name matches (e.g. thread=worker-.*)\n\
          \x20 data              each sample's data address, decoded from its instruction in Java code (any event)\n\
-         \x20 jstackdepth=256   maximum Java frames per sample\n\
+         \x20 jstackdepth=256   maximum Java frames per sample (up to 4096 with jvmti, sps, wall; 512 others)\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
          \x20 help              this text; the JVM then exits\n\nevents:\n",

@@ -365,6 +365,19 @@ impl SampleResolver {
 
     /// Resolves one captured sample. `counters` is the number of counters in the group.
     pub fn resolve(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Sample {
+        self.resolve_deep(rec, jm, c, &[])
+    }
+
+    /// [`Self::resolve`] for a timer sampler's record with frames past
+    /// [`crate::capture::MAX_FRAMES`] (`deep`, the record's [`Captured::deep`] frames, root
+    /// side last as in the record).
+    pub fn resolve_deep(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        deep: &[(CallFrame, FrameKind)],
+    ) -> Sample {
         let raw = &c.raw;
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
@@ -459,7 +472,10 @@ impl SampleResolver {
             } else {
                 frame_kinds(&self.timeline.map, kinds_ip, java)
             };
-            for (f, kind) in java.iter().zip(kinds) {
+            // Only the timer samplers' records (exact kinds) go deeper than the record.
+            let deep = if c.exact_kinds { deep } else { &[] };
+            let frames = java.iter().copied().zip(kinds).chain(deep.iter().copied());
+            for (f, kind) in frames {
                 let method = self.method_idx(rec, jm, f.method_id);
                 // A compiled frame stopped at its entry has bci -1 (InvocationEntryBci), as in
                 // the code map: it is about to run bytecode 0, so that is its position and line.
@@ -519,7 +535,8 @@ impl SampleResolver {
         Sample {
             time: raw.time,
             thread: c.thread,
-            truncated: java.len() >= crate::capture::MAX_FRAMES
+            truncated: c.depth_cut
+                || (!c.exact_kinds && java.len() >= crate::capture::MAX_FRAMES)
                 || (c.vm_walk && c.vm_stop == crate::hotspot::Stop::Full as u8),
             stack: shared_stack,
             // Records without a period (software events: see `Layout::without_period`) weigh

@@ -506,3 +506,31 @@ fn data_addresses_come_from_the_event_or_the_captured_instruction() {
     }
     assert_eq!((res.stats.data.compared, res.stats.data.found()), (2, 3));
 }
+
+/// A timer sampler's record deeper than its frames array: the deep frames follow its own,
+/// root side last; the stack is marked truncated only when the sampler says it was cut.
+#[test]
+fn deep_frames_follow_the_record_and_cut_stacks_are_truncated() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let own: Vec<(u64, i32)> = (0..MAX_FRAMES).map(|_| (3, 7)).collect();
+    let mut c = captured(0, 10, 0, &own);
+    c.exact_kinds = true;
+    c.kinds = [FrameKind::Interpreted; MAX_FRAMES];
+    c.frames[0] = CallFrame { lineno: 3, method_id: 4 };
+    let mut deep: Vec<(CallFrame, FrameKind)> =
+        (0..1000).map(|_| (CallFrame { lineno: 7, method_id: 3 }, FrameKind::JitCompiled)).collect();
+    deep.push((CallFrame { lineno: 20, method_id: 1 }, FrameKind::Interpreted));
+    let s = res.resolve_deep(&mut rec, &mut table(), &c, &deep);
+    let n = names(&rec, &s);
+    assert_eq!(n.len(), MAX_FRAMES + 1001);
+    assert_eq!((n[0].as_str(), n[n.len() - 1].as_str()), ("Main.leaf", "Main.run"));
+    assert_eq!(s.stack[MAX_FRAMES].kind, FrameKind::JitCompiled, "the deep frames keep their kinds");
+    assert!(!s.truncated, "a whole stack of 1,513 frames");
+    c.depth_cut = true;
+    assert!(res.resolve_deep(&mut rec, &mut table(), &c, &deep).truncated, "cut at jstackdepth");
+    // A signal sampler's record filled to the brim is cut (AsyncGetCallTrace stops there).
+    let mut full = captured(0, 20, 0, &own);
+    full.depth_cut = false;
+    assert!(res.resolve(&mut rec, &mut table(), &full).truncated);
+}

@@ -531,7 +531,12 @@ impl Processor {
             }
             self.last_resolved = self.last_resolved.max(t);
             let c = &pool.get(&self.pending[bi].0).filled()[j];
-            let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
+            let s = if c.deep == 0 {
+                self.resolver.resolve(&mut self.rec, &mut methods, c)
+            } else {
+                let deep = inputs.sink.take_deep(c.deep);
+                self.resolver.resolve_deep(&mut self.rec, &mut methods, c, &deep)
+            };
             let mut top = None;
             if let Some(ch) = &mut self.chain {
                 match ch.observe(&s, c, self.resolver.chain_groups.as_ref()) {
@@ -588,6 +593,10 @@ impl Processor {
         let s = inputs.stats;
         let mut drops: Vec<(String, u64)> = vec![
             ("no free sample buffer".into(), inputs.sink.pool.dropped()),
+            (
+                format!("{}deep frames waiting over the bound", hpm_core::model::PARTIAL_PREFIX),
+                inputs.sink.deep_refused.load(Ordering::Relaxed),
+            ),
             ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
             ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),

@@ -98,6 +98,19 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
     };
+    let signal_path = opts.cpu && matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain);
+    if opts.max_depth as usize > hpm_core::capture::MAX_FRAMES
+        && (signal_path || opts.alloc.is_some() || opts.lock.is_some())
+    {
+        notes.push(format!(
+            "jstackdepth={}: samples of sampler={} and the alloc/lock events keep at most {} frames (sampler=jvmti, \
+             sps or wall walk off the signal path and keep up to {})",
+            opts.max_depth,
+            opts.sampler.name(),
+            hpm_core::capture::MAX_FRAMES,
+            hpm_core::capture::MAX_DEEP_FRAMES
+        ));
+    }
     // Checked last (after the options and perf); nothing is created before the session starts.
     let files: Vec<(String, OutputFormat)> =
         opts.outputs().iter().map(|f| (f.path(std::process::id(), start_wall_ns / 1_000_000_000), f.format)).collect();
@@ -240,7 +253,10 @@ impl Session {
             eprintln!("hpm: {n}");
         }
         let opts = plan.opts;
+        // The signal samplers' and the JVM events' records hold MAX_FRAMES frames; the timer
+        // samplers walk off the signal path and keep the rest apart (up to MAX_DEEP_FRAMES).
         let max_depth = opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32);
+        let timer_depth = opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32);
         let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
         parts.stats.reset();
         // The perf samplers' context, published with each thread's slot.
@@ -299,7 +315,7 @@ impl Session {
                     (None, _) => Kind::Jvmti,
                 },
                 period: plan.event.period,
-                max_depth,
+                max_depth: timer_depth,
                 quiet: opts.quiet,
                 thread_filter: opts
                     .thread_filter

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use hpm_core::batch::{Batch, BatchPool, ThreadQueue};
 use hpm_core::capture::{CallFrame, Captured};
+use hpm_core::model::FrameKind;
 use hpm_core::perf_record::Layout;
 
 use crate::jnienv::Vm;
@@ -30,6 +31,20 @@ pub struct Sink {
     pub timer_queue: ThreadQueue,
     /// Samples the processor has resolved so far (for `status`).
     pub resolved: AtomicU64,
+    /// The timer samplers' frames past [`hpm_core::capture::MAX_FRAMES`], until the processor takes them.
+    deep: Mutex<DeepFrames>,
+    /// Records cut at [`hpm_core::capture::MAX_FRAMES`] because [`MAX_DEEP_HELD`] frames were waiting already.
+    pub deep_refused: AtomicU64,
+}
+
+/// Frames past [`hpm_core::capture::MAX_FRAMES`] waiting for the processor at most (16 bytes each: 64 MB).
+pub const MAX_DEEP_HELD: usize = 4 << 20;
+
+#[derive(Default)]
+struct DeepFrames {
+    next: u32,
+    held: usize,
+    by_key: hpm_core::hash::IntMap<u32, Vec<(CallFrame, FrameKind)>>,
 }
 
 /// Batches of ended sessions, for the next one's pool: a session's pool of 32 batches (each
@@ -51,7 +66,42 @@ impl Sink {
             pool: BatchPool::new(initial, capacity),
             timer_queue: ThreadQueue::default(),
             resolved: AtomicU64::new(0),
+            deep: Mutex::new(DeepFrames::default()),
+            deep_refused: AtomicU64::new(0),
         }
+    }
+
+    /// Keeps a record's frames past [`hpm_core::capture::MAX_FRAMES`] (a timer sampler's thread, never a signal
+    /// handler: this locks and allocates); the key for [`Captured::deep`], or `None` (counted)
+    /// when too many wait already.
+    pub fn put_deep(&self, frames: Vec<(CallFrame, FrameKind)>) -> Option<u32> {
+        let mut d = self.deep.lock().unwrap_or_else(|p| p.into_inner());
+        if d.held + frames.len() > MAX_DEEP_HELD {
+            self.deep_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
+        // Keys from 1 (0: none), skipping any still waiting after a wrap.
+        loop {
+            d.next = d.next.wrapping_add(1).max(1);
+            if !d.by_key.contains_key(&d.next) {
+                break;
+            }
+        }
+        let key = d.next;
+        d.held += frames.len();
+        d.by_key.insert(key, frames);
+        Some(key)
+    }
+
+    /// The processor: a record's deep frames (empty for key 0 or one already taken).
+    pub fn take_deep(&self, key: u32) -> Vec<(CallFrame, FrameKind)> {
+        if key == 0 {
+            return Vec::new();
+        }
+        let mut d = self.deep.lock().unwrap_or_else(|p| p.into_inner());
+        let frames = d.by_key.remove(&key).unwrap_or_default();
+        d.held -= frames.len();
+        frames
     }
 }
 
@@ -82,4 +132,25 @@ pub struct SignalCtx {
     /// `data`: the code cache's layout; each walked sample in Java code gets its instruction's
     /// bytes and the interrupted registers.
     pub data: Option<crate::vmstructs::DataLayouts>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deep_frames_are_bounded_and_taken_once() {
+        let sink = Sink::new(0, 1);
+        let frame = (CallFrame { lineno: 1, method_id: 2 }, FrameKind::Interpreted);
+        let quarter = MAX_DEEP_HELD / 4;
+        let keys: Vec<u32> = (0..4).map(|_| sink.put_deep(vec![frame; quarter]).expect("within the bound")).collect();
+        assert!(keys.iter().all(|&k| k != 0));
+        assert_eq!(sink.put_deep(vec![frame]), None, "over the bound: refused");
+        assert_eq!(sink.deep_refused.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(sink.take_deep(keys[0]).len(), quarter);
+        assert!(sink.take_deep(keys[0]).is_empty(), "taken once");
+        assert!(sink.take_deep(0).is_empty());
+        let again = sink.put_deep(vec![frame; 3]).expect("room again");
+        assert!(!keys[1..].contains(&again), "a waiting key is not reused");
+    }
 }

@@ -40,6 +40,8 @@ impl Processor {
             c.shares_walk = false;
             c.kernel_periods = 0;
             c.state = 0;
+            c.deep = 0;
+            c.depth_cut = false;
             c.exact_kinds = true;
             c.vm_walk = p.walk.is_some();
             c.vm_stop = p.walk.as_ref().map_or(0, |w| w.1);

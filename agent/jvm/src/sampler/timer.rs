@@ -250,7 +250,7 @@ struct Buffers {
 
 impl Buffers {
     fn new(depth: usize) -> Buffers {
-        let depth = depth.min(MAX_FRAMES);
+        let depth = depth.min(hpm_core::capture::MAX_DEEP_FRAMES);
         let cap = 64;
         let mut frames = vec![SpsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0 }; cap * depth];
         let mut traces: Vec<SpsTrace> = (0..cap)
@@ -295,7 +295,8 @@ impl Buffers {
                     let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
                     if let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) {
                         let frames = frames.iter().map(|f| (f.method as u64, f.bci, sps_kind(f.type_)));
-                        push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, (p.period, 0), frames);
+                        let time = t.time_ns.max(0) as u64;
+                        push(p, thread, t.os_tid as u32, time, (p.period, 0), frames, t.truncated != 0);
                     }
                 }
                 SLOT_ABANDONED => self.abandoned += 1,
@@ -353,7 +354,7 @@ fn sps_kind(t: i32) -> FrameKind {
 fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
     let Ok(threads) = p.jvmti.all_threads() else { return };
     let start = now_ticks();
-    let stacks = p.jvmti.thread_list_stack_traces(&threads, p.max_depth.min(MAX_FRAMES as u32) as i32);
+    let stacks = p.jvmti.thread_list_stack_traces(&threads, p.max_depth as i32);
     let time = now_ticks();
     lat.record(time - start);
     if let Ok(stacks) = stacks {
@@ -447,7 +448,7 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogr
     // Each sample stands for the wall time between two visits of its thread.
     let weight = p.period.saturating_mul(n as u64) / k as u64;
     let t0 = now_ticks();
-    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth.min(MAX_FRAMES as u32) as i32);
+    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth as i32);
     let time = now_ticks();
     lat.record(time - t0);
     for (thread, state, frames) in stacks.unwrap_or_default() {
@@ -469,7 +470,9 @@ fn push_jvmti_stack(p: &Parts, jni: *mut JNIEnv, thread: jobject, time: u64, wei
     // JVMTI does not say how a frame runs (and these sessions keep no code map to guess it
     // from): Java frames are of unknown kind, native ones native.
     let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-    push(p, idx, 0, time, weight, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))));
+    // GetThreadListStackTraces fills at most the frames asked for: a full stack may go on.
+    let cut = frames.len() >= p.max_depth as usize;
+    push(p, idx, 0, time, weight, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))), cut);
 }
 
 /// Hands one stack (leaf first) to the processor as a captured record; `weight` = (the time the
@@ -481,6 +484,7 @@ fn push(
     time: u64,
     (period, state): (u64, u8),
     frames: impl Iterator<Item = (u64, i32, FrameKind)>,
+    cut: bool,
 ) {
     let _ = p.sink.timer_queue.push_with(&p.sink.pool, |c: &mut Captured| {
         c.raw = Default::default();
@@ -495,14 +499,28 @@ fn push(
         c.exact_kinds = true;
         c.vm_walk = false;
         c.asgct_frames = hpm_core::capture::WALK_NOT_ATTEMPTED;
-        let mut n = 0;
-        for (m, bci, kind) in frames.take(MAX_FRAMES) {
+        c.depth_cut = cut;
+        c.deep = 0;
+        let frame = |(m, bci, kind): (u64, i32, FrameKind)| {
             let native = kind == FrameKind::Native || bci < 0;
-            c.frames[n] = CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m };
+            (CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m }, kind)
+        };
+        let mut frames = frames.map(frame);
+        let mut n = 0;
+        for (f, kind) in frames.by_ref().take(MAX_FRAMES) {
+            c.frames[n] = f;
             c.kinds[n] = kind;
             n += 1;
         }
         c.num_frames = n as i32;
+        // Deeper stacks (`jstackdepth` past MAX_FRAMES): the rest waits in the sink.
+        let deep: Vec<_> = frames.collect();
+        if !deep.is_empty() {
+            match p.sink.put_deep(deep) {
+                Some(key) => c.deep = key,
+                None => c.depth_cut = true,
+            }
+        }
         n > 0
     });
 }
