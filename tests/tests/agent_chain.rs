@@ -103,35 +103,42 @@ fn process_cpu_ms(pid: u32) -> u64 {
 }
 
 /// `sampler=chain` adds its held samples to the tree only when something reads it: a dump
-/// while sampling shows the profile so far, a JFR dump writes (flushes) the held samples, and
-/// the session's file at the end counts every sample once (no more than the CPU time sampled).
+/// while sampling shows the profile so far, and the session's file at the end counts every
+/// sample once (no more than the CPU time sampled). Two sessions in one JVM: one with a
+/// collapsed dump only (the tree is rebuilt from the completed samples at the end), one that
+/// also dumps JFR (the held samples are written then, and stay in the tree as walked).
 #[test]
 fn chain_dumps_while_sampling_and_counts_each_sample_once() {
     let jdk = &jdks()[0];
     let dir = scratch("chain-dump");
     let mut jvm = Attachee::start(jdk);
     let pid = jvm.pid;
-    let session = dir.join("session.collapsed");
-    let cpu0 = process_cpu_ms(pid);
-    attach_ok(pid, &format!("sampler=chain,interval=1ms,quiet,file={}", session.display()));
-    assert_eq!(jvm.say("work 2000"), "worked");
-    let dump = dir.join("dump.collapsed");
-    attach_ok(pid, &format!("dump,file={}", dump.display()));
-    let n = assert_known_shares(&read_collapsed(&dump), "Attachee.work", 500, 6.0, "chain: dump while sampling");
-    let jfr = dir.join("dump.jfr");
-    attach_ok(pid, &format!("dump,file={}", jfr.display()));
-    assert_eq!(jvm.say("work 1000"), "worked");
-    let out = attach_ok(pid, "stop");
-    let cpu_ms = process_cpu_ms(pid) - cpu0;
-    assert!(out.contains("profiling stopped"), "{out}");
-    let stacks = read_collapsed(&session);
-    let all = total(&stacks);
-    eprintln!("chain: dump {n} samples, session {all} samples, {cpu_ms} ms of CPU");
-    assert!(all > n, "the session file ({all}) has no more samples than the dump ({n})");
-    // One sample per 1 ms of a thread's CPU at most (cpu-clock): a sample counted twice (in the
-    // tree for the dumps, then again at the end) would exceed it.
-    assert!(all as f64 <= cpu_ms as f64 * 1.05 + 50.0, "{all} samples in {cpu_ms} ms of CPU");
-    assert_known_shares(&stacks, "Attachee.work", n, 6.0, "chain: session after dumps");
+    for jfr_dump in [false, true] {
+        let what = if jfr_dump { "chain, collapsed and JFR dumps" } else { "chain, a collapsed dump" };
+        let session = dir.join(format!("session-{jfr_dump}.collapsed"));
+        let cpu0 = process_cpu_ms(pid);
+        attach_ok(pid, &format!("sampler=chain,interval=1ms,quiet,file={}", session.display()));
+        assert_eq!(jvm.say("work 2000"), "worked");
+        let dump = dir.join(format!("dump-{jfr_dump}.collapsed"));
+        attach_ok(pid, &format!("dump,file={}", dump.display()));
+        let n = assert_known_shares(&read_collapsed(&dump), "Attachee.work", 500, 6.0, &format!("{what}: dump"));
+        if jfr_dump {
+            let jfr = dir.join("dump.jfr");
+            attach_ok(pid, &format!("dump,file={}", jfr.display()));
+        }
+        assert_eq!(jvm.say("work 1000"), "worked");
+        let out = attach_ok(pid, "stop");
+        let cpu_ms = process_cpu_ms(pid) - cpu0;
+        assert!(out.contains("profiling stopped"), "{out}");
+        let stacks = read_collapsed(&session);
+        let all = total(&stacks);
+        eprintln!("{what}: dump {n} samples, session {all} samples, {cpu_ms} ms of CPU");
+        assert!(all > n, "{what}: the session file ({all}) has no more samples than the dump ({n})");
+        // One sample per 1 ms of a thread's CPU at most (cpu-clock): a sample counted twice
+        // (in the tree for the dump, then again at the end) would exceed it.
+        assert!(all as f64 <= cpu_ms as f64 * 1.05 + 50.0, "{what}: {all} samples in {cpu_ms} ms of CPU");
+        assert_known_shares(&stacks, "Attachee.work", n, 6.0, &format!("{what}: session"));
+    }
     assert!(jvm.say("exit").starts_with("done"));
     assert!(jvm.child.wait().unwrap().success());
 }

@@ -78,7 +78,7 @@ fn asgct_says_it_keeps_512_frames() {
     let opts = format!("sampler=asgct,interval=10ms,jstackdepth=4096,file={}", jfr.display());
     let run = run_java(jdk, Some(&opts), &[], "Deep", &[&DEPTH.to_string(), "2"]);
     run.assert_ok("Deep under sampler=asgct");
-    assert!(run.stderr.contains("keep at most 512 frames"), "no note about the depth:\n{}", run.stderr);
+    assert!(run.stderr.contains("keeps at most 512 frames"), "no note about the depth:\n{}", run.stderr);
     let check = check_jfr(jdk, &jfr, "Deep");
     eprintln!("{check:?}");
     assert!(check.get("truncated").copied().unwrap_or(0) > 0, "no stack marked truncated: {check:?}");

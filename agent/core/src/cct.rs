@@ -242,15 +242,32 @@ impl Cct {
         self.add_path_kinds(names.iter().map(String::as_str).zip(kinds), 1, s.weight, &s.counters);
     }
 
-    /// Adds a sample whose frame names are looked up in `names` (indexed by method), with an
-    /// optional per-thread root: no allocation once the nodes exist. The agent's hot path.
-    pub fn add_sample_named(&mut self, s: &Sample, thread_root: Option<&str>, names: &[String]) -> NodeId {
-        let frames = s
-            .stack
-            .iter()
-            .rev()
-            .map(|f| (names.get(f.method as usize).map_or("[?]", String::as_str), kind_bit(f.kind)));
-        self.add_path_kinds(thread_root.map(|t| (t, 0)).into_iter().chain(frames), 1, s.weight, &s.counters)
+    /// Adds a sample whose frames are named by `name_ids` (indexed by method: each method's
+    /// [`Self::name_id`] in this tree), with an optional per-thread root: no string hashed and
+    /// no allocation once the nodes exist. The agent's hot path.
+    pub fn add_sample_ids(&mut self, s: &Sample, thread_root: Option<&str>, name_ids: &[u32]) -> NodeId {
+        let mut cur = ROOT;
+        self.bump(cur, 1, s.weight, &s.counters);
+        if let Some(t) = thread_root {
+            cur = self.child(cur, t);
+            self.bump(cur, 1, s.weight, &s.counters);
+        }
+        for f in s.stack.iter().rev() {
+            let id = match name_ids.get(f.method as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
+                Some(n) => n,
+                None => self.name_id("[?]"),
+            };
+            cur = self.child_by_name_id(cur, id);
+            self.nodes[cur as usize].kinds |= kind_bit(f.kind);
+            self.bump(cur, 1, s.weight, &s.counters);
+        }
+        let leaf = &mut self.nodes[cur as usize];
+        leaf.self_samples = leaf.self_samples.saturating_add(1);
+        leaf.self_weight = leaf.self_weight.saturating_add(s.weight);
+        for (c, d) in leaf.self_counters.iter_mut().zip(&s.counters) {
+            *c = c.saturating_add(*d);
+        }
+        cur
     }
 
     /// Adds a sample under a root frame of its own (`root`: a name with no kind of code).
@@ -412,17 +429,55 @@ mod tests {
         assert_eq!(stacks[0], (vec!["main", "a"], 2));
     }
 
+    /// The agent's path (names by id, per method) builds the tree the readers' path does.
+    #[test]
+    fn names_by_id_build_the_same_tree() {
+        use crate::model::*;
+        let mut rec = Recording::default();
+        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let a = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
+        let b = rec.methods.intern(MethodInfo::java("B", "g", "()V"));
+        let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
+        let stacks = [
+            vec![frame(a, FrameKind::JitCompiled), frame(b, FrameKind::Interpreted)],
+            vec![frame(b, FrameKind::Inlined)],
+        ];
+        let mut readers = Cct::default();
+        let mut agent = Cct::default();
+        let ids: Vec<u32> =
+            (0..rec.methods.len() as u32).map(|m| agent.name_id(&rec.method(m).display_name())).collect();
+        for (i, st) in stacks.iter().cycle().take(5).enumerate() {
+            let mut s = Sample::of_stack(st.clone().into());
+            s.thread = t;
+            s.weight = 10 + i as u64;
+            readers.add_sample(&rec, &s, true);
+            agent.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids);
+        }
+        fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
+            let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
+                .map(|i| {
+                    let path = c.path(i).iter().map(|n| n.to_string()).collect();
+                    (path, c.node(i).total_samples, c.node(i).self_weight, c.node(i).kinds)
+                })
+                .collect();
+            v.sort();
+            v
+        }
+        assert_eq!(shape(&agent), shape(&readers));
+        assert_eq!(agent.total_samples(), 5);
+    }
+
     #[test]
     fn frame_kinds_are_kept_per_node() {
         use crate::model::*;
         let mut rec = Recording::default();
         let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
         let sample = |kind| Sample::of_stack(vec![Frame { method: m, bci: 0, line: 0, kind }].into());
-        let names = vec!["A.f".to_string()];
         let mut c = Cct::default();
+        let ids = vec![c.name_id("A.f")];
         // The agent's path, with a thread root, and the readers' path.
-        c.add_sample_named(&sample(FrameKind::Interpreted), Some("[t]"), &names);
-        c.add_sample_named(&sample(FrameKind::JitCompiled), Some("[t]"), &names);
+        c.add_sample_ids(&sample(FrameKind::Interpreted), Some("[t]"), &ids);
+        c.add_sample_ids(&sample(FrameKind::JitCompiled), Some("[t]"), &ids);
         c.add_sample(&rec, &sample(FrameKind::Kernel), false);
         let kinds = |path: &[&str]| c.nodes[(1..c.nodes.len()).find(|&i| c.path(i as NodeId) == path).unwrap()].kinds;
         assert_eq!(kinds(&["[t]"]), 0, "a thread frame has no kind");

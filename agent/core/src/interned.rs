@@ -16,10 +16,17 @@ use crate::model::{Frame, Stack};
 /// samples that have them; a stack seen again after that gets a new copy).
 pub const MAX_INTERNED: usize = 1 << 16;
 
+/// Frames of the distinct stacks kept at most (16 bytes each: 256 MB), the bound that holds
+/// when stacks are thousands of frames deep (`jstackdepth` up to 4096): 65,536 of those would
+/// be 4 GB.
+pub const MAX_INTERNED_FRAMES: usize = 16 << 20;
+
 /// One shared copy per distinct stack.
 #[derive(Default)]
 pub struct StackInterner {
     set: HashSet<Stack, FastBuild>,
+    /// Frames of the stacks in `set`.
+    frames: usize,
 }
 
 impl StackInterner {
@@ -28,10 +35,12 @@ impl StackInterner {
         if let Some(s) = self.set.get(frames) {
             return s.clone();
         }
-        if self.set.len() >= MAX_INTERNED {
+        if self.set.len() >= MAX_INTERNED || self.frames + frames.len() > MAX_INTERNED_FRAMES {
             self.set.clear();
+            self.frames = 0;
         }
         let s: Stack = frames.into();
+        self.frames += s.len();
         self.set.insert(s.clone());
         s
     }
@@ -51,11 +60,13 @@ impl StackInterner {
 /// bounded like [`StackInterner`].
 pub struct ByStack<V> {
     map: IntMap<(usize, usize, u64), (Stack, V)>,
+    /// Frames of the stacks the entries hold.
+    frames: usize,
 }
 
 impl<V> Default for ByStack<V> {
     fn default() -> Self {
-        ByStack { map: IntMap::default() }
+        ByStack { map: IntMap::default(), frames: 0 }
     }
 }
 
@@ -69,15 +80,18 @@ impl<V: Copy> ByStack<V> {
     }
 
     pub fn insert(&mut self, stack: &Stack, extra: u64, v: V) {
-        if self.map.len() >= MAX_INTERNED {
-            self.map.clear();
+        if self.map.len() >= MAX_INTERNED || self.frames + stack.len() > MAX_INTERNED_FRAMES {
+            self.clear();
         }
-        self.map.insert(Self::key(stack, extra), (stack.clone(), v));
+        if self.map.insert(Self::key(stack, extra), (stack.clone(), v)).is_none() {
+            self.frames += stack.len();
+        }
     }
 
     /// Forgets every entry (what they stood for changed).
     pub fn clear(&mut self) {
         self.map.clear();
+        self.frames = 0;
     }
 
     pub fn len(&self) -> usize {
@@ -119,6 +133,22 @@ mod tests {
         }
         assert!(i.len() < 20, "started again: {}", i.len());
         assert_eq!(&*first, &frames(&[7])[..]);
+    }
+
+    /// Deep stacks: the frames held are bounded too.
+    #[test]
+    fn deep_stacks_are_bounded_by_their_frames() {
+        let mut i = StackInterner::default();
+        let mut by = ByStack::default();
+        let deep: Vec<u32> = (0..4096).collect();
+        for m in 0..(MAX_INTERNED_FRAMES / 4096 + 10) as u32 {
+            let mut f = deep.clone();
+            f[0] = 1_000_000 + m;
+            let s = i.intern(&frames(&f));
+            by.insert(&s, 0, m);
+        }
+        assert!(i.len() < 20 && i.frames < 20 * 4096, "started again: {} stacks", i.len());
+        assert!(by.map.len() < 20 && by.frames < 20 * 4096, "started again: {} entries", by.map.len());
     }
 
     #[test]

@@ -81,10 +81,13 @@ struct MethodPointers {
     /// Collections seen (sessions' starts count as one: those between them went unseen).
     collections: u64,
     last_rebuild_ns: u64,
-    /// `Method*`s a full rebuild did not find: not rebuilt for again this session (new ids
-    /// are still pulled for them). One whose memory a later method reuses is found by that method's
-    /// new id; only a redefinition that moves an id to it goes unseen.
+    /// `Method*`s a full rebuild did not find: not rebuilt for again for [`UNKNOWN_KEEP_NS`]
+    /// (across sessions; new ids are still pulled for them). One whose memory a later method
+    /// reuses is found by that method's new id; only a redefinition that moves an id to it
+    /// goes unseen, for that long at most.
     unknown: IntMap<u64, ()>,
+    /// When `unknown` was last emptied.
+    unknown_since: u64,
     /// CPU time of the first reading of every id (once per process), in ns.
     first_pull_ns: u64,
 }
@@ -101,6 +104,11 @@ const MAX_UNKNOWN: usize = 4096;
 /// Full rebuilds of the reverse map are at least this far apart.
 const REBUILD_NS: u64 = 5_000_000_000;
 
+/// How long `Method*`s a rebuild did not find stay unknown: forgotten at every session start
+/// instead, the first of them sampled rebuilt the map (23,000 ids, 13 ms on xalan) every 5 s of
+/// short sessions.
+const UNKNOWN_KEEP_NS: u64 = 60_000_000_000;
+
 impl MethodPointers {
     fn new(code: &'static CodeEvents, layout: &'static Layout) -> MethodPointers {
         MethodPointers {
@@ -112,6 +120,7 @@ impl MethodPointers {
             collections: 0,
             last_rebuild_ns: 0,
             unknown: IntMap::default(),
+            unknown_since: 0,
             first_pull_ns: 0,
         }
     }
@@ -193,6 +202,10 @@ impl MethodPointers {
         }
         if !self.reverse.contains_key(&method) {
             let now = os::now_ticks();
+            if now.saturating_sub(self.unknown_since) > UNKNOWN_KEEP_NS {
+                self.unknown.clear();
+                self.unknown_since = now;
+            }
             if self.unknown.contains_key(&method) || now.saturating_sub(self.last_rebuild_ns) < REBUILD_NS {
                 return None;
             }
@@ -237,10 +250,8 @@ impl JvmtiMethods {
         let pointers = walker.map(|(code, layout)| {
             match KEPT.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some(mut kept) => {
-                    // Collections between sessions went unseen: check the entries again. The
-                    // `Method*`s a rebuild did not find stay unknown, as within one long
-                    // session: forgetting them at each start made the first of them sampled
-                    // rebuild the map (23,000 ids, 13 ms on xalan) every 5 s of short sessions.
+                    // Collections between sessions went unseen: check the entries again (the
+                    // unknown `Method*`s stay so for their minute: UNKNOWN_KEEP_NS).
                     kept.collected();
                     kept.first_pull_ns = 0;
                     kept

@@ -159,8 +159,11 @@ struct Processor {
     /// Of which, reading what a process reads once (symbol tables, every jmethodID's slot)
     /// and later sessions reuse.
     once_ns: u64,
-    /// Display names by method index, so the calling context tree is fed without allocating.
-    names: Vec<String>,
+    /// Of which, read before sampling began.
+    once_at_start: u64,
+    /// The tree's name id of each method (by method index), so the calling context tree is fed
+    /// without hashing names; emptied when the tree is rebuilt.
+    name_ids: Vec<u32>,
     /// The tree's leaf node and the stack table's entry of each shared stack (with thread and
     /// component) already added.
     seen: ByStack<(NodeId, usize)>,
@@ -236,6 +239,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     };
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
     p.phase_ns[0] = thread_cpu_ns();
+    p.once_at_start = p.once_so_far();
     let _ = started.send(Ok(()));
     let mut round = 0u64;
     let finish = loop {
@@ -268,7 +272,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     }
     inputs.code.end_session(std::mem::take(&mut p.resolver.timeline));
     inputs.code.keep_native(p.resolver.take_native());
-    p.once_ns = p.resolver.tables_ns + p.methods.as_ref().map_or(0, JvmtiMethods::first_pull_ns);
+    p.once_ns = p.once_so_far();
     p.methods = None;
     p.cpu_ns = thread_cpu_ns();
     p.print_cost();
@@ -378,7 +382,8 @@ impl Processor {
             cpu_ns: 0,
             phase_ns: [0; 2],
             once_ns: 0,
-            names: Vec::new(),
+            once_at_start: 0,
+            name_ids: Vec::new(),
             seen: ByStack::default(),
             stacks: StackTable::default(),
             jfr_mem,
@@ -488,8 +493,9 @@ impl Processor {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
         }
-        while self.names.len() < self.rec.methods.len() {
-            self.names.push(self.rec.method(self.names.len() as u32).display_name());
+        while self.name_ids.len() < self.rec.methods.len() {
+            let name = self.rec.method(self.name_ids.len() as u32).display_name();
+            self.name_ids.push(self.cct.name_id(&name));
         }
         // Each distinct stack, thread and component is looked up by its frames once; its later
         // samples go straight to their tree node and stack-table entry.
@@ -501,7 +507,7 @@ impl Processor {
             }
             None => {
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-                let leaf = self.cct.add_sample_named(s, thread_root.as_deref(), &self.names);
+                let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids);
                 let entry = self.stacks.entry(s);
                 self.stacks.add_to(entry, s);
                 self.seen.insert(&s.stack, extra, (leaf, entry));
@@ -656,6 +662,11 @@ impl Processor {
         self.chunk_start = now;
     }
 
+    /// CPU spent so far reading what a process reads once (symbol tables, every jmethodID).
+    fn once_so_far(&self) -> u64 {
+        self.resolver.tables_ns + self.methods.as_ref().map_or(0, JvmtiMethods::first_pull_ns)
+    }
+
     /// The agent's own cost, printed with the summary.
     fn print_cost(&self) {
         let inputs = &self.inputs;
@@ -678,7 +689,7 @@ impl Processor {
         let writing_ms = self.cpu_ns.saturating_sub(resolved_ns) as f64 / 1e6;
         // What was read once per process while resolving (a library first seen) is not a
         // sample's cost either.
-        let once_later = self.once_ns.saturating_sub(start_ns);
+        let once_later = self.once_ns.saturating_sub(self.once_at_start);
         let resolving_ms = resolved_ns.saturating_sub(start_ns).saturating_sub(once_later) as f64 / 1e6;
         let once_ms = self.once_ns.min(self.cpu_ns) as f64 / 1e6;
         let once = if once_ms >= 0.5 {

@@ -98,18 +98,21 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         };
         (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
     };
-    let signal_path = opts.cpu && matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain);
-    if opts.max_depth as usize > hpm_core::capture::MAX_FRAMES
-        && (signal_path || opts.alloc.is_some() || opts.lock.is_some())
-    {
-        notes.push(format!(
-            "jstackdepth={}: samples of sampler={} and the alloc/lock events keep at most {} frames (sampler=jvmti, \
-             sps or wall walk off the signal path and keep up to {})",
-            opts.max_depth,
-            opts.sampler.name(),
-            hpm_core::capture::MAX_FRAMES,
-            hpm_core::capture::MAX_DEEP_FRAMES
-        ));
+    if opts.max_depth as usize > hpm_core::capture::MAX_FRAMES {
+        let max = hpm_core::capture::MAX_FRAMES;
+        let signal_path = opts.cpu && matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain);
+        if signal_path {
+            notes.push(format!(
+                "jstackdepth={}: sampler={} keeps at most {max} frames per sample (sampler=jvmti, sps or wall \
+                 walk off the signal path and keep up to {})",
+                opts.max_depth,
+                opts.sampler.name(),
+                hpm_core::capture::MAX_DEEP_FRAMES
+            ));
+        }
+        if opts.alloc.is_some() || opts.lock.is_some() {
+            notes.push(format!("jstackdepth={}: the alloc and lock events keep at most {max} frames", opts.max_depth));
+        }
     }
     // Checked last (after the options and perf); nothing is created before the session starts.
     let files: Vec<(String, OutputFormat)> =

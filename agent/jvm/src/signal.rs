@@ -396,9 +396,12 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
         // original on return).
         if let Some(n) = walk_from_caller(asgct, &mut trace, depth, ucontext) {
             c.walk_from_caller = true;
+            c.depth_cut = n >= depth;
             return n;
         }
     }
+    // Every frame asked for filled: the stack is cut at `jstackdepth` (or ends just there).
+    c.depth_cut = trace.num_frames >= depth;
     trace.num_frames
 }
 

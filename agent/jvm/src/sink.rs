@@ -37,13 +37,14 @@ pub struct Sink {
     pub deep_refused: AtomicU64,
 }
 
-/// Frames past [`hpm_core::capture::MAX_FRAMES`] waiting for the processor at most (16 bytes each: 64 MB).
-pub const MAX_DEEP_HELD: usize = 4 << 20;
+/// Frames past [`hpm_core::capture::MAX_FRAMES`] waiting for the processor at most: 64 MB.
+pub const MAX_DEEP_HELD: usize = (64 << 20) / std::mem::size_of::<(CallFrame, FrameKind)>();
 
-#[derive(Default)]
 struct DeepFrames {
     next: u32,
     held: usize,
+    /// [`MAX_DEEP_HELD`] (smaller in tests).
+    bound: usize,
     by_key: hpm_core::hash::IntMap<u32, Vec<(CallFrame, FrameKind)>>,
 }
 
@@ -66,7 +67,7 @@ impl Sink {
             pool: BatchPool::new(initial, capacity),
             timer_queue: ThreadQueue::default(),
             resolved: AtomicU64::new(0),
-            deep: Mutex::new(DeepFrames::default()),
+            deep: Mutex::new(DeepFrames { next: 0, held: 0, bound: MAX_DEEP_HELD, by_key: Default::default() }),
             deep_refused: AtomicU64::new(0),
         }
     }
@@ -76,7 +77,7 @@ impl Sink {
     /// when too many wait already.
     pub fn put_deep(&self, frames: Vec<(CallFrame, FrameKind)>) -> Option<u32> {
         let mut d = self.deep.lock().unwrap_or_else(|p| p.into_inner());
-        if d.held + frames.len() > MAX_DEEP_HELD {
+        if d.held + frames.len() > d.bound {
             self.deep_refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return None;
         }
@@ -141,16 +142,25 @@ mod tests {
     #[test]
     fn deep_frames_are_bounded_and_taken_once() {
         let sink = Sink::new(0, 1);
+        {
+            // A small bound, and keys about to wrap.
+            let mut d = sink.deep.lock().unwrap();
+            d.bound = 100;
+            d.next = u32::MAX - 2;
+        }
         let frame = (CallFrame { lineno: 1, method_id: 2 }, FrameKind::Interpreted);
-        let quarter = MAX_DEEP_HELD / 4;
-        let keys: Vec<u32> = (0..4).map(|_| sink.put_deep(vec![frame; quarter]).expect("within the bound")).collect();
-        assert!(keys.iter().all(|&k| k != 0));
+        let keys: Vec<u32> = (0..4).map(|_| sink.put_deep(vec![frame; 25]).expect("within the bound")).collect();
+        assert_eq!(keys, [u32::MAX - 1, u32::MAX, 1, 2], "0 is never a key");
         assert_eq!(sink.put_deep(vec![frame]), None, "over the bound: refused");
         assert_eq!(sink.deep_refused.load(std::sync::atomic::Ordering::Relaxed), 1);
-        assert_eq!(sink.take_deep(keys[0]).len(), quarter);
-        assert!(sink.take_deep(keys[0]).is_empty(), "taken once");
+        assert_eq!(sink.take_deep(keys[2]).len(), 25);
+        assert!(sink.take_deep(keys[2]).is_empty(), "taken once");
         assert!(sink.take_deep(0).is_empty());
-        let again = sink.put_deep(vec![frame; 3]).expect("room again");
-        assert!(!keys[1..].contains(&again), "a waiting key is not reused");
+        // Wrapped again: the keys still waiting are skipped, the one taken is free.
+        sink.deep.lock().unwrap().next = u32::MAX - 2;
+        assert_eq!(sink.put_deep(vec![frame; 3]), Some(1));
+        assert_eq!(sink.put_deep(vec![frame]), Some(3), "2 still waits: skipped");
+        // 25 + 25 + 25 + 3 + 1 frames wait: 22 more would pass the bound of 100.
+        assert_eq!(sink.put_deep(vec![frame; 22]), None, "the bound counts every frame waiting");
     }
 }

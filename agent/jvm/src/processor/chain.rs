@@ -163,6 +163,7 @@ impl Processor {
             ch.in_tree
         } else {
             self.cct = Cct::new(self.rec.counters.clone());
+            self.name_ids.clear();
             self.stacks = StackTable::default();
             self.seen.clear();
             self.components.clear();

@@ -41,7 +41,8 @@ impl Processor {
             c.kernel_periods = 0;
             c.state = 0;
             c.deep = 0;
-            c.depth_cut = false;
+            // Walked up to the events' depth: the stack may go on.
+            c.depth_cut = p.frames.len() >= self.inputs.events.max_depth() as usize;
             c.exact_kinds = true;
             c.vm_walk = p.walk.is_some();
             c.vm_stop = p.walk.as_ref().map_or(0, |w| w.1);
@@ -76,7 +77,7 @@ impl Processor {
                 duration: p.duration,
                 thread: p.thread,
                 stack: s.stack,
-                truncated: s.truncated || p.frames.len() > MAX_FRAMES,
+                truncated: s.truncated,
                 class,
                 weight: p.weight,
                 address: 0,

@@ -144,6 +144,11 @@ pub fn allocation_weight(size: u64, interval: u64) -> u64 {
 }
 
 impl JvmEvents {
+    /// Java frames each event's stack holds at most (its walk stops there).
+    pub fn max_depth(&self) -> u32 {
+        (self.max_depth.load(Ordering::Relaxed) as usize).min(MAX_EVENT_FRAMES) as u32
+    }
+
     /// Turns on what a session asks for; returns lines for the start of the session.
     pub fn start(
         &'static self,

@@ -200,7 +200,8 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     };
     let jni = attached.env();
     let period = p.period;
-    let mut buf = Buffers::new(p.max_depth as usize);
+    // The slots the patched JVM writes: sps only (up to 4 MB at jstackdepth=4096).
+    let mut buf = Buffers::new(if matches!(p.kind, Kind::Sps { .. }) { p.max_depth as usize } else { 0 });
     // N running threads per round: the CPUs this process may use, found once (the JVM's own
     // default re-reads the cgroup files every 20 ms).
     let running = match p.kind {
@@ -354,7 +355,7 @@ fn sps_kind(t: i32) -> FrameKind {
 fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
     let Ok(threads) = p.jvmti.all_threads() else { return };
     let start = now_ticks();
-    let stacks = p.jvmti.thread_list_stack_traces(&threads, p.max_depth as i32);
+    let stacks = p.jvmti.thread_list_stack_traces(&threads, p.max_depth as i32 + 1);
     let time = now_ticks();
     lat.record(time - start);
     if let Ok(stacks) = stacks {
@@ -448,7 +449,7 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogr
     // Each sample stands for the wall time between two visits of its thread.
     let weight = p.period.saturating_mul(n as u64) / k as u64;
     let t0 = now_ticks();
-    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth as i32);
+    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth as i32 + 1);
     let time = now_ticks();
     lat.record(time - t0);
     for (thread, state, frames) in stacks.unwrap_or_default() {
@@ -470,9 +471,10 @@ fn push_jvmti_stack(p: &Parts, jni: *mut JNIEnv, thread: jobject, time: u64, wei
     // JVMTI does not say how a frame runs (and these sessions keep no code map to guess it
     // from): Java frames are of unknown kind, native ones native.
     let kind = |loc: i64| if loc < 0 { FrameKind::Native } else { FrameKind::Unknown };
-    // GetThreadListStackTraces fills at most the frames asked for: a full stack may go on.
-    let cut = frames.len() >= p.max_depth as usize;
-    push(p, idx, 0, time, weight, frames.iter().map(|&(m, loc)| (m, loc as i32, kind(loc))), cut);
+    // One frame more than kept is asked for: it says whether the stack went on.
+    let keep = frames.len().min(p.max_depth as usize);
+    let cut = frames.len() > keep;
+    push(p, idx, 0, time, weight, frames[..keep].iter().map(|&(m, loc)| (m, loc as i32, kind(loc))), cut);
 }
 
 /// Hands one stack (leaf first) to the processor as a captured record; `weight` = (the time the
