@@ -15,7 +15,10 @@
 /* Extension function ids (jvmtiExtensionFunctionInfo.id) */
 #define HPM_SPS_VERSION_ID "com.github.hpm.sps.Version"
 #define HPM_SPS_SAMPLE_ID  "com.github.hpm.sps.Sample"
-#define HPM_SPS_VERSION 2
+#define HPM_ISPS_SAMPLE_ID   "com.github.hpm.sps.IspsSample"
+#define HPM_ISPS_RETRIEVE_ID "com.github.hpm.sps.IspsRetrieve"
+#define HPM_ISPS_STATS_ID    "com.github.hpm.sps.IspsStats"
+#define HPM_SPS_VERSION 3
 
 /* Frame types */
 enum { HPM_SPS_FRAME_INTERPRETED = 0, HPM_SPS_FRAME_COMPILED = 1, HPM_SPS_FRAME_INLINED = 2, HPM_SPS_FRAME_NATIVE = 3 };
@@ -90,7 +93,74 @@ typedef struct {
  * capacity < 0). *count_out is 0 when nothing was requested.
  *
  * Version history: 1 = synchronous (Sample waited for every chosen thread); 2 = asynchronous
- * self-sampling with slots (this file).
+ * self-sampling with slots; 3 = incremental stack tracing (below), Sample unchanged.
+ */
+
+/* ---- Incremental stack tracing (version 3; paper section 5; src/hotspot/share/prims/jvmtiHpmIsps.*) ----
+ *
+ * A sample decodes a thread's top frames only; each frame below is decoded once, when the thread
+ * returns into it (or unwinds into it, or a stack walker reaches it), and is shared by every
+ * sample taken above it. The return interception is HotSpot's own stack watermark barrier
+ * (JEP 376) with a watermark kind of its own, not a patched return address. Traces are complete
+ * once their thread's stack has been decoded to the bottom: IspsRetrieve does that (once per
+ * thread, for all of its traces) and hands them out; a thread that ends hands its traces over
+ * by itself (its frames were all decoded as they returned).
+ */
+#define HPM_ISPS_MAX_FRAMES (1 << 18)  /* frames a thread holds until retrieved; IspsRetrieve's minimum */
+#define HPM_ISPS_MAX_TRACES (1 << 14)  /* traces a thread holds until retrieved; IspsRetrieve's minimum */
+
+typedef struct {
+  jmethodID method;
+  jint bci;        /* -1 if unknown / native */
+  jint type;       /* HPM_SPS_FRAME_* */
+  jint parent;     /* index of the caller in the same array (always > this frame's), -1: the bottom */
+  jint reserved;
+} hpm_isps_frame;  /* 24 bytes on LP64 */
+
+typedef struct {
+  jlong os_tid;     /* kernel thread id */
+  jlong time_ns;    /* CLOCK_MONOTONIC (os::javaTimeNanos) when the top frames were decoded */
+  jlong latency_ns; /* from the request to that moment */
+  jint state;       /* HPM_SPS_* at selection */
+  jint top;         /* index of the leaf frame in the frames array; -1: the thread had no Java frame */
+  jint truncated;   /* 1: the bottom of the stack is missing (the thread's frame budget was full) */
+  jint reserved;
+} hpm_isps_trace;   /* 40 bytes on LP64: os_tid@0 time_ns@8 latency_ns@16 state@24 top@28 truncated@32 */
+
+/* IspsStats counters, in this order */
+enum {
+  HPM_ISPS_STAT_SAMPLES = 0,    /* traces started */
+  HPM_ISPS_STAT_REFUSED,        /* samples not taken: the thread's budget was full (retrieve more often) */
+  HPM_ISPS_STAT_FRAMES_EAGER,   /* physical frames decoded by samples */
+  HPM_ISPS_STAT_FRAMES_LAZY,    /* physical frames decoded as they were exposed (returns, unwinding, walks) */
+  HPM_ISPS_STAT_FRAMES_FINISH,  /* physical frames decoded to complete traces (retrieve) */
+  HPM_ISPS_STAT_TRACES_OUT,     /* traces handed out */
+  HPM_ISPS_STAT_TRACES_DROPPED, /* traces dropped: nobody retrieved them and the JVM's queue was full */
+  HPM_ISPS_STAT_COUNT
+};
+
+/* jvmtiError IspsSample(jvmtiEnv* env, jint max_running, jboolean include_waiting, jint* count_out);
+ *   Selects threads exactly as Sample does (a thread with a handshake operation still queued, e.g.
+ *   its previous request, counts as pending). A chosen running thread decodes its own top frames at
+ *   its next poll (asynchronous); blocked and native threads are done by the caller before it
+ *   returns. A thread holding HPM_ISPS_MAX_FRAMES / 2 frames or HPM_ISPS_MAX_TRACES traces is not
+ *   sampled (HPM_ISPS_STAT_REFUSED). Errors as Sample.
+ *
+ * jvmtiError IspsRetrieve(jvmtiEnv* env, jboolean wait,
+ *                         hpm_isps_frame* frames, jint frame_capacity,
+ *                         hpm_isps_trace* traces, jint trace_capacity,
+ *                         jint* frame_count, jint* trace_count, jint* pending_out);
+ *   Completes pending traces and hands out completed ones. Threads that hold traces and are blocked
+ *   or in native are completed by the caller now; running ones complete their own at their next
+ *   poll: asynchronously (delivered by a later call) unless `wait`, then the caller waits for them.
+ *   Completed traces are copied whole per thread while they fit (frames first, `parent` and `top`
+ *   indices into `frames`); *pending_out = traces not handed out yet (queued, or being completed
+ *   by their threads). Capacities must be at least HPM_ISPS_MAX_FRAMES / HPM_ISPS_MAX_TRACES
+ *   (JVMTI_ERROR_ILLEGAL_ARGUMENT). Completed traces nobody retrieves are kept up to 16 x
+ *   HPM_ISPS_MAX_FRAMES frames, then dropped (HPM_ISPS_STAT_TRACES_DROPPED).
+ *
+ * jvmtiError IspsStats(jvmtiEnv* env, jlong* counters, jint count);
+ *   Writes the first `count` HPM_ISPS_STAT_* counters (process totals; zero beyond the known ones).
  */
 
 #endif /* HPM_SPS_H */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the patched JDK: java -version, the extension functions, sampling a busy
 # multi-threaded program with self-sampling in partial safepoints (with and without waiting
-# threads), and a stress program under G1 and ZGC.
+# threads), and a stress program under G1 and ZGC; the same with incremental stack tracing,
+# plus deoptimisation storms, forced handshakes/safepoints and class redefinition.
 # Usage: bash jvm-patches/test/smoke.sh [JDK_HOME]   (default: $HPM_SPS_JDK, else the output of
 # build.sh). Prints "smoke: N passed, M failed" and exits non-zero on a failure.
 set -uo pipefail
@@ -19,7 +20,7 @@ check() {  # name, command...
   else
     failed=$((failed + 1)); echo "FAIL $name"; sed 's/^/     /' "$OUT/$name.log" | tail -40
   fi
-  grep -E '^spstest: (mode|call|requested)|^(busy|stress):' "$OUT/$name.log" | sed 's/^/     /'
+  grep -E '^spstest: (mode|call|requested|isps)|^(busy|stress):' "$OUT/$name.log" | sed 's/^/     /'
 }
 
 "$JDK/bin/java" -version 2>&1 | tee "$OUT/version.log" | sed 's/^/     /'
@@ -41,5 +42,16 @@ check sps-1ms run mode=sps,interval=1,samples=1500,frames=8 4 3
 check jvmti-baseline run mode=jvmti,interval=10,samples=150 4 3
 check stress-g1 stress -XX:+UseG1GC
 check stress-zgc stress -XX:+UseZGC
+# Incremental stack tracing (interface 3): the same runs, then the hard cases: ZGC (its stack
+# watermarks beside isps's) with nmethod entry barriers deoptimising at random, forced
+# handshakes and safepoints, and class Stress redefined every 100 ms while on sampled stacks.
+check isps-running run mode=isps,interval=10,samples=150 4 3
+check isps-waiting run mode=isps,interval=10,samples=150,waiting=1 4 3
+check isps-1ms run mode=isps,interval=1,samples=1500 4 3
+istress() { SPSTEST_STRESS_CLASS="$OUT/Stress.class" timeout 300 "$JDK/bin/java" "${@:2}" \
+  -agentpath:"$OUT/libspstest.so=mode=isps,interval=1,samples=2500,waiting=1,redefine=$1" -cp "$OUT" Stress 3; }
+check isps-stress-g1-redefine istress 1 -XX:+UseG1GC
+check isps-stress-zgc-deopt istress 0 -XX:+UseZGC -XX:+UnlockDiagnosticVMOptions -XX:+DeoptimizeNMethodBarriersALot
+check isps-stress-alot istress 1 -XX:+UnlockDiagnosticVMOptions -XX:+HandshakeALot -XX:+SafepointALot
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -6,6 +6,10 @@
  *
  * mode=sps (default) calls com.github.hpm.sps.Sample every `interval` ms, `samples` times, and
  * before each call collects the traces threads published meanwhile (slots, see hpm_sps.h);
+ * mode=isps calls IspsSample instead, IspsRetrieve every 50 calls and once more (waiting) at the
+ * end, and checks every trace's chain of callers (indices in range, callers after callees);
+ * redefine=1 also redefines class Stress with its own bytes every 100 calls (RedefineClasses
+ * while its methods are on sampled stacks);
  * mode=jvmti calls GetAllStackTraces instead (conventional sampling at a global safepoint, for
  * comparison); mode=none only checks the extension list. Prints "spstest: PASS" or
  * "spstest: FAIL <why>" at VM death. Build: see smoke.sh.
@@ -18,9 +22,12 @@
 #include "../hpm_sps.h"
 
 static jvmtiEnv* jvmti;
-static jvmtiExtensionFunction fn_version, fn_sample;
+static jvmtiExtensionFunction fn_version, fn_sample, fn_isps_sample, fn_isps_retrieve, fn_isps_stats;
 static char mode[16] = "sps";
-static int interval_ms = 10, samples = 100, waiting = 0, max_frames = 64;
+static int interval_ms = 10, samples = 100, waiting = 0, max_frames = 64, redefine = 0;
+static long redefinitions, max_depth;
+static unsigned char* stress_bytes;
+static long stress_len;
 static const char* failure = NULL;
 static long calls, requested, abandoned, traces, by_state[3], by_type[4], frames_total, empty, truncated;
 static long long lat_sum, lat_max, call_sum, call_max;
@@ -80,6 +87,68 @@ static void sample_sps(hpm_sps_trace* t, int capacity) {
   requested += count;
 }
 
+/* Collects the completed isps traces and checks their shape. */
+static void retrieve_isps(int wait) {
+  static hpm_isps_frame* f;
+  static hpm_isps_trace* t;
+  if (!f) {
+    f = calloc(HPM_ISPS_MAX_FRAMES, sizeof(hpm_isps_frame));
+    t = calloc(HPM_ISPS_MAX_TRACES, sizeof(hpm_isps_trace));
+  }
+  for (int round = 0; round < 64; round++) {
+    jint nf = 0, nt = 0, pending = 0;
+    if (fn_isps_retrieve(jvmti, (jboolean)wait, f, (jint)HPM_ISPS_MAX_FRAMES, t, (jint)HPM_ISPS_MAX_TRACES,
+                         &nf, &nt, &pending) != JVMTI_ERROR_NONE) { failure = "IspsRetrieve returned an error"; return; }
+    for (int i = 0; i < nt; i++) {
+      traces++; by_state[t[i].state % 3]++;
+      if (t[i].truncated) truncated++;
+      if (t[i].time_ns <= 0 || t[i].latency_ns < 0) failure = "trace without time";
+      lat_sum += t[i].latency_ns; if (t[i].latency_ns > lat_max) lat_max = t[i].latency_ns;
+      if (t[i].top < 0) { empty++; continue; }
+      if (t[i].top >= nf) { failure = "trace top out of range"; return; }
+      long depth = 0;
+      for (int at = t[i].top; at >= 0; at = f[at].parent) {
+        if (f[at].parent >= nf || (f[at].parent >= 0 && f[at].parent <= at)) { failure = "bad caller index"; return; }
+        if (f[at].method == NULL) { failure = "frame without method"; return; }
+        by_type[f[at].type & 3]++; frames_total++; depth++;
+      }
+      if (depth > max_depth) max_depth = depth;
+      if (printed < 2) {
+        printed++;
+        printf("spstest:   trace tid=%lld state=%d frames=%ld truncated=%d latency=%lldns\n",
+               (long long)t[i].os_tid, t[i].state, depth, t[i].truncated, (long long)t[i].latency_ns);
+        int k = 0;
+        for (int at = t[i].top; at >= 0 && k < 12; at = f[at].parent, k++) {
+          hpm_sps_frame sf = { f[at].method, f[at].bci, f[at].type };
+          print_frame(&sf);
+        }
+      }
+    }
+    if (pending == 0 || (!wait && nt == 0)) break;
+  }
+}
+
+static void sample_isps(void) {
+  jint count = -1;
+  long long t0 = now_ns();
+  jvmtiError err = fn_isps_sample(jvmti, (jint)0, (jboolean)waiting, &count);
+  long long dt = now_ns() - t0;
+  if (err != JVMTI_ERROR_NONE) { failure = "IspsSample returned an error"; return; }
+  calls++; call_sum += dt; if (dt > call_max) call_max = dt;
+  requested += count;
+  if (calls % 50 == 0) retrieve_isps(0);
+}
+
+/* Redefines class Stress with its own bytes: its running methods become old versions. */
+static void redefine_stress(JNIEnv* jni) {
+  jclass c = (*jni)->FindClass(jni, "Stress");
+  if (c == NULL) { (*jni)->ExceptionClear(jni); return; }
+  jvmtiClassDefinition def = { c, (jint)stress_len, stress_bytes };
+  if ((*jvmti)->RedefineClasses(jvmti, 1, &def) != JVMTI_ERROR_NONE) failure = "RedefineClasses";
+  else redefinitions++;
+  (*jni)->DeleteLocalRef(jni, c);
+}
+
 static void sample_jvmti(void) {
   jvmtiStackInfo* info; jint n;
   long long t0 = now_ns();
@@ -98,10 +167,20 @@ static void JNICALL sampler(jvmtiEnv* env, JNIEnv* jni, void* arg) {
     struct timespec d = {interval_ms / 1000, (interval_ms % 1000) * 1000000L};
     nanosleep(&d, NULL);
     if (strcmp(mode, "sps") == 0) sample_sps(t, CAP);
+    else if (strcmp(mode, "isps") == 0) sample_isps();
     else if (strcmp(mode, "jvmti") == 0) sample_jvmti();
+    if (redefine && stress_bytes && s % 100 == 99) redefine_stress(jni);
   }
   /* Traces published after the last call; slots still PENDING stay owned by their threads. */
   if (strcmp(mode, "sps") == 0) collect(t, CAP);
+  if (strcmp(mode, "isps") == 0 && !failure) {
+    retrieve_isps(1);
+    jlong c[HPM_ISPS_STAT_COUNT] = {0};
+    if (fn_isps_stats(jvmti, c, HPM_ISPS_STAT_COUNT) != JVMTI_ERROR_NONE) failure = "IspsStats";
+    printf("spstest: isps samples=%lld refused=%lld frames eager=%lld lazy=%lld finish=%lld out=%lld dropped=%lld max-depth=%ld redefinitions=%ld\n",
+           (long long)c[0], (long long)c[1], (long long)c[2], (long long)c[3], (long long)c[4], (long long)c[5],
+           (long long)c[6], max_depth, redefinitions);
+  }
 }
 
 static void JNICALL vm_init(jvmtiEnv* env, JNIEnv* jni, jthread thread) {
@@ -111,8 +190,15 @@ static void JNICALL vm_init(jvmtiEnv* env, JNIEnv* jni, jthread thread) {
     printf("spstest: extension %s (%d params)\n", fi[i].id, fi[i].param_count);
     if (strcmp(fi[i].id, HPM_SPS_VERSION_ID) == 0) fn_version = fi[i].func;
     if (strcmp(fi[i].id, HPM_SPS_SAMPLE_ID) == 0) fn_sample = fi[i].func;
+    if (strcmp(fi[i].id, HPM_ISPS_SAMPLE_ID) == 0) fn_isps_sample = fi[i].func;
+    if (strcmp(fi[i].id, HPM_ISPS_RETRIEVE_ID) == 0) fn_isps_retrieve = fi[i].func;
+    if (strcmp(fi[i].id, HPM_ISPS_STATS_ID) == 0) fn_isps_stats = fi[i].func;
   }
   jint version = 0;
+  if (strcmp(mode, "isps") == 0 && !(fn_isps_sample && fn_isps_retrieve && fn_isps_stats)) {
+    failure = "isps extension functions not found";
+    return;
+  }
   if (fn_version && fn_sample) {
     if (fn_version(jvmti, &version) != JVMTI_ERROR_NONE || version != HPM_SPS_VERSION) { failure = "Version"; return; }
     printf("spstest: version %d\n", version);
@@ -134,7 +220,9 @@ static void JNICALL vm_death(jvmtiEnv* env, JNIEnv* jni) {
   if (calls) printf("spstest: requested=%ld collected=%ld abandoned=%ld\n", requested, traces, abandoned);
   if (calls) printf("spstest: call time mean %lldus max %lldus; sample latency mean %lldus max %lldus\n",
                     call_sum / calls / 1000, call_max / 1000, traces ? lat_sum / traces / 1000 : 0, lat_max / 1000);
-  if (!failure && strcmp(mode, "sps") == 0 && (calls == 0 || traces == 0 || frames_total == 0)) failure = "no samples";
+  if (!failure && strcmp(mode, "jvmti") != 0 && strcmp(mode, "none") != 0 && (calls == 0 || traces == 0 || frames_total == 0))
+    failure = "no samples";
+  if (!failure && redefine && redefinitions == 0) failure = "no redefinition";
   printf("spstest: %s%s\n", failure ? "FAIL " : "PASS", failure ? failure : "");
   fflush(stdout);
 }
@@ -143,11 +231,29 @@ JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM* vm, char* options, void* reserved) {
   for (char* o = options ? strtok(options, ",") : NULL; o; o = strtok(NULL, ",")) {
     if (sscanf(o, "mode=%15s", mode) == 1) continue;
     if (sscanf(o, "interval=%d", &interval_ms) || sscanf(o, "samples=%d", &samples) ||
-        sscanf(o, "waiting=%d", &waiting) || sscanf(o, "frames=%d", &max_frames)) continue;
+        sscanf(o, "waiting=%d", &waiting) || sscanf(o, "frames=%d", &max_frames) ||
+        sscanf(o, "redefine=%d", &redefine)) continue;
     fprintf(stderr, "spstest: unknown option %s\n", o);
     return JNI_ERR;
   }
   if ((*vm)->GetEnv(vm, (void**)&jvmti, JVMTI_VERSION_11) != JNI_OK) return JNI_ERR;
+  if (redefine) {
+    /* The class file of Stress, from the class path's first directory (smoke.sh's). */
+    const char* cp = getenv("SPSTEST_STRESS_CLASS");
+    FILE* fp = cp ? fopen(cp, "rb") : NULL;
+    if (fp) {
+      fseek(fp, 0, SEEK_END); stress_len = ftell(fp); fseek(fp, 0, SEEK_SET);
+      stress_bytes = malloc(stress_len);
+      if (fread(stress_bytes, 1, stress_len, fp) != (size_t)stress_len) { free(stress_bytes); stress_bytes = NULL; }
+      fclose(fp);
+    }
+    jvmtiCapabilities caps = {0};
+    caps.can_redefine_classes = 1;
+    if (!stress_bytes || (*jvmti)->AddCapabilities(jvmti, &caps) != JVMTI_ERROR_NONE) {
+      fprintf(stderr, "spstest: redefine=1 needs SPSTEST_STRESS_CLASS and can_redefine_classes\n");
+      return JNI_ERR;
+    }
+  }
   jvmtiEventCallbacks cb = {0};
   cb.VMInit = vm_init;
   cb.VMDeath = vm_death;

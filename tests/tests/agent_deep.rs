@@ -31,7 +31,7 @@ fn check(what: &str, stacks: &[(Vec<String>, u64)]) {
     assert!(whole as f64 >= 0.95 * at_bottom as f64, "{what}: {whole} of {at_bottom} complete");
 }
 
-fn run_deep(jdk: &Jdk, sampler: &str, name: &str) {
+fn run_deep(jdk: &Jdk, sampler: &str, name: &str) -> std::path::PathBuf {
     let dir = scratch(&format!("deep-{name}"));
     let collapsed = dir.join("deep.collapsed");
     let jfr = dir.join("deep.jfr");
@@ -50,6 +50,7 @@ fn run_deep(jdk: &Jdk, sampler: &str, name: &str) {
     let depth = jdk_view.get("max-depth").copied().unwrap_or(0);
     assert!(depth > DEPTH as u64, "{name}: the JDK's parser sees at most {depth} frames");
     assert_eq!(jdk_view.get("truncated").copied(), Some(0), "{name}: stacks marked truncated");
+    collapsed
 }
 
 #[test]
@@ -66,6 +67,29 @@ fn sps_keeps_stacks_2000_frames_deep_on_the_patched_jdk() {
         return;
     };
     run_deep(&jdk, "sps", "sps");
+}
+
+/// Incremental stack tracing: each sample decodes the top frames, the 2,000 below are decoded
+/// once per retrieval and shared; the stacks are whole and agree with JVMTI's full walks.
+#[test]
+fn isps_keeps_stacks_2000_frames_deep_and_agrees_with_jvmti() {
+    let Some(jdk) = patched_jdk() else {
+        eprintln!("NOT RUN: no patched JDK (jvm-patches/build.sh)");
+        return;
+    };
+    let isps = run_deep(&jdk, "isps", "isps");
+    let jvmti = run_deep(&jdk, "jvmti", "jvmti-patched");
+    let out = std::process::Command::new(hpm_bin()).arg("compare").arg(&jvmti).arg(&isps).output().unwrap();
+    assert!(out.status.success(), "hpm compare: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let percent = |key: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key} in:\n{text}"));
+        line.split(':').nth(1).unwrap().trim().trim_end_matches('%').parse().unwrap()
+    };
+    let (overlap, coverage) = (percent("method overlap"), percent("hot-edge coverage"));
+    eprintln!("Deep {DEPTH}: jvmti vs isps method overlap {overlap}%, hot-edge coverage {coverage}%");
+    assert!(overlap > 90.0, "method overlap {overlap}%");
+    assert!(coverage >= 100.0, "hot-edge coverage {coverage}%");
 }
 
 /// The signal samplers' records hold 512 frames: deeper stacks are cut there, marked

@@ -57,11 +57,14 @@ fn sps_agrees_with_jvmti_on_multithreaded_work() {
     let dir = scratch("sps-vs-jvmti");
     for (main, args) in [("Shares", vec!["4", "4"]), ("Threads", vec!["busy", "6", "4"])] {
         let j = profile(&jdk, &dir, &format!("jvmti-{main}"), "sampler=jvmti,interval=5ms,quiet", main, &args);
-        let s = profile(&jdk, &dir, &format!("sps-{main}"), "sampler=sps,interval=5ms,quiet", main, &args);
-        let (overlap, coverage) = compare(&j, &s);
-        eprintln!("patched JDK, {main}: jvmti vs sps overlap {overlap}%, hot-edge coverage {coverage}%");
-        assert!(overlap > 70.0, "{main}: overlap {overlap}%");
-        assert!(coverage > 90.0, "{main}: hot-edge coverage {coverage}%");
+        for sampler in ["sps", "isps"] {
+            let opts = format!("sampler={sampler},interval=5ms,quiet");
+            let s = profile(&jdk, &dir, &format!("{sampler}-{main}"), &opts, main, &args);
+            let (overlap, coverage) = compare(&j, &s);
+            eprintln!("patched JDK, {main}: jvmti vs {sampler} overlap {overlap}%, hot-edge coverage {coverage}%");
+            assert!(overlap > 70.0, "{main}: {sampler} overlap {overlap}%");
+            assert!(coverage > 90.0, "{main}: {sampler} hot-edge coverage {coverage}%");
+        }
     }
 }
 
@@ -69,9 +72,23 @@ fn sps_agrees_with_jvmti_on_multithreaded_work() {
 fn sps_survives_hard_cases() {
     let Some(jdk) = patched_jdk() else { return };
     let dir = scratch("sps-stress");
-    for opts in ["sampler=sps,interval=1ms", "sampler=sps,interval=1ms,spswaiting", "sampler=jvmti,interval=1ms"] {
+    // Incremental tracing also under ZGC, whose own stack watermarks run beside isps's, with
+    // nmethod entry barriers deoptimising at random (a deoptimisation storm), and with
+    // handshakes and safepoints forced all the time.
+    const ZGC_DEOPT: &[&str] = &["-XX:+UseZGC", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DeoptimizeNMethodBarriersALot"];
+    const ALOT: &[&str] = &["-XX:+UnlockDiagnosticVMOptions", "-XX:+HandshakeALot", "-XX:+SafepointALot"];
+    let cells: [(&str, &[&str]); 7] = [
+        ("sampler=sps,interval=1ms", &[]),
+        ("sampler=sps,interval=1ms,spswaiting", &[]),
+        ("sampler=jvmti,interval=1ms", &[]),
+        ("sampler=isps,interval=1ms", &[]),
+        ("sampler=isps,interval=1ms,spswaiting", &[]),
+        ("sampler=isps,interval=1ms,spswaiting", ZGC_DEOPT),
+        ("sampler=isps,interval=1ms", ALOT),
+    ];
+    for (opts, jvm_args) in cells {
         let out = dir.join("p.collapsed");
-        let run = run_java(&jdk, Some(&format!("{opts},file={}", out.display())), &[], "Stress", &["4"]);
+        let run = run_java(&jdk, Some(&format!("{opts},file={}", out.display())), jvm_args, "Stress", &["4"]);
         run.assert_ok(opts);
         assert!(run.stdout.contains("stress done"), "{opts}: {}", run.stdout);
         let stacks = read_collapsed(&out);
@@ -80,7 +97,7 @@ fn sps_survives_hard_cases() {
             has("Stress.recurse") && has("Stress.throwing") && has("Stress.shapes"),
             "{opts}: busy methods missing"
         );
-        eprintln!("patched JDK, {opts}: {} samples", total(&stacks));
+        eprintln!("patched JDK, {opts} {}: {} samples", jvm_args.join(" "), total(&stacks));
     }
 }
 

@@ -285,6 +285,9 @@ pub enum Sampler {
     Jvmti,
     /// Partial safepoints with self-sampling (patched JVM).
     Sps,
+    /// Partial safepoints with incremental stack tracing (patched JVM): each sample decodes the
+    /// top frames, the rest as the thread returns into them, each frame once.
+    Isps,
     /// `event=wall`: every Java thread at the interval, whatever its state (a bounded number
     /// of threads per tick), the state recorded with each sample.
     Wall,
@@ -299,6 +302,7 @@ impl Sampler {
             Sampler::Asgct => "asgct",
             Sampler::Jvmti => "jvmti",
             Sampler::Sps => "sps",
+            Sampler::Isps => "isps",
             Sampler::Wall => "wall",
             Sampler::Chain => "chain",
         }
@@ -509,10 +513,11 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     "asgct" => Sampler::Asgct,
                     "jvmti" => Sampler::Jvmti,
                     "sps" => Sampler::Sps,
+                    "isps" => Sampler::Isps,
                     "chain" => Sampler::Chain,
                     other => {
                         return Err(OptionError(format!(
-                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps, chain"
+                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps, isps, chain"
                         )))
                     }
                 }
@@ -706,9 +711,10 @@ pub fn help_text() -> String {
          \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg .pb.gz .json; %p = pid, %t = time; repeatable\n\
          \x20 threads           separate stacks per thread\n\
          \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM),\n\
+         \x20                   isps (patched JVM, incremental stack tracing),\n\
          \x20                   chain (CallerChaining: no stack walk in the thread, contexts from stack depths)\n\
-         \x20 spsthreads=N      sampler=sps: running threads per sample (default: number of CPUs)\n\
-         \x20 spswaiting        sampler=sps: also sample waiting threads in proportion to their share\n\
+         \x20 spsthreads=N      sampler=sps/isps: running threads per sample (default: number of CPUs)\n\
+         \x20 spswaiting        sampler=sps/isps: also sample waiting threads in proportion to their share\n\
          \x20 kernel=auto       kernel time: auto = sampled with kernel frames where perf allows it, else counted at the\n\
          \x20                   user stack as [kernel] (clock events); on = sampled or refuse to start; off = user mode only\n\
          \x20 stack=vm          Java stack walker in the signal: vm = hpm's own over HotSpot's frames (default),\n\
@@ -854,6 +860,8 @@ mod tests {
         assert!(e.contains("samples on a timer"), "{e}");
         let o = parse("sampler=sps,interval=1ms,spsthreads=4,spswaiting").unwrap();
         assert_eq!((o.sampler, o.sps_threads, o.sps_waiting), (Sampler::Sps, 4, true));
+        let o = parse("sampler=isps,interval=1ms,spsthreads=2,jstackdepth=4096").unwrap();
+        assert_eq!((o.sampler, o.sps_threads, o.max_depth), (Sampler::Isps, 2, 4096));
         let e = parse("sampler=magic").unwrap_err().0;
         assert!(e.contains("asgct, jvmti, sps"), "{e}");
         let e = parse("interval=1us").unwrap_err().0;

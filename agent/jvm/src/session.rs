@@ -20,7 +20,7 @@ use crate::perf::{self, PerfSpec};
 use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle};
 use crate::sampler::asgct::AsgctSampler;
 use crate::sampler::chain::ChainSampler;
-use crate::sampler::timer::{self, Kind, Sps, TimerSampler};
+use crate::sampler::timer::{self, Isps, Kind, Sps, TimerSampler};
 use crate::sampler::Sampler;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{AsgctFn, SignalCtx, Sink};
@@ -48,6 +48,7 @@ pub struct Plan {
     pub event: EventInfo,
     pub spec: PerfSpec,
     pub sps: Option<Sps>,
+    pub isps: Option<Isps>,
     /// Lines to print once (fallbacks, counters left out).
     pub notes: Vec<String>,
     pub outputs: Vec<Output>,
@@ -65,6 +66,10 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let start_wall_ns = now_wall_ns();
     let sps = match opts.sampler {
         SamplerKind::Sps => Some(timer::find_sps(jvmti)?),
+        _ => None,
+    };
+    let isps = match opts.sampler {
+        SamplerKind::Isps => Some(timer::find_isps(jvmti)?),
         _ => None,
     };
     let (spec, event, mut notes) = if !opts.cpu {
@@ -187,7 +192,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             Some(crate::vmstructs::DataLayouts { code, heap: None, precise })
         }
     };
-    Ok(Plan { opts, event, spec, sps, notes, outputs, start_wall_ns, walker, data })
+    Ok(Plan { opts, event, spec, sps, isps, notes, outputs, start_wall_ns, walker, data })
 }
 
 /// Checks every output of one request before any is created (a path given twice is refused).
@@ -307,25 +312,31 @@ impl Session {
                 signal_stats: parts.stats,
                 stats: Default::default(),
             }),
-            SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Wall => Arc::new(TimerSampler::new(timer::Parts {
-                threads: parts.threads,
-                jvmti: parts.jvmti,
-                vm: parts.vm,
-                sink: sink.clone(),
-                kind: match (plan.sps, opts.sampler) {
-                    (Some(sps), _) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                    (None, SamplerKind::Wall) => Kind::Wall,
-                    (None, _) => Kind::Jvmti,
-                },
-                period: plan.event.period,
-                max_depth: timer_depth,
-                quiet: opts.quiet,
-                thread_filter: opts
-                    .thread_filter
-                    .as_deref()
-                    .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
-                    .transpose()?,
-            })),
+            SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Isps | SamplerKind::Wall => {
+                Arc::new(TimerSampler::new(timer::Parts {
+                    threads: parts.threads,
+                    jvmti: parts.jvmti,
+                    vm: parts.vm,
+                    sink: sink.clone(),
+                    kind: match (plan.sps, opts.sampler) {
+                        (Some(sps), _) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
+                        (None, SamplerKind::Isps) => match plan.isps {
+                            Some(isps) => Kind::Isps { isps, threads: opts.sps_threads, waiting: opts.sps_waiting },
+                            None => Kind::Jvmti,
+                        },
+                        (None, SamplerKind::Wall) => Kind::Wall,
+                        (None, _) => Kind::Jvmti,
+                    },
+                    period: plan.event.period,
+                    max_depth: timer_depth,
+                    quiet: opts.quiet,
+                    thread_filter: opts
+                        .thread_filter
+                        .as_deref()
+                        .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
+                        .transpose()?,
+                }))
+            }
         };
         let start_ticks = now_ticks();
         let files = plan.outputs.iter().map(|o| o.path.clone()).collect();

@@ -32,7 +32,18 @@ use crate::threads::{Mode, Threads};
 
 pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
-pub const SPS_VERSION: i32 = 2;
+/// The interface version this agent speaks (jvm-patches/hpm_sps.h); `sps` works with 2 and 3,
+/// `isps` needs 3.
+pub const SPS_VERSION: i32 = 3;
+pub const ISPS_SAMPLE_ID: &str = "com.github.hpm.sps.IspsSample";
+pub const ISPS_RETRIEVE_ID: &str = "com.github.hpm.sps.IspsRetrieve";
+pub const ISPS_STATS_ID: &str = "com.github.hpm.sps.IspsStats";
+/// `HPM_ISPS_MAX_FRAMES` / `HPM_ISPS_MAX_TRACES`: IspsRetrieve's arrays hold at least this many.
+const ISPS_MAX_FRAMES: usize = 1 << 18;
+const ISPS_MAX_TRACES: usize = 1 << 14;
+/// How often `isps` completes and collects its traces: each thread's stack below its samples'
+/// top frames is decoded once per retrieval (at most), whatever the number of samples.
+const ISPS_RETRIEVE_NS: u64 = 100_000_000;
 
 // Slot status, `hpm_sps_trace.status`.
 const SLOT_FREE: i32 = 0;
@@ -65,19 +76,65 @@ struct SpsTrace {
 
 type SpsSampleFn = unsafe extern "C" fn(JvmtiEnvPtr, i32, u8, i32, *mut SpsTrace, i32, *mut i32) -> u32;
 
+/// `hpm_isps_frame` / `hpm_isps_trace` from jvm-patches/hpm_sps.h.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct IspsFrame {
+    method: jni::sys::jmethodID,
+    bci: i32,
+    type_: i32,
+    parent: i32,
+    reserved: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct IspsTrace {
+    os_tid: i64,
+    time_ns: i64,
+    latency_ns: i64,
+    state: i32,
+    top: i32,
+    truncated: i32,
+    reserved: i32,
+}
+
+type IspsSampleFn = unsafe extern "C" fn(JvmtiEnvPtr, i32, u8, *mut i32) -> u32;
+type IspsRetrieveFn = unsafe extern "C" fn(
+    JvmtiEnvPtr,
+    u8,
+    *mut IspsFrame,
+    i32,
+    *mut IspsTrace,
+    i32,
+    *mut i32,
+    *mut i32,
+    *mut i32,
+) -> u32;
+type IspsStatsFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut i64, i32) -> u32;
+
+/// The patched JVM's incremental-tracing functions, found and version-checked.
+#[derive(Clone, Copy)]
+pub struct Isps {
+    sample: IspsSampleFn,
+    retrieve: IspsRetrieveFn,
+    stats: IspsStatsFn,
+}
+
 /// The patched JVM's sample function, found and version-checked.
 #[derive(Clone, Copy)]
 pub struct Sps {
     sample: SpsSampleFn,
 }
 
-/// Finds the partial-safepoint extension; the error says what to do.
-pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
+/// The patched JVM's extension functions by id, and its interface version (checked against
+/// `need`); the errors say what to do.
+fn sps_functions(jvmti: &Jvmti, sampler: &str, need: i32) -> Result<Vec<(String, *const c_void)>, String> {
     let fns = jvmti.extension_functions().map_err(|e| e.to_string())?;
     let get = |id: &str| fns.iter().find(|(i, _)| i == id).map(|(_, f)| *f);
-    let (Some(version), Some(sample)) = (get(SPS_VERSION_ID), get(SPS_SAMPLE_ID)) else {
+    let Some(version) = get(SPS_VERSION_ID) else {
         return Err(format!(
-            "sampler=sps needs the patched JVM's extension functions ({SPS_SAMPLE_ID}), which this JVM does not offer; \
+            "sampler={sampler} needs the patched JVM's extension functions ({SPS_VERSION_ID}), which this JVM does not offer; \
              build it with `bash jvm-patches/build.sh` and run with its java, or use sampler=asgct"
         ));
     };
@@ -88,11 +145,43 @@ pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
         let f: unsafe extern "C" fn(JvmtiEnvPtr, *mut i32) -> u32 = std::mem::transmute(version);
         f(jvmti.raw(), &mut v)
     };
-    if rc != 0 || v != SPS_VERSION {
-        return Err(format!("the JVM's partial-safepoint extension speaks version {v} (error {rc}); this agent understands {SPS_VERSION}: rebuild the patched JDK from this checkout"));
+    if rc != 0 || v < need || v > SPS_VERSION {
+        return Err(format!(
+            "sampler={sampler}: the JVM's partial-safepoint extension speaks version {v} (error {rc}); this agent needs \
+             {need} to {SPS_VERSION}: rebuild the patched JDK from this checkout (`bash jvm-patches/build.sh`)"
+        ));
     }
+    Ok(fns)
+}
+
+fn function(fns: &[(String, *const c_void)], id: &str) -> Result<*const c_void, String> {
+    fns.iter().find(|(i, _)| i == id).map(|(_, f)| *f).ok_or_else(|| {
+        format!("the patched JVM lacks {id}: rebuild it from this checkout (`bash jvm-patches/build.sh`)")
+    })
+}
+
+/// Finds the partial-safepoint extension; the error says what to do.
+pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
+    let fns = sps_functions(jvmti, "sps", 2)?;
+    let sample = function(&fns, SPS_SAMPLE_ID)?;
     // SAFETY: SPS_SAMPLE_ID's function has the signature of `SpsSampleFn` (hpm_sps.h).
     Ok(Sps { sample: unsafe { std::mem::transmute::<*const c_void, SpsSampleFn>(sample) } })
+}
+
+/// Finds the incremental-tracing extension (interface version 3); the error says what to do.
+pub fn find_isps(jvmti: &Jvmti) -> Result<Isps, String> {
+    let fns = sps_functions(jvmti, "isps", 3)?;
+    let (sample, retrieve, stats) =
+        (function(&fns, ISPS_SAMPLE_ID)?, function(&fns, ISPS_RETRIEVE_ID)?, function(&fns, ISPS_STATS_ID)?);
+    // SAFETY: the three ids' functions have the signatures of IspsSampleFn, IspsRetrieveFn and
+    // IspsStatsFn (hpm_sps.h, version 3, checked above).
+    unsafe {
+        Ok(Isps {
+            sample: std::mem::transmute::<*const c_void, IspsSampleFn>(sample),
+            retrieve: std::mem::transmute::<*const c_void, IspsRetrieveFn>(retrieve),
+            stats: std::mem::transmute::<*const c_void, IspsStatsFn>(stats),
+        })
+    }
 }
 
 /// How the timer thread samples.
@@ -106,6 +195,10 @@ pub enum Kind {
     /// The patched JVM's partial safepoints: `threads` running threads per tick (0: the CPUs),
     /// `waiting` also samples waiting threads.
     Sps { sps: Sps, threads: u32, waiting: bool },
+    /// The same partial safepoints with incremental stack tracing: each sample decodes the top
+    /// frames, the rest as the thread returns into them; traces are collected every
+    /// [`ISPS_RETRIEVE_NS`].
+    Isps { isps: Isps, threads: u32, waiting: bool },
 }
 
 /// The parts the timer sampler works with.
@@ -138,6 +231,7 @@ impl TimerSampler {
             Kind::Jvmti => "jvmti",
             Kind::Wall => "wall",
             Kind::Sps { .. } => "sps",
+            Kind::Isps { .. } => "isps",
         }
     }
 }
@@ -205,11 +299,16 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     // N running threads per round: the CPUs this process may use, found once (the JVM's own
     // default re-reads the cgroup files every 20 ms).
     let running = match p.kind {
-        Kind::Sps { threads: 0, .. } | Kind::Jvmti | Kind::Wall => {
+        Kind::Sps { threads: 0, .. } | Kind::Isps { threads: 0, .. } | Kind::Jvmti | Kind::Wall => {
             std::thread::available_parallelism().map_or(1, |n| n.get()) as i32
         }
-        Kind::Sps { threads, .. } => threads as i32,
+        Kind::Sps { threads, .. } | Kind::Isps { threads, .. } => threads as i32,
     };
+    let mut isps = matches!(p.kind, Kind::Isps { .. }).then(IspsBuffers::new);
+    if let (Some(b), Kind::Isps { isps: f, .. }) = (isps.as_mut(), p.kind) {
+        // Traces an earlier session left in the JVM (completed after it stopped) are not ours.
+        b.discard(p, f);
+    }
     let mut wall = WallState::default();
     let mut next = now_ticks() + period;
     while !stop.load(Ordering::Acquire) {
@@ -222,11 +321,19 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         next = if next + period > now { next + period } else { now + period };
         match p.kind {
             Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
+            Kind::Isps { isps: f, waiting, .. } => {
+                if let Some(b) = isps.as_mut() {
+                    b.sample(p, f, running, waiting, &mut lat);
+                }
+            }
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
             Kind::Wall => sample_wall(p, jni, &mut wall, &mut lat),
         }
     }
     wall.release(jni);
+    if let (Some(b), Kind::Isps { isps: f, .. }) = (isps.as_mut(), p.kind) {
+        b.finish(p, f, &mut lat);
+    }
     buf.collect(p, &mut lat);
     if buf.abandoned > 0 && !p.quiet {
         eprintln!("hpm: sampler=sps: {} requested samples were not taken: their threads ended first", buf.abandoned);
@@ -336,6 +443,128 @@ fn sample_sps(p: &Parts, sps: Sps, running: i32, waiting: bool, b: &mut Buffers,
             &mut count,
         )
     };
+}
+
+/// The arrays IspsRetrieve fills (6.7 MB), and when traces were last collected.
+struct IspsBuffers {
+    frames: Vec<IspsFrame>,
+    traces: Vec<IspsTrace>,
+    retrieved_at: u64,
+    /// Traces with no Java frame (the thread was sampled outside Java code).
+    empty: u64,
+}
+
+impl IspsBuffers {
+    fn new() -> IspsBuffers {
+        let frame = IspsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0, parent: -1, reserved: 0 };
+        IspsBuffers {
+            frames: vec![frame; ISPS_MAX_FRAMES],
+            traces: vec![IspsTrace::default(); ISPS_MAX_TRACES],
+            retrieved_at: now_ticks(),
+            empty: 0,
+        }
+    }
+
+    /// One tick: request samples of up to N threads (the JVM returns without waiting for the
+    /// running ones), and every [`ISPS_RETRIEVE_NS`] collect the traces completed since.
+    fn sample(&mut self, p: &Parts, f: Isps, running: i32, waiting: bool, lat: &mut Histogram) {
+        let mut count = 0i32;
+        // SAFETY: IspsSample(jvmtiEnv*, jint, jboolean, jint*) per hpm_sps.h; `count` outlives it.
+        let _rc = unsafe { (f.sample)(p.jvmti.raw(), running, u8::from(waiting), &mut count) };
+        if now_ticks().saturating_sub(self.retrieved_at) >= ISPS_RETRIEVE_NS {
+            self.retrieve(p, f, false, lat);
+        }
+    }
+
+    /// One IspsRetrieve: (frames, traces) written into the arrays and the traces the JVM
+    /// still holds, or None if it refused.
+    fn call_retrieve(&mut self, p: &Parts, f: Isps, wait: bool) -> Option<(usize, usize, i32)> {
+        self.retrieved_at = now_ticks();
+        let (mut nf, mut nt, mut pending) = (0i32, 0i32, 0i32);
+        // SAFETY: IspsRetrieve's signature per hpm_sps.h; the arrays have the lengths passed
+        // (at least HPM_ISPS_MAX_FRAMES / HPM_ISPS_MAX_TRACES) and outlive the call, which
+        // writes only within them.
+        let rc = unsafe {
+            (f.retrieve)(
+                p.jvmti.raw(),
+                u8::from(wait),
+                self.frames.as_mut_ptr(),
+                self.frames.len() as i32,
+                self.traces.as_mut_ptr(),
+                self.traces.len() as i32,
+                &mut nf,
+                &mut nt,
+                &mut pending,
+            )
+        };
+        (rc == 0).then(|| {
+            ((nf.max(0) as usize).min(self.frames.len()), (nt.max(0) as usize).min(self.traces.len()), pending)
+        })
+    }
+
+    /// Collects what is complete; with `wait`, the JVM first completes every thread's pending
+    /// traces (the running ones at their next poll, while this thread waits). Returns the
+    /// traces still held by the JVM.
+    fn retrieve(&mut self, p: &Parts, f: Isps, wait: bool, lat: &mut Histogram) -> i32 {
+        let Some((nf, nt, pending)) = self.call_retrieve(p, f, wait) else { return 0 };
+        let frames = &self.frames[..nf];
+        let mut stack: Vec<(u64, i32, FrameKind)> = Vec::new();
+        for t in &self.traces[..nt] {
+            lat.record(t.latency_ns.max(0) as u64);
+            if t.top < 0 {
+                self.empty += 1;
+                continue;
+            }
+            let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) else { continue };
+            // Leaf first, along the callers; one frame more than kept says whether it went on.
+            // Callers always come later in the array, so the walk ends (a bad index ends it too).
+            stack.clear();
+            let mut at = t.top;
+            while at >= 0 && (at as usize) < frames.len() && stack.len() <= p.max_depth as usize {
+                let fr = &frames[at as usize];
+                stack.push((fr.method as u64, fr.bci, sps_kind(fr.type_)));
+                at = if fr.parent > at { fr.parent } else { -1 };
+            }
+            let cut = stack.len() > p.max_depth as usize || t.truncated != 0;
+            stack.truncate(p.max_depth as usize);
+            push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, (p.period, 0), stack.iter().copied(), cut);
+        }
+        pending
+    }
+
+    /// Empties the JVM's queue of completed traces without keeping them.
+    fn discard(&mut self, p: &Parts, f: Isps) {
+        for _ in 0..16 {
+            if self.call_retrieve(p, f, false).is_none_or(|(_, nt, _)| nt == 0) {
+                break;
+            }
+        }
+    }
+
+    /// At stop: completes and collects every trace taken (a few rounds if they do not fit one).
+    fn finish(&mut self, p: &Parts, f: Isps, lat: &mut Histogram) {
+        for _ in 0..16 {
+            if self.retrieve(p, f, true, lat) == 0 {
+                break;
+            }
+        }
+        let mut c = [0i64; 7];
+        // SAFETY: IspsStats(jvmtiEnv*, jlong*, jint) per hpm_sps.h writes `c.len()` counters.
+        let rc = unsafe { (f.stats)(p.jvmti.raw(), c.as_mut_ptr(), c.len() as i32) };
+        if rc == 0 && !p.quiet {
+            let [samples, refused, eager, lazy, finish, out, dropped] = c;
+            let per = |n: i64| if samples > 0 { n as f64 / samples as f64 } else { 0.0 };
+            eprintln!(
+                "hpm: sampler=isps: {samples} samples, frames decoded per sample: {:.1} at the sample, {:.1} on returns, \
+                 {:.1} to complete them; {out} traces out, {} without a Java frame, {refused} not taken (budget full), \
+                 {dropped} dropped",
+                per(eager),
+                per(lazy),
+                per(finish),
+                self.empty
+            );
+        }
+    }
 }
 
 fn sps_kind(t: i32) -> FrameKind {
