@@ -12,6 +12,8 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
     scripts/bench-paired.py                          3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
     scripts/bench-paired.py --runs 3 --workloads h2 --intervals 1ms
     scripts/bench-paired.py --workloads h2 --workload-args "16 250" --intervals 10ms   16 clients
+    scripts/bench-paired.py --samplers jvmti,sps,isps  incremental stack tracing too (issue 16): tables
+                                                     jvmti/sps, jvmti/isps and sps/isps
     scripts/bench-paired.py --dry-run                the plan and its expected duration
     scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
     scripts/bench-paired.py --versus-async-profiler  hpm (sampler=asgct) against async-profiler 4.6
@@ -110,8 +112,8 @@ def parse_args():
     a.java = a.java or patched_java()
     if not a.java and a.quick:
         print("SKIPPED bench-paired sps: no patched JDK (bash jvm-patches/build.sh); jvmti on the stock JDK", flush=True)
-        a.java, a.samplers = "java", [s for s in a.samplers if s != "sps"]
-    if not a.java and "sps" in a.samplers:
+        a.java, a.samplers = "java", [s for s in a.samplers if s not in ("sps", "isps")]
+    if not a.java and ("sps" in a.samplers or "isps" in a.samplers):
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
@@ -245,8 +247,13 @@ def report(a, results):
         if "perf" in a.samplers:
             tables.append(floor_table(a, results, cands))
         return "\n".join(tables)
-    base, cand = ("hpm", "hpm-data") if a.data else ("jvmti", "sps")
-    return report_pair(a, results, base, cand)
+    if a.data:
+        return report_pair(a, results, "hpm", "hpm-data")
+    # Each patched-JVM sampler against the global-safepoint baseline, and isps against sps.
+    pairs = [("jvmti", c) for c in a.samplers if c != "jvmti"]
+    if "sps" in a.samplers and "isps" in a.samplers:
+        pairs.append(("sps", "isps"))
+    return "\n".join(report_pair(a, results, b, c) for b, c in pairs)
 
 
 def floor_table(a, results, cands):

@@ -63,6 +63,9 @@ impl AttachFailures {
     }
 }
 
+/// Ended threads whose index is kept for late samples (a few hundred bytes of map).
+const MAX_ENDED_KEPT: usize = 4096;
+
 struct LiveThread {
     idx: u32,
     perf: Option<(u32, ThreadEvents)>,
@@ -85,6 +88,10 @@ struct Inner {
     /// Java threads past ThreadEnd whose task may still be listed in /proc for a moment: the
     /// scan must not take them for new VM threads. Pruned by the scan (perf mode only).
     ended: HashSet<i32>,
+    /// Indices of this session's threads that ended, by kernel id: samples that reach the
+    /// processor after their thread ended (`isps` completes traces every 100 ms) still have a
+    /// thread. Bounded; a live thread with a reused id comes first.
+    ended_idx: HashMap<i32, u32>,
     failures: AttachFailures,
     first_error: Option<PerfError>,
     /// Live Java threads by kernel id (from ThreadStart), so a later session's /proc scan
@@ -127,6 +134,7 @@ impl Threads {
                 next_slot: 0,
                 excluded: HashSet::new(),
                 ended: HashSet::new(),
+                ended_idx: HashMap::new(),
                 failures: AttachFailures::default(),
                 first_error: None,
                 java_live: HashMap::new(),
@@ -175,6 +183,7 @@ impl Threads {
         g.dirty.clear();
         g.by_java_id.clear();
         g.ended.clear();
+        g.ended_idx.clear();
         g.failures = AttachFailures::default();
         g.first_error = None;
         // A previous session's undrained groups (none when its sampler drained at stop).
@@ -337,6 +346,10 @@ impl Threads {
 
     fn detach_locked(&self, g: &mut Inner, tid: i32, ctx: Option<&SignalCtx>) {
         let Some(live) = g.live.remove(&tid) else { return };
+        if g.ended_idx.len() >= MAX_ENDED_KEPT {
+            g.ended_idx.clear();
+        }
+        g.ended_idx.insert(tid, live.idx);
         let Some((slot, events)) = live.perf else { return };
         events.disable();
         let fd = events.leader.as_raw_fd() as usize;
@@ -431,7 +444,8 @@ impl Threads {
 
     /// The session index of the live thread with kernel id `tid`.
     pub fn index_for_tid(&self, tid: i32) -> Option<u32> {
-        self.lock().live.get(&tid).map(|l| l.idx)
+        let g = self.lock();
+        g.live.get(&tid).map(|l| l.idx).or_else(|| g.ended_idx.get(&tid).copied())
     }
 
     /// Timer samplers: the index of the thread with Java id `id`, registering it (named by

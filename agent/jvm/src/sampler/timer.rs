@@ -305,10 +305,6 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         Kind::Sps { threads, .. } | Kind::Isps { threads, .. } => threads as i32,
     };
     let mut isps = matches!(p.kind, Kind::Isps { .. }).then(IspsBuffers::new);
-    if let (Some(b), Kind::Isps { isps: f, .. }) = (isps.as_mut(), p.kind) {
-        // Traces an earlier session left in the JVM (completed after it stopped) are not ours.
-        b.discard(p, f);
-    }
     let mut wall = WallState::default();
     let mut next = now_ticks() + period;
     while !stop.load(Ordering::Acquire) {
@@ -452,6 +448,11 @@ struct IspsBuffers {
     retrieved_at: u64,
     /// Traces with no Java frame (the thread was sampled outside Java code).
     empty: u64,
+    /// Java frames of each completed stack (before `jstackdepth` cuts it).
+    depths: Histogram,
+    /// When this session's sampler started (CLOCK_MONOTONIC, the JVM's clock): traces taken
+    /// before belong to an earlier session (requested in its last ticks, completed after it).
+    since: u64,
 }
 
 impl IspsBuffers {
@@ -462,6 +463,8 @@ impl IspsBuffers {
             traces: vec![IspsTrace::default(); ISPS_MAX_TRACES],
             retrieved_at: now_ticks(),
             empty: 0,
+            depths: Histogram::default(),
+            since: now_ticks(),
         }
     }
 
@@ -510,6 +513,9 @@ impl IspsBuffers {
         let frames = &self.frames[..nf];
         let mut stack: Vec<(u64, i32, FrameKind)> = Vec::new();
         for t in &self.traces[..nt] {
+            if (t.time_ns.max(0) as u64) < self.since {
+                continue;
+            }
             lat.record(t.latency_ns.max(0) as u64);
             if t.top < 0 {
                 self.empty += 1;
@@ -520,25 +526,21 @@ impl IspsBuffers {
             // Callers always come later in the array, so the walk ends (a bad index ends it too).
             stack.clear();
             let mut at = t.top;
-            while at >= 0 && (at as usize) < frames.len() && stack.len() <= p.max_depth as usize {
+            let mut depth = 0u64;
+            while at >= 0 && (at as usize) < frames.len() {
                 let fr = &frames[at as usize];
-                stack.push((fr.method as u64, fr.bci, sps_kind(fr.type_)));
+                if stack.len() <= p.max_depth as usize {
+                    stack.push((fr.method as u64, fr.bci, sps_kind(fr.type_)));
+                }
+                depth += 1;
                 at = if fr.parent > at { fr.parent } else { -1 };
             }
+            self.depths.record(depth);
             let cut = stack.len() > p.max_depth as usize || t.truncated != 0;
             stack.truncate(p.max_depth as usize);
             push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, (p.period, 0), stack.iter().copied(), cut);
         }
         pending
-    }
-
-    /// Empties the JVM's queue of completed traces without keeping them.
-    fn discard(&mut self, p: &Parts, f: Isps) {
-        for _ in 0..16 {
-            if self.call_retrieve(p, f, false).is_none_or(|(_, nt, _)| nt == 0) {
-                break;
-            }
-        }
     }
 
     /// At stop: completes and collects every trace taken (a few rounds if they do not fit one).
@@ -557,11 +559,14 @@ impl IspsBuffers {
             eprintln!(
                 "hpm: sampler=isps: {samples} samples, frames decoded per sample: {:.1} at the sample, {:.1} on returns, \
                  {:.1} to complete them; {out} traces out, {} without a Java frame, {refused} not taken (budget full), \
-                 {dropped} dropped",
+                 {dropped} dropped; completed stacks {} Java frames deep (median), p95 {}, max {}",
                 per(eager),
                 per(lazy),
                 per(finish),
-                self.empty
+                self.empty,
+                self.depths.quantile(0.5),
+                self.depths.quantile(0.95),
+                self.depths.max()
             );
         }
     }
