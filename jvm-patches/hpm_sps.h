@@ -98,7 +98,7 @@ typedef struct {
 
 /* ---- Incremental stack tracing (version 3; paper section 5; src/hotspot/share/prims/jvmtiHpmIsps.*) ----
  *
- * A sample decodes a thread's top frames only; each frame below is decoded once, when the thread
+ * A sample decodes a thread's top 16 Java frames only; each frame below is decoded once, when the thread
  * returns into it (or unwinds into it, or a stack walker reaches it), and is shared by every
  * sample taken above it. The return interception is HotSpot's own stack watermark barrier
  * (JEP 376) with a watermark kind of its own, not a patched return address. Traces are complete

@@ -47,7 +47,8 @@ from bench_report import geomean  # noqa: E402
 from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
 
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (on|off) ([0-9.]+) ([0-9.]+)$", re.M)
-SAMPLES = re.compile(r"^hpm: (\d+) samples", re.M)
+# "hpm: 1,153 samples, none dropped": the count has thousands separators.
+SAMPLES = re.compile(r"^hpm: ([\d,]+) samples", re.M)
 # Seconds per iteration on 2 quiet cores, for the expected duration.
 EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
 
@@ -180,7 +181,7 @@ def run_one(a, agent, cp, w, sampler, interval, r):
         if not os.path.exists(ap_jfr) or os.path.getsize(ap_jfr) == 0:
             return None, its, f"async-profiler wrote no profile: see {workdir}/stderr.txt"
     else:
-        samples = [int(n) for n in SAMPLES.findall(res.err)]
+        samples = [int(n.replace(",", "")) for n in SAMPLES.findall(res.err)]
         # A lock profile of a workload without contention is empty, rightly.
         if not samples or (min(samples) == 0 and a.mode != "lock"):
             return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
@@ -250,7 +251,7 @@ def report(a, results):
     if a.data:
         return report_pair(a, results, "hpm", "hpm-data")
     # Each patched-JVM sampler against the global-safepoint baseline, and isps against sps.
-    pairs = [("jvmti", c) for c in a.samplers if c != "jvmti"]
+    pairs = [("jvmti", c) for c in a.samplers if c != "jvmti" and "jvmti" in a.samplers]
     if "sps" in a.samplers and "isps" in a.samplers:
         pairs.append(("sps", "isps"))
     return "\n".join(report_pair(a, results, b, c) for b, c in pairs)

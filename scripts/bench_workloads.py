@@ -37,7 +37,13 @@ WORKLOADS = [
     Workload("ecj", ["ecj"], ["eclipse-jdt-core"], "EcjBench", ["5", "20"],
              "1", "compiles a generated 20-class source tree (generics, lambdas, streams) with the Eclipse batch compiler in-process"),
 ]
-BY_NAME = {w.name: w for w in WORKLOADS}
+# Synthetic workloads, run only when named (--workloads deep): not part of the suite's defaults.
+SYNTHETIC = [
+    Workload("deep", [], [], "DeepBench", ["20", "2", "1000", "400000000"],
+             "2 workers", "each worker descends a recursion 1,000 frames deep and calls small methods 400 million "
+             "times at its bottom, per iteration (stacks about 1,000 frames deep)", multithreaded=True),
+]
+BY_NAME = {w.name: w for w in WORKLOADS + SYNTHETIC}
 
 
 def cache_dir():
@@ -47,6 +53,8 @@ def cache_dir():
 def fetch(workloads):
     """Fetches the workloads' packages (idempotent); returns the unpacked root."""
     pkgs = sorted({p for w in workloads for p in w.packages})
+    if not pkgs:  # synthetic workloads only
+        return os.path.join(cache_dir(), "root")
     r = subprocess.run(["bash", os.path.join(ROOT, "bench", "fetch.sh"), cache_dir()] + pkgs,
                        stdout=subprocess.PIPE, text=True)
     if r.returncode != 0:
