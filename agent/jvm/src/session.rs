@@ -20,7 +20,8 @@ use crate::perf::{self, PerfSpec};
 use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle};
 use crate::sampler::asgct::AsgctSampler;
 use crate::sampler::chain::ChainSampler;
-use crate::sampler::timer::{self, Isps, Kind, Sps, TimerSampler};
+use crate::sampler::isps::{self, Isps};
+use crate::sampler::timer::{self, Kind, Sps, TimerSampler};
 use crate::sampler::Sampler;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{AsgctFn, SignalCtx, Sink};
@@ -69,7 +70,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
         _ => None,
     };
     let isps = match opts.sampler {
-        SamplerKind::Isps => Some(timer::find_isps(jvmti)?),
+        SamplerKind::Isps => Some(isps::find_isps(jvmti)?),
         _ => None,
     };
     let (spec, event, mut notes) = if !opts.cpu {

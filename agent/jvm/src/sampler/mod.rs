@@ -16,6 +16,8 @@ use crate::jvmti::Jvmti;
 
 pub mod asgct;
 pub mod chain;
+pub mod extension;
+pub mod isps;
 pub mod jvmevents;
 pub mod timer;
 

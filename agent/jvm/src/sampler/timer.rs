@@ -1,4 +1,4 @@
-//! `sampler=jvmti` and `sampler=sps`: a sampling thread on a timer instead of perf overflow
+//! `sampler=jvmti`, `sps` and `isps`: a sampling thread on a timer instead of perf overflow
 //! signals (Hofer, Gnedt & Mössenböck 2015):
 //! - `jvmti`: GetThreadListStackTraces of every live thread at each tick. HotSpot takes all
 //!   the stacks in one VM operation at a global safepoint: every thread stops for every sample
@@ -24,26 +24,15 @@ use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
 use jni::sys::{jobject, JNIEnv};
 
+use super::extension;
+use super::isps::{self, Isps, IspsBuffers};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
 use crate::os::now_ticks;
 use crate::sink::Sink;
 use crate::threads::{Mode, Threads};
 
-pub const SPS_VERSION_ID: &str = "com.github.hpm.sps.Version";
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
-/// The interface version this agent speaks (jvm-patches/hpm_sps.h); `sps` works with 2 and 3,
-/// `isps` needs 3.
-pub const SPS_VERSION: i32 = 3;
-pub const ISPS_SAMPLE_ID: &str = "com.github.hpm.sps.IspsSample";
-pub const ISPS_RETRIEVE_ID: &str = "com.github.hpm.sps.IspsRetrieve";
-pub const ISPS_STATS_ID: &str = "com.github.hpm.sps.IspsStats";
-/// `HPM_ISPS_MAX_FRAMES` / `HPM_ISPS_MAX_TRACES`: IspsRetrieve's arrays hold at least this many.
-const ISPS_MAX_FRAMES: usize = 1 << 18;
-const ISPS_MAX_TRACES: usize = 1 << 14;
-/// How often `isps` completes and collects its traces: each thread's stack below its samples'
-/// top frames is decoded once per retrieval (at most), whatever the number of samples.
-const ISPS_RETRIEVE_NS: u64 = 100_000_000;
 
 // Slot status, `hpm_sps_trace.status`.
 const SLOT_FREE: i32 = 0;
@@ -76,112 +65,18 @@ struct SpsTrace {
 
 type SpsSampleFn = unsafe extern "C" fn(JvmtiEnvPtr, i32, u8, i32, *mut SpsTrace, i32, *mut i32) -> u32;
 
-/// `hpm_isps_frame` / `hpm_isps_trace` from jvm-patches/hpm_sps.h.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct IspsFrame {
-    method: jni::sys::jmethodID,
-    bci: i32,
-    type_: i32,
-    parent: i32,
-    reserved: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct IspsTrace {
-    os_tid: i64,
-    time_ns: i64,
-    latency_ns: i64,
-    state: i32,
-    top: i32,
-    truncated: i32,
-    reserved: i32,
-}
-
-type IspsSampleFn = unsafe extern "C" fn(JvmtiEnvPtr, i32, u8, *mut i32) -> u32;
-type IspsRetrieveFn = unsafe extern "C" fn(
-    JvmtiEnvPtr,
-    u8,
-    *mut IspsFrame,
-    i32,
-    *mut IspsTrace,
-    i32,
-    *mut i32,
-    *mut i32,
-    *mut i32,
-) -> u32;
-type IspsStatsFn = unsafe extern "C" fn(JvmtiEnvPtr, *mut i64, i32) -> u32;
-
-/// The patched JVM's incremental-tracing functions, found and version-checked.
-#[derive(Clone, Copy)]
-pub struct Isps {
-    sample: IspsSampleFn,
-    retrieve: IspsRetrieveFn,
-    stats: IspsStatsFn,
-}
-
 /// The patched JVM's sample function, found and version-checked.
 #[derive(Clone, Copy)]
 pub struct Sps {
     sample: SpsSampleFn,
 }
 
-/// The patched JVM's extension functions by id, and its interface version (checked against
-/// `need`); the errors say what to do.
-fn sps_functions(jvmti: &Jvmti, sampler: &str, need: i32) -> Result<Vec<(String, *const c_void)>, String> {
-    let fns = jvmti.extension_functions().map_err(|e| e.to_string())?;
-    let get = |id: &str| fns.iter().find(|(i, _)| i == id).map(|(_, f)| *f);
-    let Some(version) = get(SPS_VERSION_ID) else {
-        return Err(format!(
-            "sampler={sampler} needs the patched JVM's extension functions ({SPS_VERSION_ID}), which this JVM does not offer; \
-             build it with `bash jvm-patches/build.sh` and run with its java, or use sampler=asgct"
-        ));
-    };
-    let mut v: i32 = 0;
-    // SAFETY: the extension registered under SPS_VERSION_ID takes (jvmtiEnv*, jint*), per
-    // jvm-patches/hpm_sps.h; `v` outlives the call.
-    let rc = unsafe {
-        let f: unsafe extern "C" fn(JvmtiEnvPtr, *mut i32) -> u32 = std::mem::transmute(version);
-        f(jvmti.raw(), &mut v)
-    };
-    if rc != 0 || v < need || v > SPS_VERSION {
-        return Err(format!(
-            "sampler={sampler}: the JVM's partial-safepoint extension speaks version {v} (error {rc}); this agent needs \
-             {need} to {SPS_VERSION}: rebuild the patched JDK from this checkout (`bash jvm-patches/build.sh`)"
-        ));
-    }
-    Ok(fns)
-}
-
-fn function(fns: &[(String, *const c_void)], id: &str) -> Result<*const c_void, String> {
-    fns.iter().find(|(i, _)| i == id).map(|(_, f)| *f).ok_or_else(|| {
-        format!("the patched JVM lacks {id}: rebuild it from this checkout (`bash jvm-patches/build.sh`)")
-    })
-}
-
 /// Finds the partial-safepoint extension; the error says what to do.
 pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
-    let fns = sps_functions(jvmti, "sps", 2)?;
-    let sample = function(&fns, SPS_SAMPLE_ID)?;
+    let fns = extension::functions(jvmti, "sps", 2)?;
+    let sample = extension::function(&fns, SPS_SAMPLE_ID)?;
     // SAFETY: SPS_SAMPLE_ID's function has the signature of `SpsSampleFn` (hpm_sps.h).
     Ok(Sps { sample: unsafe { std::mem::transmute::<*const c_void, SpsSampleFn>(sample) } })
-}
-
-/// Finds the incremental-tracing extension (interface version 3); the error says what to do.
-pub fn find_isps(jvmti: &Jvmti) -> Result<Isps, String> {
-    let fns = sps_functions(jvmti, "isps", 3)?;
-    let (sample, retrieve, stats) =
-        (function(&fns, ISPS_SAMPLE_ID)?, function(&fns, ISPS_RETRIEVE_ID)?, function(&fns, ISPS_STATS_ID)?);
-    // SAFETY: the three ids' functions have the signatures of IspsSampleFn, IspsRetrieveFn and
-    // IspsStatsFn (hpm_sps.h, version 3, checked above).
-    unsafe {
-        Ok(Isps {
-            sample: std::mem::transmute::<*const c_void, IspsSampleFn>(sample),
-            retrieve: std::mem::transmute::<*const c_void, IspsRetrieveFn>(retrieve),
-            stats: std::mem::transmute::<*const c_void, IspsStatsFn>(stats),
-        })
-    }
 }
 
 /// How the timer thread samples.
@@ -305,6 +200,11 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         Kind::Sps { threads, .. } | Kind::Isps { threads, .. } => threads as i32,
     };
     let mut isps = matches!(p.kind, Kind::Isps { .. }).then(IspsBuffers::new);
+    let push_isps = |thread: u32, tid: u32, time: u64, frames: &[(u64, i32, FrameKind)], cut: bool| {
+        push(p, thread, tid, time, (p.period, 0), frames.iter().copied(), cut)
+    };
+    let cx =
+        isps::Ctx { jvmti: &p.jvmti, threads: p.threads, max_depth: p.max_depth, quiet: p.quiet, push: &push_isps };
     let mut wall = WallState::default();
     let mut next = now_ticks() + period;
     while !stop.load(Ordering::Acquire) {
@@ -319,7 +219,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
             Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
             Kind::Isps { isps: f, waiting, .. } => {
                 if let Some(b) = isps.as_mut() {
-                    b.sample(p, f, running, waiting, &mut lat);
+                    b.sample(&cx, f, running, waiting, &mut lat);
                 }
             }
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
@@ -328,7 +228,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     }
     wall.release(jni);
     if let (Some(b), Kind::Isps { isps: f, .. }) = (isps.as_mut(), p.kind) {
-        b.finish(p, f, &mut lat);
+        b.finish(&cx, f, &mut lat);
     }
     buf.collect(p, &mut lat);
     if buf.abandoned > 0 && !p.quiet {
@@ -398,7 +298,7 @@ impl Buffers {
                     // SAFETY: the JVM wrote `num_frames` (<= depth) frames into this slot's buffer.
                     let frames = unsafe { std::slice::from_raw_parts(t.frames, n) };
                     if let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) {
-                        let frames = frames.iter().map(|f| (f.method as u64, f.bci, sps_kind(f.type_)));
+                        let frames = frames.iter().map(|f| (f.method as u64, f.bci, extension::frame_kind(f.type_)));
                         let time = t.time_ns.max(0) as u64;
                         push(p, thread, t.os_tid as u32, time, (p.period, 0), frames, t.truncated != 0);
                     }
@@ -439,147 +339,6 @@ fn sample_sps(p: &Parts, sps: Sps, running: i32, waiting: bool, b: &mut Buffers,
             &mut count,
         )
     };
-}
-
-/// The arrays IspsRetrieve fills (6.7 MB), and when traces were last collected.
-struct IspsBuffers {
-    frames: Vec<IspsFrame>,
-    traces: Vec<IspsTrace>,
-    retrieved_at: u64,
-    /// Traces with no Java frame (the thread was sampled outside Java code).
-    empty: u64,
-    /// Java frames of each completed stack (before `jstackdepth` cuts it).
-    depths: Histogram,
-    /// When this session's sampler started (CLOCK_MONOTONIC, the JVM's clock): traces taken
-    /// before belong to an earlier session (requested in its last ticks, completed after it).
-    since: u64,
-}
-
-impl IspsBuffers {
-    fn new() -> IspsBuffers {
-        let frame = IspsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0, parent: -1, reserved: 0 };
-        IspsBuffers {
-            frames: vec![frame; ISPS_MAX_FRAMES],
-            traces: vec![IspsTrace::default(); ISPS_MAX_TRACES],
-            retrieved_at: now_ticks(),
-            empty: 0,
-            depths: Histogram::default(),
-            since: now_ticks(),
-        }
-    }
-
-    /// One tick: request samples of up to N threads (the JVM returns without waiting for the
-    /// running ones), and every [`ISPS_RETRIEVE_NS`] collect the traces completed since.
-    fn sample(&mut self, p: &Parts, f: Isps, running: i32, waiting: bool, lat: &mut Histogram) {
-        let mut count = 0i32;
-        // SAFETY: IspsSample(jvmtiEnv*, jint, jboolean, jint*) per hpm_sps.h; `count` outlives it.
-        let _rc = unsafe { (f.sample)(p.jvmti.raw(), running, u8::from(waiting), &mut count) };
-        if now_ticks().saturating_sub(self.retrieved_at) >= ISPS_RETRIEVE_NS {
-            self.retrieve(p, f, false, lat);
-        }
-    }
-
-    /// One IspsRetrieve: (frames, traces) written into the arrays and the traces the JVM
-    /// still holds, or None if it refused.
-    fn call_retrieve(&mut self, p: &Parts, f: Isps, wait: bool) -> Option<(usize, usize, i32)> {
-        self.retrieved_at = now_ticks();
-        let (mut nf, mut nt, mut pending) = (0i32, 0i32, 0i32);
-        // SAFETY: IspsRetrieve's signature per hpm_sps.h; the arrays have the lengths passed
-        // (at least HPM_ISPS_MAX_FRAMES / HPM_ISPS_MAX_TRACES) and outlive the call, which
-        // writes only within them.
-        let rc = unsafe {
-            (f.retrieve)(
-                p.jvmti.raw(),
-                u8::from(wait),
-                self.frames.as_mut_ptr(),
-                self.frames.len() as i32,
-                self.traces.as_mut_ptr(),
-                self.traces.len() as i32,
-                &mut nf,
-                &mut nt,
-                &mut pending,
-            )
-        };
-        (rc == 0).then(|| {
-            ((nf.max(0) as usize).min(self.frames.len()), (nt.max(0) as usize).min(self.traces.len()), pending)
-        })
-    }
-
-    /// Collects what is complete; with `wait`, the JVM first completes every thread's pending
-    /// traces (the running ones at their next poll, while this thread waits). Returns the
-    /// traces still held by the JVM.
-    fn retrieve(&mut self, p: &Parts, f: Isps, wait: bool, lat: &mut Histogram) -> i32 {
-        let Some((nf, nt, pending)) = self.call_retrieve(p, f, wait) else { return 0 };
-        let frames = &self.frames[..nf];
-        let mut stack: Vec<(u64, i32, FrameKind)> = Vec::new();
-        for t in &self.traces[..nt] {
-            if (t.time_ns.max(0) as u64) < self.since {
-                continue;
-            }
-            lat.record(t.latency_ns.max(0) as u64);
-            if t.top < 0 {
-                self.empty += 1;
-                continue;
-            }
-            let Some(thread) = p.threads.index_for_tid(t.os_tid as i32) else { continue };
-            // Leaf first, along the callers; one frame more than kept says whether it went on.
-            // Callers always come later in the array, so the walk ends (a bad index ends it too).
-            stack.clear();
-            let mut at = t.top;
-            let mut depth = 0u64;
-            while at >= 0 && (at as usize) < frames.len() {
-                let fr = &frames[at as usize];
-                if stack.len() <= p.max_depth as usize {
-                    stack.push((fr.method as u64, fr.bci, sps_kind(fr.type_)));
-                }
-                depth += 1;
-                at = if fr.parent > at { fr.parent } else { -1 };
-            }
-            self.depths.record(depth);
-            let cut = stack.len() > p.max_depth as usize || t.truncated != 0;
-            stack.truncate(p.max_depth as usize);
-            push(p, thread, t.os_tid as u32, t.time_ns.max(0) as u64, (p.period, 0), stack.iter().copied(), cut);
-        }
-        pending
-    }
-
-    /// At stop: completes and collects every trace taken (a few rounds if they do not fit one).
-    fn finish(&mut self, p: &Parts, f: Isps, lat: &mut Histogram) {
-        for _ in 0..16 {
-            if self.retrieve(p, f, true, lat) == 0 {
-                break;
-            }
-        }
-        let mut c = [0i64; 7];
-        // SAFETY: IspsStats(jvmtiEnv*, jlong*, jint) per hpm_sps.h writes `c.len()` counters.
-        let rc = unsafe { (f.stats)(p.jvmti.raw(), c.as_mut_ptr(), c.len() as i32) };
-        if rc == 0 && !p.quiet {
-            let [samples, refused, eager, lazy, finish, out, dropped] = c;
-            let per = |n: i64| if samples > 0 { n as f64 / samples as f64 } else { 0.0 };
-            eprintln!(
-                "hpm: sampler=isps: {samples} samples, frames decoded per sample: {:.1} at the sample, {:.1} on returns, \
-                 {:.1} to complete them; {out} traces out, {} without a Java frame, {refused} not taken (budget full), \
-                 {dropped} dropped; completed stacks {} Java frames deep (median), p95 {}, max {}",
-                per(eager),
-                per(lazy),
-                per(finish),
-                self.empty,
-                self.depths.quantile(0.5),
-                self.depths.quantile(0.95),
-                self.depths.max()
-            );
-        }
-    }
-}
-
-fn sps_kind(t: i32) -> FrameKind {
-    match t {
-        0 => FrameKind::Interpreted,
-        1 => FrameKind::JitCompiled,
-        2 => FrameKind::Inlined,
-        3 => FrameKind::Native,
-        _ => FrameKind::Unknown,
-    }
 }
 
 /// One `jvmti` round: every thread's stack, taken at a global safepoint; threads that are
