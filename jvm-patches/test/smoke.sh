@@ -2,7 +2,7 @@
 # Smoke test of the patched JDK: java -version, the extension functions, sampling a busy
 # multi-threaded program with self-sampling in partial safepoints (with and without waiting
 # threads), and a stress program under G1 and ZGC; the same with incremental stack tracing,
-# plus deoptimisation storms, forced handshakes/safepoints and class redefinition.
+# plus deoptimisation storms, forced handshakes/safepoints, class redefinition and GC verification.
 # Usage: bash jvm-patches/test/smoke.sh [JDK_HOME]   (default: $HPM_SPS_JDK, else the output of
 # build.sh). Prints "smoke: N passed, M failed" and exits non-zero on a failure.
 set -uo pipefail
@@ -53,5 +53,7 @@ istress() { SPSTEST_STRESS_CLASS="$OUT/Stress.class" timeout 300 "$JDK/bin/java"
 check isps-stress-g1-redefine istress 1 -XX:+UseG1GC
 check isps-stress-zgc-deopt istress 0 -XX:+UseZGC -XX:+UnlockDiagnosticVMOptions -XX:+DeoptimizeNMethodBarriersALot
 check isps-stress-alot istress 1 -XX:+UnlockDiagnosticVMOptions -XX:+HandshakeALot -XX:+SafepointALot
+# The heap verified before and after every GC while sampled frames are pending.
+check isps-stress-verify-gc istress 1 -Xmx256m -XX:+UnlockDiagnosticVMOptions -XX:+VerifyBeforeGC -XX:+VerifyAfterGC
 echo "smoke: $passed passed, $failed failed"
 [ "$failed" = 0 ]

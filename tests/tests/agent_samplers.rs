@@ -42,13 +42,16 @@ fn jvmti_sampler_agrees_with_asgct() {
 
 #[test]
 fn sps_on_a_stock_jdk_gives_the_clear_error() {
-    let run = run_java(&jdks()[0], Some("sampler=sps"), &[], "Shares", &["1", "0.1"]);
-    assert!(!run.status.success());
-    assert!(
-        run.stderr.contains("sampler=sps needs the patched JVM") && run.stderr.contains("jvm-patches/build.sh"),
-        "{}",
-        run.stderr
-    );
+    for sampler in ["sps", "isps"] {
+        let run = run_java(&jdks()[0], Some(&format!("sampler={sampler}")), &[], "Shares", &["1", "0.1"]);
+        assert!(!run.status.success());
+        assert!(
+            run.stderr.contains(&format!("sampler={sampler} needs the patched JVM"))
+                && run.stderr.contains("jvm-patches/build.sh"),
+            "{}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
