@@ -320,3 +320,17 @@ pub fn check_jfr(jdk: &Jdk, jfr: &Path, class: &str) -> HashMap<String, u64> {
         })
         .collect()
 }
+
+/// `hpm compare A B`'s figures by name ("overlap", "method overlap", "hot-edge coverage", ...,
+/// percentages as numbers); panics with hpm's message if it fails.
+pub fn hpm_compare(a: &Path, b: &Path) -> HashMap<String, f64> {
+    let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
+    assert!(out.status.success(), "hpm compare failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            Some((key.trim().to_string(), value.trim().trim_end_matches('%').parse().ok()?))
+        })
+        .collect()
+}

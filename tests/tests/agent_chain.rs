@@ -4,8 +4,6 @@
 //! one method doing equal work in four contexts chosen in known proportions) or is the
 //! signal-time walk of the same workloads (`sampler=asgct`).
 
-use std::process::Command;
-
 use hpm_tests::*;
 
 /// `Chain`'s contexts of `Chain.leaf`, root side first from `Chain.work`, with their shares
@@ -50,11 +48,8 @@ fn chain_rebuilds_a_known_call_tree_on_both_jdks() {
 
 /// Method-level overlap with the signal-time walk of the same workload (`hpm compare`).
 fn method_overlap(a: &std::path::Path, b: &std::path::Path) -> f64 {
-    let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
-    assert!(out.status.success(), "hpm compare failed: {}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let line = text.lines().find(|l| l.starts_with("method overlap")).unwrap_or_else(|| panic!("{text}"));
-    line.split(':').nth(1).unwrap().trim().trim_end_matches('%').parse().unwrap()
+    let m = hpm_compare(a, b);
+    *m.get("method overlap").unwrap_or_else(|| panic!("no method overlap in {m:?}"))
 }
 
 #[test]

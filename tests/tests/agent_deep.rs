@@ -79,13 +79,8 @@ fn isps_keeps_stacks_2000_frames_deep_and_agrees_with_jvmti() {
     };
     let isps = run_deep(&jdk, "isps", "isps");
     let jvmti = run_deep(&jdk, "jvmti", "jvmti-patched");
-    let out = std::process::Command::new(hpm_bin()).arg("compare").arg(&jvmti).arg(&isps).output().unwrap();
-    assert!(out.status.success(), "hpm compare: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let percent = |key: &str| -> f64 {
-        let line = text.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("no {key} in:\n{text}"));
-        line.split(':').nth(1).unwrap().trim().trim_end_matches('%').parse().unwrap()
-    };
+    let m = hpm_compare(&jvmti, &isps);
+    let percent = |key: &str| *m.get(key).unwrap_or_else(|| panic!("no {key} in {m:?}"));
     let (overlap, coverage) = (percent("method overlap"), percent("hot-edge coverage"));
     eprintln!("Deep {DEPTH}: jvmti vs isps method overlap {overlap}%, hot-edge coverage {coverage}%");
     assert!(overlap > 90.0, "method overlap {overlap}%");

@@ -4,18 +4,12 @@
 //! `HPM_SPS_JDK` or the build's default location. Without it those tests say why and stop.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use hpm_tests::*;
 
 fn compare(a: &std::path::Path, b: &std::path::Path) -> (f64, f64) {
-    let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "hpm compare failed: {}", String::from_utf8_lossy(&out.stderr));
-    let value = |name: &str| -> f64 {
-        let line = text.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no `{name}` in {text}"));
-        line.split(':').nth(1).unwrap().trim().trim_end_matches('%').parse().unwrap()
-    };
+    let m = hpm_compare(a, b);
+    let value = |name: &str| *m.get(name).unwrap_or_else(|| panic!("no `{name}` in {m:?}"));
     (value("overlap"), value("hot-edge coverage"))
 }
 

@@ -319,14 +319,11 @@ impl Session {
                     jvmti: parts.jvmti,
                     vm: parts.vm,
                     sink: sink.clone(),
-                    kind: match (plan.sps, opts.sampler) {
-                        (Some(sps), _) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                        (None, SamplerKind::Isps) => match plan.isps {
-                            Some(isps) => Kind::Isps { isps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                            None => Kind::Jvmti,
-                        },
-                        (None, SamplerKind::Wall) => Kind::Wall,
-                        (None, _) => Kind::Jvmti,
+                    kind: match (plan.sps, plan.isps, opts.sampler) {
+                        (Some(sps), ..) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
+                        (_, Some(isps), _) => Kind::Isps { isps, threads: opts.sps_threads, waiting: opts.sps_waiting },
+                        (.., SamplerKind::Wall) => Kind::Wall,
+                        _ => Kind::Jvmti,
                     },
                     period: plan.event.period,
                     max_depth: timer_depth,

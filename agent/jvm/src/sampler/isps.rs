@@ -88,7 +88,6 @@ pub fn find_isps(jvmti: &Jvmti) -> Result<Isps, String> {
     }
 }
 
-/// The arrays IspsRetrieve fills (6.7 MB), and when traces were last collected.
 /// A stack frame as the processor takes it: method id, bci, kind.
 pub type Frame = (u64, i32, FrameKind);
 /// Hands one stack to the processor: (thread index, kernel id, time, frames leaf first, cut).
@@ -106,6 +105,7 @@ pub struct Ctx<'a> {
     pub push: &'a PushStack<'a>,
 }
 
+/// The arrays IspsRetrieve fills (6.7 MB), and when traces were last collected.
 pub struct IspsBuffers {
     frames: Vec<IspsFrame>,
     traces: Vec<IspsTrace>,
@@ -221,9 +221,10 @@ impl IspsBuffers {
             let [samples, refused, eager, lazy, finish, out, dropped] = c;
             let per = |n: i64| if samples > 0 { n as f64 / samples as f64 } else { 0.0 };
             eprintln!(
-                "hpm: sampler=isps: {samples} samples, frames decoded per sample: {:.1} at the sample, {:.1} on returns, \
-                 {:.1} to complete them; {out} traces out, {} without a Java frame, {refused} not taken (budget full), \
-                 {dropped} dropped; completed stacks {} Java frames deep (median), p95 {}, max {}",
+                "hpm: sampler=isps (totals of this JVM so far): {samples} samples, frames decoded per sample: {:.1} at the sample, {:.1} on returns, \
+                 {:.1} to complete them; {out} traces out, {refused} not taken (budget full), {dropped} dropped; \
+                 this session: {} traces without a Java frame, completed stacks {} Java frames deep (median), \
+                 p95 {}, max {}",
                 per(eager),
                 per(lazy),
                 per(finish),
