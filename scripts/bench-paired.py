@@ -25,6 +25,10 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
                                                      invocation, and the kernel's own cost of the samples:
                                                      `perf record -e cpu-clock` without call chains, enabled
                                                      and disabled around the same iterations (--control fifo)
+    scripts/bench-paired.py --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor --same-jvm
+                                                     the same cells taking turns inside each JVM (off, P1..Pn,
+                                                     Pn..P1, off, ...): the profilers meet the same compiled
+                                                     code; raise --iterations (10 per block of 4 cells)
     scripts/bench-paired.py --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
                                                      at the --intervals as allocation intervals (default 512k)
     scripts/bench-paired.py --versus-async-profiler --mode lock    the same for event=lock, --intervals as
@@ -46,7 +50,7 @@ from bench_profiles import LATENCY  # noqa: E402
 from bench_report import geomean  # noqa: E402
 from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
 
-PAIRED = re.compile(r"^hpm-bench paired (\d+) (on|off) ([0-9.]+) ([0-9.]+)$", re.M)
+PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ([0-9.]+) ([0-9.]+)$", re.M)
 # "hpm: 1,153 samples, none dropped": the count has thousands separators.
 SAMPLES = re.compile(r"^hpm: ([\d,]+) samples", re.M)
 # Seconds per iteration on 2 quiet cores, for the expected duration.
@@ -77,6 +81,9 @@ def parse_args():
     ap.add_argument("--kernel-floor", action="store_true",
                     help="with --versus-async-profiler (cpu): also `perf record -e cpu-clock -c PERIOD` without call "
                     "chains, enabled around the sampled iterations: what the kernel's samples alone cost")
+    ap.add_argument("--same-jvm", action="store_true",
+                    help="with --versus-async-profiler (cpu): every cell takes turns in each JVM (off, P1..Pn, Pn..P1, "
+                    "off, ...) instead of one JVM per cell; profilers are then compared on the same compiled code")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
     ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
                     help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
@@ -89,6 +96,8 @@ def parse_args():
         sys.exit("bench-paired: --versus-async-profiler or --data, not both")
     if (a.hpm_variants or a.kernel_floor) and not (a.versus and a.mode == "cpu"):
         sys.exit("bench-paired: --hpm-variants and --kernel-floor need --versus-async-profiler (cpu)")
+    if a.same_jvm and not (a.versus and a.mode == "cpu"):
+        sys.exit("bench-paired: --same-jvm needs --versus-async-profiler (cpu)")
     if a.hpm_variants and a.hpm_options:
         sys.exit("bench-paired: --hpm-variants or --hpm-options, not both")
     if a.hpm_variants and "," in a.hpm_variants.replace(";", ""):
@@ -132,17 +141,16 @@ def pct(x):
     return f"{x * 100:+.1f}%"
 
 
-def run_one(a, agent, cp, w, sampler, interval, r):
-    workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
-    os.makedirs(workdir, exist_ok=True)
-    extra, prefix = [], []
+def cell_setup(a, workdir, sampler, interval):
+    """A cell's session options, JVM flags, command prefix and its kind for a rotation (hpm, ap, perf)."""
+    extra, prefix, kind = [], [], "hpm"
     if sampler == "async-profiler":
         # Its own JFR, written at each stop (outside the timed iterations), as hpm's is.
         opts = {"cpu": f"start,event=cpu,interval={interval}", "alloc": f"start,event=alloc,alloc={interval}",
                 "lock": f"start,event=lock,lock={interval}"}[a.mode] + f",file={workdir}/profile-ap.jfr"
-        lib, jar = a.aplib
-        extra, cp = [f"-Dhpm.bench.async-profiler={lib}"], f"{cp}:{jar}"
+        extra, kind = [f"-Dhpm.bench.async-profiler={a.aplib[0]}"], "ap"
     elif sampler == "perf":
+        kind = "perf"
         # The kernel's samples alone: perf record (IP, TID, time; no call chains) starts disabled
         # and Toggle enables it around the sampled iterations through perf's control FIFOs.
         ctl, ack = os.path.join(workdir, "perf-ctl"), os.path.join(workdir, "perf-ack")
@@ -162,6 +170,15 @@ def run_one(a, agent, cp, w, sampler, interval, r):
         opts += ",data" if sampler == "hpm-data" else ""
     else:
         opts = f"sampler={sampler},interval={interval},file={workdir}/profile.jfr"
+    return opts, extra, prefix, kind
+
+
+def run_one(a, agent, cp, w, sampler, interval, r):
+    workdir = os.path.join(a.out, "runs", w.name, f"{sampler}-{interval}", str(r))
+    os.makedirs(workdir, exist_ok=True)
+    opts, extra, prefix, kind = cell_setup(a, workdir, sampler, interval)
+    if kind == "ap":
+        cp = f"{cp}:{a.aplib[1]}"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
     cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
            f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
@@ -174,17 +191,9 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
-    if sampler == "perf":
-        pass  # perf's file is not read: its samples are not the point, their cost is
-    elif sampler == "async-profiler":
-        ap_jfr = os.path.join(workdir, "profile-ap.jfr")
-        if not os.path.exists(ap_jfr) or os.path.getsize(ap_jfr) == 0:
-            return None, its, f"async-profiler wrote no profile: see {workdir}/stderr.txt"
-    else:
-        samples = [int(n.replace(",", "")) for n in SAMPLES.findall(res.err)]
-        # A lock profile of a workload without contention is empty, rightly.
-        if not samples or (min(samples) == 0 and a.mode != "lock"):
-            return None, its, f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
+    err = check_outputs(a, workdir, sampler, res.err)
+    if err:
+        return None, its, err
     on = [x for x in its if x[1]]
     off = [x for x in its if not x[1]]
     ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
@@ -193,12 +202,76 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     return ov, its, None
 
 
+def run_rotation(a, agent, cp, w, interval, r):
+    """One JVM in which every cell takes turns (Toggle's hpm.bench.rotate): each cell's overhead
+    against the same JVM's unsampled iterations. Returns ({cell: overhead}, iterations, error)."""
+    workdir = os.path.join(a.out, "runs", w.name, f"same-jvm-{interval}", str(r))
+    os.makedirs(workdir, exist_ok=True)
+    specs, extra, prefix, names = [], [], [], {}
+    for k, s in enumerate(a.samplers):
+        sub = os.path.join(workdir, f"cell{k}")
+        os.makedirs(sub, exist_ok=True)
+        opts, e, p, kind = cell_setup(a, sub, s, interval)
+        names[f"c{k}"] = s
+        specs.append(f"c{k}={kind}:{opts}")
+        extra += [x for x in e if x not in extra]
+        prefix = prefix or p
+        if kind == "ap":
+            cp = f"{cp}:{a.aplib[1]}"
+    args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
+    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", "-Dhpm.bench.rotate=" + "|".join(specs),
+           f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
+    with open(os.path.join(workdir, "command.txt"), "w") as f:
+        f.write(" ".join(cmd) + "\n")
+    res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
+    with open(os.path.join(workdir, "stderr.txt"), "w") as f:
+        f.write(res.err)
+    its = [(int(i), names.get(k, "off"), float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
+    if res.status != 0 or len(its) != a.iterations - a.warmup:
+        tail = " | ".join(res.err.strip().splitlines()[-3:])
+        return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
+    for k, s in enumerate(a.samplers):
+        err = check_outputs(a, os.path.join(workdir, f"cell{k}"), s, res.err)
+        if err:
+            return None, its, err
+    off = [x for x in its if x[1] == "off"]
+    out = {}
+    for s in a.samplers:
+        on = [x for x in its if x[1] == s]
+        if not on or not off:
+            return None, its, f"no iterations of {s} or unsampled ones: raise --iterations"
+        out[s] = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1
+                  for m, k in (("wall", 2), ("cpu", 3))}
+        out[s]["latency_us"] = None
+    return out, its, None
+
+
+def check_outputs(a, workdir, sampler, err_text):
+    """None, or why the sessions of `sampler` did not profile."""
+    if sampler == "perf":
+        pass  # perf's file is not read: its samples are not the point, their cost is
+    elif sampler == "async-profiler":
+        ap_jfr = os.path.join(workdir, "profile-ap.jfr")
+        if not os.path.exists(ap_jfr) or os.path.getsize(ap_jfr) == 0:
+            return f"async-profiler wrote no profile: see {workdir}/stderr.txt"
+    else:
+        samples = [int(n.replace(",", "")) for n in SAMPLES.findall(err_text)]
+        # A lock profile of a workload without contention is empty, rightly.
+        if not samples or (min(samples) == 0 and a.mode != "lock"):
+            return f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
+    return None
+
+
 def main():
     a = parse_args()
     # Interleaved: each run visits every workload and cell, the cells' order rotating.
     cells = [(s, i) for i in a.intervals for s in a.samplers]
-    jobs = [(r, w) + c for r in range(a.runs) for w in a.workloads
-            for c in cells[r % len(cells):] + cells[:r % len(cells)]]
+    if a.same_jvm:
+        # Every cell in each JVM: one job per run, workload and interval.
+        jobs = [(r, w, None, i) for r in range(a.runs) for w in a.workloads for i in a.intervals]
+    else:
+        jobs = [(r, w) + c for r in range(a.runs) for w in a.workloads
+                for c in cells[r % len(cells):] + cells[:r % len(cells)]]
     est = sum(EST_ITER_S.get(w.name, 1.0) * a.iterations * 1.15 + 3 for _, w, _, _ in jobs)
     print(f"bench-paired: {len(jobs)} runs of {a.iterations} iterations ({a.warmup} warm-up); expected about "
           f"{est / 60:.0f} min on 2 quiet cores", flush=True)
@@ -219,18 +292,26 @@ def main():
         wr = csv.writer(f)
         wr.writerow(["workload", "sampler", "interval", "run", "iteration", "sampled", "wall_ms", "cpu_ms"])
         for k, (r, w, s, i) in enumerate(jobs):
-            ov, its, err = run_one(a, agent, cps[w.name], w, s, i, r)
-            for it, on, wall, cpu in its:
-                wr.writerow([w.name, s, i, r, it, int(on), wall, cpu])
+            if a.same_jvm:
+                ovs, its, err = run_rotation(a, agent, cps[w.name], w, i, r)
+                for it, cell, wall, cpu in its:
+                    wr.writerow([w.name, cell, i, r, it, int(cell != "off"), wall, cpu])
+            else:
+                ov, its, err = run_one(a, agent, cps[w.name], w, s, i, r)
+                ovs = {s: ov}
+                for it, on, wall, cpu in its:
+                    wr.writerow([w.name, s, i, r, it, int(on), wall, cpu])
             f.flush()
             eta = (time.monotonic() - started) / (k + 1) * (len(jobs) - k - 1)
+            what = f"{w.name} {'every cell' if a.same_jvm else s} {i} run {r + 1}"
             if err:
-                print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: FAILED: {err}", flush=True)
+                print(f"[{k + 1}/{len(jobs)}] {what}: FAILED: {err}", flush=True)
                 failed += 1
                 continue
-            results.setdefault((w.name, s, i), []).append(ov)
-            print(f"[{k + 1}/{len(jobs)}] {w.name} {s} {i} run {r + 1}: wall {pct(ov['wall'])} cpu {pct(ov['cpu'])}; "
-                  f"ETA {eta / 60:.1f} min", flush=True)
+            for cell, ov in ovs.items():
+                results.setdefault((w.name, cell, i), []).append(ov)
+            said = "; ".join(f"{c} wall {pct(o['wall'])} cpu {pct(o['cpu'])}" for c, o in ovs.items())
+            print(f"[{k + 1}/{len(jobs)}] {what}: {said}; ETA {eta / 60:.1f} min", flush=True)
     md = report(a, results)
     with open(os.path.join(a.out, "paired.md"), "w") as f:
         f.write(md)

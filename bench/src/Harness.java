@@ -9,7 +9,7 @@ import java.util.List;
  *
  *   hpm-bench iteration I START_EPOCH_MS DURATION_MS
  *
- * (and, in a paired run, `hpm-bench paired I on|off WALL_MS CPU_MS`, see Toggle)
+ * (and, in a paired run, `hpm-bench paired I on|off|CELL WALL_MS CPU_MS`, see Toggle)
  * so a reader can discard the warm-up iterations (scripts/bench-suite.py does). Every driver
  * takes the number of iterations as its first argument; inputs are generated from fixed seeds.
  */
@@ -26,18 +26,18 @@ final class Harness {
                 + " cpus " + Runtime.getRuntime().availableProcessors());
         Toggle toggle = Toggle.fromProperties();
         for (int i = 0; i < iterations; i++) {
-            boolean on = toggle != null && toggle.sampled(i);
-            if (on) toggle.start();
+            String cell = toggle != null ? toggle.cell(i) : null;
+            if (cell != null) toggle.start(cell);
             long cpu = toggle != null ? Toggle.processCpuNs() : 0;
             long epoch = System.currentTimeMillis();
             long start = System.nanoTime();
             body.run(i);
             double ms = (System.nanoTime() - start) / 1e6;
             double cpuMs = toggle != null ? (Toggle.processCpuNs() - cpu) / 1e6 : 0;
-            if (on) toggle.stop();
+            if (cell != null) toggle.stop(cell);
             System.out.printf("hpm-bench iteration %d %d %.3f%n", i, epoch, ms);
             if (toggle != null && toggle.measured(i)) {
-                System.out.printf("hpm-bench paired %d %s %.3f %.3f%n", i, on ? "on" : "off", ms, cpuMs);
+                System.out.printf("hpm-bench paired %d %s %.3f %.3f%n", i, cell != null ? cell : "off", ms, cpuMs);
             }
         }
         System.out.println("hpm-bench end " + name);

@@ -17,6 +17,14 @@ import io.github.hpm.Hpm;
  * With -Dhpm.bench.perf-control=CTL,ACK the JVM runs under `perf record -D -1 --control
  * fifo:CTL,ACK` (the kernel floor): a session is perf's events enabled, each command
  * acknowledged by perf before the iteration starts.
+ *
+ * With -Dhpm.bench.rotate=NAME=KIND:OPTIONS|... (KIND hpm, ap or perf) several profilers take
+ * turns in the same JVM: the measured iterations run in blocks off, P1, ..., Pn, Pn, ..., P1, off
+ * (a palindrome, so a slow drift weighs on every cell alike), each Pk's session started before its
+ * iteration and stopped after it, and each iteration is printed with its cell's NAME. Then two
+ * profilers are compared on the same compiled code and heap, iteration against iteration, not
+ * only each against its own JVM's unsampled iterations: the difference between JVMs, larger
+ * than the difference between the profilers here, drops out of their ratio.
  */
 final class Toggle {
     private final Hpm hpm;
@@ -26,10 +34,42 @@ final class Toggle {
     private final int warmup;
     private java.io.OutputStream perfCtl;
     private java.io.InputStream perfAck;
+    /** hpm.bench.rotate: the cells, in block order; null otherwise. */
+    private final Toggle[] cells;
+    private final String[] names;
+
+    /** The rotation: each cell a Toggle of its own kind (the async-profiler and hpm instances are
+     *  shared by the JVM, so building several is cheap). */
+    private Toggle(String rotate, int warmup, String apLib, String perfControl, boolean rotation) {
+        this.options = null;
+        this.warmup = warmup;
+        this.hpm = null;
+        this.asyncProfiler = null;
+        this.apExecute = null;
+        String[] specs = rotate.split("\\|");
+        cells = new Toggle[specs.length];
+        names = new String[specs.length];
+        for (int k = 0; k < specs.length; k++) {
+            int eq = specs[k].indexOf('='), colon = specs[k].indexOf(':', eq + 1);
+            if (eq <= 0 || colon < 0) {
+                throw new IllegalArgumentException("hpm.bench.rotate: `" + specs[k] + "` is not NAME=KIND:OPTIONS");
+            }
+            names[k] = specs[k].substring(0, eq);
+            String kind = specs[k].substring(eq + 1, colon), opts = specs[k].substring(colon + 1);
+            switch (kind) {
+                case "hpm": cells[k] = new Toggle(opts, warmup, null, null); break;
+                case "ap": cells[k] = new Toggle(opts, warmup, apLib, null); break;
+                case "perf": cells[k] = new Toggle(opts, warmup, null, perfControl); break;
+                default: throw new IllegalArgumentException("hpm.bench.rotate: kind `" + kind + "` is not hpm, ap or perf");
+            }
+        }
+    }
 
     private Toggle(String options, int warmup, String apLib, String perfControl) {
         this.options = options;
         this.warmup = warmup;
+        this.cells = null;
+        this.names = null;
         if (perfControl != null && !perfControl.isEmpty()) {
             this.hpm = null;
             this.asyncProfiler = null;
@@ -87,6 +127,11 @@ final class Toggle {
 
     /** The toggle the system properties ask for, or null. */
     static Toggle fromProperties() {
+        String rotate = System.getProperty("hpm.bench.rotate");
+        if (rotate != null && !rotate.isEmpty()) {
+            return new Toggle(rotate, Integer.getInteger("hpm.bench.warmup", 10),
+                    System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"), true);
+        }
         String options = System.getProperty("hpm.bench.toggle");
         if (options == null || options.isEmpty()) {
             return null;
@@ -95,17 +140,48 @@ final class Toggle {
                 System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"));
     }
 
-    /** Whether iteration i is sampled: none of the warm-up, then off, on, on, off, ... */
-    boolean sampled(int i) {
+    /** Iteration i's cell: null for none (the warm-up, and "off"); "on" in the classic order
+     *  off, on, on, off, ...; with a rotation, the name of the profiler whose turn it is. */
+    String cell(int i) {
         int k = i - warmup;
-        return k >= 0 && (k % 4 == 1 || k % 4 == 2);
+        if (k < 0) {
+            return null;
+        }
+        if (cells == null) {
+            return (k % 4 == 1 || k % 4 == 2) ? "on" : null;
+        }
+        int n = cells.length, at = k % (2 * n + 2);
+        if (at == 0 || at == 2 * n + 1) {
+            return null;
+        }
+        return names[at <= n ? at - 1 : 2 * n - at];
+    }
+
+    private Toggle of(String cell) {
+        if (cells == null) {
+            return this;
+        }
+        for (int k = 0; k < cells.length; k++) {
+            if (names[k].equals(cell)) {
+                return cells[k];
+            }
+        }
+        throw new IllegalArgumentException("no cell " + cell);
     }
 
     boolean measured(int i) {
         return i >= warmup;
     }
 
-    void start() {
+    void start(String cell) {
+        of(cell).start();
+    }
+
+    void stop(String cell) {
+        of(cell).stop();
+    }
+
+    private void start() {
         if (perfCtl != null) {
             perf("enable");
         } else if (hpm != null) {
@@ -115,7 +191,7 @@ final class Toggle {
         }
     }
 
-    void stop() {
+    private void stop() {
         if (perfCtl != null) {
             perf("disable");
         } else if (hpm != null) {
