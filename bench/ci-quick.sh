@@ -30,5 +30,13 @@ else
   failed=$((${failed:-0} + 1))
   echo "bench-quick: scripts/bench-paired.py --quick failed"
 fi
+# The same with every cell taking turns in one JVM (two hpm samplers and async-profiler).
+if python3 scripts/bench-paired.py --quick --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' \
+    --same-jvm --out "$out/same-jvm" 2>&1 | sed -u 's/^/  /'; [ "${PIPESTATUS[0]}" = 0 ]; then
+  passed=$((${passed:-0} + 1))
+else
+  failed=$((${failed:-0} + 1))
+  echo "bench-quick: scripts/bench-paired.py --quick --same-jvm failed"
+fi
 record bench-quick "${passed:-0}" "${failed:-0}" "${skipped:-0}"
 [ "$failed" = 0 ]

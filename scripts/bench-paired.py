@@ -15,7 +15,8 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
     scripts/bench-paired.py --samplers jvmti,sps,isps  incremental stack tracing too (issue 16): tables
                                                      jvmti/sps, jvmti/isps and sps/isps
     scripts/bench-paired.py --dry-run                the plan and its expected duration
-    scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness)
+    scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness;
+                                                     with --same-jvm, one block of every cell)
     scripts/bench-paired.py --versus-async-profiler  hpm (sampler=asgct) against async-profiler 4.6
                                                      (event=cpu, its Java API) on the stock JDK
     scripts/bench-paired.py --data                   hpm with the `data` option against hpm without it
@@ -84,6 +85,8 @@ def parse_args():
     ap.add_argument("--same-jvm", action="store_true",
                     help="with --versus-async-profiler (cpu): every cell takes turns in each JVM (off, P1..Pn, Pn..P1, "
                     "off, ...) instead of one JVM per cell; profilers are then compared on the same compiled code")
+    ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
+                    "options as when it was measured)")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
     ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
                     help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
@@ -117,6 +120,13 @@ def parse_args():
     a.samplers, a.intervals = a.samplers.split(","), a.intervals.split(",")
     if a.workload_args and len(a.workloads) != 1:
         sys.exit("bench-paired: --workload-args needs exactly one workload")
+    if a.same_jvm:
+        # One palindromic block: off, every cell, every cell again in reverse, off.
+        block = 2 * (len(a.samplers) + 1)
+        if a.quick:
+            a.iterations = a.warmup + block
+        if a.iterations - a.warmup < block:
+            sys.exit(f"bench-paired: --same-jvm with {len(a.samplers)} cells needs at least {block} measured iterations")
     if a.iterations - a.warmup < 4:
         sys.exit("bench-paired: need at least 4 measured iterations (one off-on-on-off block)")
     a.java = a.java or patched_java()
@@ -262,8 +272,35 @@ def check_outputs(a, workdir, sampler, err_text):
     return None
 
 
+def results_from_csv(a, path):
+    """The per-run overheads of a finished invocation, from its paired.csv."""
+    runs = {}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            key = (row["workload"], row["interval"], row["run"]) + (() if a.same_jvm else (row["sampler"],))
+            cell = row["sampler"] if row["sampled"] == "1" else "off"
+            runs.setdefault(key, {}).setdefault(cell, []).append((float(row["wall_ms"]), float(row["cpu_ms"])))
+    results = {}
+    for key in sorted(runs, key=lambda k: (k[0], k[1], int(k[2])) + k[3:]):
+        cells = runs[key]
+        off = cells.get("off")
+        if not off or len(cells) < 2 or sum(len(v) for v in cells.values()) != a.iterations - a.warmup:
+            continue
+        for cell, its in cells.items():
+            if cell == "off":
+                continue
+            ov = {m: sum(x[k] for x in its) / len(its) / (sum(x[k] for x in off) / len(off)) - 1
+                  for m, k in (("wall", 0), ("cpu", 1))}
+            ov["latency_us"] = None
+            results.setdefault((key[0], cell, key[1]), []).append(ov)
+    return results
+
+
 def main():
     a = parse_args()
+    if a.report:
+        print(report(a, results_from_csv(a, os.path.join(a.report, "paired.csv"))))
+        return
     # Interleaved: each run visits every workload and cell, the cells' order rotating.
     cells = [(s, i) for i in a.intervals for s in a.samplers]
     if a.same_jvm:
@@ -328,6 +365,9 @@ def report(a, results):
         tables = [report_pair(a, results, "async-profiler", c) for c in cands]
         if "perf" in a.samplers:
             tables.append(floor_table(a, results, cands))
+        if a.same_jvm:
+            pairs = [(c, "async-profiler") for c in cands] + [(b, c) for k, b in enumerate(cands) for c in cands[k + 1:]]
+            tables.append(same_jvm_table(a, results, pairs))
         return "\n".join(tables)
     if a.data:
         return report_pair(a, results, "hpm", "hpm-data")
@@ -336,6 +376,33 @@ def report(a, results):
     if "sps" in a.samplers and "isps" in a.samplers:
         pairs.append(("sps", "isps"))
     return "\n".join(report_pair(a, results, b, c) for b, c in pairs)
+
+
+def same_jvm_table(a, results, pairs):
+    """--same-jvm: each pair's CPU compared run by run, inside the same JVMs (the cells' lists are
+    aligned by run: a run gives every cell or none)."""
+    lines = ["Same JVM, profiler against profiler: per run, the CPU of A's iterations over B's (the JVM's "
+             "unsampled iterations cancel out), minus 1; median (q1 / q3) over runs, and in how many runs A cost "
+             "less; the geometric mean over workloads of the medians:", "",
+             "| workload | interval | " + " | ".join(f"{x} vs {y}" for x, y in pairs) + " |",
+             "|" + " --- |" * (len(pairs) + 2)]
+    for i in a.intervals:
+        gm = {}
+        for w in a.workloads:
+            row = []
+            for x, y in pairs:
+                xs, ys = results.get((w.name, x, i), []), results.get((w.name, y, i), [])
+                rs = [(1 + p["cpu"]) / (1 + q["cpu"]) - 1 for p, q in zip(xs, ys)]
+                if not rs:
+                    row.append("—")
+                    continue
+                q1, med, q3 = quartiles(rs)
+                gm.setdefault((x, y), []).append(1 + med)
+                row.append(f"{pct(med)} ({pct(q1)} / {pct(q3)}), {sum(r < 0 for r in rs)}/{len(rs)} less")
+            lines.append(f"| {w.name} | {i} | " + " | ".join(row) + " |")
+        g = [pct(geomean(gm[p]) - 1) if len(gm.get(p, [])) == len(a.workloads) else "—" for p in pairs]
+        lines.append(f"| **geometric mean** | {i} | " + " | ".join(f"**{x}**" for x in g) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def floor_table(a, results, cands):
