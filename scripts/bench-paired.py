@@ -84,7 +84,8 @@ def parse_args():
                     "chains, enabled around the sampled iterations: what the kernel's samples alone cost")
     ap.add_argument("--same-jvm", action="store_true",
                     help="with --versus-async-profiler (cpu): every cell takes turns in each JVM (off, P1..Pn, Pn..P1, "
-                    "off, ...) instead of one JVM per cell; profilers are then compared on the same compiled code")
+                    "off, ..., the cells' order shuffled per block) instead of one JVM per cell; profilers are then "
+                    "compared on the same compiled code")
     ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
                     "options as when it was measured)")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
@@ -230,7 +231,7 @@ def run_rotation(a, agent, cp, w, interval, r):
             cp = f"{cp}:{a.aplib[1]}"
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
     cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", "-Dhpm.bench.rotate=" + "|".join(specs),
-           f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
+           f"-Dhpm.bench.seed={r}", f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))

@@ -20,7 +20,8 @@ import io.github.hpm.Hpm;
  *
  * With -Dhpm.bench.rotate=NAME=KIND:OPTIONS|... (KIND hpm, ap or perf) several profilers take
  * turns in the same JVM: the measured iterations run in blocks off, P1, ..., Pn, Pn, ..., P1, off
- * (a palindrome, so a slow drift weighs on every cell alike), each Pk's session started before its
+ * (a palindrome, so a slow drift weighs on every cell alike; the order of P1..Pn shuffled per block
+ * with -Dhpm.bench.seed, so no cell always follows the same one), each Pk's session started before its
  * iteration and stopped after it, and each iteration is printed with its cell's NAME. Then two
  * profilers are compared on the same compiled code and heap, iteration against iteration, not
  * only each against its own JVM's unsampled iterations: the difference between JVMs, larger
@@ -37,6 +38,8 @@ final class Toggle {
     /** hpm.bench.rotate: the cells, in block order; null otherwise. */
     private final Toggle[] cells;
     private final String[] names;
+    /** hpm.bench.seed: the rotation's shuffles (bench-paired gives each run its own). */
+    private final long seed = Long.getLong("hpm.bench.seed", 0);
 
     /** The rotation: each cell a Toggle of its own kind (the async-profiler and hpm instances are
      *  shared by the JVM, so building several is cheap). */
@@ -154,7 +157,24 @@ final class Toggle {
         if (at == 0 || at == 2 * n + 1) {
             return null;
         }
-        return names[at <= n ? at - 1 : 2 * n - at];
+        return names[blockOrder(k / (2 * n + 2))[at <= n ? at - 1 : 2 * n - at]];
+    }
+
+    /** The cells' order in block b: shuffled by the run's seed and the block, so that no cell
+     *  always follows the same one (what one session leaves behind, such as work a stop
+     *  defers or code it deoptimized, weighs on each cell alike over the blocks and runs). */
+    private int[] blockOrder(int b) {
+        int[] order = new int[cells.length];
+        for (int j = 0; j < order.length; j++) {
+            order[j] = j;
+        }
+        java.util.Random random = new java.util.Random(seed * 7919L + b);
+        for (int j = order.length - 1; j > 0; j--) {
+            int r = random.nextInt(j + 1), t = order[j];
+            order[j] = order[r];
+            order[r] = t;
+        }
+        return order;
     }
 
     private Toggle of(String cell) {
