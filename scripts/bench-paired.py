@@ -126,8 +126,9 @@ def parse_args():
         block = 2 * (len(a.samplers) + 1)
         if a.quick:
             a.iterations = a.warmup + block
-        if a.iterations - a.warmup < block:
-            sys.exit(f"bench-paired: --same-jvm with {len(a.samplers)} cells needs at least {block} measured iterations")
+        if (a.iterations - a.warmup) % block or a.iterations <= a.warmup:
+            sys.exit(f"bench-paired: --same-jvm with {len(a.samplers)} cells measures whole blocks of {block} "
+                     "iterations: --iterations minus --warmup must be a multiple of it")
     if a.iterations - a.warmup < 4:
         sys.exit("bench-paired: need at least 4 measured iterations (one off-on-on-off block)")
     a.java = a.java or patched_java()
@@ -242,7 +243,12 @@ def run_rotation(a, agent, cp, w, interval, r):
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
     for k, s in enumerate(a.samplers):
-        err = check_outputs(a, os.path.join(workdir, f"cell{k}"), s, res.err)
+        sub = os.path.join(workdir, f"cell{k}")
+        err = check_outputs(a, sub, s, res.err)
+        # The samples check reads every hpm cell's summaries at once: each cell's file too.
+        jfr = os.path.join(sub, "profile.jfr")
+        if not err and s.startswith("hpm") and not (os.path.exists(jfr) and os.path.getsize(jfr) > 0):
+            err = f"{s} wrote no profile: see {workdir}/stderr.txt"
         if err:
             return None, its, err
     off = [x for x in its if x[1] == "off"]
@@ -285,7 +291,7 @@ def results_from_csv(a, path):
     for key in sorted(runs, key=lambda k: (k[0], k[1], int(k[2])) + k[3:]):
         cells = runs[key]
         off = cells.get("off")
-        if not off or len(cells) < 2 or sum(len(v) for v in cells.values()) != a.iterations - a.warmup:
+        if not off or len(cells) < 2:
             continue
         for cell, its in cells.items():
             if cell == "off":
@@ -330,15 +336,16 @@ def main():
         wr = csv.writer(f)
         wr.writerow(["workload", "sampler", "interval", "run", "iteration", "sampled", "wall_ms", "cpu_ms"])
         for k, (r, w, s, i) in enumerate(jobs):
+            # Only runs that succeeded go to the csv, so --report makes the same tables.
             if a.same_jvm:
                 ovs, its, err = run_rotation(a, agent, cps[w.name], w, i, r)
-                for it, cell, wall, cpu in its:
-                    wr.writerow([w.name, cell, i, r, it, int(cell != "off"), wall, cpu])
+                rows = [[w.name, cell, i, r, it, int(cell != "off"), wall, cpu] for it, cell, wall, cpu in its]
             else:
                 ov, its, err = run_one(a, agent, cps[w.name], w, s, i, r)
                 ovs = {s: ov}
-                for it, on, wall, cpu in its:
-                    wr.writerow([w.name, s, i, r, it, int(on), wall, cpu])
+                rows = [[w.name, s, i, r, it, int(on), wall, cpu] for it, on, wall, cpu in its]
+            if not err:
+                wr.writerows(rows)
             f.flush()
             eta = (time.monotonic() - started) / (k + 1) * (len(jobs) - k - 1)
             what = f"{w.name} {'every cell' if a.same_jvm else s} {i} run {r + 1}"

@@ -39,7 +39,9 @@ final class Toggle {
     private final Toggle[] cells;
     private final String[] names;
     /** hpm.bench.seed: the rotation's shuffles (bench-paired gives each run its own). */
-    private final long seed = Long.getLong("hpm.bench.seed", 0);
+    private final java.util.Random random = new java.util.Random(Long.getLong("hpm.bench.seed", 0));
+    /** The blocks' orders drawn so far (the harness's one thread asks). */
+    private final java.util.List<int[]> orders = new java.util.ArrayList<>();
 
     /** The rotation: each cell a Toggle of its own kind (the async-profiler and hpm instances are
      *  shared by the JVM, so building several is cheap). */
@@ -164,17 +166,22 @@ final class Toggle {
      *  always follows the same one (what one session leaves behind, such as work a stop
      *  defers or code it deoptimized, weighs on each cell alike over the blocks and runs). */
     private int[] blockOrder(int b) {
-        int[] order = new int[cells.length];
-        for (int j = 0; j < order.length; j++) {
-            order[j] = j;
+        // Drawn in sequence from one generator for the run: generators seeded with neighbouring
+        // values (seed + b) give nearly the same first draws, and left the middle cell of every
+        // block of a run the same.
+        while (orders.size() <= b) {
+            int[] order = new int[cells.length];
+            for (int j = 0; j < order.length; j++) {
+                order[j] = j;
+            }
+            for (int j = order.length - 1; j > 0; j--) {
+                int r = random.nextInt(j + 1), t = order[j];
+                order[j] = order[r];
+                order[r] = t;
+            }
+            orders.add(order);
         }
-        java.util.Random random = new java.util.Random(seed * 7919L + b);
-        for (int j = order.length - 1; j > 0; j--) {
-            int r = random.nextInt(j + 1), t = order[j];
-            order[j] = order[r];
-            order[r] = t;
-        }
-        return order;
+        return orders.get(b);
     }
 
     private Toggle of(String cell) {
