@@ -191,27 +191,42 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     opts, extra, prefix, kind = cell_setup(a, workdir, sampler, interval)
     if kind == "ap":
         cp = f"{cp}:{a.aplib[1]}"
+    res, its, err = run_jvm(a, agent, cp, w, workdir, prefix, [f"-Dhpm.bench.toggle={opts}"] + extra,
+                            lambda k: k == "on")
+    if err:
+        return None, its, err
+    err = check_outputs(a, workdir, sampler, res.err)
+    if err:
+        return None, its, err
+    ov = overhead([x[2:] for x in its if x[1]], [x[2:] for x in its if not x[1]])
+    lat = [float(median) for median, _p95 in LATENCY.findall(res.err)]
+    ov["latency_us"] = statistics.median(lat) if lat else None
+    return ov, its, None
+
+
+def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
+    """Runs one JVM of workload `w` with the toggle's `props` in `workdir` (command, stdout and stderr
+    kept there). Returns (result, measured iterations as (i, label(cell), wall, cpu), error or None)."""
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
-    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.toggle={opts}",
-           f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
+    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + props + \
+        ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
     with open(os.path.join(workdir, "stderr.txt"), "w") as f:
         f.write(res.err)
-    its = [(int(i), k == "on", float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
+    its = [(int(i), label(k), float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
-        return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
-    err = check_outputs(a, workdir, sampler, res.err)
-    if err:
-        return None, its, err
-    on = [x for x in its if x[1]]
-    off = [x for x in its if not x[1]]
-    ov = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1 for m, k in (("wall", 2), ("cpu", 3))}
-    lat = [float(median) for median, _p95 in LATENCY.findall(res.err)]
-    ov["latency_us"] = statistics.median(lat) if lat else None
-    return ov, its, None
+        return res, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
+    return res, its, None
+
+
+def overhead(on, off):
+    """Wall and CPU of the sampled iterations' mean over the unsampled ones', minus 1; each
+    iteration a (wall, cpu) pair."""
+    return {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1
+            for m, k in (("wall", 0), ("cpu", 1))}
 
 
 def run_rotation(a, agent, cp, w, interval, r):
@@ -230,18 +245,10 @@ def run_rotation(a, agent, cp, w, interval, r):
         prefix = prefix or p
         if kind == "ap":
             cp = f"{cp}:{a.aplib[1]}"
-    args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
-    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", "-Dhpm.bench.rotate=" + "|".join(specs),
-           f"-Dhpm.bench.seed={r}", f"-Dhpm.bench.warmup={a.warmup}"] + extra + ["-cp", cp, w.main] + args
-    with open(os.path.join(workdir, "command.txt"), "w") as f:
-        f.write(" ".join(cmd) + "\n")
-    res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
-    with open(os.path.join(workdir, "stderr.txt"), "w") as f:
-        f.write(res.err)
-    its = [(int(i), names.get(k, "off"), float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
-    if res.status != 0 or len(its) != a.iterations - a.warmup:
-        tail = " | ".join(res.err.strip().splitlines()[-3:])
-        return None, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
+    props = ["-Dhpm.bench.rotate=" + "|".join(specs), f"-Dhpm.bench.seed={r}"] + extra
+    res, its, err = run_jvm(a, agent, cp, w, workdir, prefix, props, lambda k: names.get(k, "off"))
+    if err:
+        return None, its, err
     for k, s in enumerate(a.samplers):
         sub = os.path.join(workdir, f"cell{k}")
         err = check_outputs(a, sub, s, res.err)
@@ -257,8 +264,7 @@ def run_rotation(a, agent, cp, w, interval, r):
         on = [x for x in its if x[1] == s]
         if not on or not off:
             return None, its, f"no iterations of {s} or unsampled ones: raise --iterations"
-        out[s] = {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1
-                  for m, k in (("wall", 2), ("cpu", 3))}
+        out[s] = overhead([x[2:] for x in on], [x[2:] for x in off])
         out[s]["latency_us"] = None
     return out, its, None
 
@@ -296,8 +302,7 @@ def results_from_csv(a, path):
         for cell, its in cells.items():
             if cell == "off":
                 continue
-            ov = {m: sum(x[k] for x in its) / len(its) / (sum(x[k] for x in off) / len(off)) - 1
-                  for m, k in (("wall", 0), ("cpu", 1))}
+            ov = overhead(its, off)
             ov["latency_us"] = None
             results.setdefault((key[0], cell, key[1]), []).append(ov)
     return results

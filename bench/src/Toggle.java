@@ -45,15 +45,10 @@ final class Toggle {
 
     /** The rotation: each cell a Toggle of its own kind (the async-profiler and hpm instances are
      *  shared by the JVM, so building several is cheap). */
-    private Toggle(String rotate, int warmup, String apLib, String perfControl, boolean rotation) {
-        this.options = null;
-        this.warmup = warmup;
-        this.hpm = null;
-        this.asyncProfiler = null;
-        this.apExecute = null;
+    private static Toggle rotation(String rotate, int warmup, String apLib, String perfControl) {
         String[] specs = rotate.split("\\|");
-        cells = new Toggle[specs.length];
-        names = new String[specs.length];
+        Toggle[] cells = new Toggle[specs.length];
+        String[] names = new String[specs.length];
         for (int k = 0; k < specs.length; k++) {
             int eq = specs[k].indexOf('='), colon = specs[k].indexOf(':', eq + 1);
             if (eq <= 0 || colon < 0) {
@@ -68,6 +63,17 @@ final class Toggle {
                 default: throw new IllegalArgumentException("hpm.bench.rotate: kind `" + kind + "` is not hpm, ap or perf");
             }
         }
+        return new Toggle(names, cells, warmup);
+    }
+
+    private Toggle(String[] names, Toggle[] cells, int warmup) {
+        this.options = null;
+        this.warmup = warmup;
+        this.hpm = null;
+        this.asyncProfiler = null;
+        this.apExecute = null;
+        this.cells = cells;
+        this.names = names;
     }
 
     private Toggle(String options, int warmup, String apLib, String perfControl) {
@@ -134,8 +140,8 @@ final class Toggle {
     static Toggle fromProperties() {
         String rotate = System.getProperty("hpm.bench.rotate");
         if (rotate != null && !rotate.isEmpty()) {
-            return new Toggle(rotate, Integer.getInteger("hpm.bench.warmup", 10),
-                    System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"), true);
+            return rotation(rotate, Integer.getInteger("hpm.bench.warmup", 10),
+                    System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"));
         }
         String options = System.getProperty("hpm.bench.toggle");
         if (options == null || options.isEmpty()) {
