@@ -161,6 +161,10 @@ struct Processor {
     once_ns: u64,
     /// Of which, read before sampling began.
     once_at_start: u64,
+    /// Chunks written while sampling (every `flush` seconds, and `hpm dump`s) and the CPU they
+    /// took: making the outputs, though before the last sample was resolved.
+    early_chunks: u64,
+    early_chunks_ns: u64,
     /// The tree's name id of each method (by method index), so the calling context tree is fed
     /// without hashing names; emptied when the tree is rebuilt.
     name_ids: Vec<u32>,
@@ -382,6 +386,8 @@ impl Processor {
             cpu_ns: 0,
             phase_ns: [0; 2],
             once_ns: 0,
+            early_chunks: 0,
+            early_chunks_ns: 0,
             once_at_start: 0,
             name_ids: Vec::new(),
             seen: ByStack::default(),
@@ -631,6 +637,16 @@ impl Processor {
     }
 
     fn flush_chunk(&mut self, now: u64) {
+        // Before the last sample is resolved, the chunk's CPU is counted apart from resolving.
+        let early = (self.phase_ns[1] == 0).then(thread_cpu_ns);
+        self.write_chunk(now);
+        if let Some(t) = early {
+            self.early_chunks += 1;
+            self.early_chunks_ns += thread_cpu_ns().saturating_sub(t);
+        }
+    }
+
+    fn write_chunk(&mut self, now: u64) {
         // The samples leave the recording: the tree keeps what they count.
         self.tree_catch_up();
         self.update_drops();
@@ -686,11 +702,22 @@ impl Processor {
         let processing_ms = self.cpu_ns as f64 / 1e6;
         let [start_ns, resolved_ns] = self.phase_ns;
         let start_ms = start_ns.min(self.cpu_ns) as f64 / 1e6;
-        let writing_ms = self.cpu_ns.saturating_sub(resolved_ns) as f64 / 1e6;
+        let early_ns = self.early_chunks_ns.min(resolved_ns.saturating_sub(start_ns));
+        let writing_ms = (self.cpu_ns.saturating_sub(resolved_ns) + early_ns) as f64 / 1e6;
+        let early = if self.early_chunks > 0 {
+            format!(
+                " ({:.0} ms of it in {} JFR chunks written while sampling)",
+                early_ns as f64 / 1e6,
+                self.early_chunks
+            )
+        } else {
+            String::new()
+        };
         // What was read once per process while resolving (a library first seen) is not a
         // sample's cost either.
         let once_later = self.once_ns.saturating_sub(self.once_at_start);
-        let resolving_ms = resolved_ns.saturating_sub(start_ns).saturating_sub(once_later) as f64 / 1e6;
+        let resolving_ms =
+            resolved_ns.saturating_sub(start_ns).saturating_sub(once_later).saturating_sub(early_ns) as f64 / 1e6;
         let once_ms = self.once_ns.min(self.cpu_ns) as f64 / 1e6;
         let once = if once_ms >= 0.5 {
             format!(", {once_ms:.0} ms of it reading symbol tables and method ids once per process")
@@ -702,9 +729,19 @@ impl Processor {
         } else {
             String::new()
         };
+        let descheduled = stats.descheduled.load(Ordering::Relaxed);
+        let preempted = if descheduled > 0 {
+            format!(
+                " (and {:.0} ms in {descheduled} handlers preempted, not counted: other threads ran)",
+                stats.descheduled_ns.load(Ordering::Relaxed) as f64 / 1e6
+            )
+        } else {
+            String::new()
+        };
         eprintln!(
-            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms, processing {processing_ms:.0} ms \
-             ({start_ms:.0} ms starting, {resolving_ms:.0} ms resolving, {writing_ms:.0} ms making the outputs{once}){per_sample}"
+            "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms{preempted}, processing \
+             {processing_ms:.0} ms ({start_ms:.0} ms starting, {resolving_ms:.0} ms resolving, {writing_ms:.0} ms making \
+             the outputs{early}{once}){per_sample}"
         );
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");

@@ -14,8 +14,9 @@
 //!
 //! Key 0 is never used for an entry, so it can stand for null.
 
+use crate::hash::{FastBuild, IntMap};
 use crate::model::StateIdx;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
@@ -70,10 +71,10 @@ pub fn package_of(internal: &str) -> &str {
 
 /// Stable numbering of the distinct class, package and symbol strings of the method table.
 struct Names<'a> {
-    classes: HashMap<String, u64>,
-    packages: HashMap<String, u64>,
-    symbols: HashMap<&'a str, u64>,
-    owned_symbols: HashMap<String, u64>,
+    classes: IntMap<String, u64>,
+    packages: IntMap<String, u64>,
+    symbols: IntMap<&'a str, u64>,
+    owned_symbols: IntMap<String, u64>,
     next_symbol: u64,
 }
 
@@ -81,10 +82,10 @@ impl<'a> Names<'a> {
     /// Scans methods `0..upto` of the table (keys depend only on this prefix).
     fn scan(rec: &'a Recording, upto: usize) -> Names<'a> {
         let mut n = Names {
-            classes: HashMap::new(),
-            packages: HashMap::new(),
-            symbols: HashMap::new(),
-            owned_symbols: HashMap::new(),
+            classes: IntMap::default(),
+            packages: IntMap::default(),
+            symbols: IntMap::default(),
+            owned_symbols: IntMap::default(),
             next_symbol: 1,
         };
         for (_, m) in rec.methods.iter().take(upto) {
@@ -162,15 +163,15 @@ fn stack_hash(frames: &[Frame], truncated: bool) -> u64 {
 pub struct Pools<'a> {
     rec: &'a Recording,
     threads: Vec<ThreadIdx>,
-    thread_seen: HashMap<ThreadIdx, ()>,
+    thread_seen: IntMap<ThreadIdx, ()>,
     /// key -> (frames, truncated)
-    stacks: HashMap<u64, (&'a [Frame], bool)>,
+    stacks: IntMap<u64, (&'a [Frame], bool)>,
     /// (address, length, truncated) of a shared stack -> key: samples that share one stack
     /// (read back from a file) are hashed once, not once each.
-    by_address: HashMap<(usize, usize, bool), u64>,
+    by_address: IntMap<(usize, usize, bool), u64>,
     stack_order: Vec<u64>,
     methods: Vec<MethodIdx>,
-    method_seen: HashMap<MethodIdx, ()>,
+    method_seen: IntMap<MethodIdx, ()>,
     invalid_method: bool,
     frame_types: [bool; FrameKind::ALL.len()],
     components: [bool; VmComponent::ALL.len()],
@@ -187,12 +188,12 @@ impl<'a> Pools<'a> {
         Pools {
             rec,
             threads: Vec::new(),
-            thread_seen: HashMap::new(),
-            stacks: HashMap::new(),
-            by_address: HashMap::new(),
+            thread_seen: IntMap::default(),
+            stacks: IntMap::default(),
+            by_address: IntMap::default(),
             stack_order: Vec::new(),
             methods: Vec::new(),
-            method_seen: HashMap::new(),
+            method_seen: IntMap::default(),
             invalid_method: false,
             frame_types: [false; FrameKind::ALL.len()],
             components: [false; VmComponent::ALL.len()],
@@ -317,7 +318,7 @@ impl<'a> Pools<'a> {
         self.encode_stacks(&mut pools);
         let upto = self.methods.iter().map(|&m| m as usize + 1).max().unwrap_or(0);
         let names = Names::scan(self.rec, upto);
-        let mut symbols = Symbols { names: &names, seen: HashSet::new(), entries: Vec::new() };
+        let mut symbols = Symbols { names: &names, seen: HashSet::default(), entries: Vec::new() };
         let classes = self.encode_methods(&mut pools, &names, &mut symbols);
         let mut classes = classes;
         for (key, internal) in &self.object_classes {
@@ -376,7 +377,7 @@ impl<'a> Pools<'a> {
     /// Writes the method pool; returns the classes it refers to as (key, internal name).
     fn encode_methods(&self, pools: &mut PoolsOut, names: &Names, symbols: &mut Symbols) -> Vec<(u64, String)> {
         let mut classes = Vec::new();
-        let mut class_seen = HashSet::new();
+        let mut class_seen: HashSet<u64, FastBuild> = HashSet::default();
         let mut b = Vec::new();
         for &mi in &self.methods {
             let m = self.rec.method(mi);
@@ -409,7 +410,7 @@ impl<'a> Pools<'a> {
     /// The source file of every class of the chunk's methods that has one, keyed like the class
     /// (see [`super::schema::SOURCE_FILE_TYPE`]).
     fn encode_source_files(&self, pools: &mut PoolsOut, names: &Names) {
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<u64, FastBuild> = HashSet::default();
         let mut b = Vec::new();
         let mut n = 0;
         for &mi in &self.methods {
@@ -489,7 +490,7 @@ impl PoolsOut {
 /// The symbols a chunk uses, in order of first use.
 struct Symbols<'n> {
     names: &'n Names<'n>,
-    seen: HashSet<u64>,
+    seen: HashSet<u64, FastBuild>,
     entries: Vec<(u64, String)>,
 }
 
