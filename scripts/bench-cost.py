@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The agent's own cost per sample (issue 12, "Agent cost per sample") at each program's stack
 depth: one run per program at 1 ms (default options: hpm's own walker), the summary line's
-"per sample H + P us" (signal handler + the processing thread's resolving, without its start,
-the outputs made at stop, and what a process reads once: symbol tables, the first reading of
-every jmethodID) and that one-time part, with the mean
-depth of the samples' stacks (frames per sample in the collapsed output). The demo runs
+"per sample H + P us" (signal handler, without the handlers that were preempted inside, + the
+processing thread's resolving, without its start, the outputs it makes, and what a process
+reads once: symbol tables, the first reading of every jmethodID) and that one-time part, with
+the mean depth of the samples' stacks (frames per sample in the collapsed output) and how many
+distinct stacks they have by name (lines of the collapsed output; the agent names, adds to its
+tree and to its stack table each distinct stack once, and has at least this many: stacks that
+differ in a bytecode index only are one line). The demo runs
 twice as long a second time, to show the per-method naming that a short run pays.
 
     python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--java PATH]
@@ -22,11 +25,12 @@ from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def depth(path):
-    samples = frames = 0
+    samples = frames = distinct = 0
     for stack, n in collapsed(path):
         samples += n
         frames += n * (stack.count(";") + 1)
-    return samples, frames / max(samples, 1)
+        distinct += 1
+    return samples, frames / max(samples, 1), distinct
 
 
 def main():
@@ -38,8 +42,9 @@ def main():
     agent = build_agent()[0]
     long_demo = str(int(a.demo_seconds) * 4)
     jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
-    print("| program | samples | frames per sample | handler, us per sample | processing, us per sample | read once, ms |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| program | samples | frames per sample | distinct stacks | handler, us per sample | "
+          "processing, us per sample | read once, ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for name, cp, main_class, args in jobs:
             out = os.path.join(tmp, "cost.collapsed")
@@ -50,10 +55,10 @@ def main():
                 sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
             m = re.search(r"per sample ([\d.]+) \+ ([\d.]+) us", r.stderr)
             once = re.search(r"(\d+) ms of it reading symbol tables", r.stderr)
-            samples, mean = depth(out)
+            samples, mean, distinct = depth(out)
             handler, processing = m.groups() if m else ("?", "?")
-            print(f"| {name} | {samples:,} | {mean:.1f} | {handler} | {processing} | {once.group(1) if once else 0} |",
-                  flush=True)
+            print(f"| {name} | {samples:,} | {mean:.1f} | {distinct:,} ({100 * distinct / max(samples, 1):.0f}%) | "
+                  f"{handler} | {processing} | {once.group(1) if once else 0} |", flush=True)
 
 
 if __name__ == "__main__":
