@@ -4,10 +4,10 @@ depth: one run per program at 1 ms (default options: hpm's own walker), the summ
 "per sample H + P us" (signal handler, without the handlers that were preempted inside, + the
 processing thread's resolving, without its start, the outputs it makes, and what a process
 reads once: symbol tables, the first reading of every jmethodID) and that one-time part, with
-the mean depth of the samples' stacks (frames per sample in the collapsed output) and how many
-distinct stacks they have by name (lines of the collapsed output; the agent names, adds to its
-tree and to its stack table each distinct stack once, and has at least this many: stacks that
-differ in a bytecode index only are one line). The demo runs
+the mean depth of the samples' stacks (frames per sample in the collapsed output), and from the
+summary how many distinct stacks the samples had (each is named, added to the tree and to the
+stack table once: the processing follows their share) and how many methods were named through
+JVMTI. The demo runs
 twice as long a second time, to show the per-method naming that a short run pays.
 
     python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--java PATH]
@@ -25,12 +25,11 @@ from bench_workloads import WORKLOADS, programs  # noqa: E402
 
 
 def depth(path):
-    samples = frames = distinct = 0
+    samples = frames = 0
     for stack, n in collapsed(path):
         samples += n
         frames += n * (stack.count(";") + 1)
-        distinct += 1
-    return samples, frames / max(samples, 1), distinct
+    return samples, frames / max(samples, 1)
 
 
 def main():
@@ -42,9 +41,9 @@ def main():
     agent = build_agent()[0]
     long_demo = str(int(a.demo_seconds) * 4)
     jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
-    print("| program | samples | frames per sample | distinct stacks | handler, us per sample | "
+    print("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
           "processing, us per sample | read once, ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for name, cp, main_class, args in jobs:
             out = os.path.join(tmp, "cost.collapsed")
@@ -55,10 +54,13 @@ def main():
                 sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
             m = re.search(r"per sample ([\d.]+) \+ ([\d.]+) us", r.stderr)
             once = re.search(r"(\d+) ms of it reading symbol tables", r.stderr)
-            samples, mean, distinct = depth(out)
+            first = re.search(r"named for the first time: ([\d,]+) stacks \((\d+)% of the samples\), [\d,]+ frames "
+                              r"of hpm's walker, ([\d,]+) methods", r.stderr)
+            samples, mean = depth(out)
             handler, processing = m.groups() if m else ("?", "?")
-            print(f"| {name} | {samples:,} | {mean:.1f} | {distinct:,} ({100 * distinct / max(samples, 1):.0f}%) | "
-                  f"{handler} | {processing} | {once.group(1) if once else 0} |", flush=True)
+            stacks, methods = (f"{first.group(1)} ({first.group(2)}%)", first.group(3)) if first else ("?", "?")
+            print(f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | "
+                  f"{once.group(1) if once else 0} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ pub struct StackInterner {
     set: HashSet<Stack, FastBuild>,
     /// Frames of the stacks in `set`.
     frames: usize,
+    /// Stacks made (not found) so far.
+    pub made: u64,
 }
 
 impl StackInterner {
@@ -40,6 +42,7 @@ impl StackInterner {
             self.frames = 0;
         }
         let s: Stack = frames.into();
+        self.made += 1;
         self.frames += s.len();
         self.set.insert(s.clone());
         s

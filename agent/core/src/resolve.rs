@@ -75,6 +75,30 @@ pub struct WalkStats {
     pub compare: Comparison,
     /// `data`: samples given an address from their instruction, and why the others were not.
     pub data: crate::operand::DataStats,
+    /// What was named for the first time (each costs more than a sample of what is known):
+    /// physical frames of hpm's walker, methods (through `JavaMethods::describe`) and native
+    /// code addresses. Distinct stacks: `SampleResolver::stacks_made`.
+    pub frames_named: u64,
+    pub methods_named: u64,
+    pub sites_named: u64,
+}
+
+impl WalkStats {
+    /// The summary's line of what was named for the first time, `stacks` distinct stacks
+    /// among `samples` (the processing per sample follows their share: each new one is named,
+    /// shared, added to the tree and to the stack table once).
+    pub fn first_sightings_line(&self, stacks: u64, samples: u64) -> String {
+        use crate::text::group;
+        format!(
+            "named for the first time: {} stacks ({:.0}% of the samples), {} frames of hpm's walker, {} methods, {} \
+             native code addresses",
+            group(stacks),
+            stacks as f64 * 100.0 / samples.max(1) as f64,
+            group(self.frames_named),
+            group(self.methods_named),
+            group(self.sites_named)
+        )
+    }
 }
 
 /// How hpm's own walker and AsyncGetCallTrace agreed on the same samples (`stack=compare`):
@@ -342,6 +366,7 @@ impl SampleResolver {
         if let Some(&i) = self.methods.get(&id) {
             return i;
         }
+        self.stats.methods_named += 1;
         let info = jm.describe(id).unwrap_or_else(|| MethodInfo::native("[unknown method]"));
         let i = rec.methods.intern(info);
         self.methods.insert(id, i);
@@ -747,6 +772,7 @@ impl SampleResolver {
                 if hit.is_some() {
                     self.vm_frames.remove(&key);
                 }
+                self.stats.frames_named += 1;
                 match self.name_vm_frame(rec, jm, raw, &mut out) {
                     Named::Cached(method) => {
                         let frames = out[start..].to_vec();
@@ -923,6 +949,12 @@ impl SampleResolver {
 
     /// A chunk was written: the blobs its samples were in are written again with the next
     /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
+    /// Distinct stacks made so far (each named, shared and counted once; the samples after
+    /// it that have the same stack cost far less).
+    pub fn stacks_made(&self) -> u64 {
+        self.interner.made
+    }
+
     pub fn chunk_written(&mut self) {
         self.code_noted.clear();
     }
@@ -968,6 +1000,7 @@ impl SampleResolver {
                 // A library's first frame reads its symbol table (and debug files).
                 let first = !self.symbolizer.has_table(ip);
                 let t = if first { self.cpu_now() } else { 0 };
+                self.stats.sites_named += 1;
                 let named = self.symbolizer.site(ip);
                 if first {
                     self.tables_ns += self.cpu_now().saturating_sub(t);

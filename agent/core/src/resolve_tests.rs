@@ -534,3 +534,20 @@ fn deep_frames_follow_the_record_and_cut_stacks_are_truncated() {
     full.depth_cut = false;
     assert!(res.resolve(&mut rec, &mut table(), &full).truncated);
 }
+
+/// What is named for the first time is counted once: a stack seen again and its methods cost
+/// no new naming, and the summary's line says so.
+#[test]
+fn first_sightings_are_counted_once() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let c = captured(0, 10, 0, &[(4, 3), (3, 7), (1, 20)]);
+    res.resolve(&mut rec, &mut table(), &c);
+    res.resolve(&mut rec, &mut table(), &captured(0, 20, 0, &[(4, 3), (3, 7), (1, 20)]));
+    assert_eq!((res.stacks_made(), res.stats.methods_named), (1, 3));
+    // Another leaf on the same callers: one more stack, one more method.
+    res.resolve(&mut rec, &mut table(), &captured(0, 30, 0, &[(2, 5), (3, 7), (1, 20)]));
+    assert_eq!((res.stacks_made(), res.stats.methods_named), (2, 4));
+    let line = res.stats.first_sightings_line(res.stacks_made(), 4);
+    assert!(line.starts_with("named for the first time: 2 stacks (50% of the samples), 0 frames"), "{line}");
+}

@@ -743,6 +743,10 @@ impl Processor {
              {processing_ms:.0} ms ({start_ms:.0} ms starting, {resolving_ms:.0} ms resolving, {writing_ms:.0} ms making \
              the outputs{early}{once}){per_sample}"
         );
+        if stats.samples.load(Ordering::Relaxed) > 0 {
+            let line = self.resolver.stats.first_sightings_line(self.resolver.stacks_made(), samples as u64);
+            eprintln!("hpm: {line}");
+        }
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
         }
