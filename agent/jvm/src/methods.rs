@@ -76,6 +76,9 @@ struct MethodPointers {
     /// Ids pulled from `code` so far.
     seen: usize,
     reverse: IntMap<u64, u64>,
+    /// What each pulled id's slot held when read (id -> `Method*`): naming a method keeps the
+    /// `Method*` its id held, which this spares a read of its own for ids pulled already.
+    held: IntMap<u64, u64>,
     /// Each answer with the collection counts when it was last checked and last asked for.
     named: IntMap<u64, (MethodPointer, u64, u64)>,
     /// Collections seen (sessions' starts count as one: those between them went unseen).
@@ -116,6 +119,7 @@ impl MethodPointers {
             layout,
             seen: 0,
             reverse: IntMap::default(),
+            held: IntMap::default(),
             named: IntMap::default(),
             collections: 0,
             last_rebuild_ns: 0,
@@ -131,6 +135,7 @@ impl MethodPointers {
         for (id, m) in ids.iter().zip(os::read_words_checked(&ids)) {
             if let Some(m) = m.filter(|&m| m != 0) {
                 self.reverse.insert(m, *id);
+                self.held.insert(*id, m);
             }
         }
     }
@@ -146,17 +151,14 @@ impl MethodPointers {
         self.collections += 1;
         let asked: Vec<(u64, u64)> =
             self.named.iter().filter(|(_, e)| e.2 == epoch).take(EAGER_RECHECK).map(|(&p, e)| (e.0.id, p)).collect();
-        for (&(_, method), holds) in asked.iter().zip(slots_hold(&asked)) {
+        for (&(id, method), holds) in asked.iter().zip(slots_hold(&asked)) {
             match holds {
                 Some(true) => {
                     if let Some(e) = self.named.get_mut(&method) {
                         e.1 = self.collections;
                     }
                 }
-                Some(false) => {
-                    self.named.remove(&method);
-                    self.reverse.remove(&method);
-                }
+                Some(false) => self.forget(method, id),
                 // Unreadable: left for the check at its next use.
                 None => {}
             }
@@ -177,6 +179,15 @@ impl MethodPointers {
         self.pull();
         self.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
         true
+    }
+
+    /// Id `id`'s slot no longer holds `method` (unloaded, or redefined).
+    fn forget(&mut self, method: u64, id: u64) {
+        self.named.remove(&method);
+        self.reverse.remove(&method);
+        if self.held.get(&id) == Some(&method) {
+            self.held.remove(&id);
+        }
     }
 
     fn lookup(&mut self, method: u64) -> Option<MethodPointer> {
@@ -200,8 +211,7 @@ impl MethodPointers {
                 *e = (m, now, now);
                 return Some(m);
             }
-            self.named.remove(&method);
-            self.reverse.remove(&method);
+            self.forget(method, m.id);
         }
         if !self.reverse.contains_key(&method) && !self.first_pull() {
             self.pull();
@@ -218,6 +228,7 @@ impl MethodPointers {
             self.last_rebuild_ns = now;
             self.seen = 0;
             self.reverse.clear();
+            self.held.clear();
             self.pull();
             if !self.reverse.contains_key(&method) {
                 // A method the JVM made no id for (a method handle intrinsic, say): sampled
@@ -233,7 +244,7 @@ impl MethodPointers {
         // The id's slot and the method's ConstMethod* in one read.
         let [slot, cm] = os::read_words_checked(&[id, method + l.method_const])[..] else { return None };
         if slot != Some(method) {
-            self.reverse.remove(&method);
+            self.forget(method, id);
             return None;
         }
         let cm = cm?;
@@ -310,7 +321,11 @@ impl JavaMethods for JvmtiMethods {
         if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED {
             *k = Described::default();
         }
-        let method = os::read_words_checked(&[id])[0];
+        // The slot as the last pull read it, else as it is now. A slot that changed since the
+        // pull makes a name kept with a `Method*` its id no longer holds: the check at its
+        // next session's first use names it again.
+        let pulled = self.pointers.as_ref().and_then(|p| p.held.get(&id).copied());
+        let method = pulled.or_else(|| os::read_words_checked(&[id])[0]);
         let info = self.ask(id)?;
         self.known.infos.insert(id, (info.clone(), method));
         self.known.checked.insert(id, ());
@@ -483,6 +498,7 @@ mod tests {
         let mut p = pointers(code);
         let named = p.lookup(a.addr()).expect("named through its id's slot");
         assert_eq!(named, MethodPointer { id, code_start: a.cm.as_ptr() as u64 + 0x38, code_size: 10 });
+        assert_eq!(p.held.get(&id), Some(&a.addr()), "what naming the id keeps, without a read");
 
         // A collection: an answer asked for since the last one is read again at once, and
         // one still held is current; one not asked for is left for its next use.
@@ -498,9 +514,11 @@ mod tests {
         std::hint::black_box(&slot); // the store is read by the kernel only
         p.collected();
         assert!(!p.named.contains_key(&a.addr()) && !p.reverse.contains_key(&a.addr()));
+        assert_eq!(p.held.get(&id), None, "the slot's old content is not kept for naming");
         assert_eq!(p.lookup(a.addr()), None, "a full rebuild finds no id for it");
         assert!(p.unknown.contains_key(&a.addr()), "remembered: not rebuilt for again");
         assert_eq!(p.lookup(b.addr()).map(|m| (m.id, m.code_size)), Some((id, 20)));
+        assert_eq!(p.held.get(&id), Some(&b.addr()));
         // Not asked for again: forgotten after a few collections, named afresh when asked.
         for _ in 0..=KEEP_UNASKED {
             p.collected();
