@@ -109,6 +109,10 @@ pub struct SymbolTable {
     sources: Vec<Names>,
     /// Sorted by address, one per address.
     syms: Vec<Sym>,
+    /// The address of every [`INDEX_STRIDE`]th symbol: a lookup searches this small array
+    /// (hot in the cache) first, then one stride of `syms`, instead of all of `syms` (libjvm's
+    /// 43,000: ~16 cache misses per new address).
+    index: Vec<u64>,
     /// (file offset, virtual address, file size) of the file's loadable segments. A debug
     /// file's segments have no content (offset 0, size 0), so only the library's are used.
     segments: Vec<(u64, u64, u64)>,
@@ -129,7 +133,13 @@ impl std::fmt::Debug for SymbolTable {
 
 impl SymbolTable {
     fn empty() -> SymbolTable {
-        SymbolTable { sources: Vec::new(), syms: Vec::new(), segments: Vec::new(), debug_source: None }
+        SymbolTable {
+            sources: Vec::new(),
+            syms: Vec::new(),
+            index: Vec::new(),
+            segments: Vec::new(),
+            debug_source: None,
+        }
     }
 
     /// Maps and indexes an ELF file with its debug symbols from the standard places.
@@ -280,6 +290,7 @@ impl SymbolTable {
                 _ => out.push(s),
             }
         }
+        self.index = out.iter().step_by(INDEX_STRIDE).map(|s| s.addr).collect();
         self.syms = out;
     }
 
@@ -301,7 +312,17 @@ impl SymbolTable {
     /// The (raw) name of the function containing `vaddr`. A symbol without size covers up to
     /// the next symbol.
     pub fn lookup(&self, vaddr: u64) -> Option<&str> {
-        let i = self.syms.partition_point(|s| s.addr <= vaddr);
+        // Symbols at or below vaddr: all of the strides before the one `index` points into,
+        // and that stride's up to vaddr.
+        let block = self.index.partition_point(|&a| a <= vaddr);
+        let i = match block.checked_sub(1) {
+            None => 0,
+            Some(b) => {
+                let lo = b * INDEX_STRIDE;
+                let hi = (lo + INDEX_STRIDE).min(self.syms.len());
+                lo + self.syms[lo..hi].partition_point(|s| s.addr <= vaddr)
+            }
+        };
         let s = self.syms.get(i.checked_sub(1)?)?;
         let next = self.syms.get(i).map(|s| s.addr).unwrap_or(u64::MAX);
         let covers = if s.size > 0 { vaddr - s.addr < u64::from(s.size) } else { vaddr < next };
@@ -321,6 +342,9 @@ impl SymbolTable {
         self.syms.is_empty()
     }
 }
+
+/// Symbols per entry of [`SymbolTable::index`].
+const INDEX_STRIDE: usize = 32;
 
 /// The file virtual address of the symbol `name` (any kind: data too) in the ELF file at
 /// `path`, from `.symtab` or `.dynsym`; None when the file or the symbol is missing.
@@ -763,6 +787,27 @@ mod tests {
         assert_eq!(r.lib, "libjvm.so");
         assert_eq!(r.name, "G1CollectedHeap::do_collection");
         assert!(s.resolve(0x7f1c50000010).is_none(), "not executable");
+    }
+
+    /// A lookup through the index finds what a search of every symbol finds, at and around
+    /// every symbol, across strides.
+    #[test]
+    fn lookups_through_the_index_agree_with_a_full_search() {
+        for n in [0usize, 1, 31, 32, 33, 100, 1000] {
+            let list: Vec<(u64, u64, String)> =
+                (0..n as u64).map(|i| (0x1000 + i * 0x40 + (i % 3) * 8, (i % 4) * 0x10, format!("f{i}"))).collect();
+            let t = SymbolTable::from_symbols(list);
+            let full = |vaddr: u64| -> Option<&str> {
+                let i = t.syms.partition_point(|s| s.addr <= vaddr);
+                let s = t.syms.get(i.checked_sub(1)?)?;
+                let next = t.syms.get(i).map(|s| s.addr).unwrap_or(u64::MAX);
+                let covers = if s.size > 0 { vaddr - s.addr < u64::from(s.size) } else { vaddr < next };
+                covers.then(|| t.name(s))
+            };
+            for vaddr in (0..n as u64 * 0x40 + 0x1100).step_by(4) {
+                assert_eq!(t.lookup(vaddr), full(vaddr), "{n} symbols, {vaddr:#x}");
+            }
+        }
     }
 
     #[test]
