@@ -28,6 +28,9 @@ pub trait JavaMethods {
     fn by_pointer(&mut self, _method: u64) -> Option<MethodPointer> {
         None
     }
+    /// The `Method*`s [`Self::by_pointer`] is about to be asked about, all at once (the agent
+    /// reads what it does not know of them in a few system calls for all).
+    fn prefetch_pointers(&mut self, _methods: &[u64]) {}
     /// A collection finished (methods may have been freed since they were named).
     fn collected(&mut self) {}
     /// Reads the JVM's class metadata at `addr` (for `data`'s object identification); false
@@ -949,6 +952,26 @@ impl SampleResolver {
 
     /// A chunk was written: the blobs its samples were in are written again with the next
     /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
+    /// Tells `jm` the `Method*`s of the interpreted frames hpm's walker found in `captures`
+    /// (a round's records, before they are resolved one by one), each once.
+    pub fn prefetch_methods<'c>(&mut self, jm: &mut dyn JavaMethods, captures: impl IntoIterator<Item = &'c Captured>) {
+        let mut seen: IntMap<u64, ()> = IntMap::default();
+        let mut methods = Vec::new();
+        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0) {
+            let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
+            for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
+                if let crate::hotspot::RawFrame::Interpreted { method, .. } = raw {
+                    if seen.insert(method, ()).is_none() {
+                        methods.push(method);
+                    }
+                }
+            }
+        }
+        if !methods.is_empty() {
+            jm.prefetch_pointers(&methods);
+        }
+    }
+
     /// Distinct stacks made so far (each named, shared and counted once; the samples after
     /// it that have the same stack cost far less).
     pub fn stacks_made(&self) -> u64 {

@@ -551,3 +551,40 @@ fn first_sightings_are_counted_once() {
     let line = res.stats.first_sightings_line(res.stacks_made(), 4);
     assert!(line.starts_with("named for the first time: 2 stacks (50% of the samples), 0 frames"), "{line}");
 }
+
+/// The interpreted frames' `Method*`s of a round's walks reach the method source at once,
+/// each once, before the records are resolved one by one.
+#[test]
+fn a_rounds_interpreted_methods_are_asked_for_at_once() {
+    struct Prefetch(Vec<Vec<u64>>);
+    impl JavaMethods for Prefetch {
+        fn describe(&mut self, _: u64) -> Option<MethodInfo> {
+            None
+        }
+        fn line(&mut self, _: u64, _: i32) -> i32 {
+            -1
+        }
+        fn prefetch_pointers(&mut self, methods: &[u64]) {
+            self.0.push(methods.to_vec());
+        }
+    }
+    let walk = |frames: &[crate::hotspot::RawFrame]| {
+        let mut c = Captured { vm_walk: true, ..Default::default() };
+        let mut sink = crate::hotspot::FrameSink::new(&mut c.frames, &mut c.kinds);
+        for &f in frames {
+            crate::hotspot::tests_support::push(&mut sink, f);
+        }
+        c.num_frames = sink.len as i32;
+        c
+    };
+    use crate::hotspot::RawFrame::{Compiled, Interpreted};
+    let a = walk(&[Compiled { pc: 0x10, method: 0x9000, interrupted: true }, Interpreted { method: 0x5000, bcp: 1 }]);
+    let b = walk(&[Interpreted { method: 0x6000, bcp: 2 }, Interpreted { method: 0x5000, bcp: 3 }]);
+    let not_walked = Captured::default();
+    let mut jm = Prefetch(Vec::new());
+    let mut res = SampleResolver::default();
+    res.prefetch_methods(&mut jm, [&a, &b, &not_walked]);
+    assert_eq!(jm.0, [vec![0x5000, 0x6000]]);
+    res.prefetch_methods(&mut jm, [&not_walked]);
+    assert_eq!(jm.0.len(), 1, "nothing to ask: no call");
+}

@@ -194,7 +194,7 @@ impl MethodPointers {
         // Not a `Method*` (metaspace blocks are word-aligned, never in the first page): a walk
         // that met no method (chain's stack copies give 0) must not cost a rebuild of the map
         // (~12 ms on xalan's 23,000 ids) nor a place among the unknown.
-        if method < 4096 || !method.is_multiple_of(8) {
+        if !could_be_method(method) {
             return None;
         }
         // An answer is checked against its id's slot when first given, and again at its first
@@ -240,19 +240,72 @@ impl MethodPointers {
             }
         }
         let id = *self.reverse.get(&method)?;
+        self.name_found(&[(id, method)])[0]
+    }
+
+    /// Names `Method*`s whose ids the reverse map gave, (id, `Method*`) each: checks that each
+    /// id's slot still holds its method and reads where its bytecodes are, in two reads for
+    /// all (the slots with the methods' `ConstMethod*`s, then their code sizes). A slot that
+    /// holds another method forgets the pair.
+    fn name_found(&mut self, found: &[(u64, u64)]) -> Vec<Option<MethodPointer>> {
         let l = self.layout;
-        // The id's slot and the method's ConstMethod* in one read.
-        let [slot, cm] = os::read_words_checked(&[id, method + l.method_const])[..] else { return None };
-        if slot != Some(method) {
-            self.forget(method, id);
-            return None;
+        let words =
+            os::read_words_checked(&found.iter().flat_map(|&(id, m)| [id, m + l.method_const]).collect::<Vec<_>>());
+        let mut out = vec![None; found.len()];
+        let mut whole = Vec::new();
+        for (k, &(id, method)) in found.iter().enumerate() {
+            match (words[2 * k], words[2 * k + 1]) {
+                (slot, _) if slot != Some(method) => self.forget(method, id),
+                (_, Some(cm)) => whole.push((k, cm)),
+                (_, None) => {}
+            }
         }
-        let cm = cm?;
-        let word = os::read_words_checked(&[cm + l.const_code_size.off])[0]?;
-        let size = l.const_code_size.unsigned(word);
-        let m = MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
-        self.named.insert(method, (m, self.collections, self.collections));
-        Some(m)
+        let sizes =
+            os::read_words_checked(&whole.iter().map(|&(_, cm)| cm + l.const_code_size.off).collect::<Vec<_>>());
+        for (&(k, cm), word) in whole.iter().zip(sizes) {
+            let Some(word) = word else { continue };
+            let (id, method) = found[k];
+            let size = l.const_code_size.unsigned(word);
+            let m =
+                MethodPointer { id, code_start: cm + l.const_size, code_size: size.min(u64::from(u32::MAX)) as u32 };
+            self.named.insert(method, (m, self.collections, self.collections));
+            out[k] = Some(m);
+        }
+        out
+    }
+
+    /// [`Self::lookup`] ahead of time for the `Method*`s of a round's samples, all at once:
+    /// those named since the last collection need nothing; the others are checked, or pulled
+    /// and named, in a few reads for all rather than one or two each. What no id is known for
+    /// is left to `lookup` (and its rebuild).
+    fn prefetch(&mut self, methods: &[u64]) {
+        let now = self.collections;
+        let (mut recheck, mut new) = (Vec::new(), Vec::new());
+        for &m in methods.iter().filter(|&&m| could_be_method(m)) {
+            match self.named.get(&m) {
+                Some(e) if e.1 == now => {}
+                Some(e) => recheck.push((e.0.id, m)),
+                None => new.push(m),
+            }
+        }
+        for (&(id, method), holds) in recheck.iter().zip(slots_hold(&recheck)) {
+            match holds {
+                Some(true) => {
+                    if let Some(e) = self.named.get_mut(&method) {
+                        (e.1, e.2) = (now, now);
+                    }
+                }
+                Some(false) => self.forget(method, id),
+                None => {}
+            }
+        }
+        if new.iter().any(|m| !self.reverse.contains_key(m)) && !self.first_pull() {
+            self.pull();
+        }
+        let found: Vec<(u64, u64)> = new.iter().filter_map(|&m| self.reverse.get(&m).map(|&id| (id, m))).collect();
+        if !found.is_empty() {
+            self.name_found(&found);
+        }
     }
 }
 
@@ -356,6 +409,12 @@ impl JavaMethods for JvmtiMethods {
     fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
         self.pointers.as_mut()?.lookup(method)
     }
+
+    fn prefetch_pointers(&mut self, methods: &[u64]) {
+        if let Some(p) = &mut self.pointers {
+            p.prefetch(methods);
+        }
+    }
 }
 
 impl JvmtiMethods {
@@ -392,6 +451,12 @@ impl JvmtiMethods {
             hidden,
         })
     }
+}
+
+/// Whether a word could be a `Method*`: metaspace blocks are word-aligned, never in the first
+/// page.
+fn could_be_method(word: u64) -> bool {
+    word >= 4096 && word.is_multiple_of(8)
 }
 
 /// Whether jmethodID `id`'s slot holds `method` (not unloaded, not redefined since).
@@ -526,6 +591,32 @@ mod tests {
         assert!(p.named.is_empty());
         assert_eq!(p.lookup(b.addr()).map(|m| m.id), Some(id));
         drop(slot);
+    }
+
+    #[test]
+    fn a_rounds_methods_are_named_ahead_all_at_once() {
+        let (a, b, c) = (FakeMethod::new(5), FakeMethod::new(6), FakeMethod::new(7));
+        let mut slots = [Box::new(a.addr()), Box::new(b.addr()), Box::new(c.addr())];
+        let ids: Vec<u64> = slots.iter().map(|s| &**s as *const u64 as u64).collect();
+        let code: &'static CodeEvents = Box::leak(Box::default());
+        code.add_method_ids(&ids.iter().map(|&i| i as jmethodID).collect::<Vec<_>>());
+        let mut p = pointers(code);
+        p.prefetch(&[a.addr(), b.addr(), 0, 3, a.addr() + 1]);
+        let sizes = |p: &MethodPointers| [&a, &b, &c].map(|m| p.named.get(&m.addr()).map(|e| e.0.code_size));
+        assert_eq!(sizes(&p), [Some(5), Some(6), None], "named ahead: a and b, not c nor what is no Method*");
+        assert_eq!(p.named[&a.addr()].0.id, ids[0]);
+        // After a collection: checked again ahead, and a method whose slot now holds another
+        // is forgotten.
+        *slots[1] = c.addr();
+        std::hint::black_box(&slots); // the store is read by the kernel only
+        p.collected();
+        p.collected();
+        p.prefetch(&[a.addr(), b.addr(), c.addr()]);
+        assert_eq!(p.named.get(&a.addr()).map(|e| e.1), Some(p.collections), "checked as of now");
+        assert!(!p.named.contains_key(&b.addr()), "b's slot holds c now");
+        // c's id (slot 2) still holds c: named; the lookups then need no read.
+        assert_eq!(sizes(&p)[2], Some(7));
+        assert_eq!(p.lookup(c.addr()).map(|m| m.id), Some(ids[2]));
     }
 
     #[test]

@@ -537,6 +537,8 @@ impl Processor {
         order.sort_unstable();
         // Taken out for the loop (resolving borrows it while the recording grows).
         let Some(mut methods) = self.methods.take() else { return };
+        let captures = order.iter().map(|&(_, bi, j)| &pool.get(&self.pending[bi].0).filled()[j]);
+        self.resolver.prefetch_methods(&mut methods, captures);
         for &(t, bi, j) in &order {
             if t < self.last_resolved {
                 self.late += 1;
