@@ -33,6 +33,15 @@ pub struct CctNode {
     pub kinds: u8,
 }
 
+/// The path the last stack of one thread took through a [`Cct`] (see [`Cct::add_sample_ids`]):
+/// the node it hangs under and, root first, each frame's name id and node.
+#[derive(Clone, Debug, Default)]
+pub struct PathHint {
+    base: Option<NodeId>,
+    names: Vec<u32>,
+    nodes: Vec<NodeId>,
+}
+
 /// The bit of `k` in [`CctNode::kinds`].
 pub fn kind_bit(k: FrameKind) -> u8 {
     1 << FrameKind::ALL.iter().position(|&x| x == k).unwrap_or(FrameKind::ALL.len() - 1)
@@ -244,23 +253,49 @@ impl Cct {
 
     /// Adds a sample whose frames are named by `name_ids` (indexed by method: each method's
     /// [`Self::name_id`] in this tree), with an optional per-thread root: no string hashed and
-    /// no allocation once the nodes exist. The agent's hot path.
-    pub fn add_sample_ids(&mut self, s: &Sample, thread_root: Option<&str>, name_ids: &[u32]) -> NodeId {
+    /// no allocation once the nodes exist. The agent's hot path. `hint`: the path the last
+    /// stack of this thread took (one hint per thread, for this tree only), whose nodes serve
+    /// the frames this stack shares with it from the root without a lookup each; updated to
+    /// this stack's path.
+    pub fn add_sample_ids(
+        &mut self,
+        s: &Sample,
+        thread_root: Option<&str>,
+        name_ids: &[u32],
+        hint: &mut PathHint,
+    ) -> NodeId {
         let mut cur = ROOT;
         self.bump(cur, 1, s.weight, &s.counters);
         if let Some(t) = thread_root {
-            cur = self.child(cur, t);
+            cur = match hint.base {
+                Some(b) if b != ROOT && self.node_name_is(b, t) => b,
+                _ => self.child(cur, t),
+            };
             self.bump(cur, 1, s.weight, &s.counters);
         }
-        for f in s.stack.iter().rev() {
+        if hint.base != Some(cur) {
+            *hint = PathHint { base: Some(cur), ..PathHint::default() };
+        }
+        let mut shared = true;
+        for (i, f) in s.stack.iter().rev().enumerate() {
             let id = match name_ids.get(f.method as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
                 Some(n) => n,
                 None => self.name_id("[?]"),
             };
-            cur = self.child_by_name_id(cur, id);
+            shared &= hint.names.get(i) == Some(&id);
+            if shared {
+                cur = hint.nodes[i];
+            } else {
+                cur = self.child_by_name_id(cur, id);
+                hint.names.truncate(i);
+                hint.nodes.truncate(i);
+                hint.names.push(id);
+                hint.nodes.push(cur);
+            }
             self.nodes[cur as usize].kinds |= kind_bit(f.kind);
             self.bump(cur, 1, s.weight, &s.counters);
         }
+        // The hint may go on past this stack: its frames beyond are still a path from there.
         let leaf = &mut self.nodes[cur as usize];
         leaf.self_samples = leaf.self_samples.saturating_add(1);
         leaf.self_weight = leaf.self_weight.saturating_add(s.weight);
@@ -268,6 +303,10 @@ impl Cct {
             *c = c.saturating_add(*d);
         }
         cur
+    }
+
+    fn node_name_is(&self, id: NodeId, name: &str) -> bool {
+        self.nodes.get(id as usize).is_some_and(|n| &*n.name == name && n.parent == ROOT)
     }
 
     /// Adds a sample under a root frame of its own (`root`: a name with no kind of code).
@@ -438,20 +477,35 @@ mod tests {
         let a = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
         let b = rec.methods.intern(MethodInfo::java("B", "g", "()V"));
         let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
-        let stacks = [
-            vec![frame(a, FrameKind::JitCompiled), frame(b, FrameKind::Interpreted)],
-            vec![frame(b, FrameKind::Inlined)],
+        let c = rec.methods.intern(MethodInfo::java("C", "h", "()V"));
+        let d = rec.methods.intern(MethodInfo::java("D", "k", "()V"));
+        // Root first here (a sample's stack is leaf first). Consecutive stacks share callers
+        // (what the path hint serves), differ at the root, are shorter or longer than the one
+        // before; `b a`, `b c d`, `b a c` would take `b c` for `b a` with a hint that kept
+        // nodes of two paths.
+        let (j, i, n) = (FrameKind::JitCompiled, FrameKind::Inlined, FrameKind::Interpreted);
+        let root_first = [
+            vec![(b, n), (a, j)],
+            vec![(b, i)],
+            vec![(b, n), (c, j), (d, j)],
+            vec![(b, n), (a, i), (c, j)],
+            vec![(a, j), (b, j)],
+            vec![(b, n), (a, i), (a, j)],
+            vec![(b, n), (a, i), (c, j)],
         ];
+        let stacks: Vec<Vec<Frame>> =
+            root_first.iter().map(|st| st.iter().rev().map(|&(m, k)| frame(m, k)).collect()).collect();
         let mut readers = Cct::default();
         let mut agent = Cct::default();
+        let mut hint = PathHint::default();
         let ids: Vec<u32> =
             (0..rec.methods.len() as u32).map(|m| agent.name_id(&rec.method(m).display_name())).collect();
-        for (i, st) in stacks.iter().cycle().take(5).enumerate() {
+        for (i, st) in stacks.iter().cycle().take(21).enumerate() {
             let mut s = Sample::of_stack(st.clone().into());
             s.thread = t;
             s.weight = 10 + i as u64;
             readers.add_sample(&rec, &s, true);
-            agent.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids);
+            agent.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids, &mut hint);
         }
         fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
             let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
@@ -464,7 +518,7 @@ mod tests {
             v
         }
         assert_eq!(shape(&agent), shape(&readers));
-        assert_eq!(agent.total_samples(), 5);
+        assert_eq!(agent.total_samples(), 21);
     }
 
     #[test]
@@ -476,8 +530,8 @@ mod tests {
         let mut c = Cct::default();
         let ids = vec![c.name_id("A.f")];
         // The agent's path, with a thread root, and the readers' path.
-        c.add_sample_ids(&sample(FrameKind::Interpreted), Some("[t]"), &ids);
-        c.add_sample_ids(&sample(FrameKind::JitCompiled), Some("[t]"), &ids);
+        c.add_sample_ids(&sample(FrameKind::Interpreted), Some("[t]"), &ids, &mut PathHint::default());
+        c.add_sample_ids(&sample(FrameKind::JitCompiled), Some("[t]"), &ids, &mut PathHint::default());
         c.add_sample(&rec, &sample(FrameKind::Kernel), false);
         let kinds = |path: &[&str]| c.nodes[(1..c.nodes.len()).find(|&i| c.path(i as NodeId) == path).unwrap()].kinds;
         assert_eq!(kinds(&["[t]"]), 0, "a thread frame has no kind");

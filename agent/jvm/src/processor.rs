@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::BatchHandle;
-use hpm_core::cct::{Cct, NodeId};
+use hpm_core::cct::{Cct, NodeId, PathHint};
 use hpm_core::codemap::{CodeBytes, CodeEvent};
+use hpm_core::hash::IntMap;
 use hpm_core::interned::ByStack;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample, VmComponent};
@@ -171,6 +172,8 @@ struct Processor {
     /// The tree's leaf node and the stack table's entry of each shared stack (with thread and
     /// component) already added.
     seen: ByStack<(NodeId, usize)>,
+    /// Per thread, the path its last new stack took through the tree (emptied with the tree).
+    path_hints: IntMap<u32, PathHint>,
     /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
     /// outputs are built from it (they may also be asked for when a session stops).
     stacks: StackTable,
@@ -391,6 +394,7 @@ impl Processor {
             once_at_start: 0,
             name_ids: Vec::new(),
             seen: ByStack::default(),
+            path_hints: IntMap::default(),
             stacks: StackTable::default(),
             jfr_mem,
             chunks: 0,
@@ -513,7 +517,8 @@ impl Processor {
             }
             None => {
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-                let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids);
+                let hint = self.path_hints.entry(s.thread).or_default();
+                let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
                 let entry = self.stacks.entry(s);
                 self.stacks.add_to(entry, s);
                 self.seen.insert(&s.stack, extra, (leaf, entry));

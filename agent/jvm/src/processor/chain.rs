@@ -164,6 +164,7 @@ impl Processor {
         } else {
             self.cct = Cct::new(self.rec.counters.clone());
             self.name_ids.clear();
+            self.path_hints.clear();
             self.stacks = StackTable::default();
             self.seen.clear();
             self.components.clear();
