@@ -166,3 +166,36 @@ fn objects_moved_by_many_collections_keep_their_shares() {
         assert_a_share(&t, &format!("{} gc", jdk.name));
     }
 }
+
+/// The stack table (JSON's `data`, pprof's labels) gives each class its own samples too:
+/// samples of one stack that touch different classes are not counted under the first one's.
+#[test]
+fn the_stack_table_gives_the_classes_their_shares() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("data-json-{}", jdk.name));
+        let file = dir.join("targets.json");
+        let opts = format!("data,interval=1ms,file={}", file.display());
+        let run = run_java(&jdk, Some(&opts), &[], "DataTargets", &["classes", "3"]);
+        run.assert_ok(&format!("DataTargets classes ({})", jdk.name));
+        let json = std::fs::read_to_string(&file).unwrap();
+        let by_class = &json[json.find("\"byClass\":[").expect("a data section by class")..];
+        let by_class = &by_class[..by_class.find(']').unwrap()];
+        let class = |name: &str| -> u64 {
+            let key = format!("{{\"name\":\"{name}\",\"sums\":{{\"samples\":");
+            by_class.find(&key).map_or(0, |i| {
+                let rest = &by_class[i + key.len()..];
+                rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
+            })
+        };
+        let (a, b) = (class("DataTargets$A"), class("DataTargets$B"));
+        let share = 100.0 * a as f64 / (a + b).max(1) as f64;
+        eprintln!("{}: JSON data by class: A {a}, B {b}: A's share {share:.1}% (truth 75%)", jdk.name);
+        assert!(
+            a + b >= 300,
+            "{}: {a} + {b} samples on the links\n{}",
+            jdk.name,
+            by_class.chars().take(2000).collect::<String>()
+        );
+        assert!((share - 75.0).abs() <= 5.0, "{}: A's share {share:.1}%, truth 75%", jdk.name);
+    }
+}

@@ -508,9 +508,11 @@ impl Processor {
             self.name_ids.push(self.cct.name_id(&name));
         }
         // Each distinct stack, thread and component is looked up by its frames once; its later
-        // samples go straight to their tree node and stack-table entry.
+        // samples go straight to their tree node and stack-table entry. Not a sample with a
+        // data target: the stack table keys its entries by the target's class and field too.
         let extra = u64::from(s.thread) | (s.component as u64) << 32;
-        match self.seen.get(&s.stack, extra) {
+        let memo = s.data.is_none();
+        match self.seen.get(&s.stack, extra).filter(|_| memo) {
             Some((leaf, entry)) => {
                 self.cct.add_at(leaf, 1, s.weight, &s.counters);
                 self.stacks.add_to(entry, s);
@@ -521,7 +523,9 @@ impl Processor {
                 let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
                 let entry = self.stacks.entry(s);
                 self.stacks.add_to(entry, s);
-                self.seen.insert(&s.stack, extra, (leaf, entry));
+                if memo {
+                    self.seen.insert(&s.stack, extra, (leaf, entry));
+                }
             }
         }
     }
