@@ -86,12 +86,14 @@ impl StackTable {
             component: s.component,
             data: DataKey::of(s),
         };
-        match self.index.get(&key) {
-            Some(&i) => i,
-            None => {
-                self.entries.push(StackEntry { key: key.clone(), samples: 0, weight: 0, counters: Vec::new() });
-                self.index.insert(key, self.entries.len() - 1);
-                self.entries.len() - 1
+        // One hash of the key, found or not.
+        let next = self.entries.len();
+        match self.index.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.entries.push(StackEntry { key: v.key().clone(), samples: 0, weight: 0, counters: Vec::new() });
+                v.insert(next);
+                next
             }
         }
     }
