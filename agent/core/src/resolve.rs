@@ -950,8 +950,6 @@ impl SampleResolver {
         }
     }
 
-    /// A chunk was written: the blobs its samples were in are written again with the next
-    /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
     /// Tells `jm` the `Method*`s of the interpreted frames hpm's walker found in `captures`
     /// (a round's records, before they are resolved one by one), each once.
     pub fn prefetch_methods<'c>(&mut self, jm: &mut dyn JavaMethods, captures: impl IntoIterator<Item = &'c Captured>) {
@@ -978,6 +976,8 @@ impl SampleResolver {
         self.interner.made
     }
 
+    /// A chunk was written: the blobs its samples were in are written again with the next
+    /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
     pub fn chunk_written(&mut self) {
         self.code_noted.clear();
     }

@@ -366,17 +366,21 @@ impl JavaMethods for JvmtiMethods {
                 k.checked.insert(id, ());
                 return Some(info);
             }
-            // The slot holds another method now: its lines are not this one's either.
+            // The slot holds another method now: its lines are not this one's either, and
+            // what the last pull read of the slot is stale (the slot is read below instead).
             k.infos.remove(&id);
             k.lines.remove(&id);
             k.memo.retain(|&(m, _), _| m != id);
+            if let Some(p) = &mut self.pointers {
+                p.held.remove(&id);
+            }
         }
         if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED {
             *k = Described::default();
         }
         // The slot as the last pull read it, else as it is now. A slot that changed since the
         // pull makes a name kept with a `Method*` its id no longer holds: the check at its
-        // next session's first use names it again.
+        // next session's first use names it again, reading the slot itself.
         let pulled = self.pointers.as_ref().and_then(|p| p.held.get(&id).copied());
         let method = pulled.or_else(|| os::read_words_checked(&[id])[0]);
         let info = self.ask(id)?;

@@ -132,7 +132,7 @@ fn word_ranges(addrs: &[u64], order: &[usize]) -> Vec<WordRange> {
         let one_page = end - a == 8 && a / PAGE == (end - 1) / PAGE;
         if let Some(g) = ranges.last_mut() {
             let joins = one_page && g.start / PAGE == a / PAGE && (g.end - 1) / PAGE == a / PAGE;
-            if joins && a <= g.end + MAX_GAP {
+            if joins && a <= g.end.saturating_add(MAX_GAP) {
                 g.end = g.end.max(end);
                 g.count += 1;
                 continue;

@@ -62,8 +62,8 @@ pub struct SignalStats {
     pub handler_ns: AtomicU64,
     /// Handlers that took longer than [`DESCHEDULED_NS`] and their time: the thread was
     /// preempted inside (another thread ran), which is not the handler's cost. On xalan at
-    /// 1 ms, 4 threads on 2 CPUs: 4-6 of ~8,000 handlers, 4-8 ms each, 20-26 ms in all against
-    /// 33-41 ms in the others.
+    /// 1 ms, 4 threads on 2 CPUs: 1-16 of 7,000-11,000 handlers a run, 4-8 ms each on average,
+    /// from a tenth to two thirds of the clock's total.
     pub descheduled: AtomicU64,
     pub descheduled_ns: AtomicU64,
     /// `data`: of that, the time spent copying instructions and heap words (same clock), and
