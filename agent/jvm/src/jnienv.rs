@@ -79,6 +79,18 @@ impl Vm {
         key != NO_KEY && !unsafe { libc::pthread_getspecific(key) }.is_null()
     }
 
+    /// Whether a signal handler on the calling thread may call into libjvm (GetEnv,
+    /// AsyncGetCallTrace): with the thread key known, exactly when the JVM has set the thread
+    /// up ([`Vm::set_up_here`]); without it, when `announced` (ThreadStart or the VM's thread
+    /// list said it is a Java thread). Async-signal-safe.
+    pub fn may_enter_jvm_here(&self, announced: bool) -> bool {
+        if THREAD_KEY.load(Ordering::Relaxed) == NO_KEY {
+            announced
+        } else {
+            self.set_up_here()
+        }
+    }
+
     /// The calling thread's HotSpot `Thread*` (0 when unknown or not set up); with a JNIEnv
     /// ([`Vm::env`]) it is a `JavaThread*`. Async-signal-safe, as [`Vm::set_up_here`].
     pub fn current_vm_thread(&self) -> u64 {
@@ -434,5 +446,30 @@ pub fn method_id(env: *mut JNIEnv, class: &CStr, name: &CStr, sig: &CStr) -> Opt
             return None;
         }
         Some(m as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread is taken to be set up by the JVM's own thread key, not by what it was called:
+    /// announced (say, by a name it inherited) but without the key's value, it may not call in.
+    #[test]
+    fn only_a_thread_the_jvm_set_up_may_enter_it_from_a_handler() {
+        let vm = Vm::new(std::ptr::null_mut());
+        assert!(vm.may_enter_jvm_here(true) && !vm.may_enter_jvm_here(false), "no key: the announcement");
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: creates a key with no destructor, deleted below.
+        assert_eq!(unsafe { libc::pthread_key_create(&mut key, None) }, 0);
+        THREAD_KEY.store(key, Ordering::Relaxed);
+        assert!(!vm.may_enter_jvm_here(true), "announced, but not set up");
+        let mut slot = 0u64;
+        // SAFETY: sets this thread's value of the key created above.
+        unsafe { libc::pthread_setspecific(key, &mut slot as *mut u64 as *mut c_void) };
+        assert!(vm.may_enter_jvm_here(false), "set up, announced or not");
+        THREAD_KEY.store(NO_KEY, Ordering::Relaxed);
+        // SAFETY: the key created above; no thread uses it any more.
+        unsafe { libc::pthread_key_delete(key) };
     }
 }

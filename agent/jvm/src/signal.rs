@@ -248,14 +248,18 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     // The signal's context is the user state at delivery: that of the last
                     // sample, and of every sample of the stay in the kernel it ends.
                     // A thread the JVM has not set up yet must not reach GetEnv (see
-                    // `Slot::java`); one announced by ThreadStart or listed by the VM, or
-                    // whose HotSpot thread key is set (a Java thread that started before the
-                    // agent, under a name no hint matched: `main`), may.
+                    // `Slot::java`): with HotSpot's thread key known, only one whose key is
+                    // set may (its libjvm TLS block exists). A name is no proof: a thread
+                    // just cloned carries its parent's name until the JVM renames it, and
+                    // one taken for a Java thread by that name deadlocked the soak test
+                    // (the handler's GetEnv allocated the TLS block while the interrupted
+                    // start-up held malloc's lock). Without the key, ThreadStart's word or
+                    // the VM's list is all there is.
                     c.num_frames = if i < walks.at {
                         WALK_NOT_ATTEMPTED
                     } else if i > walks.at {
                         WALK_SHARED
-                    } else if inside.is_java() || ctx.vm.set_up_here() {
+                    } else if ctx.vm.may_enter_jvm_here(inside.is_java()) {
                         c.shares_walk = walks.at < walks.last;
                         // One view of the code cache for the data capture and the walk.
                         let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
