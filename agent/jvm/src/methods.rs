@@ -151,18 +151,7 @@ impl MethodPointers {
         self.collections += 1;
         let asked: Vec<(u64, u64)> =
             self.named.iter().filter(|(_, e)| e.2 == epoch).take(EAGER_RECHECK).map(|(&p, e)| (e.0.id, p)).collect();
-        for (&(id, method), holds) in asked.iter().zip(slots_hold(&asked)) {
-            match holds {
-                Some(true) => {
-                    if let Some(e) = self.named.get_mut(&method) {
-                        e.1 = self.collections;
-                    }
-                }
-                Some(false) => self.forget(method, id),
-                // Unreadable: left for the check at its next use.
-                None => {}
-            }
-        }
+        self.recheck(&asked, false);
         // Answers not asked for in the last few collections are forgotten (asked again, they
         // cost a read as a re-check would): the map holds what is being sampled, not every
         // method ever interpreted.
@@ -179,6 +168,28 @@ impl MethodPointers {
         self.pull();
         self.first_pull_ns = os::thread_cpu_ns().saturating_sub(t).max(1);
         true
+    }
+
+    /// Checks the answers (id, `Method*`) against their ids' slots, one read per 1,024: one
+    /// whose slot still holds its method is current as of now (and, with `asked`, asked for
+    /// now); one whose slot holds another is forgotten; an unreadable one is left for the
+    /// check at its next use.
+    fn recheck(&mut self, pairs: &[(u64, u64)], asked: bool) {
+        let now = self.collections;
+        for (&(id, method), holds) in pairs.iter().zip(slots_hold(pairs)) {
+            match holds {
+                Some(true) => {
+                    if let Some(e) = self.named.get_mut(&method) {
+                        e.1 = now;
+                        if asked {
+                            e.2 = now;
+                        }
+                    }
+                }
+                Some(false) => self.forget(method, id),
+                None => {}
+            }
+        }
     }
 
     /// Id `id`'s slot no longer holds `method` (unloaded, or redefined).
@@ -280,25 +291,15 @@ impl MethodPointers {
     /// is left to `lookup` (and its rebuild).
     fn prefetch(&mut self, methods: &[u64]) {
         let now = self.collections;
-        let (mut recheck, mut new) = (Vec::new(), Vec::new());
+        let (mut stale, mut new) = (Vec::new(), Vec::new());
         for &m in methods.iter().filter(|&&m| could_be_method(m)) {
             match self.named.get(&m) {
                 Some(e) if e.1 == now => {}
-                Some(e) => recheck.push((e.0.id, m)),
+                Some(e) => stale.push((e.0.id, m)),
                 None => new.push(m),
             }
         }
-        for (&(id, method), holds) in recheck.iter().zip(slots_hold(&recheck)) {
-            match holds {
-                Some(true) => {
-                    if let Some(e) = self.named.get_mut(&method) {
-                        (e.1, e.2) = (now, now);
-                    }
-                }
-                Some(false) => self.forget(method, id),
-                None => {}
-            }
-        }
+        self.recheck(&stale, true);
         if new.iter().any(|m| !self.reverse.contains_key(m)) && !self.first_pull() {
             self.pull();
         }

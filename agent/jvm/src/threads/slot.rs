@@ -21,11 +21,12 @@ pub struct Slot {
     claim: Claim,
     tid: AtomicI32,
     thread_idx: AtomicU32,
-    /// A Java thread past its ThreadStart (or listed by the VM): the JVM's thread-local state is
-    /// set up, so JNI GetEnv and AsyncGetCallTrace are safe in its handler. A thread the /proc
-    /// scan found is not, until ThreadStart says so: during its start-up a new thread holds
-    /// malloc's lock while libjvm allocates its TLS block, and GetEnv in the handler would then
-    /// allocate that block too and deadlock (seen in the soak test).
+    /// Announced as a Java thread: by its ThreadStart, or by the VM's thread list matched by
+    /// name. Only where HotSpot's thread key is unknown does this let the handler call GetEnv
+    /// and AsyncGetCallTrace (`Vm::may_enter_jvm_here`): a name is no proof that the JVM set
+    /// the thread up (a new thread carries its parent's name at first), and GetEnv on a
+    /// thread in its start-up, which holds malloc's lock while libjvm allocates its TLS block,
+    /// would allocate that block too and deadlock (seen twice in the soak test).
     java: AtomicBool,
     pub queue: ThreadQueue,
     ctx: AtomicPtr<SignalCtx>,
