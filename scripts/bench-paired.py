@@ -30,10 +30,18 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
                                                      the same cells taking turns inside each JVM (off, P1..Pn,
                                                      Pn..P1, off, ...): the profilers meet the same compiled
                                                      code; raise --iterations (10 per block of 4 cells)
+    scripts/bench-paired.py --versus-async-profiler --same-jvm --attribute
+                                                     each JVM under `perf record -k CLOCK_REALTIME`: every
+                                                     cell's CPU per iteration by thread group and code
+                                                     (scripts/bench_attribute.py), in OUT/attribution.md
     scripts/bench-paired.py --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
                                                      at the --intervals as allocation intervals (default 512k)
     scripts/bench-paired.py --versus-async-profiler --mode lock    the same for event=lock, --intervals as
                                                      the shortest wait recorded (default 10us)
+
+Before each measured iteration the harness collects the heap (System.gc(), outside the timed
+part; --no-gc leaves it out): otherwise a young collection every k iterations falls on the same
+positions of every block (bench/src/Toggle.java, `collect`).
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -48,6 +56,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import async_profiler, build_agent, machine, measure, patched_java, quartiles, target_dir  # noqa: E402
 from bench_profiles import LATENCY  # noqa: E402
+import bench_attribute  # noqa: E402
 from bench_report import geomean  # noqa: E402
 from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
 
@@ -86,6 +95,11 @@ def parse_args():
                     help="with --versus-async-profiler (cpu): every cell takes turns in each JVM (off, P1..Pn, Pn..P1, "
                     "off, ..., the cells' order shuffled per block) instead of one JVM per cell; profilers are then "
                     "compared on the same compiled code")
+    ap.add_argument("--attribute", action="store_true",
+                    help="with --same-jvm: each JVM under `perf record -k CLOCK_REALTIME -e cpu-clock` (1 ms), and "
+                    "every cell's CPU per iteration by thread group and code in OUT/attribution.md (perf's own "
+                    "samples cost every cell alike, ~1.3%%)")
+    ap.add_argument("--no-gc", action="store_true", help="no full collection before each measured iteration")
     ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
                     "options as when it was measured)")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
@@ -102,6 +116,8 @@ def parse_args():
         sys.exit("bench-paired: --hpm-variants and --kernel-floor need --versus-async-profiler (cpu)")
     if a.same_jvm and not (a.versus and a.mode == "cpu"):
         sys.exit("bench-paired: --same-jvm needs --versus-async-profiler (cpu)")
+    if a.attribute and (not a.same_jvm or a.kernel_floor):
+        sys.exit("bench-paired: --attribute needs --same-jvm, and not --kernel-floor (both run the JVM under perf)")
     if a.hpm_variants and a.hpm_options:
         sys.exit("bench-paired: --hpm-variants or --hpm-options, not both")
     if a.hpm_variants and "," in a.hpm_variants.replace(";", ""):
@@ -137,6 +153,7 @@ def parse_args():
         a.java, a.samplers = "java", [s for s in a.samplers if s not in ("sps", "isps")]
     if not a.java and ("sps" in a.samplers or "isps" in a.samplers):
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
+    a.attributions = {}
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
 
@@ -208,7 +225,8 @@ def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
     """Runs one JVM of workload `w` with the toggle's `props` in `workdir` (command, stdout and stderr
     kept there). Returns (result, measured iterations as (i, label(cell), wall, cpu), error or None)."""
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
-    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + props + \
+    gc = ["-Dhpm.bench.gc=false"] if a.no_gc else []
+    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + gc + props + \
         ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
@@ -246,9 +264,21 @@ def run_rotation(a, agent, cp, w, interval, r):
         if kind == "ap":
             cp = f"{cp}:{a.aplib[1]}"
     props = ["-Dhpm.bench.rotate=" + "|".join(specs), f"-Dhpm.bench.seed={r}"] + extra
+    data = os.path.join(workdir, "attribution.data")
+    if a.attribute:
+        prefix = ["perf", "record", "-q", "-k", "CLOCK_REALTIME", "-e", "cpu-clock", "-c",
+                  str(int(bench_attribute.PERIOD_MS * 1_000_000)), "-o", data, "--"]
     res, its, err = run_jvm(a, agent, cp, w, workdir, prefix, props, lambda k: names.get(k, "off"))
     if err:
         return None, its, err
+    if a.attribute:
+        per_cell, per_it, cells = bench_attribute.attribute(data, res.out, bench_attribute.PERIOD_MS)
+        per_cell = {names.get(c, c): v for c, v in per_cell.items()}
+        a.attributions.setdefault((w.name, interval), []).append(per_cell)
+        with open(os.path.join(workdir, "attribution.md"), "w") as f:
+            f.write(bench_attribute.table(per_cell, ["off"] + a.samplers) + "\n\nGC threads, ms per measured "
+                    "iteration: " + bench_attribute.gc_sequence(per_it, {i: names.get(c, c) for i, c in cells.items()}) + "\n")
+        os.unlink(data)
     for k, s in enumerate(a.samplers):
         sub = os.path.join(workdir, f"cell{k}")
         err = check_outputs(a, sub, s, res.err)
@@ -366,6 +396,11 @@ def main():
     with open(os.path.join(a.out, "paired.md"), "w") as f:
         f.write(md)
     print(md)
+    if a.attributions:
+        md = attribution_report(a)
+        with open(os.path.join(a.out, "attribution.md"), "w") as f:
+            f.write(md)
+        print(md)
     print(f"bench-paired: {a.out}/paired.md, paired.csv; {len(jobs) - failed} runs ok, {failed} failed")
     if failed:
         sys.exit(1)
@@ -389,6 +424,21 @@ def report(a, results):
     if "sps" in a.samplers and "isps" in a.samplers:
         pairs.append(("sps", "isps"))
     return "\n".join(report_pair(a, results, b, c) for b, c in pairs)
+
+
+def attribution_report(a):
+    """--attribute: per workload and interval, each cell's CPU per iteration by group, the mean
+    over runs."""
+    out = [f"CPU per measured iteration (ms), by thread group and code, from `perf record -k CLOCK_REALTIME -e "
+           f"cpu-clock -c {bench_attribute.PERIOD_MS}ms` of each JVM; the mean over runs "
+           "(each run's tables and its collections per iteration: runs/WORKLOAD/same-jvm-INTERVAL/RUN/attribution.md).",
+           ""]
+    order = ["off"] + a.samplers
+    for (w, i), runs in sorted(a.attributions.items()):
+        mean = {c: {g: statistics.mean(r.get(c, {}).get(g, 0.0) for r in runs) for g in bench_attribute.GROUPS}
+                for c in order}
+        out += [f"{w} at {i} ({len(runs)} runs):", "", bench_attribute.table(mean, order), ""]
+    return "\n".join(out)
 
 
 def same_jvm_table(a, results, pairs):

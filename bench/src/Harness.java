@@ -27,6 +27,7 @@ final class Harness {
         Toggle toggle = Toggle.fromProperties();
         for (int i = 0; i < iterations; i++) {
             String cell = toggle != null ? toggle.cell(i) : null;
+            if (toggle != null) toggle.collect(i);
             if (cell != null) toggle.start(cell);
             long cpu = toggle != null ? Toggle.processCpuNs() : 0;
             long epoch = System.currentTimeMillis();

@@ -206,6 +206,21 @@ final class Toggle {
         return i >= warmup;
     }
 
+    /** Before measured iteration i (outside its timed part): a full collection, unless
+     *  -Dhpm.bench.gc=false. Each measured iteration then starts with an empty young
+     *  generation, so the collections it meets are those of its own allocation. Without it, a
+     *  young collection every k iterations falls on the same positions of every block when k
+     *  divides the block's length: on h2 (one 40 ms collection every 3 iterations, blocks of
+     *  6) every collection fell on a profiler's iteration and none on an unsampled one, and
+     *  the shuffle gave each collection to whichever profiler came first in its block. */
+    void collect(int i) {
+        if (measured(i) && GC) {
+            System.gc();
+        }
+    }
+
+    private static final boolean GC = !"false".equals(System.getProperty("hpm.bench.gc"));
+
     void start(String cell) {
         of(cell).start();
     }

@@ -1,0 +1,121 @@
+"""Where a same-JVM run's CPU went, iteration by iteration (scripts/bench-paired.py --attribute).
+
+The JVM runs under `perf record -k CLOCK_REALTIME -e cpu-clock -c PERIOD`: every thread's CPU is
+sampled with wall-clock time stamps, which the harness's iteration lines (`hpm-bench iteration
+I EPOCH_MS WALL_MS`) place in iterations. Each sample goes to one group: the application's
+threads by the code they ran (JIT-compiled code, the JVM, the kernel, a profiler's library: its
+signal handler, other native code), or the JVM's own threads (JIT compilers, GC) and the
+profilers' threads. Per cell, the mean CPU per iteration of each group, so that a profiler's
+cost is seen where it falls, and a cost that is not the profiler's (a collection, a burst of
+compilation) is seen as such.
+
+    python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS]
+        a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1)
+"""
+import bisect
+import collections
+import re
+import subprocess
+import sys
+
+ITERATION = re.compile(r"^hpm-bench iteration (\d+) (\d+) ([\d.]+)$", re.M)
+PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ", re.M)
+SAMPLE = re.compile(r"^\s*(.+?)\s+(\d+\.\d+):\s+[0-9a-f]+\s+\((.*)\)\s*$")
+PROFILER_LIBS = ("libhpm.so", "libasyncProfiler.so")
+# perf's sampling period: 1 ms costs the run ~1.3% (13 us per sample here), alike in every cell.
+PERIOD_MS = 1
+GROUPS = ["app: JIT code", "app: JVM", "app: kernel", "app: profiler library", "app: other native",
+          "JIT compiler threads", "GC threads", "profiler threads", "other JVM threads"]
+VM_THREADS = ("VM Thread", "VM Periodic Tas", "Service Thread", "Sweeper thread", "Monitor Deflati",
+              "Reference Handl", "Finalizer", "Signal Dispatch", "Common-Cleaner", "Notification Th",
+              "Attach Listener", "G1 Service")
+
+
+def group(comm, dso):
+    """The group of one sample: by its thread's name, and for the application's threads by the
+    code it was in."""
+    if comm.startswith(("C1 CompilerThre", "C2 CompilerThre")):
+        return "JIT compiler threads"
+    if comm.startswith(("GC Thread", "G1 Conc", "G1 Main", "G1 Refine", "G1 Young")):
+        return "GC threads"
+    if comm.startswith(("hpm", "async-profiler", "Async-profiler")):
+        return "profiler threads"
+    if comm.startswith(VM_THREADS):
+        return "other JVM threads"
+    name = dso.rsplit("/", 1)[-1]
+    if name.startswith("[kernel"):
+        return "app: kernel"
+    if name in PROFILER_LIBS:
+        return "app: profiler library"
+    if name == "libjvm.so":
+        return "app: JVM"
+    if name in ("unknown", "[unknown]") or name.startswith(("perf-", "[anon", "memfd:")) or not name:
+        return "app: JIT code"
+    return "app: other native"
+
+
+def iterations(stdout_text):
+    """(start s, end s, iteration) of every iteration, and each measured iteration's cell."""
+    wins = sorted((int(ms) / 1000.0, int(ms) / 1000.0 + float(wall) / 1000.0, int(i))
+                  for i, ms, wall in ITERATION.findall(stdout_text))
+    cells = {int(i): c for i, c in PAIRED.findall(stdout_text)}
+    return wins, cells
+
+
+def attribute(perf_data, stdout_text, period_ms):
+    """{cell: {group: mean ms per iteration}} and {iteration: {group: ms}} over the measured
+    iterations."""
+    wins, cells = iterations(stdout_text)
+    starts = [w[0] for w in wins]
+    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,dso"],
+                         capture_output=True, text=True, check=True).stdout
+    per_it = collections.defaultdict(collections.Counter)
+    for line in out.splitlines():
+        m = SAMPLE.match(line)
+        if not m:
+            continue
+        t = float(m.group(2))
+        k = bisect.bisect_right(starts, t) - 1
+        if k < 0 or t > wins[k][1] or wins[k][2] not in cells:
+            continue
+        per_it[wins[k][2]][group(m.group(1).strip(), m.group(3))] += period_ms
+    n = collections.Counter(cells.values())
+    per_cell = {c: collections.Counter() for c in n}
+    for i, c in cells.items():
+        per_cell[c].update(per_it[i])
+    return {c: {g: v / n[c] for g, v in per_cell[c].items()} for c in n}, {i: per_it[i] for i in cells}, cells
+
+
+def table(per_cell, order):
+    """Markdown: one row per group, one column per cell (ms per iteration)."""
+    rows = [f"| group | {' | '.join(order)} |", "| --- |" + " --- |" * len(order)]
+    for g in GROUPS + ["all"]:
+        vals = [sum(per_cell[c].values()) if g == "all" else per_cell[c].get(g, 0.0) for c in order]
+        if g != "all" and max(vals) < 0.05:
+            continue
+        label = f"**{g}**" if g == "all" else g
+        rows.append(f"| {label} | " + " | ".join(f"{v:.2f}" for v in vals) + " |")
+    return "\n".join(rows)
+
+
+def gc_sequence(per_it, cells):
+    """The GC threads' ms in each measured iteration, in order, with its cell: collections
+    that fall on the same positions of every block show here."""
+    return " ".join(f"{i}:{cells[i]}:{per_it[i].get('GC threads', 0.0):.0f}" for i in sorted(cells))
+
+
+def main():
+    if len(sys.argv) not in (3, 4):
+        sys.exit(__doc__)
+    with open(sys.argv[2]) as f:
+        text = f.read()
+    period = float(sys.argv[3]) if len(sys.argv) == 4 else PERIOD_MS
+    per_cell, per_it, cells = attribute(sys.argv[1], text, period)
+    order = ["off"] + sorted(c for c in per_cell if c != "off")
+    print(table(per_cell, order))
+    print()
+    print("GC threads, ms per measured iteration:", gc_sequence(per_it, cells))
+
+
+if __name__ == "__main__":
+    main()
