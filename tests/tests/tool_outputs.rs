@@ -242,3 +242,39 @@ fn convert_errors_are_one_line() {
     assert_eq!(r.status.code(), Some(2), "{err}");
     assert!(err.contains("--output <OUT>") && err.contains("Usage: hpm convert"), "{err}");
 }
+
+/// A session that asked for neither pprof nor JSON keeps no stack table: a dump in either
+/// format is read back from its JFR chunks (kept in memory, as it writes no JFR file). Dumped
+/// after stop, it describes the same samples as the session's own collapsed file, whose shares
+/// it must give.
+#[test]
+fn pprof_and_json_dumps_of_a_session_without_them_come_from_its_jfr() {
+    let (go, python) = (go(), python());
+    for jdk in jdks() {
+        let dir = scratch(&format!("tool-dumps-{}", jdk.name));
+        let mut jvm = Attachee::start(&jdk);
+        let pid = jvm.pid;
+        let f = |n: &str| dir.join(n).display().to_string();
+        attach_ok(pid, &format!("interval=1ms,counters=task-clock+page-faults,quiet,file={}", f("p.collapsed")));
+        assert_eq!(jvm.say("work 2000"), "worked");
+        // While the session runs too: the chunks so far and the samples since.
+        attach_ok(pid, &format!("dump,file={}", f("running.pb.gz")));
+        attach_ok(pid, "stop");
+        attach_ok(pid, &format!("dump,file={}", f("p.pb.gz")));
+        attach_ok(pid, &format!("dump,file={}", f("p.json")));
+        assert!(jvm.say("exit").starts_with("done"));
+        assert!(jvm.child.wait().unwrap().success(), "{}: the attached JVM failed", jdk.name);
+        let want = collapsed_shares(&dir);
+        eprintln!("{}: collapsed shares {want:?}", jdk.name);
+        for gz in ["running.pb.gz", "p.pb.gz"] {
+            let bytes = std::fs::read(dir.join(gz)).unwrap();
+            assert_eq!(&bytes[..2], &[0x1f, 0x8b], "{}: {gz} is gzip-compressed", jdk.name);
+        }
+        if let Some(go) = &go {
+            check_pprof(go, &dir.join("p.pb.gz"), &want, true);
+        }
+        if let Some(py) = &python {
+            check_json(py, &dir.join("p.json"), &want, true);
+        }
+    }
+}

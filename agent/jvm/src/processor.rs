@@ -175,8 +175,14 @@ struct Processor {
     /// Per thread, the path its last new stack took through the tree (emptied with the tree).
     path_hints: IntMap<u32, PathHint>,
     /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
-    /// outputs are built from it (they may also be asked for when a session stops).
+    /// outputs are built from it. Filled only when `keep_table`.
     stacks: StackTable,
+    /// Whether the session fills `stacks`: when a pprof or JSON output was asked for at the
+    /// start, or with `data` (the table keys entries by data target too) or `sampler=chain`
+    /// (which rebuilds it). A pprof or JSON dump of any other session is built from its JFR
+    /// chunks, read back as `hpm convert` does: dumps are rare, and the table cost every
+    /// sample ~5% of its processing.
+    keep_table: bool,
     /// JFR chunks kept in memory when the session writes no JFR file, so `dump,file=X.jfr` can
     /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes, oldest dropped first.
     jfr_mem: Option<JfrMemory>,
@@ -359,6 +365,9 @@ impl Processor {
             }
         }
         let jfr_mem = jfr.is_empty().then(JfrMemory::default);
+        let keep_table = inputs.opts.data
+            || inputs.opts.sampler == hpm_core::options::Sampler::Chain
+            || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
         let tuner = (inputs.opts.interval == Interval::Auto).then(|| tuner_for(&inputs)).flatten();
         let walker = inputs.walker.map(|l| (inputs.code, l));
         let mut methods = JvmtiMethods::new(inputs.jvmti, attached.env(), walker);
@@ -396,6 +405,7 @@ impl Processor {
             seen: ByStack::default(),
             path_hints: IntMap::default(),
             stacks: StackTable::default(),
+            keep_table,
             jfr_mem,
             chunks: 0,
             marks: Vec::new(),
@@ -515,14 +525,21 @@ impl Processor {
         match self.seen.get(&s.stack, extra).filter(|_| memo) {
             Some((leaf, entry)) => {
                 self.cct.add_at(leaf, 1, s.weight, &s.counters);
-                self.stacks.add_to(entry, s);
+                if self.keep_table {
+                    self.stacks.add_to(entry, s);
+                }
             }
             None => {
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
                 let hint = self.path_hints.entry(s.thread).or_default();
                 let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
-                let entry = self.stacks.entry(s);
-                self.stacks.add_to(entry, s);
+                let entry = if self.keep_table {
+                    let e = self.stacks.entry(s);
+                    self.stacks.add_to(e, s);
+                    e
+                } else {
+                    usize::MAX
+                };
                 if memo {
                     self.seen.insert(&s.stack, extra, (leaf, entry));
                 }

@@ -56,6 +56,6 @@ mod tests;
 mod tests_robustness;
 
 pub use error::{LostTail, ReadError, ReadErrorKind};
-pub use recording::{read_recording, recording_from_chunks, ReadRecording};
+pub use recording::{read_recording, recording_from_bytes, recording_from_chunks, ReadRecording};
 pub use schema::counter_field_names;
 pub use writer::{encode_chunk, encode_chunk_with_marks, ChunkTimes, JfrFileWriter};

@@ -52,6 +52,27 @@ pub fn read_recording(path: &Path) -> Result<ReadRecording, ReadError> {
     Ok(ReadRecording { recording: b.finish(), lost: read.lost })
 }
 
+/// [`read_recording`] of a file image in memory (`name` for errors), chunk by chunk: the
+/// agent's JFR chunks kept in memory, read back for a pprof or JSON dump.
+pub fn recording_from_bytes(data: &[u8], name: &str) -> Result<Recording, ReadError> {
+    let err = |chunk, kind| ReadError { path: name.to_string(), chunk, kind };
+    if data.is_empty() {
+        return Err(err(None, ReadErrorKind::Empty));
+    }
+    let mut b = Builder::default();
+    let mut offset = 0usize;
+    let mut n = 0usize;
+    while offset < data.len() {
+        let c = super::parser::parse_chunk(&data[offset..], offset as u64, &|t| WANTED.contains(&t.name.as_str()))
+            .map_err(|e| err(Some(n), ReadErrorKind::Format(e)))?;
+        // A chunk's declared size is at least its header (the parser checked it against the data).
+        offset = offset.saturating_add((c.header.size as usize).max(1));
+        b.add_chunk(&c).map_err(|e| err(Some(n), ReadErrorKind::Limit(e)))?;
+        n += 1;
+    }
+    Ok(b.finish())
+}
+
 /// Builds a [`Recording`] from parsed chunks (in file order).
 pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) -> Result<Recording, LimitError> {
     let mut b = Builder::default();

@@ -201,6 +201,14 @@ fn several_chunks_concatenated() {
     assert_same_samples(&expected, &back);
     // Threads are deduplicated across chunks.
     assert_eq!(back.threads.len(), 3);
+    // The same image read from memory (the agent's chunks, read back for a dump) is the same
+    // recording; an image cut short inside a chunk is an error that names the chunk.
+    let from_memory = crate::jfr::recording_from_bytes(&file, "memory").unwrap();
+    assert_same_samples(&back, &from_memory);
+    assert_eq!(from_memory.drops, back.drops);
+    let cut = crate::jfr::recording_from_bytes(&file[..file.len() - 10], "memory").unwrap_err();
+    assert!(cut.to_string().starts_with("memory: chunk 2: "), "{cut}");
+    assert!(crate::jfr::recording_from_bytes(&[], "memory").is_err());
 }
 
 #[test]

@@ -5,6 +5,7 @@ use hpm_core::options::OutputFormat;
 use hpm_core::outfile::Target;
 use hpm_core::output;
 use hpm_core::output::collapsed::CountBy;
+use hpm_core::output::stacks::StackTable;
 
 use super::Processor;
 use crate::os::now_ticks;
@@ -66,28 +67,45 @@ impl Processor {
         self.tree_catch_up();
         let mut note = String::new();
         let bytes = if format == OutputFormat::Jfr {
-            if !self.rec.samples.is_empty() || self.chunks == 0 {
-                self.flush_chunk(now_ticks());
-            }
-            let file = self.jfr.first().map(|w| w.part_path()).or_else(|| self.jfr_done.first().cloned());
-            match (&self.jfr_mem, file) {
-                (Some(m), _) => {
-                    if m.dropped_chunks > 0 {
-                        note = format!(
-                            "; the oldest {} chunks were dropped (without file=*.jfr hpm keeps at most {} MB of JFR in memory)",
-                            m.dropped_chunks,
-                            super::JFR_MEMORY_LIMIT >> 20
-                        );
-                    }
-                    m.chunks.iter().flatten().copied().collect()
-                }
-                (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display()))?,
-                (None, None) => return Err("no JFR data recorded".into()),
+            self.jfr_so_far(&mut note)?
+        } else if !self.keep_table && matches!(format, OutputFormat::Pprof | OutputFormat::Json) {
+            // This session keeps no stack table (no pprof or JSON output was asked for at its
+            // start): the profile is read back from its JFR chunks, as `hpm convert` does.
+            let jfr = self.jfr_so_far(&mut note)?;
+            let rec = hpm_core::jfr::recording_from_bytes(&jfr, path)
+                .map_err(|e| format!("cannot read back the JFR chunks: {e}"))?;
+            let table = StackTable::from_recording(&rec);
+            match format {
+                OutputFormat::Pprof => output::pprof::pprof_gz(&rec, &table),
+                _ => output::json::to_json(&rec, &table).into_bytes(),
             }
         } else {
             self.render(format)
         };
         target.write_all(&bytes).map_err(|e| e.to_string())?;
         Ok(format!("wrote {path} ({} samples){note}", self.cct.total_samples()))
+    }
+
+    /// Every JFR chunk so far, the samples not yet in one flushed first; `note` says what the
+    /// memory bound dropped.
+    fn jfr_so_far(&mut self, note: &mut String) -> Result<Vec<u8>, String> {
+        if !self.rec.samples.is_empty() || self.chunks == 0 {
+            self.flush_chunk(now_ticks());
+        }
+        let file = self.jfr.first().map(|w| w.part_path()).or_else(|| self.jfr_done.first().cloned());
+        match (&self.jfr_mem, file) {
+            (Some(m), _) => {
+                if m.dropped_chunks > 0 {
+                    *note = format!(
+                        "; the oldest {} chunks were dropped (without file=*.jfr hpm keeps at most {} MB of JFR in memory)",
+                        m.dropped_chunks,
+                        super::JFR_MEMORY_LIMIT >> 20
+                    );
+                }
+                Ok(m.chunks.iter().flatten().copied().collect())
+            }
+            (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display())),
+            (None, None) => Err("no JFR data recorded".into()),
+        }
     }
 }
