@@ -8,9 +8,12 @@ the mean depth of the samples' stacks (frames per sample in the collapsed output
 summary how many distinct stacks the samples had (each is named, added to the tree and to the
 stack table once: the processing follows their share) and how many methods were named through
 JVMTI. The demo runs
-twice as long a second time, to show the per-method naming that a short run pays.
+twice as long a second time, to show the per-method naming that a short run pays. Last, the
+synthetic `deep` workload with a recursion --deep frames deep (default 24: stacks of about 30
+frames): the cost at that depth once its stacks are known, the steady state a longer run of any
+program reaches, apart from what a short run names for the first time.
 
-    python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--java PATH]
+    python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
 """
 import argparse
 import os
@@ -37,10 +40,15 @@ def main():
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS))
     ap.add_argument("--java", default="java")
     ap.add_argument("--demo-seconds", default="8")
+    ap.add_argument("--deep", type=int, default=24, help="the deep workload's recursion depth (0: not run)")
     a = ap.parse_args()
     agent = build_agent()[0]
     long_demo = str(int(a.demo_seconds) * 4)
     jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
+    if a.deep:
+        # 2 workers, 10 iterations of 150 million calls at the bottom each: about 8 s.
+        _, cp, main_class, _ = programs("deep", [])[0]
+        jobs.append((f"deep (recursion {a.deep} deep)", cp, main_class, ["10", "2", str(a.deep), "150000000"]))
     print("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
           "processing, us per sample | read once, ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
