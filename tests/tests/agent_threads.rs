@@ -8,8 +8,24 @@ fn every_busy_thread_is_sampled() {
     for jdk in jdks() {
         let dir = scratch(&format!("busy-{}", jdk.name));
         let out = dir.join("p.collapsed");
-        let opts = format!("interval=1ms,threads,file={},quiet", out.display());
-        run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "3"]).assert_ok("Threads busy");
+        let jfr = dir.join("p.jfr");
+        let opts = format!("interval=1ms,threads,file={},file={},quiet", out.display(), jfr.display());
+        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "3"]);
+        run.assert_ok("Threads busy");
+        // The profile's Java thread ids are the JVM's own (`Thread.getId()`).
+        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let ids: Vec<(&str, &str)> =
+            run.stdout.lines().filter_map(|l| l.strip_prefix("thread ")?.split_once(" id=")).collect();
+        assert_eq!(ids.len(), 10, "{}: {}", jdk.name, run.stdout);
+        for (name, id) in ids {
+            let t = rec.threads.iter().find(|t| t.name == name);
+            assert_eq!(
+                t.and_then(|t| t.java_id),
+                id.parse().ok(),
+                "{}: {name}'s Java id in the profile ({t:?})",
+                jdk.name
+            );
+        }
         let stacks = read_collapsed(&out);
         let per_thread: Vec<u64> = (0..10)
             .map(|i| {

@@ -3,7 +3,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * busy N SECONDS: N threads spinning; churn COUNT: COUNT short-lived threads (50 at a time),
+ * busy N SECONDS: N threads spinning, then "thread NAME id=ID" for each; churn COUNT: COUNT short-lived threads (50 at a time),
  * printing the process's descriptors before and after the churn:
  * "fds before=A after=B perf-before=C perf-after=D tasks-after=E" (perf = perf_event
  * descriptors, tasks = live kernel threads of the process).
@@ -55,6 +55,8 @@ public class Threads {
                 t.start();
             }
             for (Thread t : ts) t.join();
+            // Each thread's Java id, as the JVM gives it: the profile's threads must carry it.
+            for (Thread t : ts) System.out.println("thread " + t.getName() + " id=" + t.getId());
         } else {
             int count = Integer.parseInt(args[1]);
             // Let the VM's own threads start first so they are not counted as a leak.

@@ -5,7 +5,7 @@
 //! `Err` with a message instead of continuing.
 
 use std::ffi::{c_void, CStr, CString};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use jni::sys::{
     jint, jlong, jlongArray, jobject, jobjectArray, jsize, jstring, JNIEnv, JavaVM, JavaVMAttachArgs, JNI_OK, JNI_TRUE,
@@ -148,10 +148,22 @@ impl Drop for AttachedThread {
     }
 }
 
-/// `Thread.getId()` of a thread object (JVMTI has no call for it).
+/// The Java id of a thread object (JVMTI has no call for it): `java.lang.Thread.tid`, read
+/// with a field id looked up once per process (every thread start asks: calling `getId()`
+/// through JNI, its method looked up each time, was a fifth of what setting up a new thread's
+/// sampling cost, and ran a subclass's override inside a JVMTI callback). `getId()` where
+/// the field is missing (another JVM).
 pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
     if env.is_null() || thread.is_null() {
         return None;
+    }
+    let fid = TID_FIELD.load(Ordering::Acquire);
+    let fid = if fid != 0 { fid } else { tid_field(env) };
+    if fid != usize::MAX {
+        // SAFETY: `env` is the current thread's JNIEnv and `thread` a live local reference to a
+        // java.lang.Thread, whose class declares the field `fid` names (java.lang.Thread is
+        // never unloaded, so the id stays valid); GetLongField is in JNI 1.1.
+        return unsafe { (**env).GetLongField.map(|get| get(env, thread, fid as jni::sys::jfieldID) as u64) };
     }
     // SAFETY: `env` is the current thread's JNIEnv (from a JVMTI callback or an attached
     // thread) and `thread` a live local reference; every JNI function used is present in JNI
@@ -172,6 +184,41 @@ pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
         }
         Some(id as u64)
     }
+}
+
+/// `java.lang.Thread.tid`'s field id, or `usize::MAX` where there is none; 0 until looked up.
+static TID_FIELD: AtomicUsize = AtomicUsize::new(0);
+
+/// Looks `java.lang.Thread.tid` up and keeps the answer (threads starting at once may both
+/// look: they find the same id).
+fn tid_field(env: *mut JNIEnv) -> usize {
+    // SAFETY: `env` is the current thread's JNIEnv; FindClass, GetFieldID, DeleteLocalRef and
+    // ExceptionClear are in JNI 1.1 and checked for null; a missing class or field raises an
+    // exception, cleared here.
+    let fid = unsafe {
+        let f = &**env;
+        match (f.FindClass, f.GetFieldID, f.DeleteLocalRef, f.ExceptionClear) {
+            (Some(find), Some(field), Some(delete), Some(clear)) => {
+                let class = find(env, c"java/lang/Thread".as_ptr());
+                if class.is_null() {
+                    clear(env);
+                    usize::MAX
+                } else {
+                    let fid = field(env, class, c"tid".as_ptr(), c"J".as_ptr());
+                    delete(env, class);
+                    if fid.is_null() {
+                        clear(env);
+                        usize::MAX
+                    } else {
+                        fid as usize
+                    }
+                }
+            }
+            _ => usize::MAX,
+        }
+    };
+    TID_FIELD.store(fid, Ordering::Release);
+    fid
 }
 
 /// The `JavaThread*` of a started, not yet ended thread: `java.lang.Thread.eetop`, which
