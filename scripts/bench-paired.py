@@ -98,7 +98,8 @@ def parse_args():
     ap.add_argument("--attribute", action="store_true",
                     help="with --same-jvm: each JVM under `perf record -k CLOCK_REALTIME -e cpu-clock` (1 ms), and "
                     "every cell's CPU per iteration by thread group and code in OUT/attribution.md (perf's own "
-                    "samples cost every cell alike, ~1.3%%)")
+                    "samples cost every cell alike, ~1.3%%); each run's perf data stays beside it (attribution.data) "
+                    "for `perf report`")
     ap.add_argument("--no-gc", action="store_true", help="no full collection before each measured iteration")
     ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
                     "options as when it was measured)")
@@ -278,7 +279,6 @@ def run_rotation(a, agent, cp, w, interval, r):
         with open(os.path.join(workdir, "attribution.md"), "w") as f:
             f.write(bench_attribute.table(per_cell, ["off"] + a.samplers) + "\n\nGC threads, ms per measured "
                     "iteration: " + bench_attribute.gc_sequence(per_it, {i: names.get(c, c) for i, c in cells.items()}) + "\n")
-        os.unlink(data)
     for k, s in enumerate(a.samplers):
         sub = os.path.join(workdir, f"cell{k}")
         err = check_outputs(a, sub, s, res.err)

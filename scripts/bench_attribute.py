@@ -9,8 +9,9 @@ profilers' threads. Per cell, the mean CPU per iteration of each group, so that 
 cost is seen where it falls, and a cost that is not the profiler's (a collection, a burst of
 compilation) is seen as such.
 
-    python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS]
-        a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1)
+    python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS] [GROUP]
+        a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1);
+        GROUP (e.g. "app: kernel"): also that group's functions, ms per iteration per cell
 """
 import bisect
 import collections
@@ -20,7 +21,7 @@ import sys
 
 ITERATION = re.compile(r"^hpm-bench iteration (\d+) (\d+) ([\d.]+)$", re.M)
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ", re.M)
-SAMPLE = re.compile(r"^\s*(.+?)\s+(\d+\.\d+):\s+[0-9a-f]+\s+\((.*)\)\s*$")
+SAMPLE = re.compile(r"^\s*(.+?)\s+(\d+\.\d+):\s+[0-9a-f]+\s*(.*?)\s*\((.*)\)\s*$")
 PROFILER_LIBS = ("libhpm.so", "libasyncProfiler.so")
 # perf's sampling period: 1 ms costs the run ~1.3% (13 us per sample here), alike in every cell.
 PERIOD_MS = 1
@@ -62,14 +63,16 @@ def iterations(stdout_text):
     return wins, cells
 
 
-def attribute(perf_data, stdout_text, period_ms):
+def attribute(perf_data, stdout_text, period_ms, detail=None):
     """{cell: {group: mean ms per iteration}} and {iteration: {group: ms}} over the measured
-    iterations."""
+    iterations; with `detail` (a group), also {cell: {function: mean ms per iteration}} of
+    that group's samples."""
     wins, cells = iterations(stdout_text)
     starts = [w[0] for w in wins]
-    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,dso"],
+    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
                          capture_output=True, text=True, check=True).stdout
     per_it = collections.defaultdict(collections.Counter)
+    funcs = collections.defaultdict(collections.Counter)
     for line in out.splitlines():
         m = SAMPLE.match(line)
         if not m:
@@ -78,12 +81,18 @@ def attribute(perf_data, stdout_text, period_ms):
         k = bisect.bisect_right(starts, t) - 1
         if k < 0 or t > wins[k][1] or wins[k][2] not in cells:
             continue
-        per_it[wins[k][2]][group(m.group(1).strip(), m.group(3))] += period_ms
+        g = group(m.group(1).strip(), m.group(4))
+        per_it[wins[k][2]][g] += period_ms
+        if g == detail:
+            funcs[cells[wins[k][2]]][m.group(3) or "[unknown]"] += period_ms
     n = collections.Counter(cells.values())
     per_cell = {c: collections.Counter() for c in n}
     for i, c in cells.items():
         per_cell[c].update(per_it[i])
-    return {c: {g: v / n[c] for g, v in per_cell[c].items()} for c in n}, {i: per_it[i] for i in cells}, cells
+    mean = {c: {g: v / n[c] for g, v in per_cell[c].items()} for c in n}
+    if detail is not None:
+        return mean, {i: per_it[i] for i in cells}, cells, {c: {f: v / n[c] for f, v in funcs[c].items()} for c in n}
+    return mean, {i: per_it[i] for i in cells}, cells
 
 
 def table(per_cell, order):
@@ -105,16 +114,28 @@ def gc_sequence(per_it, cells):
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
+    if len(sys.argv) not in (3, 4, 5):
         sys.exit(__doc__)
     with open(sys.argv[2]) as f:
         text = f.read()
-    period = float(sys.argv[3]) if len(sys.argv) == 4 else PERIOD_MS
-    per_cell, per_it, cells = attribute(sys.argv[1], text, period)
+    period = float(sys.argv[3]) if len(sys.argv) >= 4 else PERIOD_MS
+    detail = sys.argv[4] if len(sys.argv) == 5 else None
+    got = attribute(sys.argv[1], text, period, detail)
+    per_cell, per_it, cells = got[:3]
     order = ["off"] + sorted(c for c in per_cell if c != "off")
     print(table(per_cell, order))
     print()
     print("GC threads, ms per measured iteration:", gc_sequence(per_it, cells))
+    if detail is not None:
+        funcs = got[3]
+        total = collections.Counter()
+        for c in order:
+            total.update(funcs.get(c, {}))
+        print()
+        print(f"| {detail}: function | {' | '.join(order)} |")
+        print("| --- |" + " --- |" * len(order))
+        for f, _ in total.most_common(25):
+            print(f"| {f} | " + " | ".join(f"{funcs.get(c, {}).get(f, 0.0):.2f}" for c in order) + " |")
 
 
 if __name__ == "__main__":
