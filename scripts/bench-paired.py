@@ -41,7 +41,9 @@ Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
 
 Before each measured iteration the harness collects the heap (System.gc(), outside the timed
 part; --no-gc leaves it out): otherwise a young collection every k iterations falls on the same
-positions of every block (bench/src/Toggle.java, `collect`).
+positions of every block (bench/src/Toggle.java, `collect`). The heap is then fixed at 1 GB and
+touched at start (-Xms1g -XX:+AlwaysPreTouch): shrunk after each full collection, it was
+faulted in again by every iteration.
 
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
@@ -226,7 +228,10 @@ def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
     """Runs one JVM of workload `w` with the toggle's `props` in `workdir` (command, stdout and stderr
     kept there). Returns (result, measured iterations as (i, label(cell), wall, cpu), error or None)."""
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
-    gc = ["-Dhpm.bench.gc=false"] if a.no_gc else []
+    # With the collection before each iteration, the heap is fixed and touched at start: a heap
+    # that shrinks after each full collection is faulted in again by the next iteration (30-45
+    # ms of page faults per lucene iteration, in the kernel of the program's threads).
+    gc = ["-Dhpm.bench.gc=false"] if a.no_gc else ["-Xms1g", "-XX:+AlwaysPreTouch"]
     cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + gc + props + \
         ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
