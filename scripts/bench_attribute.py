@@ -12,6 +12,10 @@ compilation) is seen as such.
     python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS] [GROUP]
         a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1);
         GROUP (e.g. "app: kernel"): also that group's functions, ms per iteration per cell
+    python3 scripts/bench_attribute.py --own OUT
+        from the runs of a `bench-paired.py --same-jvm --attribute --out OUT`: each profiler's
+        own cost per iteration (its library in the program's threads, its own threads, and the
+        program threads' kernel time beyond the unsampled iterations'), the mean over runs
 """
 import bisect
 import collections
@@ -113,7 +117,53 @@ def gc_sequence(per_it, cells):
     return " ".join(f"{i}:{cells[i]}:{per_it[i].get('GC threads', 0.0):.0f}" for i in sorted(cells))
 
 
+def read_table(path):
+    """A run's attribution.md: (cells in column order, {group: [ms per cell]})."""
+    cells, rows = None, {}
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("|"):
+                if rows:
+                    break
+                continue
+            parts = [x.strip().strip("*") for x in line.strip().strip("|").split("|")]
+            if parts[0] == "group":
+                cells = parts[1:]
+            elif parts[0] != "---" and cells:
+                rows[parts[0]] = [float(x) for x in parts[1:]]
+    return cells, rows
+
+
+def own(out_dir):
+    """The profilers' own cost per iteration, per workload and interval, the mean over runs."""
+    import glob
+    import os
+    import statistics
+    print("| workload | interval | profiler | own, ms per iteration | its library | its threads | program threads' "
+          "kernel beyond unsampled | all CPU of an unsampled iteration |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
+        w, interval = os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):]
+        tables = [read_table(p) for p in sorted(glob.glob(os.path.join(d, "*", "attribution.md")))]
+        if not tables:
+            continue
+        cells = tables[0][0]
+        mean = {g: [statistics.mean(t[1].get(g, [0.0] * len(cells))[k] for t in tables) for k in range(len(cells))]
+                for g in GROUPS + ["all"]}
+        off = cells.index("off")
+        for k, c in enumerate(cells):
+            if k == off:
+                continue
+            lib, threads = mean["app: profiler library"][k], mean["profiler threads"][k]
+            kernel = mean["app: kernel"][k] - mean["app: kernel"][off]
+            print(f"| {w} | {interval} | {c} | {lib + threads + kernel:.2f} | {lib:.2f} | {threads:.2f} | {kernel:+.2f} | "
+                  f"{mean['all'][off]:.0f} |")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--own":
+        own(sys.argv[2])
+        return
     if len(sys.argv) not in (3, 4, 5):
         sys.exit(__doc__)
     with open(sys.argv[2]) as f:
