@@ -55,6 +55,12 @@ pub enum ReadErrorKind {
     NoCompleteChunk(LostTail),
 }
 
+impl From<DecodeError> for ReadErrorKind {
+    fn from(e: DecodeError) -> Self {
+        ReadErrorKind::Format(e)
+    }
+}
+
 /// An error reading a `.jfr` file: the path, the chunk (when one is concerned) and the problem.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadError {

@@ -355,11 +355,29 @@ pub fn read_chunks(path: &Path, want: &dyn Fn(&TypeDesc) -> bool) -> Result<(Vec
 /// Parses every chunk in an in-memory file image.
 pub fn parse_chunks(data: &[u8], want: &dyn Fn(&TypeDesc) -> bool) -> DResult<Vec<Chunk>> {
     let mut out = Vec::new();
-    let mut offset = 0usize;
-    while offset < data.len() {
-        let c = parse_chunk(&data[offset..], offset as u64, want)?;
-        offset += c.header.size as usize;
+    for_each_chunk_in(data, want, |_, c| {
         out.push(c);
-    }
+        Ok::<(), DecodeError>(())
+    })
+    .map_err(|(_, e)| e)?;
     Ok(out)
+}
+
+/// Calls `f` with each chunk of an in-memory file image in turn (its index, the chunk), one
+/// parsed at a time; the first error, the parser's or `f`'s, stops it, with the chunk's index.
+/// (A chunk's size is at least its header: `parse_header` refuses smaller.)
+pub fn for_each_chunk_in<E: From<DecodeError>>(
+    data: &[u8],
+    want: &dyn Fn(&TypeDesc) -> bool,
+    mut f: impl FnMut(usize, Chunk) -> Result<(), E>,
+) -> Result<(), (usize, E)> {
+    let mut offset = 0usize;
+    let mut n = 0usize;
+    while offset < data.len() {
+        let c = parse_chunk(&data[offset..], offset as u64, want).map_err(|e| (n, E::from(e)))?;
+        offset += c.header.size as usize;
+        f(n, c).map_err(|e| (n, e))?;
+        n += 1;
+    }
+    Ok(())
 }

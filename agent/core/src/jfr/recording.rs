@@ -60,16 +60,10 @@ pub fn recording_from_bytes(data: &[u8], name: &str) -> Result<Recording, ReadEr
         return Err(err(None, ReadErrorKind::Empty));
     }
     let mut b = Builder::default();
-    let mut offset = 0usize;
-    let mut n = 0usize;
-    while offset < data.len() {
-        let c = super::parser::parse_chunk(&data[offset..], offset as u64, &|t| WANTED.contains(&t.name.as_str()))
-            .map_err(|e| err(Some(n), ReadErrorKind::Format(e)))?;
-        // A chunk's declared size is at least its header (the parser checked it against the data).
-        offset = offset.saturating_add((c.header.size as usize).max(1));
-        b.add_chunk(&c).map_err(|e| err(Some(n), ReadErrorKind::Limit(e)))?;
-        n += 1;
-    }
+    super::parser::for_each_chunk_in(data, &|t| WANTED.contains(&t.name.as_str()), |_, c| {
+        b.add_chunk(&c).map_err(ReadErrorKind::Limit)
+    })
+    .map_err(|(n, kind)| err(Some(n), kind))?;
     Ok(b.finish())
 }
 
