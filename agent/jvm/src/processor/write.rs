@@ -1,6 +1,7 @@
 //! The processor's outputs: every format but JFR rendered from the tree or the stack table,
 //! the session's files at stop, and dumps of the profile so far.
 
+use hpm_core::model::Recording;
 use hpm_core::options::OutputFormat;
 use hpm_core::outfile::Target;
 use hpm_core::output;
@@ -19,8 +20,7 @@ impl Processor {
         match format {
             OutputFormat::Jfr => Vec::new(),
             // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof => output::pprof::pprof_gz(&self.rec, &self.stacks),
-            OutputFormat::Json => output::json::to_json(&self.rec, &self.stacks).into_bytes(),
+            OutputFormat::Pprof | OutputFormat::Json => from_table(&self.rec, &self.stacks, format),
             OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, by).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.cct,
@@ -74,11 +74,7 @@ impl Processor {
             let jfr = self.jfr_so_far(&mut note)?;
             let rec = hpm_core::jfr::recording_from_bytes(&jfr, path)
                 .map_err(|e| format!("cannot read back the JFR chunks: {e}"))?;
-            let table = StackTable::from_recording(&rec);
-            match format {
-                OutputFormat::Pprof => output::pprof::pprof_gz(&rec, &table),
-                _ => output::json::to_json(&rec, &table).into_bytes(),
-            }
+            from_table(&rec, &StackTable::from_recording(&rec), format)
         } else {
             self.render(format)
         };
@@ -107,5 +103,14 @@ impl Processor {
             (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display())),
             (None, None) => Err("no JFR data recorded".into()),
         }
+    }
+}
+
+/// pprof or JSON (the formats built from a stack table) of `rec` with its table.
+fn from_table(rec: &Recording, table: &StackTable, format: OutputFormat) -> Vec<u8> {
+    if format == OutputFormat::Pprof {
+        output::pprof::pprof_gz(rec, table)
+    } else {
+        output::json::to_json(rec, table).into_bytes()
     }
 }
