@@ -67,10 +67,15 @@ impl Described {
             }
         }
         if !gone.is_empty() {
-            self.infos.retain(|id, _| !gone.contains_key(id));
-            self.lines.retain(|id, _| !gone.contains_key(id));
-            self.memo.retain(|&(id, _), _| !gone.contains_key(&id));
+            self.forget(&gone);
         }
+    }
+
+    /// Drops the names of ids `gone`, with their lines.
+    fn forget(&mut self, gone: &IntMap<u64, ()>) {
+        self.infos.retain(|id, _| !gone.contains_key(id));
+        self.lines.retain(|id, _| !gone.contains_key(id));
+        self.memo.retain(|&(id, _), _| !gone.contains_key(&id));
     }
 }
 
@@ -382,9 +387,7 @@ impl JavaMethods for JvmtiMethods {
             }
             // The slot holds another method now: its lines are not this one's either, and
             // what the last pull read of the slot is stale (the slot is read below instead).
-            k.infos.remove(&id);
-            k.lines.remove(&id);
-            k.memo.retain(|&(m, _), _| m != id);
+            k.forget(&IntMap::from_iter([(id, ())]));
             if let Some(p) = &mut self.pointers {
                 p.held.remove(&id);
             }
