@@ -278,7 +278,7 @@ def run_rotation(a, agent, cp, w, interval, r):
     if err:
         return None, its, err
     if a.attribute:
-        per_cell, per_it, cells = bench_attribute.attribute(data, res.out, bench_attribute.PERIOD_MS)
+        per_cell, per_it, cells, _ = bench_attribute.attribute(data, res.out, bench_attribute.PERIOD_MS)
         per_cell = {names.get(c, c): v for c, v in per_cell.items()}
         a.attributions.setdefault((w.name, interval), []).append(per_cell)
         with open(os.path.join(workdir, "attribution.md"), "w") as f:

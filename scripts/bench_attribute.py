@@ -68,9 +68,9 @@ def iterations(stdout_text):
 
 
 def attribute(perf_data, stdout_text, period_ms, detail=None):
-    """{cell: {group: mean ms per iteration}} and {iteration: {group: ms}} over the measured
-    iterations; with `detail` (a group), also {cell: {function: mean ms per iteration}} of
-    that group's samples."""
+    """{cell: {group: mean ms per iteration}}, {iteration: {group: ms}} over the measured
+    iterations, their cells, and {cell: {function: mean ms per iteration}} of the samples of
+    group `detail` (empty without one)."""
     wins, cells = iterations(stdout_text)
     starts = [w[0] for w in wins]
     out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
@@ -94,9 +94,7 @@ def attribute(perf_data, stdout_text, period_ms, detail=None):
     for i, c in cells.items():
         per_cell[c].update(per_it[i])
     mean = {c: {g: v / n[c] for g, v in per_cell[c].items()} for c in n}
-    if detail is not None:
-        return mean, {i: per_it[i] for i in cells}, cells, {c: {f: v / n[c] for f, v in funcs[c].items()} for c in n}
-    return mean, {i: per_it[i] for i in cells}, cells
+    return mean, {i: per_it[i] for i in cells}, cells, {c: {f: v / n[c] for f, v in funcs[c].items()} for c in n}
 
 
 def table(per_cell, order):
@@ -170,14 +168,12 @@ def main():
         text = f.read()
     period = float(sys.argv[3]) if len(sys.argv) >= 4 else PERIOD_MS
     detail = sys.argv[4] if len(sys.argv) == 5 else None
-    got = attribute(sys.argv[1], text, period, detail)
-    per_cell, per_it, cells = got[:3]
+    per_cell, per_it, cells, funcs = attribute(sys.argv[1], text, period, detail)
     order = ["off"] + sorted(c for c in per_cell if c != "off")
     print(table(per_cell, order))
     print()
     print("GC threads, ms per measured iteration:", gc_sequence(per_it, cells))
     if detail is not None:
-        funcs = got[3]
         total = collections.Counter()
         for c in order:
             total.update(funcs.get(c, {}))
