@@ -45,6 +45,11 @@ positions of every block (bench/src/Toggle.java, `collect`). The heap is then fi
 touched at start (-Xms1g -XX:+AlwaysPreTouch): shrunk after each full collection, it was
 faulted in again by every iteration.
 
+With --quiet-jit PCT the warm-up lasts at least --warmup iterations and then until the JIT
+compilers' time over the last 10 iterations is at most PCT% of their wall time (at most
+--max-warmup iterations): the suite's programs compile for 100-200 iterations, and an iteration
+that meets a burst of compilation is slower on 2 cores whatever its cell (Toggle.afterIteration).
+
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
 import argparse
@@ -103,6 +108,10 @@ def parse_args():
                     "samples cost every cell alike, ~1.3%%); each run's perf data stays beside it (attribution.data) "
                     "for `perf report`")
     ap.add_argument("--no-gc", action="store_true", help="no full collection before each measured iteration")
+    ap.add_argument("--quiet-jit", type=float, default=0, metavar="PCT",
+                    help="warm up past --warmup until the JIT compilers' time over 10 iterations is at most PCT%% "
+                    "of their wall time (default 0: --warmup iterations)")
+    ap.add_argument("--max-warmup", type=int, default=400, help="with --quiet-jit: the longest warm-up (default 400)")
     ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
                     "options as when it was measured)")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
@@ -232,8 +241,9 @@ def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
     # that shrinks after each full collection is faulted in again by the next iteration (30-45
     # ms of page faults per lucene iteration, in the kernel of the program's threads).
     gc = ["-Dhpm.bench.gc=false"] if a.no_gc else ["-Xms1g", "-XX:+AlwaysPreTouch"]
-    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + gc + props + \
-        ["-cp", cp, w.main] + args
+    quiet = [f"-Dhpm.bench.quiet-jit={a.quiet_jit}", f"-Dhpm.bench.max-warmup={a.max_warmup}"] if a.quiet_jit > 0 else []
+    cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + gc + quiet + \
+        props + ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
@@ -357,7 +367,8 @@ def main():
         jobs = [(r, w) + c for r in range(a.runs) for w in a.workloads
                 for c in cells[r % len(cells):] + cells[:r % len(cells)]]
     est = sum(EST_ITER_S.get(w.name, 1.0) * a.iterations * 1.15 + 3 for _, w, _, _ in jobs)
-    print(f"bench-paired: {len(jobs)} runs of {a.iterations} iterations ({a.warmup} warm-up); expected about "
+    warm = f"{a.warmup} warm-up" + (f" at least, until the JIT is quiet ({a.quiet_jit:g}%)" if a.quiet_jit > 0 else "")
+    print(f"bench-paired: {len(jobs)} runs of {a.iterations} iterations ({warm}); expected about "
           f"{est / 60:.0f} min on 2 quiet cores", flush=True)
     if a.dry_run:
         return
@@ -495,11 +506,21 @@ def floor_table(a, results, cands):
     return "\n".join(lines) + "\n"
 
 
+def warmup_words(a):
+    """How each run's iterations were measured, for the tables' first line."""
+    measured = a.iterations - a.warmup
+    if getattr(a, "quiet_jit", 0) > 0:
+        return (f"{measured} measured iterations each after a warm-up of at least {a.warmup} that went on until the "
+                f"JIT compilers' time over 10 iterations was at most {a.quiet_jit:g}% of their wall time (at most "
+                f"{a.max_warmup} iterations; each run's in its stdout.txt, `hpm-bench warmed-up`)")
+    return f"{a.iterations} iterations each, the first {a.warmup} not measured"
+
+
 def report_pair(a, results, base, cand):
     what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
             "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
-    lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {a.iterations} iterations each, the first "
-             f"{a.warmup} not measured; overhead = sampled iterations / unsampled ones in the same JVM, "
+    lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {warmup_words(a)}; "
+             "overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",
              f"| workload | interval | {base} wall | {cand} wall | {cand} / {base} (wall) | {base} CPU | {cand} CPU | "
              f"{cand} / {base} (CPU) | latency {base} / {cand} (us) |",

@@ -25,7 +25,10 @@ final class Harness {
         System.out.println("hpm-bench start " + name + " iterations " + iterations
                 + " cpus " + Runtime.getRuntime().availableProcessors());
         Toggle toggle = Toggle.fromProperties();
-        for (int i = 0; i < iterations; i++) {
+        // A paired run's warm-up may go on until the JIT is quiet (Toggle.afterIteration):
+        // its measured iterations follow, as many as asked.
+        int total = iterations;
+        for (int i = 0; i < total; i++) {
             String cell = toggle != null ? toggle.cell(i) : null;
             if (toggle != null) toggle.collect(i);
             if (cell != null) toggle.start(cell);
@@ -39,6 +42,9 @@ final class Harness {
             System.out.printf("hpm-bench iteration %d %d %.3f%n", i, epoch, ms);
             if (toggle != null && toggle.measured(i)) {
                 System.out.printf("hpm-bench paired %d %s %.3f %.3f%n", i, cell != null ? cell : "off", ms, cpuMs);
+            }
+            if (toggle != null) {
+                total = toggle.afterIteration(i, ms, iterations);
             }
         }
         System.out.println("hpm-bench end " + name);

@@ -32,7 +32,16 @@ final class Toggle {
     private final Object asyncProfiler;
     private final java.lang.reflect.Method apExecute;
     private final String options;
+    /** The warm-up's least length (hpm.bench.warmup). */
     private final int warmup;
+    /** The first measured iteration, once the warm-up ended (see afterIteration). */
+    private int start = -1;
+    /** hpm.bench.quiet-jit=PCT: the warm-up goes on past `warmup` until the JIT compilers'
+     *  time over the last QUIET_WINDOW iterations is at most PCT% of their wall time (at most
+     *  hpm.bench.max-warmup iterations in all); 0: the warm-up is `warmup` iterations. */
+    private final double quietJit = Double.parseDouble(System.getProperty("hpm.bench.quiet-jit", "0")) / 100;
+    private final int maxWarmup = Integer.getInteger("hpm.bench.max-warmup", 400);
+    private static final int QUIET_WINDOW = 10;
     private java.io.OutputStream perfCtl;
     private java.io.InputStream perfAck;
     /** hpm.bench.rotate: the cells, in block order; null otherwise. */
@@ -69,6 +78,9 @@ final class Toggle {
     private Toggle(String[] names, Toggle[] cells, int warmup) {
         this.options = null;
         this.warmup = warmup;
+        if (quietJit <= 0) {
+            this.start = warmup;
+        }
         this.hpm = null;
         this.asyncProfiler = null;
         this.apExecute = null;
@@ -79,6 +91,9 @@ final class Toggle {
     private Toggle(String options, int warmup, String apLib, String perfControl) {
         this.options = options;
         this.warmup = warmup;
+        if (quietJit <= 0) {
+            this.start = warmup;
+        }
         this.cells = null;
         this.names = null;
         if (perfControl != null && !perfControl.isEmpty()) {
@@ -151,11 +166,53 @@ final class Toggle {
                 System.getProperty("hpm.bench.async-profiler"), System.getProperty("hpm.bench.perf-control"));
     }
 
+    /** After iteration i (its wall time `ms`): the number of iterations the run now has in
+     *  all, `iterations` asked for (warm-up included) with the measured ones after the warm-up
+     *  as it turned out. Without hpm.bench.quiet-jit the warm-up is `warmup` iterations; with
+     *  it, it ends once the JIT compilers are quiet: in the suite's programs they work for
+     *  100-200 iterations (ecj's took 266 ms of each ~270 ms iteration at iterations 25-50 and
+     *  still 30 ms at 125-150), and an iteration that meets a burst of compilation is slower
+     *  on 2 cores whichever cell it is, noise far above what a profiler at 10 ms costs. */
+    int afterIteration(int i, double ms, int iterations) {
+        int measured = iterations - warmup;
+        if (start >= 0) {
+            return start + measured;
+        }
+        // The window: iterations i - W + 1 .. i, and the compilers' time since iteration i - W.
+        int at = i % QUIET_WINDOW;
+        long jit = jitMs();
+        long windowJit = jit - jitAfter[at];
+        jitAfter[at] = jit;
+        wallOf[at] = ms;
+        double wall = 0;
+        for (double w : wallOf) {
+            wall += w;
+        }
+        boolean quiet = i >= QUIET_WINDOW && i + 1 >= warmup && windowJit <= quietJit * wall;
+        if (quiet || i + 1 >= maxWarmup) {
+            start = i + 1;
+            System.out.printf("hpm-bench warmed-up %d jit %d ms of %.0f ms over the last %d iterations%n",
+                    start, windowJit, wall, QUIET_WINDOW);
+            return start + measured;
+        }
+        return i + 2 + measured;
+    }
+
+    /** The compilers' total time (ms) after each of the last QUIET_WINDOW iterations, and
+     *  those iterations' wall times (ms), by iteration modulo the window. */
+    private final long[] jitAfter = new long[QUIET_WINDOW];
+    private final double[] wallOf = new double[QUIET_WINDOW];
+
+    private static long jitMs() {
+        java.lang.management.CompilationMXBean c = java.lang.management.ManagementFactory.getCompilationMXBean();
+        return c != null && c.isCompilationTimeMonitoringSupported() ? c.getTotalCompilationTime() : 0;
+    }
+
     /** Iteration i's cell: null for none (the warm-up, and "off"); "on" in the classic order
      *  off, on, on, off, ...; with a rotation, the name of the profiler whose turn it is. */
     String cell(int i) {
-        int k = i - warmup;
-        if (k < 0) {
+        int k = i - start;
+        if (start < 0 || k < 0) {
             return null;
         }
         if (cells == null) {
@@ -203,7 +260,7 @@ final class Toggle {
     }
 
     boolean measured(int i) {
-        return i >= warmup;
+        return start >= 0 && i >= start;
     }
 
     /** Before measured iteration i (outside its timed part): a full collection, unless
