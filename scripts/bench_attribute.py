@@ -12,6 +12,10 @@ compilation) is seen as such.
     python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS] [GROUP]
         a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1);
         GROUP (e.g. "app: kernel"): also that group's functions, ms per iteration per cell
+    python3 scripts/bench_attribute.py --blocks N PERF_DATA STDOUT
+        any harness run (sampled or not) under the same perf record: per block of N iterations,
+        the mean wall time, JIT compiler threads' CPU and all CPU per iteration (how long the
+        JIT compiles: what bench-paired's --quiet-jit waits out)
     python3 scripts/bench_attribute.py --own OUT
         from the runs of a `bench-paired.py --same-jvm --attribute --out OUT`: each profiler's
         own cost per iteration (its library in the program's threads, its own threads, and the
@@ -158,9 +162,43 @@ def own(out_dir):
                   f"{mean['all'][off]:.0f} |")
 
 
+def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
+    """Markdown: per block of `n` iterations, the mean wall time, JIT compiler threads' CPU and
+    all CPU per iteration (ms)."""
+    wins, _ = iterations(stdout_text)
+    starts = [w[0] for w in wins]
+    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
+                         capture_output=True, text=True, check=True).stdout
+    jit, cpu = collections.Counter(), collections.Counter()
+    for line in out.splitlines():
+        m = SAMPLE.match(line)
+        if not m:
+            continue
+        t = float(m.group(2))
+        k = bisect.bisect_right(starts, t) - 1
+        if k < 0 or t > wins[k][1]:
+            continue
+        i = wins[k][2]
+        cpu[i] += period_ms
+        if group(m.group(1).strip(), m.group(4)) == "JIT compiler threads":
+            jit[i] += period_ms
+    rows = ["| iterations | wall | JIT compiler threads | all CPU |", "| --- | --- | --- | --- |"]
+    ids = [w[2] for w in wins]
+    walls = {w[2]: (w[1] - w[0]) * 1000 for w in wins}
+    for a in range(0, len(ids), n):
+        b = ids[a:a + n]
+        rows.append(f"| {b[0]}-{b[-1]} | {sum(walls[i] for i in b) / len(b):.1f} | "
+                    f"{sum(jit[i] for i in b) / len(b):.1f} | {sum(cpu[i] for i in b) / len(b):.1f} |")
+    return "\n".join(rows)
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--own":
         own(sys.argv[2])
+        return
+    if len(sys.argv) == 5 and sys.argv[1] == "--blocks":
+        with open(sys.argv[4]) as f:
+            print(blocks(sys.argv[3], f.read(), int(sys.argv[2])))
         return
     if len(sys.argv) not in (3, 4, 5):
         sys.exit(__doc__)
