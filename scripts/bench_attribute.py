@@ -71,28 +71,36 @@ def iterations(stdout_text):
     return wins, cells
 
 
-def attribute(perf_data, stdout_text, period_ms, detail=None):
-    """{cell: {group: mean ms per iteration}}, {iteration: {group: ms}} over the measured
-    iterations, their cells, and {cell: {function: mean ms per iteration}} of the samples of
-    group `detail` (empty without one)."""
-    wins, cells = iterations(stdout_text)
+def samples_in(perf_data, wins):
+    """(iteration, group, function) of each sample of `perf_data` that fell in one of the
+    iterations `wins` ((start s, end s, iteration), sorted)."""
     starts = [w[0] for w in wins]
     out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
                          capture_output=True, text=True, check=True).stdout
-    per_it = collections.defaultdict(collections.Counter)
-    funcs = collections.defaultdict(collections.Counter)
     for line in out.splitlines():
         m = SAMPLE.match(line)
         if not m:
             continue
         t = float(m.group(2))
         k = bisect.bisect_right(starts, t) - 1
-        if k < 0 or t > wins[k][1] or wins[k][2] not in cells:
+        if k < 0 or t > wins[k][1]:
             continue
-        g = group(m.group(1).strip(), m.group(4))
-        per_it[wins[k][2]][g] += period_ms
+        yield wins[k][2], group(m.group(1).strip(), m.group(4)), m.group(3) or "[unknown]"
+
+
+def attribute(perf_data, stdout_text, period_ms, detail=None):
+    """{cell: {group: mean ms per iteration}}, {iteration: {group: ms}} over the measured
+    iterations, their cells, and {cell: {function: mean ms per iteration}} of the samples of
+    group `detail` (empty without one)."""
+    wins, cells = iterations(stdout_text)
+    per_it = collections.defaultdict(collections.Counter)
+    funcs = collections.defaultdict(collections.Counter)
+    for i, g, func in samples_in(perf_data, wins):
+        if i not in cells:
+            continue
+        per_it[i][g] += period_ms
         if g == detail:
-            funcs[cells[wins[k][2]]][m.group(3) or "[unknown]"] += period_ms
+            funcs[cells[i]][func] += period_ms
     n = collections.Counter(cells.values())
     per_cell = {c: collections.Counter() for c in n}
     for i, c in cells.items():
@@ -166,21 +174,10 @@ def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
     """Markdown: per block of `n` iterations, the mean wall time, JIT compiler threads' CPU and
     all CPU per iteration (ms)."""
     wins, _ = iterations(stdout_text)
-    starts = [w[0] for w in wins]
-    out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
-                         capture_output=True, text=True, check=True).stdout
     jit, cpu = collections.Counter(), collections.Counter()
-    for line in out.splitlines():
-        m = SAMPLE.match(line)
-        if not m:
-            continue
-        t = float(m.group(2))
-        k = bisect.bisect_right(starts, t) - 1
-        if k < 0 or t > wins[k][1]:
-            continue
-        i = wins[k][2]
+    for i, g, _ in samples_in(perf_data, wins):
         cpu[i] += period_ms
-        if group(m.group(1).strip(), m.group(4)) == "JIT compiler threads":
+        if g == "JIT compiler threads":
             jit[i] += period_ms
     rows = ["| iterations | wall | JIT compiler threads | all CPU |", "| --- | --- | --- | --- |"]
     ids = [w[2] for w in wins]
