@@ -87,8 +87,13 @@ public class DataTargets {
                 break;
             }
             case "array": {
-                int[] a = new int[64 * n]; // 16 MiB: humongous in G1 (several regions)
-                for (int i = 0; i < a.length; i++) a[i] = i;
+                int[] a = new int[64 * n]; // 16 MiB: humongous in G1 (several regions), zeroed
+                // sumInts compiled before the big array is summed: run interpreted or in an
+                // OSR'd loop first (slow on a loaded machine), its samples were mostly the
+                // interpreter's accesses to its own frame (a CI run: 694 stack addresses, 210
+                // in the array).
+                int[] warm = new int[4096];
+                for (int k = 0; k < 50_000; k++) s += sumInts(warm);
                 System.gc();
                 while (System.nanoTime() < end) s += sumInts(a);
                 break;
