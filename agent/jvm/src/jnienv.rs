@@ -157,13 +157,8 @@ pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
     if env.is_null() || thread.is_null() {
         return None;
     }
-    let fid = TID_FIELD.load(Ordering::Acquire);
-    let fid = if fid != 0 { fid } else { tid_field(env) };
-    if fid != usize::MAX {
-        // SAFETY: `env` is the current thread's JNIEnv and `thread` a live local reference to a
-        // java.lang.Thread, whose class declares the field `fid` names (java.lang.Thread is
-        // never unloaded, so the id stays valid); GetLongField is in JNI 1.1.
-        return unsafe { (**env).GetLongField.map(|get| get(env, thread, fid as jni::sys::jfieldID) as u64) };
+    if let Some(fid) = thread_long_field(env, &TID_FIELD, c"tid") {
+        return thread_long(env, thread, fid);
     }
     // SAFETY: `env` is the current thread's JNIEnv (from a JVMTI callback or an attached
     // thread) and `thread` a live local reference; every JNI function used is present in JNI
@@ -186,39 +181,53 @@ pub fn java_thread_id(env: *mut JNIEnv, thread: jobject) -> Option<u64> {
     }
 }
 
-/// `java.lang.Thread.tid`'s field id, or `usize::MAX` where there is none; 0 until looked up.
+/// The field ids of `java.lang.Thread.tid` and `.eetop`: `usize::MAX` where there is none, 0
+/// until looked up.
 static TID_FIELD: AtomicUsize = AtomicUsize::new(0);
+static EETOP_FIELD: AtomicUsize = AtomicUsize::new(0);
 
-/// Looks `java.lang.Thread.tid` up and keeps the answer (threads starting at once may both
-/// look: they find the same id).
-fn tid_field(env: *mut JNIEnv) -> usize {
-    // SAFETY: `env` is the current thread's JNIEnv; FindClass, GetFieldID, DeleteLocalRef and
-    // ExceptionClear are in JNI 1.1 and checked for null; a missing class or field raises an
-    // exception, cleared here.
-    let fid = unsafe {
-        let f = &**env;
-        match (f.FindClass, f.GetFieldID, f.DeleteLocalRef, f.ExceptionClear) {
-            (Some(find), Some(field), Some(delete), Some(clear)) => {
-                let class = find(env, c"java/lang/Thread".as_ptr());
-                if class.is_null() {
-                    clear(env);
-                    usize::MAX
-                } else {
-                    let fid = field(env, class, c"tid".as_ptr(), c"J".as_ptr());
-                    delete(env, class);
-                    if fid.is_null() {
+/// The id of `long` field `name` of `java.lang.Thread`, looked up once per process and kept in
+/// `cache` (java.lang.Thread is never unloaded, so the id stays valid; threads asking at once
+/// may both look: they find the same id); None where the field is missing (another JVM).
+fn thread_long_field(env: *mut JNIEnv, cache: &AtomicUsize, name: &CStr) -> Option<jni::sys::jfieldID> {
+    let mut fid = cache.load(Ordering::Acquire);
+    if fid == 0 {
+        // SAFETY: `env` is the current thread's JNIEnv; FindClass, GetFieldID, DeleteLocalRef
+        // and ExceptionClear are in JNI 1.1 and checked for null; a missing class or field
+        // raises an exception, cleared here.
+        fid = unsafe {
+            let f = &**env;
+            match (f.FindClass, f.GetFieldID, f.DeleteLocalRef, f.ExceptionClear) {
+                (Some(find), Some(field), Some(delete), Some(clear)) => {
+                    let class = find(env, c"java/lang/Thread".as_ptr());
+                    if class.is_null() {
                         clear(env);
                         usize::MAX
                     } else {
-                        fid as usize
+                        let id = field(env, class, name.as_ptr(), c"J".as_ptr());
+                        delete(env, class);
+                        if id.is_null() {
+                            clear(env);
+                            usize::MAX
+                        } else {
+                            id as usize
+                        }
                     }
                 }
+                _ => usize::MAX,
             }
-            _ => usize::MAX,
-        }
-    };
-    TID_FIELD.store(fid, Ordering::Release);
-    fid
+        };
+        cache.store(fid, Ordering::Release);
+    }
+    (fid != usize::MAX).then_some(fid as jni::sys::jfieldID)
+}
+
+/// `thread`'s value of the `long` field `fid` of java.lang.Thread.
+fn thread_long(env: *mut JNIEnv, thread: jobject, fid: jni::sys::jfieldID) -> Option<u64> {
+    // SAFETY: `env` is the current thread's JNIEnv and `thread` a live local reference to a
+    // java.lang.Thread, whose class declares the field `fid` names ([`thread_long_field`]);
+    // GetLongField is in JNI 1.1.
+    unsafe { (**env).GetLongField.map(|get| get(env, thread, fid) as u64) }
 }
 
 /// The `JavaThread*` of a started, not yet ended thread: `java.lang.Thread.eetop`, which
@@ -227,23 +236,7 @@ pub fn java_thread_ptr(env: *mut JNIEnv, thread: jobject) -> u64 {
     if env.is_null() || thread.is_null() {
         return 0;
     }
-    // SAFETY: as in `java_thread_id`; GetFieldID's failure (no such field) is cleared.
-    unsafe {
-        let f = &**env;
-        let (Some(get_class), Some(field_id), Some(get_long), Some(delete), Some(clear)) =
-            (f.GetObjectClass, f.GetFieldID, f.GetLongField, f.DeleteLocalRef, f.ExceptionClear)
-        else {
-            return 0;
-        };
-        let class = get_class(env, thread);
-        let fid = field_id(env, class, c"eetop".as_ptr(), c"J".as_ptr());
-        delete(env, class);
-        if fid.is_null() {
-            clear(env);
-            return 0;
-        }
-        get_long(env, thread, fid) as u64
-    }
+    thread_long_field(env, &EETOP_FIELD, c"eetop").and_then(|fid| thread_long(env, thread, fid)).unwrap_or(0)
 }
 
 /// Deletes a JNI local reference (classes and threads JVMTI handed out).
