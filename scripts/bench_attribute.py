@@ -23,7 +23,10 @@ compilation) is seen as such.
 """
 import bisect
 import collections
+import glob
+import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -146,9 +149,6 @@ def read_table(path):
 
 def own(out_dir):
     """The profilers' own cost per iteration, per workload and interval, the mean over runs."""
-    import glob
-    import os
-    import statistics
     print("| workload | interval | profiler | own, ms per iteration | its library | its threads | program threads' "
           "kernel beyond unsampled | all CPU of an unsampled iteration |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

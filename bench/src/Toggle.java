@@ -34,8 +34,9 @@ final class Toggle {
     private final String options;
     /** The warm-up's least length (hpm.bench.warmup). */
     private final int warmup;
-    /** The first measured iteration, once the warm-up ended (see afterIteration). */
-    private int start = -1;
+    /** With hpm.bench.quiet-jit, the first measured iteration once the warm-up ended (see
+     *  afterIteration); see first(). */
+    private int quietStart = -1;
     /** hpm.bench.quiet-jit=PCT: the warm-up goes on past `warmup` until the JIT compilers'
      *  time over the last QUIET_WINDOW iterations is at most PCT% of their wall time (at most
      *  hpm.bench.max-warmup iterations in all); 0: the warm-up is `warmup` iterations. */
@@ -78,9 +79,6 @@ final class Toggle {
     private Toggle(String[] names, Toggle[] cells, int warmup) {
         this.options = null;
         this.warmup = warmup;
-        if (quietJit <= 0) {
-            this.start = warmup;
-        }
         this.hpm = null;
         this.asyncProfiler = null;
         this.apExecute = null;
@@ -91,9 +89,6 @@ final class Toggle {
     private Toggle(String options, int warmup, String apLib, String perfControl) {
         this.options = options;
         this.warmup = warmup;
-        if (quietJit <= 0) {
-            this.start = warmup;
-        }
         this.cells = null;
         this.names = null;
         if (perfControl != null && !perfControl.isEmpty()) {
@@ -175,8 +170,8 @@ final class Toggle {
      *  on 2 cores whichever cell it is, noise far above what a profiler at 10 ms costs. */
     int afterIteration(int i, double ms, int iterations) {
         int measured = iterations - warmup;
-        if (start >= 0) {
-            return start + measured;
+        if (first() >= 0) {
+            return first() + measured;
         }
         // The window: iterations i - W + 1 .. i, and the compilers' time since iteration i - W.
         int at = i % QUIET_WINDOW;
@@ -190,10 +185,10 @@ final class Toggle {
         }
         boolean quiet = i >= QUIET_WINDOW && i + 1 >= warmup && windowJit <= quietJit * wall;
         if (quiet || i + 1 >= maxWarmup) {
-            start = i + 1;
+            quietStart = i + 1;
             System.out.printf("hpm-bench warmed-up %d jit %d ms of %.0f ms over the last %d iterations%n",
-                    start, windowJit, wall, QUIET_WINDOW);
-            return start + measured;
+                    quietStart, windowJit, wall, QUIET_WINDOW);
+            return quietStart + measured;
         }
         return i + 2 + measured;
     }
@@ -203,6 +198,12 @@ final class Toggle {
     private final long[] jitAfter = new long[QUIET_WINDOW];
     private final double[] wallOf = new double[QUIET_WINDOW];
 
+    /** The first measured iteration: `warmup`, or with hpm.bench.quiet-jit where the warm-up
+     *  ended (-1 while it goes on). */
+    private int first() {
+        return quietJit > 0 ? quietStart : warmup;
+    }
+
     private static long jitMs() {
         java.lang.management.CompilationMXBean c = java.lang.management.ManagementFactory.getCompilationMXBean();
         return c != null && c.isCompilationTimeMonitoringSupported() ? c.getTotalCompilationTime() : 0;
@@ -211,8 +212,8 @@ final class Toggle {
     /** Iteration i's cell: null for none (the warm-up, and "off"); "on" in the classic order
      *  off, on, on, off, ...; with a rotation, the name of the profiler whose turn it is. */
     String cell(int i) {
-        int k = i - start;
-        if (start < 0 || k < 0) {
+        int k = i - first();
+        if (first() < 0 || k < 0) {
             return null;
         }
         if (cells == null) {
@@ -260,7 +261,7 @@ final class Toggle {
     }
 
     boolean measured(int i) {
-        return start >= 0 && i >= start;
+        return first() >= 0 && i >= first();
     }
 
     /** Before measured iteration i (outside its timed part): a full collection, unless

@@ -3,9 +3,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * busy N SECONDS: N threads spinning, then "thread NAME id=ID" for each; churn COUNT: COUNT short-lived threads (50 at a time),
- * printing the process's descriptors before and after the churn:
- * "fds before=A after=B perf-before=C perf-after=D tasks-after=E" (perf = perf_event
+ * busy N SECONDS: N threads spinning, then "thread NAME id=ID" for each; churn COUNT: COUNT
+ * short-lived threads (50 at a time), printing the process's descriptors before and after the
+ * churn: "fds before=A after=B perf-before=C perf-after=D tasks-after=E" (perf = perf_event
  * descriptors, tasks = live kernel threads of the process).
  */
 public class Threads {
