@@ -614,6 +614,9 @@ pub struct Symbolizer {
     /// Code addresses already named: (library, function). Kept while every mapping they
     /// could be in stays (a library unloaded and another mapped there would rename them).
     sites: crate::hash::IntMap<u64, (Arc<str>, Arc<str>)>,
+    /// The dynamic loader's counts of objects loaded and unloaded when the mappings were last
+    /// read by [`Self::refresh_unless`].
+    loads: Option<(u64, u64)>,
 }
 
 /// Named code addresses remembered at most (started again when full).
@@ -666,6 +669,19 @@ impl Symbolizer {
     pub fn refresh(&mut self) {
         if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
             self.set_mappings(parse_maps(&text));
+        }
+    }
+
+    /// [`Self::refresh`] unless `loads`, the dynamic loader's counts of objects loaded and
+    /// unloaded so far (read before this call), are those of the last read: then no library
+    /// came or went through it since. The JVM maps thousands of areas, and the kernel's
+    /// formatting of them took a tenth of a short session's processing. Code mapped past the
+    /// loader is still found: an address in no mapping reads them again (at most once a
+    /// second, [`crate::resolve::SampleResolver`]).
+    pub fn refresh_unless(&mut self, loads: Option<(u64, u64)>) {
+        if loads.is_none() || loads != self.loads || self.mappings.is_empty() {
+            self.refresh();
+            self.loads = loads;
         }
     }
 
@@ -775,6 +791,26 @@ mod tests {
         assert_eq!(t.lookup(0x180), None, "past a's size");
         assert_eq!(t.lookup(0x2ff), Some("b"), "sizeless symbol runs to the next");
         assert_eq!(t.lookup(0x50), None);
+    }
+
+    #[test]
+    fn the_mappings_are_read_again_only_when_the_loader_counts_changed_or_are_unknown() {
+        let fake = || vec![Mapping { start: 0x1000, end: 0x2000, offset: 0, exec: true, path: "/x/liba.so".into() }];
+        let mut s = Symbolizer::default();
+        s.refresh_unless(Some((5, 1)));
+        let real = s.mappings().len();
+        assert!(real > 1, "this process maps more than one executable area");
+        s.set_mappings(fake());
+        s.refresh_unless(Some((5, 1)));
+        assert_eq!(s.mappings().len(), 1, "same counts: not read again");
+        s.refresh_unless(Some((6, 1)));
+        assert!(s.mappings().len() > 1, "a library loaded: read again");
+        s.set_mappings(fake());
+        s.refresh_unless(Some((6, 2)));
+        assert!(s.mappings().len() > 1, "a library unloaded: read again");
+        s.set_mappings(fake());
+        s.refresh_unless(None);
+        assert!(s.mappings().len() > 1, "counts unknown: always read");
     }
 
     #[test]

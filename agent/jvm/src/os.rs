@@ -164,9 +164,43 @@ pub fn in_library(addr: u64, name: &str) -> bool {
     }
 }
 
+/// The dynamic loader's counts of objects loaded and unloaded in the process so far (glibc's
+/// `dlpi_adds` and `dlpi_subs`), or None where the C library does not give them.
+pub fn loader_counts() -> Option<(u64, u64)> {
+    extern "C" fn first(info: *mut libc::dl_phdr_info, size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+        let end = std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + std::mem::size_of::<libc::c_ulonglong>();
+        if size >= end {
+            // SAFETY: `data` is the `Option` below, borrowed by nothing else during the call;
+            // `info` is valid for the callback and `size` says it has both fields.
+            unsafe { *(data as *mut Option<(u64, u64)>) = Some(((*info).dlpi_adds, (*info).dlpi_subs)) };
+        }
+        1 // The counts are the same in every object's entry: the first is enough.
+    }
+    let mut counts: Option<(u64, u64)> = None;
+    // SAFETY: the callback only writes `counts`, which outlives the call, and cannot panic.
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut counts as *mut Option<(u64, u64)> as *mut libc::c_void) };
+    counts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loader_counts_a_library_loaded_and_one_unloaded() {
+        let before = loader_counts().expect("glibc gives the counts");
+        // libBrokenLocale: part of glibc, so present, and linked by nothing here.
+        // SAFETY: dlopen/dlclose of a library without constructors of note; the handle is
+        // closed once.
+        let handle = unsafe { libc::dlopen(c"libBrokenLocale.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!handle.is_null(), "libBrokenLocale.so.1 not found");
+        let loaded = loader_counts().unwrap();
+        // SAFETY: the handle from dlopen above, closed once.
+        assert_eq!(unsafe { libc::dlclose(handle) }, 0);
+        let unloaded = loader_counts().unwrap();
+        assert!(loaded.0 > before.0, "{before:?} -> {loaded:?}");
+        assert!(unloaded.1 > loaded.1, "{loaded:?} -> {unloaded:?}");
+    }
 
     #[test]
     fn words_in_one_page_are_one_range_and_pages_apart_are_not() {

@@ -8,6 +8,7 @@
 
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 pub use super::event::EventBuf;
 use super::marks::Mark;
@@ -121,8 +122,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
 
     // Metadata.
     let meta_offset = out.len();
-    let tree = schema::metadata_tree(&schema::all_types(&rec.counters));
-    write_metadata(&mut out, &tree, chunk.start_ticks);
+    write_metadata(&mut out, &metadata_for(&rec.counters), chunk.start_ticks);
 
     let size = out.len() as u64;
     let mut h = Vec::with_capacity(HEADER_SIZE);
@@ -161,7 +161,28 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
     e.finish(out);
 }
 
-fn write_metadata(out: &mut Vec<u8>, tree: &Element, ticks: u64) {
+/// A metadata event's content after its start time and duration: the id, then the tree.
+struct EncodedMetadata {
+    counters: Vec<String>,
+    id: Vec<u8>,
+    body: Vec<u8>,
+}
+
+/// The metadata of chunks whose samples carry `counters`, encoded once per list of counters
+/// (the last one kept): it is the same for every chunk of a session, and building and encoding
+/// the tree took a quarter of writing a one-second chunk.
+fn metadata_for(counters: &[String]) -> Arc<EncodedMetadata> {
+    static LAST: Mutex<Option<Arc<EncodedMetadata>>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(m) = last.as_ref().filter(|m| m.counters == counters) {
+        return m.clone();
+    }
+    let m = Arc::new(encode_metadata(&schema::metadata_tree(&schema::all_types(counters)), counters));
+    *last = Some(m.clone());
+    m
+}
+
+fn encode_metadata(tree: &Element, counters: &[String]) -> EncodedMetadata {
     let mut body = Vec::new();
     tree.encode_tree(&mut body);
     // The metadata id changes whenever the content does, so readers that cache the previous
@@ -169,8 +190,12 @@ fn write_metadata(out: &mut Vec<u8>, tree: &Element, ticks: u64) {
     let id = fnv64(&body) >> 1;
     let mut id_bytes = Vec::new();
     put_i64(&mut id_bytes, id as i64);
+    EncodedMetadata { counters: counters.to_vec(), id: id_bytes, body }
+}
+
+fn write_metadata(out: &mut Vec<u8>, m: &EncodedMetadata, ticks: u64) {
     let mut e = EventBuf::new(METADATA_TYPE_ID);
-    e.long(ticks).long(0).bytes(&id_bytes).bytes(&body).finish(out);
+    e.long(ticks).long(0).bytes(&m.id).bytes(&m.body).finish(out);
 }
 
 fn fnv64(b: &[u8]) -> u64 {
