@@ -30,8 +30,10 @@ fn data_line(stderr: &str) -> (u64, u64, u64, u64, u64) {
 #[test]
 fn decoded_addresses_agree_with_the_kernels_fault_addresses() {
     for jdk in jdks() {
-        let opts = "event=page-faults,interval=101,data";
-        let run = run_java(&jdk, Some(opts), &[], "MappedTouches", &["40"]);
+        // The profile is not read: written to scratch, not to the test's working directory.
+        let file = scratch(&format!("data-faults-{}", jdk.name)).join("faults.jfr");
+        let opts = format!("event=page-faults,interval=101,data,file={}", file.display());
+        let run = run_java(&jdk, Some(&opts), &[], "MappedTouches", &["40"]);
         run.assert_ok("MappedTouches");
         let (found, samples, stores, agreed, compared) = data_line(&run.stderr);
         eprintln!(
