@@ -7,7 +7,7 @@
 //! by the copy's address ([`ByStack`]), as async-profiler's call-trace storage does, instead of
 //! hashing every frame of every sample in each of them.
 
-use std::collections::HashSet;
+use std::hash::BuildHasher;
 
 use crate::hash::{FastBuild, IntMap};
 use crate::model::{Frame, Stack};
@@ -24,7 +24,12 @@ pub const MAX_INTERNED_FRAMES: usize = 16 << 20;
 /// One shared copy per distinct stack.
 #[derive(Default)]
 pub struct StackInterner {
-    set: HashSet<Stack, FastBuild>,
+    /// The copies by the hash of their frames: a stack's frames are hashed once per lookup and
+    /// never again (a table of the stacks themselves hashed each new one twice, and every one
+    /// again as it grew: a tenth of a short run's naming of new stacks). Two stacks of one hash
+    /// share the slot: the later replaces the earlier, which is then made again if met again.
+    set: IntMap<u64, Stack>,
+    hasher: FastBuild,
     /// Frames of the stacks in `set`.
     frames: usize,
     /// Stacks made (not found) so far.
@@ -34,7 +39,8 @@ pub struct StackInterner {
 impl StackInterner {
     /// The shared copy of `frames` (leaf first), made if new.
     pub fn intern(&mut self, frames: &[Frame]) -> Stack {
-        if let Some(s) = self.set.get(frames) {
+        let h = self.hasher.hash_one(frames);
+        if let Some(s) = self.set.get(&h).filter(|s| ***s == *frames) {
             return s.clone();
         }
         if self.set.len() >= MAX_INTERNED || self.frames + frames.len() > MAX_INTERNED_FRAMES {
@@ -44,7 +50,9 @@ impl StackInterner {
         let s: Stack = frames.into();
         self.made += 1;
         self.frames += s.len();
-        self.set.insert(s.clone());
+        if let Some(old) = self.set.insert(h, s.clone()) {
+            self.frames -= old.len();
+        }
         s
     }
 

@@ -230,8 +230,12 @@ pub struct SampleResolver {
     last_maps_refresh: u64,
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
     /// call-trace storage does): each valid while the code at its pcs and its interpreted
-    /// frames' methods stay as they were ([`Validity`]).
-    vm_stacks: IntMap<RawStackKey, NamedStack>,
+    /// frames' methods stay as they were ([`Validity`]). By the hash of the raw stack, so that
+    /// a new one is hashed once and the table grows without hashing its keys again (the stack
+    /// is kept to be compared; two of one hash share the slot, the later replacing the
+    /// earlier).
+    vm_stacks: IntMap<u64, (RawStackKey, NamedStack)>,
+    hasher: crate::hash::FastBuild,
     /// The key of the stack being looked up (reused: no allocation on a hit).
     vm_key: RawStackKey,
     /// The Java frames of each physical frame already named (a compiled frame's pc, an
@@ -709,7 +713,8 @@ impl SampleResolver {
         }
         self.vm_key.clear();
         self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
-        if let Some(e) = self.vm_stacks.get_mut(self.vm_key.as_slice()) {
+        let h = std::hash::BuildHasher::hash_one(&self.hasher, self.vm_key.as_slice());
+        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == self.vm_key) {
             if e.valid.check(&self.timeline.map, key_pcs(&self.vm_key), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
                 out.extend_from_slice(&e.frames);
@@ -718,7 +723,7 @@ impl SampleResolver {
                 }
                 return Some(e.frames.clone());
             }
-            self.vm_stacks.remove(self.vm_key.as_slice());
+            self.vm_stacks.remove(&h);
         }
         let key = self.vm_key.clone();
         let before = self.stats.unnamed_frames;
@@ -732,7 +737,7 @@ impl SampleResolver {
         let unnamed = self.stats.unnamed_frames - before;
         let valid = self.validity(methods);
         let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
-        self.vm_stacks.insert(key, NamedStack { frames: shared.clone(), unnamed, valid, groups });
+        self.vm_stacks.insert(h, (key, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
         Some(shared)
     }
 
