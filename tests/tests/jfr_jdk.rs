@@ -111,7 +111,7 @@ struct Written {
 /// A Java method with the source file of its class (`App.java` for `demo.App`).
 fn method(rec: &mut Recording, class: &str, name: &str, desc: &str) -> MethodIdx {
     let file = format!("{}.java", class.rsplit('.').next().unwrap_or(class));
-    rec.methods.intern(MethodInfo { source_file: Some(file), ..MethodInfo::java(class, name, desc) })
+    rec.methods.intern(MethodInfo { source_file: Some(file.into()), ..MethodInfo::java(class, name, desc) })
 }
 
 /// Three chunks: Java frames of every kind, JNI + native + C++ + kernel frames, a pseudo-frame,
@@ -399,7 +399,7 @@ fn jdk_tools_accept_hpm_recordings() {
             assert_eq!(frames.len(), s.stack.len());
             for (jf, f) in frames.iter().zip(s.stack.iter()) {
                 let m = w.rec.method(f.method);
-                assert_eq!(jf.at(&["method", "name"]).str(), Some(m.name.as_str()));
+                assert_eq!(jf.at(&["method", "name"]).str(), Some(&*m.name));
                 assert_eq!(jf.at(&["method", "type", "name"]).str(), Some(m.class_name.replace('.', "/").as_str()));
                 assert_eq!(jf.get("lineNumber").i64(), f.line as i64);
                 assert_eq!(jf.get("bytecodeIndex").i64(), f.bci as i64);
@@ -586,7 +586,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
             .count();
         assert!(in_spin * 2 >= n, "[{}] Busy.spin in only {in_spin} of {n} samples", jdk.label);
         let spin = rec.methods.iter().find(|(_, m)| m.display_name() == "Busy.spin").unwrap().1;
-        assert_eq!(spin.descriptor, "(J)J");
+        assert_eq!(&*spin.descriptor, "(J)J");
         let kinds: std::collections::BTreeSet<FrameKind> =
             rec.samples.iter().flat_map(|s| s.stack.iter()).map(|f| f.kind).collect();
         assert!(kinds.iter().all(|k| k.is_java() || *k == FrameKind::Native), "[{}] frame types {kinds:?}", jdk.label);

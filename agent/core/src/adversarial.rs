@@ -48,7 +48,7 @@ pub fn stack(rec: &mut Recording, depth: usize, names: Names) -> Stack {
         .map(|level| {
             let (class, name) = method_name(level, names);
             let file = format!("{}.java", class.rsplit('.').next().unwrap_or("X"));
-            let m = MethodInfo { source_file: Some(file), ..MethodInfo::java(&class, &name, "()V") };
+            let m = MethodInfo { source_file: Some(file.into()), ..MethodInfo::java(&class, &name, "()V") };
             Frame {
                 method: rec.methods.intern(m),
                 bci: (level % 100) as i32,

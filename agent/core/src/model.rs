@@ -123,11 +123,11 @@ impl VmComponent {
 /// `java.util.HashMap`); native symbols and pseudo-frames have an empty class name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct MethodInfo {
-    pub class_name: String,
-    pub name: String,
+    pub class_name: Arc<str>,
+    pub name: Arc<str>,
     /// JVM descriptor, e.g. `(I)V`; empty for native symbols.
-    pub descriptor: String,
-    pub source_file: Option<String>,
+    pub descriptor: Arc<str>,
+    pub source_file: Option<Arc<str>>,
     pub modifiers: u32,
     pub hidden: bool,
 }
@@ -135,22 +135,22 @@ pub struct MethodInfo {
 impl MethodInfo {
     pub fn java(class_name: &str, name: &str, descriptor: &str) -> MethodInfo {
         MethodInfo {
-            class_name: class_name.to_string(),
-            name: name.to_string(),
-            descriptor: descriptor.to_string(),
+            class_name: class_name.into(),
+            name: name.into(),
+            descriptor: descriptor.into(),
             ..Default::default()
         }
     }
 
     /// A native symbol or pseudo-frame such as `[GC]`.
     pub fn native(name: &str) -> MethodInfo {
-        MethodInfo { name: name.to_string(), ..Default::default() }
+        MethodInfo { name: name.into(), ..Default::default() }
     }
 
     /// `java.util.HashMap.get` for Java methods, the bare symbol otherwise.
     pub fn display_name(&self) -> String {
         if self.class_name.is_empty() {
-            self.name.clone()
+            self.name.to_string()
         } else {
             format!("{}.{}", self.class_name, self.name)
         }

@@ -464,10 +464,10 @@ impl JvmtiMethods {
         delete_local_ref(self.jni, class);
         let (class_name, hidden) = class_name_from_signature(&sig);
         Some(MethodInfo {
-            class_name,
-            name,
-            descriptor,
-            source_file,
+            class_name: class_name.into(),
+            name: name.into(),
+            descriptor: descriptor.into(),
+            source_file: source_file.map(Into::into),
             modifiers: self.jvmti.method_modifiers(m).unwrap_or(0) as u32,
             hidden,
         })

@@ -445,10 +445,10 @@ fn method_info(m: &ObjectView, source_files: &HashMap<u64, String>) -> Result<Me
         _ => None,
     };
     Ok(MethodInfo {
-        class_name,
-        name: name_of(m.str("name"))?.to_string(),
-        descriptor: if descriptor == NATIVE_DESCRIPTOR { String::new() } else { descriptor.to_string() },
-        source_file,
+        class_name: class_name.into(),
+        name: name_of(m.str("name"))?.into(),
+        descriptor: if descriptor == NATIVE_DESCRIPTOR { "".into() } else { descriptor.into() },
+        source_file: source_file.map(Into::into),
         modifiers: m.i64("modifiers").unwrap_or(0) as u32,
         hidden: m.bool("hidden").unwrap_or(false),
     })

@@ -367,7 +367,7 @@ mod tests {
         let mut rec = rec_with_events();
         assert_eq!(project(&mut rec, EventSel::Alloc), 5);
         let s = &rec.samples[0];
-        assert_eq!(rec.method(s.stack[0].method).name, "byte[]");
+        assert_eq!(&*rec.method(s.stack[0].method).name, "byte[]");
         assert_eq!(s.stack.len(), 3);
         assert_eq!(rec.samples.iter().map(|s| s.weight).sum::<u64>(), 4_000);
         assert_eq!(project(&mut rec, EventSel::Lock), 2);
