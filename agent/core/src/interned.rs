@@ -136,6 +136,24 @@ mod tests {
     }
 
     #[test]
+    fn a_stack_whose_hash_slot_holds_another_replaces_it() {
+        let mut i = StackInterner::default();
+        let a = i.intern(&frames(&[1, 2, 3]));
+        let (ha, hb) = (i.hasher.hash_one(&frames(&[1, 2, 3])[..]), i.hasher.hash_one(&frames(&[4, 5])[..]));
+        // A collision, made by hand: a's copy in the slot of b's hash.
+        let moved = i.set.remove(&ha).unwrap();
+        i.set.insert(hb, moved);
+        let b = i.intern(&frames(&[4, 5]));
+        assert_eq!(&*b, &frames(&[4, 5])[..], "b, not the stack its slot held");
+        assert!(!std::sync::Arc::ptr_eq(&a, &b));
+        assert_eq!((i.len(), i.frames), (1, 2), "a's copy gone with its frames");
+        let a2 = i.intern(&frames(&[1, 2, 3]));
+        assert_eq!(&*a2, &*a);
+        assert_eq!((i.len(), i.frames), (2, 5));
+        assert!(std::sync::Arc::ptr_eq(&i.intern(&frames(&[4, 5])), &b));
+    }
+
+    #[test]
     fn a_full_interner_starts_again_and_stacks_stay_valid() {
         let mut i = StackInterner::default();
         let first = i.intern(&frames(&[7]));

@@ -617,7 +617,13 @@ pub struct Symbolizer {
     /// The dynamic loader's counts of objects loaded and unloaded when the mappings were last
     /// read by [`Self::refresh_unless`].
     loads: Option<(u64, u64)>,
+    /// When `loads` were read with the mappings (ns, the caller's clock).
+    loads_read_at: Option<u64>,
 }
+
+/// The mappings are read again at a session's start at least this often, whatever the
+/// loader's counts say.
+pub const MAPS_MAX_AGE_NS: u64 = 60_000_000_000;
 
 /// Named code addresses remembered at most (started again when full).
 const MAX_SITES: usize = 1 << 16;
@@ -666,23 +672,32 @@ impl Symbolizer {
     }
 
     /// Re-reads `/proc/self/maps` (a library may have been loaded since).
-    pub fn refresh(&mut self) {
-        if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
-            self.set_mappings(parse_maps(&text));
+    pub fn refresh(&mut self) -> bool {
+        match std::fs::read_to_string("/proc/self/maps") {
+            Ok(text) => {
+                self.set_mappings(parse_maps(&text));
+                true
+            }
+            Err(_) => false,
         }
     }
 
     /// [`Self::refresh`] unless `loads`, the dynamic loader's counts of objects loaded and
-    /// unloaded so far (read before this call), are those of the last read: then no library
-    /// came or went through it since. The JVM maps thousands of areas, and the kernel's
-    /// formatting of them took a tenth of a short session's processing. Code mapped past the
-    /// loader is still found: an address in no mapping reads them again (at most once a
-    /// second, [`crate::resolve::SampleResolver`]).
-    pub fn refresh_unless(&mut self, loads: Option<(u64, u64)>) {
-        if loads.is_none() || loads != self.loads || self.mappings.is_empty() {
-            self.refresh();
-            self.loads = loads;
+    /// unloaded so far (read before this call), are those of the last read, less than
+    /// [`MAPS_MAX_AGE_NS`] before `now` (ns): then no library came or went through the loader
+    /// since. The JVM maps thousands of areas, and the kernel's formatting of them took a tenth
+    /// of a short session's processing. Code mapped past the loader (a file mapped executable
+    /// by hand) is found by an address in no mapping, which reads them again (at most once a
+    /// second, [`crate::resolve::SampleResolver`]), or by the next read after the age.
+    pub fn refresh_unless(&mut self, loads: Option<(u64, u64)>, now: u64) {
+        let fresh = self.loads_read_at.is_some_and(|t| now.saturating_sub(t) < MAPS_MAX_AGE_NS);
+        if loads.is_some() && loads == self.loads && fresh && !self.mappings.is_empty() {
+            return;
         }
+        // A failed read proves nothing: the counts are kept only with the mappings they saw.
+        let read = self.refresh();
+        self.loads = if read { loads } else { None };
+        self.loads_read_at = read.then_some(now);
     }
 
     /// The executable mappings, by address.
@@ -794,23 +809,32 @@ mod tests {
     }
 
     #[test]
-    fn the_mappings_are_read_again_only_when_the_loader_counts_changed_or_are_unknown() {
+    fn the_mappings_are_read_again_only_when_the_loader_counts_changed_are_unknown_or_old() {
         let fake = || vec![Mapping { start: 0x1000, end: 0x2000, offset: 0, exec: true, path: "/x/liba.so".into() }];
         let mut s = Symbolizer::default();
-        s.refresh_unless(Some((5, 1)));
+        s.refresh_unless(Some((5, 1)), 0);
         let real = s.mappings().len();
         assert!(real > 1, "this process maps more than one executable area");
         s.set_mappings(fake());
-        s.refresh_unless(Some((5, 1)));
+        s.refresh_unless(Some((5, 1)), 1_000);
         assert_eq!(s.mappings().len(), 1, "same counts: not read again");
-        s.refresh_unless(Some((6, 1)));
+        s.refresh_unless(Some((6, 1)), 2_000);
         assert!(s.mappings().len() > 1, "a library loaded: read again");
         s.set_mappings(fake());
-        s.refresh_unless(Some((6, 2)));
+        s.refresh_unless(Some((6, 2)), 3_000);
         assert!(s.mappings().len() > 1, "a library unloaded: read again");
         s.set_mappings(fake());
-        s.refresh_unless(None);
+        s.refresh_unless(None, 4_000);
         assert!(s.mappings().len() > 1, "counts unknown: always read");
+        s.refresh_unless(Some((6, 2)), 5_000);
+        s.set_mappings(fake());
+        s.refresh_unless(Some((6, 2)), 5_000 + MAPS_MAX_AGE_NS - 1);
+        assert_eq!(s.mappings().len(), 1, "same counts, read recently: not read again");
+        s.refresh_unless(Some((6, 2)), 5_000 + MAPS_MAX_AGE_NS);
+        assert!(s.mappings().len() > 1, "same counts, but read a minute ago: read again");
+        s.set_mappings(Vec::new());
+        s.refresh_unless(Some((6, 2)), 6_000 + MAPS_MAX_AGE_NS);
+        assert!(!s.mappings().is_empty(), "none known: read");
     }
 
     #[test]

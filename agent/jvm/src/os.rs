@@ -167,7 +167,13 @@ pub fn in_library(addr: u64, name: &str) -> bool {
 /// The dynamic loader's counts of objects loaded and unloaded in the process so far (glibc's
 /// `dlpi_adds` and `dlpi_subs`), or None where the C library does not give them.
 pub fn loader_counts() -> Option<(u64, u64)> {
-    extern "C" fn first(info: *mut libc::dl_phdr_info, size: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+    /// # Safety
+    /// `info` valid for `size` bytes and `data` the `Option` below (dl_iterate_phdr's contract).
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
         let end = std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + std::mem::size_of::<libc::c_ulonglong>();
         if size >= end {
             // SAFETY: `data` is the `Option` below, borrowed by nothing else during the call;
@@ -177,7 +183,8 @@ pub fn loader_counts() -> Option<(u64, u64)> {
         1 // The counts are the same in every object's entry: the first is enough.
     }
     let mut counts: Option<(u64, u64)> = None;
-    // SAFETY: the callback only writes `counts`, which outlives the call, and cannot panic.
+    // SAFETY: the callback only writes `counts`, which outlives the call; nothing in it can
+    // panic (a panic in an `extern "C"` function would abort, not unwind into the loader).
     unsafe { libc::dl_iterate_phdr(Some(first), &mut counts as *mut Option<(u64, u64)> as *mut libc::c_void) };
     counts
 }
@@ -187,6 +194,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(target_env = "gnu")]
     fn the_loader_counts_a_library_loaded_and_one_unloaded() {
         let before = loader_counts().expect("glibc gives the counts");
         // libBrokenLocale: part of glibc, so present, and linked by nothing here.

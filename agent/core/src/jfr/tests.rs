@@ -278,6 +278,29 @@ fn duplicate_counter_names_keep_their_columns() {
 }
 
 #[test]
+fn each_chunk_has_the_metadata_of_its_own_counters_when_they_change_between_chunks() {
+    // The metadata is encoded once per list of counters and kept: a chunk of other counters
+    // in between must not leave the first list's chunks with the second's fields.
+    let lists: [&[&str]; 4] =
+        [&["task-clock", "cycles", "r01c2"], &["cycles"], &["task-clock", "cycles", "r01c2"], &[]];
+    for (k, list) in lists.iter().enumerate() {
+        let mut rec = sample_recording();
+        rec.counters = list.iter().map(|c| c.to_string()).collect();
+        let start = 5_000_000_000 + k as u64 * 1_000_000_000;
+        let mut samples = sample_batch(&mut rec, start, 4);
+        for s in &mut samples {
+            s.counters.truncate(list.len());
+        }
+        let bytes = encode_chunk(&rec, &samples, times(start, start + 1_000_000_000));
+        let back = recording_from_chunks(&parse_chunks(&bytes, &|_| true).unwrap()).unwrap();
+        assert_eq!(back.counters, rec.counters, "chunk {k}");
+        for (a, b) in samples.iter().zip(&back.samples) {
+            assert_eq!(a.counters, b.counters, "chunk {k}");
+        }
+    }
+}
+
+#[test]
 fn out_of_range_indices_are_written_as_placeholders() {
     let mut rec = sample_recording();
     let mut samples = sample_batch(&mut rec, 5_000_000_000, 2);
@@ -397,8 +420,20 @@ fn compiled_code_round_trip_with_and_without_its_bytes() {
     let samples = sample_batch(&mut rec, 5_000_000_000, 4);
     let hot = samples[0].stack.iter().find(|f| f.kind == FrameKind::JitCompiled).unwrap().method;
     let bytes = vec![0x48, 0x01, 0xd8, 0xc3, 0x00, 0xff];
-    rec.code.push(CompiledCode { method: hot, start: 0x7f00_1000, size: 6, loaded_at: 4_900_000_000, bytes });
-    rec.code.push(CompiledCode { method: hot, start: 0x7f00_2000, size: 300, loaded_at: 5_000_000_100, bytes: vec![] });
+    rec.code.push(CompiledCode {
+        method: hot,
+        start: 0x7f00_1000,
+        size: 6,
+        loaded_at: 4_900_000_000,
+        bytes: bytes.into(),
+    });
+    rec.code.push(CompiledCode {
+        method: hot,
+        start: 0x7f00_2000,
+        size: 300,
+        loaded_at: 5_000_000_100,
+        bytes: Default::default(),
+    });
     // Each chunk holds the code of its own samples: the same blobs twice, read once.
     let mut file = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     file.extend(encode_chunk(&rec, &samples, times(5_100_000_000, 5_200_000_000)));
