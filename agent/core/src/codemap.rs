@@ -28,9 +28,11 @@ pub const MAX_BLOB_CODE: usize = 4 << 20;
 /// (CompiledMethodLoad): the code cache frees and reuses addresses, so a sample's instruction
 /// is decoded from the bytes that were there when it was taken (`hpm report --instructions`).
 /// The process holds at most [`CODE_BYTES_BUDGET`] bytes of copies; each is returned to the
-/// budget when its blob leaves the map and no recording needs it any more.
+/// budget when its blob leaves the map and the sessions' timelines. A recording shares the
+/// bytes of the blobs its chunk's samples are in ([`CodeBytes::shared`]) until the chunk is
+/// written, without a copy of its own.
 #[derive(PartialEq, Eq)]
-pub struct CodeBytes(Box<[u8]>);
+pub struct CodeBytes(Arc<[u8]>);
 
 impl CodeBytes {
     /// A copy of `code`, or `None` (counted, see [`CodeBytes::not_copied`]) when it would pass
@@ -62,6 +64,11 @@ impl CodeBytes {
 
     pub fn bytes(&self) -> &[u8] {
         &self.0
+    }
+
+    /// The instructions, shared with a recording (not copied again for each).
+    pub fn shared(&self) -> Arc<[u8]> {
+        self.0.clone()
     }
 }
 

@@ -666,7 +666,7 @@ pub struct CompiledCode {
     /// code unless a later blob covers its address.
     pub loaded_at: u64,
     /// The instructions (`size` bytes), empty if they were not copied.
-    pub bytes: Vec<u8>,
+    pub bytes: Arc<[u8]>,
 }
 
 impl Recording {

@@ -996,7 +996,7 @@ impl SampleResolver {
         }
         let Some(id) = b.method() else { return };
         let (start, size, loaded_at) = (b.start, b.end - b.start, b.loaded_at);
-        let bytes = b.code.as_ref().map_or_else(Vec::new, |c| c.bytes().to_vec());
+        let bytes = b.code.as_ref().map_or_else(|| Arc::from([]), |c| c.shared());
         self.code_noted.insert(start, loaded_at);
         let method = self.method_idx(rec, jm, id);
         rec.code.push(crate::model::CompiledCode { method, start, size, loaded_at, bytes });

@@ -220,7 +220,13 @@ impl Builder {
             let bytes =
                 if fits && hex.len() as u64 == size.saturating_mul(2) { crate::text::parse_hex(hex) } else { None };
             self.code_bytes += bytes.as_ref().map_or(0, Vec::len);
-            self.rec.code.push(CompiledCode { method, start, size, loaded_at, bytes: bytes.unwrap_or_default() });
+            self.rec.code.push(CompiledCode {
+                method,
+                start,
+                size,
+                loaded_at,
+                bytes: bytes.unwrap_or_default().into(),
+            });
         }
         for kind in JvmEventKind::ALL {
             for e in c.events_named(kind.jfr_name()) {

@@ -22,8 +22,8 @@ fn recording() -> Recording {
     for (class, name) in [("Hot", "loop"), ("Util", "get"), ("Other", "run")] {
         rec.methods.intern(MethodInfo::java(class, name, "()V"));
     }
-    rec.code.push(CompiledCode { method: 0, start: 0x1000, size: 8, loaded_at: 10, bytes: CODE_A.to_vec() });
-    rec.code.push(CompiledCode { method: 2, start: 0x1000, size: 2, loaded_at: 100, bytes: CODE_B.to_vec() });
+    rec.code.push(CompiledCode { method: 0, start: 0x1000, size: 8, loaded_at: 10, bytes: CODE_A.into() });
+    rec.code.push(CompiledCode { method: 2, start: 0x1000, size: 2, loaded_at: 100, bytes: CODE_B.into() });
     // Before the reuse: 3 at the add, 5 at the load (inlined Util.get), 1 in the interpreter.
     for t in 0..3 {
         rec.samples.push(sample(20 + t, 0x1000, frame(0, 7, 42), 0));
@@ -96,7 +96,7 @@ fn method_filter_matches_the_leaf_or_the_compiled_method() {
 #[test]
 fn missing_ips_and_missing_code_are_said_plainly() {
     let mut rec = recording();
-    rec.code[0].bytes.clear();
+    rec.code[0].bytes = Default::default();
     let h = histogram(&rec, None);
     assert_eq!(h.not_copied, 8);
     assert_eq!(h.rows[0].text, "(code not recorded)");
@@ -118,7 +118,7 @@ fn missing_ips_and_missing_code_are_said_plainly() {
 
 #[test]
 fn ips_outside_or_between_instructions_do_not_panic() {
-    let code = CompiledCode { method: 0, start: 0x1000, size: 4, loaded_at: 0, bytes: vec![0x48, 0x8b, 0x43, 0x10] };
+    let code = CompiledCode { method: 0, start: 0x1000, size: 4, loaded_at: 0, bytes: [0x48, 0x8b, 0x43, 0x10].into() };
     assert_eq!(disassemble(&code, 0x0fff), "(outside the code)");
     assert_eq!(disassemble(&code, 0x1004), "(outside the code)");
     // A cut instruction: `adc` without its operand byte.
@@ -128,7 +128,7 @@ fn ips_outside_or_between_instructions_do_not_panic() {
 #[test]
 fn forged_code_extents_do_not_overflow() {
     let mut rec = recording();
-    rec.code.push(CompiledCode { method: 0, start: u64::MAX - 4, size: u64::MAX, loaded_at: 0, bytes: vec![0x90] });
+    rec.code.push(CompiledCode { method: 0, start: u64::MAX - 4, size: u64::MAX, loaded_at: 0, bytes: [0x90].into() });
     rec.samples.push(sample(300, u64::MAX - 2, frame(0, 1, 41), 0));
     let h = histogram(&rec, None);
     let forged = h.rows.iter().find(|r| r.ip == u64::MAX - 2).expect("the sample is in the forged blob");
