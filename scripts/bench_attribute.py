@@ -20,6 +20,9 @@ compilation) is seen as such.
         from the runs of a `bench-paired.py --same-jvm --attribute --out OUT`: each profiler's
         own cost per iteration (its library in the program's threads, its own threads, and the
         program threads' kernel time beyond the unsampled iterations'), the mean over runs
+    python3 scripts/bench_attribute.py --ends OUT
+        the same runs: each profiler's CPU between the iterations, per session (its sessions'
+        starts and stops, which the iterations' CPU leaves out)
 """
 import bisect
 import collections
@@ -75,8 +78,8 @@ def iterations(stdout_text):
 
 
 def samples_in(perf_data, wins):
-    """(iteration, group, function) of each sample of `perf_data` that fell in one of the
-    iterations `wins` ((start s, end s, iteration), sorted)."""
+    """(iteration, group, function, thread, library) of each sample of `perf_data` that fell in
+    one of the spans `wins` ((start s, end s, iteration), sorted)."""
     starts = [w[0] for w in wins]
     out = subprocess.run(["perf", "script", "-i", perf_data, "-F", "comm,time,ip,sym,dso"],
                          capture_output=True, text=True, check=True).stdout
@@ -88,7 +91,8 @@ def samples_in(perf_data, wins):
         k = bisect.bisect_right(starts, t) - 1
         if k < 0 or t > wins[k][1]:
             continue
-        yield wins[k][2], group(m.group(1).strip(), m.group(4)), m.group(3) or "[unknown]"
+        comm, dso = m.group(1).strip(), m.group(4)
+        yield wins[k][2], group(comm, dso), m.group(3) or "[unknown]", comm, dso.rsplit("/", 1)[-1]
 
 
 def attribute(perf_data, stdout_text, period_ms, detail=None):
@@ -98,7 +102,7 @@ def attribute(perf_data, stdout_text, period_ms, detail=None):
     wins, cells = iterations(stdout_text)
     per_it = collections.defaultdict(collections.Counter)
     funcs = collections.defaultdict(collections.Counter)
-    for i, g, func in samples_in(perf_data, wins):
+    for i, g, func, _, _ in samples_in(perf_data, wins):
         if i not in cells:
             continue
         per_it[i][g] += period_ms
@@ -170,12 +174,60 @@ def own(out_dir):
                   f"{mean['all'][off]:.0f} |")
 
 
+# A cell of bench-paired's rotation and the profiler it runs (`c0=hpm:...|c1=ap:...`).
+CELL_ROLE = re.compile(r"(c\d+)=(hpm|ap):")
+
+
+def profiler_of(comm, lib):
+    """Which profiler a sample outside the iterations worked for: its thread's name or its
+    library (a session's start and stop run in the harness's thread), else None."""
+    if comm.startswith("hpm") or lib == "libhpm.so":
+        return "hpm"
+    if comm.startswith(("async-profiler", "Async-profiler")) or lib == "libasyncProfiler.so":
+        return "async-profiler"
+    return None
+
+
+def ends(out_dir, period_ms=PERIOD_MS):
+    """Each profiler's CPU between the measured iterations (its sessions' starts and stops:
+    threads attached and detached, the last samples resolved, the outputs written), per
+    session, the mean over runs: what the iterations' CPU leaves out. Its first session's
+    start is left out (it reads what a process reads once), and so is the kernel's side
+    (perf events opened and closed), which is not told apart."""
+    print("| workload | interval | hpm, ms per session outside the iterations | async-profiler's |")
+    print("| --- | --- | --- | --- |")
+    for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
+        w, interval = os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):]
+        per_run = collections.defaultdict(list)
+        for run in sorted(glob.glob(os.path.join(d, "*", "attribution.data"))):
+            with open(os.path.join(os.path.dirname(run), "stdout.txt")) as f:
+                wins, cells = iterations(f.read())
+            # Each gap is named by the iteration after it.
+            gaps = [(a[1], b[0], b[2]) for a, b in zip(wins, wins[1:])]
+            with open(os.path.join(os.path.dirname(run), "command.txt")) as f:
+                roles = {c: ("hpm" if p == "hpm" else "async-profiler") for c, p in CELL_ROLE.findall(f.read())}
+            # A profiler's first start reads what a process reads once (symbol tables, every
+            # jmethodID): left out, as the summary leaves it out of the per-sample figure.
+            first = {roles[c]: min(i for i, x in cells.items() if x == c) for c in roles}
+            ms = collections.Counter()
+            for i, _, _, comm, lib in samples_in(run, gaps):
+                who = profiler_of(comm, lib)
+                if who and i != first.get(who):
+                    ms[who] += period_ms
+            sessions = collections.Counter(cells.values())
+            for cell, who in roles.items():
+                per_run[who].append(ms[who] / max(sessions[cell], 1))
+        if per_run:
+            print(f"| {w} | {interval} | {statistics.mean(per_run['hpm']):.2f} | "
+                  f"{statistics.mean(per_run['async-profiler']):.2f} |")
+
+
 def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
     """Markdown: per block of `n` iterations, the mean wall time, JIT compiler threads' CPU and
     all CPU per iteration (ms)."""
     wins, _ = iterations(stdout_text)
     jit, cpu = collections.Counter(), collections.Counter()
-    for i, g, _ in samples_in(perf_data, wins):
+    for i, g, _, _, _ in samples_in(perf_data, wins):
         cpu[i] += period_ms
         if g == "JIT compiler threads":
             jit[i] += period_ms
@@ -192,6 +244,9 @@ def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--own":
         own(sys.argv[2])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--ends":
+        ends(sys.argv[2])
         return
     if len(sys.argv) == 5 and sys.argv[1] == "--blocks":
         with open(sys.argv[4]) as f:
