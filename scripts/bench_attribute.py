@@ -36,7 +36,9 @@ import sys
 ITERATION = re.compile(r"^hpm-bench iteration (\d+) (\d+) ([\d.]+)$", re.M)
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ", re.M)
 SAMPLE = re.compile(r"^\s*(.+?)\s+(\d+\.\d+):\s+[0-9a-f]+\s*(.*?)\s*\((.*)\)\s*$")
-PROFILER_LIBS = ("libhpm.so", "libasyncProfiler.so")
+# Each profiler's library (in the program's threads) and its threads' names' prefixes.
+PROFILER_LIBS = {"libhpm.so": "hpm", "libasyncProfiler.so": "async-profiler"}
+PROFILER_THREADS = {"hpm": "hpm", "async-profiler": "async-profiler", "Async-profiler": "async-profiler"}
 # perf's sampling period: 1 ms costs the run ~1.3% (13 us per sample here), alike in every cell.
 PERIOD_MS = 1
 GROUPS = ["app: JIT code", "app: JVM", "app: kernel", "app: profiler library", "app: other native",
@@ -53,7 +55,7 @@ def group(comm, dso):
         return "JIT compiler threads"
     if comm.startswith(("GC Thread", "G1 Conc", "G1 Main", "G1 Refine", "G1 Young")):
         return "GC threads"
-    if comm.startswith(("hpm", "async-profiler", "Async-profiler")):
+    if comm.startswith(tuple(PROFILER_THREADS)):
         return "profiler threads"
     if comm.startswith(VM_THREADS):
         return "other JVM threads"
@@ -151,13 +153,18 @@ def read_table(path):
     return cells, rows
 
 
+def workload_dirs(out_dir):
+    """(workload, interval, directory of its runs) of a `bench-paired.py --same-jvm --out OUT`."""
+    for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
+        yield os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):], d
+
+
 def own(out_dir):
     """The profilers' own cost per iteration, per workload and interval, the mean over runs."""
     print("| workload | interval | profiler | own, ms per iteration | its library | its threads | program threads' "
           "kernel beyond unsampled | all CPU of an unsampled iteration |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
-        w, interval = os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):]
+    for w, interval, d in workload_dirs(out_dir):
         tables = [read_table(p) for p in sorted(glob.glob(os.path.join(d, "*", "attribution.md")))]
         if not tables:
             continue
@@ -181,11 +188,8 @@ CELL_ROLE = re.compile(r"(c\d+)=(hpm|ap):")
 def profiler_of(comm, lib):
     """Which profiler a sample outside the iterations worked for: its thread's name or its
     library (a session's start and stop run in the harness's thread), else None."""
-    if comm.startswith("hpm") or lib == "libhpm.so":
-        return "hpm"
-    if comm.startswith(("async-profiler", "Async-profiler")) or lib == "libasyncProfiler.so":
-        return "async-profiler"
-    return None
+    prefix = next((p for p in PROFILER_THREADS if comm.startswith(p)), None)
+    return PROFILER_THREADS[prefix] if prefix else PROFILER_LIBS.get(lib)
 
 
 def ends(out_dir, period_ms=PERIOD_MS):
@@ -196,8 +200,7 @@ def ends(out_dir, period_ms=PERIOD_MS):
     (perf events opened and closed), which is not told apart."""
     print("| workload | interval | hpm, ms per session outside the iterations | async-profiler's |")
     print("| --- | --- | --- | --- |")
-    for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
-        w, interval = os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):]
+    for w, interval, d in workload_dirs(out_dir):
         per_run = collections.defaultdict(list)
         for run in sorted(glob.glob(os.path.join(d, "*", "attribution.data"))):
             with open(os.path.join(os.path.dirname(run), "stdout.txt")) as f:
