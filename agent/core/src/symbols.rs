@@ -615,10 +615,8 @@ pub struct Symbolizer {
     /// could be in stays (a library unloaded and another mapped there would rename them).
     sites: crate::hash::IntMap<u64, (Arc<str>, Arc<str>)>,
     /// The dynamic loader's counts of objects loaded and unloaded when the mappings were last
-    /// read by [`Self::refresh_unless`].
-    loads: Option<(u64, u64)>,
-    /// When `loads` were read with the mappings (ns, the caller's clock).
-    loads_read_at: Option<u64>,
+    /// read by [`Self::refresh_unless`], and when (ns, the caller's clock).
+    last_read: Option<((u64, u64), u64)>,
 }
 
 /// The mappings are read again at a session's start at least this often, whatever the
@@ -690,14 +688,13 @@ impl Symbolizer {
     /// by hand) is found by an address in no mapping, which reads them again (at most once a
     /// second, [`crate::resolve::SampleResolver`]), or by the next read after the age.
     pub fn refresh_unless(&mut self, loads: Option<(u64, u64)>, now: u64) {
-        let fresh = self.loads_read_at.is_some_and(|t| now.saturating_sub(t) < MAPS_MAX_AGE_NS);
-        if loads.is_some() && loads == self.loads && fresh && !self.mappings.is_empty() {
+        let fresh = self.last_read.is_some_and(|(l, t)| Some(l) == loads && now.saturating_sub(t) < MAPS_MAX_AGE_NS);
+        if fresh && !self.mappings.is_empty() {
             return;
         }
         // A failed read proves nothing: the counts are kept only with the mappings they saw.
         let read = self.refresh();
-        self.loads = if read { loads } else { None };
-        self.loads_read_at = read.then_some(now);
+        self.last_read = loads.filter(|_| read).map(|l| (l, now));
     }
 
     /// The executable mappings, by address.
