@@ -57,7 +57,14 @@ fn instructions_name_the_hot_loop_with_its_lines_for_both_ip_samplers() {
         );
         assert!(total >= 1_000, "{what}: {total} samples\n{report}");
         assert!(in_loop as f64 >= 0.95 * total as f64, "{what}: {in_loop} of {total} in the loop\n{report}");
-        assert!(rows.iter().all(|r| !r.2.starts_with('(')), "{what}: an instruction was not decoded\n{report}");
+        // A blob's instructions are kept from its second sample in the session on: only an
+        // instruction of a blob sampled once (a version of the loop soon replaced) is not
+        // decoded, and those hold at most a few samples.
+        let undecoded: Vec<_> = rows.iter().filter(|r| r.2.starts_with('(')).collect();
+        assert!(
+            undecoded.iter().all(|r| r.0 == 1 && r.2 == "(code not recorded)") && undecoded.len() as u64 * 100 <= total,
+            "{what}: instructions not decoded: {undecoded:?}\n{report}"
+        );
         // The hottest instruction of line 20 is its multiply or add, on a 64-bit register.
         let line20 = rows.iter().find(|r| r.1.starts_with("Shares.spin:20 ")).unwrap_or_else(|| panic!("{report}"));
         let arithmetic = ["imul r", "add r"].iter().any(|p| line20.2.starts_with(p))

@@ -588,3 +588,30 @@ fn a_rounds_interpreted_methods_are_asked_for_at_once() {
     res.prefetch_methods(&mut jm, [&not_walked]);
     assert_eq!(jm.0.len(), 1, "nothing to ask: no call");
 }
+
+#[test]
+fn a_blobs_instructions_go_once_per_session_from_its_second_sample() {
+    let mut res = SampleResolver::default();
+    let hot = crate::codemap::CodeBytes::copy(&[0x90; 0x100]);
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, vec![], 5).with_code(hot)));
+    let once = crate::codemap::CodeBytes::copy(&[0xcc; 0x100]);
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x2000, 0x100, vec![], 5).with_code(once)));
+    let mut rec = recording();
+    let mut t = table();
+    let listed = |rec: &Recording| -> Vec<(u64, usize)> { rec.code.iter().map(|c| (c.start, c.bytes.len())).collect() };
+    res.resolve(&mut rec, &mut t, &captured(0, 10, 0x1010, &[(2, 0)]));
+    res.resolve(&mut rec, &mut t, &captured(0, 11, 0x2010, &[(3, 0)]));
+    // Each blob listed at its first sample of the chunk, without its instructions.
+    assert_eq!(listed(&rec), [(0x1000, 0), (0x2000, 0)]);
+    res.resolve(&mut rec, &mut t, &captured(0, 12, 0x1020, &[(2, 0)]));
+    // The second sample adds them, in the entry the chunk has.
+    assert_eq!(listed(&rec), [(0x1000, 0x100), (0x2000, 0)]);
+    assert!(rec.code[0].bytes.iter().all(|&b| b == 0x90));
+    rec.code.clear();
+    res.chunk_written();
+    res.resolve(&mut rec, &mut t, &captured(0, 20, 0x1030, &[(2, 0)]));
+    res.resolve(&mut rec, &mut t, &captured(0, 21, 0x2030, &[(3, 0)]));
+    // A later chunk lists the hot blob again, without the instructions written already; the
+    // other blob's second sample of the session brings its own.
+    assert_eq!(listed(&rec), [(0x1000, 0), (0x2000, 0x100)]);
+}

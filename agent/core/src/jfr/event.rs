@@ -1,7 +1,7 @@
 //! One event record being built: the type id, the fields in declared order, then the size in
 //! front. Used by the writer for samples and by [`super::marks`] for the bridge's events.
 
-use super::varint::{put_string, put_string_ref, put_varint, varint_len};
+use super::varint::{put_string, put_string_ref, put_varint, varint_len, STRING_EMPTY, STRING_UTF8};
 
 /// Builds one event record: `begin` reserves nothing; `finish` prepends the size.
 pub struct EventBuf {
@@ -38,6 +38,18 @@ impl EventBuf {
         self
     }
 
+    /// The header of a (non-null) UTF-8 string of `len` bytes, as [`Self::string`] writes it,
+    /// whose bytes [`Self::finish_with`] appends.
+    pub fn string_header(&mut self, len: usize) -> &mut Self {
+        if len == 0 {
+            self.body.push(STRING_EMPTY);
+        } else {
+            self.body.push(STRING_UTF8);
+            put_varint(&mut self.body, len as u64);
+        }
+        self
+    }
+
     pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
         self.body.extend_from_slice(b);
         self
@@ -45,11 +57,20 @@ impl EventBuf {
 
     /// Appends the record (size, then body) to `out`. The size counts itself.
     pub fn finish(&self, out: &mut Vec<u8>) {
+        self.finish_with(out, &[]);
+    }
+
+    /// [`Self::finish`] with `tail` as the body's last bytes, copied once, straight to `out`
+    /// (a compiled blob's instructions do not pass through the buffer).
+    pub fn finish_with(&self, out: &mut Vec<u8>, tail: &[u8]) {
+        let body = self.body.len() + tail.len();
         let mut n = 1;
-        while varint_len((self.body.len() + n) as u64) > n {
+        while varint_len((body + n) as u64) > n {
             n += 1;
         }
-        put_varint(out, (self.body.len() + n) as u64);
+        out.reserve(n + body);
+        put_varint(out, (body + n) as u64);
         out.extend_from_slice(&self.body);
+        out.extend_from_slice(tail);
     }
 }

@@ -86,8 +86,9 @@ struct Builder {
     /// Running totals, so that no later sum over samples can overflow.
     weight_total: u64,
     counter_totals: Vec<u64>,
-    /// Compiled code read: (address, install time) of each blob, and the bytes decoded.
-    code_seen: std::collections::HashSet<(u64, u64)>,
+    /// Compiled code read: (address, install time) of each blob -> its index in `rec.code`,
+    /// and the bytes decoded.
+    code_seen: std::collections::HashMap<(u64, u64), usize>,
     code_bytes: usize,
 }
 
@@ -211,22 +212,25 @@ impl Builder {
             }
             let hex = e.str("code").unwrap_or("").as_bytes();
             // Bytes that are not `size` bytes of hex, or past the file's budget, are left out:
-            // the blob is still known. A blob written again by a later chunk is read once.
+            // the blob is still known. A blob listed again by a later chunk is read once, with
+            // its instructions from whichever chunk has them (the agent writes them once).
             let loaded_at = h.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64);
-            if !self.code_seen.insert((start, loaded_at)) {
+            let known = self.code_seen.get(&(start, loaded_at)).copied();
+            if known.is_some_and(|i| hex.is_empty() || !self.rec.code[i].bytes.is_empty()) {
                 continue;
             }
             let fits = self.code_bytes.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
             let bytes =
                 if fits && hex.len() as u64 == size.saturating_mul(2) { crate::text::parse_hex(hex) } else { None };
             self.code_bytes += bytes.as_ref().map_or(0, Vec::len);
-            self.rec.code.push(CompiledCode {
-                method,
-                start,
-                size,
-                loaded_at,
-                bytes: bytes.unwrap_or_default().into(),
-            });
+            let bytes = bytes.unwrap_or_default().into();
+            match known {
+                Some(i) => self.rec.code[i].bytes = bytes,
+                None => {
+                    self.code_seen.insert((start, loaded_at), self.rec.code.len());
+                    self.rec.code.push(CompiledCode { method, start, size, loaded_at, bytes });
+                }
+            }
         }
         for kind in JvmEventKind::ALL {
             for e in c.events_named(kind.jfr_name()) {

@@ -445,3 +445,27 @@ fn compiled_code_round_trip_with_and_without_its_bytes() {
         assert_eq!(back.method(b.method).display_name(), "com.example.Hot.spin");
     }
 }
+
+#[test]
+fn a_blob_listed_in_several_chunks_is_read_with_the_instructions_one_of_them_has() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    let hot = samples[0].stack.iter().find(|f| f.kind == FrameKind::JitCompiled).unwrap().method;
+    let blob = |start: u64, bytes: &[u8]| CompiledCode {
+        method: hot,
+        start,
+        size: 4,
+        loaded_at: 4_900_000_000,
+        bytes: bytes.to_vec().into(),
+    };
+    let (a, b) = ([0x48, 0x01, 0xd8, 0xc3], [0x90, 0x90, 0x90, 0xc3]);
+    // The agent writes a blob's instructions once a session: here `a`'s in the second chunk,
+    // `b`'s in the first.
+    rec.code = vec![blob(0x7f00_1000, &[]), blob(0x7f00_2000, &b)];
+    let mut file = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    rec.code = vec![blob(0x7f00_1000, &a), blob(0x7f00_2000, &[])];
+    file.extend(encode_chunk(&rec, &samples, times(5_100_000_000, 5_200_000_000)));
+    let back = read_recording(&write_temp("code-once.jfr", &file)).unwrap().recording;
+    let code: Vec<(u64, Vec<u8>)> = back.code.iter().map(|c| (c.start, c.bytes.to_vec())).collect();
+    assert_eq!(code, [(0x7f00_1000, a.to_vec()), (0x7f00_2000, b.to_vec())]);
+}

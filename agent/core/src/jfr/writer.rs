@@ -104,8 +104,8 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
         hex.clear();
         crate::text::push_hex(&mut hex, &c.bytes);
         e.restart(EVENT_HPM_COMPILED_CODE);
-        e.long(c.loaded_at).long(pools.method(c.method)).long(c.start).long(c.size).string(Some(&hex));
-        e.finish(&mut out);
+        e.long(c.loaded_at).long(pools.method(c.method)).long(c.start).long(c.size).string_header(hex.len());
+        e.finish_with(&mut out, hex.as_bytes());
     }
     super::marks::write_marks(&mut out, &mut pools, marks);
     super::jvmevents::write_jvm_events(&mut out, &mut pools, rec);

@@ -207,8 +207,9 @@ pub fn report(rec: &Recording, opts: &InstructionOptions) -> Result<String, Stri
     if h.not_copied > 0 {
         let _ = writeln!(
             out,
-            "  {} samples are in code whose instructions the recording does not hold (the agent copies at most {} MB \
-             of compiled code, a reader decodes at most {} MB per file)",
+            "  {} samples are in code whose instructions the recording does not hold (the agent keeps a blob's \
+             instructions from its second sample in a session on, and copies at most {} MB of compiled code; a reader \
+             decodes at most {} MB per file)",
             h.not_copied,
             crate::codemap::CODE_BYTES_BUDGET >> 20,
             crate::limits::MAX_CODE_BYTES >> 20
