@@ -350,9 +350,10 @@ impl Cct {
 
     /// Per-method (frame name) totals: samples in which the method appears at least once
     /// (recursion counted once), and self samples. One walk of the tree, keeping how often each
-    /// name is on the current path: linear in the nodes whatever the depth.
+    /// name is on the current path: linear in the nodes whatever the depth. Summed by name id,
+    /// each name hashed once at the end rather than at every node.
     pub fn method_totals(&self) -> IntMap<&str, MethodTotals> {
-        let mut out: IntMap<&str, MethodTotals> = IntMap::default();
+        let mut by_id: Vec<Option<MethodTotals>> = vec![None; self.names.len()];
         let mut on_path = vec![0u32; self.names.len()];
         for (id, enter) in self.walk() {
             if id == ROOT {
@@ -364,7 +365,7 @@ impl Cct {
                 continue;
             }
             let n = &self.nodes[id as usize];
-            let e = out.entry(&*n.name).or_default();
+            let e = by_id[name_id].get_or_insert_with(MethodTotals::default);
             e.self_samples = e.self_samples.saturating_add(n.self_samples);
             e.self_weight = e.self_weight.saturating_add(n.self_weight);
             crate::model::add_counters(&mut e.self_counters, &n.self_counters);
@@ -376,7 +377,7 @@ impl Cct {
             }
             on_path[name_id] += 1;
         }
-        out
+        by_id.into_iter().zip(&self.names).filter_map(|(t, name)| Some((&**name, t?))).collect()
     }
 }
 

@@ -72,6 +72,8 @@ pub fn package_of(internal: &str) -> &str {
 /// Stable numbering of the distinct class, package and symbol strings of the method table.
 struct Names<'a> {
     classes: IntMap<String, u64>,
+    /// The class key of each method of the prefix, by method index.
+    method_class: Vec<u64>,
     packages: IntMap<String, u64>,
     symbols: IntMap<&'a str, u64>,
     owned_symbols: IntMap<String, u64>,
@@ -83,22 +85,33 @@ impl<'a> Names<'a> {
     fn scan(rec: &'a Recording, upto: usize) -> Names<'a> {
         let mut n = Names {
             classes: IntMap::default(),
+            method_class: Vec::with_capacity(upto),
             packages: IntMap::default(),
             symbols: IntMap::default(),
             owned_symbols: IntMap::default(),
             next_symbol: 1,
         };
+        // A class's internal name and package are made once per class, not once per method.
+        let mut by_java_name: IntMap<&str, u64> = IntMap::default();
         for (_, m) in rec.methods.iter().take(upto) {
-            let internal = internal_name(&m.class_name);
-            let pkg = package_of(&internal).to_string();
-            let next = n.classes.len() as u64 + 1;
-            n.classes.entry(internal.clone()).or_insert(next);
-            if !pkg.is_empty() {
-                let next = n.packages.len() as u64 + 1;
-                n.packages.entry(pkg.clone()).or_insert(next);
-            }
-            n.owned(internal);
-            n.owned(pkg);
+            let class = match by_java_name.get(&*m.class_name) {
+                Some(&k) => k,
+                None => {
+                    let internal = internal_name(&m.class_name);
+                    let pkg = package_of(&internal).to_string();
+                    let next = n.classes.len() as u64 + 1;
+                    let k = *n.classes.entry(internal.clone()).or_insert(next);
+                    if !pkg.is_empty() {
+                        let next = n.packages.len() as u64 + 1;
+                        n.packages.entry(pkg.clone()).or_insert(next);
+                    }
+                    n.owned(internal);
+                    n.owned(pkg);
+                    by_java_name.insert(&m.class_name, k);
+                    k
+                }
+            };
+            n.method_class.push(class);
             n.borrowed(&m.name);
             n.borrowed(descriptor_of(&m.descriptor));
         }
@@ -381,10 +394,9 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         for &mi in &self.methods {
             let m = self.rec.method(mi);
-            let internal = internal_name(&m.class_name);
-            let class = names.classes[&internal];
+            let class = names.method_class[mi as usize];
             if class_seen.insert(class) {
-                classes.push((class, internal));
+                classes.push((class, internal_name(&m.class_name)));
             }
             let name = symbols.key(&m.name);
             let desc = symbols.key(descriptor_of(&m.descriptor));
@@ -416,7 +428,7 @@ impl<'a> Pools<'a> {
         for &mi in &self.methods {
             let m = self.rec.method(mi);
             let Some(file) = m.source_file.as_deref().filter(|f| !f.is_empty()) else { continue };
-            let class = names.classes[&internal_name(&m.class_name)];
+            let class = names.method_class[mi as usize];
             if seen.insert(class) {
                 put_varint(&mut b, class);
                 put_varint(&mut b, class);
