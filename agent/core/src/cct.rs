@@ -353,7 +353,10 @@ impl Cct {
     /// name is on the current path: linear in the nodes whatever the depth. Summed by name id,
     /// each name hashed once at the end rather than at every node.
     pub fn method_totals(&self) -> IntMap<&str, MethodTotals> {
-        let mut by_id: Vec<Option<MethodTotals>> = vec![None; self.names.len()];
+        // Name id -> index in `totals` (u32::MAX: none yet): dense, as the tree may have far
+        // fewer names than were interned.
+        let mut slot = vec![u32::MAX; self.names.len()];
+        let mut totals: Vec<(u32, MethodTotals)> = Vec::new();
         let mut on_path = vec![0u32; self.names.len()];
         for (id, enter) in self.walk() {
             if id == ROOT {
@@ -365,7 +368,11 @@ impl Cct {
                 continue;
             }
             let n = &self.nodes[id as usize];
-            let e = by_id[name_id].get_or_insert_with(MethodTotals::default);
+            if slot[name_id] == u32::MAX {
+                slot[name_id] = totals.len() as u32;
+                totals.push((name_id as u32, MethodTotals::default()));
+            }
+            let e = &mut totals[slot[name_id] as usize].1;
             e.self_samples = e.self_samples.saturating_add(n.self_samples);
             e.self_weight = e.self_weight.saturating_add(n.self_weight);
             crate::model::add_counters(&mut e.self_counters, &n.self_counters);
@@ -377,7 +384,7 @@ impl Cct {
             }
             on_path[name_id] += 1;
         }
-        by_id.into_iter().zip(&self.names).filter_map(|(t, name)| Some((&**name, t?))).collect()
+        totals.into_iter().map(|(id, t)| (&*self.names[id as usize], t)).collect()
     }
 }
 

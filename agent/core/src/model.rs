@@ -649,8 +649,9 @@ pub struct Recording {
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,
     /// Compiled code that samples were taken in, each blob once per chunk (the agent appends
-    /// a blob at its first sample of a chunk and clears the list with every chunk written;
-    /// readers keep one copy per blob).
+    /// a blob at its first sample of a chunk, its instructions once per session, and clears
+    /// the list with every chunk written; readers keep one entry per blob, with the
+    /// instructions of whichever chunk has them).
     pub code: Vec<CompiledCode>,
 }
 

@@ -985,17 +985,22 @@ impl SampleResolver {
         self.interner.made
     }
 
-    /// A chunk was written: the blobs its samples were in are written again with the next
-    /// chunk's samples (each chunk holds the code of its own samples; readers read a blob once).
+    /// A chunk was written: the blobs its samples were in are listed again with the next
+    /// chunk's samples (each chunk lists the blobs of its own samples; a blob's instructions go
+    /// with one chunk of the session, [`Self::note_code`]). The session's counts keep only the
+    /// blobs still installed: a long session that recompiles forgets those it will not meet
+    /// again.
     pub fn chunk_written(&mut self) {
         self.code_noted.clear();
+        let map = &self.timeline.map;
+        self.code_sampled.retain(|&start, e| map.find(start).is_some_and(|b| b.start == start && b.loaded_at == e.0));
     }
 
     /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the chunk, and its
     /// instructions (if they were copied) with its second sample of the session, once: a blob
     /// sampled once shows no hot instruction, and most blobs of a short session are sampled
-    /// once (ecj's one-iteration sessions at 1 ms: 44 of 55, with two thirds of the bytes). The
-    /// instructions went with every chunk before, nine tenths of a session's JFR file.
+    /// once. The instructions went with every chunk before: nine tenths of a one-iteration
+    /// session's JFR file (docs/design.md, "Listed where a sample fell").
     fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64) {
         let Some(b) = self.timeline.map.find(ip) else { return };
         let Some(id) = b.method() else { return };

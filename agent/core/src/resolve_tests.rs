@@ -614,4 +614,15 @@ fn a_blobs_instructions_go_once_per_session_from_its_second_sample() {
     // A later chunk lists the hot blob again, without the instructions written already; the
     // other blob's second sample of the session brings its own.
     assert_eq!(listed(&rec), [(0x1000, 0), (0x2000, 0x100)]);
+    // New code at the same address counts from zero: its first sample lists it bare.
+    rec.code.clear();
+    res.chunk_written();
+    res.timeline.push(CodeEvent::Unload { time: 25, start: 0x2000 });
+    let new = crate::codemap::CodeBytes::copy(&[0xc3; 0x80]);
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x2000, 0x80, vec![], 30).with_code(new)));
+    res.resolve(&mut rec, &mut t, &captured(0, 40, 0x2010, &[(3, 0)]));
+    assert_eq!(listed(&rec), [(0x2000, 0)]);
+    res.resolve(&mut rec, &mut t, &captured(0, 41, 0x2020, &[(3, 0)]));
+    assert_eq!(listed(&rec), [(0x2000, 0x80)]);
+    assert_eq!(rec.code[0].loaded_at, 30);
 }

@@ -220,6 +220,8 @@ impl Builder {
                 continue;
             }
             let fits = self.code_bytes.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
+            // The size of the entry kept (a forged later event could give another).
+            let size = known.map_or(size, |i| self.rec.code[i].size);
             let bytes =
                 if fits && hex.len() as u64 == size.saturating_mul(2) { crate::text::parse_hex(hex) } else { None };
             self.code_bytes += bytes.as_ref().map_or(0, Vec::len);

@@ -178,8 +178,10 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                     .with(marker(A_MEMORY_ADDRESS))
                     .with(marker(A_UNSIGNED)),
                 FieldDef::new("size", T_LONG, "Code Size").with(marker(A_UNSIGNED)),
-                string_field("code", "Instructions")
-                    .with(description("The instructions' bytes in hex, empty if they were not copied")),
+                string_field("code", "Instructions").with(description(
+                    "The instructions' bytes in hex; empty if they were not copied, or are in another \
+                         chunk's event for the same blob (written once per session)",
+                )),
             ],
         },
     ];

@@ -434,7 +434,8 @@ fn compiled_code_round_trip_with_and_without_its_bytes() {
         loaded_at: 5_000_000_100,
         bytes: Default::default(),
     });
-    // Each chunk holds the code of its own samples: the same blobs twice, read once.
+    // Two chunks with the same blobs and their instructions (as files before 8b7555b had
+    // them): read once.
     let mut file = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     file.extend(encode_chunk(&rec, &samples, times(5_100_000_000, 5_200_000_000)));
     let p = write_temp("code.jfr", &file);
@@ -454,11 +455,12 @@ fn a_blob_listed_in_several_chunks_is_read_with_the_instructions_one_of_them_has
     let blob = |start: u64, bytes: &[u8]| CompiledCode {
         method: hot,
         start,
-        size: 4,
+        size: 100,
         loaded_at: 4_900_000_000,
         bytes: bytes.to_vec().into(),
     };
-    let (a, b) = ([0x48, 0x01, 0xd8, 0xc3], [0x90, 0x90, 0x90, 0xc3]);
+    // 200 hex digits: the event's size takes two bytes.
+    let (a, b) = ([0x48; 100], [0x90; 100]);
     // The agent writes a blob's instructions once a session: here `a`'s in the second chunk,
     // `b`'s in the first.
     rec.code = vec![blob(0x7f00_1000, &[]), blob(0x7f00_2000, &b)];

@@ -93,7 +93,8 @@ impl Processor {
             (Some(m), _) => {
                 if m.dropped_chunks > 0 {
                     *note = format!(
-                        "; the oldest {} chunks were dropped (without file=*.jfr hpm keeps at most {} MB of JFR in memory)",
+                        "; the oldest {} chunks were dropped, with the compiled code's instructions written in them (without \
+                         file=*.jfr hpm keeps at most {} MB of JFR in memory)",
                         m.dropped_chunks,
                         super::JFR_MEMORY_LIMIT >> 20
                     );
