@@ -999,8 +999,8 @@ impl SampleResolver {
     /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the chunk, and its
     /// instructions (if they were copied) with its second sample of the session, once: a blob
     /// sampled once shows no hot instruction, and most blobs of a short session are sampled
-    /// once. The instructions went with every chunk before: nine tenths of a one-iteration
-    /// session's JFR file (docs/design.md, "Listed where a sample fell").
+    /// once. The instructions went with every chunk before: most of a one-iteration session's
+    /// JFR file (docs/design.md, "Listed where a sample fell").
     fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64) {
         let Some(b) = self.timeline.map.find(ip) else { return };
         let Some(id) = b.method() else { return };
