@@ -1,7 +1,7 @@
 //! One event record being built: the type id, the fields in declared order, then the size in
 //! front. Used by the writer for samples and by [`super::marks`] for the bridge's events.
 
-use super::varint::{put_string, put_string_ref, put_varint, varint_len, STRING_EMPTY, STRING_UTF8};
+use super::varint::{put_string, put_string_header, put_string_ref, put_varint, varint_len};
 
 /// Builds one event record: `begin` reserves nothing; `finish` prepends the size.
 pub struct EventBuf {
@@ -41,12 +41,7 @@ impl EventBuf {
     /// The header of a (non-null) UTF-8 string of `len` bytes, as [`Self::string`] writes it,
     /// whose bytes [`Self::finish_with`] appends.
     pub fn string_header(&mut self, len: usize) -> &mut Self {
-        if len == 0 {
-            self.body.push(STRING_EMPTY);
-        } else {
-            self.body.push(STRING_UTF8);
-            put_varint(&mut self.body, len as u64);
-        }
+        put_string_header(&mut self.body, len);
         self
     }
 

@@ -71,7 +71,6 @@ pub fn package_of(internal: &str) -> &str {
 
 /// Stable numbering of the distinct class, package and symbol strings of the method table.
 struct Names<'a> {
-    classes: IntMap<String, u64>,
     /// The class key of each method of the prefix, by method index.
     method_class: Vec<u64>,
     packages: IntMap<String, u64>,
@@ -84,14 +83,15 @@ impl<'a> Names<'a> {
     /// Scans methods `0..upto` of the table (keys depend only on this prefix).
     fn scan(rec: &'a Recording, upto: usize) -> Names<'a> {
         let mut n = Names {
-            classes: IntMap::default(),
             method_class: Vec::with_capacity(upto),
             packages: IntMap::default(),
             symbols: IntMap::default(),
             owned_symbols: IntMap::default(),
             next_symbol: 1,
         };
-        // A class's internal name and package are made once per class, not once per method.
+        // Class keys by internal name; a class's internal name and package are made once per
+        // class (by its Java name), not once per method.
+        let mut classes: IntMap<String, u64> = IntMap::default();
         let mut by_java_name: IntMap<&str, u64> = IntMap::default();
         for (_, m) in rec.methods.iter().take(upto) {
             let class = match by_java_name.get(&*m.class_name) {
@@ -99,8 +99,8 @@ impl<'a> Names<'a> {
                 None => {
                     let internal = internal_name(&m.class_name);
                     let pkg = package_of(&internal).to_string();
-                    let next = n.classes.len() as u64 + 1;
-                    let k = *n.classes.entry(internal.clone()).or_insert(next);
+                    let next = classes.len() as u64 + 1;
+                    let k = *classes.entry(internal.clone()).or_insert(next);
                     if !pkg.is_empty() {
                         let next = n.packages.len() as u64 + 1;
                         n.packages.entry(pkg.clone()).or_insert(next);

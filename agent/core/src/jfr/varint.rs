@@ -59,12 +59,20 @@ pub fn put_bool(out: &mut Vec<u8>, v: bool) {
 pub fn put_string(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.push(STRING_NULL),
-        Some("") => out.push(STRING_EMPTY),
         Some(s) => {
-            out.push(STRING_UTF8);
-            put_varint(out, s.len() as u64);
+            put_string_header(out, s.len());
             out.extend_from_slice(s.as_bytes());
         }
+    }
+}
+
+/// What [`put_string`] writes before the bytes of a (non-null) string of `len` bytes.
+pub fn put_string_header(out: &mut Vec<u8>, len: usize) {
+    if len == 0 {
+        out.push(STRING_EMPTY);
+    } else {
+        out.push(STRING_UTF8);
+        put_varint(out, len as u64);
     }
 }
 
