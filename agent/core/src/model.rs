@@ -556,15 +556,41 @@ impl Default for EventInfo {
 }
 
 /// Interning table for methods: equal `MethodInfo`s get the same index.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug)]
 pub struct MethodTable {
     methods: Vec<MethodInfo>,
     /// Methods by the hash of their info (equal hashes compared in full): each info is stored
     /// once, not again as a key.
     index: crate::hash::IntMap<u64, smallvec::SmallVec<[MethodIdx; 1]>>,
+    /// Unique to this table (a copy gets its own): what is derived from its prefix (the JFR
+    /// writer's string keys) is known to be of this table, which only grows.
+    lineage: u64,
+}
+
+static NEXT_LINEAGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn new_lineage() -> u64 {
+    NEXT_LINEAGE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+impl Default for MethodTable {
+    fn default() -> Self {
+        MethodTable { methods: Vec::new(), index: Default::default(), lineage: new_lineage() }
+    }
+}
+
+impl Clone for MethodTable {
+    fn clone(&self) -> Self {
+        MethodTable { methods: self.methods.clone(), index: self.index.clone(), lineage: new_lineage() }
+    }
 }
 
 impl MethodTable {
+    /// See [`MethodTable::lineage`]'s field: never 0.
+    pub fn lineage(&self) -> u64 {
+        self.lineage
+    }
+
     pub fn intern(&mut self, m: MethodInfo) -> MethodIdx {
         use std::hash::BuildHasher;
         let h = crate::hash::FastBuild::default().hash_one(&m);

@@ -13,7 +13,9 @@ use crate::capture::{
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
-use crate::model::{DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, Stack, ThreadIdx};
+use crate::model::{
+    DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, MethodTable, Recording, Sample, Stack, ThreadIdx,
+};
 use crate::operand::MemoryAccess;
 use crate::symbols::Symbolizer;
 
@@ -188,6 +190,33 @@ pub struct NativeCode {
     symbolizer: Symbolizer,
     kernel: Option<KernelSymbols>,
 }
+
+/// What a resolver learned of Java code, for the next session: the method table every frame it
+/// made indexes, and what it named by jmethodID, by physical frame and by raw stack. A session
+/// that starts from it starts its recording's method table from that table (the ended
+/// session's profile keeps a copy), so the frames stay valid as they are; the names are checked
+/// as after a collection at their first use (collections between sessions go unseen), and
+/// compiled frames' against the code map, which outlives sessions too. Without it every session
+/// named every stack, frame and method anew: its samples' stacks are most of them new to it,
+/// however often the process met them before.
+pub struct JavaNames {
+    table: MethodTable,
+    methods: IntMap<u64, MethodIdx>,
+    pseudo_ids: IntMap<String, MethodIdx>,
+    kernel_frames: IntMap<u64, MethodIdx>,
+    vm_stacks: IntMap<u64, (RawStackKey, NamedStack)>,
+    hasher: crate::hash::FastBuild,
+    vm_frames: IntMap<(u8, u64, u64), NamedFrame>,
+    interner: crate::interned::StackInterner,
+    collections: u64,
+    /// The stacks were named for `sampler=chain` (with each frame's group).
+    chain: bool,
+}
+
+/// Methods a session hands to the next at most: past it the next starts anew (the table, and
+/// the copy of it each ended session keeps, would otherwise grow with every method ever
+/// sampled; a copy of 16,384 costs about a millisecond).
+pub const MAX_CARRIED_METHODS: usize = 1 << 14;
 
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
@@ -367,6 +396,51 @@ impl SampleResolver {
         self.symbolizer = n.symbolizer;
         self.kernel_symbols = n.kernel;
         self.kernel_frames.clear();
+    }
+
+    /// Takes what this resolver named of Java code, with `table` (the method table its frames
+    /// index), for the next session: the table itself goes on (what was derived from it stays
+    /// valid), a copy of it is left in its place for the ended session's profile. Nothing when
+    /// the table is past [`MAX_CARRIED_METHODS`].
+    pub fn take_java(&mut self, table: &mut MethodTable) -> Option<JavaNames> {
+        if table.len() > MAX_CARRIED_METHODS {
+            return None;
+        }
+        let copy = table.clone();
+        // The stacks go; the count of those this session made stays (for its summary).
+        let mut interner = std::mem::take(&mut self.interner);
+        self.interner.made = std::mem::take(&mut interner.made);
+        Some(JavaNames {
+            table: std::mem::replace(table, copy),
+            methods: std::mem::take(&mut self.methods),
+            pseudo_ids: std::mem::take(&mut self.pseudo_ids),
+            kernel_frames: std::mem::take(&mut self.kernel_frames),
+            vm_stacks: std::mem::take(&mut self.vm_stacks),
+            hasher: std::mem::take(&mut self.hasher),
+            vm_frames: std::mem::take(&mut self.vm_frames),
+            interner,
+            collections: self.collections,
+            chain: self.chain_groups.is_some(),
+        })
+    }
+
+    /// Starts from what an earlier session named of Java code (after [`Self::set_native`]: the
+    /// kernel's names are that session's too); returns the method table the new recording
+    /// starts from. Names resting on `Method*`s are asked again at their first use. Stacks named
+    /// for another sampler's grouping are dropped.
+    pub fn set_java(&mut self, n: JavaNames) -> MethodTable {
+        self.methods = n.methods;
+        self.pseudo_ids = n.pseudo_ids;
+        self.kernel_frames = n.kernel_frames;
+        self.vm_frames = n.vm_frames;
+        self.interner = n.interner;
+        if n.chain == self.chain_groups.is_some() {
+            self.vm_stacks = n.vm_stacks;
+            self.hasher = n.hasher;
+        }
+        // Collections between the sessions went unseen: one counted for them.
+        self.collections = n.collections + 1;
+        n.table
     }
 
     fn gc_active(&self, t: u64) -> bool {

@@ -473,6 +473,71 @@ fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
 }
 
 #[test]
+fn the_next_session_starts_from_what_the_last_one_named() {
+    use crate::hotspot::{RawFrame, Stop};
+    use std::sync::Arc;
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
+    let raw = [
+        RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
+        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
+    ];
+    let other = [RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false }];
+    let mut jm = Pointers(table(), 0, 1);
+    let mut first = SampleResolver::default();
+    first.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec1 = recording();
+    let s1 = first.resolve(&mut rec1, &mut jm, &vm_captured(10, 0x1040, &raw, Stop::Bottom));
+    assert_eq!(names(&rec1, &s1), ["Main.leaf", "Main.outer", "Main.run"]);
+    let methods1 = rec1.methods.len();
+    let carried = first.take_java(&mut rec1.methods).expect("a small table is carried");
+    // The ended session's count of stacks made stays for its summary.
+    assert_eq!(first.stacks_made(), 1);
+
+    // The next session: the code map goes on (it outlives sessions), the recording's method
+    // table starts from the last one's, and the ended session's recording keeps its own.
+    let mut next = SampleResolver { timeline: std::mem::take(&mut first.timeline), ..Default::default() };
+    let mut rec2 = recording();
+    rec2.methods = next.set_java(carried);
+    let asked = jm.1;
+    let s2 = next.resolve(&mut rec2, &mut jm, &vm_captured(60, 0x1040, &raw, Stop::Bottom));
+    // The same shared stack, no frame or method named again; its Method* asked once (the
+    // collections between sessions went unseen).
+    assert!(Arc::ptr_eq(&s1.stack, &s2.stack));
+    assert_eq!(names(&rec2, &s2), ["Main.leaf", "Main.outer", "Main.run"]);
+    assert_eq!((next.stats.frames_named, next.stats.methods_named, next.stacks_made()), (0, 0, 0));
+    assert_eq!(jm.1, asked + 1);
+    // A stack new to the process is made from the carried frames: counted as made, named
+    // nothing.
+    let s3 = next.resolve(&mut rec2, &mut jm, &vm_captured(61, 0x1040, &other, Stop::Bottom));
+    assert_eq!(names(&rec2, &s3), ["Main.leaf", "Main.outer"]);
+    assert_eq!((next.stats.frames_named, next.stacks_made()), (0, 1));
+    assert_eq!(rec1.methods.len(), methods1);
+
+    // Code replaced between the sessions: named anew in the third.
+    let carried = next.take_java(&mut rec2.methods).expect("carried");
+    let mut third = SampleResolver { timeline: std::mem::take(&mut next.timeline), ..Default::default() };
+    third.timeline.push(CodeEvent::Unload { time: 70, start: 0x1000 });
+    third.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, Vec::new(), 71)));
+    let mut rec3 = recording();
+    rec3.methods = third.set_java(carried);
+    let s4 = third.resolve(&mut rec3, &mut jm, &vm_captured(80, 0x1040, &raw, Stop::Bottom));
+    assert_eq!(names(&rec3, &s4), ["Main.inner", "Main.run"]);
+    assert_eq!(third.stats.frames_named, 1);
+}
+
+#[test]
+fn a_table_past_the_bound_is_not_carried() {
+    let mut res = SampleResolver::default();
+    let mut table = crate::model::MethodTable::default();
+    for i in 0..=super::MAX_CARRIED_METHODS {
+        table.intern(MethodInfo::native(&format!("f{i}")));
+    }
+    assert!(res.take_java(&mut table).is_none());
+    table = crate::model::MethodTable::default();
+    assert!(res.take_java(&mut table).is_some());
+}
+
+#[test]
 fn data_addresses_come_from_the_event_or_the_captured_instruction() {
     let mut res = SampleResolver { decode_instructions: true, ..Default::default() };
     let mut rec = recording();

@@ -12,7 +12,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
 use hpm_core::codemap::{CodeEvent, CodeTimeline};
-use hpm_core::resolve::NativeCode;
+use hpm_core::jfr::TableKeys;
+use hpm_core::resolve::{JavaNames, NativeCode};
 use jni::sys::JNIEnv;
 
 use crate::jnienv;
@@ -42,6 +43,9 @@ struct Inner {
     /// Symbol tables and kernel names, held here between sessions (`None` while a processor
     /// owns them): the code outside the code map, read once per process.
     native: Option<NativeCode>,
+    /// What the last session named of Java code, and the JFR keys of its method table, for the
+    /// next one (`None` while a processor owns them, or when the last one kept nothing).
+    java: Option<(JavaNames, TableKeys)>,
     /// Events for the running processor, in arrival order.
     pending: Vec<CodeEvent>,
     /// GC (start?, time) for the running processor.
@@ -133,6 +137,17 @@ impl CodeEvents {
     /// Keeps what a session learned of native code for the next one.
     pub fn keep_native(&self, n: NativeCode) {
         self.lock().native = Some(n);
+    }
+
+    /// What the last session named of Java code, with the JFR keys of its method table
+    /// (nothing for the first).
+    pub fn take_java(&self) -> Option<(JavaNames, TableKeys)> {
+        self.lock().java.take()
+    }
+
+    /// Keeps what a session named of Java code for the next one.
+    pub fn keep_java(&self, n: Option<(JavaNames, TableKeys)>) {
+        self.lock().java = n;
     }
 
     pub fn enabled(&self) -> bool {

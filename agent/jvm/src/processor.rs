@@ -19,6 +19,7 @@ use hpm_core::codemap::{CodeBytes, CodeEvent};
 use hpm_core::hash::IntMap;
 use hpm_core::interned::ByStack;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
+use hpm_core::jfr::TableKeys;
 use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample, VmComponent};
 use hpm_core::options::{Interval, Options, OutputFormat};
 use hpm_core::outfile::Target;
@@ -169,6 +170,9 @@ struct Processor {
     /// The tree's name id of each method (by method index), so the calling context tree is fed
     /// without hashing names; emptied when the tree is rebuilt.
     name_ids: Vec<u32>,
+    /// The JFR keys of the method table's strings, kept across chunks and sessions with the
+    /// table they number.
+    jfr_keys: TableKeys,
     /// The tree's leaf node and the stack table's entry of each shared stack (with thread and
     /// component) already added.
     seen: ByStack<(NodeId, usize)>,
@@ -285,6 +289,8 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     }
     inputs.code.end_session(std::mem::take(&mut p.resolver.timeline));
     inputs.code.keep_native(p.resolver.take_native());
+    let keys = std::mem::take(&mut p.jfr_keys);
+    inputs.code.keep_java(p.resolver.take_java(&mut p.rec.methods).map(|n| (n, keys)));
     p.once_ns = p.once_so_far();
     p.methods = None;
     p.cpu_ns = thread_cpu_ns();
@@ -313,7 +319,7 @@ fn tuner_for(inputs: &Inputs) -> Option<SelfTuner> {
 
 impl Processor {
     fn new(inputs: Arc<Inputs>, all_outputs: Vec<Output>, attached: &crate::jnienv::AttachedThread) -> Processor {
-        let rec = Recording {
+        let mut rec = Recording {
             start_wall_ns: inputs.start_wall_ns,
             start_ticks: inputs.start_ticks,
             end_ticks: inputs.start_ticks,
@@ -345,6 +351,7 @@ impl Processor {
             }
         });
         resolver.set_native(inputs.code.take_native());
+        // After `chain_groups` is set: stacks named for another grouping are not reused.
         resolver.symbolizer.refresh_unless(crate::os::loader_counts(), now_ticks());
         let (timeline, gc_open) = inputs.code.begin_session();
         resolver.timeline = timeline;
@@ -381,6 +388,11 @@ impl Processor {
             resolver.chain_groups = Some(Default::default());
             chain::ChainState::default()
         });
+        let mut jfr_keys = TableKeys::default();
+        if let Some((names, keys)) = inputs.code.take_java() {
+            rec.methods = resolver.set_java(names);
+            jfr_keys = keys;
+        }
         Processor {
             cct: Cct::new(rec.counters.clone()),
             rec,
@@ -413,6 +425,7 @@ impl Processor {
             gc_events: Vec::new(),
             events: events::EventState::default(),
             chain,
+            jfr_keys,
             inputs,
         }
     }
@@ -513,10 +526,6 @@ impl Processor {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
         }
-        while self.name_ids.len() < self.rec.methods.len() {
-            let name = self.rec.method(self.name_ids.len() as u32).display_name();
-            self.name_ids.push(self.cct.name_id(&name));
-        }
         // Each distinct stack, thread and component is looked up by its frames once; its later
         // samples go straight to their tree node and stack-table entry. Not a sample with a
         // data target: the stack table keys its entries by the target's class and field too.
@@ -530,6 +539,7 @@ impl Processor {
                 }
             }
             None => {
+                self.name_frames(s);
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
                 let hint = self.path_hints.entry(s.thread).or_default();
                 let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
@@ -543,6 +553,20 @@ impl Processor {
                 if memo {
                     self.seen.insert(&s.stack, extra, (leaf, entry));
                 }
+            }
+        }
+    }
+
+    /// Gives the tree's name id to each method of `s`'s stack that has none yet: only the
+    /// methods the session's samples use (the method table starts with the earlier sessions').
+    fn name_frames(&mut self, s: &Sample) {
+        let len = self.rec.methods.len();
+        if self.name_ids.len() < len {
+            self.name_ids.resize(len, u32::MAX);
+        }
+        for f in s.stack.iter() {
+            if let Some(id) = self.name_ids.get_mut(f.method as usize).filter(|id| **id == u32::MAX) {
+                *id = self.cct.name_id(&self.rec.method(f.method).display_name());
             }
         }
     }
@@ -684,7 +708,8 @@ impl Processor {
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
         if !self.jfr.is_empty() || self.jfr_mem.is_some() {
-            let data = hpm_core::jfr::writer::encode_chunk_with_marks(&self.rec, &self.rec.samples, &self.marks, times);
+            let data =
+                hpm_core::jfr::encode_chunk_keyed(&self.rec, &self.rec.samples, &self.marks, times, &mut self.jfr_keys);
             for w in &mut self.jfr {
                 if let Err(e) = w.write_encoded(&data) {
                     eprintln!("hpm: {e}");

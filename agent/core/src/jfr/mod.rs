@@ -56,6 +56,7 @@ mod tests;
 mod tests_robustness;
 
 pub use error::{LostTail, ReadError, ReadErrorKind};
+pub use pools::TableKeys;
 pub use recording::{read_recording, recording_from_bytes, recording_from_chunks, ReadRecording};
 pub use schema::counter_field_names;
-pub use writer::{encode_chunk, encode_chunk_with_marks, ChunkTimes, JfrFileWriter};
+pub use writer::{encode_chunk, encode_chunk_keyed, encode_chunk_with_marks, ChunkTimes, JfrFileWriter};

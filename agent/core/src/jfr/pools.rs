@@ -17,6 +17,7 @@
 use crate::hash::{FastBuild, IntMap};
 use crate::model::StateIdx;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
@@ -69,71 +70,70 @@ pub fn package_of(internal: &str) -> &str {
     internal.rfind('/').map_or("", |i| &internal[..i])
 }
 
-/// Stable numbering of the distinct class, package and symbol strings of the method table.
-struct Names<'a> {
-    /// The class key of each method of the prefix, by method index.
+/// Stable numbering of the distinct class, package and symbol strings of a method table's
+/// prefix: built as the table grows, each method scanned once. A processor keeps one across its
+/// chunks, and hands it to the next session with the table it numbers; each chunk otherwise
+/// scans the table from its start (a session's table starts with the earlier sessions').
+#[derive(Default)]
+pub struct TableKeys {
+    /// The table numbered ([`MethodTable::lineage`]) and how much of it.
+    lineage: u64,
+    scanned: usize,
+    /// The class key of each method scanned, by method index.
     method_class: Vec<u64>,
+    /// Class keys by Java name, and by internal name (two Java names may share one).
+    by_java_name: IntMap<Arc<str>, u64>,
+    classes: IntMap<String, u64>,
     packages: IntMap<String, u64>,
-    symbols: IntMap<&'a str, u64>,
-    owned_symbols: IntMap<String, u64>,
+    symbols: IntMap<Arc<str>, u64>,
     next_symbol: u64,
 }
 
-impl<'a> Names<'a> {
-    /// Scans methods `0..upto` of the table (keys depend only on this prefix).
-    fn scan(rec: &'a Recording, upto: usize) -> Names<'a> {
-        let mut n = Names {
-            method_class: Vec::with_capacity(upto),
-            packages: IntMap::default(),
-            symbols: IntMap::default(),
-            owned_symbols: IntMap::default(),
-            next_symbol: 1,
-        };
-        // Class keys by internal name; a class's internal name and package are made once per
-        // class (by its Java name), not once per method.
-        let mut classes: IntMap<String, u64> = IntMap::default();
-        let mut by_java_name: IntMap<&str, u64> = IntMap::default();
-        for (_, m) in rec.methods.iter().take(upto) {
-            let class = match by_java_name.get(&*m.class_name) {
+impl TableKeys {
+    /// Numbers methods `..upto` of `rec`'s table (from where it stopped, or anew for another
+    /// table).
+    fn extend(&mut self, rec: &Recording, upto: usize) {
+        let upto = upto.min(rec.methods.len());
+        if self.lineage != rec.methods.lineage() || self.scanned > rec.methods.len() || self.next_symbol == 0 {
+            *self = TableKeys { lineage: rec.methods.lineage(), next_symbol: 1, ..TableKeys::default() };
+        }
+        // A class's internal name and package are made once per class (by its Java name), not
+        // once per method.
+        for mi in self.scanned..upto {
+            let m = rec.method(mi as MethodIdx);
+            let class = match self.by_java_name.get(&*m.class_name) {
                 Some(&k) => k,
                 None => {
                     let internal = internal_name(&m.class_name);
                     let pkg = package_of(&internal).to_string();
-                    let next = classes.len() as u64 + 1;
-                    let k = *classes.entry(internal.clone()).or_insert(next);
+                    let next = self.classes.len() as u64 + 1;
+                    let k = *self.classes.entry(internal.clone()).or_insert(next);
                     if !pkg.is_empty() {
-                        let next = n.packages.len() as u64 + 1;
-                        n.packages.entry(pkg.clone()).or_insert(next);
+                        let next = self.packages.len() as u64 + 1;
+                        self.packages.entry(pkg.clone()).or_insert(next);
                     }
-                    n.owned(internal);
-                    n.owned(pkg);
-                    by_java_name.insert(&m.class_name, k);
+                    self.symbol_of(internal.as_str());
+                    self.symbol_of(pkg.as_str());
+                    self.by_java_name.insert(m.class_name.clone(), k);
                     k
                 }
             };
-            n.method_class.push(class);
-            n.borrowed(&m.name);
-            n.borrowed(descriptor_of(&m.descriptor));
+            self.method_class.push(class);
+            self.symbol_of(&m.name);
+            self.symbol_of(descriptor_of(&m.descriptor));
         }
-        n
+        self.scanned = self.scanned.max(upto);
     }
 
-    fn borrowed(&mut self, s: &'a str) {
-        if !self.symbols.contains_key(s) && !self.owned_symbols.contains_key(s) {
-            self.symbols.insert(s, self.next_symbol);
-            self.next_symbol += 1;
-        }
-    }
-
-    fn owned(&mut self, s: String) {
-        if !self.symbols.contains_key(s.as_str()) && !self.owned_symbols.contains_key(&s) {
-            self.owned_symbols.insert(s, self.next_symbol);
+    fn symbol_of(&mut self, s: &str) {
+        if !self.symbols.contains_key(s) {
+            self.symbols.insert(s.into(), self.next_symbol);
             self.next_symbol += 1;
         }
     }
 
     fn symbol(&self, s: &str) -> u64 {
-        self.symbols.get(s).or_else(|| self.owned_symbols.get(s)).copied().unwrap_or(0)
+        self.symbols.get(s).copied().unwrap_or(0)
     }
 }
 
@@ -325,21 +325,23 @@ impl<'a> Pools<'a> {
     }
 
     /// Appends the body of the constant-pool event after its `flush` byte: pool count, pools.
-    pub fn encode(&self, out: &mut Vec<u8>) {
+    /// `keys` numbers the method table's strings (extended to the chunk's methods).
+    pub fn encode(&self, out: &mut Vec<u8>, keys: &mut TableKeys) {
         let mut pools = PoolsOut::default();
         self.encode_threads(&mut pools);
         self.encode_stacks(&mut pools);
         let upto = self.methods.iter().map(|&m| m as usize + 1).max().unwrap_or(0);
-        let names = Names::scan(self.rec, upto);
-        let mut symbols = Symbols { names: &names, seen: HashSet::default(), entries: Vec::new() };
-        let classes = self.encode_methods(&mut pools, &names, &mut symbols);
+        keys.extend(self.rec, upto);
+        let names = &*keys;
+        let mut symbols = Symbols { names, seen: HashSet::default(), entries: Vec::new() };
+        let classes = self.encode_methods(&mut pools, names, &mut symbols);
         let mut classes = classes;
         for (key, internal) in &self.object_classes {
             symbols.fixed(*key, internal);
             classes.push((*key, internal.clone()));
         }
-        encode_classes(&mut pools, &classes, &names, &mut symbols);
-        self.encode_source_files(&mut pools, &names);
+        encode_classes(&mut pools, &classes, names, &mut symbols);
+        self.encode_source_files(&mut pools, names);
         let mut b = Vec::new();
         for (k, s) in &symbols.entries {
             put_varint(&mut b, *k);
@@ -388,7 +390,7 @@ impl<'a> Pools<'a> {
     }
 
     /// Writes the method pool; returns the classes it refers to as (key, internal name).
-    fn encode_methods(&self, pools: &mut PoolsOut, names: &Names, symbols: &mut Symbols) -> Vec<(u64, String)> {
+    fn encode_methods(&self, pools: &mut PoolsOut, names: &TableKeys, symbols: &mut Symbols) -> Vec<(u64, String)> {
         let mut classes = Vec::new();
         let mut class_seen: HashSet<u64, FastBuild> = HashSet::default();
         let mut b = Vec::new();
@@ -421,7 +423,7 @@ impl<'a> Pools<'a> {
 
     /// The source file of every class of the chunk's methods that has one, keyed like the class
     /// (see [`super::schema::SOURCE_FILE_TYPE`]).
-    fn encode_source_files(&self, pools: &mut PoolsOut, names: &Names) {
+    fn encode_source_files(&self, pools: &mut PoolsOut, names: &TableKeys) {
         let mut seen: HashSet<u64, FastBuild> = HashSet::default();
         let mut b = Vec::new();
         let mut n = 0;
@@ -501,7 +503,7 @@ impl PoolsOut {
 
 /// The symbols a chunk uses, in order of first use.
 struct Symbols<'n> {
-    names: &'n Names<'n>,
+    names: &'n TableKeys,
     seen: HashSet<u64, FastBuild>,
     entries: Vec<(u64, String)>,
 }
@@ -532,7 +534,7 @@ fn write_method(b: &mut Vec<u8>, key: u64, class: u64, name: u64, desc: u64, m: 
 }
 
 /// Writes the class pool (name in internal form, package) and the package pool.
-fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &Names, symbols: &mut Symbols) {
+fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &TableKeys, symbols: &mut Symbols) {
     let mut packages: Vec<(u64, &str)> = Vec::new();
     let mut b = Vec::new();
     for (key, internal) in classes {

@@ -261,6 +261,32 @@ fn keys_are_stable_across_chunks() {
 }
 
 #[test]
+fn kept_table_keys_give_the_chunks_what_a_scan_of_the_table_gives() {
+    // A processor keeps the keys of its method table across chunks (and sessions): each chunk
+    // must be byte for byte what numbering the table anew gives.
+    let mut rec = sample_recording();
+    let mut keys = TableKeys::default();
+    let a = sample_batch(&mut rec, 5_000_000_000, 8);
+    let kept = encode_chunk_keyed(&rec, &a, &[], times(5_000_000_000, 6_000_000_000), &mut keys);
+    assert_eq!(kept, encode_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)));
+    let late = frame(&mut rec, MethodInfo::java("z.Late", "x", "()V"), 0, 1, FrameKind::Interpreted);
+    let mut b = sample_batch(&mut rec, 6_000_000_000, 8);
+    let mut frames = b[1].stack.to_vec();
+    frames.push(late);
+    b[1].stack = frames.into();
+    let kept = encode_chunk_keyed(&rec, &b, &[], times(6_000_000_000, 7_000_000_000), &mut keys);
+    assert_eq!(kept, encode_chunk(&rec, &b, times(6_000_000_000, 7_000_000_000)));
+    // Keys of another table (a copy is another table) are made anew, not reused.
+    let mut other = sample_recording();
+    other.methods = MethodTable::default();
+    let c = sample_batch(&mut other, 5_000_000_000, 4);
+    let kept = encode_chunk_keyed(&other, &c, &[], times(5_000_000_000, 6_000_000_000), &mut keys);
+    assert_eq!(kept, encode_chunk(&other, &c, times(5_000_000_000, 6_000_000_000)));
+    let copy = Recording { methods: rec.methods.clone(), ..sample_recording() };
+    assert_ne!(copy.methods.lineage(), rec.methods.lineage());
+}
+
+#[test]
 fn duplicate_counter_names_keep_their_columns() {
     let mut rec = sample_recording();
     rec.counters = vec!["cycles".into(), "task-clock".into(), "cycles".into()];

@@ -14,7 +14,7 @@ pub use super::event::EventBuf;
 use super::marks::Mark;
 use super::metadata::Element;
 use super::parser::{CONSTANT_POOL_TYPE_ID, HEADER_SIZE, MAGIC, METADATA_TYPE_ID};
-use super::pools::Pools;
+use super::pools::{Pools, TableKeys};
 use super::schema::{self, *};
 use super::varint::{put_i64, put_varint};
 use crate::model::{Recording, Sample};
@@ -49,6 +49,19 @@ pub fn encode_chunk(rec: &Recording, samples: &[Sample], chunk: ChunkTimes) -> V
 
 /// [`encode_chunk`] plus the Java bridge's regions and phase markers (after the samples).
 pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mark], chunk: ChunkTimes) -> Vec<u8> {
+    encode_chunk_keyed(rec, samples, marks, chunk, &mut TableKeys::default())
+}
+
+/// [`encode_chunk_with_marks`] numbering the method table's strings with `keys`, kept from
+/// the chunks before: the same keys as a new one would give (they depend only on the table),
+/// without scanning the table again.
+pub fn encode_chunk_keyed(
+    rec: &Recording,
+    samples: &[Sample],
+    marks: &[Mark],
+    chunk: ChunkTimes,
+    keys: &mut TableKeys,
+) -> Vec<u8> {
     let mut out = vec![0u8; HEADER_SIZE];
     out.reserve(samples.len() * 48 + 4096);
     let mut pools = Pools::new(rec);
@@ -117,7 +130,7 @@ pub fn encode_chunk_with_marks(rec: &Recording, samples: &[Sample], marks: &[Mar
     put_varint(&mut body, 0); // duration
     put_varint(&mut body, 0); // delta to the next (older) pool event: none
     body.push(0); // checkpoint flags
-    pools.encode(&mut body);
+    pools.encode(&mut body, keys);
     EventBuf::new(CONSTANT_POOL_TYPE_ID).bytes(&body).finish(&mut out);
 
     // Metadata.
