@@ -23,6 +23,10 @@ compilation) is seen as such.
     python3 scripts/bench_attribute.py --ends OUT
         the same runs: each profiler's CPU between the iterations, per session (its sessions'
         starts and stops, which the iterations' CPU leaves out)
+    python3 scripts/bench_attribute.py --sessions OUT
+        the same runs: what hpm's sessions named for the first time (stacks, frames of its
+        walker, methods) and its cost per sample, from each session's summary, the mean over
+        sessions (each run's first left out: it reads what a process reads once)
 """
 import bisect
 import collections
@@ -221,8 +225,35 @@ def ends(out_dir, period_ms=PERIOD_MS):
             for cell, who in roles.items():
                 per_run[who].append(ms[who] / max(sessions[cell], 1))
         if per_run:
-            print(f"| {w} | {interval} | {statistics.mean(per_run['hpm']):.2f} | "
-                  f"{statistics.mean(per_run['async-profiler']):.2f} |")
+            mean = {who: f"{statistics.mean(v):.2f}" if v else "—" for who, v in per_run.items()}
+            print(f"| {w} | {interval} | {mean.get('hpm', '—')} | {mean.get('async-profiler', '—')} |")
+
+
+# hpm's summary lines, one of each per session.
+NAMED = re.compile(r"^hpm: named for the first time: ([\d,]+) stacks .*?, ([\d,]+) frames of hpm's walker, "
+                   r"([\d,]+) methods", re.M)
+PER_SAMPLE = re.compile(r"^hpm: agent CPU .*; per sample ([\d.]+) \+ ([\d.]+) us$", re.M)
+
+
+def sessions(out_dir):
+    """What hpm's sessions named for the first time and their cost per sample (handler +
+    processing, the summary's), the mean over every run's sessions but its first."""
+    print("| workload | interval | sessions | stacks named per session | frames of hpm's walker | methods | "
+          "per sample, us (handler + processing) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    num = lambda x: int(x.replace(",", ""))
+    for w, interval, d in workload_dirs(out_dir):
+        named, cost = [], []
+        for path in sorted(glob.glob(os.path.join(d, "*", "stderr.txt"))):
+            with open(path) as f:
+                text = f.read()
+            named += [tuple(map(num, m)) for m in NAMED.findall(text)][1:]
+            cost += [tuple(map(float, m)) for m in PER_SAMPLE.findall(text)][1:]
+        if not named or not cost:
+            continue
+        col = lambda rows, k: statistics.mean(r[k] for r in rows)
+        print(f"| {w} | {interval} | {len(named)} | {col(named, 0):.0f} | {col(named, 1):.0f} | {col(named, 2):.0f} | "
+              f"{col(cost, 0):.1f} + {col(cost, 1):.1f} |")
 
 
 def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
@@ -250,6 +281,9 @@ def main():
         return
     if len(sys.argv) == 3 and sys.argv[1] == "--ends":
         ends(sys.argv[2])
+        return
+    if len(sys.argv) == 3 and sys.argv[1] == "--sessions":
+        sessions(sys.argv[2])
         return
     if len(sys.argv) == 5 and sys.argv[1] == "--blocks":
         with open(sys.argv[4]) as f:

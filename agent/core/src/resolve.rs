@@ -215,7 +215,7 @@ pub struct JavaNames {
 
 /// Methods a session hands to the next at most: past it the next starts anew (the table, and
 /// the copy of it each ended session keeps, would otherwise grow with every method ever
-/// sampled; a copy of 16,384 costs about a millisecond).
+/// sampled).
 pub const MAX_CARRIED_METHODS: usize = 1 << 14;
 
 /// Collections kept to mark samples that ran during one.
