@@ -192,16 +192,18 @@ pub struct NativeCode {
 }
 
 /// What a resolver learned of Java code, for the next session: the method table every frame it
-/// made indexes, and what it named by jmethodID, by physical frame and by raw stack. A session
-/// that starts from it starts its recording's method table from that table (the ended
-/// session's profile keeps a copy), so the frames stay valid as they are; the names are checked
-/// as after a collection at their first use (collections between sessions go unseen), and
-/// compiled frames' against the code map, which outlives sessions too. Without it every session
+/// made indexes, and what it named by physical frame and by raw stack. A session that starts
+/// from it starts its recording's method table from that table (the ended session's profile
+/// keeps a copy), so the frames stay valid as they are; the names are checked as after a
+/// collection at their first use (collections between sessions go unseen), and compiled
+/// frames' against the code map, which outlives sessions too. Not its names by jmethodID: a
+/// freed id's slot may be given to another method (old versions of redefined methods), and
+/// only the agent's per-process names check every id's slot when a session starts, so each
+/// session asks them again (a hit there, and the same index in the carried table). Without it every session
 /// named every stack, frame and method anew: its samples' stacks are most of them new to it,
 /// however often the process met them before.
 pub struct JavaNames {
     table: MethodTable,
-    methods: IntMap<u64, MethodIdx>,
     pseudo_ids: IntMap<String, MethodIdx>,
     kernel_frames: IntMap<u64, MethodIdx>,
     vm_stacks: IntMap<u64, (RawStackKey, NamedStack)>,
@@ -412,7 +414,6 @@ impl SampleResolver {
         self.interner.made = std::mem::take(&mut interner.made);
         Some(JavaNames {
             table: std::mem::replace(table, copy),
-            methods: std::mem::take(&mut self.methods),
             pseudo_ids: std::mem::take(&mut self.pseudo_ids),
             kernel_frames: std::mem::take(&mut self.kernel_frames),
             vm_stacks: std::mem::take(&mut self.vm_stacks),
@@ -429,7 +430,6 @@ impl SampleResolver {
     /// starts from. Names resting on `Method*`s are asked again at their first use. Stacks named
     /// for another sampler's grouping are dropped.
     pub fn set_java(&mut self, n: JavaNames) -> MethodTable {
-        self.methods = n.methods;
         self.pseudo_ids = n.pseudo_ids;
         self.kernel_frames = n.kernel_frames;
         self.vm_frames = n.vm_frames;

@@ -500,11 +500,12 @@ fn the_next_session_starts_from_what_the_last_one_named() {
     rec2.methods = next.set_java(carried);
     let asked = jm.1;
     let s2 = next.resolve(&mut rec2, &mut jm, &vm_captured(60, 0x1040, &raw, Stop::Bottom));
-    // The same shared stack, no frame or method named again; its Method* asked once (the
-    // collections between sessions went unseen).
+    // The same shared stack, no frame named again; its Method* asked once (the collections
+    // between sessions went unseen). Only the sampled blob's method is asked by its id again
+    // (for the session's list of compiled code), see the next test.
     assert!(Arc::ptr_eq(&s1.stack, &s2.stack));
     assert_eq!(names(&rec2, &s2), ["Main.leaf", "Main.outer", "Main.run"]);
-    assert_eq!((next.stats.frames_named, next.stats.methods_named, next.stacks_made()), (0, 0, 0));
+    assert_eq!((next.stats.frames_named, next.stats.methods_named, next.stacks_made()), (0, 1, 0));
     assert_eq!(jm.1, asked + 1);
     // A stack new to the process is made from the carried frames: counted as made, named
     // nothing.
@@ -523,6 +524,33 @@ fn the_next_session_starts_from_what_the_last_one_named() {
     let s4 = third.resolve(&mut rec3, &mut jm, &vm_captured(80, 0x1040, &raw, Stop::Bottom));
     assert_eq!(names(&rec3, &s4), ["Main.inner", "Main.run"]);
     assert_eq!(third.stats.frames_named, 1);
+}
+
+#[test]
+fn the_next_session_asks_its_jmethodids_again() {
+    // A jmethodID's slot may be given to another method between sessions: each session asks
+    // its ids again (the agent's per-process names check every slot at a session's start),
+    // and an unchanged answer is the same index in the carried table.
+    let mut jm = table();
+    let mut first = SampleResolver::default();
+    let mut rec1 = recording();
+    let c = captured(0, 10, 0, &[(4, 1), (1, 2)]);
+    let s1 = first.resolve(&mut rec1, &mut jm, &c);
+    assert_eq!(names(&rec1, &s1), ["Main.leaf", "Main.run"]);
+    let carried = first.take_java(&mut rec1.methods).expect("carried");
+    let mut next = SampleResolver::default();
+    let mut rec2 = recording();
+    rec2.methods = next.set_java(carried);
+    let s2 = next.resolve(&mut rec2, &mut jm, &captured(0, 20, 0, &[(4, 1), (1, 2)]));
+    assert_eq!(next.stats.methods_named, 2);
+    assert_eq!(s2.stack[0].method, s1.stack[0].method);
+    // Id 4 now another method's: named as that one.
+    jm.0.insert(4, ("Other", "reused"));
+    let mut third = SampleResolver::default();
+    let mut rec3 = recording();
+    rec3.methods = third.set_java(next.take_java(&mut rec2.methods).expect("carried"));
+    let s3 = third.resolve(&mut rec3, &mut jm, &captured(0, 30, 0, &[(4, 1), (1, 2)]));
+    assert_eq!(names(&rec3, &s3), ["Other.reused", "Main.run"]);
 }
 
 #[test]

@@ -351,7 +351,6 @@ impl Processor {
             }
         });
         resolver.set_native(inputs.code.take_native());
-        // After `chain_groups` is set: stacks named for another grouping are not reused.
         resolver.symbolizer.refresh_unless(crate::os::loader_counts(), now_ticks());
         let (timeline, gc_open) = inputs.code.begin_session();
         resolver.timeline = timeline;
@@ -389,6 +388,7 @@ impl Processor {
             chain::ChainState::default()
         });
         let mut jfr_keys = TableKeys::default();
+        // After `chain_groups` is set: stacks named for another grouping are not reused.
         if let Some((names, keys)) = inputs.code.take_java() {
             rec.methods = resolver.set_java(names);
             jfr_keys = keys;
