@@ -199,9 +199,9 @@ pub struct NativeCode {
 /// frames' against the code map, which outlives sessions too. Not its names by jmethodID: a
 /// freed id's slot may be given to another method (old versions of redefined methods), and
 /// only the agent's per-process names check every id's slot when a session starts, so each
-/// session asks them again (a hit there, and the same index in the carried table). Without it every session
-/// named every stack, frame and method anew: its samples' stacks are most of them new to it,
-/// however often the process met them before.
+/// session asks them again (a hit there, and the same index in the carried table). Without
+/// it every session named every stack, frame and method anew: its samples' stacks are most
+/// of them new to it, however often the process met them before.
 pub struct JavaNames {
     table: MethodTable,
     pseudo_ids: IntMap<String, MethodIdx>,

@@ -94,7 +94,9 @@ impl TableKeys {
     /// table).
     fn extend(&mut self, rec: &Recording, upto: usize) {
         let upto = upto.min(rec.methods.len());
-        if self.lineage != rec.methods.lineage() || self.scanned > rec.methods.len() || self.next_symbol == 0 {
+        // A lineage names one table, which only grows (a new `TableKeys` has lineage 0, which
+        // no table has).
+        if self.lineage != rec.methods.lineage() {
             *self = TableKeys { lineage: rec.methods.lineage(), next_symbol: 1, ..TableKeys::default() };
         }
         // A class's internal name and package are made once per class (by its Java name), not
