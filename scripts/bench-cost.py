@@ -13,14 +13,22 @@ synthetic `deep` workload with a recursion --deep frames deep (default 24: stack
 frames): the cost at that depth once its stacks are known, the steady state a longer run of any
 program reaches, apart from what a short run names for the first time.
 
+With --steady SECONDS, the steady state of the suite's programs themselves instead: each runs
+without a profiler past its warm-up (the iteration after which bench-paired's --quiet-jit 10
+ended its warm-ups in docs/benchmarks.md, "In steady state"), then `hpm attach` starts a session
+at 1 ms for SECONDS and stops it; the same columns from that session's summary.
+
     python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
+    python3 scripts/bench-cost.py --steady 20 [--workloads ...]
 """
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import build_agent, collapsed  # noqa: E402
@@ -35,23 +43,80 @@ def depth(path):
     return samples, frames / max(samples, 1)
 
 
+# The iteration after which each program's compilers are quiet (at most 10% of the wall time
+# over 10 iterations): the latest of bench-paired's --quiet-jit 10 warm-ups.
+WARM = {"h2": 110, "lucene": 110, "sunflow": 40, "ecj": 135, "xalan": 175, "rhino": 150}
+
+
+def summary_row(name, stderr, out):
+    """One table row from an agent summary (the last session's in `stderr`) and its collapsed
+    output `out`."""
+    def last(pattern):
+        found = re.findall(pattern, stderr)
+        return found[-1] if found else None
+    m = last(r"per sample ([\d.]+) \+ ([\d.]+) us")
+    once = last(r"(\d+) ms of it reading symbol tables")
+    first = last(r"named for the first time: ([\d,]+) stacks \((\d+)% of the samples\), [\d,]+ frames "
+                 r"of hpm's walker, ([\d,]+) methods")
+    samples, mean = depth(out)
+    handler, processing = m if m else ("?", "?")
+    stacks, methods = (f"{first[0]} ({first[1]}%)", first[2]) if first else ("?", "?")
+    return f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | {once or 0} |"
+
+
+def steady(a, hpm, agent, tmp):
+    """--steady: one session of `a.steady` seconds per program, attached after its warm-up."""
+    for name, cp, main_class, args in programs(a.workloads, []):
+        out = os.path.join(tmp, "steady.collapsed")
+        err_path = os.path.join(tmp, "stderr.txt")
+        # As many iterations as it takes: the JVM is ended once the session is written.
+        cmd = [a.java, "-Xmx1g", "-Xms1g", "-XX:+AlwaysPreTouch", "-cp", cp, main_class, "1000000"] + args[1:]
+        with open(err_path, "w+") as err:
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp)
+            try:
+                def until(done):
+                    for line in p.stdout:
+                        if line.startswith("hpm-bench iteration") and done(int(line.split()[2])):
+                            return
+                    sys.exit(f"{name}: the program ended before its session did")
+                until(lambda i: i >= WARM.get(name, 100))
+                env = dict(os.environ, HPM_AGENT=agent)
+                attach = [hpm, "attach", str(p.pid)]
+                subprocess.run(attach + [f"start,interval=1ms,file={out}"], check=True, env=env, stdout=subprocess.DEVNULL)
+                end = time.monotonic() + a.steady
+                until(lambda i: time.monotonic() >= end)
+                subprocess.run(attach + ["stop"], check=True, env=env, stdout=subprocess.DEVNULL)
+            finally:
+                p.send_signal(signal.SIGTERM)
+                p.stdout.close()
+                p.wait()
+            err.seek(0)
+            print(summary_row(f"{name} (steady, {a.steady} s)", err.read(), out), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS))
     ap.add_argument("--java", default="java")
     ap.add_argument("--demo-seconds", default="8")
     ap.add_argument("--deep", type=int, default=24, help="the deep workload's recursion depth (0: not run)")
+    ap.add_argument("--steady", type=int, default=0, help="seconds of one session attached after the warm-up")
     a = ap.parse_args()
-    agent = build_agent()[0]
+    agent, hpm = build_agent()
+    header = ("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
+              "processing, us per sample | read once, ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+    if a.steady:
+        print(header)
+        with tempfile.TemporaryDirectory() as tmp:
+            steady(a, hpm, agent, tmp)
+        return
     long_demo = str(int(a.demo_seconds) * 4)
     jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
     if a.deep:
         # 2 workers, 10 iterations of 150 million calls at the bottom each: about 8 s.
         _, cp, main_class, _ = programs("deep", [])[0]
         jobs.append((f"deep (recursion {a.deep} deep)", cp, main_class, ["10", "2", str(a.deep), "150000000"]))
-    print("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
-          "processing, us per sample | read once, ms |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(header)
     with tempfile.TemporaryDirectory() as tmp:
         for name, cp, main_class, args in jobs:
             out = os.path.join(tmp, "cost.collapsed")
@@ -60,15 +125,7 @@ def main():
             r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
             if r.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
-            m = re.search(r"per sample ([\d.]+) \+ ([\d.]+) us", r.stderr)
-            once = re.search(r"(\d+) ms of it reading symbol tables", r.stderr)
-            first = re.search(r"named for the first time: ([\d,]+) stacks \((\d+)% of the samples\), [\d,]+ frames "
-                              r"of hpm's walker, ([\d,]+) methods", r.stderr)
-            samples, mean = depth(out)
-            handler, processing = m.groups() if m else ("?", "?")
-            stacks, methods = (f"{first.group(1)} ({first.group(2)}%)", first.group(3)) if first else ("?", "?")
-            print(f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | "
-                  f"{once.group(1) if once else 0} |", flush=True)
+            print(summary_row(name, r.stderr, out), flush=True)
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import async_profiler, build_agent, machine, measure, patched_java, quartiles, target_dir  # noqa: E402
+from benchlib import async_profiler, build_agent, machine, measure, median_interval, patched_java, quartiles, target_dir  # noqa: E402
 from bench_profiles import LATENCY  # noqa: E402
 import bench_attribute  # noqa: E402
 from bench_report import geomean  # noqa: E402
@@ -461,8 +461,9 @@ def same_jvm_table(a, results, pairs):
     """--same-jvm: each pair's CPU compared run by run, inside the same JVMs (the cells' lists are
     aligned by run: a run gives every cell or none)."""
     lines = ["Same JVM, profiler against profiler: per run, the CPU of A's iterations over B's (the JVM's "
-             "unsampled iterations cancel out), minus 1; median (q1 / q3) over runs, and in how many runs A cost "
-             "less; the geometric mean over workloads of the medians:", "",
+             "unsampled iterations cancel out), minus 1; median (q1 / q3) over runs, in how many runs A cost "
+             "less, and where the median lies with 90% confidence (the sign test's interval: a cell whose interval "
+             "holds 0 does not rank the two); the geometric mean over workloads of the medians:", "",
              "| workload | interval | " + " | ".join(f"{x} vs {y}" for x, y in pairs) + " |",
              "|" + " --- |" * (len(pairs) + 2)]
     for i in a.intervals:
@@ -477,7 +478,9 @@ def same_jvm_table(a, results, pairs):
                     continue
                 q1, med, q3 = quartiles(rs)
                 gm.setdefault((x, y), []).append(1 + med)
-                row.append(f"{pct(med)} ({pct(q1)} / {pct(q3)}), {sum(r < 0 for r in rs)}/{len(rs)} less")
+                ci = median_interval(rs)
+                row.append(f"{pct(med)} ({pct(q1)} / {pct(q3)}), {sum(r < 0 for r in rs)}/{len(rs)} less"
+                           + (f", 90%: {pct(ci[0])} to {pct(ci[1])}" if ci else ""))
             lines.append(f"| {w.name} | {i} | " + " | ".join(row) + " |")
         g = [pct(geomean(gm[p]) - 1) if len(gm.get(p, [])) == len(a.workloads) else "—" for p in pairs]
         lines.append(f"| **geometric mean** | {i} | " + " | ".join(f"**{x}**" for x in g) + " |")

@@ -1,6 +1,7 @@
 """Shared pieces of the benchmark scripts (bench-overhead.py, bench-suite.py): running a
 command with its CPU time and peak RSS from wait4, async-profiler from Maven Central, the
 agent build, quartiles, and the machine line. Timings are benchmarks, never tests."""
+import math
 import os
 import platform
 import statistics
@@ -83,6 +84,21 @@ def quartiles(xs):
         return xs[0], xs[0], xs[0]
     q = statistics.quantiles(xs, n=4, method="inclusive")
     return q[0], statistics.median(xs), q[2]
+
+
+def median_interval(xs, level=0.9):
+    """A distribution-free interval holding the median of what xs were drawn from with at least
+    `level` probability: (x(k), x(n+1-k)) of the sorted xs, k as large as that allows (the sign
+    test's interval: each x falls below the median with probability 1/2). None if even the
+    smallest and largest do not reach `level` (fewer than 5 values at 90%)."""
+    n, xs = len(xs), sorted(xs)
+    best = None
+    for k in range(1, n // 2 + 1):
+        outside = 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+        if 1 - outside < level:
+            break
+        best = (xs[k - 1], xs[n - k])
+    return best
 
 
 def patched_java(home=None):

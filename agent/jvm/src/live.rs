@@ -26,6 +26,8 @@ struct Query {
     wanted: bool,
     generation: u64,
     tree: Option<Arc<Cct>>,
+    /// The processing thread serving queries, woken by one (its rounds may be 200 ms apart).
+    processor: Option<std::thread::Thread>,
 }
 
 impl Live {
@@ -41,6 +43,11 @@ impl Live {
     /// The processor, once per round: the marks queued since the last call.
     pub fn take_marks(&self) -> Vec<Mark> {
         std::mem::take(&mut *self.marks.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The processing thread, from its start (`Some`) to its end (`None`): a query wakes it.
+    pub fn served_by(&self, processor: Option<std::thread::Thread>) {
+        self.query.lock().unwrap_or_else(|p| p.into_inner()).processor = processor;
     }
 
     /// Whether a query waits for the tree.
@@ -65,6 +72,9 @@ impl Live {
         let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());
         let generation = q.generation;
         q.wanted = true;
+        if let Some(t) = &q.processor {
+            t.unpark();
+        }
         let (q, _) = self
             .served
             .wait_timeout_while(q, timeout, |q| q.generation == generation)
@@ -102,6 +112,32 @@ mod tests {
         let tree = live.tree(Duration::from_secs(60)).unwrap();
         server.join().unwrap();
         assert_eq!(tree.total_samples(), 3);
+    }
+
+    #[test]
+    fn a_query_wakes_the_parked_processor() {
+        let live = Arc::new(Live::default());
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let server = {
+            let live = live.clone();
+            std::thread::spawn(move || {
+                let mut cct = Cct::new(Vec::new());
+                cct.add_stack(&["main", "idle"], 2, 2, &[]);
+                live.served_by(Some(std::thread::current()));
+                ready_tx.send(()).unwrap();
+                // Parked with no timeout: only the query's unpark lets it serve.
+                while !live.wanted() {
+                    std::thread::park();
+                }
+                live.serve(&cct);
+                live.served_by(None);
+            })
+        };
+        ready_rx.recv().unwrap();
+        let tree = live.tree(Duration::from_secs(60)).unwrap();
+        server.join().unwrap();
+        assert_eq!(tree.total_samples(), 2);
+        assert!(live.query.lock().unwrap().processor.is_none());
     }
 
     #[test]

@@ -45,6 +45,10 @@ mod write;
 /// service thread) are applied before the samples that need them.
 const SETTLE_NS: u64 = 100_000_000;
 const ROUND: Duration = Duration::from_millis(50);
+/// Rounds are at most this many [`ROUND`]s long (see [`round_units`]).
+const MAX_ROUND_UNITS: u64 = 4;
+/// Sampling periods a round may stretch to: at 1 ms a round is [`ROUND`] (50 periods).
+const ROUND_PERIODS: u64 = 50;
 /// JFR kept in memory for `dump,file=X.jfr` when the session writes no JFR file: at most this
 /// much, the oldest chunks dropped first (and said so).
 pub const JFR_MEMORY_LIMIT: usize = 64 << 20;
@@ -242,6 +246,33 @@ pub fn start(inputs: Inputs, outputs: Vec<Output>) -> Result<ProcessorHandle, St
     }
 }
 
+/// How many [`ROUND`]s each of the processing thread's rounds lasts: 1, 2 or 4. A round has
+/// a cost of its own, whatever it finds: waking the thread, syncing threads and code events,
+/// looking for samples (~60 us here, an idle JVM at 10 ms: mostly the futex wake-up on this
+/// VM). At 10 ms under the signal sampler that was most of what the processing thread spent
+/// while a program ran. So where the samples come slowly (a clock event under a fixed
+/// interval longer than 1 ms, the signal sampler, CPU samples asked for) a round lasts up to [`ROUND_PERIODS`]
+/// periods, as a 1 ms round does: no more samples wait per round than at 1 ms, and the pool
+/// (sized for 300 ms of samples at the session's rate) holds them. The other samplers keep
+/// [`ROUND`]: their rings (`sampler=chain`), timer queues and `interval=auto`'s changing rate
+/// are sized for it.
+fn round_units(opts: &Options, period: u64, unit: PeriodUnit) -> u64 {
+    let slow_clock = opts.cpu
+        && matches!(opts.sampler, hpm_core::options::Sampler::Asgct)
+        && matches!(opts.interval, Interval::Fixed(_))
+        && unit == PeriodUnit::Nanoseconds;
+    if !slow_clock {
+        return 1;
+    }
+    let units = period.saturating_mul(ROUND_PERIODS) / ROUND.as_nanos() as u64;
+    // A power of two, so that what samplers do every 4 units falls on a round.
+    match units {
+        0..=1 => 1,
+        2..=3 => 2,
+        _ => MAX_ROUND_UNITS,
+    }
+}
+
 fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, started: Sender<Result<(), String>>) {
     // Never profile ourselves: excluded before start() returns and before the VM sees us.
     let tid = crate::os::gettid();
@@ -258,10 +289,12 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     p.phase_ns[0] = thread_cpu_ns();
     p.once_at_start = p.once_so_far();
     let _ = started.send(Ok(()));
+    let units = round_units(&inputs.opts, inputs.event.period, inputs.event.unit);
+    inputs.live.served_by(Some(std::thread::current()));
     let mut round = 0u64;
     let finish = loop {
-        std::thread::park_timeout(ROUND);
-        round += 1;
+        std::thread::park_timeout(ROUND * units as u32);
+        round += units;
         inputs.sampler.tick(round);
         p.round(false);
         let mut finish = None;
@@ -278,6 +311,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
         }
     };
     let (extra, reply) = finish;
+    inputs.live.served_by(None);
     // The samplers have stopped: everything they wrote is in the pool now.
     p.round(true);
     let mut files = p.write_outputs();
@@ -837,5 +871,32 @@ impl Processor {
             hpm_core::codemap::CODE_BYTES_BUDGET >> 20,
             if not_copied > 0 { format!(", {not_copied} methods not copied") } else { String::new() }
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_stretch_with_the_interval_under_the_signal_sampler_only() {
+        let units = |options: &str, period: u64, unit: PeriodUnit| {
+            round_units(&hpm_core::options::parse(options).expect(options), period, unit)
+        };
+        let ns = PeriodUnit::Nanoseconds;
+        assert_eq!(units("interval=1ms", 1_000_000, ns), 1);
+        assert_eq!(units("interval=100us", 100_000, ns), 1);
+        assert_eq!(units("interval=2ms", 2_000_000, ns), 2);
+        assert_eq!(units("interval=4ms", 4_000_000, ns), 4);
+        assert_eq!(units("interval=10ms", 10_000_000, ns), 4);
+        assert_eq!(units("interval=1s", 1_000_000_000, ns), 4);
+        // Others keep 50 ms rounds: a count-based event, a changing period, the samplers
+        // whose rings and queues are sized for them, no CPU samples.
+        assert_eq!(units("event=page-faults,interval=10", 10, PeriodUnit::Events), 1);
+        assert_eq!(units("interval=auto", 10_000_000, ns), 1);
+        assert_eq!(units("sampler=chain,interval=10ms", 10_000_000, ns), 1);
+        assert_eq!(units("sampler=jvmti,interval=10ms", 10_000_000, ns), 1);
+        assert_eq!(units("event=wall,interval=10ms", 10_000_000, ns), 1);
+        assert_eq!(units("event=alloc", 10_000_000, ns), 1);
     }
 }

@@ -115,6 +115,9 @@ pub struct Threads {
     fd_retired: Box<[AtomicU64]>,
     inner: Mutex<Inner>,
     signal: i32,
+    /// `/proc/self/task`, opened at the first scan and kept (None until then, or after a
+    /// listing failed: opened again at the next).
+    tasks: Mutex<Option<crate::os::TaskDir>>,
 }
 
 impl Threads {
@@ -124,6 +127,7 @@ impl Threads {
             slots: (0..MAX_SLOTS).map(|_| Slot::new()).collect(),
             fd_table: (0..MAX_FD).map(|_| AtomicU32::new(0)).collect(),
             fd_retired: (0..MAX_FD).map(|_| AtomicU64::new(0)).collect(),
+            tasks: Mutex::new(None),
             inner: Mutex::new(Inner {
                 mode: Mode::Off,
                 infos: Vec::new(),
@@ -398,14 +402,28 @@ impl Threads {
     /// threads) and detaches threads that are gone. Returns how many were attached. Under a
     /// timer sampler (which sees Java threads only) it registers the Java threads that started
     /// before the session, so their samples can be told apart by kernel id.
+    /// The process's tasks now, through the kept `/proc/self/task`.
+    fn tasks_now(&self) -> Option<HashSet<i32>> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = match &mut *tasks {
+            Some(d) => d,
+            None => tasks.insert(crate::os::TaskDir::open().ok()?),
+        };
+        let mut ids = Vec::new();
+        if dir.list(&mut ids).is_err() {
+            *tasks = None;
+            return None;
+        }
+        Some(ids.into_iter().collect())
+    }
+
     pub fn scan(&self) -> usize {
         let java_only = match self.lock().mode {
             Mode::Off => return 0,
             Mode::Identity => true,
             Mode::Perf { .. } => false,
         };
-        let Ok(dir) = std::fs::read_dir("/proc/self/task") else { return 0 };
-        let present: HashSet<i32> = dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect();
+        let Some(present) = self.tasks_now() else { return 0 };
         let (to_attach, gone): (Vec<i32>, Vec<i32>) = {
             let mut g = self.lock();
             g.ended.retain(|t| present.contains(t));

@@ -24,7 +24,9 @@ pub mod timer;
 pub trait Sampler: Send + Sync {
     /// Starts sampling into the session's sink. The processor is already running.
     fn start(&self) -> Result<(), String>;
-    /// Called by the processor every round (50 ms), e.g. to attach threads that appeared.
+    /// Called by the processor every round, e.g. to attach threads that appeared; `round`
+    /// counts 50 ms units since the session started (a round lasts 1, 2 or 4 of them, a power
+    /// of two: what is done when `round` is a multiple of 4 is done every 200 ms).
     fn tick(&self, _round: u64) {}
     /// `interval=auto` changed the period; returns how many threads kept the old one.
     fn set_period(&self, _period: u64) -> usize {
