@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hpm_core::cct::Cct;
 use hpm_core::jfr::marks::Mark;
@@ -28,7 +28,12 @@ struct Query {
     tree: Option<Arc<Cct>>,
     /// The processing thread serving queries, woken by one (its rounds may be 200 ms apart).
     processor: Option<std::thread::Thread>,
+    /// When a query was last served: a query within [`MIN_WAKE`] of it waits for the round.
+    served_at: Option<Instant>,
 }
+
+/// Queries wake the processor at most this often (as often as its shortest rounds).
+const MIN_WAKE: Duration = Duration::from_millis(50);
 
 impl Live {
     pub fn push(&self, m: Mark) {
@@ -62,6 +67,7 @@ impl Live {
             q.tree = Some(Arc::new(cct.clone()));
             q.generation += 1;
             q.wanted = false;
+            q.served_at = Some(Instant::now());
             self.served.notify_all();
         }
     }
@@ -72,7 +78,7 @@ impl Live {
         let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());
         let generation = q.generation;
         q.wanted = true;
-        if let Some(t) = &q.processor {
+        if let Some(t) = q.processor.as_ref().filter(|_| q.served_at.is_none_or(|at| at.elapsed() >= MIN_WAKE)) {
             t.unpark();
         }
         let (q, _) = self

@@ -54,8 +54,8 @@ impl TaskDir {
         Ok(TaskDir { fd, buf: vec![0; 16 << 10] })
     }
 
-    /// The kernel ids of the process's tasks now, into `out` (cleared first); at most
-    /// [`MAX_TASKS`].
+    /// The kernel ids of the process's tasks now, into `out` (cleared first); an error past
+    /// [`MAX_TASKS`] (a partial list would make the others look gone).
     pub fn list(&mut self, out: &mut Vec<i32>) -> std::io::Result<()> {
         use std::os::fd::AsRawFd;
         out.clear();
@@ -64,7 +64,10 @@ impl TaskDir {
         if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        while out.len() < MAX_TASKS {
+        loop {
+            if out.len() > MAX_TASKS {
+                return Err(std::io::Error::other(format!("more than {MAX_TASKS} tasks")));
+            }
             // SAFETY: getdents64 writes at most `buf.len()` bytes of records into `buf`.
             let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, self.buf.as_mut_ptr(), self.buf.len()) };
             if n < 0 {
@@ -75,7 +78,6 @@ impl TaskDir {
             }
             dirent_ids(&self.buf[..n as usize], out);
         }
-        Ok(())
     }
 }
 

@@ -47,8 +47,15 @@ const SETTLE_NS: u64 = 100_000_000;
 const ROUND: Duration = Duration::from_millis(50);
 /// Rounds are at most this many [`ROUND`]s long (see [`round_units`]).
 const MAX_ROUND_UNITS: u64 = 4;
-/// Sampling periods a round may stretch to: at 1 ms a round is [`ROUND`] (50 periods).
-const ROUND_PERIODS: u64 = 50;
+/// The samplers look for new threads at most this many [`ROUND`]s apart (listing the
+/// process's tasks costs ~35 us).
+const SCAN_UNITS: u64 = 4;
+/// A round is stretched only if it can bring at most this many samples, and only while as many
+/// batches as it can bring are free: each sample may be the only one of its thread's batch
+/// (the batches are taken from every thread at each round). With the samples held back for
+/// [`SETTLE_NS`] (half as many at most) they fit in the smallest pool a session has (128
+/// batches).
+const STRETCH_SAMPLES: usize = 2 * POOL_STEP;
 /// JFR kept in memory for `dump,file=X.jfr` when the session writes no JFR file: at most this
 /// much, the oldest chunks dropped first (and said so).
 pub const JFR_MEMORY_LIMIT: usize = 64 << 20;
@@ -139,6 +146,8 @@ impl Finished {
 }
 
 struct Processor {
+    /// Free batches the rounds keep in the pool (more when rounds are stretched).
+    min_free: usize,
     rec: Recording,
     cct: Cct,
     components: Vec<(VmComponent, u64)>,
@@ -246,31 +255,33 @@ pub fn start(inputs: Inputs, outputs: Vec<Output>) -> Result<ProcessorHandle, St
     }
 }
 
-/// How many [`ROUND`]s each of the processing thread's rounds lasts: 1, 2 or 4. A round has
-/// a cost of its own, whatever it finds: waking the thread, syncing threads and code events,
-/// looking for samples (~60 us here, an idle JVM at 10 ms: mostly the futex wake-up on this
-/// VM). At 10 ms under the signal sampler that was most of what the processing thread spent
-/// while a program ran. So where the samples come slowly (a clock event under a fixed
-/// interval longer than 1 ms, the signal sampler, CPU samples asked for) a round lasts up to [`ROUND_PERIODS`]
-/// periods, as a 1 ms round does: no more samples wait per round than at 1 ms, and the pool
-/// (sized for 300 ms of samples at the session's rate) holds them. The other samplers keep
-/// [`ROUND`]: their rings (`sampler=chain`), timer queues and `interval=auto`'s changing rate
-/// are sized for it.
-fn round_units(opts: &Options, period: u64, unit: PeriodUnit) -> u64 {
+/// How many [`ROUND`]s each of the processing thread's rounds may last: 1, 2 or 4. A round
+/// has a cost of its own, whatever it finds: waking the thread, syncing threads and code
+/// events, looking for samples (~60 us here, an idle JVM at 10 ms: mostly the futex wake-up on
+/// this VM). At 10 ms under the signal sampler that was most of what the processing thread
+/// spent while a program ran. So where samples come slowly a round lasts longer: under the
+/// signal sampler with CPU samples only (`alloc` and `lock` events have queues of their own)
+/// at a fixed clock interval, as long as every sample a round can bring (one per period per
+/// CPU) finds a free batch of its own: at most [`STRETCH_SAMPLES`]. The other samplers keep [`ROUND`]:
+/// `sampler=chain`'s rings, the timer samplers' queues and `interval=auto`'s changing rate are
+/// sized for it.
+fn round_units(opts: &Options, period: u64, unit: PeriodUnit, cpus: u64) -> u64 {
     let slow_clock = opts.cpu
+        && opts.alloc.is_none()
+        && opts.lock.is_none()
         && matches!(opts.sampler, hpm_core::options::Sampler::Asgct)
         && matches!(opts.interval, Interval::Fixed(_))
         && unit == PeriodUnit::Nanoseconds;
-    if !slow_clock {
-        return 1;
+    let mut units = if slow_clock { MAX_ROUND_UNITS } else { 1 };
+    while units > 1 && round_samples(units, period, cpus) > STRETCH_SAMPLES {
+        units /= 2;
     }
-    let units = period.saturating_mul(ROUND_PERIODS) / ROUND.as_nanos() as u64;
-    // A power of two, so that what samplers do every 4 units falls on a round.
-    match units {
-        0..=1 => 1,
-        2..=3 => 2,
-        _ => MAX_ROUND_UNITS,
-    }
+    units
+}
+
+/// The most samples a clock event with `period` (ns) brings in `units` rounds on `cpus` CPUs.
+fn round_samples(units: u64, period: u64, cpus: u64) -> usize {
+    (cpus.saturating_mul(units * ROUND.as_nanos() as u64) / period.max(1)) as usize
 }
 
 fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, started: Sender<Result<(), String>>) {
@@ -285,17 +296,32 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
             return;
         }
     };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let units = round_units(&inputs.opts, inputs.event.period, inputs.event.unit, cpus);
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
+    // Stretched rounds keep a free batch for each sample a round may bring.
+    let stretched_free = round_samples(units, inputs.event.period, cpus).max(POOL_STEP / 2);
+    p.min_free = if units > 1 { stretched_free } else { POOL_STEP / 2 };
     p.phase_ns[0] = thread_cpu_ns();
     p.once_at_start = p.once_so_far();
     let _ = started.send(Ok(()));
-    let units = round_units(&inputs.opts, inputs.event.period, inputs.event.unit);
     inputs.live.served_by(Some(std::thread::current()));
-    let mut round = 0u64;
+    // Rounds are counted in 50 ms units since the start, by the clock (a request or a live
+    // query may wake the thread early); `scanned`: the unit of the last thread scan.
+    let start = now_ticks();
+    let mut scanned = 0u64;
     let finish = loop {
-        std::thread::park_timeout(ROUND * units as u32);
-        round += units;
-        inputs.sampler.tick(round);
+        // Stretched while the pool has a free batch for every sample the round may bring
+        // (each round grows it so; at its capacity, rounds stay short).
+        let stretch = units > 1 && inputs.sink.pool.free_batches() >= stretched_free;
+        let now_units = if stretch { units } else { 1 };
+        std::thread::park_timeout(ROUND * now_units as u32);
+        let round = now_ticks().saturating_sub(start) / ROUND.as_nanos() as u64;
+        let scan = round >= scanned + SCAN_UNITS;
+        if scan {
+            scanned = round;
+        }
+        inputs.sampler.tick(round, scan);
         p.round(false);
         let mut finish = None;
         while let Ok(r) = inbox.try_recv() {
@@ -428,6 +454,7 @@ impl Processor {
             jfr_keys = keys;
         }
         Processor {
+            min_free: POOL_STEP / 2,
             cct: Cct::new(rec.counters.clone()),
             rec,
             components: Vec::new(),
@@ -492,7 +519,7 @@ impl Processor {
         if let Some(h) = inputs.sink.timer_queue.steal() {
             self.pending.push((h, 0));
         }
-        if pool.free_batches() < POOL_STEP / 2 {
+        if pool.free_batches() < self.min_free {
             inputs.sink.grow(POOL_STEP);
         }
         let now = now_ticks();
@@ -879,24 +906,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rounds_stretch_with_the_interval_under_the_signal_sampler_only() {
-        let units = |options: &str, period: u64, unit: PeriodUnit| {
-            round_units(&hpm_core::options::parse(options).expect(options), period, unit)
+    fn rounds_stretch_where_every_sample_of_a_round_finds_a_batch_of_its_own() {
+        let units = |options: &str, period: u64, unit: PeriodUnit, cpus: u64| {
+            round_units(&hpm_core::options::parse(options).expect(options), period, unit, cpus)
         };
         let ns = PeriodUnit::Nanoseconds;
-        assert_eq!(units("interval=1ms", 1_000_000, ns), 1);
-        assert_eq!(units("interval=100us", 100_000, ns), 1);
-        assert_eq!(units("interval=2ms", 2_000_000, ns), 2);
-        assert_eq!(units("interval=4ms", 4_000_000, ns), 4);
-        assert_eq!(units("interval=10ms", 10_000_000, ns), 4);
-        assert_eq!(units("interval=1s", 1_000_000_000, ns), 4);
+        // 2 CPUs: up to 64 samples a round.
+        assert_eq!(units("interval=1ms", 1_000_000, ns, 2), 1);
+        assert_eq!(units("interval=100us", 100_000, ns, 2), 1);
+        assert_eq!(units("interval=2ms", 2_000_000, ns, 2), 1);
+        assert_eq!(units("interval=4ms", 4_000_000, ns, 2), 2);
+        assert_eq!(units("interval=10ms", 10_000_000, ns, 2), 4);
+        assert_eq!(units("interval=1s", 1_000_000_000, ns, 2), 4);
+        // More CPUs bring more samples a round.
+        assert_eq!(units("interval=10ms", 10_000_000, ns, 16), 1);
+        assert_eq!(units("interval=100ms", 100_000_000, ns, 16), 4);
+        assert_eq!(units("interval=10ms", 10_000_000, ns, 1), 4);
         // Others keep 50 ms rounds: a count-based event, a changing period, the samplers
-        // whose rings and queues are sized for them, no CPU samples.
-        assert_eq!(units("event=page-faults,interval=10", 10, PeriodUnit::Events), 1);
-        assert_eq!(units("interval=auto", 10_000_000, ns), 1);
-        assert_eq!(units("sampler=chain,interval=10ms", 10_000_000, ns), 1);
-        assert_eq!(units("sampler=jvmti,interval=10ms", 10_000_000, ns), 1);
-        assert_eq!(units("event=wall,interval=10ms", 10_000_000, ns), 1);
-        assert_eq!(units("event=alloc", 10_000_000, ns), 1);
+        // whose rings and queues are sized for them, JVM events with their own queue.
+        assert_eq!(units("event=page-faults,interval=10", 10, PeriodUnit::Events, 2), 1);
+        assert_eq!(units("interval=auto", 10_000_000, ns, 2), 1);
+        assert_eq!(units("sampler=chain,interval=10ms", 10_000_000, ns, 2), 1);
+        assert_eq!(units("sampler=jvmti,interval=10ms", 10_000_000, ns, 2), 1);
+        assert_eq!(units("event=wall,interval=10ms", 10_000_000, ns, 2), 1);
+        assert_eq!(units("event=alloc", 10_000_000, ns, 2), 1);
+        assert_eq!(units("event=cpu,alloc,interval=10ms", 10_000_000, ns, 2), 1);
+        assert_eq!(units("event=cpu,lock,interval=10ms", 10_000_000, ns, 2), 1);
     }
 }

@@ -33,10 +33,9 @@ impl super::Sampler for AsgctSampler {
         super::start_perf_groups(self.threads, self.code, &self.jvmti, self.vm, &self.spec, &self.ctx)
     }
 
-    fn tick(&self, round: u64) {
-        // New VM threads get perf groups (Java threads are announced by ThreadStart); listing
-        // the process's tasks costs ~75 us, so every 200 ms.
-        if round.is_multiple_of(4) {
+    fn tick(&self, _round: u64, scan: bool) {
+        // New VM threads get perf groups (Java threads are announced by ThreadStart).
+        if scan {
             self.threads.scan();
         }
     }

@@ -218,8 +218,8 @@ impl super::Sampler for ChainSampler {
         Ok(())
     }
 
-    fn tick(&self, round: u64) {
-        if round.is_multiple_of(4) {
+    fn tick(&self, round: u64, scan: bool) {
+        if scan {
             self.threads.scan();
         }
         self.drain(Some(round));

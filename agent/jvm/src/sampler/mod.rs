@@ -24,10 +24,10 @@ pub mod timer;
 pub trait Sampler: Send + Sync {
     /// Starts sampling into the session's sink. The processor is already running.
     fn start(&self) -> Result<(), String>;
-    /// Called by the processor every round, e.g. to attach threads that appeared; `round`
-    /// counts 50 ms units since the session started (a round lasts 1, 2 or 4 of them, a power
-    /// of two: what is done when `round` is a multiple of 4 is done every 200 ms).
-    fn tick(&self, _round: u64) {}
+    /// Called by the processor after a round's wait: `round` counts 50 ms units since the
+    /// session started (a round lasts 1 to 4 of them); `scan` asks to attach the threads that
+    /// appeared (every 200 ms).
+    fn tick(&self, _round: u64, _scan: bool) {}
     /// `interval=auto` changed the period; returns how many threads kept the old one.
     fn set_period(&self, _period: u64) -> usize {
         0
