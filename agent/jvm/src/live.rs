@@ -28,7 +28,8 @@ struct Query {
     tree: Option<Arc<Cct>>,
     /// The processing thread serving queries, woken by one (its rounds may be 200 ms apart).
     processor: Option<std::thread::Thread>,
-    /// When a query was last served: a query within [`MIN_WAKE`] of it waits for the round.
+    /// When a query was last served: a query wakes the processor no sooner than [`MIN_WAKE`]
+    /// after it.
     served_at: Option<Instant>,
 }
 
@@ -75,16 +76,29 @@ impl Live {
     /// A copy of the live tree as of the processor's next round (samples settle for about
     /// 100 ms before they are resolved). `Err` when no processor serves it within `timeout`.
     pub fn tree(&self, timeout: Duration) -> Result<Arc<Cct>, String> {
+        let now = Instant::now();
+        let deadline = now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(1 << 30));
         let mut q = self.query.lock().unwrap_or_else(|p| p.into_inner());
         let generation = q.generation;
         q.wanted = true;
-        if let Some(t) = q.processor.as_ref().filter(|_| q.served_at.is_none_or(|at| at.elapsed() >= MIN_WAKE)) {
-            t.unpark();
+        // Within MIN_WAKE of the last serve: wait that out first (a round may serve it), then
+        // wake the processor, whose rounds may be 200 ms apart.
+        if let Some(wake_at) = q.served_at.map(|at| (at + MIN_WAKE).min(deadline)) {
+            let wait = wake_at.saturating_duration_since(Instant::now());
+            q = self
+                .served
+                .wait_timeout_while(q, wait, |q| q.generation == generation)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
-        let (q, _) = self
-            .served
-            .wait_timeout_while(q, timeout, |q| q.generation == generation)
-            .unwrap_or_else(|p| p.into_inner());
+        if q.generation == generation {
+            if let Some(t) = &q.processor {
+                t.unpark();
+            }
+        }
+        let rest = deadline.saturating_duration_since(Instant::now());
+        let (q, _) =
+            self.served.wait_timeout_while(q, rest, |q| q.generation == generation).unwrap_or_else(|p| p.into_inner());
         match &q.tree {
             Some(t) if q.generation != generation => Ok(t.clone()),
             _ => Err("no profiling session is running, so there is no live profile to query: start one with \
@@ -121,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn a_query_wakes_the_parked_processor() {
+    fn queries_wake_the_parked_processor_even_right_after_a_serve() {
         let live = Arc::new(Live::default());
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let server = {
@@ -131,18 +145,22 @@ mod tests {
                 cct.add_stack(&["main", "idle"], 2, 2, &[]);
                 live.served_by(Some(std::thread::current()));
                 ready_tx.send(()).unwrap();
-                // Parked with no timeout: only the query's unpark lets it serve.
-                while !live.wanted() {
-                    std::thread::park();
+                // Parked with no timeout: only a query's unpark lets it serve.
+                for _ in 0..2 {
+                    while !live.wanted() {
+                        std::thread::park();
+                    }
+                    live.serve(&cct);
                 }
-                live.serve(&cct);
                 live.served_by(None);
             })
         };
         ready_rx.recv().unwrap();
-        let tree = live.tree(Duration::from_secs(60)).unwrap();
+        let first = live.tree(Duration::from_secs(60)).unwrap();
+        // Within MIN_WAKE of the first serve: it waits that out, then wakes the processor.
+        let second = live.tree(Duration::from_secs(60)).unwrap();
         server.join().unwrap();
-        assert_eq!(tree.total_samples(), 2);
+        assert_eq!((first.total_samples(), second.total_samples()), (2, 2));
         assert!(live.query.lock().unwrap().processor.is_none());
     }
 

@@ -50,11 +50,11 @@ const MAX_ROUND_UNITS: u64 = 4;
 /// The samplers look for new threads at most this many [`ROUND`]s apart (listing the
 /// process's tasks costs ~35 us).
 const SCAN_UNITS: u64 = 4;
-/// A round is stretched only if it can bring at most this many samples, and only while as many
-/// batches as it can bring are free: each sample may be the only one of its thread's batch
-/// (the batches are taken from every thread at each round). With the samples held back for
-/// [`SETTLE_NS`] (half as many at most) they fit in the smallest pool a session has (128
-/// batches).
+/// A round is stretched only if it can bring at most this many samples, and only while more
+/// batches than it can bring are free: each sample may be the only one of its thread's batch
+/// (the batches are taken from every thread at each round). Where the pool (at least 128
+/// batches) cannot keep that many free beside the samples held back for [`SETTLE_NS`], the
+/// rounds stay at [`ROUND`].
 const STRETCH_SAMPLES: usize = 2 * POOL_STEP;
 /// JFR kept in memory for `dump,file=X.jfr` when the session writes no JFR file: at most this
 /// much, the oldest chunks dropped first (and said so).
@@ -146,8 +146,8 @@ impl Finished {
 }
 
 struct Processor {
-    /// Free batches the rounds keep in the pool (more when rounds are stretched).
-    min_free: usize,
+    /// Free batches a round leaves in the pool when rounds are stretched (0: they are not).
+    stretched_free: usize,
     rec: Recording,
     cct: Cct,
     components: Vec<(VmComponent, u64)>,
@@ -299,9 +299,11 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let units = round_units(&inputs.opts, inputs.event.period, inputs.event.unit, cpus);
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
-    // Stretched rounds keep a free batch for each sample a round may bring.
-    let stretched_free = round_samples(units, inputs.event.period, cpus).max(POOL_STEP / 2);
-    p.min_free = if units > 1 { stretched_free } else { POOL_STEP / 2 };
+    // Stretched rounds keep a free batch for each sample a round may bring, with a margin: a
+    // round may sleep longer than asked, and each thread's clock carries part of a period
+    // over from the last round.
+    let stretched_free = round_samples(units + 1, inputs.event.period, cpus) + POOL_STEP / 2;
+    p.stretched_free = if units > 1 { stretched_free } else { 0 };
     p.phase_ns[0] = thread_cpu_ns();
     p.once_at_start = p.once_so_far();
     let _ = started.send(Ok(()));
@@ -454,7 +456,7 @@ impl Processor {
             jfr_keys = keys;
         }
         Processor {
-            min_free: POOL_STEP / 2,
+            stretched_free: 0,
             cct: Cct::new(rec.counters.clone()),
             rec,
             components: Vec::new(),
@@ -519,12 +521,17 @@ impl Processor {
         if let Some(h) = inputs.sink.timer_queue.steal() {
             self.pending.push((h, 0));
         }
-        if pool.free_batches() < self.min_free {
+        if pool.free_batches() < POOL_STEP / 2 {
             inputs.sink.grow(POOL_STEP);
         }
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        // Resolved batches are free again: what is missing for a stretched round is added.
+        let free = pool.free_batches();
+        if free < self.stretched_free && !last {
+            inputs.sink.grow(self.stretched_free - free);
+        }
         self.add_jvm_events();
         // Debug files found but refused while naming native frames (once per library).
         for note in self.resolver.symbolizer.take_notes() {

@@ -225,7 +225,8 @@ pub struct Session {
 }
 
 /// Batches a session may hold at once: enough for about 300 ms of samples at its rate on every
-/// CPU (the processor keeps 100-150 ms of them while late code events settle), at least 128;
+/// CPU (the processor keeps 100-150 ms of them while late code events settle, up to ~300 ms in
+/// its longer rounds, where they are few: `processor::round_units`), at least 128;
 /// at most 1024 (about 90 MB; each sample has room for 512 frames). More samples than that
 /// are dropped and counted ("no free sample buffer").
 fn pool_capacity(event: &EventInfo) -> usize {

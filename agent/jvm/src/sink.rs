@@ -50,10 +50,11 @@ struct DeepFrames {
 
 /// Batches of ended sessions, for the next one's pool: a session's pool of 32 batches (each
 /// holding ten 9 KB records) cost ~1.6 ms to allocate and touch, at every session start. At
-/// most [`SPARE_BATCHES`] are kept.
+/// most [`SPARE_BATCHES`] are kept: the smallest pool's capacity, which a session with the
+/// processor's longer rounds may use (up to ~11 MB kept between sessions).
 #[allow(clippy::vec_box, reason = "the pool holds each batch by the pointer of its box: reused as they are, not moved")]
 static SPARE: Mutex<Vec<Box<Batch<Captured>>>> = Mutex::new(Vec::new());
-const SPARE_BATCHES: usize = 64;
+const SPARE_BATCHES: usize = 128;
 
 impl Sink {
     /// Adds up to `n` batches to the pool, reusing an earlier session's first (consumer side).

@@ -398,10 +398,6 @@ impl Threads {
         }
     }
 
-    /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
-    /// threads) and detaches threads that are gone. Returns how many were attached. Under a
-    /// timer sampler (which sees Java threads only) it registers the Java threads that started
-    /// before the session, so their samples can be told apart by kernel id.
     /// The process's tasks now, through the kept `/proc/self/task`.
     fn tasks_now(&self) -> Option<HashSet<i32>> {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
@@ -417,6 +413,10 @@ impl Threads {
         Some(ids.into_iter().collect())
     }
 
+    /// Attaches threads of the process not yet profiled (VM threads: GC workers, compiler
+    /// threads) and detaches threads that are gone. Returns how many were attached. Under a
+    /// timer sampler (which sees Java threads only) it registers the Java threads that started
+    /// before the session, so their samples can be told apart by kernel id.
     pub fn scan(&self) -> usize {
         let java_only = match self.lock().mode {
             Mode::Off => return 0,

@@ -24,7 +24,7 @@ use crate::jnienv as jni;
 const NOT_LOADED: &str = "the hpm agent is not running in this JVM: call Hpm.load(path) or Hpm.getInstance() first, \
                           or start java with -agentpath:/path/to/libhpm.so";
 
-/// How long a query waits for the processing thread's next round (it runs every 50 ms).
+/// How long a query waits for the processing thread's next round (a query wakes it).
 const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Runs one native's body: `Err` and panics become a pending `HpmException`; the JVM then
