@@ -914,30 +914,33 @@ mod tests {
 
     #[test]
     fn rounds_stretch_where_every_sample_of_a_round_finds_a_batch_of_its_own() {
-        let units = |options: &str, period: u64, unit: PeriodUnit, cpus: u64| {
-            round_units(&hpm_core::options::parse(options).expect(options), period, unit, cpus)
-        };
-        let ns = PeriodUnit::Nanoseconds;
-        // 2 CPUs: up to 64 samples a round.
-        assert_eq!(units("interval=1ms", 1_000_000, ns, 2), 1);
-        assert_eq!(units("interval=100us", 100_000, ns, 2), 1);
-        assert_eq!(units("interval=2ms", 2_000_000, ns, 2), 1);
-        assert_eq!(units("interval=4ms", 4_000_000, ns, 2), 2);
-        assert_eq!(units("interval=10ms", 10_000_000, ns, 2), 4);
-        assert_eq!(units("interval=1s", 1_000_000_000, ns, 2), 4);
-        // More CPUs bring more samples a round.
-        assert_eq!(units("interval=10ms", 10_000_000, ns, 16), 1);
-        assert_eq!(units("interval=100ms", 100_000_000, ns, 16), 4);
-        assert_eq!(units("interval=10ms", 10_000_000, ns, 1), 4);
-        // Others keep 50 ms rounds: a count-based event, a changing period, the samplers
-        // whose rings and queues are sized for them, JVM events with their own queue.
-        assert_eq!(units("event=page-faults,interval=10", 10, PeriodUnit::Events, 2), 1);
-        assert_eq!(units("interval=auto", 10_000_000, ns, 2), 1);
-        assert_eq!(units("sampler=chain,interval=10ms", 10_000_000, ns, 2), 1);
-        assert_eq!(units("sampler=jvmti,interval=10ms", 10_000_000, ns, 2), 1);
-        assert_eq!(units("event=wall,interval=10ms", 10_000_000, ns, 2), 1);
-        assert_eq!(units("event=alloc", 10_000_000, ns, 2), 1);
-        assert_eq!(units("event=cpu,alloc,interval=10ms", 10_000_000, ns, 2), 1);
-        assert_eq!(units("event=cpu,lock,interval=10ms", 10_000_000, ns, 2), 1);
+        let (ns, events) = (PeriodUnit::Nanoseconds, PeriodUnit::Events);
+        let cases = [
+            // 2 CPUs: up to 64 samples a round.
+            ("interval=1ms", 1_000_000, ns, 2, 1),
+            ("interval=100us", 100_000, ns, 2, 1),
+            ("interval=2ms", 2_000_000, ns, 2, 1),
+            ("interval=4ms", 4_000_000, ns, 2, 2),
+            ("interval=10ms", 10_000_000, ns, 2, 4),
+            ("interval=1s", 1_000_000_000, ns, 2, 4),
+            // More CPUs bring more samples a round.
+            ("interval=10ms", 10_000_000, ns, 16, 1),
+            ("interval=100ms", 100_000_000, ns, 16, 4),
+            ("interval=10ms", 10_000_000, ns, 1, 4),
+            // Others keep 50 ms rounds: a count-based event, a changing period, the samplers
+            // whose rings and queues are sized for them, JVM events with their own queue.
+            ("event=page-faults,interval=10", 10, events, 2, 1),
+            ("interval=auto", 10_000_000, ns, 2, 1),
+            ("sampler=chain,interval=10ms", 10_000_000, ns, 2, 1),
+            ("sampler=jvmti,interval=10ms", 10_000_000, ns, 2, 1),
+            ("event=wall,interval=10ms", 10_000_000, ns, 2, 1),
+            ("event=alloc", 10_000_000, ns, 2, 1),
+            ("event=cpu,alloc,interval=10ms", 10_000_000, ns, 2, 1),
+            ("event=cpu,lock,interval=10ms", 10_000_000, ns, 2, 1),
+        ];
+        for (options, period, unit, cpus, want) in cases {
+            let opts = hpm_core::options::parse(options).expect(options);
+            assert_eq!(round_units(&opts, period, unit, cpus), want, "{options} on {cpus} CPUs");
+        }
     }
 }
