@@ -302,8 +302,9 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     // Stretched rounds keep a free batch for each sample a round may bring, with a margin: a
     // round may sleep longer than asked, and each thread's clock carries part of a period
     // over from the last round.
-    let stretched_free = round_samples(units + 1, inputs.event.period, cpus) + POOL_STEP / 2;
-    p.stretched_free = if units > 1 { stretched_free } else { 0 };
+    if units > 1 {
+        p.stretched_free = round_samples(units + 1, inputs.event.period, cpus) + POOL_STEP / 2;
+    }
     p.phase_ns[0] = thread_cpu_ns();
     p.once_at_start = p.once_so_far();
     let _ = started.send(Ok(()));
@@ -315,7 +316,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     let finish = loop {
         // Stretched while the pool has a free batch for every sample the round may bring
         // (each round grows it so; at its capacity, rounds stay short).
-        let stretch = units > 1 && inputs.sink.pool.free_batches() >= stretched_free;
+        let stretch = p.stretched_free > 0 && inputs.sink.pool.free_batches() >= p.stretched_free;
         let now_units = if stretch { units } else { 1 };
         std::thread::park_timeout(ROUND * now_units as u32);
         let round = now_ticks().saturating_sub(start) / ROUND.as_nanos() as u64;
