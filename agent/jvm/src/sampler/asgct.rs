@@ -36,7 +36,7 @@ impl super::Sampler for AsgctSampler {
     fn tick(&self, _round: u64, scan: bool) {
         // New VM threads get perf groups (Java threads are announced by ThreadStart).
         if scan {
-            self.threads.scan();
+            self.threads.scan_if_changed();
         }
     }
 

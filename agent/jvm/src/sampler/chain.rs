@@ -220,7 +220,7 @@ impl super::Sampler for ChainSampler {
 
     fn tick(&self, round: u64, scan: bool) {
         if scan {
-            self.threads.scan();
+            self.threads.scan_if_changed();
         }
         self.drain(Some(round));
     }
