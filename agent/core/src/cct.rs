@@ -197,23 +197,38 @@ impl Cct {
     }
 
     /// Adds samples ending at the existing node `leaf` (returned by an earlier add of the same
-    /// path): its self sums, and the totals of it and of every node above it. Nothing is
-    /// looked up by name: the agent's path for a stack it has seen before.
-    pub fn add_at(&mut self, leaf: NodeId, samples: u64, weight: u64, counters: &[u64]) {
-        let mut cur = leaf;
-        // Bounded by the node count: every node's parent was created before it.
-        for _ in 0..self.nodes.len() {
-            self.bump(cur, samples, weight, counters);
-            if cur == ROOT {
-                break;
-            }
-            cur = self.nodes[cur as usize].parent;
-        }
+    /// path): its self sums only, nothing looked up by name. The totals of the nodes on its
+    /// path wait for [`Self::fill_totals`]: the agent's path for a stack it has seen before,
+    /// constant work where bumping every node up to the root cost a cache miss per frame.
+    pub fn add_self_at(&mut self, leaf: NodeId, samples: u64, weight: u64, counters: &[u64]) {
         let n = &mut self.nodes[leaf as usize];
         n.self_samples = n.self_samples.saturating_add(samples);
         n.self_weight = n.self_weight.saturating_add(weight);
         for (s, c) in n.self_counters.iter_mut().zip(counters) {
             *s = s.saturating_add(*c);
+        }
+    }
+
+    /// Sets every node's totals to the sums of the self sums in its subtree, for a tree
+    /// filled by [`Self::add_sample_ids`] and [`Self::add_self_at`] (which leave them); a
+    /// no-op on any other (each add there keeps them). One pass from the last node to the
+    /// first: a node's parent is always created before it.
+    pub fn fill_totals(&mut self) {
+        for n in &mut self.nodes {
+            n.total_samples = n.self_samples;
+            n.total_weight = n.self_weight;
+            n.total_counters.clone_from(&n.self_counters);
+        }
+        for id in (1..self.nodes.len()).rev() {
+            let (before, from) = self.nodes.split_at_mut(id);
+            let n = &from[0];
+            // Always below `id` (see above); a tree that broke it would lose only these sums.
+            let Some(p) = before.get_mut(n.parent as usize) else { continue };
+            p.total_samples = p.total_samples.saturating_add(n.total_samples);
+            p.total_weight = p.total_weight.saturating_add(n.total_weight);
+            for (t, c) in p.total_counters.iter_mut().zip(&n.total_counters) {
+                *t = t.saturating_add(*c);
+            }
         }
     }
 
@@ -256,7 +271,8 @@ impl Cct {
     /// no allocation once the nodes exist. The agent's hot path. `hint`: the path the last
     /// stack of this thread took (one hint per thread, for this tree only), whose nodes serve
     /// the frames this stack shares with it from the root without a lookup each; updated to
-    /// this stack's path.
+    /// this stack's path. Self sums only, as [`Self::add_self_at`]: the totals wait for
+    /// [`Self::fill_totals`].
     pub fn add_sample_ids(
         &mut self,
         s: &Sample,
@@ -265,13 +281,11 @@ impl Cct {
         hint: &mut PathHint,
     ) -> NodeId {
         let mut cur = ROOT;
-        self.bump(cur, 1, s.weight, &s.counters);
         if let Some(t) = thread_root {
             cur = match hint.base {
                 Some(b) if b != ROOT && self.node_name_is(b, t) => b,
                 _ => self.child(cur, t),
             };
-            self.bump(cur, 1, s.weight, &s.counters);
         }
         if hint.base != Some(cur) {
             *hint = PathHint { base: Some(cur), ..PathHint::default() };
@@ -293,15 +307,9 @@ impl Cct {
                 hint.nodes.push(cur);
             }
             self.nodes[cur as usize].kinds |= kind_bit(f.kind);
-            self.bump(cur, 1, s.weight, &s.counters);
         }
         // The hint may go on past this stack: its frames beyond are still a path from there.
-        let leaf = &mut self.nodes[cur as usize];
-        leaf.self_samples = leaf.self_samples.saturating_add(1);
-        leaf.self_weight = leaf.self_weight.saturating_add(s.weight);
-        for (c, d) in leaf.self_counters.iter_mut().zip(&s.counters) {
-            *c = c.saturating_add(*d);
-        }
+        self.add_self_at(cur, 1, s.weight, &s.counters);
         cur
     }
 
@@ -515,6 +523,7 @@ mod tests {
             readers.add_sample(&rec, &s, true);
             agent.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids, &mut hint);
         }
+        agent.fill_totals();
         fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
             let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
                 .map(|i| {
@@ -554,7 +563,7 @@ mod tests {
     }
 
     #[test]
-    fn adding_at_a_known_leaf_equals_adding_its_path_again() {
+    fn adding_at_a_known_leaf_then_filling_the_totals_equals_adding_its_path_again() {
         let mut by_path = Cct::new(vec!["c".into()]);
         let mut at_leaf = Cct::new(vec!["c".into()]);
         by_path.add_stack(&["main", "a", "b"], 1, 10, &[1]);
@@ -562,8 +571,15 @@ mod tests {
         by_path.add_stack(&["main", "a", "b"], 2, 30, &[5]);
         let leaf = at_leaf.add_stack(&["main", "a", "b"], 1, 10, &[1]);
         at_leaf.add_stack(&["main", "x"], 1, 10, &[1]);
-        at_leaf.add_at(leaf, 2, 30, &[5]);
+        at_leaf.add_self_at(leaf, 2, 30, &[5]);
+        assert_eq!(at_leaf.node(leaf).self_samples, 3);
+        assert_eq!(at_leaf.total_samples(), 2, "the totals wait");
+        at_leaf.fill_totals();
         assert_eq!(at_leaf, by_path);
+        // On a tree whose adds kept the totals, filling them changes nothing.
+        let mut again = by_path.clone();
+        again.fill_totals();
+        assert_eq!(again, by_path);
     }
 
     #[test]

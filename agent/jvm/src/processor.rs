@@ -541,7 +541,7 @@ impl Processor {
             }
         }
         if inputs.live.wanted() {
-            self.tree_catch_up();
+            self.tree_ready();
             inputs.live.serve(&self.cct);
         }
         self.rec.end_ticks = now;
@@ -570,6 +570,13 @@ impl Processor {
         if let Some(c) = &mut self.chain {
             c.held(self.rec.samples.len(), !deferred);
         }
+    }
+
+    /// The tree as the outputs and queries read it: every sample in it, the totals filled
+    /// (each sample adds to its leaf alone: [`Cct::add_self_at`]).
+    fn tree_ready(&mut self) {
+        self.tree_catch_up();
+        self.cct.fill_totals();
     }
 
     /// Adds the held samples the tree lacks (`sampler=chain`), as walked so far.
@@ -602,7 +609,7 @@ impl Processor {
         let memo = s.data.is_none();
         match self.seen.get(&s.stack, extra).filter(|_| memo) {
             Some((leaf, entry)) => {
-                self.cct.add_at(leaf, 1, s.weight, &s.counters);
+                self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
                 if self.keep_table {
                     self.stacks.add_to(entry, s);
                 }

@@ -37,6 +37,7 @@ impl Processor {
 
     /// Writes the session's outputs and prints the summary; returns the files written.
     pub(super) fn write_outputs(&mut self) -> Vec<String> {
+        self.tree_ready();
         let mut written = Vec::new();
         for w in std::mem::take(&mut self.jfr) {
             let path = w.path().to_path_buf();
@@ -64,7 +65,7 @@ impl Processor {
     /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far plus
     /// one with the samples since). Returns a line saying what was written.
     pub(super) fn dump(&mut self, path: &str, format: OutputFormat, target: Target) -> Result<String, String> {
-        self.tree_catch_up();
+        self.tree_ready();
         let mut note = String::new();
         let bytes = if format == OutputFormat::Jfr {
             self.jfr_so_far(&mut note)?
