@@ -570,6 +570,13 @@ pub fn raw_frames<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl I
     })
 }
 
+/// The `Method*`s of the interpreted frames among a filled capture's raw frames, top first
+/// (what [`raw_frames`] gives as `RawFrame::Interpreted`, found from the kinds alone: a
+/// compiled frame's method slot is tagged apart).
+pub fn interpreted_methods<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = u64> + 'a {
+    kinds.iter().zip(frames).filter(|(k, _)| **k == TAG_INTERPRETED).map(|(_, f)| f.method_id)
+}
+
 /// The walker: a layout, the code cache and one thread's stack.
 pub struct Walker<'a, M: Memory> {
     pub layout: &'a Layout,

@@ -34,6 +34,11 @@ pub struct StackInterner {
     frames: usize,
     /// Stacks made (not found) so far.
     pub made: u64,
+    /// [`Self::intern_above`]'s answers by (shared stack's address and length, hash of the
+    /// leaf frames): the shared stack (held, so no other takes its address) and the whole.
+    above: IntMap<(usize, usize, u64), (Stack, Stack)>,
+    /// Frames of the stacks `above` holds (bounded as `frames` is).
+    above_frames: usize,
 }
 
 impl StackInterner {
@@ -46,6 +51,8 @@ impl StackInterner {
         if self.set.len() >= MAX_INTERNED || self.frames + frames.len() > MAX_INTERNED_FRAMES {
             self.set.clear();
             self.frames = 0;
+            self.above.clear();
+            self.above_frames = 0;
         }
         let s: Stack = frames.into();
         self.made += 1;
@@ -54,6 +61,33 @@ impl StackInterner {
             self.frames -= old.len();
         }
         s
+    }
+
+    /// The shared copy of `leaf` (a few frames: a stub, a native function, kernel frames)
+    /// above the shared stack `base`, as [`Self::intern`] of the two together would give, but
+    /// found again by `base`'s address and the leaf frames alone: a sample in a stub or a
+    /// system call under a known Java stack hashed and compared every frame of it before.
+    pub fn intern_above(&mut self, leaf: &[Frame], base: &Stack) -> Stack {
+        let key = (base.as_ptr() as usize, base.len(), self.hasher.hash_one(leaf));
+        if let Some((_, whole)) = self.above.get(&key) {
+            if whole.len() == leaf.len() + base.len() && whole[..leaf.len()] == *leaf {
+                return whole.clone();
+            }
+        }
+        let mut frames = Vec::with_capacity(leaf.len() + base.len());
+        frames.extend_from_slice(leaf);
+        frames.extend_from_slice(base);
+        let whole = self.intern(&frames);
+        let held = base.len() + whole.len();
+        if self.above.len() >= MAX_INTERNED || self.above_frames + held > MAX_INTERNED_FRAMES {
+            self.above.clear();
+            self.above_frames = 0;
+        }
+        if let Some((b, w)) = self.above.insert(key, (base.clone(), whole.clone())) {
+            self.above_frames -= b.len() + w.len();
+        }
+        self.above_frames += held;
+        whole
     }
 
     /// Distinct stacks held.
@@ -151,6 +185,23 @@ mod tests {
         assert_eq!(&*a2, &*a);
         assert_eq!((i.len(), i.frames), (2, 5));
         assert!(std::sync::Arc::ptr_eq(&i.intern(&frames(&[4, 5])), &b));
+    }
+
+    #[test]
+    fn leaf_frames_above_a_shared_stack_give_the_copy_interning_them_together_gives() {
+        let mut i = StackInterner::default();
+        let base = i.intern(&frames(&[5, 6, 7]));
+        let whole = i.intern_above(&frames(&[1]), &base);
+        assert_eq!(&*whole, &frames(&[1, 5, 6, 7])[..]);
+        assert!(std::sync::Arc::ptr_eq(&whole, &i.intern(&frames(&[1, 5, 6, 7]))), "one copy either way");
+        assert!(std::sync::Arc::ptr_eq(&whole, &i.intern_above(&frames(&[1]), &base)), "found again");
+        // Other leaf frames, or the same frames above another copy of the base.
+        let two = i.intern_above(&frames(&[2, 1]), &base);
+        assert_eq!(&*two, &frames(&[2, 1, 5, 6, 7])[..]);
+        let other_base: Stack = frames(&[5, 6, 8]).into();
+        assert_eq!(&*i.intern_above(&frames(&[1]), &other_base), &frames(&[1, 5, 6, 8])[..]);
+        assert_eq!(i.made, 4);
+        assert_eq!(i.above_frames, (3 + 4) + (3 + 5) + (3 + 4));
     }
 
     #[test]

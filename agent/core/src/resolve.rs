@@ -206,7 +206,7 @@ pub struct JavaNames {
     table: MethodTable,
     pseudo_ids: IntMap<String, MethodIdx>,
     kernel_frames: IntMap<u64, MethodIdx>,
-    vm_stacks: IntMap<u64, (RawStackKey, NamedStack)>,
+    vm_stacks: IntMap<u64, (u64, NamedStack)>,
     hasher: crate::hash::FastBuild,
     vm_frames: IntMap<(u8, u64, u64), NamedFrame>,
     interner: crate::interned::StackInterner,
@@ -261,14 +261,14 @@ pub struct SampleResolver {
     last_maps_refresh: u64,
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
     /// call-trace storage does): each valid while the code at its pcs and its interpreted
-    /// frames' methods stay as they were ([`Validity`]). By the hash of the raw stack, so that
-    /// a new one is hashed once and the table grows without hashing its keys again (the stack
-    /// is kept to be compared; two of one hash share the slot, the later replacing the
-    /// earlier).
-    vm_stacks: IntMap<u64, (RawStackKey, NamedStack)>,
+    /// frames' methods stay as they were ([`Validity`]). Known by their 128-bit hash alone
+    /// ([`crate::hash::Hash128`]: the first half the map's key, the second beside the entry),
+    /// as async-profiler knows call traces by 64 bits of theirs: a hit reads the sample's raw
+    /// frames once and the entry, not a stored copy of the frames to compare (at 30 frames
+    /// that copy was ~9 cache lines, most of a hit's cost). Two of one first half share the
+    /// slot, the later replacing the earlier.
+    vm_stacks: IntMap<u64, (u64, NamedStack)>,
     hasher: crate::hash::FastBuild,
-    /// The key of the stack being looked up (reused: no allocation on a hit).
-    vm_key: RawStackKey,
     /// The Java frames of each physical frame already named (a compiled frame's pc, an
     /// interpreted frame's method and bytecode): most stacks differ somewhere but share most
     /// of their frames.
@@ -287,12 +287,65 @@ pub struct SampleResolver {
     pub tables_ns: u64,
     /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
     pseudo_ids: IntMap<String, MethodIdx>,
-    /// Compiled blobs already put in `Recording::code` this chunk: start -> (load time, index
-    /// in `Recording::code`).
-    code_noted: IntMap<u64, (u64, usize)>,
-    /// Compiled blobs sampled this session: start -> (load time, samples, whether their
-    /// instructions were put in a chunk).
-    code_sampled: IntMap<u64, (u64, u32, bool)>,
+    /// Compiled blobs sampled this session, by start (see [`CodeSeen`]).
+    code_seen: IntMap<u64, CodeSeen>,
+    /// The compiled blobs samples' pcs were last found in (see [`RecentBlobs`]).
+    recent_blobs: RecentBlobs,
+}
+
+/// A compiled blob samples were in, this session.
+struct CodeSeen {
+    loaded_at: u64,
+    samples: u32,
+    /// Whether its instructions were put in a chunk.
+    bytes_added: bool,
+    /// Its index in `Recording::code`, once put there this chunk.
+    at: Option<usize>,
+}
+
+/// A compiled blob as a sample's pc found it: what the resolver keeps of it.
+#[derive(Clone, Copy, Default)]
+struct JitBlob {
+    start: u64,
+    end: u64,
+    loaded_at: u64,
+    method: crate::codemap::MethodKey,
+}
+
+/// Compiled blobs found by pc, by 256-byte granule of the pc (direct-mapped, 512 slots),
+/// looked at before the code map: most samples fall in a few hot loops, and the map's tree
+/// costs a cache miss per level. Valid while the map's generation is (nothing was removed
+/// since: a load only fills a free range).
+struct RecentBlobs {
+    generation: u64,
+    slots: Box<[JitBlob]>,
+}
+
+const RECENT_SLOTS: usize = 512;
+
+impl Default for RecentBlobs {
+    fn default() -> Self {
+        RecentBlobs { generation: 0, slots: vec![JitBlob::default(); RECENT_SLOTS].into() }
+    }
+}
+
+impl RecentBlobs {
+    fn slot(ip: u64) -> usize {
+        ((ip >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 55) as usize % RECENT_SLOTS
+    }
+
+    fn find(&mut self, generation: u64, ip: u64) -> Option<JitBlob> {
+        if generation != self.generation {
+            self.slots.fill(JitBlob::default());
+            self.generation = generation;
+            return None;
+        }
+        Some(self.slots[Self::slot(ip)]).filter(|b| b.start <= ip && ip < b.end)
+    }
+
+    fn keep(&mut self, ip: u64, b: JitBlob) {
+        self.slots[Self::slot(ip)] = b;
+    }
 }
 
 /// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode.
@@ -305,9 +358,6 @@ enum Named {
     Cached(Option<(u64, MethodPointer)>),
     Uncached,
 }
-
-/// A raw stack of hpm's own walker as recorded: (lineno, value, tag) per slot.
-type RawStackKey = Vec<(i32, u64, u8)>;
 
 /// A raw stack named: its Java frames (the interned copy) and the frames left out because no
 /// jmethodID was known for them.
@@ -359,9 +409,19 @@ impl Validity {
     }
 }
 
-/// The pcs of compiled code in a raw stack key.
-fn key_pcs(key: &[(i32, u64, u8)]) -> impl Iterator<Item = u64> + '_ {
-    key.iter().filter(|k| k.2 == crate::hotspot::TAG_PC as u8).map(|k| k.1)
+/// The pcs of compiled code among a capture's first `n` raw frames.
+fn raw_pcs(c: &Captured, n: usize) -> impl Iterator<Item = u64> + '_ {
+    c.kinds[..n].iter().zip(&c.frames[..n]).filter(|(k, _)| **k == crate::hotspot::TAG_PC).map(|(_, f)| f.method_id)
+}
+
+/// The 128-bit hash of a capture's first `n` raw frames (each slot's value, line and tag).
+fn raw_stack_hash(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> (u64, u64) {
+    let mut h = hasher.hash128();
+    for (f, &k) in c.frames[..n].iter().zip(&c.kinds[..n]) {
+        h.write(f.method_id);
+        h.write(u64::from(f.lineno as u32) | (k as u64) << 32);
+    }
+    h.finish()
 }
 
 /// Distinct raw stacks remembered at most (cleared when full).
@@ -492,10 +552,11 @@ impl SampleResolver {
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
         let native = self.place_ip(ip, raw.time);
-        if let Placed::Code(IpSite::Jit, _) = native {
-            self.note_code(rec, jm, ip);
+        if let Placed::Jit(b) = native {
+            self.note_code(rec, jm, b);
         }
         let site = match &native {
+            Placed::Jit(_) => IpSite::Jit,
             Placed::Code(k, _) => *k,
             Placed::Lib(lib, sym) => IpSite::Library { lib, symbol: sym },
             Placed::Kernel => IpSite::Kernel,
@@ -529,7 +590,7 @@ impl SampleResolver {
         // may already be half built, the word at the stack pointer is not the return address,
         // and the "caller" stack can skip frames; such samples keep the compiled method's exact
         // frames and count as walks that failed.
-        let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Code(IpSite::Jit, _));
+        let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Jit(_));
         let java = if untrusted_retry || c.vm_walk { &[][..] } else { c.java_frames() };
         let leaf_frames = stack.len();
         // hpm's own walker's frames go straight below the leaf; a shared walk (below) is only
@@ -540,9 +601,12 @@ impl SampleResolver {
             g.sizes.clear();
         }
         if c.vm_walk && c.num_frames > 0 {
-            vm_copy = self.vm_java_frames(rec, jm, c, &mut stack);
+            // The frames are needed apart from their shared copy below a leaf frame, to be
+            // compared, or kept for the records that share this walk.
+            let copy = leaf_frames > 0 || c.asgct_frames != WALK_NOT_ATTEMPTED || c.shares_walk;
+            vm_copy = self.vm_java_frames(rec, jm, c, &mut stack, copy);
         }
-        let vm_found = stack.len() > leaf_frames;
+        let vm_found = stack.len() > leaf_frames || vm_copy.as_ref().is_some_and(|s| !s.is_empty());
         if c.vm_walk && c.asgct_frames != WALK_NOT_ATTEMPTED && is_java {
             let n = (c.asgct_frames.max(0) as usize).min(MAX_FRAMES - COMPARE_SPLIT);
             let asgct: Vec<MethodIdx> = c.frames[COMPARE_SPLIT..COMPARE_SPLIT + n]
@@ -619,7 +683,7 @@ impl SampleResolver {
                 asgct_error_name(c.num_frames)
             };
             crate::model::count_reason(&mut self.stats.failed, reason, 1);
-            if let Placed::Code(IpSite::Jit, _) = native {
+            if let Placed::Jit(_) = native {
                 self.push_compiled_frames(rec, jm, ip, &mut stack);
             }
             stack.push(self.pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
@@ -627,8 +691,11 @@ impl SampleResolver {
 
         // Most samples are in Java code: their stack is the walker's frames alone, already
         // shared.
+        // (An empty `stack` with a non-empty copy: the copy was not made.)
         let shared_stack = match vm_copy {
-            Some(s) if s.len() == stack.len() => s,
+            Some(s) if s.len() == stack.len() || stack.is_empty() => s,
+            // A stub, native or kernel leaf above the walker's frames.
+            Some(s) if leaf_frames + s.len() == stack.len() => self.interner.intern_above(&stack[..leaf_frames], &s),
             _ => self.interner.intern(&stack),
         };
         self.stack_buf = stack;
@@ -776,26 +843,29 @@ impl SampleResolver {
     /// or, for code the map does not have yet, the nmethod's method; an interpreter frame its
     /// method and bytecode index. Stubs and frames of methods the JVM has no id for are left
     /// out (the latter counted).
-    /// Appends them to `out`; returns their shared copy when the stack was named completely.
+    /// Appends them to `out` (a stack named before only with `copy_known`: most samples'
+    /// stack is the shared copy alone); returns their shared copy when the stack was named
+    /// completely.
     fn vm_java_frames(
         &mut self,
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
         c: &Captured,
         out: &mut Vec<Frame>,
+        copy_known: bool,
     ) -> Option<Stack> {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
         if self.vm_stacks.len() >= MAX_VM_STACKS || self.vm_frames.len() >= MAX_VM_STACKS {
             self.vm_stacks.clear();
             self.vm_frames.clear();
         }
-        self.vm_key.clear();
-        self.vm_key.extend((0..n).map(|i| (c.frames[i].lineno, c.frames[i].method_id, c.kinds[i] as u8)));
-        let h = std::hash::BuildHasher::hash_one(&self.hasher, self.vm_key.as_slice());
-        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == self.vm_key) {
-            if e.valid.check(&self.timeline.map, key_pcs(&self.vm_key), self.collections, jm) {
+        let (h, check) = raw_stack_hash(&self.hasher, c, n);
+        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == check) {
+            if e.valid.check(&self.timeline.map, raw_pcs(c, n), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
-                out.extend_from_slice(&e.frames);
+                if copy_known {
+                    out.extend_from_slice(&e.frames);
+                }
                 if let Some(g) = &mut self.chain_groups {
                     g.sizes.extend_from_slice(&e.groups);
                 }
@@ -803,7 +873,6 @@ impl SampleResolver {
             }
             self.vm_stacks.remove(&h);
         }
-        let key = self.vm_key.clone();
         let before = self.stats.unnamed_frames;
         let (frames, methods, complete) = self.name_vm_frames(rec, jm, c, n);
         out.extend_from_slice(&frames);
@@ -815,7 +884,7 @@ impl SampleResolver {
         let unnamed = self.stats.unnamed_frames - before;
         let valid = self.validity(methods);
         let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
-        self.vm_stacks.insert(h, (key, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
+        self.vm_stacks.insert(h, (check, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
         Some(shared)
     }
 
@@ -1036,18 +1105,15 @@ impl SampleResolver {
     /// Tells `jm` the `Method*`s of the interpreted frames hpm's walker found in `captures`
     /// (a round's records, before they are resolved one by one), each once.
     pub fn prefetch_methods<'c>(&mut self, jm: &mut dyn JavaMethods, captures: impl IntoIterator<Item = &'c Captured>) {
-        let mut seen: IntMap<u64, ()> = IntMap::default();
+        // Only the kinds are scanned (a byte per frame): in steady state nearly every method
+        // is current and nothing is read, so the scan is all this costs each round.
         let mut methods = Vec::new();
         for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0) {
             let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
-            for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
-                if let crate::hotspot::RawFrame::Interpreted { method, .. } = raw {
-                    if seen.insert(method, ()).is_none() {
-                        methods.push(method);
-                    }
-                }
-            }
+            methods.extend(crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]));
         }
+        methods.sort_unstable();
+        methods.dedup();
         if !methods.is_empty() {
             jm.prefetch_pointers(&methods);
         }
@@ -1065,9 +1131,11 @@ impl SampleResolver {
     /// blobs still installed: a long session that recompiles forgets those it will not meet
     /// again.
     pub fn chunk_written(&mut self) {
-        self.code_noted.clear();
         let map = &self.timeline.map;
-        self.code_sampled.retain(|&start, e| map.find(start).is_some_and(|b| b.start == start && b.loaded_at == e.0));
+        self.code_seen.retain(|&start, e| {
+            e.at = None;
+            map.find(start).is_some_and(|b| b.start == start && b.loaded_at == e.loaded_at)
+        });
     }
 
     /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the chunk, and its
@@ -1075,31 +1143,42 @@ impl SampleResolver {
     /// sampled once shows no hot instruction, and most blobs of a short session are sampled
     /// once. The instructions went with every chunk before: most of a one-iteration session's
     /// JFR file (docs/design.md, "Listed where a sample fell").
-    fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, ip: u64) {
-        let Some(b) = self.timeline.map.find(ip) else { return };
-        let Some(id) = b.method() else { return };
-        let (start, loaded_at) = (b.start, b.loaded_at);
-        let e = self.code_sampled.entry(start).or_insert((loaded_at, 0, false));
-        if e.0 != loaded_at {
-            *e = (loaded_at, 0, false);
+    fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, b: JitBlob) {
+        let e = self.code_seen.entry(b.start).or_insert(CodeSeen {
+            loaded_at: b.loaded_at,
+            samples: 0,
+            bytes_added: false,
+            at: None,
+        });
+        if e.loaded_at != b.loaded_at {
+            *e = CodeSeen { loaded_at: b.loaded_at, samples: 0, bytes_added: false, at: None };
         }
-        e.1 = e.1.saturating_add(1);
-        let add_bytes = e.1 >= 2 && !e.2;
-        e.2 |= add_bytes;
-        let code = if add_bytes { b.code.clone() } else { None };
-        let size = b.end - start;
-        let at = match self.code_noted.get(&start) {
-            Some(&(t, at)) if t == loaded_at => at,
-            _ => {
-                let method = self.method_idx(rec, jm, id);
+        e.samples = e.samples.saturating_add(1);
+        let add_bytes = e.samples >= 2 && !e.bytes_added;
+        e.bytes_added |= add_bytes;
+        let noted = e.at;
+        e.at = Some(noted.unwrap_or(rec.code.len()));
+        let at = match noted {
+            Some(at) => at,
+            None => {
                 let at = rec.code.len();
-                rec.code.push(crate::model::CompiledCode { method, start, size, loaded_at, bytes: Arc::from([]) });
-                self.code_noted.insert(start, (loaded_at, at));
+                let method = self.method_idx(rec, jm, b.method);
+                let size = b.end - b.start;
+                rec.code.push(crate::model::CompiledCode {
+                    method,
+                    start: b.start,
+                    size,
+                    loaded_at: b.loaded_at,
+                    bytes: Arc::from([]),
+                });
                 at
             }
         };
-        if let (Some(c), Some(entry)) = (code, rec.code.get_mut(at)) {
-            entry.bytes = c.shared();
+        if add_bytes {
+            let code = self.timeline.map.find(b.start).and_then(|blob| blob.code.clone());
+            if let (Some(c), Some(entry)) = (code, rec.code.get_mut(at)) {
+                entry.bytes = c.shared();
+            }
         }
     }
 
@@ -1107,9 +1186,17 @@ impl SampleResolver {
         if is_kernel_address(ip) {
             return Placed::Kernel;
         }
+        let generation = self.timeline.map.generation();
+        if let Some(b) = self.recent_blobs.find(generation, ip) {
+            return Placed::Jit(b);
+        }
         if let Some(b) = self.timeline.map.find(ip) {
             return match &b.kind {
-                BlobKind::Compiled { .. } => Placed::Code(IpSite::Jit, String::new()),
+                BlobKind::Compiled { method, .. } => {
+                    let jit = JitBlob { start: b.start, end: b.end, loaded_at: b.loaded_at, method: *method };
+                    self.recent_blobs.keep(ip, jit);
+                    Placed::Jit(jit)
+                }
                 BlobKind::Interpreter => Placed::Code(IpSite::Interpreter, String::new()),
                 BlobKind::Stub => Placed::Code(IpSite::Stub, b.name.clone()),
             };
@@ -1190,6 +1277,7 @@ impl SampleResolver {
 }
 
 enum Placed {
+    Jit(JitBlob),
     Code(IpSite<'static>, String),
     Lib(Arc<str>, Arc<str>),
     Kernel,
@@ -1199,7 +1287,7 @@ enum Placed {
 
 fn site_name(p: &Placed) -> &'static str {
     match p {
-        Placed::Code(..) => "code",
+        Placed::Jit(_) | Placed::Code(..) => "code",
         Placed::Lib(..) => "native",
         Placed::Kernel => "kernel",
         Placed::Anonymous => "anonymous code",
