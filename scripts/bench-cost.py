@@ -16,15 +16,20 @@ program reaches, apart from what a short run names for the first time.
 With --steady SECONDS, the steady state of the suite's programs themselves instead: each runs
 without a profiler past its warm-up (the iteration after which bench-paired's --quiet-jit 10
 ended its warm-ups in docs/benchmarks.md, "In steady state"), then `hpm attach` starts a session
-at 1 ms for SECONDS and stops it; the same columns from that session's summary.
+at 1 ms for SECONDS and stops it; the same columns from that session's summary. A run's
+figures vary by 10-20% from one JVM to the next here: --runs N repeats every program N times
+and adds the median of each column's per-sample cost; --agents A.so,B.so compares agents
+(another commit's build, say) in interleaved rounds (round 1: every program with A, then with
+B; round 2...), so that a slower stretch of the machine weighs on both alike.
 
     python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
-    python3 scripts/bench-cost.py --steady 20 [--workloads ...]
+    python3 scripts/bench-cost.py --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so]
 """
 import argparse
 import os
 import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,8 +69,30 @@ def summary_row(name, stderr, out):
     return f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | {once or 0} |"
 
 
-def steady(a, hpm, agent, tmp):
-    """--steady: one session of `a.steady` seconds per program, attached after its warm-up."""
+def steady(a, hpm, agents, tmp):
+    """--steady: one session of `a.steady` seconds per program, attached after its warm-up,
+    `a.runs` times for each agent of `agents` ((label, path)), in interleaved rounds; then
+    the median per-sample costs."""
+    costs = {}
+    for _ in range(a.runs):
+        for label, agent in agents:
+            for name, row, handler, processing in steady_round(a, hpm, agent, tmp):
+                print(row.replace(f"| {name} ", f"| {name}{label} ", 1), flush=True)
+                costs.setdefault((name, label), []).append((handler, processing))
+    if a.runs > 1:
+        print("\n| program | runs | handler, us per sample (median) | processing (median) | all in (median) |")
+        print("| --- | --- | --- | --- | --- |")
+        for (name, label), runs in costs.items():
+            runs = [r for r in runs if r[0] is not None]
+            if runs:
+                h, p = (statistics.median(x) for x in zip(*runs))
+                total = statistics.median(x + y for x, y in runs)
+                print(f"| {name}{label} | {len(runs)} | {h:.1f} | {p:.1f} | {total:.1f} |")
+
+
+def steady_round(a, hpm, agent, tmp):
+    """One steady-state session per program with `agent`: yields (name, table row, handler us,
+    processing us)."""
     for name, cp, main_class, args in programs(a.workloads, []):
         out = os.path.join(tmp, "steady.collapsed")
         err_path = os.path.join(tmp, "stderr.txt")
@@ -91,7 +118,11 @@ def steady(a, hpm, agent, tmp):
                 p.stdout.close()
                 p.wait()
             err.seek(0)
-            print(summary_row(f"{name} (steady, {a.steady} s)", err.read(), out), flush=True)
+            text = err.read()
+            m = re.findall(r"per sample ([\d.]+) \+ ([\d.]+) us", text)
+            handler, processing = (float(m[-1][0]), float(m[-1][1])) if m else (None, None)
+            label = f"{name} (steady, {a.steady} s)"
+            yield label, summary_row(label, text, out), handler, processing
 
 
 def main():
@@ -101,14 +132,19 @@ def main():
     ap.add_argument("--demo-seconds", default="8")
     ap.add_argument("--deep", type=int, default=24, help="the deep workload's recursion depth (0: not run)")
     ap.add_argument("--steady", type=int, default=0, help="seconds of one session attached after the warm-up")
+    ap.add_argument("--runs", type=int, default=1, help="--steady: sessions per program (and agent)")
+    ap.add_argument("--agents", default="", help="--steady: libhpm.so paths to compare, comma-separated "
+                    "(default: this tree's build)")
     a = ap.parse_args()
     agent, hpm = build_agent()
     header = ("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
               "processing, us per sample | read once, ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     if a.steady:
+        paths = [p for p in a.agents.split(",") if p] or [agent]
+        agents = [(f" [{p}]" if len(paths) > 1 else "", p) for p in paths]
         print(header)
         with tempfile.TemporaryDirectory() as tmp:
-            steady(a, hpm, agent, tmp)
+            steady(a, hpm, agents, tmp)
         return
     long_demo = str(int(a.demo_seconds) * 4)
     jobs = programs(a.workloads, [("demo", [a.demo_seconds]), (f"demo ({long_demo} s)", [long_demo])])
