@@ -19,6 +19,7 @@ pub struct CctNode {
     pub name: Arc<str>,
     pub parent: NodeId,
     pub children: Vec<NodeId>,
+    /// Totals (callees included): in a tree the agent fills, set by [`Cct::fill_totals`].
     pub total_samples: u64,
     pub self_samples: u64,
     pub total_weight: u64,
@@ -95,6 +96,8 @@ impl Cct {
         &self.nodes[ROOT as usize]
     }
 
+    /// Samples in the tree. As every total, kept by each add except [`Self::add_self_at`] and
+    /// [`Self::add_sample_ids`]: a tree filled by those has them after [`Self::fill_totals`].
     pub fn total_samples(&self) -> u64 {
         self.root().total_samples
     }

@@ -219,7 +219,8 @@ pub struct CodeMap {
 const MAX_REMOVALS: usize = 4096;
 
 impl CodeMap {
-    /// Changes whenever the map does.
+    /// Changes whenever code leaves the map (a load into a free range leaves it as it is:
+    /// what was found by pc before still holds).
     pub fn generation(&self) -> u64 {
         self.generation
     }

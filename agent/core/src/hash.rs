@@ -160,6 +160,25 @@ mod tests {
         };
         assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
         assert_ne!(hash(&[0]), hash(&[0, 0]));
+        // Two words changed at once, by small steps that a sum or a xor of the words would
+        // cancel (+d here, -d or ^d there): every pair of positions, neighbours or not.
+        let mut variants = std::collections::HashSet::new();
+        for i in 0..base.len() {
+            for j in i + 1..base.len() {
+                for d in [1u64, 8, 0x40] {
+                    for (a, b) in [(base[i] + d, base[j] - d), (base[i] ^ d, base[j] ^ d)] {
+                        let mut v = base.clone();
+                        (v[i], v[j]) = (a, b);
+                        variants.insert(v);
+                    }
+                }
+            }
+        }
+        let firsts: std::collections::HashSet<u64> = variants.iter().map(|v| hash(v).0).collect();
+        let seconds: std::collections::HashSet<u64> = variants.iter().map(|v| hash(v).1).collect();
+        assert!(variants.len() > 4000, "{}", variants.len());
+        assert_eq!(firsts.len(), variants.len(), "first halves collide");
+        assert_eq!(seconds.len(), variants.len(), "second halves collide");
     }
 
     #[test]

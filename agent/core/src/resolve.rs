@@ -312,20 +312,27 @@ struct JitBlob {
     method: crate::codemap::MethodKey,
 }
 
+/// A [`RecentBlobs`] slot: a blob and the map generation it was found at.
+#[derive(Clone, Copy, Default)]
+struct RecentSlot {
+    blob: JitBlob,
+    generation: u64,
+}
+
 /// Compiled blobs found by pc, by 256-byte granule of the pc (direct-mapped, 512 slots),
 /// looked at before the code map: most samples fall in a few hot loops, and the map's tree
-/// costs a cache miss per level. Valid while the map's generation is (nothing was removed
-/// since: a load only fills a free range).
+/// costs a cache miss per level. A slot holds while the map's generation is the one it was
+/// found at (nothing was removed since: a load only fills a free range); emptied when the
+/// resolver is given another map ([`SampleResolver::set_timeline`]).
 struct RecentBlobs {
-    generation: u64,
-    slots: Box<[JitBlob]>,
+    slots: Box<[RecentSlot]>,
 }
 
 const RECENT_SLOTS: usize = 512;
 
 impl Default for RecentBlobs {
     fn default() -> Self {
-        RecentBlobs { generation: 0, slots: vec![JitBlob::default(); RECENT_SLOTS].into() }
+        RecentBlobs { slots: vec![RecentSlot::default(); RECENT_SLOTS].into() }
     }
 }
 
@@ -334,17 +341,13 @@ impl RecentBlobs {
         ((ip >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 55) as usize % RECENT_SLOTS
     }
 
-    fn find(&mut self, generation: u64, ip: u64) -> Option<JitBlob> {
-        if generation != self.generation {
-            self.slots.fill(JitBlob::default());
-            self.generation = generation;
-            return None;
-        }
-        Some(self.slots[Self::slot(ip)]).filter(|b| b.start <= ip && ip < b.end)
+    fn find(&self, generation: u64, ip: u64) -> Option<JitBlob> {
+        let s = self.slots[Self::slot(ip)];
+        (s.generation == generation && s.blob.start <= ip && ip < s.blob.end).then_some(s.blob)
     }
 
-    fn keep(&mut self, ip: u64, b: JitBlob) {
-        self.slots[Self::slot(ip)] = b;
+    fn keep(&mut self, generation: u64, ip: u64, blob: JitBlob) {
+        self.slots[Self::slot(ip)] = RecentSlot { blob, generation };
     }
 }
 
@@ -428,6 +431,12 @@ fn raw_stack_hash(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> (u
 const MAX_VM_STACKS: usize = 1 << 16;
 
 impl SampleResolver {
+    /// Resolves against `timeline` from now on (the blobs found in the last one forgotten).
+    pub fn set_timeline(&mut self, timeline: CodeTimeline) {
+        self.timeline = timeline;
+        self.recent_blobs = RecentBlobs::default();
+    }
+
     pub fn gc_start(&mut self, t: u64) {
         self.open_gc = Some(t);
     }
@@ -1107,13 +1116,16 @@ impl SampleResolver {
     pub fn prefetch_methods<'c>(&mut self, jm: &mut dyn JavaMethods, captures: impl IntoIterator<Item = &'c Captured>) {
         // Only the kinds are scanned (a byte per frame): in steady state nearly every method
         // is current and nothing is read, so the scan is all this costs each round.
+        let mut seen: IntMap<u64, ()> = IntMap::default();
         let mut methods = Vec::new();
         for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0) {
             let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
-            methods.extend(crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]));
+            for method in crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]) {
+                if seen.insert(method, ()).is_none() {
+                    methods.push(method);
+                }
+            }
         }
-        methods.sort_unstable();
-        methods.dedup();
         if !methods.is_empty() {
             jm.prefetch_pointers(&methods);
         }
@@ -1138,7 +1150,7 @@ impl SampleResolver {
         });
     }
 
-    /// Puts the compiled blob at `ip` in `rec.code` at its first sample of the chunk, and its
+    /// Puts compiled blob `b` (a sample's) in `rec.code` at its first sample of the chunk, and its
     /// instructions (if they were copied) with its second sample of the session, once: a blob
     /// sampled once shows no hot instruction, and most blobs of a short session are sampled
     /// once. The instructions went with every chunk before: most of a one-iteration session's
@@ -1194,7 +1206,7 @@ impl SampleResolver {
             return match &b.kind {
                 BlobKind::Compiled { method, .. } => {
                     let jit = JitBlob { start: b.start, end: b.end, loaded_at: b.loaded_at, method: *method };
-                    self.recent_blobs.keep(ip, jit);
+                    self.recent_blobs.keep(generation, ip, jit);
                     Placed::Jit(jit)
                 }
                 BlobKind::Interpreter => Placed::Code(IpSite::Interpreter, String::new()),

@@ -80,6 +80,10 @@ fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
     assert_eq!(names(&rec, &a), ["Main.inner", "[no Java stack: not_walkable_Java]"]);
     assert_eq!(names(&rec, &b), ["Main.leaf", "[no Java stack: not_walkable_Java]"]);
     assert_eq!(res.stats.failed, vec![("not_walkable_Java".to_string(), 2)]);
+    // The chunk lists each blob a sample fell in: the pc found the later one, not the blob it
+    // found before the unload.
+    let code: Vec<(u64, u64)> = rec.code.iter().map(|c| (c.start, c.loaded_at)).collect();
+    assert_eq!(code, [(0x1000, 5), (0x1000, 30)]);
 }
 
 #[test]

@@ -64,7 +64,8 @@ impl TaskDir {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fstat writes one `stat` into `st`, on a descriptor this value owns.
         let r = unsafe { libc::fstat(self.fd.as_raw_fd(), &mut st) };
-        (r == 0).then_some(st.st_nlink)
+        #[allow(clippy::useless_conversion, reason = "nlink_t is u32 on aarch64 and riscv64")]
+        (r == 0).then(|| u64::from(st.st_nlink))
     }
 
     /// The kernel ids of the process's tasks now, into `out` (cleared first); an error past

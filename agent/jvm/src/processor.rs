@@ -416,7 +416,7 @@ impl Processor {
         resolver.set_native(inputs.code.take_native());
         resolver.symbolizer.refresh_unless(crate::os::loader_counts(), now_ticks());
         let (timeline, gc_open) = inputs.code.begin_session();
-        resolver.timeline = timeline;
+        resolver.set_timeline(timeline);
         if let Some(t) = gc_open {
             resolver.gc_start(t);
         }

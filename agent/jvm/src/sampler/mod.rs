@@ -26,7 +26,7 @@ pub trait Sampler: Send + Sync {
     fn start(&self) -> Result<(), String>;
     /// Called by the processor after a round's wait: `round` counts 50 ms units since the
     /// session started (a round lasts 1 to 4 of them); `scan` asks to attach the threads that
-    /// appeared (every 200 ms).
+    /// appeared (every 200 ms; see `Threads::scan_if_changed`).
     fn tick(&self, _round: u64, _scan: bool) {}
     /// `interval=auto` changed the period; returns how many threads kept the old one.
     fn set_period(&self, _period: u64) -> usize {
