@@ -53,13 +53,22 @@ def depth(path):
 WARM = {"h2": 110, "lucene": 110, "sunflow": 40, "ecj": 135, "xalan": 175, "rhino": 150}
 
 
+PER_SAMPLE = r"per sample ([\d.]+) \+ ([\d.]+) us"
+
+
+def per_sample(stderr):
+    """The last session's (handler, processing) us per sample in `stderr`, as printed; None."""
+    found = re.findall(PER_SAMPLE, stderr)
+    return found[-1] if found else None
+
+
 def summary_row(name, stderr, out):
     """One table row from an agent summary (the last session's in `stderr`) and its collapsed
     output `out`."""
     def last(pattern):
         found = re.findall(pattern, stderr)
         return found[-1] if found else None
-    m = last(r"per sample ([\d.]+) \+ ([\d.]+) us")
+    m = per_sample(stderr)
     once = last(r"(\d+) ms of it reading symbol tables")
     first = last(r"named for the first time: ([\d,]+) stacks \((\d+)% of the samples\), [\d,]+ frames "
                  r"of hpm's walker, ([\d,]+) methods")
@@ -119,8 +128,8 @@ def steady_round(a, hpm, agent, tmp):
                 p.wait()
             err.seek(0)
             text = err.read()
-            m = re.findall(r"per sample ([\d.]+) \+ ([\d.]+) us", text)
-            handler, processing = (float(m[-1][0]), float(m[-1][1])) if m else (None, None)
+            m = per_sample(text)
+            handler, processing = (float(m[0]), float(m[1])) if m else (None, None)
             label = f"{name} (steady, {a.steady} s)"
             yield label, summary_row(label, text, out), handler, processing
 

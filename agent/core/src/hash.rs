@@ -128,6 +128,11 @@ mod tests {
 
     #[test]
     fn wide_hashes_of_nearby_sequences_all_differ() {
+        let hash = |v: &[u64]| {
+            let mut h = Hash128::new(7);
+            v.iter().for_each(|&w| h.write(w));
+            h.finish()
+        };
         // Sequences as raw stacks give them: small changes at any place, in order, in length.
         let mut seen = std::collections::HashSet::new();
         let mut n = 0;
@@ -139,10 +144,9 @@ mod tests {
                     if let Some(x) = v.get_mut(at) {
                         *x ^= delta;
                     }
-                    let mut h = Hash128::new(7);
-                    v.iter().for_each(|&w| h.write(w));
                     n += 1;
-                    seen.insert((v, h.finish()));
+                    let h = hash(&v);
+                    seen.insert((v, h));
                 }
             }
         }
@@ -153,11 +157,6 @@ mod tests {
         assert_eq!(halves.len(), keys.len(), "second halves collide");
         assert_eq!(firsts.len(), keys.len(), "first halves collide");
         // Swapped neighbours differ too.
-        let hash = |v: &[u64]| {
-            let mut h = Hash128::new(7);
-            v.iter().for_each(|&w| h.write(w));
-            h.finish()
-        };
         assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
         assert_ne!(hash(&[0]), hash(&[0, 0]));
         // Two words changed at once, by small steps that a sum or a xor of the words would

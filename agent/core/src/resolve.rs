@@ -303,6 +303,13 @@ struct CodeSeen {
     at: Option<usize>,
 }
 
+impl CodeSeen {
+    /// A blob loaded at `loaded_at`, not sampled yet.
+    fn new(loaded_at: u64) -> CodeSeen {
+        CodeSeen { loaded_at, samples: 0, bytes_added: false, at: None }
+    }
+}
+
 /// A compiled blob as a sample's pc found it: what the resolver keeps of it.
 #[derive(Clone, Copy, Default)]
 struct JitBlob {
@@ -699,8 +706,7 @@ impl SampleResolver {
         }
 
         // Most samples are in Java code: their stack is the walker's frames alone, already
-        // shared.
-        // (An empty `stack` with a non-empty copy: the copy was not made.)
+        // shared (an empty `stack` with a non-empty copy: the copy was not made).
         let shared_stack = match vm_copy {
             Some(s) if s.len() == stack.len() || stack.is_empty() => s,
             // A stub, native or kernel leaf above the walker's frames.
@@ -1156,36 +1162,20 @@ impl SampleResolver {
     /// once. The instructions went with every chunk before: most of a one-iteration session's
     /// JFR file (docs/design.md, "Listed where a sample fell").
     fn note_code(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, b: JitBlob) {
-        let e = self.code_seen.entry(b.start).or_insert(CodeSeen {
-            loaded_at: b.loaded_at,
-            samples: 0,
-            bytes_added: false,
-            at: None,
-        });
+        let e = self.code_seen.entry(b.start).or_insert_with(|| CodeSeen::new(b.loaded_at));
         if e.loaded_at != b.loaded_at {
-            *e = CodeSeen { loaded_at: b.loaded_at, samples: 0, bytes_added: false, at: None };
+            *e = CodeSeen::new(b.loaded_at);
         }
         e.samples = e.samples.saturating_add(1);
         let add_bytes = e.samples >= 2 && !e.bytes_added;
         e.bytes_added |= add_bytes;
-        let noted = e.at;
-        e.at = Some(noted.unwrap_or(rec.code.len()));
-        let at = match noted {
-            Some(at) => at,
-            None => {
-                let at = rec.code.len();
-                let method = self.method_idx(rec, jm, b.method);
-                let size = b.end - b.start;
-                rec.code.push(crate::model::CompiledCode {
-                    method,
-                    start: b.start,
-                    size,
-                    loaded_at: b.loaded_at,
-                    bytes: Arc::from([]),
-                });
-                at
-            }
-        };
+        let first_in_chunk = e.at.is_none();
+        let at = *e.at.get_or_insert(rec.code.len());
+        if first_in_chunk {
+            let method = self.method_idx(rec, jm, b.method);
+            let (start, size, loaded_at) = (b.start, b.end - b.start, b.loaded_at);
+            rec.code.push(crate::model::CompiledCode { method, start, size, loaded_at, bytes: Arc::from([]) });
+        }
         if add_bytes {
             let code = self.timeline.map.find(b.start).and_then(|blob| blob.code.clone());
             if let (Some(c), Some(entry)) = (code, rec.code.get_mut(at)) {

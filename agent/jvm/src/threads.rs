@@ -442,8 +442,8 @@ impl Threads {
     /// the last listing, or after [`QUIET_CHECKS`] checks that found it unchanged (a thread
     /// that started as another ended). A listing cost ~40-90 us here (the kernel makes an
     /// entry per thread), 0.2-0.5 us per sample at 1 ms; the count is one fstat. Java threads
-    /// are announced by ThreadStart: what waits is a new VM thread (GC worker, compiler),
-    /// at most a second when another ended just then, at once otherwise.
+    /// are announced by ThreadStart: what waits is a new VM thread (GC worker, compiler) that
+    /// came as another thread ended, until the fifth check (1-1.25 s); otherwise none waits.
     pub fn scan_if_changed(&self) -> usize {
         let changed = {
             let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
