@@ -29,6 +29,7 @@
 
 use std::collections::HashMap;
 
+use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_LOG2};
 use crate::capture::CallFrame;
 use crate::model::FrameKind;
 
@@ -443,6 +444,11 @@ pub struct FrameSink<'a> {
     /// activation: HotSpot's compiled frames have a constant size), an interpreter frame's fp
     /// (its sp moves with the expression stack). `None`: not recorded.
     pub addrs: Option<&'a mut [u64]>,
+    /// Blobs looked up (with a cache), and of those found in the thread's last walk
+    /// ([`WalkMemo`]) and in the shared cache.
+    pub blob_lookups: u32,
+    pub blob_memo_hits: u32,
+    pub blob_hits: u32,
 }
 
 /// Which walked frame holds an address of the stack (`data`: "stack, and the frame"): a frame
@@ -489,7 +495,16 @@ const TAG_INTERPRETED: FrameKind = FrameKind::Interpreted;
 impl<'a> FrameSink<'a> {
     /// A sink filling `frames` and `kinds`, with no probe and no activation addresses.
     pub fn new(frames: &'a mut [CallFrame], kinds: &'a mut [FrameKind]) -> FrameSink<'a> {
-        FrameSink { frames, kinds, len: 0, probe: Probe::default(), addrs: None }
+        FrameSink {
+            frames,
+            kinds,
+            len: 0,
+            probe: Probe::default(),
+            addrs: None,
+            blob_lookups: 0,
+            blob_memo_hits: 0,
+            blob_hits: 0,
+        }
     }
 
     /// The activation address of the frame that starts at `slot` (see [`FrameSink::addrs`]).
@@ -583,12 +598,27 @@ pub struct Walker<'a, M: Memory> {
     pub code: &'a CodeView,
     pub thread: &'a ThreadView,
     pub mem: &'a M,
+    /// What earlier walks found of the blobs at return addresses (see [`BlobCache`]); `None`:
+    /// every blob is looked up in the code heap.
+    pub cache: Option<&'a BlobCache>,
+    /// The walking thread's last walk (with a cache only; see [`WalkMemo`]).
+    pub memo: Option<&'a WalkMemo>,
 }
 
 impl<M: Memory> Walker<'_, M> {
     /// Walks from the interrupted registers; returns how it stopped (`Stop::Bottom` when it
     /// reached the bottom of the Java stack).
     pub fn walk(&self, regs: Regs, out: &mut FrameSink) -> Stop {
+        let epoch = self.cache.map(BlobCache::epoch);
+        let mut memo = self.memo.zip(epoch).map(|(m, e)| m.start(e));
+        let stop = self.walk_frames(regs, out, epoch, &mut memo);
+        if let Some(m) = memo {
+            m.finish();
+        }
+        stop
+    }
+
+    fn walk_frames(&self, regs: Regs, out: &mut FrameSink, epoch: Option<u32>, memo: &mut Option<MemoWalk>) -> Stop {
         let lo = regs.sp;
         let hi = self.thread.stack_base;
         if lo == 0 || hi <= lo || !lo.is_multiple_of(8) || lo < self.thread.stack_end {
@@ -683,7 +713,7 @@ impl<M: Memory> Walker<'_, M> {
                 exact = true;
                 continue;
             }
-            if let Some(b) = self.blob(pc) {
+            if let Some(b) = self.cached_blob(pc, sp, exact, epoch, memo, out) {
                 if b.frame_words > 0 {
                     let slot = out.len;
                     if !out.push_at(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }, sp) {
@@ -795,6 +825,52 @@ impl<M: Memory> Walker<'_, M> {
     fn anchored(&self, sp: u64, pc: u64, fp: u64, word: &impl Fn(u64) -> Option<u64>) -> Option<(u64, u64, u64)> {
         let pc = if pc != 0 { pc } else { word(sp - 8)? };
         Some((pc, sp, fp))
+    }
+
+    /// The blob at `pc` (with `exact`, a return address or an anchor's pc at stack address
+    /// `sp`), from the thread's last walk or the shared cache when an earlier walk of this
+    /// `epoch` (the cache's, read at the walk's start) kept it; else from the code heap, and
+    /// kept.
+    fn cached_blob(
+        &self,
+        pc: u64,
+        sp: u64,
+        exact: bool,
+        epoch: Option<u32>,
+        memo: &mut Option<MemoWalk>,
+        out: &mut FrameSink,
+    ) -> Option<Blob> {
+        let (Some(cache), Some(epoch)) = (self.cache, epoch) else { return self.blob(pc) };
+        let h = self.code.heap_of(pc)?;
+        if h.log2_segment > MAX_SEGMENT_LOG2 {
+            return self.blob(pc);
+        }
+        let segment = h.low + (((pc - h.low) >> h.log2_segment) << h.log2_segment);
+        out.blob_lookups += 1;
+        let remembered = if exact { memo.as_mut().and_then(|m| m.find(sp, pc)) } else { None };
+        let facts = if let Some(f) = remembered {
+            out.blob_memo_hits += 1;
+            f
+        } else if let Some(f) = cache.get(segment, epoch) {
+            out.blob_hits += 1;
+            f
+        } else {
+            let b = self.blob(pc)?;
+            let complete = b.frame_complete.saturating_sub(segment).min(1 << h.log2_segment);
+            let f = FrameFacts { frame_words: b.frame_words, method: b.method, is_nmethod: b.is_nmethod, complete };
+            cache.put(segment, epoch, f);
+            f
+        };
+        if let (true, Some(m)) = (exact, memo.as_mut()) {
+            m.record(sp, pc, FrameFacts { complete: 0, ..facts });
+        }
+        Some(Blob {
+            start: segment,
+            frame_words: facts.frame_words,
+            frame_complete: segment + facts.complete,
+            method: facts.method,
+            is_nmethod: facts.is_nmethod,
+        })
     }
 
     /// The blob containing `pc`, through its code heap's segment map (`CodeHeap::find_start`).
@@ -1059,7 +1135,7 @@ pub fn walk_copy<M: Memory>(
     let top = copy.sp.saturating_add(copy.bytes.len() as u64 & !7);
     let thread = ThreadView { stack_base: top, stack_end: copy.sp, ..ThreadView::default() };
     let mem = CopyMemory { copy, code: code_mem };
-    Walker { layout, code, thread: &thread, mem: &mem }.walk(regs, out)
+    Walker { layout, code, thread: &thread, mem: &mem, cache: None, memo: None }.walk(regs, out)
 }
 
 /// For other modules' tests: fills a sink as the walker does.

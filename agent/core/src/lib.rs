@@ -5,6 +5,7 @@
 pub mod adversarial;
 pub mod analysis;
 pub mod batch;
+pub mod blob_cache;
 pub mod capture;
 pub mod cct;
 pub mod claim;

@@ -339,13 +339,7 @@ impl JavaMethods for Pointers {
 /// A capture of hpm's walker: `raw` frames top first.
 fn vm_captured(time: u64, ip: u64, raw: &[crate::hotspot::RawFrame], stop: crate::hotspot::Stop) -> Captured {
     let mut c = captured(0, time, ip, &[]);
-    let mut sink = crate::hotspot::FrameSink {
-        frames: &mut c.frames,
-        kinds: &mut c.kinds,
-        len: 0,
-        probe: Default::default(),
-        addrs: None,
-    };
+    let mut sink = crate::hotspot::FrameSink::new(&mut c.frames, &mut c.kinds);
     for &f in raw {
         crate::hotspot::tests_support::push(&mut sink, f);
     }

@@ -163,6 +163,8 @@ unsafe extern "C" fn compiled_method_load(
 
 unsafe extern "C" fn compiled_method_unload(_env: JvmtiEnvPtr, _method: jmethodID, code_addr: *const c_void) {
     let time = now_ticks();
+    // Before anything else: the blob's memory may be reused from now on.
+    crate::vmstructs::code_changed();
     guarded("CompiledMethodUnload", |a| a.code.push(CodeEvent::Unload { time, start: code_addr as u64 }));
 }
 
@@ -173,6 +175,8 @@ unsafe extern "C" fn dynamic_code_generated(
     length: jint,
 ) {
     let time = now_ticks();
+    // New code in the code cache may sit where freed code was.
+    crate::vmstructs::code_changed();
     guarded("DynamicCodeGenerated", |a| {
         let name = if name.is_null() {
             String::from("[stub]")
@@ -192,6 +196,9 @@ unsafe extern "C" fn gc_start(_env: JvmtiEnvPtr) {
 
 unsafe extern "C" fn gc_finish(_env: JvmtiEnvPtr) {
     let time = now_ticks();
+    // A collection may have unlinked and freed compiled code (JDK 21+ frees it after class
+    // unloading, without a sweeper).
+    crate::vmstructs::code_changed();
     guarded("GarbageCollectionFinish", |a| a.code.gc(false, time));
 }
 

@@ -858,6 +858,17 @@ impl Processor {
         } else {
             String::new()
         };
+        let lookups = stats.blob_lookups.load(Ordering::Relaxed);
+        let cached = if lookups > 0 {
+            let share = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed) as f64 * 100.0 / lookups as f64;
+            format!(
+                "; code blobs the walker looked up found in the thread's last walk {:.0}%, in the shared cache {:.0}%",
+                share(&stats.blob_memo_hits),
+                share(&stats.blob_hits)
+            )
+        } else {
+            String::new()
+        };
         let descheduled = stats.descheduled.load(Ordering::Relaxed);
         let preempted = if descheduled > 0 {
             format!(
@@ -870,7 +881,7 @@ impl Processor {
         eprintln!(
             "hpm: agent CPU {total_ms:.0} ms{share}: signal handler {handler_ms:.0} ms{preempted}, processing \
              {processing_ms:.0} ms ({start_ms:.0} ms starting, {resolving_ms:.0} ms resolving, {writing_ms:.0} ms making \
-             the outputs{early}{once}){per_sample}"
+             the outputs{early}{once}){per_sample}{cached}"
         );
         if stats.samples.load(Ordering::Relaxed) > 0 {
             let line = self.resolver.stats.first_sightings_line(self.resolver.stacks_made(), samples as u64);

@@ -269,6 +269,8 @@ impl Session {
         let timer_depth = opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32);
         let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
         parts.stats.reset();
+        // Code freed while no session ran is not looked up in the walker's cache.
+        crate::vmstructs::code_changed();
         // The perf samplers' context, published with each thread's slot.
         let signal_ctx = |asgct, compare, data| {
             Arc::new(SignalCtx {

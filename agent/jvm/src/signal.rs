@@ -70,6 +70,11 @@ pub struct SignalStats {
     /// the captures.
     pub data_ns: AtomicU64,
     pub data_captures: AtomicU64,
+    /// hpm's walker: blobs looked up at return addresses, and of those found in the thread's
+    /// last walk and in the shared cache (`hpm_core::blob_cache`).
+    pub blob_lookups: AtomicU64,
+    pub blob_memo_hits: AtomicU64,
+    pub blob_hits: AtomicU64,
 }
 
 /// The installed handler's state: installed once, with the handler it replaced.
@@ -277,7 +282,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                                 )
                             });
                         }
-                        walk(ctx, c, ucontext, &inside, code.as_ref())
+                        walk(ctx, stats, c, ucontext, &inside, code.as_ref())
                     } else {
                         -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
                     };
@@ -352,8 +357,16 @@ fn timed_capture(stats: &SignalStats, capture: impl FnOnce()) {
 
 /// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
 /// `slot`: the thread's slot, which remembers the `Thread*` a GetEnv proved to be a JavaThread;
-/// `code`: the code cache's view (present whenever hpm's walker is).
-fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered, code: Option<&CodeView>) -> i32 {
+/// `code`: the code cache's view (present whenever hpm's walker is); `stats` counts its blob
+/// cache's hits.
+fn walk(
+    ctx: &SignalCtx,
+    stats: &SignalStats,
+    c: &mut Captured,
+    ucontext: *mut c_void,
+    slot: &Entered,
+    code: Option<&CodeView>,
+) -> i32 {
     // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*. GetEnv costs ~0.4 us per sample
     // (TLS lookups and a thread-kind check), so hpm's walker asks it once per thread: a
     // `Thread*` it proved is remembered, and the key's value is compared with it after. (The
@@ -381,10 +394,14 @@ fn walk(ctx: &SignalCtx, c: &mut Captured, ucontext: *mut c_void, slot: &Entered
         }
         // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
         let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
-        let mut sink =
-            FrameSink { frames: &mut c.frames[..depth], kinds: &mut c.kinds[..depth], len: 0, probe, addrs: None };
-        let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, &mut sink);
+        let mut sink = FrameSink { probe, ..FrameSink::new(&mut c.frames[..depth], &mut c.kinds[..depth]) };
+        let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, slot.walk_memo(), &mut sink);
         let (len, slot) = (sink.len, sink.probe.slot);
+        if sink.blob_lookups > 0 {
+            stats.blob_lookups.fetch_add(u64::from(sink.blob_lookups), Ordering::Relaxed);
+            stats.blob_memo_hits.fetch_add(u64::from(sink.blob_memo_hits), Ordering::Relaxed);
+            stats.blob_hits.fetch_add(u64::from(sink.blob_hits), Ordering::Relaxed);
+        }
         c.data.stack_slot = slot;
         c.vm_walk = true;
         c.vm_stop = stop as u8;
@@ -475,6 +492,9 @@ impl SignalStats {
             &self.descheduled_ns,
             &self.data_ns,
             &self.data_captures,
+            &self.blob_lookups,
+            &self.blob_memo_hits,
+            &self.blob_hits,
         ] {
             c.store(0, Ordering::Relaxed);
         }

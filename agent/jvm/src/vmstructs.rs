@@ -8,6 +8,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::OnceLock;
 
+use hpm_core::blob_cache::{BlobCache, WalkMemo};
 use hpm_core::capture::DataCapture;
 use hpm_core::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
 use hpm_core::javaheap::HeapLayout;
@@ -162,7 +163,23 @@ pub fn table() -> Result<&'static VmTable, String> {
 /// The frame walker's layout of this JVM, read once; `Err` says what is missing.
 pub fn walker_layout() -> Result<&'static Layout, String> {
     static LAYOUT: OnceLock<Result<Layout, String>> = OnceLock::new();
-    LAYOUT.get_or_init(|| Layout::from_table(table()?, nmethod_vtable())).as_ref().map_err(Clone::clone)
+    let layout = LAYOUT.get_or_init(|| Layout::from_table(table()?, nmethod_vtable())).as_ref().map_err(Clone::clone);
+    if layout.is_ok() {
+        // Made here, before any handler walks: the handler only reads it.
+        BLOB_CACHE.get_or_init(BlobCache::default);
+    }
+    layout
+}
+
+/// What the handlers' walks learnt of the blobs at return addresses (`hpm_core::blob_cache`).
+static BLOB_CACHE: OnceLock<BlobCache> = OnceLock::new();
+
+/// Code may have been freed (an unload, new dynamic code, a collection's end, a session's
+/// start): the walker's cached blobs are looked up again.
+pub fn code_changed() {
+    if let Some(c) = BLOB_CACHE.get() {
+        c.invalidate();
+    }
 }
 
 /// The value of an integral `-XX` flag (booleans 0 or 1), from the VM's flag table
@@ -306,9 +323,17 @@ pub fn code_view(layout: &Layout) -> CodeView {
 }
 
 /// Walks the Java stack of the calling thread, interrupted at `ucontext`, with hpm's own
-/// walker; `thread` is its `JavaThread*`, `code` the cache's [`code_view`]. Async-signal-safe:
-/// no allocation, no lock, bounded.
-pub fn walk_here(layout: &Layout, code: &CodeView, thread: u64, ucontext: *const c_void, out: &mut FrameSink) -> Stop {
+/// walker; `thread` is its `JavaThread*`, `code` the cache's [`code_view`], `memo` its last
+/// walk when only this walk uses it (the signal handler's slot). Async-signal-safe: no
+/// allocation, no lock, bounded.
+pub fn walk_here(
+    layout: &Layout,
+    code: &CodeView,
+    thread: u64,
+    ucontext: *const c_void,
+    memo: Option<&WalkMemo>,
+    out: &mut FrameSink,
+) -> Stop {
     if thread == 0 || ucontext.is_null() {
         return Stop::NoJavaFrame;
     }
@@ -322,7 +347,7 @@ pub fn walk_here(layout: &Layout, code: &CodeView, thread: u64, ucontext: *const
         anchor_pc: vm_word(anchor + layout.anchor_pc),
         anchor_fp: vm_word(anchor + layout.anchor_fp),
     };
-    let stop = Walker { layout, code, thread: &view, mem: &Direct }.walk(regs, out);
+    let stop = Walker { layout, code, thread: &view, mem: &Direct, cache: BLOB_CACHE.get(), memo }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
 }

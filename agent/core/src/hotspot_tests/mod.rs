@@ -4,6 +4,7 @@
 //! and the stack base, the code heap, the segment map), so each test also checks that.
 
 use super::*;
+use crate::blob_cache::WalkMemo;
 use std::cell::{Cell, RefCell};
 
 // The fake address space.
@@ -166,6 +167,10 @@ struct Outcome {
     len: usize,
     violations: Vec<(u64, u64)>,
     reads: u64,
+    /// The sink's blob lookups at return addresses, found in the memo, in the cache.
+    blob_lookups: u32,
+    blob_memo_hits: u32,
+    blob_hits: u32,
 }
 
 /// A process to walk: memory, layout, code cache and thread.
@@ -175,6 +180,9 @@ struct Fake {
     code: CodeView,
     thread: ThreadView,
     next_seg: u64,
+    /// The walker's blob cache and the thread's memo, when a test gives them.
+    cache: Option<BlobCache>,
+    memo: Option<WalkMemo>,
 }
 
 impl Fake {
@@ -200,7 +208,7 @@ impl Fake {
         let mut code = CodeView { nheaps: 1, interp: (INTERP_LO, INTERP_HI), ..CodeView::default() };
         code.heaps[0] = Heap { low: HEAP_LO, high: HEAP_HI, seg_low: SEG_LO, seg_high: SEG_HI, log2_segment: LOG2_SEG };
         let thread = ThreadView { stack_base: STACK_BASE, stack_end: STACK_LO, ..ThreadView::default() };
-        let mut f = Fake { mem, layout: layout(), code, thread, next_seg: 0 };
+        let mut f = Fake { mem, layout: layout(), code, thread, next_seg: 0, cache: None, memo: None };
         // The call stub lives in a buffer blob without a frame size; Java returns into it here.
         let stub = f.blob(KIND_STUB, 0, 0, 0);
         f.code.call_stub_return = stub + 0x40;
@@ -301,11 +309,19 @@ impl Fake {
         self.mem.top.set(self.thread.stack_base);
         self.mem.violations.borrow_mut().clear();
         self.mem.reads.set(0);
-        let walker = Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem };
+        let walker = Walker {
+            layout: &self.layout,
+            code: &self.code,
+            thread: &self.thread,
+            mem: &self.mem,
+            cache: self.cache.as_ref(),
+            memo: self.memo.as_ref(),
+        };
         let mut addrs = vec![u64::MAX; cap];
         let mut sink = FrameSink { addrs: Some(&mut addrs), ..FrameSink::new(&mut frames, &mut kinds) };
         let stop = walker.walk(regs, &mut sink);
-        let len = sink.len;
+        let (len, blob_lookups, blob_memo_hits, blob_hits) =
+            (sink.len, sink.blob_lookups, sink.blob_memo_hits, sink.blob_hits);
         assert!(len <= cap, "{len} slots filled of {cap}");
         assert!(frames[len..].iter().all(|f| *f == SENTINEL), "a slot past the frames was written");
         assert!(kinds[len..].iter().all(|k| *k == SENTINEL_KIND), "a kind past the frames was written");
@@ -324,6 +340,9 @@ impl Fake {
             len,
             violations: self.mem.violations.borrow().clone(),
             reads: self.mem.reads.get(),
+            blob_lookups,
+            blob_memo_hits,
+            blob_hits,
         }
     }
 
@@ -335,7 +354,8 @@ impl Fake {
     }
 
     fn blob_of(&self, pc: u64) -> Option<Blob> {
-        Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem }.blob(pc)
+        Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem, cache: None, memo: None }
+            .blob(pc)
     }
 }
 
@@ -360,6 +380,7 @@ fn regs(pc: u64, sp: u64, fp: u64) -> Regs {
 const SP: u64 = STACK_LO + 0x1000;
 
 // The tests, by what they cover.
+mod cache;
 mod chain;
 mod frames;
 mod layout;

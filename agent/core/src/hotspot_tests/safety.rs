@@ -318,11 +318,21 @@ fn fitting(all: &[RawFrame], cap: usize) -> (Vec<RawFrame>, Stop) {
 fn fuzz_well_formed_stacks() {
     for seed in 1..=3000u64 {
         let mut rng = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
-        let (f, regs, all) = random_stack(&mut rng);
+        let (mut f, regs, all) = random_stack(&mut rng);
         let cap = rng.below(2 * all.len() as u64 + 4) as usize;
         let o = f.run(regs, cap);
         assert_eq!(o.violations, vec![], "seed {seed}");
-        assert_eq!((o.frames, o.stop), fitting(&all, cap), "seed {seed}: {regs:x?}, cap {cap}");
+        let want = fitting(&all, cap);
+        assert_eq!((o.frames, o.stop), want, "seed {seed}: {regs:x?}, cap {cap}");
+        // With the blob cache and the thread's memo: the same walk, filling them and then
+        // taken from them.
+        f.cache = Some(crate::blob_cache::BlobCache::with_entries(64));
+        f.memo = Some(crate::blob_cache::WalkMemo::default());
+        for pass in ["filling", "cached"] {
+            let o = f.run(regs, cap);
+            assert_eq!(o.violations, vec![], "seed {seed}, {pass}");
+            assert_eq!((o.frames, o.stop), want, "seed {seed}, {pass}: {regs:x?}, cap {cap}");
+        }
     }
 }
 

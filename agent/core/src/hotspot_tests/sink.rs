@@ -60,7 +60,7 @@ fn deep_stack_of_many_frames() {
 fn raw_frames_round_trip() {
     let mut frames = [SENTINEL; 8];
     let mut kinds = [SENTINEL_KIND; 8];
-    let mut sink = FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Default::default(), addrs: None };
+    let mut sink = FrameSink::new(&mut frames, &mut kinds);
     let pushed = [
         compiled(0x1000_0040, M_A, true),
         RawFrame::Interpreted { method: M_I, bcp: 0x7f00_8000_0010 },
@@ -148,8 +148,7 @@ fn the_probe_finds_the_frame_between_its_sp_and_its_caller_s() {
     let mut kinds = [SENTINEL_KIND; 8];
     for (address, want) in [(0x7000_0010, Some(0)), (0x7000_0100, Some(2)), (0x7000_0200, Some(3)), (0x6fff_fff8, None)]
     {
-        let mut sink =
-            FrameSink { frames: &mut frames, kinds: &mut kinds, len: 0, probe: Probe::new(address), addrs: None };
+        let mut sink = FrameSink { probe: Probe::new(address), ..FrameSink::new(&mut frames, &mut kinds) };
         // A compiled frame at sp 0x7000_0000 (slots 0-1), another at 0x7000_0100 (2), then an
         // interpreted one at 0x7000_0180 (3), the stack's base at 0x7000_1000.
         assert!(sink.push_at(compiled(0x1000_0040, M_A, true), 0x7000_0000));

@@ -28,7 +28,7 @@ use hpm_core::model::{java_class_name, JvmEventKind};
 use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 
 use hpm_core::capture::CallFrame;
-use hpm_core::hotspot::{FrameSink, Probe};
+use hpm_core::hotspot::FrameSink;
 use hpm_core::model::FrameKind;
 
 use crate::jnienv::{self, Vm};
@@ -260,13 +260,7 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
                 frames.resize(max, CallFrame::default());
                 kinds.resize(max, FrameKind::Unknown);
             }
-            let mut sink = FrameSink {
-                frames: &mut frames[..max],
-                kinds: &mut kinds[..max],
-                len: 0,
-                probe: Probe::default(),
-                addrs: None,
-            };
+            let mut sink = FrameSink::new(&mut frames[..max], &mut kinds[..max]);
             // The walk starts in this (native) frame: not Java code, so the anchor is taken.
             let here = 0u64;
             // SAFETY: ucontext_t is plain data; all-zero is a valid value.
@@ -274,8 +268,14 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
             uc.uc_mcontext.gregs[libc::REG_RIP as usize] = own_stack as *const () as i64;
             uc.uc_mcontext.gregs[libc::REG_RSP as usize] = (&here as *const u64 as i64) & !7;
             let code = crate::vmstructs::code_view(layout);
-            let stop =
-                crate::vmstructs::walk_here(layout, &code, thread, (&uc as *const libc::ucontext_t).cast(), &mut sink);
+            let stop = crate::vmstructs::walk_here(
+                layout,
+                &code,
+                thread,
+                (&uc as *const libc::ucontext_t).cast(),
+                None,
+                &mut sink,
+            );
             let n = sink.len;
             (n > 0).then(|| {
                 let raw = frames[..n].iter().map(|f| (f.method_id, f.lineno)).collect();

@@ -10,8 +10,10 @@
 //! number now names another thread's group (the same check).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use hpm_core::batch::ThreadQueue;
+use hpm_core::blob_cache::WalkMemo;
 use hpm_core::claim::{Claim, Inside};
 
 use crate::perf::RingPtr;
@@ -40,6 +42,9 @@ pub struct Slot {
     /// (0: none yet). Only its own thread's handler writes it, so Relaxed; reset at publish,
     /// as the slot may serve another thread since.
     java_thread: AtomicU64,
+    /// hpm's walker: this slot's thread's last walk (`hpm_core::blob_cache::WalkMemo`), made
+    /// at the slot's first publish (never in the handler) and kept with the slot.
+    memo: OnceLock<WalkMemo>,
 }
 
 /// What a handler may use while inside a slot (the borrows end with it).
@@ -99,6 +104,12 @@ impl Entered<'_> {
     pub fn remember_java_thread(&self, thread: u64) {
         self.slot.java_thread.store(thread, Ordering::Relaxed);
     }
+
+    /// The thread's last walk, for its next one: only this handler uses it while inside (a
+    /// handler runs on the slot's own thread, with the signal blocked).
+    pub fn walk_memo(&self) -> Option<&WalkMemo> {
+        self.slot.memo.get()
+    }
 }
 
 /// Why a handler could not use a slot.
@@ -124,6 +135,7 @@ impl Slot {
             ring_size: AtomicU64::new(0),
             clock_accounted: AtomicU64::new(0),
             java_thread: AtomicU64::new(0),
+            memo: OnceLock::new(),
         }
     }
 
@@ -140,6 +152,7 @@ impl Slot {
         self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
         self.clock_accounted.store(0, Ordering::Relaxed);
         self.java_thread.store(0, Ordering::Relaxed);
+        self.memo.get_or_init(WalkMemo::default);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
     }

@@ -1,0 +1,295 @@
+//! What hpm's walker learnt of the code blobs it walked through, kept for the next samples
+//! (issue 12, "Agent cost per sample").
+//!
+//! Finding the blob of a pc costs the walker a read of the code heap's segment map (one or more
+//! hops back), of the block header and of the blob's header, and for an nmethod of its
+//! `Method*`: three or four cache lines per frame that the program evicted since the last
+//! sample, half of the signal handler's time at 30 frames (a frame-pointer profile of xalan's
+//! steady state: the segment map's byte and the block header's `used` flag were its two
+//! costliest loads). The pcs of a thread's frames, though, come back sample after sample (the
+//! callers of the hot code, the hot loops), and the blob of a code-heap segment stays the same
+//! until the JVM frees it. So the walker keeps what it takes from a blob (frame size, the
+//! prologue's end, `Method*`, nmethod or not) in two places:
+//! - [`BlobCache`], shared by all threads, by segment;
+//! - [`WalkMemo`], each thread's last walk, by stack address and return address: consecutive
+//!   samples of a thread share the bottom of their stacks, and the memo's entries lie together
+//!   where the shared cache's are scattered (a miss per frame: with the shared cache alone,
+//!   its loads were a fifth of the handler's time on xalan).
+//!
+//! A blob is freed only after the JVM has made it not entrant (nmethods: then a zombie, flushed
+//! at a later sweep, JDK 17; unlinked, then flushed after a handshake, JDK 21+) and told JVMTI
+//! agents (`CompiledMethodUnload`), so the agent moves the cache to a new *epoch* on every
+//! unload, every dynamic-code event and every collection's end, and at each session's start: an
+//! entry is used only in the epoch it was written in. (The events are posted by the VM's
+//! service thread, after the fact; the blob's memory is reused only by a later allocation,
+//! after a sweep or a handshake, so the epoch moves first in practice. A wrong frame size would
+//! cost a frame, never a fault: the walker checks every address it reads.)
+//!
+//! Entries are written and read by the signal handlers of every thread at once, without a
+//! lock: each is a sequence lock (an odd count while it is written; a reader that sees the
+//! count change or odd takes the slow path, a writer that finds it odd or loses the race to
+//! claim it skips the write). Direct-mapped by segment: a collision replaces the entry.
+
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// What a walk needs of the blob at a pc, for every pc of one segment of the code heap (a
+/// segment belongs to one blob: blocks are whole segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameFacts {
+    /// The frame's size in words (return address and saved rbp included); 0 for a stub without
+    /// a frame size.
+    pub frame_words: u64,
+    /// The nmethod's `Method*` (0 when the blob is not an nmethod).
+    pub method: u64,
+    pub is_nmethod: bool,
+    /// Bytes from the segment's start to the first pc at which the frame is complete, at most
+    /// the segment's size: a pc of the segment is in the prologue when its offset is below.
+    /// (Only an interrupted frame asks; the memo's frames, stopped at calls, keep 0.)
+    pub complete: u64,
+}
+
+/// Entries (a power of two): 128 KB. The return addresses of xalan's 3,000 stacks a 20 s
+/// session finds are ~1,000-2,000.
+pub const ENTRIES: usize = 4096;
+
+/// `info`'s layout: the frame size (16 bits: the walker takes none above 2^16 words), the
+/// nmethod flag, the prologue's end in the segment (15 bits: segments are 64-128 bytes), the
+/// epoch in the upper half.
+const WORDS_BITS: u32 = 16;
+const NMETHOD_BIT: u64 = 1 << WORDS_BITS;
+const COMPLETE_SHIFT: u32 = WORDS_BITS + 1;
+const COMPLETE_MAX: u64 = (1 << (32 - COMPLETE_SHIFT)) - 1;
+
+/// The largest segment whose facts fit an entry (`complete` up to its size).
+pub const MAX_SEGMENT_LOG2: u32 = 14;
+
+/// `facts` packed into an entry's low 32 bits; None when they do not fit.
+fn pack(facts: FrameFacts) -> Option<u64> {
+    if facts.frame_words >= 1 << WORDS_BITS || facts.complete > COMPLETE_MAX {
+        return None;
+    }
+    Some(facts.frame_words | if facts.is_nmethod { NMETHOD_BIT } else { 0 } | facts.complete << COMPLETE_SHIFT)
+}
+
+fn unpack(info: u64, method: u64) -> FrameFacts {
+    FrameFacts {
+        frame_words: info & (NMETHOD_BIT - 1),
+        method,
+        is_nmethod: info & NMETHOD_BIT != 0,
+        complete: (info >> COMPLETE_SHIFT) & COMPLETE_MAX,
+    }
+}
+
+struct Entry {
+    /// Even: the entry is whole; odd: a writer is inside.
+    seq: AtomicU64,
+    pc: AtomicU64,
+    method: AtomicU64,
+    info: AtomicU64,
+}
+
+pub struct BlobCache {
+    /// A power of two of them.
+    entries: Box<[Entry]>,
+    /// log2 of their number.
+    bits: u32,
+    /// Starts at 1: an entry never written (epoch 0) matches no epoch.
+    epoch: AtomicU64,
+}
+
+impl Default for BlobCache {
+    fn default() -> Self {
+        BlobCache::with_entries(ENTRIES)
+    }
+}
+
+impl BlobCache {
+    /// A cache of `n` entries (rounded up to a power of two).
+    pub fn with_entries(n: usize) -> BlobCache {
+        let n = n.max(1).next_power_of_two();
+        let entry = || Entry {
+            seq: AtomicU64::new(0),
+            pc: AtomicU64::new(0),
+            method: AtomicU64::new(0),
+            info: AtomicU64::new(0),
+        };
+        BlobCache { entries: (0..n).map(|_| entry()).collect(), bits: n.trailing_zeros(), epoch: AtomicU64::new(1) }
+    }
+
+    fn entry(&self, pc: u64) -> &Entry {
+        // Fibonacci hashing: the top bits of the product (a shift by 64 when there is one entry
+        // would overflow: `checked_shr` gives 0).
+        let i = pc.wrapping_mul(0x9e37_79b9_7f4a_7c15).checked_shr(64 - self.bits).unwrap_or(0);
+        &self.entries[i as usize]
+    }
+
+    /// The epoch a walk reads once at its start and passes to [`Self::get`] and [`Self::put`].
+    pub fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::Acquire) as u32
+    }
+
+    /// Every entry written so far becomes stale (code may have been freed).
+    pub fn invalidate(&self) {
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// The facts kept for the segment starting at `pc` in `epoch`, if any.
+    pub fn get(&self, pc: u64, epoch: u32) -> Option<FrameFacts> {
+        let e = self.entry(pc);
+        let seq = e.seq.load(Ordering::Acquire);
+        if seq & 1 != 0 {
+            return None;
+        }
+        let (key, method, info) =
+            (e.pc.load(Ordering::Relaxed), e.method.load(Ordering::Relaxed), e.info.load(Ordering::Relaxed));
+        // Orders the loads above before the check below (a writer's stores that they saw make
+        // the count they see odd or moved on).
+        fence(Ordering::Acquire);
+        if e.seq.load(Ordering::Relaxed) != seq || key != pc || pc == 0 || (info >> 32) as u32 != epoch {
+            return None;
+        }
+        Some(unpack(info & 0xffff_ffff, method))
+    }
+
+    /// Keeps `facts` for the segment starting at `pc`, found in `epoch` (a walk's
+    /// [`Self::epoch`]): skipped when another thread is writing the entry, or they do not fit.
+    pub fn put(&self, pc: u64, epoch: u32, facts: FrameFacts) {
+        let Some(packed) = pack(facts).filter(|_| pc != 0) else { return };
+        let e = self.entry(pc);
+        let seq = e.seq.load(Ordering::Relaxed);
+        // Acquire: the last writer's stores (released with the even count read here) come
+        // before this writer's, so a reader never finds this one's key with that one's facts
+        // (loom found that interleaving with a relaxed claim).
+        if seq & 1 != 0 || e.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        // A reader that sees any store below sees the odd count too.
+        fence(Ordering::Release);
+        let info = (u64::from(epoch) << 32) | packed;
+        e.pc.store(pc, Ordering::Relaxed);
+        e.method.store(facts.method, Ordering::Relaxed);
+        e.info.store(info, Ordering::Relaxed);
+        e.seq.store(seq + 2, Ordering::Release);
+    }
+}
+
+/// Frames of a walk a thread's [`WalkMemo`] keeps (deeper ones use the shared cache only).
+pub const MEMO_FRAMES: usize = 64;
+
+struct MemoEntry {
+    sp: AtomicU64,
+    pc: AtomicU64,
+    method: AtomicU64,
+    /// As [`Entry::info`], without the epoch (the memo has one for all).
+    info: AtomicU64,
+}
+
+/// One thread's last walk: the stack pointer, return address and facts of each complete frame,
+/// in the walk's order (stack pointers increasing), next to each other in a few cache lines.
+///
+/// Used by one walk at a time: only the signal handler of the thread whose slot holds it, and a
+/// handler does not interrupt itself (the signal is blocked while it runs). Entries are keyed
+/// by pc like the shared cache's, so a memo left by another thread (a reused slot) is as good.
+pub struct WalkMemo {
+    /// Which half of `entries` holds the last walk (bit 32) and its length (low bits).
+    last: AtomicU64,
+    /// The cache epoch the last walk ran in.
+    epoch: AtomicU64,
+    /// Two halves of [`MEMO_FRAMES`]: the last walk's, and the one the next walk writes.
+    entries: Box<[MemoEntry]>,
+}
+
+impl Default for WalkMemo {
+    fn default() -> Self {
+        let entry = || MemoEntry {
+            sp: AtomicU64::new(0),
+            pc: AtomicU64::new(0),
+            method: AtomicU64::new(0),
+            info: AtomicU64::new(0),
+        };
+        WalkMemo {
+            last: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
+            entries: (0..2 * MEMO_FRAMES).map(|_| entry()).collect(),
+        }
+    }
+}
+
+impl WalkMemo {
+    /// A walk in `epoch` starts: it reads the last walk's half and writes the other.
+    pub fn start(&self, epoch: u32) -> MemoWalk<'_> {
+        let last = self.last.load(Ordering::Relaxed);
+        let half = ((last >> 32) & 1) as usize;
+        let len = if self.epoch.load(Ordering::Relaxed) == u64::from(epoch) {
+            ((last & 0xffff_ffff) as usize).min(MEMO_FRAMES)
+        } else {
+            0
+        };
+        MemoWalk {
+            memo: self,
+            epoch,
+            read: half * MEMO_FRAMES,
+            read_len: len,
+            cursor: 0,
+            write: (1 - half) * MEMO_FRAMES,
+            written: 0,
+        }
+    }
+}
+
+/// One walk's use of a [`WalkMemo`]: finds its frames among the last walk's, records its own.
+pub struct MemoWalk<'a> {
+    memo: &'a WalkMemo,
+    epoch: u32,
+    read: usize,
+    read_len: usize,
+    /// The first of the last walk's entries not below the stack pointers asked so far.
+    cursor: usize,
+    write: usize,
+    written: usize,
+}
+
+impl MemoWalk<'_> {
+    /// The facts of the frame at `sp` returning to `pc`, if the last walk had it. Frames must
+    /// be asked for in increasing `sp` (the walk's order).
+    pub fn find(&mut self, sp: u64, pc: u64) -> Option<FrameFacts> {
+        while self.cursor < self.read_len {
+            let e = &self.memo.entries[self.read + self.cursor];
+            let at = e.sp.load(Ordering::Relaxed);
+            if at < sp {
+                self.cursor += 1;
+                continue;
+            }
+            if at != sp || e.pc.load(Ordering::Relaxed) != pc || pc == 0 {
+                return None;
+            }
+            return Some(unpack(e.info.load(Ordering::Relaxed), e.method.load(Ordering::Relaxed)));
+        }
+        None
+    }
+
+    /// Records this walk's frame at `sp` (in increasing `sp`, as [`Self::find`]).
+    pub fn record(&mut self, sp: u64, pc: u64, facts: FrameFacts) {
+        let Some(packed) = pack(facts).filter(|_| self.written < MEMO_FRAMES) else { return };
+        let e = &self.memo.entries[self.write + self.written];
+        e.sp.store(sp, Ordering::Relaxed);
+        e.pc.store(pc, Ordering::Relaxed);
+        e.method.store(facts.method, Ordering::Relaxed);
+        e.info.store(packed, Ordering::Relaxed);
+        self.written += 1;
+    }
+
+    /// The walk ended: its frames are the last walk's from now on.
+    pub fn finish(self) {
+        if self.written == 0 {
+            return; // a walk that found no complete frame: the last one's stay
+        }
+        let half = (self.write / MEMO_FRAMES) as u64;
+        self.memo.epoch.store(u64::from(self.epoch), Ordering::Relaxed);
+        self.memo.last.store((half << 32) | self.written as u64, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+#[path = "blob_cache_tests.rs"]
+mod tests;
