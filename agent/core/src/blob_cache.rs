@@ -18,12 +18,14 @@
 //!
 //! A blob is freed only after the JVM has made it not entrant (nmethods: then a zombie, flushed
 //! at a later sweep, JDK 17; unlinked, then flushed after a handshake, JDK 21+) and told JVMTI
-//! agents (`CompiledMethodUnload`), so the agent moves the cache to a new *epoch* on every
-//! unload, every dynamic-code event and every collection's end, and at each session's start: an
-//! entry is used only in the epoch it was written in. (The events are posted by the VM's
-//! service thread, after the fact; the blob's memory is reused only by a later allocation,
-//! after a sweep or a handshake, so the epoch moves first in practice. A wrong frame size would
-//! cost a frame, never a fault: the walker checks every address it reads.)
+//! agents (`CompiledMethodUnload`), and new code is announced (`CompiledMethodLoad`,
+//! `DynamicCodeGenerated`), so the agent moves the cache to a new *epoch* on each of those
+//! events, at every collection's end and at each session's start: an entry is used only in the
+//! epoch it was written in. Nothing orders those events before the memory's reuse, though: the
+//! VM's service thread posts them after the fact, so a blob freed and its memory given to new
+//! code that runs and is sampled before the events arrive would be walked with the old blob's
+//! facts for that window (at worst a wrong frame: the walker checks every address it reads,
+//! and the processor names compiled frames by pc from the code map, not from these facts).
 //!
 //! Entries are written and read by the signal handlers of every thread at once, without a
 //! lock: each is a sequence lock (an odd count while it is written; a reader that sees the

@@ -143,6 +143,9 @@ unsafe extern "C" fn compiled_method_load(
     compile_info: *const c_void,
 ) {
     let time = now_ticks();
+    // New code may sit where code freed without an unload event was (an upcall stub, say), or
+    // whose unload event is still queued: the walker's cached blobs are looked up again.
+    crate::vmstructs::code_changed();
     guarded("CompiledMethodLoad", |a| {
         // SAFETY: `compile_info` is the record chain of this event, valid during the callback.
         let scopes = unsafe { inline_scopes(compile_info) };

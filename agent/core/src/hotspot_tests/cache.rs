@@ -122,3 +122,31 @@ fn an_invalidation_empties_the_memo_too() {
     assert_eq!(o.frames[1], compiled(b + BODY, M_J, false));
     assert_eq!((o.blob_lookups, o.blob_memo_hits, o.blob_hits), (3, 0, 0));
 }
+
+#[test]
+fn a_prologue_ending_in_a_later_segment_is_told_apart_in_each_segment() {
+    // A prologue 0x60 bytes long: it ends in the segment after the code's first (segments of
+    // 64 bytes here, code starting 16 bytes into one). Each pc before and after its end, walked
+    // from a cache filled at another pc of the same segment, walks as without a cache.
+    let mut f = Fake::new();
+    let long = 0x60;
+    let a = f.blob(KIND_NMETHOD, 4, long, M_A);
+    let b = f.nmethod(6, M_B);
+    let b_sp = f.compiled_frame(SP, 4, b + BODY, 0);
+    let i_sp = f.compiled_frame(b_sp, 6, INTERP_RET, b_sp + 6 * 8 + INTERP_FP);
+    f.interp_bottom(i_sp);
+    let segment_of = |pc: u64| (pc - HEAP_LO) >> LOG2_SEG;
+    assert_ne!(segment_of(a), segment_of(a + long as u64), "the prologue spans two segments");
+    for off in [0u64, 0x08, 0x2f, 0x30, 0x50, 0x5f, 0x60, 0x61, 0x6f] {
+        let pc = a + off;
+        for other in (0..0x70u64).map(|o| a + o).filter(|&p| p != pc && segment_of(p) == segment_of(pc)).take(3) {
+            f.cache = None;
+            let want = f.run(regs(pc, SP, 0), 64);
+            f.cache = Some(BlobCache::default());
+            f.run(regs(other, SP, 0), 64);
+            let o = f.run(regs(pc, SP, 0), 64);
+            assert_eq!(o.blob_hits, 2, "A's segment and B's return address from the cache");
+            assert_eq!((&o.frames, o.stop), (&want.frames, want.stop), "at +{off:#x}, filled at {:#x}", other - a);
+        }
+    }
+}
