@@ -32,7 +32,7 @@
 //! count change or odd takes the slow path, a writer that finds it odd or loses the race to
 //! claim it skips the write). Direct-mapped by segment: a collision replaces the entry.
 
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU32, AtomicU64, Ordering};
 
 /// What a walk needs of the blob at a pc, for every pc of one segment of the code heap (a
 /// segment belongs to one blob: blocks are whole segments).
@@ -50,8 +50,7 @@ pub struct FrameFacts {
     pub complete: u64,
 }
 
-/// Entries (a power of two): 128 KB. The return addresses of xalan's 3,000 stacks a 20 s
-/// session finds are ~1,000-2,000.
+/// Entries (a power of two): 128 KB, by code-heap segment (64-128 bytes each).
 pub const ENTRIES: usize = 4096;
 
 /// `info`'s layout: the frame size (16 bits: the walker takes none above 2^16 words), the
@@ -96,7 +95,7 @@ pub struct BlobCache {
     /// log2 of their number.
     bits: u32,
     /// Starts at 1: an entry never written (epoch 0) matches no epoch.
-    epoch: AtomicU64,
+    epoch: AtomicU32,
 }
 
 impl Default for BlobCache {
@@ -115,7 +114,7 @@ impl BlobCache {
             method: AtomicU64::new(0),
             info: AtomicU64::new(0),
         };
-        BlobCache { entries: (0..n).map(|_| entry()).collect(), bits: n.trailing_zeros(), epoch: AtomicU64::new(1) }
+        BlobCache { entries: (0..n).map(|_| entry()).collect(), bits: n.trailing_zeros(), epoch: AtomicU32::new(1) }
     }
 
     fn entry(&self, pc: u64) -> &Entry {
@@ -127,7 +126,7 @@ impl BlobCache {
 
     /// The epoch a walk reads once at its start and passes to [`Self::get`] and [`Self::put`].
     pub fn epoch(&self) -> u32 {
-        self.epoch.load(Ordering::Acquire) as u32
+        self.epoch.load(Ordering::Acquire)
     }
 
     /// Every entry written so far becomes stale (code may have been freed).
@@ -196,7 +195,7 @@ pub struct WalkMemo {
     /// Which half of `entries` holds the last walk (bit 32) and its length (low bits).
     last: AtomicU64,
     /// The cache epoch the last walk ran in.
-    epoch: AtomicU64,
+    epoch: AtomicU32,
     /// Two halves of [`MEMO_FRAMES`]: the last walk's, and the one the next walk writes.
     entries: Box<[MemoEntry]>,
 }
@@ -211,7 +210,7 @@ impl Default for WalkMemo {
         };
         WalkMemo {
             last: AtomicU64::new(0),
-            epoch: AtomicU64::new(0),
+            epoch: AtomicU32::new(0),
             entries: (0..2 * MEMO_FRAMES).map(|_| entry()).collect(),
         }
     }
@@ -222,7 +221,7 @@ impl WalkMemo {
     pub fn start(&self, epoch: u32) -> MemoWalk<'_> {
         let last = self.last.load(Ordering::Relaxed);
         let half = ((last >> 32) & 1) as usize;
-        let len = if self.epoch.load(Ordering::Relaxed) == u64::from(epoch) {
+        let len = if self.epoch.load(Ordering::Relaxed) == epoch {
             ((last & 0xffff_ffff) as usize).min(MEMO_FRAMES)
         } else {
             0
@@ -287,7 +286,7 @@ impl MemoWalk<'_> {
             return; // a walk that found no complete frame: the last one's stay
         }
         let half = (self.write / MEMO_FRAMES) as u64;
-        self.memo.epoch.store(u64::from(self.epoch), Ordering::Relaxed);
+        self.memo.epoch.store(self.epoch, Ordering::Relaxed);
         self.memo.last.store((half << 32) | self.written as u64, Ordering::Relaxed);
     }
 }

@@ -598,7 +598,7 @@ pub struct Walker<'a, M: Memory> {
     pub code: &'a CodeView,
     pub thread: &'a ThreadView,
     pub mem: &'a M,
-    /// What earlier walks found of the blobs at return addresses (see [`BlobCache`]); `None`:
+    /// What earlier walks found of the blobs they walked through (see [`BlobCache`]); `None`:
     /// every blob is looked up in the code heap.
     pub cache: Option<&'a BlobCache>,
     /// The walking thread's last walk (with a cache only; see [`WalkMemo`]).

@@ -70,8 +70,8 @@ pub struct SignalStats {
     /// the captures.
     pub data_ns: AtomicU64,
     pub data_captures: AtomicU64,
-    /// hpm's walker: blobs looked up at return addresses, and of those found in the thread's
-    /// last walk and in the shared cache (`hpm_core::blob_cache`).
+    /// hpm's walker: blobs looked up, and of those found in the thread's last walk and in the
+    /// shared cache (`hpm_core::blob_cache`).
     pub blob_lookups: AtomicU64,
     pub blob_memo_hits: AtomicU64,
     pub blob_hits: AtomicU64,

@@ -171,7 +171,7 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
     layout
 }
 
-/// What the handlers' walks learnt of the blobs at return addresses (`hpm_core::blob_cache`).
+/// What the handlers' walks learnt of the code blobs they walked through (`hpm_core::blob_cache`).
 static BLOB_CACHE: OnceLock<BlobCache> = OnceLock::new();
 
 /// Code may have been freed or reused (an unload, a load, new dynamic code, a collection's end,

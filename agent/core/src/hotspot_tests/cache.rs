@@ -75,7 +75,7 @@ fn an_interrupted_frame_s_prologue_is_told_from_its_segment_s_facts() {
 #[test]
 fn the_thread_s_last_walk_gives_the_frames_it_shares_with_this_one() {
     let mut f = Fake::new();
-    let (r, [a, b, c]) = three_compiled(&mut f);
+    let (r, [_, b, c]) = three_compiled(&mut f);
     f.cache = Some(BlobCache::default());
     f.memo = Some(WalkMemo::default());
     let first = f.run(r, 64);
@@ -92,7 +92,6 @@ fn the_thread_s_last_walk_gives_the_frames_it_shares_with_this_one() {
     assert_eq!((o.blob_lookups, o.blob_memo_hits, o.blob_hits), (2, 1, 1));
     // The same return address at another stack address (a deeper call of the same code) is
     // not the memo's: the shared cache has it.
-    let _ = a;
     let mut g = Fake::new();
     let (r2, _) = three_compiled(&mut g);
     g.cache = Some(BlobCache::default());

@@ -167,7 +167,7 @@ struct Outcome {
     len: usize,
     violations: Vec<(u64, u64)>,
     reads: u64,
-    /// The sink's blob lookups at return addresses, found in the memo, in the cache.
+    /// The sink's blob lookups, and of those found in the memo and in the cache.
     blob_lookups: u32,
     blob_memo_hits: u32,
     blob_hits: u32,
