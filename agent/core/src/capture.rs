@@ -154,6 +154,9 @@ pub struct Captured {
     /// The frames are raw frames of hpm's own walker (`hotspot::raw_frames`: pcs and
     /// `Method*`s, tagged in `kinds`), named by the resolver; `num_frames` counts slots.
     pub vm_walk: bool,
+    /// `vm_walk`: the raw stack's key, when the signal handler made it (the resolver makes it
+    /// otherwise).
+    pub raw_key: Option<crate::hotspot::RawKey>,
     /// How that walk ended (`hotspot::Stop` as u8; 0 = it reached the bottom of the stack).
     pub vm_stop: u8,
     /// `stack=compare`: AsyncGetCallTrace's `num_frames` for the same sample, its frames in
@@ -264,6 +267,7 @@ impl Default for Captured {
             frames: [CallFrame::default(); MAX_FRAMES],
             exact_kinds: false,
             vm_walk: false,
+            raw_key: None,
             vm_stop: 0,
             asgct_frames: WALK_NOT_ATTEMPTED,
             kinds: [FrameKind::Unknown; MAX_FRAMES],
@@ -284,6 +288,7 @@ impl Captured {
         self.thread = thread;
         self.exact_kinds = false;
         self.vm_walk = false;
+        self.raw_key = None;
         self.walk_from_caller = false;
         self.asgct_frames = WALK_NOT_ATTEMPTED;
         self.kernel_periods = kernel_periods;

@@ -54,9 +54,17 @@ pub struct FastBuild {
     seed: u64,
 }
 
+/// The process's seed of [`FastBuild`], made by the first one.
+static SEED: OnceLock<u64> = OnceLock::new();
+
+/// The seed every [`FastBuild`] of this process has, once the first was made: an atomic load,
+/// for the signal handler (which keys raw stacks as the resolver does, and must not make it).
+pub fn seed_if_made() -> Option<u64> {
+    SEED.get().copied()
+}
+
 impl Default for FastBuild {
     fn default() -> Self {
-        static SEED: OnceLock<u64> = OnceLock::new();
         let seed = *SEED.get_or_init(|| {
             // std's RandomState is seeded from the OS once per process (and per thread after).
             let s = std::collections::hash_map::RandomState::new();
@@ -119,6 +127,10 @@ impl FastBuild {
     /// A [`Hash128`] from this builder's seed.
     pub fn hash128(&self) -> Hash128 {
         Hash128::new(self.seed)
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 }
 

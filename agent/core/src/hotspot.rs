@@ -550,6 +550,43 @@ impl<'a> FrameSink<'a> {
     }
 }
 
+/// A walk's raw stack as the resolver knows it ([`raw_stack_key`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawKey {
+    /// The 128-bit hash of the slots ([`crate::hash::Hash128`]: the first half a table's
+    /// key, the second told apart beside the entry).
+    pub hash: (u64, u64),
+    /// Whether any slot is an interpreted frame's (whose `Method*` the resolver checks).
+    pub interpreted: bool,
+}
+
+/// The key of the raw stack in a [`FrameSink`]'s filled slots, under the process's hash seed
+/// ([`crate::hash::FastBuild::seed`]): a compiled frame's pc with its interrupted flag in one
+/// word (its `Method*` slot left out: the pc names the frame, and a name rests on the code at
+/// the pc staying in the map), any other slot (an interpreted frame's `Method*` and bytecode
+/// pointer) in two, the second tagged apart from a pc's word. A word per compiled frame keeps
+/// it cheap enough for the signal handler, which keys the slots it just wrote, still in its
+/// cache: the resolver then reads none of a known stack's slots.
+pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> RawKey {
+    let mut h = crate::hash::Hash128::new(seed);
+    let mut interpreted = false;
+    for (f, &k) in frames.iter().zip(kinds) {
+        match k {
+            TAG_METHOD => {}
+            // A user-space pc is below 2^48: the top byte (1 or 2) marks the word as a pc's.
+            TAG_PC if f.method_id >> 48 == 0 && (f.lineno == 0 || f.lineno == 1) => {
+                h.write(f.method_id | (1 + f.lineno as u64) << 56)
+            }
+            _ => {
+                interpreted |= k == TAG_INTERPRETED;
+                h.write(f.method_id);
+                h.write(u64::from(f.lineno as u32) | (k as u64) << 32 | 0xff << 56);
+            }
+        }
+    }
+    RawKey { hash: h.finish(), interpreted }
+}
+
 /// The raw frames of a filled capture, top first (see [`FrameSink`]); `bcp` of an interpreted
 /// frame holds only the low 32 bits.
 pub fn raw_frames<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = RawFrame> + 'a {

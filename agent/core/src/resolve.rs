@@ -424,14 +424,12 @@ fn raw_pcs(c: &Captured, n: usize) -> impl Iterator<Item = u64> + '_ {
     c.kinds[..n].iter().zip(&c.frames[..n]).filter(|(k, _)| **k == crate::hotspot::TAG_PC).map(|(_, f)| f.method_id)
 }
 
-/// The 128-bit hash of a capture's first `n` raw frames (each slot's value, line and tag).
-fn raw_stack_hash(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> (u64, u64) {
-    let mut h = hasher.hash128();
-    for (f, &k) in c.frames[..n].iter().zip(&c.kinds[..n]) {
-        h.write(f.method_id);
-        h.write(u64::from(f.lineno as u32) | (k as u64) << 32);
+/// The key of a capture's first `n` raw frames: the signal handler's, or made here.
+fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> crate::hotspot::RawKey {
+    match c.raw_key {
+        Some(k) => k,
+        None => crate::hotspot::raw_stack_key(hasher.seed(), &c.frames[..n], &c.kinds[..n]),
     }
-    h.finish()
 }
 
 /// Distinct raw stacks remembered at most (cleared when full).
@@ -874,7 +872,7 @@ impl SampleResolver {
             self.vm_stacks.clear();
             self.vm_frames.clear();
         }
-        let (h, check) = raw_stack_hash(&self.hasher, c, n);
+        let (h, check) = raw_stack_key(&self.hasher, c, n).hash;
         if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == check) {
             if e.valid.check(&self.timeline.map, raw_pcs(c, n), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
@@ -1124,7 +1122,9 @@ impl SampleResolver {
         // is current and nothing is read, so the scan is all this costs each round.
         let mut seen: IntMap<u64, ()> = IntMap::default();
         let mut methods = Vec::new();
-        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0) {
+        // A stack the handler keyed says whether it has any.
+        let interpreted = |c: &&Captured| c.raw_key.is_none_or(|k| k.interpreted);
+        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0).filter(interpreted) {
             let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
             for method in crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]) {
                 if seen.insert(method, ()).is_none() {

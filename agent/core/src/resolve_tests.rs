@@ -392,6 +392,15 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     let again = res.resolve(&mut rec, &mut jm, &vm_captured(11, 0x1040, &raw, Stop::Bottom));
     assert_eq!(again.stack, s.stack);
     assert_eq!(jm.1, asked);
+    // Keyed by the signal handler (under the process's seed), the same entry: no frame named.
+    let mut keyed = vm_captured(12, 0x1040, &raw, Stop::Bottom);
+    let n = keyed.num_frames as usize;
+    let seed = crate::hash::seed_if_made().expect("the resolver made the seed");
+    keyed.raw_key = Some(crate::hotspot::raw_stack_key(seed, &keyed.frames[..n], &keyed.kinds[..n]));
+    let named = res.stats.frames_named;
+    let again = res.resolve(&mut rec, &mut jm, &keyed);
+    assert!(std::sync::Arc::ptr_eq(&again.stack, &s.stack));
+    assert_eq!((res.stats.frames_named, jm.1), (named, asked));
 
     // A walk that stopped early keeps its frames and is counted as partial; an unknown
     // Method* is left out and counted; a stub's frame is left out.

@@ -404,6 +404,11 @@ fn walk(
         }
         c.data.stack_slot = slot;
         c.vm_walk = true;
+        // Keyed here, over the slots just written (still in this CPU's cache), not by the
+        // processing thread reading them all again; not before any hasher was made (the
+        // seed is made once, outside a signal handler).
+        c.raw_key = hpm_core::hash::seed_if_made()
+            .map(|seed| hpm_core::hotspot::raw_stack_key(seed, &c.frames[..len], &c.kinds[..len]));
         c.vm_stop = stop as u8;
         return len as i32;
     }

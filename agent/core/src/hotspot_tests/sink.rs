@@ -158,3 +158,44 @@ fn the_probe_finds_the_frame_between_its_sp_and_its_caller_s() {
         assert_eq!(sink.probe.slot, want, "{address:#x}");
     }
 }
+
+// The raw stack's key (made by the signal handler, else by the resolver).
+
+fn key_of(frames: &[RawFrame]) -> RawKey {
+    let mut slots = [CallFrame::default(); 16];
+    let mut kinds = [FrameKind::Unknown; 16];
+    let mut sink = FrameSink::new(&mut slots, &mut kinds);
+    for &f in frames {
+        assert!(sink.push(f));
+    }
+    let n = sink.len;
+    raw_stack_key(7, &slots[..n], &kinds[..n])
+}
+
+#[test]
+fn raw_key_tells_apart_what_names_a_frame() {
+    let base = [compiled(0x1040, M_A, true), compiled(0x2060, M_A, false), interpreted(0x7000, 0x9010)];
+    let k = key_of(&base);
+    assert_eq!(key_of(&base), k);
+    assert!(k.interpreted);
+    let changed: [&[RawFrame]; 6] = [
+        &[compiled(0x1041, M_A, true), base[1], base[2]],
+        &[compiled(0x1040, M_A, false), base[1], base[2]],
+        &[base[0], compiled(0x2068, M_A, false), base[2]],
+        &[base[0], base[1], interpreted(0x7000, 0x9011)],
+        &[base[0], base[1], interpreted(0x7008, 0x9010)],
+        &[base[0], base[1]],
+    ];
+    for other in changed {
+        assert_ne!(key_of(other).hash, k.hash, "{other:?}");
+    }
+    // A compiled frame's Method* slot is not keyed: its pc names it.
+    assert_eq!(key_of(&[compiled(0x1040, 0, true), base[1], base[2]]).hash, k.hash);
+    // Under another seed, another key.
+    let (mut slots, mut kinds) = ([CallFrame::default(); 8], [FrameKind::Unknown; 8]);
+    let mut sink = FrameSink::new(&mut slots, &mut kinds);
+    sink.push(base[0]);
+    let n = sink.len;
+    assert_ne!(raw_stack_key(8, &slots[..n], &kinds[..n]).hash, key_of(&base[..1]).hash);
+    assert!(!key_of(&base[..2]).interpreted);
+}

@@ -45,6 +45,7 @@ impl Processor {
             c.depth_cut = p.frames.len() >= self.inputs.events.max_depth() as usize;
             c.exact_kinds = true;
             c.vm_walk = p.walk.is_some();
+            c.raw_key = None;
             c.vm_stop = p.walk.as_ref().map_or(0, |w| w.1);
             c.asgct_frames = WALK_NOT_ATTEMPTED;
             c.data = Default::default();
