@@ -358,9 +358,11 @@ impl RecentBlobs {
     }
 }
 
-/// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode.
+/// `vm_frames` keys: a compiled frame's pc, an interpreted frame's method and bytecode, a
+/// compiled blob's inline scope (the blob's start and the scope's pc).
 const TAG_COMPILED_KEY: u8 = 1;
 const TAG_INTERPRETED_KEY: u8 = 2;
+const TAG_SCOPE_KEY: u8 = 3;
 
 /// Whether the frames named for a raw frame may be reused for its next occurrence (with the
 /// `Method*` an interpreted frame was named by).
@@ -970,10 +972,21 @@ impl SampleResolver {
     ) -> Named {
         match raw {
             crate::hotspot::RawFrame::Compiled { pc, method, interrupted } => {
+                let mut scope_key = None;
                 let (chain, named): (Vec<(u64, i32)>, Named) = match self.timeline.map.find(pc) {
                     Some(b) => match &b.kind {
                         BlobKind::Compiled { method, .. } => {
                             let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
+                            // Many pcs share a scope (a leaf's pc differs from sample to sample,
+                            // its scope far less): its frames are named once, by blob and scope.
+                            let key = (TAG_SCOPE_KEY, b.start, scope.map_or(u64::MAX, |s| s.pc));
+                            if let Some(e) = self.vm_frames.get_mut(&key) {
+                                if e.valid.check(&self.timeline.map, Some(b.start), self.collections, jm) {
+                                    out.extend_from_slice(&e.frames);
+                                    return Named::Cached(None);
+                                }
+                            }
+                            scope_key = Some(key);
                             (
                                 scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)]),
                                 Named::Cached(None),
@@ -990,10 +1003,15 @@ impl SampleResolver {
                     },
                     None => return Named::Uncached,
                 };
-                let last = chain.len().saturating_sub(1);
+                let (last, start) = (chain.len().saturating_sub(1), out.len());
                 for (k, (m, bci)) in chain.into_iter().enumerate() {
                     let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
                     out.push(self.java_frame(rec, jm, m, bci.max(0), kind));
+                }
+                if let Some(key) = scope_key {
+                    // Valid while the blob stays in the map (its start is the key's pc).
+                    let valid = self.validity(Vec::new());
+                    self.vm_frames.insert(key, NamedFrame { frames: out[start..].to_vec(), valid });
                 }
                 named
             }

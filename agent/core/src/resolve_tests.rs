@@ -726,3 +726,56 @@ fn a_blobs_instructions_go_once_per_session_from_its_second_sample() {
     assert_eq!(listed(&rec), [(0x2000, 0x80)]);
     assert_eq!(rec.code[0].loaded_at, 30);
 }
+
+/// [`Pointers`] counting the lines asked (one per Java frame named).
+struct Lines(Pointers, u64);
+
+impl JavaMethods for Lines {
+    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
+        self.0.describe(id)
+    }
+    fn line(&mut self, id: u64, bci: i32) -> i32 {
+        self.1 += 1;
+        self.0.line(id, bci)
+    }
+    fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
+        self.0.by_pointer(method)
+    }
+}
+
+#[test]
+fn leaf_pcs_of_one_scope_are_named_once() {
+    use crate::hotspot::{RawFrame, Stop};
+    let mut res = SampleResolver::default();
+    let scopes = vec![
+        PcScope { pc: 0x1040, frames: vec![(4, 3), (3, 7), (2, 11)] },
+        PcScope { pc: 0x1060, frames: vec![(3, 8), (2, 12)] },
+    ];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let mut jm = Lines(Pointers(table(), 0, 1), 0);
+    let at = |leaf: u64| {
+        let raw = [
+            RawFrame::Compiled { pc: leaf, method: 0, interrupted: true },
+            RawFrame::Compiled { pc: 0x1060, method: 0, interrupted: false },
+        ];
+        vm_captured(10, leaf, &raw, Stop::Bottom)
+    };
+    let first = res.resolve(&mut rec, &mut jm, &at(0x1030));
+    assert_eq!(names(&rec, &first), ["Main.leaf", "Main.inner", "Main.outer", "Main.inner", "Main.outer"]);
+    let asked = jm.1;
+    // Another pc before the same scope's end: a raw stack of its own, its frames the scope's,
+    // no line asked again.
+    let second = res.resolve(&mut rec, &mut jm, &at(0x1038));
+    assert!(std::sync::Arc::ptr_eq(&first.stack, &second.stack));
+    assert_eq!((jm.1, res.stats.frames_named), (asked, 3));
+    // The blob replaced by another at the same start: its scopes, not the cached ones.
+    res.timeline.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(2, 5)] }, PcScope { pc: 0x1060, frames: vec![(2, 6)] }];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 21)));
+    let mut c = at(0x1034);
+    c.raw.time = 30;
+    let third = res.resolve(&mut rec, &mut jm, &c);
+    assert_eq!(names(&rec, &third), ["Main.outer", "Main.outer"]);
+    assert!(jm.1 > asked);
+}
