@@ -553,23 +553,42 @@ impl<'a> FrameSink<'a> {
 /// A walk's raw stack as the resolver knows it ([`raw_stack_key`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawKey {
-    /// The 128-bit hash of the slots ([`crate::hash::Hash128`]: the first half a table's
-    /// key, the second told apart beside the entry).
+    /// The 128-bit hash of the whole stack ([`crate::hash::Hash128`]: the first half a
+    /// table's key, the second told apart beside the entry).
     pub hash: (u64, u64),
+    /// The hash of the stack below the leaf frame (its callers), which `hash` is made from.
+    pub callers: (u64, u64),
+    /// The slots of the leaf frame: the callers' are the slots from here on.
+    pub leaf_slots: u32,
     /// Whether any slot is an interpreted frame's (whose `Method*` the resolver checks).
     pub interpreted: bool,
 }
 
 /// The key of the raw stack in a [`FrameSink`]'s filled slots, under the process's hash seed
-/// ([`crate::hash::FastBuild::seed`]): a compiled frame's pc with its interrupted flag in one
-/// word (its `Method*` slot left out: the pc names the frame, and a name rests on the code at
-/// the pc staying in the map), any other slot (an interpreted frame's `Method*` and bytecode
-/// pointer) in two, the second tagged apart from a pc's word. A word per compiled frame keeps
-/// it cheap enough for the signal handler, which keys the slots it just wrote, still in its
-/// cache: the resolver then reads none of a known stack's slots.
+/// ([`crate::hash::FastBuild::seed`]). A compiled frame's pc goes in one word with its
+/// interrupted flag (its `Method*` slot left out: the pc names the frame, and a name rests on
+/// the code at the pc staying in the map), any other slot (an interpreted frame's `Method*` and
+/// bytecode pointer) in two, the second tagged apart from a pc's word. The callers' hash is
+/// over the slots below the first frame; the whole's over that frame's slots and the callers'
+/// hash, so a range of slots has one hash whichever stack it is the callers of, and a whole
+/// stack's, made differently, is never one of them. A word per compiled frame keeps it cheap
+/// enough for the signal handler, which keys the slots it just wrote, still in its cache: the
+/// resolver then reads none of a known stack's slots.
 pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> RawKey {
-    let mut h = crate::hash::Hash128::new(seed);
+    let n = frames.len().min(kinds.len());
+    let leaf = leaf_slots(&kinds[..n]);
     let mut interpreted = false;
+    let mut h = crate::hash::Hash128::new(seed);
+    key_slots(&mut h, &frames[leaf..n], &kinds[leaf..n], &mut interpreted);
+    let callers = h.finish();
+    let mut h = crate::hash::Hash128::new(seed);
+    key_slots(&mut h, &frames[..leaf], &kinds[..leaf], &mut interpreted);
+    h.write(callers.0);
+    h.write(callers.1);
+    RawKey { hash: h.finish(), callers, leaf_slots: leaf as u32, interpreted }
+}
+
+fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], kinds: &[FrameKind], interpreted: &mut bool) {
     for (f, &k) in frames.iter().zip(kinds) {
         match k {
             TAG_METHOD => {}
@@ -578,13 +597,22 @@ pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> Ra
                 h.write(f.method_id | (1 + f.lineno as u64) << 56)
             }
             _ => {
-                interpreted |= k == TAG_INTERPRETED;
+                *interpreted |= k == TAG_INTERPRETED;
                 h.write(f.method_id);
                 h.write(u64::from(f.lineno as u32) | (k as u64) << 32 | 0xff << 56);
             }
         }
     }
-    RawKey { hash: h.finish(), interpreted }
+}
+
+/// The slots the first raw frame of `kinds` takes (see [`raw_frames`]): a compiled frame's pc
+/// and `Method*`, an interpreted frame's one; all of them when there is no frame.
+fn leaf_slots(kinds: &[FrameKind]) -> usize {
+    match kinds.iter().position(|&k| k == TAG_PC || k == TAG_INTERPRETED) {
+        Some(i) if kinds[i] == TAG_PC => i + 1 + usize::from(kinds.get(i + 1) == Some(&TAG_METHOD)),
+        Some(i) => i + 1,
+        None => kinds.len(),
+    }
 }
 
 /// The raw frames of a filled capture, top first (see [`FrameSink`]); `bcp` of an interpreted

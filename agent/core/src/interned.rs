@@ -44,6 +44,17 @@ pub struct StackInterner {
 impl StackInterner {
     /// The shared copy of `frames` (leaf first), made if new.
     pub fn intern(&mut self, frames: &[Frame]) -> Stack {
+        self.intern_counted(frames, true)
+    }
+
+    /// [`Self::intern`] for the part of a stack below its leaf frame, shared by the stacks
+    /// above it: not counted in [`Self::made`], which counts samples' stacks (one first made
+    /// as a part is then not counted when a sample has it whole, which is rare).
+    pub fn intern_part(&mut self, frames: &[Frame]) -> Stack {
+        self.intern_counted(frames, false)
+    }
+
+    fn intern_counted(&mut self, frames: &[Frame], count: bool) -> Stack {
         let h = self.hasher.hash_one(frames);
         if let Some(s) = self.set.get(&h).filter(|s| ***s == *frames) {
             return s.clone();
@@ -55,7 +66,7 @@ impl StackInterner {
             self.above_frames = 0;
         }
         let s: Stack = frames.into();
-        self.made += 1;
+        self.made += u64::from(count);
         self.frames += s.len();
         if let Some(old) = self.set.insert(h, s.clone()) {
             self.frames -= old.len();

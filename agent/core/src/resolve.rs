@@ -421,9 +421,9 @@ impl Validity {
     }
 }
 
-/// The pcs of compiled code among a capture's first `n` raw frames.
-fn raw_pcs(c: &Captured, n: usize) -> impl Iterator<Item = u64> + '_ {
-    c.kinds[..n].iter().zip(&c.frames[..n]).filter(|(k, _)| **k == crate::hotspot::TAG_PC).map(|(_, f)| f.method_id)
+/// The pcs of compiled code among raw frames' slots.
+fn raw_pcs<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = u64> + 'a {
+    kinds.iter().zip(frames).filter(|(k, _)| **k == crate::hotspot::TAG_PC).map(|(_, f)| f.method_id)
 }
 
 /// The key of a capture's first `n` raw frames: the signal handler's, or made here.
@@ -874,9 +874,10 @@ impl SampleResolver {
             self.vm_stacks.clear();
             self.vm_frames.clear();
         }
-        let (h, check) = raw_stack_key(&self.hasher, c, n).hash;
+        let keys = raw_stack_key(&self.hasher, c, n);
+        let (h, check) = keys.hash;
         if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == check) {
-            if e.valid.check(&self.timeline.map, raw_pcs(c, n), self.collections, jm) {
+            if e.valid.check(&self.timeline.map, raw_pcs(&c.frames[..n], &c.kinds[..n]), self.collections, jm) {
                 self.stats.unnamed_frames += e.unnamed;
                 if copy_known {
                     out.extend_from_slice(&e.frames);
@@ -889,18 +890,81 @@ impl SampleResolver {
             self.vm_stacks.remove(&h);
         }
         let before = self.stats.unnamed_frames;
-        let (frames, methods, complete) = self.name_vm_frames(rec, jm, c, n);
+        // Most raw stacks new to the map differ from a known one in the leaf frame's pc or
+        // bytecode alone: the callers are looked up as a stack of their own, and only the
+        // leaf frame is named (not with `sampler=chain`, whose entries keep each frame's group).
+        let leaf = keys.leaf_slots as usize;
+        let (frames, methods, shared) = if self.chain_groups.is_none() && leaf < n {
+            self.name_above_callers(rec, jm, c, n, &keys)
+        } else {
+            let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.kinds[..n]);
+            let shared = complete.then(|| self.interner.intern(&frames));
+            (frames, methods, shared)
+        };
         out.extend_from_slice(&frames);
         // A stack with code the map does not have yet is named again next time.
-        if !complete {
-            return None;
-        }
-        let shared = self.interner.intern(&frames);
+        let shared = shared?;
         let unnamed = self.stats.unnamed_frames - before;
         let valid = self.validity(methods);
         let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
         self.vm_stacks.insert(h, (check, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
         Some(shared)
+    }
+
+    /// A raw stack new to the map, named as its leaf frame above its callers: the callers'
+    /// shared copy from the map (named and entered under their own key when new there), the
+    /// leaf frame named alone. The frames, the `Method*`s they rest on and, when every pc was
+    /// in the code map, the whole's shared copy.
+    fn name_above_callers(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        n: usize,
+        keys: &crate::hotspot::RawKey,
+    ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, Option<Stack>) {
+        let k = keys.leaf_slots as usize;
+        let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k]);
+        let (frames, kinds) = (&c.frames[k..n], &c.kinds[k..n]);
+        let (h, check) = keys.callers;
+        let mut known = None;
+        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(key, _)| *key == check) {
+            if e.valid.check(&self.timeline.map, raw_pcs(frames, kinds), self.collections, jm) {
+                self.stats.unnamed_frames += e.unnamed;
+                methods.extend_from_slice(&e.valid.methods);
+                known = Some(e.frames.clone());
+            } else {
+                self.vm_stacks.remove(&h);
+            }
+        }
+        let callers = match known {
+            Some(stack) => stack,
+            None => {
+                let before = self.stats.unnamed_frames;
+                let (named, m, complete) = self.name_vm_frames(rec, jm, frames, kinds);
+                methods.extend_from_slice(&m);
+                if !complete {
+                    let mut all = leaf;
+                    all.extend_from_slice(&named);
+                    return (all, methods, None);
+                }
+                let stack = self.interner.intern_part(&named);
+                let unnamed = self.stats.unnamed_frames - before;
+                let entry =
+                    NamedStack { frames: stack.clone(), unnamed, valid: self.validity(m), groups: Box::default() };
+                self.vm_stacks.insert(h, (check, entry));
+                stack
+            }
+        };
+        let mut all = Vec::with_capacity(leaf.len() + callers.len());
+        all.extend_from_slice(&leaf);
+        all.extend_from_slice(&callers);
+        let whole = match (leaf_complete, callers.is_empty()) {
+            (false, _) => None,
+            (true, true) => Some(self.interner.intern(&leaf)),
+            (true, false) => Some(self.interner.intern_above(&leaf, &callers)),
+        };
+        (all, methods, whole)
     }
 
     /// Valid as of now, resting on `methods`.
@@ -914,13 +978,13 @@ impl SampleResolver {
         &mut self,
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
-        c: &Captured,
-        n: usize,
+        slots: &[CallFrame],
+        kinds: &[FrameKind],
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, bool) {
         let mut complete = true;
-        let mut out = Vec::with_capacity(n + 8);
+        let mut out = Vec::with_capacity(slots.len() + 8);
         let mut methods = Vec::new();
-        for raw in crate::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]) {
+        for raw in crate::hotspot::raw_frames(slots, kinds) {
             let key = match raw {
                 crate::hotspot::RawFrame::Compiled { pc, interrupted, .. } => {
                     (TAG_COMPILED_KEY, pc, u64::from(interrupted))

@@ -779,3 +779,43 @@ fn leaf_pcs_of_one_scope_are_named_once() {
     assert_eq!(names(&rec, &third), ["Main.outer", "Main.outer"]);
     assert!(jm.1 > asked);
 }
+
+#[test]
+fn a_new_leaf_over_known_callers_names_the_leaf_alone() {
+    use crate::hotspot::{RawFrame, Stop};
+    let mut res = SampleResolver::default();
+    let scopes = vec![
+        PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] },
+        PcScope { pc: 0x1050, frames: vec![(3, 5), (2, 11)] },
+        PcScope { pc: 0x1060, frames: vec![(3, 8), (2, 12)] },
+    ];
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec = recording();
+    let mut jm = Pointers(table(), 0, 1);
+    let at = |leaf: u64| {
+        let raw = [
+            RawFrame::Compiled { pc: leaf, method: 0, interrupted: true },
+            RawFrame::Compiled { pc: 0x1060, method: 0, interrupted: false },
+            RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 9 },
+        ];
+        vm_captured(10, leaf, &raw, Stop::Bottom)
+    };
+    let first = res.resolve(&mut rec, &mut jm, &at(0x1030));
+    assert_eq!(names(&rec, &first), ["Main.leaf", "Main.outer", "Main.inner", "Main.outer", "Main.run"]);
+    // Entered twice: the whole raw stack, and its callers as a stack of their own.
+    assert_eq!((res.stats.frames_named, res.stacks_made(), res.vm_stacks.len()), (3, 1, 2));
+    // The leaf in another scope: one frame named, the callers' shared copy under it; the
+    // whole the same shared stack a naming of every frame would give.
+    let second = res.resolve(&mut rec, &mut jm, &at(0x1048));
+    assert_eq!(names(&rec, &second), ["Main.inner", "Main.outer", "Main.inner", "Main.outer", "Main.run"]);
+    assert_eq!((res.stats.frames_named, res.stacks_made(), res.vm_stacks.len()), (4, 2, 3));
+    let whole: Vec<Frame> = second.stack.to_vec();
+    assert!(std::sync::Arc::ptr_eq(&res.interner.intern(&whole), &second.stack));
+    // The callers' code replaced: named anew (the interpreted frame's Method* asked again).
+    res.timeline.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, Vec::new(), 21)));
+    let mut c = at(0x1034);
+    c.raw.time = 30;
+    let third = res.resolve(&mut rec, &mut jm, &c);
+    assert_eq!(names(&rec, &third), ["Main.outer", "Main.outer", "Main.run"]);
+}
