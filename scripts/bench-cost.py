@@ -85,8 +85,11 @@ def steady(a, hpm, agents, tmp):
     costs = {}
     for _ in range(a.runs):
         for label, agent in agents:
-            for name, row, handler, processing in steady_round(a, hpm, agent, tmp):
+            for name, row, handler, processing, phases in steady_round(a, hpm, agent, tmp):
                 print(row.replace(f"| {name} ", f"| {name}{label} ", 1), flush=True)
+                if phases:
+                    # An agent built with --features phase-timing: its resolving by phase.
+                    print(f"|   {name}{label}: {phases} |", flush=True)
                 costs.setdefault((name, label), []).append((handler, processing))
     if a.runs > 1:
         print("\n| program | runs | handler, us per sample (median) | processing (median) | all in (median) |")
@@ -101,7 +104,7 @@ def steady(a, hpm, agents, tmp):
 
 def steady_round(a, hpm, agent, tmp):
     """One steady-state session per program with `agent`: yields (name, table row, handler us,
-    processing us)."""
+    processing us, the summary's "resolving by phase" line or None)."""
     for name, cp, main_class, args in programs(a.workloads, []):
         out = os.path.join(tmp, "steady.collapsed")
         err_path = os.path.join(tmp, "stderr.txt")
@@ -131,7 +134,8 @@ def steady_round(a, hpm, agent, tmp):
             m = per_sample(text)
             handler, processing = (float(m[0]), float(m[1])) if m else (None, None)
             label = f"{name} (steady, {a.steady} s)"
-            yield label, summary_row(label, text, out), handler, processing
+            phases = re.findall(r"resolving by phase, (.*)", text)
+            yield label, summary_row(label, text, out), handler, processing, phases[-1] if phases else None
 
 
 def main():

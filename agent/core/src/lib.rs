@@ -33,6 +33,7 @@ pub mod options;
 pub mod outfile;
 pub mod output;
 pub mod perf_record;
+pub mod phase_timing;
 pub mod resolve;
 pub mod symbols;
 mod sync;

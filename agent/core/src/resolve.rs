@@ -3,6 +3,7 @@
 //! (JIT code, interpreter, stub, native library, kernel), the Java frames get methods, lines and
 //! frame types, counter values become per-thread deltas, and the sample gets its VM component.
 
+use crate::phase_timing::{Phase, Timer};
 use std::sync::Arc;
 
 use crate::hash::IntMap;
@@ -263,10 +264,12 @@ pub struct SampleResolver {
     /// call-trace storage does): each valid while the code at its pcs and its interpreted
     /// frames' methods stay as they were ([`Validity`]). Known by their 128-bit hash alone
     /// ([`crate::hash::Hash128`]: the first half the map's key, the second beside the entry),
-    /// as async-profiler knows call traces by 64 bits of theirs: a hit reads the sample's raw
-    /// frames once and the entry, not a stored copy of the frames to compare (at 30 frames
-    /// that copy was ~9 cache lines, most of a hit's cost). Two of one first half share the
-    /// slot, the later replacing the earlier.
+    /// as async-profiler knows call traces by 64 bits of theirs: a hit reads the entry, not
+    /// a stored copy of the frames to compare (at 30 frames that copy was ~9 cache lines,
+    /// most of a hit's cost), nor the sample's frames when the signal handler made the key
+    /// ([`crate::hotspot::raw_stack_key`]). Two of one first half share the slot, the later
+    /// replacing the earlier. The stacks below a leaf frame (callers) are entered too, under
+    /// their own hash: a raw stack new to the map names its leaf frame alone above them.
     vm_stacks: IntMap<u64, (u64, NamedStack)>,
     hasher: crate::hash::FastBuild,
     /// The Java frames of each physical frame already named (a compiled frame's pc, an
@@ -551,7 +554,10 @@ impl SampleResolver {
 
     /// Resolves one captured sample. `counters` is the number of counters in the group.
     pub fn resolve(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Sample {
-        self.resolve_deep(rec, jm, c, &[])
+        let timer = Timer::start();
+        let s = self.resolve_deep(rec, jm, c, &[]);
+        timer.stop(Phase::Resolve);
+        s
     }
 
     /// [`Self::resolve`] for a timer sampler's record with frames past
@@ -567,10 +573,12 @@ impl SampleResolver {
         let raw = &c.raw;
         self.timeline.advance_to(raw.time);
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
+        let timer = Timer::start();
         let native = self.place_ip(ip, raw.time);
         if let Placed::Jit(b) = native {
             self.note_code(rec, jm, b);
         }
+        timer.stop(Phase::Place);
         let site = match &native {
             Placed::Jit(_) => IpSite::Jit,
             Placed::Code(k, _) => *k,
@@ -874,6 +882,7 @@ impl SampleResolver {
             self.vm_stacks.clear();
             self.vm_frames.clear();
         }
+        let timer = Timer::start();
         let keys = raw_stack_key(&self.hasher, c, n);
         let (h, check) = keys.hash;
         if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == check) {
@@ -885,11 +894,13 @@ impl SampleResolver {
                 if let Some(g) = &mut self.chain_groups {
                     g.sizes.extend_from_slice(&e.groups);
                 }
-                return Some(e.frames.clone());
+                let known = e.frames.clone();
+                timer.stop(Phase::RawKnown);
+                return Some(known);
             }
             self.vm_stacks.remove(&h);
         }
-        let before = self.stats.unnamed_frames;
+        let (before, made) = (self.stats.unnamed_frames, self.interner.made);
         // Most raw stacks new to the map differ from a known one in the leaf frame's pc or
         // bytecode alone: the callers are looked up as a stack of their own, and only the
         // leaf frame is named (not with `sampler=chain`, whose entries keep each frame's group).
@@ -908,6 +919,7 @@ impl SampleResolver {
         let valid = self.validity(methods);
         let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
         self.vm_stacks.insert(h, (check, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
+        timer.stop(if self.interner.made != made { Phase::RawNewStackNew } else { Phase::RawNewStackKnown });
         Some(shared)
     }
 
@@ -924,7 +936,9 @@ impl SampleResolver {
         keys: &crate::hotspot::RawKey,
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, Option<Stack>) {
         let k = keys.leaf_slots as usize;
+        let mut timer = Timer::start();
         let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k]);
+        timer.lap(Phase::Leaf);
         let (frames, kinds) = (&c.frames[k..n], &c.kinds[k..n]);
         let (h, check) = keys.callers;
         let mut known = None;
@@ -956,6 +970,7 @@ impl SampleResolver {
                 stack
             }
         };
+        timer.lap(Phase::Callers);
         let mut all = Vec::with_capacity(leaf.len() + callers.len());
         all.extend_from_slice(&leaf);
         all.extend_from_slice(&callers);
@@ -964,6 +979,7 @@ impl SampleResolver {
             (true, true) => Some(self.interner.intern(&leaf)),
             (true, false) => Some(self.interner.intern_above(&leaf, &callers)),
         };
+        timer.stop(Phase::Whole);
         (all, methods, whole)
     }
 

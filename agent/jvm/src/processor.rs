@@ -607,12 +607,14 @@ impl Processor {
         // data target: the stack table keys its entries by the target's class and field too.
         let extra = u64::from(s.thread) | (s.component as u64) << 32;
         let memo = s.data.is_none();
+        let timer = hpm_core::phase_timing::Timer::start();
         match self.seen.get(&s.stack, extra).filter(|_| memo) {
             Some((leaf, entry)) => {
                 self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
                 if self.keep_table {
                     self.stacks.add_to(entry, s);
                 }
+                timer.stop(hpm_core::phase_timing::Phase::TreeKnown);
             }
             None => {
                 self.name_frames(s);
@@ -629,6 +631,7 @@ impl Processor {
                 if memo {
                     self.seen.insert(&s.stack, extra, (leaf, entry));
                 }
+                timer.stop(hpm_core::phase_timing::Phase::TreeNew);
             }
         }
     }
@@ -886,6 +889,9 @@ impl Processor {
         if stats.samples.load(Ordering::Relaxed) > 0 {
             let line = self.resolver.stats.first_sightings_line(self.resolver.stacks_made(), samples as u64);
             eprintln!("hpm: {line}");
+            if let Some(line) = hpm_core::phase_timing::take_line(samples as u64) {
+                eprintln!("hpm: {line}");
+            }
         }
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
