@@ -6,8 +6,9 @@ processing thread's resolving, without its start, the outputs it makes, and what
 reads once: symbol tables, the first reading of every jmethodID) and that one-time part, with
 the mean depth of the samples' stacks (frames per sample in the collapsed output), and from the
 summary how many distinct stacks the samples had (each is named, added to the tree and to the
-stack table once: the processing follows their share) and how many methods were named through
-JVMTI. The demo runs
+stack table once: the processing follows their share), how many methods were named through
+JVMTI, and the shares of the walker's code-blob lookups its thread's last walk and the shared
+cache answered (the summary's cost line). The demo runs
 twice as long a second time, to show the per-method naming that a short run pays. Last, the
 synthetic `deep` workload with a recursion --deep frames deep (default 24: stacks of about 30
 frames): the cost at that depth once its stacks are known, the steady state a longer run of any
@@ -72,10 +73,13 @@ def summary_row(name, stderr, out):
     once = last(r"(\d+) ms of it reading symbol tables")
     first = last(r"named for the first time: ([\d,]+) stacks \((\d+)% of the samples\), [\d,]+ frames "
                  r"of hpm's walker, ([\d,]+) methods")
+    blobs = last(r"found in the thread's last walk (\d+)%, in the shared cache (\d+)%")
     samples, mean = depth(out)
     handler, processing = m if m else ("?", "?")
     stacks, methods = (f"{first[0]} ({first[1]}%)", first[2]) if first else ("?", "?")
-    return f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | {once or 0} |"
+    cached = f"{blobs[0]}% / {blobs[1]}%" if blobs else "-"
+    return (f"| {name} | {samples:,} | {mean:.1f} | {stacks} | {methods} | {handler} | {processing} | {once or 0} "
+            f"| {cached} |")
 
 
 def steady(a, hpm, agents, tmp):
@@ -151,7 +155,8 @@ def main():
     a = ap.parse_args()
     agent, hpm = build_agent()
     header = ("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
-              "processing, us per sample | read once, ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
+              "processing, us per sample | read once, ms | walker's blobs from its last walk / the shared cache |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if a.steady:
         paths = [p for p in a.agents.split(",") if p] or [agent]
         agents = [(f" [{p}]" if len(paths) > 1 else "", p) for p in paths]

@@ -28,11 +28,13 @@ pub struct StackInterner {
     /// never again (a table of the stacks themselves hashed each new one twice, and every one
     /// again as it grew: a tenth of a short run's naming of new stacks). Two stacks of one hash
     /// share the slot: the later replaces the earlier, which is then made again if met again.
-    set: IntMap<u64, Stack>,
+    /// Beside each, whether it was counted in `made` (not while only a part of others).
+    set: IntMap<u64, (Stack, bool)>,
     hasher: FastBuild,
     /// Frames of the stacks in `set`.
     frames: usize,
-    /// Stacks made (not found) so far.
+    /// Stacks made (not found) so far as samples' stacks: a part of others counts from when
+    /// it is one itself.
     pub made: u64,
     /// [`Self::intern_above`]'s answers by (shared stack's address and length, hash of the
     /// leaf frames): the shared stack (held, so no other takes its address) and the whole.
@@ -48,15 +50,19 @@ impl StackInterner {
     }
 
     /// [`Self::intern`] for the part of a stack below its leaf frame, shared by the stacks
-    /// above it: not counted in [`Self::made`], which counts samples' stacks (one first made
-    /// as a part is then not counted when a sample has it whole, which is rare).
+    /// above it: not counted in [`Self::made`], which counts samples' stacks, until it is
+    /// interned whole.
     pub fn intern_part(&mut self, frames: &[Frame]) -> Stack {
         self.intern_counted(frames, false)
     }
 
     fn intern_counted(&mut self, frames: &[Frame], count: bool) -> Stack {
         let h = self.hasher.hash_one(frames);
-        if let Some(s) = self.set.get(&h).filter(|s| ***s == *frames) {
+        if let Some((s, counted)) = self.set.get_mut(&h).filter(|(s, _)| **s == *frames) {
+            if count && !*counted {
+                *counted = true;
+                self.made += 1;
+            }
             return s.clone();
         }
         if self.set.len() >= MAX_INTERNED || self.frames + frames.len() > MAX_INTERNED_FRAMES {
@@ -68,7 +74,7 @@ impl StackInterner {
         let s: Stack = frames.into();
         self.made += u64::from(count);
         self.frames += s.len();
-        if let Some(old) = self.set.insert(h, s.clone()) {
+        if let Some((old, _)) = self.set.insert(h, (s.clone(), count)) {
             self.frames -= old.len();
         }
         s
@@ -178,6 +184,21 @@ mod tests {
         assert!(!std::sync::Arc::ptr_eq(&a, &c));
         assert_eq!(&*c, &frames(&[1, 2])[..]);
         assert_eq!(i.len(), 2);
+    }
+
+    #[test]
+    fn a_part_counts_as_made_once_a_sample_has_it_whole() {
+        let mut i = StackInterner::default();
+        let part = i.intern_part(&frames(&[2, 3]));
+        assert_eq!(i.made, 0);
+        assert!(std::sync::Arc::ptr_eq(&i.intern_part(&frames(&[2, 3])), &part));
+        assert_eq!(i.made, 0);
+        let whole = i.intern(&frames(&[2, 3]));
+        assert!(std::sync::Arc::ptr_eq(&whole, &part));
+        assert_eq!(i.made, 1);
+        i.intern(&frames(&[2, 3]));
+        i.intern_part(&frames(&[2, 3]));
+        assert_eq!(i.made, 1);
     }
 
     #[test]

@@ -87,6 +87,33 @@ fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
 }
 
 #[test]
+fn a_placed_pc_holds_while_only_other_code_leaves() {
+    // A pc placed before stays in its blob while only other code leaves the map, and follows
+    // its own blob's replacement.
+    let mut res = SampleResolver::default();
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, vec![], 5)));
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x3000, 0x100, vec![], 6)));
+    res.timeline.push(CodeEvent::Unload { time: 15, start: 0x3000 });
+    res.timeline.push(CodeEvent::Unload { time: 20, start: 0x1000 });
+    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(4, 0x1000, 0x100, vec![], 30)));
+    let mut rec = recording();
+    let mut t = table();
+    let mut c = captured(0, 10, 0x1010, &[]);
+    c.num_frames = -6;
+    let mut at = |time: u64| {
+        c.raw.time = time;
+        let s = res.resolve(&mut rec, &mut t, &c);
+        names(&rec, &s)[0].clone()
+    };
+    assert_eq!(
+        [at(10), at(16), at(17), at(40), at(41)],
+        ["Main.inner", "Main.inner", "Main.inner", "Main.leaf", "Main.leaf"]
+    );
+    let code: Vec<(u64, u64)> = rec.code.iter().map(|c| (c.start, c.loaded_at)).collect();
+    assert_eq!(code, [(0x1000, 5), (0x1000, 30)]);
+}
+
+#[test]
 fn deeper_frames_use_installed_code() {
     let mut map = CodeMap::default();
     // Main.run compiled with Main.outer inlined; Main.inner compiled on its own.

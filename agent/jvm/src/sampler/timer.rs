@@ -493,6 +493,7 @@ fn push(
         c.state = state;
         c.exact_kinds = true;
         c.vm_walk = false;
+        c.raw_key = None;
         c.asgct_frames = hpm_core::capture::WALK_NOT_ATTEMPTED;
         c.depth_cut = cut;
         c.deep = 0;
