@@ -27,6 +27,10 @@
 //! facts for that window (at worst a wrong frame: the walker checks every address it reads,
 //! and the processor names compiled frames by pc from the code map, not from these facts).
 //!
+//! A segment's last bytes may lie past its blob's end (padding, no blob's): an entry keeps how
+//! many bytes of its segment are the blob's, and a pc past them is looked up in the code heap
+//! (where it is found in no blob), as a walk without the cache would.
+//!
 //! Entries are written and read by the signal handlers of every thread at once, without a
 //! lock: each is a sequence lock (an odd count while it is written; a reader that sees the
 //! count change or odd takes the slow path, a writer that finds it odd or loses the race to
@@ -48,6 +52,10 @@ pub struct FrameFacts {
     /// the segment's size: a pc of the segment is in the prologue when its offset is below.
     /// (Only an interrupted frame asks; the memo's frames, stopped at calls, keep 0.)
     pub complete: u64,
+    /// Bytes from the segment's start that lie in the blob, at most the segment's size: a pc
+    /// of the segment at or past them is in the padding after the blob's end, no blob's.
+    /// (The memo's exact pcs were checked when recorded: it keeps none and gives `u64::MAX`.)
+    pub valid: u64,
 }
 
 /// Entries (a power of two): 128 KB, by code-heap segment (64-128 bytes each).
@@ -72,13 +80,23 @@ fn pack(facts: FrameFacts) -> Option<u64> {
     Some(facts.frame_words | if facts.is_nmethod { NMETHOD_BIT } else { 0 } | facts.complete << COMPLETE_SHIFT)
 }
 
-fn unpack(info: u64, method: u64) -> FrameFacts {
+fn unpack(info: u64, method: u64, valid: u64) -> FrameFacts {
     FrameFacts {
         frame_words: info & (NMETHOD_BIT - 1),
         method,
         is_nmethod: info & NMETHOD_BIT != 0,
         complete: (info >> COMPLETE_SHIFT) & COMPLETE_MAX,
+        valid,
     }
+}
+
+/// An entry's `method` word: the `Method*` (a user-space address, below 2^48) with `valid`
+/// above it; None when they do not fit.
+const METHOD_BITS: u32 = 48;
+
+fn pack_method(facts: &FrameFacts) -> Option<u64> {
+    (facts.method >> METHOD_BITS == 0 && facts.valid < 1 << (64 - METHOD_BITS))
+        .then_some(facts.method | facts.valid << METHOD_BITS)
 }
 
 struct Entry {
@@ -149,13 +167,13 @@ impl BlobCache {
         if e.seq.load(Ordering::Relaxed) != seq || key != pc || pc == 0 || (info >> 32) as u32 != epoch {
             return None;
         }
-        Some(unpack(info & 0xffff_ffff, method))
+        Some(unpack(info & 0xffff_ffff, method & ((1 << METHOD_BITS) - 1), method >> METHOD_BITS))
     }
 
     /// Keeps `facts` for the segment starting at `pc`, found in `epoch` (a walk's
     /// [`Self::epoch`]): skipped when another thread is writing the entry, or they do not fit.
     pub fn put(&self, pc: u64, epoch: u32, facts: FrameFacts) {
-        let Some(packed) = pack(facts).filter(|_| pc != 0) else { return };
+        let (Some(packed), Some(method)) = (pack(facts).filter(|_| pc != 0), pack_method(&facts)) else { return };
         let e = self.entry(pc);
         let seq = e.seq.load(Ordering::Relaxed);
         // Acquire: the last writer's stores (released with the even count read here) come
@@ -168,7 +186,7 @@ impl BlobCache {
         fence(Ordering::Release);
         let info = (u64::from(epoch) << 32) | packed;
         e.pc.store(pc, Ordering::Relaxed);
-        e.method.store(facts.method, Ordering::Relaxed);
+        e.method.store(method, Ordering::Relaxed);
         e.info.store(info, Ordering::Relaxed);
         e.seq.store(seq + 2, Ordering::Release);
     }
@@ -264,7 +282,7 @@ impl MemoWalk<'_> {
             if at != sp || e.pc.load(Ordering::Relaxed) != pc || pc == 0 {
                 return None;
             }
-            return Some(unpack(e.info.load(Ordering::Relaxed), e.method.load(Ordering::Relaxed)));
+            return Some(unpack(e.info.load(Ordering::Relaxed), e.method.load(Ordering::Relaxed), u64::MAX));
         }
         None
     }

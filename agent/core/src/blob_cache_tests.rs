@@ -3,7 +3,8 @@ use super::*;
 /// Facts that tell which pc they were written for (a torn entry would mix two pcs').
 #[cfg(not(loom))]
 fn facts_of(pc: u64) -> FrameFacts {
-    FrameFacts { frame_words: pc & 0xffff, method: pc.wrapping_mul(3), is_nmethod: pc & 1 == 1, complete: pc & 0x7f }
+    let method = pc.wrapping_mul(3) & ((1 << 48) - 1);
+    FrameFacts { frame_words: pc & 0xffff, method, is_nmethod: pc & 1 == 1, complete: pc & 0x7f, valid: pc & 0xff }
 }
 
 #[cfg(not(loom))]
@@ -11,7 +12,7 @@ fn facts_of(pc: u64) -> FrameFacts {
 fn an_entry_is_found_by_its_pc_in_the_epoch_it_was_written_in() {
     let c = BlobCache::default();
     let e = c.epoch();
-    let f = FrameFacts { frame_words: 6, method: 0x7f00_1234, is_nmethod: true, complete: 0x30 };
+    let f = FrameFacts { frame_words: 6, method: 0x7f00_1234, is_nmethod: true, complete: 0x30, valid: 0x40 };
     assert_eq!(c.get(0x1000, e), None);
     c.put(0x1000, e, f);
     assert_eq!(c.get(0x1000, e), Some(f));
@@ -33,10 +34,17 @@ fn pc_zero_and_facts_that_do_not_fit_are_not_kept() {
     let e = c.epoch();
     c.put(0, e, facts_of(0));
     assert_eq!(c.get(0, e), None);
-    c.put(0x40, e, FrameFacts { frame_words: 1 << 40, method: 1, is_nmethod: false, complete: 0 });
+    let fits = FrameFacts { frame_words: 4, method: 1, is_nmethod: false, complete: 0, valid: 0x40 };
+    c.put(0x40, e, FrameFacts { frame_words: 1 << 40, ..fits });
     assert_eq!(c.get(0x40, e), None);
-    c.put(0x40, e, FrameFacts { frame_words: 4, method: 1, is_nmethod: false, complete: 1 << 20 });
+    c.put(0x40, e, FrameFacts { complete: 1 << 20, ..fits });
     assert_eq!(c.get(0x40, e), None);
+    c.put(0x40, e, FrameFacts { method: 1 << 48, ..fits });
+    assert_eq!(c.get(0x40, e), None, "a Method* above user space");
+    c.put(0x40, e, FrameFacts { valid: 1 << 16, ..fits });
+    assert_eq!(c.get(0x40, e), None);
+    c.put(0x40, e, fits);
+    assert_eq!(c.get(0x40, e), Some(fits));
     // A fresh cache's entries (epoch 0) match no epoch a walk can read.
     assert_eq!(BlobCache::with_entries(1).get(0, 0), None);
 }
@@ -101,7 +109,8 @@ mod loom_tests {
         b.preemption_bound = Some(2);
         b.check(|| {
             let c = Arc::new(BlobCache::with_entries(1));
-            let f = |pc: u64| FrameFacts { frame_words: pc, method: pc * 3, is_nmethod: pc == 2, complete: pc };
+            let f =
+                |pc: u64| FrameFacts { frame_words: pc, method: pc * 3, is_nmethod: pc == 2, complete: pc, valid: pc };
             let writers: Vec<_> = [1u64, 2]
                 .into_iter()
                 .map(|pc| {

@@ -362,6 +362,8 @@ pub struct Regs {
 struct Blob {
     /// Where the blob starts (what the segment map led to).
     start: u64,
+    /// Where it ends (its header's size past its start).
+    end: u64,
     frame_words: u64,
     /// The first pc at which the frame is complete.
     frame_complete: u64,
@@ -913,16 +915,21 @@ impl<M: Memory> Walker<'_, M> {
         let segment = h.low + (((pc - h.low) >> h.log2_segment) << h.log2_segment);
         out.blob_lookups += 1;
         let remembered = if exact { memo.as_mut().and_then(|m| m.find(sp, pc)) } else { None };
+        // A pc in the segment past the blob's end (padding) is no blob's, as `blob` finds.
+        let shared = || cache.get(segment, epoch).filter(|f| pc - segment < f.valid);
         let facts = if let Some(f) = remembered {
             out.blob_memo_hits += 1;
             f
-        } else if let Some(f) = cache.get(segment, epoch) {
+        } else if let Some(f) = shared() {
             out.blob_hits += 1;
             f
         } else {
             let b = self.blob(pc)?;
-            let complete = b.frame_complete.saturating_sub(segment).min(1 << h.log2_segment);
-            let f = FrameFacts { frame_words: b.frame_words, method: b.method, is_nmethod: b.is_nmethod, complete };
+            let seg_size = 1 << h.log2_segment;
+            let complete = b.frame_complete.saturating_sub(segment).min(seg_size);
+            let valid = b.end.saturating_sub(segment).min(seg_size);
+            let (frame_words, method, is_nmethod) = (b.frame_words, b.method, b.is_nmethod);
+            let f = FrameFacts { frame_words, method, is_nmethod, complete, valid };
             cache.put(segment, epoch, f);
             f
         };
@@ -931,6 +938,7 @@ impl<M: Memory> Walker<'_, M> {
         }
         Some(Blob {
             start: segment,
+            end: segment + facts.valid.min(1 << h.log2_segment),
             frame_words: facts.frame_words,
             frame_complete: segment + facts.complete,
             method: facts.method,
@@ -985,6 +993,7 @@ impl<M: Memory> Walker<'_, M> {
         };
         Some(Blob {
             start,
+            end: start.wrapping_add(size as u64),
             frame_words: if (0..MAX_FRAME_WORDS as i64).contains(&frame) { frame as u64 } else { 0 },
             frame_complete: if complete >= 0 { code.wrapping_add(complete as u64) } else { code },
             method: if is_nmethod { self.mem.word(start.wrapping_add(l.nmethod_method)) } else { 0 },

@@ -149,3 +149,25 @@ fn a_prologue_ending_in_a_later_segment_is_told_apart_in_each_segment() {
         }
     }
 }
+
+#[test]
+fn a_pc_in_the_padding_after_a_cached_blob_is_no_blob_s() {
+    // A ends 24 bytes into its last segment; the rest of that segment is padding. A walk at a
+    // pc of A in that segment fills the segment's entry; one at a pc of the padding then finds
+    // what an uncached walk finds there, not A.
+    let mut f = Fake::new();
+    let (r, [a, _, _]) = three_compiled(&mut f);
+    let start = a - CODE_OFF;
+    let last = start - 16 + ((BLOB_SEGS - 1) << LOG2_SEG);
+    f.put_bytes(start + 12, &((last + 24 - start) as i32).to_le_bytes());
+    let inside = Regs { pc: last + 8, ..r };
+    let padding = Regs { pc: last + 40, ..r };
+    let uncached = (f.run(inside, 64), f.run(padding, 64));
+    assert_eq!(uncached.0.frames[0], compiled(last + 8, M_A, true));
+    f.cache = Some(BlobCache::default());
+    let filled = f.run(inside, 64);
+    let cached = f.run(padding, 64);
+    assert_eq!(filled.frames, uncached.0.frames);
+    assert_eq!((&cached.frames, cached.stop), (&uncached.1.frames, uncached.1.stop));
+    assert_eq!(filled.blob_hits, 0);
+}

@@ -202,7 +202,8 @@ fn blob_lookup_through_the_segment_map() {
     let mut f = Fake::new();
     let a = f.nmethod(4, M_A);
     let start = a - CODE_OFF;
-    let blob = Blob { start, frame_words: 4, frame_complete: a + COMPLETE, method: M_A, is_nmethod: true };
+    let end = start + (BLOB_SEGS << LOG2_SEG) - 16;
+    let blob = Blob { start, end, frame_words: 4, frame_complete: a + COMPLETE, method: M_A, is_nmethod: true };
     // Any pc of the blob, through hops back.
     for pc in [a, a + 1, start + 15 * 64, start + (BLOB_SEGS << LOG2_SEG) - 17] {
         assert_eq!(f.blob_of(pc), Some(blob), "pc {pc:#x}");
