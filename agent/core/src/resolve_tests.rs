@@ -376,17 +376,23 @@ fn vm_captured(time: u64, ip: u64, raw: &[crate::hotspot::RawFrame], stop: crate
     c
 }
 
-#[test]
-fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
-    use crate::hotspot::{RawFrame, Stop};
+/// A resolver whose code map has Main.outer compiled at 0x1000 with Main.leaf and Main.inner
+/// inlined: scopes recorded at 0x1040 (the end of the code they describe) and at the return
+/// address 0x1060.
+fn outer_with_inlined_callees() -> SampleResolver {
     let mut res = SampleResolver::default();
-    // Main.outer compiled at 0x1000: Main.leaf and Main.inner inlined; scopes recorded at
-    // 0x1040 (the end of the code they describe) and at the return address 0x1060.
     let scopes = vec![
         PcScope { pc: 0x1040, frames: vec![(4, 3), (3, 7), (2, 11)] },
         PcScope { pc: 0x1060, frames: vec![(3, 8), (2, 12)] },
     ];
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    res
+}
+
+#[test]
+fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
+    use crate::hotspot::{RawFrame, Stop};
+    let mut res = outer_with_inlined_callees();
     let mut rec = recording();
     let mut jm = Pointers(table(), 0, 1);
     let raw = [
@@ -773,12 +779,7 @@ impl JavaMethods for Lines {
 #[test]
 fn leaf_pcs_of_one_scope_are_named_once() {
     use crate::hotspot::{RawFrame, Stop};
-    let mut res = SampleResolver::default();
-    let scopes = vec![
-        PcScope { pc: 0x1040, frames: vec![(4, 3), (3, 7), (2, 11)] },
-        PcScope { pc: 0x1060, frames: vec![(3, 8), (2, 12)] },
-    ];
-    res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut res = outer_with_inlined_callees();
     let mut rec = recording();
     let mut jm = Lines(Pointers(table(), 0, 1), 0);
     let at = |leaf: u64| {
