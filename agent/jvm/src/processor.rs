@@ -217,6 +217,9 @@ struct Processor {
     inputs: Arc<Inputs>,
 }
 
+/// Threads whose last new stack's path the processor keeps at most ([`Processor::path_hints`]).
+const MAX_PATH_HINTS: usize = 1024;
+
 #[derive(Default)]
 struct JfrMemory {
     chunks: std::collections::VecDeque<Vec<u8>>,
@@ -619,6 +622,11 @@ impl Processor {
             None => {
                 self.name_frames(s);
                 let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
+                // A hint is a shortcut only: a process that starts thread after thread (the
+                // soak test: 18,000 in a minute) would otherwise keep one per thread forever.
+                if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread) {
+                    self.path_hints.clear();
+                }
                 let hint = self.path_hints.entry(s.thread).or_default();
                 let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
                 let entry = if self.keep_table {
