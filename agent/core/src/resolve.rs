@@ -437,6 +437,28 @@ fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> cra
     }
 }
 
+/// The entry of `stacks` under `key` (a [`crate::hotspot::RawKey`] hash) if its names still
+/// hold for the slots whose compiled pcs are `pcs` ([`Validity::check`]); a stale one is
+/// removed.
+fn named_still<'s>(
+    stacks: &'s mut IntMap<u64, (u64, NamedStack)>,
+    (h, check): (u64, u64),
+    map: &CodeMap,
+    pcs: impl IntoIterator<Item = u64>,
+    collections: u64,
+    jm: &mut dyn JavaMethods,
+) -> Option<&'s NamedStack> {
+    let std::collections::hash_map::Entry::Occupied(mut o) = stacks.entry(h) else { return None };
+    if o.get().0 != check {
+        return None;
+    }
+    if o.get_mut().1.valid.check(map, pcs, collections, jm) {
+        return Some(&o.into_mut().1);
+    }
+    o.remove();
+    None
+}
+
 /// Distinct raw stacks remembered at most (cleared when full).
 const MAX_VM_STACKS: usize = 1 << 16;
 
@@ -885,20 +907,18 @@ impl SampleResolver {
         let timer = Timer::start();
         let keys = raw_stack_key(&self.hasher, c, n);
         let (h, check) = keys.hash;
-        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(k, _)| *k == check) {
-            if e.valid.check(&self.timeline.map, raw_pcs(&c.frames[..n], &c.kinds[..n]), self.collections, jm) {
-                self.stats.unnamed_frames += e.unnamed;
-                if copy_known {
-                    out.extend_from_slice(&e.frames);
-                }
-                if let Some(g) = &mut self.chain_groups {
-                    g.sizes.extend_from_slice(&e.groups);
-                }
-                let known = e.frames.clone();
-                timer.stop(Phase::RawKnown);
-                return Some(known);
+        let pcs = raw_pcs(&c.frames[..n], &c.kinds[..n]);
+        if let Some(e) = named_still(&mut self.vm_stacks, keys.hash, &self.timeline.map, pcs, self.collections, jm) {
+            self.stats.unnamed_frames += e.unnamed;
+            if copy_known {
+                out.extend_from_slice(&e.frames);
             }
-            self.vm_stacks.remove(&h);
+            if let Some(g) = &mut self.chain_groups {
+                g.sizes.extend_from_slice(&e.groups);
+            }
+            let known = e.frames.clone();
+            timer.stop(Phase::RawKnown);
+            return Some(known);
         }
         let (before, made) = (self.stats.unnamed_frames, self.interner.made);
         // Most raw stacks new to the map differ from a known one in the leaf frame's pc or
@@ -941,16 +961,13 @@ impl SampleResolver {
         timer.lap(Phase::Leaf);
         let (frames, kinds) = (&c.frames[k..n], &c.kinds[k..n]);
         let (h, check) = keys.callers;
-        let mut known = None;
-        if let Some((_, e)) = self.vm_stacks.get_mut(&h).filter(|(key, _)| *key == check) {
-            if e.valid.check(&self.timeline.map, raw_pcs(frames, kinds), self.collections, jm) {
+        let pcs = raw_pcs(frames, kinds);
+        let known =
+            named_still(&mut self.vm_stacks, keys.callers, &self.timeline.map, pcs, self.collections, jm).map(|e| {
                 self.stats.unnamed_frames += e.unnamed;
                 methods.extend_from_slice(&e.valid.methods);
-                known = Some(e.frames.clone());
-            } else {
-                self.vm_stacks.remove(&h);
-            }
-        }
+                e.frames.clone()
+            });
         let callers = match known {
             Some(stack) => stack,
             None => {
