@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::hash::IntMap;
-use crate::model::{FrameKind, Recording, Sample, ThreadIdx};
+use crate::model::{Frame, FrameKind, Recording, Sample, ThreadIdx};
 
 pub type NodeId = u32;
 pub const ROOT: NodeId = 0;
@@ -295,10 +295,7 @@ impl Cct {
         }
         let mut shared = true;
         for (i, f) in s.stack.iter().rev().enumerate() {
-            let id = match name_ids.get(f.method as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
-                Some(n) => n,
-                None => self.name_id("[?]"),
-            };
+            let id = self.frame_name_id(f, name_ids);
             shared &= hint.names.get(i) == Some(&id);
             if shared {
                 cur = hint.nodes[i];
@@ -314,6 +311,40 @@ impl Cct {
         // The hint may go on past this stack: its frames beyond are still a path from there.
         self.add_self_at(cur, 1, s.weight, &s.counters);
         cur
+    }
+
+    /// A frame's name id by `name_ids` (see [`Self::add_sample_ids`]).
+    fn frame_name_id(&mut self, f: &Frame, name_ids: &[u32]) -> u32 {
+        match name_ids.get(f.method as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
+            Some(n) => n,
+            None => self.name_id("[?]"),
+        }
+    }
+
+    /// Adds a sample whose stack is `leaf` (leaf first) above its callers' node `base` (the
+    /// node [`Self::add_sample_ids`] or this gave a stack of those callers, or their
+    /// [`Self::ancestor`] in a stack above them): only the leaf frames are looked up. Self sums
+    /// only, as [`Self::add_sample_ids`].
+    pub fn add_sample_above(&mut self, base: NodeId, leaf: &[Frame], name_ids: &[u32], s: &Sample) -> NodeId {
+        let mut cur = base;
+        for f in leaf.iter().rev() {
+            let id = self.frame_name_id(f, name_ids);
+            cur = self.child_by_name_id(cur, id);
+            self.nodes[cur as usize].kinds |= kind_bit(f.kind);
+        }
+        self.add_self_at(cur, 1, s.weight, &s.counters);
+        cur
+    }
+
+    /// The node `up` levels above `id`, or the root.
+    pub fn ancestor(&self, mut id: NodeId, up: usize) -> NodeId {
+        for _ in 0..up {
+            if id == ROOT {
+                break;
+            }
+            id = self.nodes[id as usize].parent;
+        }
+        id
     }
 
     fn node_name_is(&self, id: NodeId, name: &str) -> bool {
@@ -516,17 +547,36 @@ mod tests {
             root_first.iter().map(|st| st.iter().rev().map(|&(m, k)| frame(m, k)).collect()).collect();
         let mut readers = Cct::default();
         let mut agent = Cct::default();
+        // The agent's path for a stack above callers it met before: from their node.
+        let mut above = Cct::default();
         let mut hint = PathHint::default();
+        let mut above_hint = PathHint::default();
         let ids: Vec<u32> =
             (0..rec.methods.len() as u32).map(|m| agent.name_id(&rec.method(m).display_name())).collect();
+        for name in (0..rec.methods.len() as u32).map(|m| rec.method(m).display_name()) {
+            above.name_id(&name);
+        }
+        let mut leaves = vec![None; stacks.len()];
         for (i, st) in stacks.iter().cycle().take(21).enumerate() {
             let mut s = Sample::of_stack(st.clone().into());
             s.thread = t;
             s.weight = 10 + i as u64;
             readers.add_sample(&rec, &s, true);
             agent.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids, &mut hint);
+            let k = stacks.len();
+            let leaf = match leaves[i % k] {
+                // Above the node of its callers below its first (i / k) % len frames.
+                Some(node) => {
+                    let up = (i / k) % st.len();
+                    let base = above.ancestor(node, up);
+                    above.add_sample_above(base, &st[..up], &ids, &s)
+                }
+                None => above.add_sample_ids(&s, Some(&thread_frame_name(&rec, t)), &ids, &mut above_hint),
+            };
+            leaves[i % k] = Some(leaf);
         }
         agent.fill_totals();
+        above.fill_totals();
         fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
             let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
                 .map(|i| {
@@ -538,6 +588,7 @@ mod tests {
             v
         }
         assert_eq!(shape(&agent), shape(&readers));
+        assert_eq!(shape(&above), shape(&readers));
         assert_eq!(agent.total_samples(), 21);
     }
 

@@ -8,6 +8,7 @@
 //! hashing every frame of every sample in each of them.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use crate::hash::{FastBuild, IntMap};
 use crate::model::{Frame, Stack};
@@ -41,6 +42,9 @@ pub struct StackInterner {
     above: IntMap<(usize, usize, u64), (Stack, Stack)>,
     /// Frames of the stacks `above` holds (bounded as `frames` is).
     above_frames: usize,
+    /// [`Self::intern_above`]'s wholes by their address and length: the whole (held, so no
+    /// other takes its address) and the shared stack below its leaf frames ([`Self::base_of`]).
+    bases: IntMap<(usize, usize), (Stack, Stack)>,
 }
 
 impl StackInterner {
@@ -70,6 +74,7 @@ impl StackInterner {
             self.frames = 0;
             self.above.clear();
             self.above_frames = 0;
+            self.bases.clear();
         }
         let s: Stack = frames.into();
         self.made += u64::from(count);
@@ -99,12 +104,27 @@ impl StackInterner {
         if self.above.len() >= MAX_INTERNED || self.above_frames + held > MAX_INTERNED_FRAMES {
             self.above.clear();
             self.above_frames = 0;
+            self.bases.clear();
         }
         if let Some((b, w)) = self.above.insert(key, (base.clone(), whole.clone())) {
             self.above_frames -= b.len() + w.len();
         }
         self.above_frames += held;
+        // The stacks are those `above` holds (an entry replaced there may live on here, bounded
+        // by the same count of entries).
+        if self.bases.len() >= MAX_INTERNED {
+            self.bases.clear();
+        }
+        self.bases.insert((whole.as_ptr() as usize, whole.len()), (whole.clone(), base.clone()));
         whole
+    }
+
+    /// The shared stack `whole` was made above by [`Self::intern_above`] (its frames below the
+    /// leaf frames), while this interner remembers it: what was computed for that stack (its
+    /// tree node) serves as the start for `whole`'s.
+    pub fn base_of(&self, whole: &Stack) -> Option<&Stack> {
+        let (w, base) = self.bases.get(&(whole.as_ptr() as usize, whole.len()))?;
+        (Arc::ptr_eq(w, whole) && base.len() < whole.len()).then_some(base)
     }
 
     /// Distinct stacks held.
@@ -184,6 +204,22 @@ mod tests {
         assert!(!std::sync::Arc::ptr_eq(&a, &c));
         assert_eq!(&*c, &frames(&[1, 2])[..]);
         assert_eq!(i.len(), 2);
+    }
+
+    #[test]
+    fn a_stack_made_above_another_knows_it() {
+        let mut i = StackInterner::default();
+        let base = i.intern_part(&frames(&[2, 3]));
+        let whole = i.intern_above(&frames(&[1]), &base);
+        assert!(std::sync::Arc::ptr_eq(i.base_of(&whole).unwrap(), &base));
+        // Found again by its frames: the same copy, the same base.
+        let again = i.intern(&frames(&[1, 2, 3]));
+        assert!(std::sync::Arc::ptr_eq(i.base_of(&again).unwrap(), &base));
+        // A stack interned whole only, and one of the same length elsewhere, have none.
+        let alone = i.intern(&frames(&[4, 5, 6]));
+        assert!(i.base_of(&alone).is_none());
+        assert!(i.base_of(&frames(&[1, 2, 3]).into()).is_none());
+        assert!(i.base_of(&base).is_none());
     }
 
     #[test]

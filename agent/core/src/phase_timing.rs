@@ -27,11 +27,13 @@ pub enum Phase {
     Resolve,
     /// The calling context tree and stack table given a stack met before (by thread).
     TreeKnown,
-    /// ... a stack new to them.
+    /// ... a stack new to them, from the root.
     TreeNew,
+    /// ... a stack new to them, above its callers' node.
+    TreeAbove,
 }
 
-const PHASES: [(Phase, &str); 10] = [
+const PHASES: [(Phase, &str); 11] = [
     (Phase::Place, "placing the pc"),
     (Phase::RawKnown, "raw stack known"),
     (Phase::RawNewStackKnown, "raw stack new, stack known"),
@@ -42,14 +44,15 @@ const PHASES: [(Phase, &str); 10] = [
     (Phase::Resolve, "resolving in all"),
     (Phase::TreeKnown, "tree, stack known"),
     (Phase::TreeNew, "tree, stack new"),
+    (Phase::TreeAbove, "tree, stack new above known callers"),
 ];
 
 #[cfg(feature = "phase-timing")]
 mod imp {
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-    pub static NS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
-    pub static COUNT: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
+    pub static NS: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
+    pub static COUNT: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
 
     pub struct Timer(std::time::Instant);
 

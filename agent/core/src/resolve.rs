@@ -574,6 +574,12 @@ impl SampleResolver {
         Frame { method, bci: -1, line: -1, kind }
     }
 
+    /// The shared stack a sample's stack `whole` was made above (its frames below the leaf
+    /// frames), if the resolver still knows it: see [`crate::interned::StackInterner::base_of`].
+    pub fn base_of(&self, whole: &Stack) -> Option<&Stack> {
+        self.interner.base_of(whole)
+    }
+
     /// Resolves one captured sample. `counters` is the number of counters in the group.
     pub fn resolve(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Sample {
         let timer = Timer::start();

@@ -20,7 +20,7 @@ use hpm_core::hash::IntMap;
 use hpm_core::interned::ByStack;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::jfr::TableKeys;
-use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample, VmComponent};
+use hpm_core::model::{EventInfo, Frame, PeriodUnit, Recording, Sample, VmComponent};
 use hpm_core::options::{Interval, Options, OutputFormat};
 use hpm_core::outfile::Target;
 use hpm_core::output::stacks::StackTable;
@@ -189,6 +189,10 @@ struct Processor {
     /// The tree's leaf node and the stack table's entry of each shared stack (with thread and
     /// component) already added.
     seen: ByStack<(NodeId, usize)>,
+    /// The tree node of each shared stack met as the callers below a new stack's leaf frames
+    /// ([`SampleResolver::base_of`]), by the same key as `seen`: the next stack above them
+    /// starts there.
+    base_nodes: ByStack<NodeId>,
     /// Per thread, the path its last new stack took through the tree (emptied with the tree).
     path_hints: IntMap<u32, PathHint>,
     /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
@@ -482,6 +486,7 @@ impl Processor {
             once_at_start: 0,
             name_ids: Vec::new(),
             seen: ByStack::default(),
+            base_nodes: ByStack::default(),
             path_hints: IntMap::default(),
             stacks: StackTable::default(),
             keep_table,
@@ -504,6 +509,7 @@ impl Processor {
         if inputs.threads.sync(&mut self.rec.threads) && inputs.opts.per_thread {
             // Per-thread roots are named by the thread: a renamed thread's stacks hang anew.
             self.seen.clear();
+            self.base_nodes.clear();
         }
         inputs.code.drain(&mut self.code_events, &mut self.gc_events);
         for ev in self.code_events.drain(..) {
@@ -605,10 +611,17 @@ impl Processor {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
         }
-        // Each distinct stack, thread and component is looked up by its frames once; its later
-        // samples go straight to their tree node and stack-table entry. Not a sample with a
-        // data target: the stack table keys its entries by the target's class and field too.
-        let extra = u64::from(s.thread) | (s.component as u64) << 32;
+        // Each distinct stack is looked up by its frames once; its later samples go straight
+        // to their tree node and stack-table entry. The thread and component are part of the
+        // key only where the node or entry depends on them (a tree with thread roots, the
+        // stack table): a program that starts a thread per task (ecj's parser thread per
+        // compile) met every known stack anew in each. Not a sample with a data target: the
+        // stack table keys its entries by the target's class and field too.
+        let extra = match (self.keep_table, per_thread) {
+            (true, _) => u64::from(s.thread) | (s.component as u64) << 32,
+            (false, true) => u64::from(s.thread),
+            (false, false) => 0,
+        };
         let memo = s.data.is_none();
         let timer = hpm_core::phase_timing::Timer::start();
         match self.seen.get(&s.stack, extra).filter(|_| memo) {
@@ -620,15 +633,38 @@ impl Processor {
                 timer.stop(hpm_core::phase_timing::Phase::TreeKnown);
             }
             None => {
-                self.name_frames(s);
-                let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-                // A hint is a shortcut only: a process that starts thread after thread (the
-                // soak test: 18,000 in a minute) would otherwise keep one per thread forever.
-                if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread) {
-                    self.path_hints.clear();
-                }
-                let hint = self.path_hints.entry(s.thread).or_default();
-                let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
+                // Most new stacks are a new leaf frame above callers the resolver knew (its
+                // base): from the callers' node, only the leaf frames are looked up.
+                let base = self.resolver.base_of(&s.stack).cloned();
+                let base_node = base
+                    .as_ref()
+                    .and_then(|b| self.seen.get(b, extra).map(|(n, _)| n).or_else(|| self.base_nodes.get(b, extra)));
+                let mut above_callers = true;
+                let leaf = match (&base, base_node) {
+                    (Some(b), Some(node)) => {
+                        let above = &s.stack[..s.stack.len() - b.len()];
+                        self.name_frames(above);
+                        self.cct.add_sample_above(node, above, &self.name_ids, s)
+                    }
+                    _ => {
+                        above_callers = false;
+                        self.name_frames(&s.stack);
+                        let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
+                        // A hint is a shortcut only: a process that starts thread after thread
+                        // (the soak test: 18,000 in a minute) would otherwise keep one per
+                        // thread forever.
+                        if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread) {
+                            self.path_hints.clear();
+                        }
+                        let hint = self.path_hints.entry(s.thread).or_default();
+                        let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
+                        if let Some(b) = &base {
+                            let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
+                            self.base_nodes.insert(b, extra, node);
+                        }
+                        leaf
+                    }
+                };
                 let entry = if self.keep_table {
                     let e = self.stacks.entry(s);
                     self.stacks.add_to(e, s);
@@ -639,19 +675,23 @@ impl Processor {
                 if memo {
                     self.seen.insert(&s.stack, extra, (leaf, entry));
                 }
-                timer.stop(hpm_core::phase_timing::Phase::TreeNew);
+                timer.stop(if above_callers {
+                    hpm_core::phase_timing::Phase::TreeAbove
+                } else {
+                    hpm_core::phase_timing::Phase::TreeNew
+                });
             }
         }
     }
 
     /// Gives the tree's name id to each method of `s`'s stack that has none yet: only the
     /// methods the session's samples use (the method table starts with the earlier sessions').
-    fn name_frames(&mut self, s: &Sample) {
+    fn name_frames(&mut self, frames: &[Frame]) {
         let len = self.rec.methods.len();
         if self.name_ids.len() < len {
             self.name_ids.resize(len, u32::MAX);
         }
-        for f in s.stack.iter() {
+        for f in frames {
             if let Some(id) = self.name_ids.get_mut(f.method as usize).filter(|id| **id == u32::MAX) {
                 *id = self.cct.name_id(&self.rec.method(f.method).display_name());
             }
