@@ -2,7 +2,7 @@
 //! method names). The default SipHash showed up at the top of the processing thread's profile.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::OnceLock;
 
 #[derive(Clone, Copy, Default)]
@@ -134,9 +134,107 @@ impl FastBuild {
     }
 }
 
+/// A memo of `BOUND` entries at most that keeps those in use: entries are made in the
+/// current half; once it holds `BOUND / 2`, it becomes the old half (the one before dropped),
+/// and an entry found in the old half moves back to the current one. A memo cleared whole when
+/// full forgot its hot entries with the rest: the resolver's named stacks and frames, in a
+/// program still compiling, were all named again every time the frames' memo filled.
+pub struct RecentMap<K, V, const BOUND: usize> {
+    current: IntMap<K, V>,
+    old: IntMap<K, V>,
+}
+
+impl<K, V, const BOUND: usize> Default for RecentMap<K, V, BOUND> {
+    fn default() -> Self {
+        RecentMap { current: IntMap::default(), old: IntMap::default() }
+    }
+}
+
+impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
+    const HALF: usize = if BOUND / 2 > 0 { BOUND / 2 } else { 1 };
+
+    /// The entry of `k`, moved to the current half if it was in the old one (as an entry made
+    /// now: neither half ever holds more than `BOUND / 2`).
+    pub fn get_mut(&mut self, k: &K) -> Option<&mut V> {
+        // Found twice on a hit (the second time in lines the first just read): a conditional
+        // return of the first borrow would hold it over the promotion below.
+        if !self.current.contains_key(k) {
+            let v = self.old.remove(k)?;
+            self.insert(*k, v);
+        }
+        self.current.get_mut(k)
+    }
+
+    /// Enters `v` under `k` in the current half (starting a new half first when it is full).
+    pub fn insert(&mut self, k: K, v: V) {
+        if self.current.len() >= Self::HALF && !self.current.contains_key(&k) {
+            self.old = std::mem::take(&mut self.current);
+        }
+        self.old.remove(&k);
+        self.current.insert(k, v);
+    }
+
+    pub fn remove(&mut self, k: &K) {
+        self.current.remove(k);
+        self.old.remove(k);
+    }
+
+    pub fn len(&self) -> usize {
+        self.current.len() + self.old.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.current.clear();
+        self.old.clear();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recent_map_keeps_what_is_used_within_its_bound() {
+        let mut m: RecentMap<u64, u64, 8> = RecentMap::default();
+        for k in 0..4 {
+            m.insert(k, k * 10);
+        }
+        // The current half is full: 4 more start a new one, 0..4 become the old half.
+        m.insert(4, 40);
+        assert_eq!(m.len(), 5);
+        // Used from the old half: moved back, kept when the next rotation drops the old half.
+        assert_eq!(m.get_mut(&1).copied(), Some(10));
+        for k in 5..8 {
+            m.insert(k, k * 10);
+        }
+        m.insert(8, 80);
+        assert!(m.len() <= 8);
+        assert_eq!(m.get_mut(&1).copied(), Some(10), "an entry in use survives");
+        assert_eq!(m.get_mut(&0), None, "an entry unused for a whole half is gone");
+        assert_eq!(m.get_mut(&2), None);
+        m.remove(&1);
+        assert_eq!(m.get_mut(&1), None);
+        // Never more than the bound, however many are entered and used.
+        for k in 100..1000 {
+            m.insert(k, k);
+            m.get_mut(&(k - 3));
+            assert!(m.len() <= 8, "{} entries", m.len());
+        }
+        // Every old entry used again, then new ones: still within the bound.
+        for k in 2000..2100 {
+            m.insert(k, k);
+            for j in 1990..k {
+                m.get_mut(&j);
+            }
+            assert!(m.len() <= 8, "{} entries", m.len());
+        }
+        m.clear();
+        assert!(m.is_empty());
+    }
 
     #[test]
     fn wide_hashes_of_nearby_sequences_all_differ() {

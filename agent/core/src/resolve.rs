@@ -207,9 +207,9 @@ pub struct JavaNames {
     table: MethodTable,
     pseudo_ids: IntMap<String, MethodIdx>,
     kernel_frames: IntMap<u64, MethodIdx>,
-    vm_stacks: IntMap<u64, (u64, NamedStack)>,
+    vm_stacks: VmStacks,
     hasher: crate::hash::FastBuild,
-    vm_frames: IntMap<(u8, u64, u64), NamedFrame>,
+    vm_frames: VmFrames,
     interner: crate::interned::StackInterner,
     collections: u64,
     /// The stacks were named for `sampler=chain` (with each frame's group).
@@ -270,12 +270,12 @@ pub struct SampleResolver {
     /// ([`crate::hotspot::raw_stack_key`]). Two of one first half share the slot, the later
     /// replacing the earlier. The stacks below a leaf frame (callers) are entered too, under
     /// their own hash: a raw stack new to the map names its leaf frame alone above them.
-    vm_stacks: IntMap<u64, (u64, NamedStack)>,
+    vm_stacks: VmStacks,
     hasher: crate::hash::FastBuild,
     /// The Java frames of each physical frame already named (a compiled frame's pc, an
     /// interpreted frame's method and bytecode): most stacks differ somewhere but share most
     /// of their frames.
-    vm_frames: IntMap<(u8, u64, u64), NamedFrame>,
+    vm_frames: VmFrames,
     /// Collections finished: names by `Method*` made before one are checked again.
     collections: u64,
     /// Finished stacks, one shared copy each: what is computed per stack downstream (tree
@@ -368,9 +368,11 @@ const TAG_INTERPRETED_KEY: u8 = 2;
 const TAG_SCOPE_KEY: u8 = 3;
 
 /// Whether the frames named for a raw frame may be reused for its next occurrence (with the
-/// `Method*` an interpreted frame was named by).
+/// `Method*` an interpreted frame was named by); `Scope`: a compiled frame whose inline scope
+/// was named before (nothing named now).
 enum Named {
     Cached(Option<(u64, MethodPointer)>),
+    Scope,
     Uncached,
 }
 
@@ -441,26 +443,33 @@ fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> cra
 /// hold for the slots whose compiled pcs are `pcs` ([`Validity::check`]); a stale one is
 /// removed.
 fn named_still<'s>(
-    stacks: &'s mut IntMap<u64, (u64, NamedStack)>,
+    stacks: &'s mut VmStacks,
     (h, check): (u64, u64),
     map: &CodeMap,
     pcs: impl IntoIterator<Item = u64>,
     collections: u64,
     jm: &mut dyn JavaMethods,
 ) -> Option<&'s NamedStack> {
-    let std::collections::hash_map::Entry::Occupied(mut o) = stacks.entry(h) else { return None };
-    if o.get().0 != check {
+    let e = stacks.get_mut(&h)?;
+    if e.0 != check {
         return None;
     }
-    if o.get_mut().1.valid.check(map, pcs, collections, jm) {
-        return Some(&o.into_mut().1);
+    if !e.1.valid.check(map, pcs, collections, jm) {
+        stacks.remove(&h);
+        return None;
     }
-    o.remove();
-    None
+    // Found again in the lines just read (returning `e` would hold the borrow over the removal).
+    stacks.get_mut(&h).map(|e| &e.1)
 }
 
-/// Distinct raw stacks remembered at most (cleared when full).
+/// Distinct raw stacks, and physical frames, remembered at most (each memo keeps those in use:
+/// [`crate::hash::RecentMap`]).
 const MAX_VM_STACKS: usize = 1 << 16;
+
+/// Named raw stacks by the first half of their 128-bit hash (see `SampleResolver::vm_stacks`).
+type VmStacks = crate::hash::RecentMap<u64, (u64, NamedStack), MAX_VM_STACKS>;
+/// Named physical frames and inline scopes (see `SampleResolver::vm_frames`).
+type VmFrames = crate::hash::RecentMap<(u8, u64, u64), NamedFrame, MAX_VM_STACKS>;
 
 impl SampleResolver {
     /// Resolves against `timeline` from now on (the blobs found in the last one forgotten).
@@ -906,10 +915,6 @@ impl SampleResolver {
         copy_known: bool,
     ) -> Option<Stack> {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
-        if self.vm_stacks.len() >= MAX_VM_STACKS || self.vm_frames.len() >= MAX_VM_STACKS {
-            self.vm_stacks.clear();
-            self.vm_frames.clear();
-        }
         let timer = Timer::start();
         let keys = raw_stack_key(&self.hasher, c, n);
         let (h, check) = keys.hash;
@@ -934,7 +939,7 @@ impl SampleResolver {
         let (frames, methods, shared) = if self.chain_groups.is_none() && leaf < n {
             self.name_above_callers(rec, jm, c, n, &keys)
         } else {
-            let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.kinds[..n]);
+            let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.kinds[..n], true);
             let shared = complete.then(|| self.interner.intern(&frames));
             (frames, methods, shared)
         };
@@ -963,7 +968,7 @@ impl SampleResolver {
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, Option<Stack>) {
         let k = keys.leaf_slots as usize;
         let mut timer = Timer::start();
-        let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k]);
+        let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k], false);
         timer.lap(Phase::Leaf);
         let (frames, kinds) = (&c.frames[k..n], &c.kinds[k..n]);
         let (h, check) = keys.callers;
@@ -978,7 +983,7 @@ impl SampleResolver {
             Some(stack) => stack,
             None => {
                 let before = self.stats.unnamed_frames;
-                let (named, m, complete) = self.name_vm_frames(rec, jm, frames, kinds);
+                let (named, m, complete) = self.name_vm_frames(rec, jm, frames, kinds, true);
                 methods.extend_from_slice(&m);
                 if !complete {
                     let mut all = leaf;
@@ -1019,6 +1024,7 @@ impl SampleResolver {
         jm: &mut dyn JavaMethods,
         slots: &[CallFrame],
         kinds: &[FrameKind],
+        keep_pcs: bool,
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, bool) {
         let mut complete = true;
         let mut out = Vec::with_capacity(slots.len() + 8);
@@ -1045,16 +1051,26 @@ impl SampleResolver {
                 if hit.is_some() {
                     self.vm_frames.remove(&key);
                 }
-                self.stats.frames_named += 1;
-                match self.name_vm_frame(rec, jm, raw, &mut out) {
-                    Named::Cached(method) => {
+                let named = self.name_vm_frame(rec, jm, raw, &mut out);
+                if !matches!(named, Named::Scope) {
+                    self.stats.frames_named += 1;
+                }
+                let method = match named {
+                    Named::Uncached => None,
+                    Named::Scope => Some(None),
+                    Named::Cached(method) => Some(method),
+                };
+                match method {
+                    // A leaf's pc is met again far less often than its scope (found by that).
+                    Some(_) if pc.is_some() && !keep_pcs => {}
+                    Some(method) => {
                         let frames = out[start..].to_vec();
                         let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
                         methods.extend_from_slice(&rests_on);
                         let valid = self.validity(rests_on);
                         self.vm_frames.insert(key, NamedFrame { frames, valid });
                     }
-                    Named::Uncached => complete = false,
+                    None => complete = false,
                 }
             }
             if let Some(g) = &mut self.chain_groups {
@@ -1086,7 +1102,7 @@ impl SampleResolver {
                             if let Some(e) = self.vm_frames.get_mut(&key) {
                                 if e.valid.check(&self.timeline.map, Some(b.start), self.collections, jm) {
                                     out.extend_from_slice(&e.frames);
-                                    return Named::Cached(None);
+                                    return Named::Scope;
                                 }
                             }
                             scope_key = Some(key);
