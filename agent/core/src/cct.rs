@@ -577,19 +577,56 @@ mod tests {
         }
         agent.fill_totals();
         above.fill_totals();
-        fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
-            let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
-                .map(|i| {
-                    let path = c.path(i).iter().map(|n| n.to_string()).collect();
-                    (path, c.node(i).total_samples, c.node(i).self_weight, c.node(i).kinds)
-                })
-                .collect();
-            v.sort();
-            v
-        }
         assert_eq!(shape(&agent), shape(&readers));
         assert_eq!(shape(&above), shape(&readers));
         assert_eq!(agent.total_samples(), 21);
+    }
+
+    /// Every node's path, total samples, self weight and frame kinds, sorted.
+    fn shape(c: &Cct) -> Vec<(Vec<String>, u64, u64, u8)> {
+        let mut v: Vec<_> = (1..c.nodes.len() as NodeId)
+            .map(|i| {
+                let path = c.path(i).iter().map(|n| n.to_string()).collect();
+                (path, c.node(i).total_samples, c.node(i).self_weight, c.node(i).kinds)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_new_leaf_above_another_stacks_callers_makes_the_nodes_its_path_would() {
+        use crate::model::*;
+        let mut rec = Recording::default();
+        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let m: Vec<u32> =
+            ["A", "B", "C", "D"].iter().map(|c| rec.methods.intern(MethodInfo::java(c, "f", "()V"))).collect();
+        let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
+        let (j, i, n, k) = (FrameKind::JitCompiled, FrameKind::Inlined, FrameKind::Interpreted, FrameKind::Kernel);
+        // Leaf first: `known` is met first; `above` shares its two callers (B, A) and has new
+        // leaf frames (a kernel frame above an inlined one, one named like a known node).
+        let known = vec![frame(m[2], j), frame(m[0], i), frame(m[1], n)];
+        let above = vec![frame(m[3], k), frame(m[0], j), frame(m[0], i), frame(m[1], n)];
+        for per_thread in [false, true] {
+            let mut readers = Cct::default();
+            let mut agent = Cct::default();
+            let ids: Vec<u32> =
+                (0..rec.methods.len() as u32).map(|x| agent.name_id(&rec.method(x).display_name())).collect();
+            let root = per_thread.then(|| thread_frame_name(&rec, t));
+            let mut samples = [Sample::of_stack(known.clone().into()), Sample::of_stack(above.clone().into())];
+            for (w, s) in samples.iter_mut().enumerate() {
+                s.thread = t;
+                s.weight = 5 + w as u64;
+                readers.add_sample(&rec, s, per_thread);
+            }
+            let leaf = agent.add_sample_ids(&samples[0], root.as_deref(), &ids, &mut PathHint::default());
+            let base = agent.ancestor(leaf, 1);
+            let new_leaf = agent.add_sample_above(base, &above[..2], &ids, &samples[1]);
+            agent.fill_totals();
+            assert_eq!(shape(&agent), shape(&readers), "per_thread {per_thread}");
+            assert_eq!(agent.path(new_leaf).last().map(|s| s.to_string()), Some(rec.method(m[3]).display_name()));
+            assert_eq!(agent.ancestor(new_leaf, 100), ROOT);
+        }
     }
 
     #[test]

@@ -165,10 +165,18 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
         self.current.get_mut(k)
     }
 
+    /// The entry of `k` if it is in the current half ([`Self::get_mut`] just found it or put
+    /// it there): one lookup, no promotion.
+    pub fn get_mut_current(&mut self, k: &K) -> Option<&mut V> {
+        self.current.get_mut(k)
+    }
+
     /// Enters `v` under `k` in the current half (starting a new half first when it is full).
     pub fn insert(&mut self, k: K, v: V) {
         if self.current.len() >= Self::HALF && !self.current.contains_key(&k) {
-            self.old = std::mem::take(&mut self.current);
+            // The old half's table, emptied, is the new current one's (no growing it again).
+            std::mem::swap(&mut self.old, &mut self.current);
+            self.current.clear();
         }
         self.old.remove(&k);
         self.current.insert(k, v);

@@ -459,7 +459,7 @@ fn named_still<'s>(
         return None;
     }
     // Found again in the lines just read (returning `e` would hold the borrow over the removal).
-    stacks.get_mut(&h).map(|e| &e.1)
+    stacks.get_mut_current(&h).map(|e| &e.1)
 }
 
 /// Distinct raw stacks, and physical frames, remembered at most (each memo keeps those in use:

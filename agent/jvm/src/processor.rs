@@ -605,6 +605,18 @@ impl Processor {
         }
     }
 
+    /// Starts the tree and the stack table again, empty, with every memo of their nodes and
+    /// entries (node ids of the old tree must not reach the new one).
+    fn reset_tree(&mut self) {
+        self.cct = Cct::new(self.rec.counters.clone());
+        self.name_ids.clear();
+        self.path_hints.clear();
+        self.stacks = StackTable::default();
+        self.seen.clear();
+        self.base_nodes.clear();
+        self.components.clear();
+    }
+
     /// Adds a sample to the calling context tree and the stack table only.
     fn add_to_tree(&mut self, s: &Sample, per_thread: bool) {
         match self.components.iter_mut().find(|(k, _)| *k == s.component) {

@@ -4,11 +4,9 @@
 
 use hpm_core::analysis::chaining::{ChainRecorder, Top, Walk};
 use hpm_core::capture::Captured;
-use hpm_core::cct::Cct;
 use hpm_core::hotspot::Stop;
 use hpm_core::interned::StackInterner;
 use hpm_core::model::Sample;
-use hpm_core::output::stacks::StackTable;
 use hpm_core::resolve::ChainGroups;
 
 use super::Processor;
@@ -159,18 +157,10 @@ impl Processor {
         // Built from the completed samples; rebuilt if some were added as walked for a reader
         // (unless samples written before are in it: those stay as walked, and so do the held
         // ones already added with them).
-        let from = if ch.flushed_in_tree {
-            ch.in_tree
-        } else {
-            self.cct = Cct::new(self.rec.counters.clone());
-            self.name_ids.clear();
-            self.path_hints.clear();
-            self.stacks = StackTable::default();
-            self.seen.clear();
-            self.components.clear();
-            0
-        };
-        ch.in_tree = from;
+        if !ch.flushed_in_tree {
+            ch.in_tree = 0;
+            self.reset_tree();
+        }
         self.tree_catch_up();
     }
 }
