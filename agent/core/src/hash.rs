@@ -172,13 +172,15 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
     }
 
     /// Enters `v` under `k` in the current half (starting a new half first when it is full).
+    /// The old half is not searched (a lookup of `k` before the insert has moved it out): a
+    /// copy left there is hidden by the current one, which lookups find first, and goes with
+    /// it from `remove` or at the next rotation.
     pub fn insert(&mut self, k: K, v: V) {
         if self.current.len() >= Self::HALF && !self.current.contains_key(&k) {
             // The old half's table, emptied, is the new current one's (no growing it again).
             std::mem::swap(&mut self.old, &mut self.current);
             self.current.clear();
         }
-        self.old.remove(&k);
         self.current.insert(k, v);
     }
 

@@ -33,7 +33,7 @@ pub enum Phase {
     TreeAbove,
 }
 
-const PHASES: [(Phase, &str); 11] = [
+const PHASES: &[(Phase, &str)] = &[
     (Phase::Place, "placing the pc"),
     (Phase::RawKnown, "raw stack known"),
     (Phase::RawNewStackKnown, "raw stack new, stack known"),
@@ -51,8 +51,8 @@ const PHASES: [(Phase, &str); 11] = [
 mod imp {
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-    pub static NS: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
-    pub static COUNT: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
+    pub static NS: [AtomicU64; super::PHASES.len()] = [const { AtomicU64::new(0) }; super::PHASES.len()];
+    pub static COUNT: [AtomicU64; super::PHASES.len()] = [const { AtomicU64::new(0) }; super::PHASES.len()];
 
     pub struct Timer(std::time::Instant);
 

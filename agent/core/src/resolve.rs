@@ -1051,26 +1051,26 @@ impl SampleResolver {
                 if hit.is_some() {
                     self.vm_frames.remove(&key);
                 }
-                let named = self.name_vm_frame(rec, jm, raw, &mut out);
-                if !matches!(named, Named::Scope) {
-                    self.stats.frames_named += 1;
-                }
-                let method = match named {
-                    Named::Uncached => None,
+                // What the frames rest on, when they may be kept (`Scope`: found, not named).
+                let method = match self.name_vm_frame(rec, jm, raw, &mut out) {
                     Named::Scope => Some(None),
-                    Named::Cached(method) => Some(method),
-                };
-                match method {
-                    // A leaf's pc is met again far less often than its scope (found by that).
-                    Some(_) if pc.is_some() && !keep_pcs => {}
-                    Some(method) => {
-                        let frames = out[start..].to_vec();
-                        let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
-                        methods.extend_from_slice(&rests_on);
-                        let valid = self.validity(rests_on);
-                        self.vm_frames.insert(key, NamedFrame { frames, valid });
+                    Named::Cached(method) => {
+                        self.stats.frames_named += 1;
+                        Some(method)
                     }
-                    None => complete = false,
+                    Named::Uncached => {
+                        self.stats.frames_named += 1;
+                        complete = false;
+                        None
+                    }
+                };
+                // A leaf's pc is met again far less often than its scope (found by that): not kept.
+                if let Some(method) = method.filter(|_| keep_pcs || pc.is_none()) {
+                    let frames = out[start..].to_vec();
+                    let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
+                    methods.extend_from_slice(&rests_on);
+                    let valid = self.validity(rests_on);
+                    self.vm_frames.insert(key, NamedFrame { frames, valid });
                 }
             }
             if let Some(g) = &mut self.chain_groups {

@@ -651,7 +651,7 @@ impl Processor {
                 let base_node = base
                     .as_ref()
                     .and_then(|b| self.seen.get(b, extra).map(|(n, _)| n).or_else(|| self.base_nodes.get(b, extra)));
-                let mut above_callers = true;
+                let above_callers = base_node.is_some();
                 let leaf = match (&base, base_node) {
                     (Some(b), Some(node)) => {
                         let above = &s.stack[..s.stack.len() - b.len()];
@@ -659,7 +659,6 @@ impl Processor {
                         self.cct.add_sample_above(node, above, &self.name_ids, s)
                     }
                     _ => {
-                        above_callers = false;
                         self.name_frames(&s.stack);
                         let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
                         // A hint is a shortcut only: a process that starts thread after thread
