@@ -23,7 +23,7 @@ use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Record, Ring};
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
-use crate::threads::{Entered, Refused, Threads};
+use crate::threads::{Caller, Entered, Refused, Threads};
 
 /// The signal perf overflows are delivered with.
 pub const SAMPLE_SIGNAL: c_int = libc::SIGPROF;
@@ -198,20 +198,20 @@ fn chain(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
 /// Returns false when the signal is not for a slot of this thread.
 fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_void) -> bool {
     stats.signals.fetch_add(1, Ordering::Relaxed);
-    let me = crate::os::gettid();
+    let mut me = Caller::current();
     // A notification of this thread's group, closed a moment ago (sent before it was disabled,
     // delivered after), is ours: dropped and counted.
-    let late = || {
-        let ours = threads.retired_from(fd, me, crate::os::now_ticks());
+    let late = |me: &mut Caller| {
+        let ours = threads.retired_from(fd, me.tid(), crate::os::now_ticks());
         if ours {
             stats.no_slot.fetch_add(1, Ordering::Relaxed);
         }
         ours
     };
     let Some(slot) = threads.slot_for_fd(fd) else {
-        return late();
+        return late(&mut me);
     };
-    let inside = match slot.enter(me) {
+    let inside = match slot.enter(&mut me) {
         Ok(e) => e,
         Err(Refused::Retired) => {
             stats.no_slot.fetch_add(1, Ordering::Relaxed);
@@ -219,7 +219,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
         }
         // The number now names another thread's group: a late notification of this thread's
         // closed group whose number was reused, or not ours.
-        Err(Refused::OtherThread) => return late(),
+        Err(Refused::OtherThread) => return late(&mut me),
     };
     let ctx = inside.ctx();
     let ring = inside.ring();

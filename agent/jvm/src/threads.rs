@@ -20,7 +20,7 @@ use crate::perf::{PerfError, PerfSpec, ThreadEvents};
 use crate::sink::SignalCtx;
 
 mod slot;
-pub use slot::{Entered, Refused, Slot};
+pub use slot::{Caller, Entered, Refused, Slot};
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;

@@ -42,6 +42,13 @@ pub struct Slot {
     /// (0: none yet). Only its own thread's handler writes it, so Relaxed; reset at publish,
     /// as the slot may serve another thread since.
     java_thread: AtomicU64,
+    /// The thread pointer ([`Caller`]) of the thread a handler proved by its kernel id to be
+    /// the slot's, 0 if none yet: that thread's later handlers skip the system call (one per
+    /// sample, ~160 ns here: the handler's only one). Only that thread's handler writes it,
+    /// while inside; reset at publish, as the slot may serve another thread since. A thread
+    /// pointer is reused only by a thread started after its thread ended, and a slot's
+    /// notifications go to the thread id its group was opened for, never to that new thread.
+    owner: AtomicU64,
     /// hpm's walker: this slot's thread's last walk (`hpm_core::blob_cache::WalkMemo`), made
     /// at the slot's first publish (never in the handler) and kept with the slot.
     memo: OnceLock<WalkMemo>,
@@ -112,6 +119,25 @@ impl Entered<'_> {
     }
 }
 
+/// The thread a handler runs on: its thread pointer, and its kernel id, asked of the kernel
+/// only when a slot needs it.
+pub struct Caller {
+    pointer: u64,
+    tid: Option<i32>,
+}
+
+impl Caller {
+    /// The calling thread. Async-signal-safe.
+    pub fn current() -> Caller {
+        Caller { pointer: crate::os::thread_pointer(), tid: None }
+    }
+
+    /// Its kernel thread id (a system call, the first time).
+    pub fn tid(&mut self) -> i32 {
+        *self.tid.get_or_insert_with(crate::os::gettid)
+    }
+}
+
 /// Why a handler could not use a slot.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -135,6 +161,7 @@ impl Slot {
             ring_size: AtomicU64::new(0),
             clock_accounted: AtomicU64::new(0),
             java_thread: AtomicU64::new(0),
+            owner: AtomicU64::new(0),
             memo: OnceLock::new(),
         }
     }
@@ -152,6 +179,7 @@ impl Slot {
         self.ring_meta.store(ring.meta as u64, Ordering::Relaxed);
         self.clock_accounted.store(0, Ordering::Relaxed);
         self.java_thread.store(0, Ordering::Relaxed);
+        self.owner.store(0, Ordering::Relaxed);
         self.memo.get_or_init(WalkMemo::default);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
@@ -171,13 +199,16 @@ impl Slot {
         self.tid.store(0, Ordering::Relaxed);
     }
 
-    /// Handler side, on thread `tid`: the slot's ring and context, if the slot is live and
-    /// belongs to `tid`. Async-signal-safe.
-    pub fn enter(&self, tid: i32) -> Result<Entered<'_>, Refused> {
+    /// Handler side, on thread `caller`: the slot's ring and context, if the slot is live and
+    /// belongs to that thread. Async-signal-safe.
+    pub fn enter(&self, caller: &mut Caller) -> Result<Entered<'_>, Refused> {
         let inside = self.claim.enter().ok_or(Refused::Retired)?;
         // Acquire in `enter` pairs with the release in `publish`: these are the published values.
-        if self.tid.load(Ordering::Relaxed) != tid {
-            return Err(Refused::OtherThread);
+        if caller.pointer == 0 || self.owner.load(Ordering::Relaxed) != caller.pointer {
+            if self.tid.load(Ordering::Relaxed) != caller.tid() {
+                return Err(Refused::OtherThread);
+            }
+            self.owner.store(caller.pointer, Ordering::Relaxed);
         }
         let ctx = self.ctx.load(Ordering::Relaxed);
         let ring = RingPtr {
@@ -196,5 +227,36 @@ impl Slot {
             thread_idx: self.thread_idx.load(Ordering::Relaxed),
             java: self.java.load(Ordering::Relaxed),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set, never read: `enter` only checks that a published slot has them.
+    fn ring() -> RingPtr {
+        RingPtr { meta: std::ptr::NonNull::dangling().as_ptr(), data: std::ptr::null_mut(), size: 0 }
+    }
+
+    fn ctx() -> *const SignalCtx {
+        std::ptr::NonNull::dangling().as_ptr()
+    }
+
+    #[test]
+    fn a_slot_admits_its_own_thread_alone_and_forgets_it_when_published_again() {
+        let slot = Slot::new();
+        let me = crate::os::gettid();
+        slot.publish(me, 0, false, ring(), ctx());
+        assert!(slot.enter(&mut Caller::current()).is_ok());
+        assert!(slot.enter(&mut Caller::current()).is_ok(), "again, by the thread pointer it was proven by");
+        let other = std::thread::scope(|s| s.spawn(|| slot.enter(&mut Caller::current()).map(|_| ())).join());
+        assert_eq!(other.expect("the other thread ran"), Err(Refused::OtherThread));
+        slot.retire();
+        assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::Retired));
+        // Another thread's now: the thread pointer proven for the last owner no longer admits.
+        slot.publish(me.wrapping_add(1), 0, false, ring(), ctx());
+        assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::OtherThread));
+        slot.retire();
     }
 }
