@@ -329,7 +329,7 @@ struct RecentSlot {
     generation: u64,
 }
 
-/// Compiled blobs found by pc, by 256-byte granule of the pc (direct-mapped, 512 slots),
+/// Compiled blobs found by pc, by 256-byte granule of the pc (direct-mapped, 4096 slots),
 /// looked at before the code map: most samples fall in a few hot loops, and the map's tree
 /// costs a cache miss per level. A slot holds while the map's generation is the one it was
 /// found at (nothing was removed since: a load only fills a free range); emptied when the
@@ -338,7 +338,8 @@ struct RecentBlobs {
     slots: Box<[RecentSlot]>,
 }
 
-const RECENT_SLOTS: usize = 512;
+const RECENT_SLOTS: usize = 4096;
+const _: () = assert!(RECENT_SLOTS.is_power_of_two());
 
 impl Default for RecentBlobs {
     fn default() -> Self {
@@ -348,7 +349,7 @@ impl Default for RecentBlobs {
 
 impl RecentBlobs {
     fn slot(ip: u64) -> usize {
-        ((ip >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 55) as usize % RECENT_SLOTS
+        ((ip >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - RECENT_SLOTS.trailing_zeros())) as usize
     }
 
     fn find(&self, generation: u64, ip: u64) -> Option<JitBlob> {

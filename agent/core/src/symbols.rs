@@ -312,6 +312,12 @@ impl SymbolTable {
     /// The (raw) name of the function containing `vaddr`. A symbol without size covers up to
     /// the next symbol.
     pub fn lookup(&self, vaddr: u64) -> Option<&str> {
+        self.lookup_index(vaddr).map(|i| self.name(&self.syms[i]))
+    }
+
+    /// The index of the symbol [`Self::lookup`] names (the same for every address of one
+    /// function).
+    pub fn lookup_index(&self, vaddr: u64) -> Option<usize> {
         // Symbols at or below vaddr: all of the strides before the one `index` points into,
         // and that stride's up to vaddr.
         let block = self.index.partition_point(|&a| a <= vaddr);
@@ -323,10 +329,11 @@ impl SymbolTable {
                 lo + self.syms[lo..hi].partition_point(|s| s.addr <= vaddr)
             }
         };
-        let s = self.syms.get(i.checked_sub(1)?)?;
+        let at = i.checked_sub(1)?;
+        let s = self.syms.get(at)?;
         let next = self.syms.get(i).map(|s| s.addr).unwrap_or(u64::MAX);
         let covers = if s.size > 0 { vaddr - s.addr < u64::from(s.size) } else { vaddr < next };
-        covers.then(|| self.name(s))
+        covers.then_some(at)
     }
 
     /// The debug file the table has names from (its path, or `.gnu_debugdata`), if any.
@@ -614,6 +621,11 @@ pub struct Symbolizer {
     /// Code addresses already named: (library, function). Kept while every mapping they
     /// could be in stays (a library unloaded and another mapped there would rename them).
     sites: crate::hash::IntMap<u64, (Arc<str>, Arc<str>)>,
+    /// Functions named so far, by symbol table (its address: the table is held in `tables` as
+    /// long as this is) and symbol: a new address in a known function (a VM thread's leaf pcs
+    /// differ from sample to sample, their functions far less) shares its names without
+    /// copying, demangling or hashing them again.
+    functions: crate::hash::IntMap<(usize, usize), (Arc<str>, Arc<str>)>,
     /// The dynamic loader's counts of objects loaded and unloaded when the mappings were last
     /// read by [`Self::refresh_unless`], and when (ns, the caller's clock).
     last_read: Option<((u64, u64), u64)>,
@@ -660,13 +672,36 @@ impl Symbolizer {
         if let Some(s) = self.known_site(ip) {
             return Some(s);
         }
-        let s = self.resolve(ip)?;
-        let site: (Arc<str>, Arc<str>) = (s.lib.into(), s.name.into());
+        let function = self.function_of(ip);
+        let site = match function.and_then(|f| self.functions.get(&f)) {
+            Some(site) => site.clone(),
+            None => {
+                let s = self.resolve(ip)?;
+                let site: (Arc<str>, Arc<str>) = (s.lib.into(), s.name.into());
+                // `resolve` read the table if this was its library's first address.
+                if let Some(f) = function.or_else(|| self.function_of(ip)) {
+                    if self.functions.len() >= MAX_SITES {
+                        self.functions.clear();
+                    }
+                    self.functions.insert(f, site.clone());
+                }
+                site
+            }
+        };
         if self.sites.len() >= MAX_SITES {
             self.sites.clear();
         }
         self.sites.insert(ip, site.clone());
         Some(site)
+    }
+
+    /// The symbol table (read already) and symbol of the function at `ip`: the key of
+    /// `functions`.
+    fn function_of(&self, ip: u64) -> Option<(usize, usize)> {
+        let m = self.mapping(ip)?;
+        let t = self.tables.get(&m.path)?.as_ref()?;
+        let i = t.lookup_index(t.offset_to_vaddr(ip - m.start + m.offset))?;
+        Some((Arc::as_ptr(t) as usize, i))
     }
 
     /// Re-reads `/proc/self/maps` (a library may have been loaded since).
@@ -709,6 +744,8 @@ impl Symbolizer {
 
     /// Preloads a table (tests, or files read another way).
     pub fn insert_table(&mut self, path: &str, t: SymbolTable) {
+        // The table replaced, if any, is dropped: its address may be reused.
+        self.functions.clear();
         self.tables.insert(path.to_string(), Some(Arc::new(t)));
     }
 

@@ -446,3 +446,23 @@ fn named_sites_are_kept_while_their_mappings_stay() {
     s.set_mappings(parse_maps(a));
     assert_eq!(s.site(ip).map(|(_, n)| n.to_string()), Some("g".into()), "named afresh from the current table");
 }
+
+#[test]
+fn addresses_of_one_function_share_its_names() {
+    let mut s = Symbolizer::default();
+    s.set_mappings(parse_maps("7f0000001000-7f0000002000 r-xp 00000000 fd:01 7 /lib/liba.so\n"));
+    s.insert_table(
+        "/lib/liba.so",
+        SymbolTable::from_symbols(vec![(0x100, 0x40, "_ZN1A1fEv".into()), (0x200, 0x10, "g".into())]),
+    );
+    let (lib, f) = s.site(0x7f0000001104).expect("f");
+    assert_eq!((&*lib, &*f), ("liba.so", "A::f"));
+    let (lib2, f2) = s.site(0x7f0000001130).expect("f again");
+    assert!(Arc::ptr_eq(&f, &f2) && Arc::ptr_eq(&lib, &lib2), "a second address of f shares its names");
+    let (_, g) = s.site(0x7f0000001208).expect("g");
+    assert_eq!(&*g, "g");
+    assert!(s.site(0x7f0000001180).is_none_or(|(_, n)| &*n != "A::f"), "past f's size is not f");
+    // A table read again (another file at that path) names its own functions.
+    s.insert_table("/lib/liba.so", SymbolTable::from_symbols(vec![(0x100, 0x40, "h".into())]));
+    assert_eq!(s.site(0x7f0000001110).map(|(_, n)| n.to_string()), Some("h".into()));
+}
