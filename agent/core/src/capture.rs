@@ -284,7 +284,7 @@ impl Captured {
     /// reset to "not done".
     #[inline]
     pub fn begin_perf_sample(&mut self, raw: &RawSample, thread: u32, kernel_periods: u32) {
-        self.raw = *raw;
+        self.raw.copy_used_from(raw);
         self.thread = thread;
         self.exact_kinds = false;
         self.vm_walk = false;
