@@ -727,7 +727,11 @@ impl Processor {
         let Some(mut methods) = self.methods.take() else { return };
         let captures = order.iter().map(|&(_, bi, j)| &pool.get(&self.pending[bi].0).filled()[j]);
         self.resolver.prefetch_methods(&mut methods, captures);
-        for &(t, bi, j) in &order {
+        for (k, &(t, bi, j)) in order.iter().enumerate() {
+            // The next record's first lines come in while this one is resolved.
+            if let Some(&(_, nb, nj)) = order.get(k + 1) {
+                pool.get(&self.pending[nb].0).filled()[nj].prefetch();
+            }
             if t < self.last_resolved {
                 self.late += 1;
             }
