@@ -387,11 +387,16 @@ struct NamedStack {
     groups: Box<[u16]>,
 }
 
-/// One physical frame named.
+/// One physical frame named: its frames (one, or a compiled pc's inlined ones) kept in the
+/// memo's entry itself up to [`INLINE_FRAMES`], where a heap copy cost one more cache miss per
+/// frame looked up.
 struct NamedFrame {
-    frames: Vec<Frame>,
+    frames: smallvec::SmallVec<[Frame; INLINE_FRAMES]>,
     valid: Validity,
 }
+
+/// Frames a [`NamedFrame`] holds without a heap copy.
+const INLINE_FRAMES: usize = 4;
 
 /// What a name given by pc and by `Method*` rests on, and when it was last found to hold. A
 /// pc's name holds until code covering it leaves the map ([`CodeMap::removed_since`]); a
@@ -1067,7 +1072,7 @@ impl SampleResolver {
                 };
                 // A leaf's pc is met again far less often than its scope (found by that): not kept.
                 if let Some(method) = method.filter(|_| keep_pcs || pc.is_none()) {
-                    let frames = out[start..].to_vec();
+                    let frames = smallvec::SmallVec::from_slice(&out[start..]);
                     let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
                     methods.extend_from_slice(&rests_on);
                     let valid = self.validity(rests_on);
@@ -1131,7 +1136,7 @@ impl SampleResolver {
                 if let Some(key) = scope_key {
                     // Valid while the blob stays in the map (its start is the key's pc).
                     let valid = self.validity(Vec::new());
-                    self.vm_frames.insert(key, NamedFrame { frames: out[start..].to_vec(), valid });
+                    self.vm_frames.insert(key, NamedFrame { frames: smallvec::SmallVec::from_slice(&out[start..]), valid });
                 }
                 named
             }
