@@ -114,6 +114,11 @@ pub struct BlobCache {
     bits: u32,
     /// Starts at 1: an entry never written (epoch 0) matches no epoch.
     epoch: AtomicU32,
+    /// Moves with `epoch` and at every load of new code: a thread's last walk
+    /// ([`WalkMemo`]) is used only in the memo epoch it ran in. A load clears the shared
+    /// entries of its own range only ([`Self::forget_range`]); the memos' entries, each
+    /// thread's own, cannot be cleared from the loading thread.
+    memo_epoch: AtomicU32,
 }
 
 impl Default for BlobCache {
@@ -132,7 +137,12 @@ impl BlobCache {
             method: AtomicU64::new(0),
             info: AtomicU64::new(0),
         };
-        BlobCache { entries: (0..n).map(|_| entry()).collect(), bits: n.trailing_zeros(), epoch: AtomicU32::new(1) }
+        BlobCache {
+            entries: (0..n).map(|_| entry()).collect(),
+            bits: n.trailing_zeros(),
+            epoch: AtomicU32::new(1),
+            memo_epoch: AtomicU32::new(1),
+        }
     }
 
     fn entry(&self, pc: u64) -> &Entry {
@@ -147,9 +157,52 @@ impl BlobCache {
         self.epoch.load(Ordering::Acquire)
     }
 
+    /// The epoch a walk reads once at its start for its thread's [`WalkMemo`].
+    pub fn memo_epoch(&self) -> u32 {
+        self.memo_epoch.load(Ordering::Acquire)
+    }
+
     /// Every entry written so far becomes stale (code may have been freed).
     pub fn invalidate(&self) {
         self.epoch.fetch_add(1, Ordering::Release);
+        self.memo_epoch.fetch_add(1, Ordering::Release);
+    }
+
+    /// New code was installed at `start..end`, in a code heap whose segments start at `low`,
+    /// `2^log2` bytes each: the entries of the segments it covers are cleared, the others kept
+    /// (a blob whose memory the new code took was freed before, and its unload moved the
+    /// epoch; a load no longer does, which had cleared half the walker's entries on ecj, where
+    /// C2 installs ~25 methods a second). Every thread's last walk is dropped. False when it
+    /// could not be done here (more segments than entries, or an entry in the range being
+    /// written by a walk): the caller then invalidates everything ([`Self::invalidate`]).
+    pub fn forget_range(&self, low: u64, log2: u32, start: u64, end: u64) -> bool {
+        self.memo_epoch.fetch_add(1, Ordering::Release);
+        if log2 > MAX_SEGMENT_LOG2 || start < low || end <= start {
+            return false;
+        }
+        let first = low + (((start - low) >> log2) << log2);
+        let count = (end - first).div_ceil(1 << log2);
+        if count > self.entries.len() as u64 {
+            return false;
+        }
+        (0..count).all(|k| self.forget(first + (k << log2)))
+    }
+
+    /// Clears the entry of the segment starting at `segment` if it holds that segment (a
+    /// writer, as [`Self::put`]); false when another writer is inside.
+    fn forget(&self, segment: u64) -> bool {
+        let e = self.entry(segment);
+        let seq = e.seq.load(Ordering::Relaxed);
+        if seq & 1 != 0 || e.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        fence(Ordering::Release);
+        if e.pc.load(Ordering::Relaxed) == segment {
+            // No walk looks up pc 0 (`get` refuses it).
+            e.pc.store(0, Ordering::Relaxed);
+        }
+        e.seq.store(seq + 2, Ordering::Release);
+        true
     }
 
     /// The facts kept for the segment starting at `pc` in `epoch`, if any.

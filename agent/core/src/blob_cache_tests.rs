@@ -129,3 +129,34 @@ mod loom_tests {
         });
     }
 }
+
+#[cfg(not(loom))]
+#[test]
+fn a_load_clears_the_entries_of_its_own_segments_alone() {
+    let c = BlobCache::default();
+    let (e, m) = (c.epoch(), c.memo_epoch());
+    // A code heap of 128-byte segments.
+    let low = 0x7f00_0000_0000u64;
+    let seg = |k: u64| low + (k << 7);
+    for k in 0..8 {
+        c.put(seg(k), e, facts_of(seg(k)));
+    }
+    assert!((0..8).all(|k| c.get(seg(k), e).is_some()), "eight entries of their own");
+    // New code from inside segment 2 to inside segment 5.
+    assert!(c.forget_range(low, 7, seg(2) + 0x40, seg(5) + 0x10));
+    for k in 0..8 {
+        assert_eq!(c.get(seg(k), e).is_some(), !(2..=5).contains(&k), "segment {k}");
+    }
+    assert_eq!(c.epoch(), e, "the other entries stay valid");
+    assert_ne!(c.memo_epoch(), m, "every thread's last walk is dropped");
+    // What cannot be cleared here is left to a full invalidation.
+    assert!(!c.forget_range(low, 7, low, low + ((ENTRIES as u64 + 1) << 7)), "more segments than entries");
+    assert!(!c.forget_range(low, 7, low - 0x80, low + 0x80), "below the heap");
+    let busy = c.entry(seg(6));
+    busy.seq.fetch_add(1, Ordering::Relaxed); // a walk is writing it
+    assert!(!c.forget_range(low, 7, seg(6), seg(7)));
+    busy.seq.fetch_add(1, Ordering::Relaxed);
+    assert!(c.forget_range(low, 7, seg(6), seg(7)));
+    assert_eq!(c.get(seg(6), e), None);
+    assert_eq!(c.get(seg(7), e), Some(facts_of(seg(7))), "the range's end is not its segment");
+}

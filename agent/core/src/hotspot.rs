@@ -319,7 +319,8 @@ impl CodeView {
         v
     }
 
-    fn heap_of(&self, pc: u64) -> Option<&Heap> {
+    /// The code heap whose committed part holds `pc`.
+    pub fn heap_of(&self, pc: u64) -> Option<&Heap> {
         self.heaps[..self.nheaps].iter().find(|h| h.low <= pc && pc < h.high)
     }
 
@@ -677,7 +678,7 @@ impl<M: Memory> Walker<'_, M> {
     /// reached the bottom of the Java stack).
     pub fn walk(&self, regs: Regs, out: &mut FrameSink) -> Stop {
         let epoch = self.cache.map(BlobCache::epoch);
-        let mut memo = self.memo.zip(epoch).map(|(m, e)| m.start(e));
+        let mut memo = self.memo.zip(self.cache.map(BlobCache::memo_epoch)).map(|(m, e)| m.start(e));
         let stop = self.walk_frames(regs, out, epoch, &mut memo);
         if let Some(m) = memo {
             m.finish();

@@ -1136,7 +1136,8 @@ impl SampleResolver {
                 if let Some(key) = scope_key {
                     // Valid while the blob stays in the map (its start is the key's pc).
                     let valid = self.validity(Vec::new());
-                    self.vm_frames.insert(key, NamedFrame { frames: smallvec::SmallVec::from_slice(&out[start..]), valid });
+                    self.vm_frames
+                        .insert(key, NamedFrame { frames: smallvec::SmallVec::from_slice(&out[start..]), valid });
                 }
                 named
             }

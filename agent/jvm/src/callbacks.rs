@@ -144,8 +144,9 @@ unsafe extern "C" fn compiled_method_load(
 ) {
     let time = now_ticks();
     // New code may sit where code freed without an unload event was (an upcall stub, say), or
-    // whose unload event is still queued: the walker's cached blobs are looked up again.
-    crate::vmstructs::code_changed();
+    // whose unload event is still queued: the walker's cached blobs of its range are looked up
+    // again.
+    crate::vmstructs::code_loaded(code_addr as u64, code_size.max(0) as u64);
     guarded("CompiledMethodLoad", |a| {
         // SAFETY: `compile_info` is the record chain of this event, valid during the callback.
         let scopes = unsafe { inline_scopes(compile_info) };
@@ -179,7 +180,7 @@ unsafe extern "C" fn dynamic_code_generated(
 ) {
     let time = now_ticks();
     // New code in the code cache may sit where freed code was.
-    crate::vmstructs::code_changed();
+    crate::vmstructs::code_loaded(address as u64, length.max(0) as u64);
     guarded("DynamicCodeGenerated", |a| {
         let name = if name.is_null() {
             String::from("[stub]")

@@ -182,6 +182,18 @@ pub fn code_changed() {
     }
 }
 
+/// New code at `start..start + size` (CompiledMethodLoad, DynamicCodeGenerated): the walker's
+/// cached blobs of that range are looked up again, and every thread's last walk; all of them
+/// where the range is not in a code heap the walker knows.
+pub fn code_loaded(start: u64, size: u64) {
+    let Some(c) = BLOB_CACHE.get() else { return };
+    let view = walker_layout().ok().map(code_view);
+    let heap = view.as_ref().and_then(|v| v.heap_of(start));
+    if !heap.is_some_and(|h| c.forget_range(h.low, h.log2_segment, start, start.saturating_add(size))) {
+        c.invalidate();
+    }
+}
+
 /// The value of an integral `-XX` flag (booleans 0 or 1), from the VM's flag table
 /// (`JVMFlag::flags`); None for other types.
 pub fn flag(name: &str) -> Option<u64> {
