@@ -19,9 +19,10 @@
 //! A blob is freed only after the JVM has made it not entrant (nmethods: then a zombie, flushed
 //! at a later sweep, JDK 17; unlinked, then flushed after a handshake, JDK 21+) and told JVMTI
 //! agents (`CompiledMethodUnload`), and new code is announced (`CompiledMethodLoad`,
-//! `DynamicCodeGenerated`), so the agent moves the cache to a new *epoch* on each of those
-//! events, at every collection's end and at each session's start: an entry is used only in the
-//! epoch it was written in. Nothing orders those events before the memory's reuse, though: the
+//! `DynamicCodeGenerated`), so the agent moves the cache to a new *epoch* at each unload, at
+//! every collection's end and at each session's start (an entry is used only in the epoch it
+//! was written in), and at each load clears the entries of the segments the new code covers
+//! ([`BlobCache::forget_range`]). Nothing orders those events before the memory's reuse: the
 //! VM's service thread posts them after the fact, so a blob freed and its memory given to new
 //! code that runs and is sampled before the events arrive would be walked with the old blob's
 //! facts for that window (at worst a wrong frame: the walker checks every address it reads,
