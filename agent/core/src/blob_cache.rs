@@ -173,7 +173,10 @@ impl BlobCache {
     /// `2^log2` bytes each: the entries of the segments it covers are cleared, the others kept
     /// (a blob whose memory the new code took was freed before, and its unload moved the
     /// epoch; a load no longer does, which had cleared half the walker's entries on ecj, where
-    /// C2 installs ~25 methods a second). Every thread's last walk is dropped. False when it
+    /// C2 installs ~25 methods a second). Code freed without an unload event (an upcall stub)
+    /// keeps its entries until the next unload, collection or session start, or a load over
+    /// them: unrelated loads no longer sweep them. Every thread's last walk is dropped, and
+    /// walks that began before skip their writes ([`Self::put_for_walk`]). False when it
     /// could not be done here (more segments than entries, or an entry in the range being
     /// written by a walk): the caller then invalidates everything ([`Self::invalidate`]).
     pub fn forget_range(&self, low: u64, log2: u32, start: u64, end: u64) -> bool {
@@ -227,6 +230,19 @@ impl BlobCache {
     /// Keeps `facts` for the segment starting at `pc`, found in `epoch` (a walk's
     /// [`Self::epoch`]): skipped when another thread is writing the entry, or they do not fit.
     pub fn put(&self, pc: u64, epoch: u32, facts: FrameFacts) {
+        self.put_checked(pc, epoch, None, facts);
+    }
+
+    /// [`Self::put`] for a walk that read `loads` ([`Self::memo_epoch`]) at its start as well:
+    /// skipped when code was loaded since, whose range clearing ([`Self::forget_range`]) may
+    /// have come between the walk's read of the code heap and this write (a put that claims
+    /// the entry after the clearing sees the count it moved first; one that claims it before
+    /// is cleared by it).
+    pub fn put_for_walk(&self, pc: u64, epoch: u32, loads: u32, facts: FrameFacts) {
+        self.put_checked(pc, epoch, Some(loads), facts);
+    }
+
+    fn put_checked(&self, pc: u64, epoch: u32, loads: Option<u32>, facts: FrameFacts) {
         let (Some(packed), Some(method)) = (pack(facts).filter(|_| pc != 0), pack_method(&facts)) else { return };
         let e = self.entry(pc);
         let seq = e.seq.load(Ordering::Relaxed);
@@ -234,6 +250,10 @@ impl BlobCache {
         // before this writer's, so a reader never finds this one's key with that one's facts
         // (loom found that interleaving with a relaxed claim).
         if seq & 1 != 0 || e.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return;
+        }
+        if loads.is_some_and(|l| self.memo_epoch.load(Ordering::Acquire) != l) {
+            e.seq.store(seq + 2, Ordering::Release);
             return;
         }
         // A reader that sees any store below sees the odd count too.

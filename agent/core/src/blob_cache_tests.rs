@@ -160,3 +160,26 @@ fn a_load_clears_the_entries_of_its_own_segments_alone() {
     assert_eq!(c.get(seg(6), e), None);
     assert_eq!(c.get(seg(7), e), Some(facts_of(seg(7))), "the range's end is not its segment");
 }
+
+#[cfg(not(loom))]
+#[test]
+fn a_load_leaves_another_segments_entry_in_the_same_slot() {
+    let c = BlobCache::with_entries(1);
+    let e = c.epoch();
+    c.put(0x1080, e, facts_of(0x1080));
+    assert!(c.forget_range(0x1000, 7, 0x1000, 0x1080), "segment 0x1000 only");
+    assert_eq!(c.get(0x1080, e), Some(facts_of(0x1080)), "the slot holds another segment");
+}
+
+#[cfg(not(loom))]
+#[test]
+fn a_walk_that_began_before_a_load_does_not_write() {
+    let c = BlobCache::default();
+    let (e, loads) = (c.epoch(), c.memo_epoch());
+    assert!(c.forget_range(0x1000, 7, 0x9000, 0x9100));
+    // Its facts were read from the code heap before the load cleared the range.
+    c.put_for_walk(0x9000, e, loads, facts_of(0x9000));
+    assert_eq!(c.get(0x9000, e), None);
+    c.put_for_walk(0x9000, e, c.memo_epoch(), facts_of(0x9000));
+    assert_eq!(c.get(0x9000, e), Some(facts_of(0x9000)), "a walk begun after it does");
+}

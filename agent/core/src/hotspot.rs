@@ -677,16 +677,23 @@ impl<M: Memory> Walker<'_, M> {
     /// Walks from the interrupted registers; returns how it stopped (`Stop::Bottom` when it
     /// reached the bottom of the Java stack).
     pub fn walk(&self, regs: Regs, out: &mut FrameSink) -> Stop {
-        let epoch = self.cache.map(BlobCache::epoch);
-        let mut memo = self.memo.zip(self.cache.map(BlobCache::memo_epoch)).map(|(m, e)| m.start(e));
-        let stop = self.walk_frames(regs, out, epoch, &mut memo);
+        // The cache's epoch and its loads' (the thread's last walk's epoch), read once.
+        let epochs = self.cache.map(|c| (c.epoch(), c.memo_epoch()));
+        let mut memo = self.memo.zip(epochs).map(|(m, (_, loads))| m.start(loads));
+        let stop = self.walk_frames(regs, out, epochs, &mut memo);
         if let Some(m) = memo {
             m.finish();
         }
         stop
     }
 
-    fn walk_frames(&self, regs: Regs, out: &mut FrameSink, epoch: Option<u32>, memo: &mut Option<MemoWalk>) -> Stop {
+    fn walk_frames(
+        &self,
+        regs: Regs,
+        out: &mut FrameSink,
+        epochs: Option<(u32, u32)>,
+        memo: &mut Option<MemoWalk>,
+    ) -> Stop {
         let lo = regs.sp;
         let hi = self.thread.stack_base;
         if lo == 0 || hi <= lo || !lo.is_multiple_of(8) || lo < self.thread.stack_end {
@@ -781,7 +788,7 @@ impl<M: Memory> Walker<'_, M> {
                 exact = true;
                 continue;
             }
-            if let Some(b) = self.cached_blob(pc, sp, exact, epoch, memo, out) {
+            if let Some(b) = self.cached_blob(pc, sp, exact, epochs, memo, out) {
                 if b.frame_words > 0 {
                     let slot = out.len;
                     if !out.push_at(RawFrame::Compiled { pc, method: b.method, interrupted: !exact }, sp) {
@@ -897,18 +904,18 @@ impl<M: Memory> Walker<'_, M> {
 
     /// The blob at `pc` (with `exact`, a return address or an anchor's pc at stack address
     /// `sp`), from the thread's last walk or the shared cache when an earlier walk of this
-    /// `epoch` (the cache's, read at the walk's start) kept it; else from the code heap, and
-    /// kept.
+    /// epoch (the cache's and its loads', `epochs`, read at the walk's start) kept it; else
+    /// from the code heap, and kept.
     fn cached_blob(
         &self,
         pc: u64,
         sp: u64,
         exact: bool,
-        epoch: Option<u32>,
+        epochs: Option<(u32, u32)>,
         memo: &mut Option<MemoWalk>,
         out: &mut FrameSink,
     ) -> Option<Blob> {
-        let (Some(cache), Some(epoch)) = (self.cache, epoch) else { return self.blob(pc) };
+        let (Some(cache), Some((epoch, loads))) = (self.cache, epochs) else { return self.blob(pc) };
         let h = self.code.heap_of(pc)?;
         if h.log2_segment > MAX_SEGMENT_LOG2 {
             return self.blob(pc);
@@ -931,7 +938,7 @@ impl<M: Memory> Walker<'_, M> {
             let valid = b.end.saturating_sub(segment).min(seg_size);
             let (frame_words, method, is_nmethod) = (b.frame_words, b.method, b.is_nmethod);
             let f = FrameFacts { frame_words, method, is_nmethod, complete, valid };
-            cache.put(segment, epoch, f);
+            cache.put_for_walk(segment, epoch, loads, f);
             f
         };
         if let (true, Some(m)) = (exact, memo.as_mut()) {

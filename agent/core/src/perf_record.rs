@@ -655,6 +655,10 @@ mod tests {
         big.intr_abi = 2;
         big.intr[7] = 0x77;
         let mut small = sample(3);
+        // Every scalar other than big's: one not copied would show.
+        (small.pid, small.tid, small.period, small.time_enabled, small.time_running) = (20, 21, 22, 23, 24);
+        (small.regs_abi, small.bp, small.sp, small.user_ip) = (1, 25, 26, 27);
+        (small.weight, small.data_src, small.stack_at, small.stack_len) = (28, 29, 30, 31);
         small.nkernel = 2;
         small.kernel[..2].copy_from_slice(&[21, 22]);
         small.nvalues = 1;

@@ -174,8 +174,8 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
 /// What the handlers' walks learnt of the code blobs they walked through (`hpm_core::blob_cache`).
 static BLOB_CACHE: OnceLock<BlobCache> = OnceLock::new();
 
-/// Code may have been freed or reused (an unload, a load, new dynamic code, a collection's end,
-/// a session's start): the walker's cached blobs are looked up again.
+/// Code may have been freed or reused (an unload, a collection's end, a session's start): the
+/// walker's cached blobs are looked up again (a load clears its own range: [`code_loaded`]).
 pub fn code_changed() {
     if let Some(c) = BLOB_CACHE.get() {
         c.invalidate();

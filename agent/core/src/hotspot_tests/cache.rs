@@ -53,6 +53,21 @@ fn an_invalidated_cache_looks_the_blobs_up_again() {
 }
 
 #[test]
+fn a_load_makes_the_walker_look_up_its_own_range_again_and_drops_the_memo() {
+    let mut f = Fake::new();
+    let (r, [_, b, _]) = three_compiled(&mut f);
+    f.cache = Some(BlobCache::default());
+    f.memo = Some(WalkMemo::default());
+    f.run(r, 64);
+    // D is loaded where B was: the cache forgets B's code alone, the thread's last walk goes.
+    f.put(b - CODE_OFF + 112, M_J);
+    assert!(f.cache.as_ref().expect("a cache").forget_range(HEAP_LO, LOG2_SEG, b, b + BODY + 1));
+    let o = f.run(r, 64);
+    assert_eq!(o.frames[1], compiled(b + BODY, M_J, false));
+    assert_eq!((o.blob_lookups, o.blob_memo_hits, o.blob_hits), (3, 0, 2), "A's and C's from the cache");
+}
+
+#[test]
 fn an_interrupted_frame_s_prologue_is_told_from_its_segment_s_facts() {
     // Every pc of A's first 0x60 bytes (its prologue ends at COMPLETE, inside a segment):
     // walked from a cache that a walk at another pc of the same segment filled, the same

@@ -249,7 +249,10 @@ mod tests {
         let me = crate::os::gettid();
         slot.publish(me, 0, false, ring(), ctx());
         assert!(slot.enter(&mut Caller::current()).is_ok());
-        assert!(slot.enter(&mut Caller::current()).is_ok(), "again, by the thread pointer it was proven by");
+        assert_eq!(slot.owner.load(Ordering::Relaxed), Caller::current().pointer, "proven once");
+        let mut again = Caller::current();
+        assert!(slot.enter(&mut again).is_ok());
+        assert_eq!(again.tid, None, "admitted again by its thread pointer, without asking the kernel");
         let other = std::thread::scope(|s| s.spawn(|| slot.enter(&mut Caller::current()).map(|_| ())).join());
         assert_eq!(other.expect("the other thread ran"), Err(Refused::OtherThread));
         slot.retire();
