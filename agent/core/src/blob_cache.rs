@@ -108,6 +108,25 @@ struct Entry {
     info: AtomicU64,
 }
 
+impl Entry {
+    /// Writes the entry under its sequence lock: claims it (false, nothing written, when
+    /// another writer is inside or claims it first), runs `stores`, releases it.
+    fn write(&self, stores: impl FnOnce(&Entry)) -> bool {
+        let seq = self.seq.load(Ordering::Relaxed);
+        // Acquire: the last writer's stores (released with the even count read here) come
+        // before this writer's, so a reader never finds this one's key with that one's facts
+        // (loom found that interleaving with a relaxed claim).
+        if seq & 1 != 0 || self.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            return false;
+        }
+        // A reader that sees any store below sees the odd count too.
+        fence(Ordering::Release);
+        stores(self);
+        self.seq.store(seq + 2, Ordering::Release);
+        true
+    }
+}
+
 pub struct BlobCache {
     /// A power of two of them.
     entries: Box<[Entry]>,
@@ -192,21 +211,15 @@ impl BlobCache {
         (0..count).all(|k| self.forget(first + (k << log2)))
     }
 
-    /// Clears the entry of the segment starting at `segment` if it holds that segment (a
-    /// writer, as [`Self::put`]); false when another writer is inside.
+    /// Clears the entry of the segment starting at `segment` if it holds that segment; false
+    /// when another writer is inside.
     fn forget(&self, segment: u64) -> bool {
-        let e = self.entry(segment);
-        let seq = e.seq.load(Ordering::Relaxed);
-        if seq & 1 != 0 || e.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            return false;
-        }
-        fence(Ordering::Release);
-        if e.pc.load(Ordering::Relaxed) == segment {
-            // No walk looks up pc 0 (`get` refuses it).
-            e.pc.store(0, Ordering::Relaxed);
-        }
-        e.seq.store(seq + 2, Ordering::Release);
-        true
+        self.entry(segment).write(|e| {
+            if e.pc.load(Ordering::Relaxed) == segment {
+                // No walk looks up pc 0 (`get` refuses it).
+                e.pc.store(0, Ordering::Relaxed);
+            }
+        })
     }
 
     /// The facts kept for the segment starting at `pc` in `epoch`, if any.
@@ -244,25 +257,15 @@ impl BlobCache {
 
     fn put_checked(&self, pc: u64, epoch: u32, loads: Option<u32>, facts: FrameFacts) {
         let (Some(packed), Some(method)) = (pack(facts).filter(|_| pc != 0), pack_method(&facts)) else { return };
-        let e = self.entry(pc);
-        let seq = e.seq.load(Ordering::Relaxed);
-        // Acquire: the last writer's stores (released with the even count read here) come
-        // before this writer's, so a reader never finds this one's key with that one's facts
-        // (loom found that interleaving with a relaxed claim).
-        if seq & 1 != 0 || e.seq.compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            return;
-        }
-        if loads.is_some_and(|l| self.memo_epoch.load(Ordering::Acquire) != l) {
-            e.seq.store(seq + 2, Ordering::Release);
-            return;
-        }
-        // A reader that sees any store below sees the odd count too.
-        fence(Ordering::Release);
         let info = (u64::from(epoch) << 32) | packed;
-        e.pc.store(pc, Ordering::Relaxed);
-        e.method.store(method, Ordering::Relaxed);
-        e.info.store(info, Ordering::Relaxed);
-        e.seq.store(seq + 2, Ordering::Release);
+        self.entry(pc).write(|e| {
+            if loads.is_some_and(|l| self.memo_epoch.load(Ordering::Acquire) != l) {
+                return;
+            }
+            e.pc.store(pc, Ordering::Relaxed);
+            e.method.store(method, Ordering::Relaxed);
+            e.info.store(info, Ordering::Relaxed);
+        });
     }
 }
 
