@@ -36,15 +36,22 @@ fn return_addresses_blobs_come_from_the_cache_on_the_next_walk() {
     assert_eq!((first.blob_lookups, first.blob_hits), (3, 0));
 }
 
-#[test]
-fn an_invalidated_cache_looks_the_blobs_up_again() {
+/// [`three_compiled`] walked once with a cache (and the thread's memo with `memo`), then B
+/// freed and another nmethod (D's, same frame size, method J) in its place; and B.
+fn b_replaced_after_a_walk(memo: bool) -> (Fake, Regs, u64) {
     let mut f = Fake::new();
     let (r, [_, b, _]) = three_compiled(&mut f);
     f.cache = Some(BlobCache::default());
+    f.memo = memo.then(WalkMemo::default);
     f.run(r, 64);
-    // B is freed and another nmethod (D's, same frame size) takes its place: until the agent
-    // invalidates the cache (on the unload event), the walker keeps B's facts.
     f.put(b - CODE_OFF + 112, M_J);
+    (f, r, b)
+}
+
+#[test]
+fn an_invalidated_cache_looks_the_blobs_up_again() {
+    // Until the agent invalidates the cache (on B's unload event), the walker keeps B's facts.
+    let (f, r, b) = b_replaced_after_a_walk(false);
     assert_eq!(f.run(r, 64).frames[1], compiled(b + BODY, M_B, false));
     f.cache.as_ref().expect("a cache").invalidate();
     let o = f.run(r, 64);
@@ -54,13 +61,8 @@ fn an_invalidated_cache_looks_the_blobs_up_again() {
 
 #[test]
 fn a_load_makes_the_walker_look_up_its_own_range_again_and_drops_the_memo() {
-    let mut f = Fake::new();
-    let (r, [_, b, _]) = three_compiled(&mut f);
-    f.cache = Some(BlobCache::default());
-    f.memo = Some(WalkMemo::default());
-    f.run(r, 64);
-    // D is loaded where B was: the cache forgets B's code alone, the thread's last walk goes.
-    f.put(b - CODE_OFF + 112, M_J);
+    // D's load: the cache forgets B's code alone, the thread's last walk goes.
+    let (f, r, b) = b_replaced_after_a_walk(true);
     assert!(f.cache.as_ref().expect("a cache").forget_range(HEAP_LO, LOG2_SEG, b, b + BODY + 1));
     let o = f.run(r, 64);
     assert_eq!(o.frames[1], compiled(b + BODY, M_J, false));
@@ -125,12 +127,7 @@ fn the_thread_s_last_walk_gives_the_frames_it_shares_with_this_one() {
 
 #[test]
 fn an_invalidation_empties_the_memo_too() {
-    let mut f = Fake::new();
-    let (r, [_, b, _]) = three_compiled(&mut f);
-    f.cache = Some(BlobCache::default());
-    f.memo = Some(WalkMemo::default());
-    f.run(r, 64);
-    f.put(b - CODE_OFF + 112, M_J);
+    let (f, r, b) = b_replaced_after_a_walk(true);
     f.cache.as_ref().expect("a cache").invalidate();
     let o = f.run(r, 64);
     assert_eq!(o.frames[1], compiled(b + BODY, M_J, false));
