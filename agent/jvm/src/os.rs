@@ -319,13 +319,17 @@ mod tests {
         assert!(ids.contains(&other), "{other} not in {ids:?}");
         // The link count counts the threads: this one and the one waiting at least.
         assert!(dir.links().is_some_and(|n| n >= 2 + 2), "{:?}", dir.links());
-        let mut by_read_dir: Vec<i32> = std::fs::read_dir("/proc/self/task")
+        // Other tests' threads come and go meanwhile: what the kept directory lists both
+        // before and after a fresh listing was there during it.
+        let before = ids.clone();
+        let by_read_dir: Vec<i32> = std::fs::read_dir("/proc/self/task")
             .unwrap()
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
             .collect();
-        by_read_dir.sort_unstable();
-        ids.sort_unstable();
-        assert_eq!(ids, by_read_dir);
+        dir.list(&mut ids).unwrap();
+        let throughout: Vec<i32> = before.iter().copied().filter(|t| ids.contains(t)).collect();
+        assert!(throughout.contains(&other) && throughout.contains(&gettid()), "{throughout:?}");
+        assert!(throughout.iter().all(|t| by_read_dir.contains(t)), "{throughout:?} not all in {by_read_dir:?}");
         done_tx.send(()).unwrap();
         t.join().unwrap();
         dir.list(&mut ids).unwrap();
