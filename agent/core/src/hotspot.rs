@@ -591,6 +591,15 @@ pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> Ra
     RawKey { hash: h.finish(), callers, leaf_slots: leaf as u32, interpreted }
 }
 
+/// The key of a range of slots as the callers of some stack ([`RawKey::callers`]): the same
+/// whichever stack's callers they are, so the resolver finds a stack's deeper callers by it.
+pub fn slots_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> (u64, u64) {
+    let n = frames.len().min(kinds.len());
+    let mut h = crate::hash::Hash128::new(seed);
+    key_slots(&mut h, &frames[..n], &kinds[..n], &mut false);
+    h.finish()
+}
+
 fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], kinds: &[FrameKind], interpreted: &mut bool) {
     for (f, &k) in frames.iter().zip(kinds) {
         match k {
@@ -610,7 +619,7 @@ fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], kinds: &[FrameK
 
 /// The slots the first raw frame of `kinds` takes (see [`raw_frames`]): a compiled frame's pc
 /// and `Method*`, an interpreted frame's one; all of them when there is no frame.
-fn leaf_slots(kinds: &[FrameKind]) -> usize {
+pub fn leaf_slots(kinds: &[FrameKind]) -> usize {
     match kinds.iter().position(|&k| k == TAG_PC || k == TAG_INTERPRETED) {
         Some(i) if kinds[i] == TAG_PC => i + 1 + usize::from(kinds.get(i + 1) == Some(&TAG_METHOD)),
         Some(i) => i + 1,

@@ -38,8 +38,9 @@ pub struct StackInterner {
     /// it is one itself.
     pub made: u64,
     /// [`Self::intern_above`]'s answers by (shared stack's address and length, hash of the
-    /// leaf frames): the shared stack (held, so no other takes its address) and the whole.
-    above: IntMap<(usize, usize, u64), (Stack, Stack)>,
+    /// leaf frames): the shared stack (held, so no other takes its address), the whole, and
+    /// whether the whole was counted in `made` (not while only a part of others).
+    above: IntMap<(usize, usize, u64), (Stack, Stack, bool)>,
     /// Frames of the stacks `above` holds (bounded as `frames` is).
     above_frames: usize,
     /// [`Self::intern_above`]'s wholes by their address and length: the whole (held, so no
@@ -90,23 +91,39 @@ impl StackInterner {
     /// found again by `base`'s address and the leaf frames alone: a sample in a stub or a
     /// system call under a known Java stack hashed and compared every frame of it before.
     pub fn intern_above(&mut self, leaf: &[Frame], base: &Stack) -> Stack {
+        self.above_counted(leaf, base, true)
+    }
+
+    /// [`Self::intern_above`] for a part of stacks (the callers of a new stack's callers, made
+    /// above their own callers): counted as [`Self::intern_part`] is.
+    pub fn intern_part_above(&mut self, leaf: &[Frame], base: &Stack) -> Stack {
+        self.above_counted(leaf, base, false)
+    }
+
+    fn above_counted(&mut self, leaf: &[Frame], base: &Stack, count: bool) -> Stack {
         let key = (base.as_ptr() as usize, base.len(), self.hasher.hash_one(leaf));
-        if let Some((_, whole)) = self.above.get(&key) {
+        if let Some((_, whole, counted)) = self.above.get_mut(&key) {
             if whole.len() == leaf.len() + base.len() && whole[..leaf.len()] == *leaf {
-                return whole.clone();
+                let whole = whole.clone();
+                if count && !*counted {
+                    // Made as a part before: a sample's stack from now on (counted once).
+                    *counted = true;
+                    self.intern_counted(&whole, true);
+                }
+                return whole;
             }
         }
         let mut frames = Vec::with_capacity(leaf.len() + base.len());
         frames.extend_from_slice(leaf);
         frames.extend_from_slice(base);
-        let whole = self.intern(&frames);
+        let whole = self.intern_counted(&frames, count);
         let held = base.len() + whole.len();
         if self.above.len() >= MAX_INTERNED || self.above_frames + held > MAX_INTERNED_FRAMES {
             self.above.clear();
             self.above_frames = 0;
             self.bases.clear();
         }
-        if let Some((b, w)) = self.above.insert(key, (base.clone(), whole.clone())) {
+        if let Some((b, w, _)) = self.above.insert(key, (base.clone(), whole.clone(), count)) {
             self.above_frames -= b.len() + w.len();
         }
         self.above_frames += held;
@@ -125,6 +142,31 @@ impl StackInterner {
     pub fn base_of(&self, whole: &Stack) -> Option<&Stack> {
         let (w, base) = self.bases.get(&(whole.as_ptr() as usize, whole.len()))?;
         (Arc::ptr_eq(w, whole) && base.len() < whole.len()).then_some(base)
+    }
+
+    /// The nearest of `whole`'s bases that `node_of` knows (the stack it was made above, else
+    /// that one's base, ...), with its node, and the bases passed before it, nearest first: at
+    /// most `max` of them (then, or without a base known, none is found). A new stack's tree
+    /// entry starts at the node found, and the bases passed learn theirs on the way.
+    pub fn nearest_base<N>(
+        &self,
+        whole: &Stack,
+        max: usize,
+        mut node_of: impl FnMut(&Stack) -> Option<N>,
+    ) -> (Option<(Stack, N)>, Vec<Stack>) {
+        let mut passed = Vec::new();
+        let mut next = self.base_of(whole);
+        while let Some(b) = next {
+            if let Some(node) = node_of(b) {
+                return (Some((b.clone(), node)), passed);
+            }
+            if passed.len() >= max {
+                break;
+            }
+            passed.push(b.clone());
+            next = self.base_of(b);
+        }
+        (None, passed)
     }
 
     /// Distinct stacks held.
@@ -204,6 +246,34 @@ mod tests {
         assert!(!std::sync::Arc::ptr_eq(&a, &c));
         assert_eq!(&*c, &frames(&[1, 2])[..]);
         assert_eq!(i.len(), 2);
+    }
+
+    #[test]
+    fn the_nearest_base_with_a_node_is_found_past_those_without() {
+        let mut i = StackInterner::default();
+        let bottom = i.intern_part(&frames(&[5]));
+        let lower = i.intern_part_above(&frames(&[4]), &bottom);
+        let upper = i.intern_part_above(&frames(&[3]), &lower);
+        let whole = i.intern_above(&frames(&[1, 2]), &upper);
+        assert_eq!(*whole, *frames(&[1, 2, 3, 4, 5]));
+        // Parts are not samples' stacks.
+        assert_eq!(i.made, 1);
+        let node_of = |s: &Stack| (s.len() == 1).then_some(7);
+        let (found, passed) = i.nearest_base(&whole, 8, node_of);
+        assert!(found.is_some_and(|(b, n)| Arc::ptr_eq(&b, &bottom) && n == 7));
+        assert_eq!(passed.len(), 2);
+        assert!(Arc::ptr_eq(&passed[0], &upper) && Arc::ptr_eq(&passed[1], &lower));
+        // No more than `max` passed: then none found.
+        let (found, passed) = i.nearest_base(&whole, 1, node_of);
+        assert!(found.is_none() && passed.len() == 1);
+        // Without any base known, every base passed.
+        let (found, passed) = i.nearest_base(&whole, 8, |_| None::<u32>);
+        assert!(found.is_none() && passed.len() == 3);
+        // A part later a sample's stack of its own counts once.
+        let again = i.intern_above(&frames(&[3]), &lower);
+        assert!(Arc::ptr_eq(&again, &upper));
+        i.intern_above(&frames(&[3]), &lower);
+        assert_eq!(i.made, 2);
     }
 
     #[test]

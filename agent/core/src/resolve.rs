@@ -468,6 +468,10 @@ fn named_still<'s>(
     stacks.get_mut_current(&h).map(|e| &e.1)
 }
 
+/// Levels of a new raw stack's callers looked up at most for a known stack below its new
+/// frames (`SampleResolver::name_callers`): the callers, their callers, ...
+const MAX_CALLER_LEVELS: usize = 6;
+
 /// Distinct raw stacks, and physical frames, remembered at most (each memo keeps those in use:
 /// [`crate::hash::RecentMap`]).
 const MAX_VM_STACKS: usize = 1 << 16;
@@ -593,6 +597,16 @@ impl SampleResolver {
     /// frames), if the resolver still knows it: see [`crate::interned::StackInterner::base_of`].
     pub fn base_of(&self, whole: &Stack) -> Option<&Stack> {
         self.interner.base_of(whole)
+    }
+
+    /// [`crate::interned::StackInterner::nearest_base`] of a sample's stack.
+    pub fn nearest_base<N>(
+        &self,
+        whole: &Stack,
+        max: usize,
+        node_of: impl FnMut(&Stack) -> Option<N>,
+    ) -> (Option<(Stack, N)>, Vec<Stack>) {
+        self.interner.nearest_base(whole, max, node_of)
     }
 
     /// Resolves one captured sample. `counters` is the number of counters in the group.
@@ -976,32 +990,14 @@ impl SampleResolver {
         let mut timer = Timer::start();
         let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k], false);
         timer.lap(Phase::Leaf);
-        let (frames, kinds) = (&c.frames[k..n], &c.kinds[k..n]);
-        let (h, check) = keys.callers;
-        let pcs = raw_pcs(frames, kinds);
-        let known =
-            named_still(&mut self.vm_stacks, keys.callers, &self.timeline.map, pcs, self.collections, jm).map(|e| {
-                self.stats.unnamed_frames += e.unnamed;
-                methods.extend_from_slice(&e.valid.methods);
-                e.frames.clone()
-            });
-        let callers = match known {
-            Some(stack) => stack,
-            None => {
-                let before = self.stats.unnamed_frames;
-                let (named, m, complete) = self.name_vm_frames(rec, jm, frames, kinds, true);
-                methods.extend_from_slice(&m);
-                if !complete {
-                    let mut all = leaf;
-                    all.extend_from_slice(&named);
-                    return (all, methods, None);
-                }
-                let stack = self.interner.intern_part(&named);
-                let unnamed = self.stats.unnamed_frames - before;
-                let entry =
-                    NamedStack { frames: stack.clone(), unnamed, valid: self.validity(m), groups: Box::default() };
-                self.vm_stacks.insert(h, (check, entry));
-                stack
+        let (named, m) = self.name_callers(rec, jm, c, k, n, keys.callers);
+        methods.extend_from_slice(&m);
+        let callers = match named {
+            Ok(stack) => stack,
+            Err(frames) => {
+                let mut all = leaf;
+                all.extend_from_slice(&frames);
+                return (all, methods, None);
             }
         };
         timer.lap(Phase::Callers);
@@ -1015,6 +1011,82 @@ impl SampleResolver {
         };
         timer.stop(Phase::Whole);
         (all, methods, whole)
+    }
+
+    /// The callers of a new raw stack (its slots `start..n`, keyed `key`) and the `Method*`s
+    /// they rest on: their shared copy, or their frames where some pc was not in the code map.
+    /// A stack new to the resolver is mostly a known one with new frames at its top, not only
+    /// a new leaf (ecj's recursion over a syntax tree: a new stack's path leaves the tree a
+    /// frame or two below its leaf). When the callers are new, their own callers are looked up
+    /// as the callers of some earlier stack, and so on down to [`MAX_CALLER_LEVELS`] levels;
+    /// the callers are then made above the stack found ([`StackInterner::intern_part_above`]),
+    /// so the tree enters a new stack from that stack's node. Only the callers are entered: a
+    /// shared copy and an entry for every level cost more than naming the frames one by one
+    /// from their memo (measured: docs/design.md, "Where a new stack enters the tree").
+    #[allow(clippy::type_complexity)]
+    fn name_callers(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        c: &Captured,
+        start: usize,
+        n: usize,
+        key: (u64, u64),
+    ) -> (Result<Stack, Vec<Frame>>, Vec<(u64, MethodPointer)>) {
+        let (frames, kinds) = (&c.frames[..n], &c.kinds[..n]);
+        // The first slot of the level looked up, and its key: the callers, their callers, ...
+        let (mut s, mut level_key) = (start, key);
+        let mut below = None;
+        for level in 0..MAX_CALLER_LEVELS {
+            let pcs = raw_pcs(&frames[s..], &kinds[s..]);
+            if let Some(e) = named_still(&mut self.vm_stacks, level_key, &self.timeline.map, pcs, self.collections, jm)
+            {
+                self.stats.unnamed_frames += e.unnamed;
+                if level == 0 {
+                    return (Ok(e.frames.clone()), e.valid.methods.clone());
+                }
+                below = Some((s, e.frames.clone(), e.unnamed, e.valid.methods.clone()));
+                break;
+            }
+            let next = s + crate::hotspot::leaf_slots(&kinds[s..]);
+            if next >= n {
+                break;
+            }
+            s = next;
+            level_key = crate::hotspot::slots_key(self.hasher.seed(), &frames[s..], &kinds[s..]);
+        }
+        let (end, base, mut unnamed, mut methods) = match below {
+            Some((s, stack, unnamed, methods)) => (s, Some(stack), unnamed, methods),
+            None => (n, None, 0, Vec::new()),
+        };
+        let before = self.stats.unnamed_frames;
+        let (mut named, m, complete) = self.name_vm_frames(rec, jm, &frames[start..end], &kinds[start..end], true);
+        unnamed += self.stats.unnamed_frames - before;
+        methods.extend_from_slice(&m);
+        if !complete {
+            named.extend_from_slice(base.as_deref().unwrap_or_default());
+            return (Err(named), methods);
+        }
+        let stack = match &base {
+            Some(b) => self.interner.intern_part_above(&named, b),
+            None => self.interner.intern_part(&named),
+        };
+        self.enter_callers(key, &stack, unnamed, methods.clone());
+        (Ok(stack), methods)
+    }
+
+    /// Enters `stack` as the callers keyed `key` (with the frames left out below it and the
+    /// `Method*`s it rests on).
+    fn enter_callers(
+        &mut self,
+        (h, check): (u64, u64),
+        stack: &Stack,
+        unnamed: u64,
+        methods: Vec<(u64, MethodPointer)>,
+    ) {
+        let entry =
+            NamedStack { frames: stack.clone(), unnamed, valid: self.validity(methods), groups: Box::default() };
+        self.vm_stacks.insert(h, (check, entry));
     }
 
     /// Valid as of now, resting on `methods`.

@@ -847,3 +847,71 @@ fn a_new_leaf_over_known_callers_names_the_leaf_alone() {
     let third = res.resolve(&mut rec, &mut jm, &c);
     assert_eq!(names(&rec, &third), ["Main.outer", "Main.outer", "Main.run"]);
 }
+
+#[test]
+fn new_callers_are_made_above_a_known_stack_of_their_callers() {
+    use crate::hotspot::{RawFrame, Stop};
+    let code = || {
+        let scopes = [(0x1010, 1), (0x1020, 2), (0x1030, 3), (0x1040, 4), (0x1050, 1), (0x1060, 2)]
+            .iter()
+            .map(|&(pc, m)| PcScope { pc, frames: vec![(m, pc as i32 & 0xff)] })
+            .collect();
+        CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5))
+    };
+    let mut res = SampleResolver::default();
+    res.timeline.push(code());
+    let mut rec = recording();
+    let mut jm = Pointers(table(), 0, 1);
+    let at = |callers: &[u64]| {
+        let mut raw = vec![RawFrame::Compiled { pc: 0x1038, method: 0, interrupted: true }];
+        raw.extend(callers.iter().map(|&pc| match pc {
+            // Code the map does not have: named by its `Method*`, not kept.
+            0x2010 => RawFrame::Compiled { pc, method: 0x7000, interrupted: false },
+            _ => RawFrame::Compiled { pc, method: 0, interrupted: false },
+        }));
+        raw.push(RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 9 });
+        vm_captured(10, 0x1038, &raw, Stop::Bottom)
+    };
+    let bases = |res: &SampleResolver, s: &Stack| {
+        std::iter::successors(Some(s.clone()), |b| res.base_of(b).cloned()).skip(1).collect::<Vec<Stack>>()
+    };
+    // A stack whose callers are the interpreted frame's caller at 0x1030: entered with them.
+    let first = res.resolve(&mut rec, &mut jm, &at(&[0x1030]));
+    assert_eq!(names(&rec, &first), ["Main.leaf", "Main.inner", "Main.run"]);
+    assert_eq!((res.stacks_made(), res.vm_stacks.len()), (1, 2));
+    let first_bases = bases(&res, &first.stack);
+    assert_eq!(first_bases.iter().map(|b| b.len()).collect::<Vec<_>>(), [2]);
+
+    // Callers new, their callers too, theirs the first stack's: the two frames above those
+    // named, the callers made above them (and entered with the whole).
+    for (made, top) in [(2, [0x1010, 0x1020]), (3, [0x1050, 0x1060])] {
+        let s = res.resolve(&mut rec, &mut jm, &at(&[top[0], top[1], 0x1030]));
+        let want = ["Main.leaf", "Main.run", "Main.outer", "Main.inner", "Main.run"];
+        assert_eq!(names(&rec, &s), want);
+        assert_eq!((res.stacks_made(), res.vm_stacks.len()), (made, 2 * made as usize));
+        let below = bases(&res, &s.stack);
+        assert_eq!(below.iter().map(|b| b.len()).collect::<Vec<_>>(), [4, 2]);
+        assert!(std::sync::Arc::ptr_eq(&below[1], &first_bases[0]));
+    }
+    let second = res.resolve(&mut rec, &mut jm, &at(&[0x1050, 0x1060, 0x1030]));
+    // The frames a resolver naming every frame gives.
+    let mut fresh = SampleResolver::default();
+    fresh.timeline.push(code());
+    let mut fresh_rec = recording();
+    let alone = fresh.resolve(&mut fresh_rec, &mut Pointers(table(), 0, 1), &at(&[0x1050, 0x1060, 0x1030]));
+    let key = |r: &Recording, s: &Sample| -> Vec<(String, i32, i32, FrameKind)> {
+        s.stack.iter().map(|f| (r.method(f.method).display_name(), f.bci, f.line, f.kind)).collect()
+    };
+    assert_eq!(key(&rec, &second), key(&fresh_rec, &alone));
+
+    // Callers with code the map does not have yet: named above the known stack below them,
+    // not entered.
+    let third = at(&[0x1050, 0x2010, 0x1030]);
+    let named = res.stats.frames_named;
+    let s = res.resolve(&mut rec, &mut jm, &third);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.run", "Main.run", "Main.inner", "Main.run"]);
+    assert_eq!(res.vm_stacks.len(), 6);
+    assert_eq!(res.stats.frames_named, named + 1, "the frame at 0x2010 alone");
+    res.resolve(&mut rec, &mut jm, &third);
+    assert_eq!(res.stats.frames_named, named + 2, "named again");
+}

@@ -224,6 +224,10 @@ struct Processor {
 /// Threads whose last new stack's path the processor keeps at most ([`Processor::path_hints`]).
 const MAX_PATH_HINTS: usize = 1024;
 
+/// Bases a new stack's tree entry passes at most looking for one with a node (a whole's base,
+/// its callers, then the stack those were made above, ...).
+const MAX_BASES_PASSED: usize = 8;
+
 #[derive(Default)]
 struct JfrMemory {
     chunks: std::collections::VecDeque<Vec<u8>>,
@@ -645,20 +649,22 @@ impl Processor {
                 timer.stop(hpm_core::phase_timing::Phase::TreeKnown);
             }
             None => {
-                // Most new stacks are a new leaf frame above callers the resolver knew (its
-                // base): from the callers' node, only the leaf frames are looked up.
-                let base = self.resolver.base_of(&s.stack).cloned();
-                let base_node = base
-                    .as_ref()
-                    .and_then(|b| self.seen.get(b, extra).map(|(n, _)| n).or_else(|| self.base_nodes.get(b, extra)));
-                let above_callers = base_node.is_some();
-                let leaf = match (&base, base_node) {
-                    (Some(b), Some(node)) => {
+                // Most new stacks are new frames above callers the tree has (a base the
+                // resolver made them above, or a base of that base...): from the nearest such
+                // base's node, only the frames above it are looked up; the bases passed on the
+                // way learn their nodes.
+                let (seen, base_nodes) = (&self.seen, &self.base_nodes);
+                let (found, passed) = self.resolver.nearest_base(&s.stack, MAX_BASES_PASSED, |b| {
+                    seen.get(b, extra).map(|(n, _)| n).or_else(|| base_nodes.get(b, extra))
+                });
+                let above_callers = found.is_some();
+                let leaf = match found {
+                    Some((b, node)) => {
                         let above = &s.stack[..s.stack.len() - b.len()];
                         self.name_frames(above);
                         self.cct.add_sample_above(node, above, &self.name_ids, s)
                     }
-                    _ => {
+                    None => {
                         self.name_frames(&s.stack);
                         let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
                         // A hint is a shortcut only: a process that starts thread after thread
@@ -668,14 +674,13 @@ impl Processor {
                             self.path_hints.clear();
                         }
                         let hint = self.path_hints.entry(s.thread).or_default();
-                        let leaf = self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint);
-                        if let Some(b) = &base {
-                            let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
-                            self.base_nodes.insert(b, extra, node);
-                        }
-                        leaf
+                        self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint)
                     }
                 };
+                for b in &passed {
+                    let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
+                    self.base_nodes.insert(b, extra, node);
+                }
                 let entry = if self.keep_table {
                     let e = self.stacks.entry(s);
                     self.stacks.add_to(e, s);

@@ -199,3 +199,24 @@ fn raw_key_tells_apart_what_names_a_frame() {
     assert_ne!(raw_stack_key(8, &slots[..n], &kinds[..n]).hash, key_of(&base[..1]).hash);
     assert!(!key_of(&base[..2]).interpreted);
 }
+
+#[test]
+fn a_range_of_slots_has_one_key_whichever_stack_it_is_the_callers_of() {
+    let callers = [compiled(0x2060, M_A, false), interpreted(0x7000, 0x9010)];
+    let (mut slots, mut kinds) = ([CallFrame::default(); 16], [FrameKind::Unknown; 16]);
+    let mut sink = FrameSink::new(&mut slots, &mut kinds);
+    for f in [compiled(0x1040, M_A, true), compiled(0x1080, M_A, false)].into_iter().chain(callers) {
+        assert!(sink.push(f));
+    }
+    let n = sink.len;
+    // Below the first frame: the key the stack of the last two frames has as callers.
+    let first = leaf_slots(&kinds[..n]);
+    let second = first + leaf_slots(&kinds[first..n]);
+    let below = slots_key(7, &slots[second..n], &kinds[second..n]);
+    assert_eq!(below, key_of(&[compiled(0x1050, M_A, true), callers[0], callers[1]]).callers);
+    assert_eq!(
+        slots_key(7, &slots[first..n], &kinds[first..n]),
+        key_of(&[compiled(0x1040, M_A, true), compiled(0x1080, M_A, false), callers[0], callers[1]]).callers
+    );
+    assert_ne!(below, key_of(&callers).hash, "a whole stack's key is never a range's");
+}
