@@ -165,6 +165,11 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
         self.current.get_mut(k)
     }
 
+    /// The entry of `k` in either half, where it is (a look that moves nothing).
+    pub fn peek(&self, k: &K) -> Option<&V> {
+        self.current.get(k).or_else(|| self.old.get(k))
+    }
+
     /// The entry of `k` if it is in the current half ([`Self::get_mut`] just found it or put
     /// it there): one lookup, no promotion.
     pub fn get_mut_current(&mut self, k: &K) -> Option<&mut V> {

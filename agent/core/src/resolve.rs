@@ -1118,7 +1118,10 @@ impl SampleResolver {
             let pc = (key.0 == TAG_COMPILED_KEY).then_some(key.1);
             let start = out.len();
             let mut hit = None;
-            if let Some(e) = self.vm_frames.get_mut(&key) {
+            // A leaf's pc is not kept (below): not looked for either (two misses per new raw
+            // stack, current half and old, for an entry that is not there).
+            let kept = keep_pcs || pc.is_none();
+            if let Some(e) = if kept { self.vm_frames.get_mut(&key) } else { None } {
                 hit = Some(e.valid.check(&self.timeline.map, pc, self.collections, jm));
                 if hit == Some(true) {
                     out.extend_from_slice(&e.frames);
@@ -1143,7 +1146,7 @@ impl SampleResolver {
                     }
                 };
                 // A leaf's pc is met again far less often than its scope (found by that): not kept.
-                if let Some(method) = method.filter(|_| keep_pcs || pc.is_none()) {
+                if let Some(method) = method.filter(|_| kept) {
                     let frames = smallvec::SmallVec::from_slice(&out[start..]);
                     let rests_on: Vec<(u64, MethodPointer)> = method.into_iter().collect();
                     methods.extend_from_slice(&rests_on);
@@ -1338,9 +1341,19 @@ impl SampleResolver {
         // is current and nothing is read, so the scan is all this costs each round.
         let mut seen: IntMap<u64, ()> = IntMap::default();
         let mut methods = Vec::new();
-        // A stack the handler keyed says whether it has any.
-        let interpreted = |c: &&Captured| c.raw_key.is_none_or(|k| k.interpreted);
-        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0).filter(interpreted) {
+        // A stack the handler keyed says whether it has any, and a raw stack named since the
+        // last collection needs none asked for (its names hold as they are, `Validity::check`):
+        // its slots, which resolving it does not read either, are left alone.
+        let (stacks, collections) = (&self.vm_stacks, self.collections);
+        let asks = |c: &&Captured| {
+            c.raw_key.is_none_or(|k| {
+                k.interpreted
+                    && !stacks
+                        .peek(&k.hash.0)
+                        .is_some_and(|(check, e)| *check == k.hash.1 && e.valid.collections == collections)
+            })
+        };
+        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0).filter(asks) {
             let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
             for method in crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]) {
                 if seen.insert(method, ()).is_none() {

@@ -700,6 +700,9 @@ fn a_rounds_interpreted_methods_are_asked_for_at_once() {
         fn prefetch_pointers(&mut self, methods: &[u64]) {
             self.0.push(methods.to_vec());
         }
+        fn by_pointer(&mut self, method: u64) -> Option<MethodPointer> {
+            Some(MethodPointer { id: method, code_start: 0, code_size: 0 })
+        }
     }
     let walk = |frames: &[crate::hotspot::RawFrame]| {
         let mut c = Captured { vm_walk: true, ..Default::default() };
@@ -720,6 +723,23 @@ fn a_rounds_interpreted_methods_are_asked_for_at_once() {
     assert_eq!(jm.0, [vec![0x5000, 0x6000]]);
     res.prefetch_methods(&mut jm, [&not_walked]);
     assert_eq!(jm.0.len(), 1, "nothing to ask: no call");
+    // A raw stack named since the last collection: its methods not asked for again (its slots
+    // not read); after a collection they are.
+    let keyed = |mut c: Captured| {
+        let n = c.num_frames as usize;
+        c.raw_key = Some(crate::hotspot::raw_stack_key(res.hasher.seed(), &c.frames[..n], &c.kinds[..n]));
+        c
+    };
+    let (a, b) = (keyed(a), keyed(b));
+    res.prefetch_methods(&mut jm, [&a, &b]);
+    assert_eq!(jm.0.len(), 2, "not named yet");
+    let mut rec = recording();
+    res.resolve(&mut rec, &mut jm, &b);
+    res.prefetch_methods(&mut jm, [&a, &b]);
+    assert_eq!(jm.0[2], [0x5000], "b's named");
+    res.gc_finish(5);
+    res.prefetch_methods(&mut jm, [&b]);
+    assert_eq!(jm.0[3], [0x6000, 0x5000]);
 }
 
 #[test]
