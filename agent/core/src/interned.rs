@@ -94,13 +94,19 @@ impl StackInterner {
         self.above_counted(leaf, base, true)
     }
 
-    /// [`Self::intern_above`] for a part of stacks (the callers of a new stack's callers, made
-    /// above their own callers): counted as [`Self::intern_part`] is.
+    /// [`Self::intern_above`] for the part of stacks below their leaf frames (a new stack's
+    /// callers, made above a known stack of their own callers): counted as
+    /// [`Self::intern_part`] is.
     pub fn intern_part_above(&mut self, leaf: &[Frame], base: &Stack) -> Stack {
         self.above_counted(leaf, base, false)
     }
 
     fn above_counted(&mut self, leaf: &[Frame], base: &Stack, count: bool) -> Stack {
+        if leaf.is_empty() {
+            // No frames above (a stub's frame names none): the base itself, whose own base
+            // stays what it is.
+            return if count { self.intern(&base[..]) } else { base.clone() };
+        }
         let key = (base.as_ptr() as usize, base.len(), self.hasher.hash_one(leaf));
         if let Some((_, whole, counted)) = self.above.get_mut(&key) {
             if whole.len() == leaf.len() + base.len() && whole[..leaf.len()] == *leaf {
@@ -269,11 +275,16 @@ mod tests {
         // Without any base known, every base passed.
         let (found, passed) = i.nearest_base(&whole, 8, |_| None::<u32>);
         assert!(found.is_none() && passed.len() == 3);
+        // No frames above: the base itself, its own base kept.
+        assert!(Arc::ptr_eq(&i.intern_part_above(&[], &upper), &upper));
+        assert!(Arc::ptr_eq(&i.intern_above(&[], &upper), &upper));
+        assert!(i.base_of(&upper).is_some_and(|b| Arc::ptr_eq(b, &lower)));
+        assert_eq!(i.made, 2, "counted as a sample's stack");
         // A part later a sample's stack of its own counts once.
-        let again = i.intern_above(&frames(&[3]), &lower);
-        assert!(Arc::ptr_eq(&again, &upper));
-        i.intern_above(&frames(&[3]), &lower);
-        assert_eq!(i.made, 2);
+        let lowest = i.intern_above(&frames(&[4]), &bottom);
+        assert!(Arc::ptr_eq(&lowest, &lower));
+        i.intern_above(&frames(&[4]), &bottom);
+        assert_eq!(i.made, 3);
     }
 
     #[test]

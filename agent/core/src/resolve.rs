@@ -990,9 +990,7 @@ impl SampleResolver {
         let mut timer = Timer::start();
         let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k], false);
         timer.lap(Phase::Leaf);
-        let (named, m) = self.name_callers(rec, jm, c, k, n, keys.callers);
-        methods.extend_from_slice(&m);
-        let callers = match named {
+        let callers = match self.name_callers(rec, jm, c, (k, n), keys.callers, &mut methods) {
             Ok(stack) => stack,
             Err(frames) => {
                 let mut all = leaf;
@@ -1023,16 +1021,15 @@ impl SampleResolver {
     /// so the tree enters a new stack from that stack's node. Only the callers are entered: a
     /// shared copy and an entry for every level cost more than naming the frames one by one
     /// from their memo (measured: docs/design.md, "Where a new stack enters the tree").
-    #[allow(clippy::type_complexity)]
     fn name_callers(
         &mut self,
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
         c: &Captured,
-        start: usize,
-        n: usize,
+        (start, n): (usize, usize),
         key: (u64, u64),
-    ) -> (Result<Stack, Vec<Frame>>, Vec<(u64, MethodPointer)>) {
+        methods: &mut Vec<(u64, MethodPointer)>,
+    ) -> Result<Stack, Vec<Frame>> {
         let (frames, kinds) = (&c.frames[..n], &c.kinds[..n]);
         // The first slot of the level looked up, and its key: the callers, their callers, ...
         let (mut s, mut level_key) = (start, key);
@@ -1042,20 +1039,22 @@ impl SampleResolver {
             if let Some(e) = named_still(&mut self.vm_stacks, level_key, &self.timeline.map, pcs, self.collections, jm)
             {
                 self.stats.unnamed_frames += e.unnamed;
+                methods.extend_from_slice(&e.valid.methods);
                 if level == 0 {
-                    return (Ok(e.frames.clone()), e.valid.methods.clone());
+                    return Ok(e.frames.clone());
                 }
                 below = Some((s, e.frames.clone(), e.unnamed, e.valid.methods.clone()));
                 break;
             }
             let next = s + crate::hotspot::leaf_slots(&kinds[s..]);
-            if next >= n {
+            if next >= n || level + 1 == MAX_CALLER_LEVELS {
                 break;
             }
             s = next;
             level_key = crate::hotspot::slots_key(self.hasher.seed(), &frames[s..], &kinds[s..]);
         }
-        let (end, base, mut unnamed, mut methods) = match below {
+        // The entry rests on the `Method*`s of the stack found and of the frames named above it.
+        let (end, base, mut unnamed, mut rests_on) = match below {
             Some((s, stack, unnamed, methods)) => (s, Some(stack), unnamed, methods),
             None => (n, None, 0, Vec::new()),
         };
@@ -1065,14 +1064,15 @@ impl SampleResolver {
         methods.extend_from_slice(&m);
         if !complete {
             named.extend_from_slice(base.as_deref().unwrap_or_default());
-            return (Err(named), methods);
+            return Err(named);
         }
+        rests_on.extend_from_slice(&m);
         let stack = match &base {
             Some(b) => self.interner.intern_part_above(&named, b),
             None => self.interner.intern_part(&named),
         };
-        self.enter_callers(key, &stack, unnamed, methods.clone());
-        (Ok(stack), methods)
+        self.enter_callers(key, &stack, unnamed, rests_on);
+        Ok(stack)
     }
 
     /// Enters `stack` as the callers keyed `key` (with the frames left out below it and the
@@ -1118,10 +1118,13 @@ impl SampleResolver {
             let pc = (key.0 == TAG_COMPILED_KEY).then_some(key.1);
             let start = out.len();
             let mut hit = None;
-            // A leaf's pc is not kept (below): not looked for either (two misses per new raw
-            // stack, current half and old, for an entry that is not there).
+            // A leaf's pc is not kept (below): an interrupted one is not looked for either (two
+            // misses per new raw stack, current half and old, for an entry that is not there);
+            // a return address (a walk begun at a native or stub frame's caller) is a caller's
+            // entry.
             let kept = keep_pcs || pc.is_none();
-            if let Some(e) = if kept { self.vm_frames.get_mut(&key) } else { None } {
+            let look = kept || key.2 == 0;
+            if let Some(e) = if look { self.vm_frames.get_mut(&key) } else { None } {
                 hit = Some(e.valid.check(&self.timeline.map, pc, self.collections, jm));
                 if hit == Some(true) {
                     out.extend_from_slice(&e.frames);

@@ -924,13 +924,21 @@ fn new_callers_are_made_above_a_known_stack_of_their_callers() {
     };
     assert_eq!(key(&rec, &second), key(&fresh_rec, &alone));
 
+    // The callers made above the first stack's rest on its interpreted frame's Method* too:
+    // after a collection that moved it elsewhere, named anew.
+    jm.2 = 3;
+    res.gc_finish(20);
+    let moved = res.resolve(&mut rec, &mut jm, &at(&[0x1050, 0x1060, 0x1030]));
+    assert_eq!(names(&rec, &moved), ["Main.leaf", "Main.run", "Main.outer", "Main.inner", "Main.inner"]);
+
     // Callers with code the map does not have yet: named above the known stack below them,
     // not entered.
     let third = at(&[0x1050, 0x2010, 0x1030]);
     let named = res.stats.frames_named;
+    let entries = res.vm_stacks.len();
     let s = res.resolve(&mut rec, &mut jm, &third);
-    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.run", "Main.run", "Main.inner", "Main.run"]);
-    assert_eq!(res.vm_stacks.len(), 6);
+    assert_eq!(names(&rec, &s), ["Main.leaf", "Main.run", "Main.inner", "Main.inner", "Main.inner"]);
+    assert_eq!(res.vm_stacks.len(), entries);
     assert_eq!(res.stats.frames_named, named + 1, "the frame at 0x2010 alone");
     res.resolve(&mut rec, &mut jm, &third);
     assert_eq!(res.stats.frames_named, named + 2, "named again");
