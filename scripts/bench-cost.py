@@ -29,6 +29,7 @@ B; round 2...), so that a slower stretch of the machine weighs on both alike.
 import argparse
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -138,6 +139,9 @@ def steady_round(a, hpm, agent, tmp):
             m = per_sample(text)
             handler, processing = (float(m[0]), float(m[1])) if m else (None, None)
             label = f"{name} (steady, {a.steady} s)"
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                shutil.copy(out, os.path.join(a.keep, f"{name}-{len(os.listdir(a.keep)) + 1}.collapsed"))
             phases = re.findall(r"resolving by phase, (.*)", text)
             yield label, summary_row(label, text, out), handler, processing, phases[-1] if phases else None
 
@@ -150,6 +154,8 @@ def main():
     ap.add_argument("--deep", type=int, default=24, help="the deep workload's recursion depth (0: not run)")
     ap.add_argument("--steady", type=int, default=0, help="seconds of one session attached after the warm-up")
     ap.add_argument("--runs", type=int, default=1, help="--steady: sessions per program (and agent)")
+    ap.add_argument("--keep", default="", help="--steady: a directory to keep each session's collapsed file in "
+                    "(NAME-N.collapsed, N counting the files there)")
     ap.add_argument("--agents", default="", help="--steady: libhpm.so paths to compare, comma-separated "
                     "(default: this tree's build)")
     a = ap.parse_args()
