@@ -105,11 +105,44 @@ pub enum BlobKind {
         /// two): a new leaf pc's binary search through a large method's thousands of scopes
         /// took a cache miss per step, the costliest loads of naming new frames.
         scope_pcs: Box<[u64]>,
+        /// For each [`SCOPE_BUCKET`] bytes of the blob's code from its start (and one past
+        /// its end), the index of the first scope at or after the bucket's start: a pc's
+        /// search is over its bucket's few scopes, a line or two, not the whole array (a
+        /// cold miss per step through a large method's thousands: `name_vm_frames`' costliest
+        /// loads). Empty for code larger than [`MAX_SCOPE_BUCKETS`] buckets (searched whole).
+        scope_buckets: Box<[u32]>,
         /// Every method inlined somewhere into this blob, sorted.
         inlined: Vec<MethodKey>,
     },
     Interpreter,
     Stub,
+}
+
+/// Bytes of compiled code per entry of a blob's scope index (`BlobKind::Compiled::scope_buckets`):
+/// HotSpot records a scope every few instructions, so a bucket holds a few.
+pub const SCOPE_BUCKET: u64 = 256;
+
+/// Buckets of a blob's scope index at most (16 MB of code, 256 KB of index): a larger blob's
+/// scopes are searched whole.
+pub const MAX_SCOPE_BUCKETS: u64 = 1 << 16;
+
+/// The scope index of a blob of `size` bytes at `start` with `scopes` (sorted by pc): for each
+/// bucket, and one past the end, the index of the first scope at or after its start.
+fn scope_buckets(start: u64, size: u64, scopes: &[PcScope]) -> Box<[u32]> {
+    let buckets = size / SCOPE_BUCKET + 2;
+    if scopes.is_empty() || buckets > MAX_SCOPE_BUCKETS || u32::try_from(scopes.len()).is_err() {
+        return Box::new([]);
+    }
+    let mut i = 0;
+    (0..buckets)
+        .map(|b| {
+            let from = start.saturating_add(b * SCOPE_BUCKET);
+            while i < scopes.len() && scopes[i].pc < from {
+                i += 1;
+            }
+            i as u32
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,7 +167,13 @@ impl CodeBlob {
             start,
             end: start.saturating_add(size),
             name: String::new(),
-            kind: BlobKind::Compiled { method, scope_pcs: scopes.iter().map(|s| s.pc).collect(), scopes, inlined },
+            kind: BlobKind::Compiled {
+                method,
+                scope_buckets: scope_buckets(start, size, &scopes),
+                scope_pcs: scopes.iter().map(|s| s.pc).collect(),
+                scopes,
+                inlined,
+            },
             loaded_at: time,
             code: None,
         }
@@ -156,11 +195,36 @@ impl CodeBlob {
     /// safepoint polls, so the scope of an arbitrary pc is the first recorded one at or after
     /// it (as `nmethod::pc_desc_near` does); past the last one, the last.
     pub fn scope_at(&self, ip: u64) -> Option<&PcScope> {
+        self.scope_index_at(ip).and_then(|(i, _)| self.scope(i))
+    }
+
+    /// [`Self::scope_at`]'s scope by its index and pc, read from the index searched (the scope
+    /// itself, another line, is read only by who needs its frames: [`Self::scope`]).
+    pub fn scope_index_at(&self, ip: u64) -> Option<(usize, u64)> {
         match &self.kind {
-            BlobKind::Compiled { scopes, scope_pcs, .. } if !scopes.is_empty() => {
-                let i = scope_pcs.partition_point(|&pc| pc < ip);
-                Some(&scopes[i.min(scopes.len() - 1)])
+            BlobKind::Compiled { scopes, scope_pcs, scope_buckets, .. } if !scopes.is_empty() => {
+                // The first pc at or after `ip` lies between the first at or after the start of
+                // `ip`'s bucket and the first at or after the next one's.
+                let bucket = usize::try_from(ip.wrapping_sub(self.start) / SCOPE_BUCKET).unwrap_or(usize::MAX);
+                let i = match (ip >= self.start).then(|| scope_buckets.get(bucket..bucket.saturating_add(2))).flatten()
+                {
+                    Some(&[lo, hi]) => {
+                        let (lo, hi) = (lo as usize, hi as usize);
+                        lo + scope_pcs[lo..hi].partition_point(|&pc| pc < ip)
+                    }
+                    _ => scope_pcs.partition_point(|&pc| pc < ip),
+                };
+                let i = i.min(scopes.len() - 1);
+                Some((i, scope_pcs[i]))
             }
+            _ => None,
+        }
+    }
+
+    /// The scope at index `i` of a compiled blob's (see [`Self::scope_index_at`]).
+    pub fn scope(&self, i: usize) -> Option<&PcScope> {
+        match &self.kind {
+            BlobKind::Compiled { scopes, .. } => scopes.get(i),
             _ => None,
         }
     }
@@ -172,6 +236,11 @@ impl CodeBlob {
     /// reason).
     pub fn scope_after(&self, ip: u64) -> Option<&PcScope> {
         self.scope_at(ip.saturating_add(1))
+    }
+
+    /// [`Self::scope_after`] by index and pc ([`Self::scope_index_at`]).
+    pub fn scope_index_after(&self, ip: u64) -> Option<(usize, u64)> {
+        self.scope_index_at(ip.saturating_add(1))
     }
 
     pub fn method(&self) -> Option<MethodKey> {
@@ -428,6 +497,35 @@ mod tests {
         assert_eq!(b.scope_at(0x1011).unwrap().frames[0], (3, 7));
         assert_eq!(b.scope_at(0x10ff).unwrap().pc, 0x1040);
         assert!(b.inlines(3) && b.inlines(2) && !b.inlines(1));
+    }
+
+    #[test]
+    fn a_pcs_scope_from_its_bucket_is_the_one_the_whole_search_finds() {
+        // Scopes dense and sparse, before the start, at the end, beyond it; pcs all around.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for size in [1u64, 255, 256, 257, 4000, 70_000] {
+            let start = 0x7f00_0000_1000;
+            let n = (next() % 300) as usize;
+            let scopes: Vec<PcScope> = (0..n).map(|_| scope(start - 16 + next() % (size + 48), &[(1, 0)])).collect();
+            let b = CodeBlob::compiled(1, start, size, scopes, 0);
+            let BlobKind::Compiled { scope_pcs, scope_buckets, .. } = &b.kind else { unreachable!() };
+            assert_eq!(scope_buckets.is_empty(), n == 0);
+            for ip in (0..600).map(|_| start - 32 + next() % (size + 80)).chain([0, start, start + size, u64::MAX]) {
+                let whole = scope_pcs.partition_point(|&pc| pc < ip).min(n.saturating_sub(1));
+                assert_eq!(b.scope_at(ip).map(|s| s.pc), scope_pcs.get(whole).copied(), "size {size} ip {ip:#x}");
+            }
+        }
+        // Code too large for an index: searched whole.
+        let big = CodeBlob::compiled(1, 0, SCOPE_BUCKET * MAX_SCOPE_BUCKETS, vec![scope(0x10, &[(1, 0)])], 0);
+        let BlobKind::Compiled { scope_buckets, .. } = &big.kind else { unreachable!() };
+        assert!(scope_buckets.is_empty());
+        assert_eq!(big.scope_at(0x8).map(|s| s.pc), Some(0x10));
     }
 
     #[test]

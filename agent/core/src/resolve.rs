@@ -1179,10 +1179,11 @@ impl SampleResolver {
                 let (chain, named): (Vec<(u64, i32)>, Named) = match self.timeline.map.find(pc) {
                     Some(b) => match &b.kind {
                         BlobKind::Compiled { method, .. } => {
-                            let scope = if interrupted { b.scope_after(pc) } else { b.scope_at(pc) };
+                            let scope = if interrupted { b.scope_index_after(pc) } else { b.scope_index_at(pc) };
                             // Many pcs share a scope (a leaf's pc differs from sample to sample,
-                            // its scope far less): its frames are named once, by blob and scope.
-                            let key = (TAG_SCOPE_KEY, b.start, scope.map_or(u64::MAX, |s| s.pc));
+                            // its scope far less): its frames are named once, by blob and scope
+                            // (the scope itself read only then).
+                            let key = (TAG_SCOPE_KEY, b.start, scope.map_or(u64::MAX, |s| s.1));
                             if let Some(e) = self.vm_frames.get_mut(&key) {
                                 if e.valid.check(&self.timeline.map, Some(b.start), self.collections, jm) {
                                     out.extend_from_slice(&e.frames);
@@ -1191,7 +1192,10 @@ impl SampleResolver {
                             }
                             scope_key = Some(key);
                             (
-                                scope.map(|s| s.frames.clone()).unwrap_or_else(|| vec![(*method, -1)]),
+                                scope
+                                    .and_then(|(i, _)| b.scope(i))
+                                    .map(|s| s.frames.clone())
+                                    .unwrap_or_else(|| vec![(*method, -1)]),
                                 Named::Cached(None),
                             )
                         }
