@@ -593,12 +593,6 @@ impl SampleResolver {
         Frame { method, bci: -1, line: -1, kind }
     }
 
-    /// The shared stack a sample's stack `whole` was made above (its frames below the leaf
-    /// frames), if the resolver still knows it: see [`crate::interned::StackInterner::base_of`].
-    pub fn base_of(&self, whole: &Stack) -> Option<&Stack> {
-        self.interner.base_of(whole)
-    }
-
     /// [`crate::interned::StackInterner::nearest_base`] of a sample's stack.
     pub fn nearest_base<N>(
         &self,
@@ -937,7 +931,6 @@ impl SampleResolver {
         let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
         let timer = Timer::start();
         let keys = raw_stack_key(&self.hasher, c, n);
-        let (h, check) = keys.hash;
         let pcs = raw_pcs(&c.frames[..n], &c.kinds[..n]);
         if let Some(e) = named_still(&mut self.vm_stacks, keys.hash, &self.timeline.map, pcs, self.collections, jm) {
             self.stats.unnamed_frames += e.unnamed;
@@ -967,9 +960,8 @@ impl SampleResolver {
         // A stack with code the map does not have yet is named again next time.
         let shared = shared?;
         let unnamed = self.stats.unnamed_frames - before;
-        let valid = self.validity(methods);
         let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
-        self.vm_stacks.insert(h, (check, NamedStack { frames: shared.clone(), unnamed, valid, groups }));
+        self.enter_stack(keys.hash, &shared, unnamed, methods, groups);
         timer.stop(if self.interner.made != made { Phase::RawNewStackNew } else { Phase::RawNewStackKnown });
         Some(shared)
     }
@@ -1020,7 +1012,8 @@ impl SampleResolver {
     /// the callers are then made above the stack found ([`StackInterner::intern_part_above`]),
     /// so the tree enters a new stack from that stack's node. Only the callers are entered: a
     /// shared copy and an entry for every level cost more than naming the frames one by one
-    /// from their memo (measured: docs/design.md, "Where a new stack enters the tree").
+    /// from their memo (docs/design.md, "New callers above a known stack of their own
+    /// callers").
     fn name_callers(
         &mut self,
         rec: &mut Recording,
@@ -1071,21 +1064,21 @@ impl SampleResolver {
             Some(b) => self.interner.intern_part_above(&named, b),
             None => self.interner.intern_part(&named),
         };
-        self.enter_callers(key, &stack, unnamed, rests_on);
+        self.enter_stack(key, &stack, unnamed, rests_on, Box::default());
         Ok(stack)
     }
 
-    /// Enters `stack` as the callers keyed `key` (with the frames left out below it and the
-    /// `Method*`s it rests on).
-    fn enter_callers(
+    /// Enters `stack` as the raw stack (or callers) keyed `key`, with the frames left out of
+    /// it, the `Method*`s it rests on and, with `sampler=chain`, each raw frame's frame count.
+    fn enter_stack(
         &mut self,
         (h, check): (u64, u64),
         stack: &Stack,
         unnamed: u64,
         methods: Vec<(u64, MethodPointer)>,
+        groups: Box<[u16]>,
     ) {
-        let entry =
-            NamedStack { frames: stack.clone(), unnamed, valid: self.validity(methods), groups: Box::default() };
+        let entry = NamedStack { frames: stack.clone(), unnamed, valid: self.validity(methods), groups };
         self.vm_stacks.insert(h, (check, entry));
     }
 

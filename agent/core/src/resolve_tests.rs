@@ -893,7 +893,7 @@ fn new_callers_are_made_above_a_known_stack_of_their_callers() {
         vm_captured(10, 0x1038, &raw, Stop::Bottom)
     };
     let bases = |res: &SampleResolver, s: &Stack| {
-        std::iter::successors(Some(s.clone()), |b| res.base_of(b).cloned()).skip(1).collect::<Vec<Stack>>()
+        std::iter::successors(Some(s.clone()), |b| res.interner.base_of(b).cloned()).skip(1).collect::<Vec<Stack>>()
     };
     // A stack whose callers are the interpreted frame's caller at 0x1030: entered with them.
     let first = res.resolve(&mut rec, &mut jm, &at(&[0x1030]));
