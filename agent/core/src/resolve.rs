@@ -572,7 +572,9 @@ impl SampleResolver {
             return i;
         }
         self.stats.methods_named += 1;
+        let timer = Timer::start();
         let info = jm.describe(id).unwrap_or_else(|| MethodInfo::native("[unknown method]"));
+        timer.stop(Phase::Describe);
         let i = rec.methods.intern(info);
         self.methods.insert(id, i);
         i
@@ -1245,7 +1247,10 @@ impl SampleResolver {
         if rec.methods.get(method).modifiers & ACC_NATIVE != 0 {
             return Frame { method, bci: -1, line: -1, kind: FrameKind::Native };
         }
-        Frame { method, bci, line: jm.line(id, bci), kind }
+        let timer = Timer::start();
+        let line = jm.line(id, bci);
+        timer.stop(Phase::Line);
+        Frame { method, bci, line, kind }
     }
 
     /// The frame of a native function (libjvm's: C++) or a stub the thread was in; nothing for
@@ -1328,7 +1333,9 @@ impl SampleResolver {
             // HotSpot describes a method's entry (prologue) with bci -1 (InvocationEntryBci):
             // the frame is about to run bytecode 0, so that is its position and line.
             let bci = bci.max(0);
+            let timer = Timer::start();
             let line = jm.line(m, bci);
+            timer.stop(Phase::Line);
             let kind = if k == last { FrameKind::JitCompiled } else { FrameKind::Inlined };
             stack.push(Frame { method, bci, line, kind });
         }
