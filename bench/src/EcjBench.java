@@ -16,6 +16,9 @@ public class EcjBench {
     public static void main(String[] args) throws Exception {
         int classes = args.length > 1 ? Integer.parseInt(args[1]) : 300;
         Path work = Files.createTempDirectory("hpm-bench-ecj");
+        // The benchmarks end most runs with SIGTERM: removed then too, not only after the last
+        // iteration (every run left its sources in the temp directory).
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> delete(work.toFile())));
         Path src = work.resolve("src");
         generate(src, classes);
         Harness.iterate("ecj", Harness.iterations(args, 10), it -> {
@@ -27,7 +30,6 @@ public class EcjBench {
             if (!ok) throw new IllegalStateException("ecj failed:\n" + log);
             delete(out.toFile());
         });
-        delete(work.toFile());
     }
 
     static void generate(Path src, int classes) throws Exception {

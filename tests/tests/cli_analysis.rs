@@ -16,9 +16,10 @@ fn data(name: &str) -> String {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hpm-cli-analysis-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    // Under the build's directory, emptied at the first use in each run (not the system temp
+    // directory, where every run left one).
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| hpm_tests::scratch("cli-analysis")).join(name)
 }
 
 fn run(args: &[&str]) -> Output {

@@ -12,9 +12,10 @@ const START: u64 = 1_000_000_000;
 const WALL: u64 = 1_714_564_800_000_000_000; // 2024-05-01T12:00:00Z
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hpm-cli-answers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    // Under the build's directory, emptied at the first use in each run (not the system temp
+    // directory, where every run left one).
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| hpm_tests::scratch("cli-answers")).join(name)
 }
 
 fn run(args: &[&str]) -> Output {

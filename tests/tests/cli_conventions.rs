@@ -50,8 +50,7 @@ fn version_and_help_for_every_command() {
 /// anything runs.
 #[test]
 fn run_refuses_a_command_that_is_not_java() {
-    let dir = std::env::temp_dir().join(format!("hpm-cli-conventions-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = hpm_tests::scratch("cli-conventions-not-java");
     let mark = dir.join("ran");
     let o = hpm(&["run", "--", "sh", "-c", &format!("touch {}", mark.display())]);
     let err = String::from_utf8_lossy(&o.stderr);

@@ -38,8 +38,7 @@ fn recording_with_phases() -> PathBuf {
     });
     let times = ChunkTimes { start_ticks: 1_000, end_ticks: 4_000, start_wall_ns: 1_700_000_000_000_000_000 };
     let bytes = encode_chunk_with_marks(&rec, &samples, &phases, times);
-    let dir = std::env::temp_dir().join(format!("hpm-phase-cut-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = hpm_tests::scratch("cli-phase-cut");
     let path = dir.join("phases.jfr");
     std::fs::write(&path, bytes).unwrap();
     path
@@ -79,8 +78,7 @@ fn report_from_an_iteration_leaves_warm_up_out() {
 
 #[test]
 fn from_phase_needs_a_jfr_recording() {
-    let dir = std::env::temp_dir().join(format!("hpm-phase-cut-c-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = hpm_tests::scratch("cli-phase-cut-collapsed");
     let collapsed = dir.join("x.collapsed");
     std::fs::write(&collapsed, "a;b 3\n").unwrap();
     let (ok, _, err) = report(&[collapsed.to_str().unwrap(), "--from-phase", "steady"]);

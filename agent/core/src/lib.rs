@@ -35,6 +35,8 @@ pub mod output;
 pub mod perf_record;
 pub mod phase_timing;
 pub mod resolve;
+#[cfg(test)]
+mod scratch_tests;
 pub mod symbols;
 mod sync;
 mod text;

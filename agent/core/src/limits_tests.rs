@@ -20,12 +20,8 @@ fn read(bytes: &[u8]) -> Recording {
     recording_from_chunks(&parse_chunks(bytes, &|_| true).unwrap()).unwrap()
 }
 
-fn temp(name: &str, data: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("hpm-limits-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, data).unwrap();
-    p
+fn temp(name: &str, data: &[u8]) -> crate::scratch_tests::TempFile {
+    crate::scratch_tests::TempFile::new(name, data)
 }
 
 #[test]

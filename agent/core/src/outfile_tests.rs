@@ -2,23 +2,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use super::*;
 
-/// A fresh directory under the system temp dir, removed at the end.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let p = std::env::temp_dir().join(format!("hpm-outfile-{tag}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use crate::scratch_tests::ScratchDir as Scratch;
 
 fn umask() -> u32 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -28,26 +12,26 @@ fn umask() -> u32 {
 
 #[test]
 fn writes_through_part_and_renames() {
-    let d = Scratch::new("basic");
-    let path = d.0.join("out.jfr");
+    let d = Scratch::new("outfile-basic");
+    let path = d.path().join("out.jfr");
     let t = Target::check(&path).unwrap();
     assert!(!path.exists(), "check creates nothing");
     let mut part = t.create_part().unwrap();
     part.file().write_all(b"hello").unwrap();
-    assert!(d.0.join("out.jfr.part").exists());
+    assert!(d.path().join("out.jfr.part").exists());
     assert!(!path.exists());
     part.commit().unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"hello");
-    assert!(!d.0.join("out.jfr.part").exists());
+    assert!(!d.path().join("out.jfr.part").exists());
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o666 & !umask(), "mode from the umask, never wider");
 }
 
 #[test]
 fn an_existing_file_is_replaced_not_written_through() {
-    let d = Scratch::new("replace");
-    let path = d.0.join("out.collapsed");
-    let other = d.0.join("precious");
+    let d = Scratch::new("outfile-replace");
+    let path = d.path().join("out.collapsed");
+    let other = d.path().join("precious");
     std::fs::write(&other, b"keep me").unwrap();
     // A hard link at the output name: writing through it would change `precious`.
     std::fs::hard_link(&other, &path).unwrap();
@@ -58,28 +42,28 @@ fn an_existing_file_is_replaced_not_written_through() {
 
 #[test]
 fn a_symlink_at_the_name_is_refused_and_its_target_untouched() {
-    let d = Scratch::new("link");
-    let victim = d.0.join("victim");
+    let d = Scratch::new("outfile-link");
+    let victim = d.path().join("victim");
     std::fs::write(&victim, b"secret").unwrap();
-    let path = d.0.join("hpm-1.jfr");
+    let path = d.path().join("hpm-1.jfr");
     std::os::unix::fs::symlink(&victim, &path).unwrap();
     let e = Target::check(&path).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::SymlinkAtTarget), "{e}");
     assert!(e.to_string().contains("symbolic link"), "{e}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"secret");
     // A dangling link is refused as well (it would create the file it names).
-    let dangling = d.0.join("dangling.jfr");
-    std::os::unix::fs::symlink(d.0.join("nowhere"), &dangling).unwrap();
+    let dangling = d.path().join("dangling.jfr");
+    std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
     assert!(matches!(Target::check(&dangling).unwrap_err().kind, ErrorKind::SymlinkAtTarget));
-    assert!(!d.0.join("nowhere").exists());
+    assert!(!d.path().join("nowhere").exists());
 }
 
 #[test]
 fn a_link_planted_after_the_check_is_not_followed() {
-    let d = Scratch::new("race");
-    let victim = d.0.join("victim");
+    let d = Scratch::new("outfile-race");
+    let victim = d.path().join("victim");
     std::fs::write(&victim, b"secret").unwrap();
-    let path = d.0.join("out.html");
+    let path = d.path().join("out.html");
     let t = Target::check(&path).unwrap();
     std::os::unix::fs::symlink(&victim, &path).unwrap();
     let mut part = t.create_part().unwrap();
@@ -87,54 +71,54 @@ fn a_link_planted_after_the_check_is_not_followed() {
     let e = part.commit().unwrap_err();
     assert!(matches!(e.kind, ErrorKind::SymlinkAtTarget), "{e}");
     assert_eq!(std::fs::read(&victim).unwrap(), b"secret");
-    assert_eq!(std::fs::read(d.0.join("out.html.part")).unwrap(), b"profile", "the data is kept in .part");
+    assert_eq!(std::fs::read(d.path().join("out.html.part")).unwrap(), b"profile", "the data is kept in .part");
     // A link planted at the .part name makes the exclusive create fail.
-    let path2 = d.0.join("two.jfr");
+    let path2 = d.path().join("two.jfr");
     let t2 = Target::check(&path2).unwrap();
-    std::os::unix::fs::symlink(&victim, d.0.join("two.jfr.part")).unwrap();
+    std::os::unix::fs::symlink(&victim, d.path().join("two.jfr.part")).unwrap();
     assert!(matches!(t2.create_part().unwrap_err().kind, ErrorKind::PartExists));
     assert_eq!(std::fs::read(&victim).unwrap(), b"secret");
 }
 
 #[test]
 fn non_files_and_leftover_parts_are_refused() {
-    let d = Scratch::new("kinds");
-    std::fs::create_dir(d.0.join("adir")).unwrap();
-    assert!(matches!(Target::check(d.0.join("adir")).unwrap_err().kind, ErrorKind::NotRegular));
-    assert!(matches!(Target::check(d.0.join("x/")).unwrap_err().kind, ErrorKind::NoFileName));
-    std::fs::write(d.0.join("file"), b"").unwrap();
-    assert!(matches!(Target::check(d.0.join("file/out.jfr")).unwrap_err().kind, ErrorKind::NotADirectory(_)));
-    std::fs::write(d.0.join("p.jfr.part"), b"killed run").unwrap();
-    let e = Target::check(d.0.join("p.jfr")).unwrap_err();
+    let d = Scratch::new("outfile-kinds");
+    std::fs::create_dir(d.path().join("adir")).unwrap();
+    assert!(matches!(Target::check(d.path().join("adir")).unwrap_err().kind, ErrorKind::NotRegular));
+    assert!(matches!(Target::check(d.path().join("x/")).unwrap_err().kind, ErrorKind::NoFileName));
+    std::fs::write(d.path().join("file"), b"").unwrap();
+    assert!(matches!(Target::check(d.path().join("file/out.jfr")).unwrap_err().kind, ErrorKind::NotADirectory(_)));
+    std::fs::write(d.path().join("p.jfr.part"), b"killed run").unwrap();
+    let e = Target::check(d.path().join("p.jfr")).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::PartExists) && e.to_string().contains("move it away"), "{e}");
-    let e = Target::check(d.0.join("missing/out.jfr")).unwrap_err();
+    let e = Target::check(d.path().join("missing/out.jfr")).unwrap_err();
     assert!(e.to_string().contains("no such directory"), "{e}");
 }
 
 #[test]
 fn own_symlinked_directories_are_followed() {
-    let d = Scratch::new("dirlink");
-    std::fs::create_dir(d.0.join("real")).unwrap();
-    std::os::unix::fs::symlink("real", d.0.join("rel")).unwrap();
-    std::os::unix::fs::symlink(d.0.join("real"), d.0.join("abs")).unwrap();
-    write(d.0.join("rel/a.txt"), b"a").unwrap();
-    write(d.0.join("abs/b.txt"), b"b").unwrap();
-    write(d.0.join("real/../real/c.txt"), b"c").unwrap();
-    assert_eq!(std::fs::read(d.0.join("real/a.txt")).unwrap(), b"a");
-    assert_eq!(std::fs::read(d.0.join("real/b.txt")).unwrap(), b"b");
-    assert_eq!(std::fs::read(d.0.join("real/c.txt")).unwrap(), b"c");
-    std::os::unix::fs::symlink("loop", d.0.join("loop")).unwrap();
-    assert!(matches!(Target::check(d.0.join("loop/x")).unwrap_err().kind, ErrorKind::TooManyLinks));
+    let d = Scratch::new("outfile-dirlink");
+    std::fs::create_dir(d.path().join("real")).unwrap();
+    std::os::unix::fs::symlink("real", d.path().join("rel")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("real"), d.path().join("abs")).unwrap();
+    write(d.path().join("rel/a.txt"), b"a").unwrap();
+    write(d.path().join("abs/b.txt"), b"b").unwrap();
+    write(d.path().join("real/../real/c.txt"), b"c").unwrap();
+    assert_eq!(std::fs::read(d.path().join("real/a.txt")).unwrap(), b"a");
+    assert_eq!(std::fs::read(d.path().join("real/b.txt")).unwrap(), b"b");
+    assert_eq!(std::fs::read(d.path().join("real/c.txt")).unwrap(), b"c");
+    std::os::unix::fs::symlink("loop", d.path().join("loop")).unwrap();
+    assert!(matches!(Target::check(d.path().join("loop/x")).unwrap_err().kind, ErrorKind::TooManyLinks));
 }
 
 /// Another user's link to a directory is not followed (as root, the test makes the link
 /// belong to uid 4242; as anyone else it cannot, and checks only its own links).
 #[test]
 fn another_users_directory_link_is_refused() {
-    let d = Scratch::new("foreign");
-    std::fs::create_dir(d.0.join("etc")).unwrap();
-    let link = d.0.join("shared");
-    std::os::unix::fs::symlink(d.0.join("etc"), &link).unwrap();
+    let d = Scratch::new("outfile-foreign");
+    std::fs::create_dir(d.path().join("etc")).unwrap();
+    let link = d.path().join("shared");
+    std::os::unix::fs::symlink(d.path().join("etc"), &link).unwrap();
     if euid() != 0 {
         eprintln!("not root: cannot give a link to another user; only the own-link case is checked");
         assert!(Target::check(link.join("x.jfr")).is_ok());
@@ -144,18 +128,18 @@ fn another_users_directory_link_is_refused() {
     assert_eq!(std::fs::symlink_metadata(&link).unwrap().uid(), 4242);
     let e = Target::check(link.join("x.jfr")).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::UntrustedSymlink { owner: 4242, .. }), "{e}");
-    assert!(!d.0.join("etc/x.jfr").exists() && !d.0.join("etc/x.jfr.part").exists());
+    assert!(!d.path().join("etc/x.jfr").exists() && !d.path().join("etc/x.jfr.part").exists());
 }
 
 #[test]
 fn create_new_never_reuses_a_name() {
-    let d = Scratch::new("new");
-    let p = d.0.join(".attach_pid1");
+    let d = Scratch::new("outfile-new");
+    let p = d.path().join(".attach_pid1");
     create_new(&p).unwrap().write_all(b"").unwrap();
     assert!(matches!(create_new(&p).unwrap_err().kind, ErrorKind::Exists));
-    let victim = d.0.join("victim");
+    let victim = d.path().join("victim");
     std::fs::write(&victim, b"secret").unwrap();
-    let q = d.0.join("reply");
+    let q = d.path().join("reply");
     std::os::unix::fs::symlink(&victim, &q).unwrap();
     assert!(create_new(&q).is_err());
     assert_eq!(std::fs::read(&victim).unwrap(), b"secret");

@@ -138,12 +138,8 @@ fn assert_same_samples(a: &Recording, b: &Recording) {
     }
 }
 
-pub(crate) fn write_temp(name: &str, data: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("hpm-jfr-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, data).unwrap();
-    p
+pub(crate) fn write_temp(name: &str, data: &[u8]) -> crate::scratch_tests::TempFile {
+    crate::scratch_tests::TempFile::new(name, data)
 }
 
 #[test]
@@ -371,10 +367,9 @@ fn header_fields() {
 #[test]
 fn file_writer_appends_chunks_to_part_then_publishes() {
     let mut rec = sample_recording();
-    let dir = std::env::temp_dir().join(format!("hpm-jfr-unit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = crate::scratch_tests::ScratchDir::new("jfr-writer");
+    let dir = scratch.path();
     let p = dir.join("writer.jfr");
-    let _ = std::fs::remove_file(&p);
     let mut w = JfrFileWriter::create(&p).unwrap();
     let a = sample_batch(&mut rec, 5_000_000_000, 5);
     w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)).unwrap();
@@ -396,10 +391,8 @@ fn file_writer_appends_chunks_to_part_then_publishes() {
 #[test]
 fn file_writer_stops_once_on_a_failed_write_and_keeps_complete_chunks() {
     let mut rec = sample_recording();
-    let dir = std::env::temp_dir().join(format!("hpm-jfr-full-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join("full.jfr");
-    let _ = std::fs::remove_file(&p);
+    let scratch = crate::scratch_tests::ScratchDir::new("jfr-full");
+    let p = scratch.path().join("full.jfr");
     let mut w = JfrFileWriter::create(&p).unwrap();
     let a = sample_batch(&mut rec, 5_000_000_000, 5);
     w.write_chunk(&rec, &a, times(5_000_000_000, 6_000_000_000)).unwrap();
