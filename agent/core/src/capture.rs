@@ -156,7 +156,7 @@ pub struct Captured {
     pub vm_walk: bool,
     /// `vm_walk`: the raw stack's key, when the signal handler made it (the resolver makes it
     /// otherwise).
-    pub raw_key: Option<crate::hotspot::RawKey>,
+    pub raw_key: Option<RawKey>,
     /// How that walk ended (`hotspot::Stop` as u8; 0 = it reached the bottom of the stack).
     pub vm_stop: u8,
     /// `stack=compare`: AsyncGetCallTrace's `num_frames` for the same sample, its frames in
@@ -214,7 +214,7 @@ pub struct Head {
 /// What the handler copied of the heap around a sample's address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeapCapture {
-    /// A [`Space`] code.
+    /// A [`crate::model::Space`] code.
     pub space: u8,
     /// The address the handler computed (the resolver's decoding must agree with it).
     pub address: u64,
@@ -343,6 +343,20 @@ impl Captured {
             &[]
         }
     }
+}
+
+/// A walk's raw stack as the resolver knows it (made by `hotspot::raw_stack_key`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawKey {
+    /// The 128-bit hash of the whole stack ([`crate::hash::Hash128`]: the first half a
+    /// table's key, the second told apart beside the entry).
+    pub hash: (u64, u64),
+    /// The hash of the stack below the leaf frame (its callers), which `hash` is made from.
+    pub callers: (u64, u64),
+    /// The slots of the leaf frame: the callers' are the slots from here on.
+    pub leaf_slots: u32,
+    /// Whether any slot is an interpreted frame's (whose `Method*` the resolver checks).
+    pub interpreted: bool,
 }
 
 #[cfg(test)]

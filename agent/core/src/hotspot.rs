@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 
 use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_LOG2};
-use crate::capture::CallFrame;
+use crate::capture::{CallFrame, RawKey};
 use crate::model::FrameKind;
 
 /// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
@@ -248,8 +248,8 @@ impl Layout {
 const BLOB_HEADER: u64 = 512;
 
 /// Reads of the walked process's memory. The walker calls these only at addresses it checked
-/// first against the ranges of [`CodeView`] and [`ThreadView`] (or, for [`Memory::vm_word`],
-/// at addresses of the VM's own permanent structures), so an implementation may read directly.
+/// first against the ranges of [`CodeView`] and [`ThreadView`] (or at addresses of the VM's
+/// own permanent structures), so an implementation may read directly.
 pub trait Memory {
     fn word(&self, addr: u64) -> u64;
     fn byte(&self, addr: u64) -> u8;
@@ -551,20 +551,6 @@ impl<'a> FrameSink<'a> {
         }
         true
     }
-}
-
-/// A walk's raw stack as the resolver knows it ([`raw_stack_key`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RawKey {
-    /// The 128-bit hash of the whole stack ([`crate::hash::Hash128`]: the first half a
-    /// table's key, the second told apart beside the entry).
-    pub hash: (u64, u64),
-    /// The hash of the stack below the leaf frame (its callers), which `hash` is made from.
-    pub callers: (u64, u64),
-    /// The slots of the leaf frame: the callers' are the slots from here on.
-    pub leaf_slots: u32,
-    /// Whether any slot is an interpreted frame's (whose `Method*` the resolver checks).
-    pub interpreted: bool,
 }
 
 /// The key of the raw stack in a [`FrameSink`]'s filled slots, under the process's hash seed

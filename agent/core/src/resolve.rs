@@ -438,14 +438,14 @@ fn raw_pcs<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator
 }
 
 /// The key of a capture's first `n` raw frames: the signal handler's, or made here.
-fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> crate::hotspot::RawKey {
+fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> crate::capture::RawKey {
     match c.raw_key {
         Some(k) => k,
         None => crate::hotspot::raw_stack_key(hasher.seed(), &c.frames[..n], &c.kinds[..n]),
     }
 }
 
-/// The entry of `stacks` under `key` (a [`crate::hotspot::RawKey`] hash) if its names still
+/// The entry of `stacks` under `key` (a [`crate::capture::RawKey`] hash) if its names still
 /// hold for the slots whose compiled pcs are `pcs` ([`Validity::check`]); a stale one is
 /// removed.
 fn named_still<'s>(
@@ -978,7 +978,7 @@ impl SampleResolver {
         jm: &mut dyn JavaMethods,
         c: &Captured,
         n: usize,
-        keys: &crate::hotspot::RawKey,
+        keys: &crate::capture::RawKey,
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, Option<Stack>) {
         let k = keys.leaf_slots as usize;
         let mut timer = Timer::start();
@@ -1381,7 +1381,7 @@ impl SampleResolver {
 
     /// A chunk was written: the blobs its samples were in are listed again with the next
     /// chunk's samples (each chunk lists the blobs of its own samples; a blob's instructions go
-    /// with one chunk of the session, [`Self::note_code`]). The session's counts keep only the
+    /// with one chunk of the session, `note_code`). The session's counts keep only the
     /// blobs still installed: a long session that recompiles forgets those it will not meet
     /// again.
     pub fn chunk_written(&mut self) {
