@@ -76,7 +76,7 @@ pub fn package_of(internal: &str) -> &str {
 /// scans the table from its start (a session's table starts with the earlier sessions').
 #[derive(Default)]
 pub struct TableKeys {
-    /// The table numbered ([`MethodTable::lineage`]) and how much of it.
+    /// The table numbered ([`crate::model::MethodTable::lineage`]) and how much of it.
     lineage: u64,
     scanned: usize,
     /// The class key of each method scanned, by method index.
