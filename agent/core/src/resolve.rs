@@ -105,6 +105,13 @@ pub struct JavaNames {
 /// sampled).
 pub const MAX_CARRIED_METHODS: usize = 1 << 14;
 
+/// Named stacks (and named physical frames) a session hands to the next at most: past it the
+/// next names its stacks anew. Each costs ~1 KB with its interned frames and memo entries, and
+/// a process that keeps making code (classes loaded through throwaway loaders, each new to the
+/// stacks) made a few thousand new ones every session: the soak test's agent heap grew by ~8
+/// MB a minute, to 90 MB in five, where sessions that start anew past this keep it flat.
+pub const MAX_CARRIED_STACKS: usize = 1 << 13;
+
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
@@ -222,7 +229,8 @@ impl SampleResolver {
     /// Takes what this resolver named of Java code, with `table` (the method table its frames
     /// index), for the next session: the table itself goes on (what was derived from it stays
     /// valid), a copy of it is left in its place for the ended session's profile. Nothing when
-    /// the table is past [`MAX_CARRIED_METHODS`].
+    /// the table is past [`MAX_CARRIED_METHODS`]; no stacks (or no physical frames) when they
+    /// are past [`MAX_CARRIED_STACKS`].
     pub fn take_java(&mut self, table: &mut MethodTable) -> Option<JavaNames> {
         if table.len() > MAX_CARRIED_METHODS {
             return None;
@@ -231,13 +239,22 @@ impl SampleResolver {
         // The stacks go; the count of those this session made stays (for its summary).
         let mut interner = std::mem::take(&mut self.interner);
         self.interner.made = std::mem::take(&mut interner.made);
+        let mut vm_stacks = std::mem::take(&mut self.vm_stacks);
+        if interner.len() > MAX_CARRIED_STACKS || vm_stacks.len() > MAX_CARRIED_STACKS {
+            // Together: the memo's entries are the interner's stacks.
+            (interner, vm_stacks) = Default::default();
+        }
+        let mut vm_frames = std::mem::take(&mut self.vm_frames);
+        if vm_frames.len() > MAX_CARRIED_STACKS {
+            vm_frames = Default::default();
+        }
         Some(JavaNames {
             table: std::mem::replace(table, copy),
             pseudo_ids: std::mem::take(&mut self.pseudo_ids),
             kernel_frames: std::mem::take(&mut self.kernel_frames),
-            vm_stacks: std::mem::take(&mut self.vm_stacks),
+            vm_stacks,
             hasher: std::mem::take(&mut self.hasher),
-            vm_frames: std::mem::take(&mut self.vm_frames),
+            vm_frames,
             interner,
             collections: self.collections,
             chain: self.chain_groups.is_some(),

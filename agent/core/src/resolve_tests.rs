@@ -606,6 +606,54 @@ fn a_table_past_the_bound_is_not_carried() {
 }
 
 #[test]
+fn stacks_past_the_bound_are_not_carried() {
+    use crate::hotspot::{RawFrame, Stop};
+    use std::sync::Arc;
+    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
+    let raw = [
+        RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
+        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
+    ];
+    let mut jm = Pointers(table(), 0, 1);
+    let session = |res: &mut SampleResolver, rec: &mut Recording, jm: &mut Pointers, held: usize| {
+        let s = res.resolve(rec, jm, &vm_captured(10, 0x1040, &raw, Stop::Bottom));
+        // Stacks of code met once (a throwaway class loader's), up to `held` stacks in all.
+        for i in 0.. {
+            if res.interner.len() >= held {
+                break;
+            }
+            let f = Frame { method: 0, bci: i, line: -1, kind: FrameKind::Interpreted };
+            res.interner.intern(&[f]);
+        }
+        s
+    };
+    let mut first = SampleResolver::default();
+    first.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
+    let mut rec1 = recording();
+    let s1 = session(&mut first, &mut rec1, &mut jm, super::MAX_CARRIED_STACKS);
+    let carried = first.take_java(&mut rec1.methods).expect("carried");
+
+    // At the bound: the stacks go on.
+    let mut next = SampleResolver { timeline: std::mem::take(&mut first.timeline), ..Default::default() };
+    let mut rec2 = recording();
+    rec2.methods = next.set_java(carried);
+    let s2 = session(&mut next, &mut rec2, &mut jm, super::MAX_CARRIED_STACKS + 1);
+    assert!(Arc::ptr_eq(&s1.stack, &s2.stack));
+    assert_eq!(next.stats.frames_named, 0);
+    let carried = next.take_java(&mut rec2.methods).expect("carried");
+
+    // Past it: the next session makes its stacks anew, from the frames and methods carried.
+    let mut third = SampleResolver { timeline: std::mem::take(&mut next.timeline), ..Default::default() };
+    let mut rec3 = recording();
+    rec3.methods = third.set_java(carried);
+    let s3 = session(&mut third, &mut rec3, &mut jm, 0);
+    assert!(!Arc::ptr_eq(&s1.stack, &s3.stack));
+    assert_eq!(names(&rec3, &s3), ["Main.leaf", "Main.outer", "Main.run"]);
+    assert_eq!((third.stats.frames_named, third.stats.methods_named, third.stacks_made()), (0, 1, 1));
+    assert_eq!(third.interner.len(), 2, "only this session's: the sample's stack and its callers");
+}
+
+#[test]
 fn data_addresses_come_from_the_event_or_the_captured_instruction() {
     let mut res = SampleResolver { decode_instructions: true, ..Default::default() };
     let mut rec = recording();
