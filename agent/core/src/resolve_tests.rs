@@ -512,15 +512,23 @@ fn named_walker_stacks_are_shared_until_their_code_or_methods_change() {
     assert_eq!(names(&rec, &replaced), ["Main.leaf", "Main.inner"]);
 }
 
-#[test]
-fn the_next_session_starts_from_what_the_last_one_named() {
-    use crate::hotspot::{RawFrame, Stop};
-    use std::sync::Arc;
+/// A compiled frame at 0x1040 (Main.leaf inlined in Main.outer: the scopes to load with its
+/// blob) above an interpreted Main.run, as hpm's walker records them.
+fn leaf_above_interpreted() -> (Vec<PcScope>, [crate::hotspot::RawFrame; 2]) {
+    use crate::hotspot::RawFrame;
     let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
     let raw = [
         RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
         RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
     ];
+    (scopes, raw)
+}
+
+#[test]
+fn the_next_session_starts_from_what_the_last_one_named() {
+    use crate::hotspot::{RawFrame, Stop};
+    use std::sync::Arc;
+    let (scopes, raw) = leaf_above_interpreted();
     let other = [RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false }];
     let mut jm = Pointers(table(), 0, 1);
     let mut first = SampleResolver::default();
@@ -607,13 +615,9 @@ fn a_table_past_the_bound_is_not_carried() {
 
 #[test]
 fn stacks_past_the_bound_are_not_carried() {
-    use crate::hotspot::{RawFrame, Stop};
+    use crate::hotspot::Stop;
     use std::sync::Arc;
-    let scopes = vec![PcScope { pc: 0x1040, frames: vec![(4, 3), (2, 11)] }];
-    let raw = [
-        RawFrame::Compiled { pc: 0x1040, method: 0, interrupted: false },
-        RawFrame::Interpreted { method: 0x7000, bcp: 0x9000_0010 + 4 },
-    ];
+    let (scopes, raw) = leaf_above_interpreted();
     let mut jm = Pointers(table(), 0, 1);
     let session = |res: &mut SampleResolver, rec: &mut Recording, jm: &mut Pointers, held: usize| {
         let s = res.resolve(rec, jm, &vm_captured(10, 0x1040, &raw, Stop::Bottom));
