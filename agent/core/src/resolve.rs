@@ -109,7 +109,8 @@ pub const MAX_CARRIED_METHODS: usize = 1 << 14;
 /// next names its stacks anew. Each costs ~1 KB with its interned frames and memo entries, and
 /// a process that keeps making code (classes loaded through throwaway loaders, each new to the
 /// stacks) made a few thousand new ones every session: the soak test's agent heap grew by ~8
-/// MB a minute, to 90 MB in five, where sessions that start anew past this keep it flat.
+/// MB a minute, to 90 MB in five; with this bound it stayed within 34-55 MB for ten minutes
+/// (docs/design.md, "Stress and soak").
 pub const MAX_CARRIED_STACKS: usize = 1 << 13;
 
 /// Collections kept to mark samples that ran during one.
