@@ -102,15 +102,17 @@ pub struct JavaNames {
 
 /// Methods a session hands to the next at most: past it the next starts anew (the table, and
 /// the copy of it each ended session keeps, would otherwise grow with every method ever
-/// sampled).
-pub const MAX_CARRIED_METHODS: usize = 1 << 14;
+/// sampled). ~1.2 KB each with the copy and its keys: at 16,384 the soak's heap rose and fell
+/// by 17 MB as the table filled and started anew, at 8,192 by 11 MB (docs/design.md, "Stress
+/// and soak"); the paired benchmark's sessions add 14-65 methods each.
+pub const MAX_CARRIED_METHODS: usize = 1 << 13;
 
 /// Named stacks (and named physical frames) a session hands to the next at most: past it the
 /// next names its stacks anew. Each costs ~1 KB with its interned frames and memo entries, and
 /// a process that keeps making code (classes loaded through throwaway loaders, each new to the
 /// stacks) made a few thousand new ones every session: the soak test's agent heap grew by ~8
-/// MB a minute, to 90 MB in five; with this bound it stayed within 34-55 MB for ten minutes
-/// (docs/design.md, "Stress and soak").
+/// MB a minute, to 90 MB in five; with this bound (and 8,192 methods) it stayed within 38-50
+/// MB for ten minutes (docs/design.md, "Stress and soak").
 pub const MAX_CARRIED_STACKS: usize = 1 << 13;
 
 /// Collections kept to mark samples that ran during one.
