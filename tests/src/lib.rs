@@ -156,6 +156,19 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// [`scratch`] for the tests of one binary that share a directory: emptied at its first use in
+/// the process only.
+pub fn shared_scratch(name: &str) -> PathBuf {
+    static EMPTIED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    // Held while the directory is made: no test gets its path before it exists.
+    let mut emptied = EMPTIED.lock().unwrap_or_else(|p| p.into_inner());
+    if emptied.iter().any(|n| n == name) {
+        return target_dir().join("test-scratch").join(name);
+    }
+    emptied.push(name.to_string());
+    scratch(name)
+}
+
 fn jvm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())

@@ -12,10 +12,7 @@ const START: u64 = 1_000_000_000;
 const WALL: u64 = 1_714_564_800_000_000_000; // 2024-05-01T12:00:00Z
 
 fn scratch(name: &str) -> PathBuf {
-    // Under the build's directory, emptied at the first use in each run (not the system temp
-    // directory, where every run left one).
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| hpm_tests::scratch("cli-answers")).join(name)
+    hpm_tests::shared_scratch("cli-answers").join(name)
 }
 
 fn run(args: &[&str]) -> Output {

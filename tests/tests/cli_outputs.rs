@@ -14,10 +14,7 @@ fn data(name: &str) -> PathBuf {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    // Under the build's directory, emptied at the first use in each run (not the system temp
-    // directory, where every run left one).
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| hpm_tests::scratch("cli-outputs")).join(name)
+    hpm_tests::shared_scratch("cli-outputs").join(name)
 }
 
 fn run(args: &[&str]) -> Output {

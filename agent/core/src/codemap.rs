@@ -229,16 +229,11 @@ impl CodeBlob {
         }
     }
 
-    /// The inline scope of the instruction at `ip` where a thread was interrupted (not a return
-    /// address): the first scope recorded strictly after it. The scopes HotSpot records for
-    /// debugging between safepoints mark the *end* of the code they describe, so a scope at
-    /// exactly `ip` is the code before it (AsyncGetCallTrace looks up `pc + 1` for this
-    /// reason).
-    pub fn scope_after(&self, ip: u64) -> Option<&PcScope> {
-        self.scope_at(ip.saturating_add(1))
-    }
-
-    /// [`Self::scope_after`] by index and pc ([`Self::scope_index_at`]).
+    /// The inline scope, by index and pc ([`Self::scope_index_at`]), of the instruction at `ip`
+    /// where a thread was interrupted (not a return address): the first scope recorded strictly
+    /// after it. The scopes HotSpot records for debugging between safepoints mark the *end* of
+    /// the code they describe, so a scope at exactly `ip` is the code before it
+    /// (AsyncGetCallTrace looks up `pc + 1` for this reason).
     pub fn scope_index_after(&self, ip: u64) -> Option<(usize, u64)> {
         self.scope_index_at(ip.saturating_add(1))
     }

@@ -12,8 +12,7 @@ fn fuzz_dir() -> PathBuf {
 
 #[test]
 fn every_committed_input_passes_its_target() {
-    let scratch = std::env::temp_dir().join(format!("hpm-fuzz-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).unwrap();
+    let scratch = crate::scratch_tests::ScratchDir::new("fuzz-replay");
     for target in TARGETS {
         let mut n = 0;
         for kind in ["corpus", "regressions"] {
@@ -28,5 +27,4 @@ fn every_committed_input_passes_its_target() {
         }
         assert!(n > 0, "no committed input for fuzz target {target}");
     }
-    let _ = std::fs::remove_dir_all(&scratch);
 }

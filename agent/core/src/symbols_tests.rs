@@ -206,11 +206,10 @@ fn debug_file(sections: Vec<(&'static str, u32, Vec<u8>)>) -> Elf {
 }
 
 /// A fresh directory: `lib/` for the library, `debug/` as the global debug directory.
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("hpm-symbols-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(d.join("lib")).unwrap();
-    std::fs::create_dir_all(d.join("debug")).unwrap();
+fn scratch(tag: &str) -> crate::scratch_tests::ScratchDir {
+    let d = crate::scratch_tests::ScratchDir::new(&format!("symbols-{tag}"));
+    std::fs::create_dir(d.join("lib")).unwrap();
+    std::fs::create_dir(d.join("debug")).unwrap();
     d
 }
 
@@ -261,7 +260,6 @@ fn debug_file_found_by_build_id_names_internal_functions() {
     let r = s.resolve(ip).unwrap();
     assert_eq!((r.lib.as_str(), r.name.as_str()), ("libt.so", "__memset_avx2_unaligned_erms"));
     assert!(s.take_notes().is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -273,7 +271,6 @@ fn a_build_id_file_of_another_build_is_not_used() {
     assert_eq!(t.lookup(MEMSET), None);
     assert_eq!(t.lookup(WRITE), Some("write"), "the library's own names stay");
     assert!(notes.len() == 1 && notes[0].contains("has another build ID"), "{notes:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -305,7 +302,6 @@ fn debuglink_found_in_each_place_and_checked_by_crc() {
     let (t, notes) = open(&dir, &search(&dir));
     assert_eq!(t.lookup(MEMSET), None);
     assert!(notes.len() == 1 && notes[0].contains("not a file name"), "{notes:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -333,7 +329,6 @@ fn gnu_debugdata_is_decompressed_within_its_cap() {
     let (t, notes) = open(&dir, &search(&dir));
     assert_eq!(t.lookup(WRITE), Some("write"));
     assert!(notes.len() == 1 && notes[0].contains("not a valid xz stream"), "{notes:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -347,7 +342,6 @@ fn a_debug_file_found_by_build_id_wins_over_gnu_debugdata() {
     put(&build_id_path(&dir), &debug_file(vec![build_id_note(&ID)]).build());
     let (t, _) = open(&dir, &search(&dir));
     assert_eq!(t.lookup(MEMSET), Some("__memset_avx2_unaligned_erms"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -376,7 +370,6 @@ fn debug_files_that_are_not_regular_or_too_big_are_refused_with_the_reason() {
     assert!(err.contains("over the 100 bytes"), "{err}");
     let missing = SymbolTable::open_with(&dir.join("lib/none.so"), &tiny, &mut Vec::new());
     assert!(matches!(missing, Ok(None)), "a missing library is no error");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
