@@ -65,7 +65,14 @@ pub struct Cct {
     /// Name id of every node (the root's is `u32::MAX`).
     node_names: Vec<u32>,
     child_index: IntMap<(NodeId, u32), NodeId>,
+    /// Nodes made at most for frames ([`Self::with_limit`]); past it a new path continues in
+    /// one [`TREE_FULL`] node under its last existing node.
+    max_nodes: usize,
 }
+
+/// The frame a path continues as once the tree holds its [`Cct::with_limit`] nodes: the
+/// samples below it are counted there, their frames beyond the existing nodes left out.
+pub const TREE_FULL: &str = "[tree full]";
 
 impl Default for Cct {
     fn default() -> Self {
@@ -74,7 +81,17 @@ impl Default for Cct {
 }
 
 impl Cct {
+    /// A tree without a bound on its nodes (a reader's: bounded by its input).
     pub fn new(counters: Vec<String>) -> Cct {
+        Cct::with_limit(counters, usize::MAX)
+    }
+
+    /// A tree that makes at most `max_nodes` nodes for frames (the agent's, fed for as long as
+    /// a session runs): a path new past that continues in one [`TREE_FULL`] node under the
+    /// deepest of its nodes that exists, one such node per existing node at most, so the
+    /// tree never holds more than twice `max_nodes`. Totals stay exact; what is cut is the
+    /// frames below.
+    pub fn with_limit(counters: Vec<String>, max_nodes: usize) -> Cct {
         let n = counters.len();
         let root =
             CctNode { name: "all".into(), total_counters: vec![0; n], self_counters: vec![0; n], ..Default::default() };
@@ -85,7 +102,15 @@ impl Cct {
             names: Vec::new(),
             node_names: vec![u32::MAX],
             child_index: IntMap::default(),
+            max_nodes,
         }
+    }
+
+    /// Samples whose path was cut at the bound ([`Self::with_limit`]): the self samples of
+    /// the [`TREE_FULL`] nodes.
+    pub fn cut_samples(&self) -> u64 {
+        let Some(&full) = self.name_ids.get(TREE_FULL) else { return 0 };
+        self.node_names.iter().zip(&self.nodes).filter(|(&n, _)| n == full).map(|(_, node)| node.self_samples).sum()
     }
 
     pub fn node(&self, id: NodeId) -> &CctNode {
@@ -136,6 +161,21 @@ impl Cct {
         if let Some(&id) = self.child_index.get(&(parent, name_id)) {
             return id;
         }
+        if self.nodes.len() > self.max_nodes {
+            // Full: the path goes on in `parent`'s one TREE_FULL child (itself, if it is one).
+            let full = self.name_id(TREE_FULL);
+            if self.node_names[parent as usize] == full {
+                return parent;
+            }
+            if let Some(&id) = self.child_index.get(&(parent, full)) {
+                return id;
+            }
+            return self.new_child(parent, full);
+        }
+        self.new_child(parent, name_id)
+    }
+
+    fn new_child(&mut self, parent: NodeId, name_id: u32) -> NodeId {
         let id = self.nodes.len() as NodeId;
         let n = self.counters.len();
         self.nodes.push(CctNode {
@@ -627,6 +667,57 @@ mod tests {
             assert_eq!(agent.path(new_leaf).last().map(|s| s.to_string()), Some(rec.method(m[3]).display_name()));
             assert_eq!(agent.ancestor(new_leaf, 100), ROOT);
         }
+    }
+
+    /// Past its bound a tree makes no node for a frame: a new path ends in one `[tree full]`
+    /// node under its deepest existing node, with its samples; totals stay exact.
+    #[test]
+    fn past_the_bound_new_paths_end_in_one_tree_full_node() {
+        let mut c = Cct::with_limit(Vec::new(), 3);
+        c.add_stack(&["a", "b", "c"], 1, 1, &[]);
+        // Full: `d` continues as b's `[tree full]`; `x y z` as a's, the frames below it cut.
+        c.add_stack(&["a", "b", "d"], 2, 2, &[]);
+        c.add_stack(&["a", "x", "y", "z"], 4, 4, &[]);
+        c.add_stack(&["a", "x", "w"], 8, 8, &[]);
+        c.add_stack(&["a", "b", "c"], 16, 16, &[]);
+        let mut leaves = c.leaf_stacks();
+        leaves.sort();
+        let leaves: Vec<(String, u64)> = leaves.into_iter().map(|(p, n)| (p.join(";"), n)).collect();
+        assert_eq!(leaves, [("a;[tree full]".to_string(), 12), ("a;b;[tree full]".into(), 2), ("a;b;c".into(), 17)],);
+        assert_eq!(c.total_samples(), 31);
+        assert_eq!(c.cut_samples(), 14);
+        // The agent's paths by name id, thread roots and stacks above known callers included.
+        use crate::model::*;
+        let mut rec = Recording::default();
+        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let methods: Vec<u32> =
+            (0..40).map(|i| rec.methods.intern(MethodInfo::java("C", &format!("m{i}"), "()V"))).collect();
+        let limit = 50;
+        let mut agent = Cct::with_limit(Vec::new(), limit);
+        let ids: Vec<u32> = methods.iter().map(|&m| agent.name_id(&rec.method(m).display_name())).collect();
+        let mut hint = PathHint::default();
+        let root = thread_frame_name(&rec, t);
+        let mut n = 0;
+        for i in 0..200u32 {
+            // Leaf first, 6 frames of the 40 methods: distinct paths all the time.
+            let st: Vec<Frame> = (0..6)
+                .map(|k| Frame {
+                    method: methods[((i * 7 + k * k * 3) % 40) as usize],
+                    bci: 0,
+                    line: 0,
+                    kind: FrameKind::JitCompiled,
+                })
+                .collect();
+            let mut s = Sample::of_stack(st.clone().into());
+            s.thread = t;
+            let leaf = agent.add_sample_ids(&s, Some(&root), &ids, &mut hint);
+            agent.add_sample_above(agent.ancestor(leaf, 2), &st[..2], &ids, &s);
+            n += 2;
+            assert!(agent.nodes.len() <= 2 * limit + 2, "{} nodes", agent.nodes.len());
+        }
+        agent.fill_totals();
+        assert_eq!(agent.total_samples(), n);
+        assert!(agent.cut_samples() > 0 && agent.cut_samples() < n);
     }
 
     #[test]

@@ -17,10 +17,11 @@ use crate::model::{Frame, Stack};
 /// samples that have them; a stack seen again after that gets a new copy).
 pub const MAX_INTERNED: usize = 1 << 16;
 
-/// Frames of the distinct stacks kept at most (16 bytes each: 256 MB), the bound that holds
-/// when stacks are thousands of frames deep (`jstackdepth` up to 4096): 65,536 of those would
-/// be 4 GB.
-pub const MAX_INTERNED_FRAMES: usize = 16 << 20;
+/// Frames of the distinct stacks kept at most (16 bytes each: 64 MB), the bound that holds
+/// when stacks are deep (`jstackdepth` up to 4096): 65,536 of 4096 frames would be 4 GB.
+/// Stacks of ordinary depth meet [`MAX_INTERNED`] first (65,536 of 30 frames are 2 Mi frames,
+/// twice that in `above`, which counts each entry's base and whole).
+pub const MAX_INTERNED_FRAMES: usize = 4 << 20;
 
 /// One shared copy per distinct stack.
 #[derive(Default)]

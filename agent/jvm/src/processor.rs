@@ -221,6 +221,13 @@ struct Processor {
     inputs: Arc<Inputs>,
 }
 
+/// Nodes the session's calling context tree makes for frames at most (its nodes are ~128
+/// bytes, with their memos here a few hundred): a session that meets new stacks for as long as
+/// it runs (code generated all the time, a compiler's varied recursion) would otherwise grow
+/// the tree without end. Past it, new paths end in a `[tree full]` node (`Cct::with_limit`);
+/// the JFR output keeps their stacks whole.
+const MAX_TREE_NODES: usize = 1 << 18;
+
 /// Threads whose last new stack's path the processor keeps at most ([`Processor::path_hints`]).
 const MAX_PATH_HINTS: usize = 1024;
 
@@ -469,7 +476,7 @@ impl Processor {
         }
         Processor {
             stretched_free: 0,
-            cct: Cct::new(rec.counters.clone()),
+            cct: Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES),
             rec,
             components: Vec::new(),
             resolver,
@@ -612,7 +619,7 @@ impl Processor {
     /// Starts the tree and the stack table again, empty, with every memo of their nodes and
     /// entries (node ids of the old tree must not reach the new one).
     fn reset_tree(&mut self) {
-        self.cct = Cct::new(self.rec.counters.clone());
+        self.cct = Cct::with_limit(self.rec.counters.clone(), MAX_TREE_NODES);
         self.name_ids.clear();
         self.path_hints.clear();
         self.stacks = StackTable::default();
@@ -677,9 +684,13 @@ impl Processor {
                         self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint)
                     }
                 };
-                for b in &passed {
-                    let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
-                    self.base_nodes.insert(b, extra, node);
+                // A path cut at the tree's bound ends above its depth: its ancestors are not
+                // its bases' nodes.
+                if &*self.cct.node(leaf).name != hpm_core::cct::TREE_FULL {
+                    for b in &passed {
+                        let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
+                        self.base_nodes.insert(b, extra, node);
+                    }
                 }
                 let entry = if self.keep_table {
                     let e = self.stacks.entry(s);
@@ -963,6 +974,15 @@ impl Processor {
         }
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
+        }
+        let cut = self.cct.cut_samples();
+        if cut > 0 {
+            eprintln!(
+                "hpm: the calling context tree reached its bound of {MAX_TREE_NODES} nodes: {cut} samples' stacks end in \
+                 `{}` below their last frame the tree had, in the collapsed stacks, flame graphs and summary (JFR, \
+                 pprof and JSON keep them whole); shorter sessions keep every path",
+                hpm_core::cct::TREE_FULL
+            );
         }
         if let Some(line) = self.resolver.stats.compare.line() {
             eprintln!("hpm: {line}");
