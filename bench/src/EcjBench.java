@@ -17,19 +17,35 @@ public class EcjBench {
         int classes = args.length > 1 ? Integer.parseInt(args[1]) : 300;
         Path work = Files.createTempDirectory("hpm-bench-ecj");
         // The benchmarks end most runs with SIGTERM: removed then too, not only after the last
-        // iteration (every run left its sources in the temp directory).
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> delete(work.toFile())));
+        // iteration (every run left its sources in the temp directory). The hook waits for the
+        // compile in flight, which would otherwise write its class files into the directory
+        // after it was removed (it left one a run), and no compile starts after it.
+        Object compiling = new Object();
+        boolean[] ending = {false};
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            synchronized (compiling) {
+                ending[0] = true;
+                delete(work.toFile());
+            }
+        }));
         Path src = work.resolve("src");
         generate(src, classes);
         Harness.iterate("ecj", Harness.iterations(args, 10), it -> {
-            Path out = work.resolve("out" + it);
-            StringWriter log = new StringWriter();
-            boolean ok = org.eclipse.jdt.core.compiler.batch.BatchCompiler.compile(
-                    new String[] {"-17", "-nowarn", "-proc:none", "-proceedOnError", "-d", out.toString(), src.toString()},
-                    new PrintWriter(log), new PrintWriter(log), null);
-            if (!ok) throw new IllegalStateException("ecj failed:\n" + log);
-            delete(out.toFile());
+            synchronized (compiling) {
+                if (ending[0]) Thread.sleep(Long.MAX_VALUE); // the JVM halts once the hooks are done
+                compile(work, src, it);
+            }
         });
+    }
+
+    static void compile(Path work, Path src, int it) throws Exception {
+        Path out = work.resolve("out" + it);
+        StringWriter log = new StringWriter();
+        boolean ok = org.eclipse.jdt.core.compiler.batch.BatchCompiler.compile(
+                new String[] {"-17", "-nowarn", "-proc:none", "-proceedOnError", "-d", out.toString(), src.toString()},
+                new PrintWriter(log), new PrintWriter(log), null);
+        if (!ok) throw new IllegalStateException("ecj failed:\n" + log);
+        delete(out.toFile());
     }
 
     static void generate(Path src, int classes) throws Exception {
