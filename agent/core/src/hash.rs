@@ -139,18 +139,30 @@ impl FastBuild {
 /// and an entry found in the old half moves back to the current one. A memo cleared whole when
 /// full forgot its hot entries with the rest: the resolver's named stacks and frames, in a
 /// program still compiling, were all named again every time the frames' memo filled.
-pub struct RecentMap<K, V, const BOUND: usize> {
+///
+/// Entries may also weigh ([`Weighed`]: a named stack its frames, which it keeps alive): a half
+/// is full, too, once its entries weigh `MAX_WEIGHT / 2`, so the memo holds at most
+/// `MAX_WEIGHT` and one entry in each half (65,536 stacks 4096 frames deep would be 4 GB).
+pub struct RecentMap<K, V, const BOUND: usize, const MAX_WEIGHT: usize = { usize::MAX }> {
     current: IntMap<K, V>,
     old: IntMap<K, V>,
+    /// What the entries of each half weigh.
+    current_weight: usize,
+    old_weight: usize,
 }
 
-impl<K, V, const BOUND: usize> Default for RecentMap<K, V, BOUND> {
+/// What an entry of a [`RecentMap`] counts toward its `MAX_WEIGHT`.
+pub trait Weighed {
+    fn weight(&self) -> usize;
+}
+
+impl<K, V, const BOUND: usize, const MAX_WEIGHT: usize> Default for RecentMap<K, V, BOUND, MAX_WEIGHT> {
     fn default() -> Self {
-        RecentMap { current: IntMap::default(), old: IntMap::default() }
+        RecentMap { current: IntMap::default(), old: IntMap::default(), current_weight: 0, old_weight: 0 }
     }
 }
 
-impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
+impl<K: Hash + Eq + Copy, V: Weighed, const BOUND: usize, const MAX_WEIGHT: usize> RecentMap<K, V, BOUND, MAX_WEIGHT> {
     const HALF: usize = if BOUND / 2 > 0 { BOUND / 2 } else { 1 };
 
     /// The entry of `k`, moved to the current half if it was in the old one (as an entry made
@@ -160,6 +172,7 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
         // return of the first borrow would hold it over the promotion below.
         if !self.current.contains_key(k) {
             let v = self.old.remove(k)?;
+            self.old_weight = self.old_weight.saturating_sub(v.weight());
             self.insert(*k, v);
         }
         self.current.get_mut(k)
@@ -171,7 +184,7 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
     }
 
     /// The entry of `k` if it is in the current half ([`Self::get_mut`] just found it or put
-    /// it there): one lookup, no promotion.
+    /// it there): one lookup, no promotion. (Its weight must not change: the memo counted it.)
     pub fn get_mut_current(&mut self, k: &K) -> Option<&mut V> {
         self.current.get_mut(k)
     }
@@ -181,17 +194,28 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
     /// copy left there is hidden by the current one, which lookups find first, and goes with
     /// it from `remove` or at the next rotation.
     pub fn insert(&mut self, k: K, v: V) {
-        if self.current.len() >= Self::HALF && !self.current.contains_key(&k) {
+        let w = v.weight();
+        let full = self.current.len() >= Self::HALF || self.current_weight.saturating_add(w) > MAX_WEIGHT / 2;
+        if full && !self.current.is_empty() && !self.current.contains_key(&k) {
             // The old half's table, emptied, is the new current one's (no growing it again).
             std::mem::swap(&mut self.old, &mut self.current);
             self.current.clear();
+            self.old_weight = self.current_weight;
+            self.current_weight = 0;
         }
-        self.current.insert(k, v);
+        if let Some(replaced) = self.current.insert(k, v) {
+            self.current_weight = self.current_weight.saturating_sub(replaced.weight());
+        }
+        self.current_weight = self.current_weight.saturating_add(w);
     }
 
     pub fn remove(&mut self, k: &K) {
-        self.current.remove(k);
-        self.old.remove(k);
+        if let Some(v) = self.current.remove(k) {
+            self.current_weight = self.current_weight.saturating_sub(v.weight());
+        }
+        if let Some(v) = self.old.remove(k) {
+            self.old_weight = self.old_weight.saturating_sub(v.weight());
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -202,15 +226,29 @@ impl<K: Hash + Eq + Copy, V, const BOUND: usize> RecentMap<K, V, BOUND> {
         self.len() == 0
     }
 
+    /// What the entries weigh in all.
+    pub fn weight(&self) -> usize {
+        self.current_weight + self.old_weight
+    }
+
     pub fn clear(&mut self) {
         self.current.clear();
         self.old.clear();
+        self.current_weight = 0;
+        self.old_weight = 0;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A test entry: its value is its weight.
+    impl Weighed for u64 {
+        fn weight(&self) -> usize {
+            *self as usize
+        }
+    }
 
     #[test]
     fn a_recent_map_keeps_what_is_used_within_its_bound() {
@@ -249,6 +287,32 @@ mod tests {
         }
         m.clear();
         assert!(m.is_empty());
+    }
+
+    /// Entries that weigh fill a half by their weight as well as by their count: the memo
+    /// never weighs more than its bound and one entry per half, and keeps the entries in use.
+    #[test]
+    fn a_recent_map_of_heavy_entries_stays_within_its_weight() {
+        let mut m: RecentMap<u64, u64, 1024, 100> = RecentMap::default();
+        // Weights 1..=30 (the key's value weighs it), hot key 7 used all along.
+        m.insert(7, 7);
+        for k in 100..2000u64 {
+            m.insert(k, k % 30 + 1);
+            assert!(m.get_mut(&7).is_some(), "the entry in use was dropped at {k}");
+            assert!(m.weight() <= 100 + 2 * 30, "weight {} at {k}", m.weight());
+            let sum: u64 = m.current.values().chain(m.old.values()).sum();
+            assert_eq!(sum as usize, m.weight(), "the count drifted at {k}");
+        }
+        m.remove(&7);
+        m.insert(5, 5);
+        m.insert(5, 3);
+        let sum: u64 = m.current.values().chain(m.old.values()).sum();
+        assert_eq!(sum as usize, m.weight());
+        // One entry heavier than a half: kept alone.
+        m.insert(1, 500);
+        assert_eq!(m.peek(&1), Some(&500));
+        m.clear();
+        assert_eq!(m.weight(), 0);
     }
 
     #[test]

@@ -228,6 +228,25 @@ struct Processor {
 /// the JFR output keeps their stacks whole.
 const MAX_TREE_NODES: usize = 1 << 18;
 
+/// Entries and frames of the session's stack table at most (pprof, JSON: a stack's entry holds
+/// its frames twice, 8 bytes each, so 64 MB at most): past them a new stack is entered as one
+/// `[stack table full]` frame (`StackTable::with_limit`).
+const MAX_TABLE_ENTRIES: usize = 1 << 17;
+const MAX_TABLE_FRAMES: usize = 4 << 20;
+
+/// The session's stack table: bounded when the session fills it (`keep_table`).
+fn new_table(rec: &mut Recording, keep_table: bool) -> StackTable {
+    if !keep_table {
+        return StackTable::default();
+    }
+    let full = rec.methods.intern(hpm_core::model::MethodInfo::native(hpm_core::output::stacks::STACK_TABLE_FULL));
+    StackTable::with_limit(hpm_core::output::stacks::TableLimit {
+        entries: MAX_TABLE_ENTRIES,
+        frames: MAX_TABLE_FRAMES,
+        full,
+    })
+}
+
 /// Threads whose last new stack's path the processor keeps at most ([`Processor::path_hints`]).
 const MAX_PATH_HINTS: usize = 1024;
 
@@ -474,6 +493,7 @@ impl Processor {
             rec.methods = resolver.set_java(names);
             jfr_keys = keys;
         }
+        let stacks = new_table(&mut rec, keep_table);
         Processor {
             stretched_free: 0,
             cct: Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES),
@@ -499,7 +519,7 @@ impl Processor {
             seen: ByStack::default(),
             base_nodes: ByStack::default(),
             path_hints: IntMap::default(),
-            stacks: StackTable::default(),
+            stacks,
             keep_table,
             jfr_mem,
             chunks: 0,
@@ -548,6 +568,11 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        // Code events wait for the samples they are ordered with, and none comes older than
+        // the watermark (a late one meets the code map as it stands, as after any later
+        // sample): a session without samples (`event=lock` in a program that never contends)
+        // kept every code load, with its scopes, until its end.
+        self.resolver.timeline.advance_to(watermark);
         // Resolved batches are free again: what is missing for a stretched round is added.
         let free = pool.free_batches();
         if free < self.stretched_free && !last {
@@ -622,7 +647,7 @@ impl Processor {
         self.cct = Cct::with_limit(self.rec.counters.clone(), MAX_TREE_NODES);
         self.name_ids.clear();
         self.path_hints.clear();
-        self.stacks = StackTable::default();
+        self.stacks = new_table(&mut self.rec, self.keep_table);
         self.seen.clear();
         self.base_nodes.clear();
         self.components.clear();
@@ -975,12 +1000,20 @@ impl Processor {
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
         }
+        let cut = self.stacks.cut_samples();
+        if cut > 0 {
+            eprintln!(
+                "hpm: the stack table (pprof, JSON) reached its bound of {MAX_TABLE_ENTRIES} stacks or {MAX_TABLE_FRAMES} \
+                 frames: {cut} samples there have the one frame `{}` (the JFR output keeps their stacks)",
+                hpm_core::output::stacks::STACK_TABLE_FULL
+            );
+        }
         let cut = self.cct.cut_samples();
         if cut > 0 {
             eprintln!(
                 "hpm: the calling context tree reached its bound of {MAX_TREE_NODES} nodes: {cut} samples' stacks end in \
-                 `{}` below their last frame the tree had, in the collapsed stacks, flame graphs and summary (JFR, \
-                 pprof and JSON keep them whole); shorter sessions keep every path",
+                 `{}` below their last frame the tree had, in the collapsed stacks, flame graphs and summary (the JFR \
+                 output keeps them whole); shorter sessions keep every path",
                 hpm_core::cct::TREE_FULL
             );
         }

@@ -58,9 +58,40 @@ impl StackEntry {
 pub struct StackTable {
     index: IntMap<StackKey, usize>,
     pub entries: Vec<StackEntry>,
+    /// Frames of the entries' keys.
+    frames: usize,
+    /// [`Self::with_limit`]'s bound: entries, frames and the method a stack past it becomes.
+    limit: Option<TableLimit>,
 }
 
+/// Where a [`StackTable`] stops making entries for stacks.
+#[derive(Clone, Copy, Debug)]
+pub struct TableLimit {
+    pub entries: usize,
+    pub frames: usize,
+    /// The method (a pseudo-frame, [`STACK_TABLE_FULL`]) a stack new past the bound becomes.
+    pub full: MethodIdx,
+}
+
+/// The frame a stack new to a full table is entered as ([`StackTable::with_limit`]).
+pub const STACK_TABLE_FULL: &str = "[stack table full]";
+
 impl StackTable {
+    /// A table that makes entries for stacks up to `limit` (the agent's, fed for as long as a
+    /// session runs; a reader's table is bounded by its input): past its entries or frames, a
+    /// stack new to the table is entered as the one frame `limit.full` with its thread and
+    /// component (past twice the entries, without its thread), so the samples are all counted
+    /// and the table holds at most twice the entries, plus one per component.
+    pub fn with_limit(limit: TableLimit) -> StackTable {
+        StackTable { limit: Some(limit), ..StackTable::default() }
+    }
+
+    /// Samples entered as [`STACK_TABLE_FULL`] ([`Self::with_limit`]).
+    pub fn cut_samples(&self) -> u64 {
+        let Some(l) = self.limit else { return 0 };
+        self.entries.iter().filter(|e| e.key.frames == [(l.full, -1)]).map(|e| e.samples).sum()
+    }
+
     pub fn add(&mut self, s: &Sample) {
         let i = self.entry(s);
         self.add_to(i, s);
@@ -80,17 +111,25 @@ impl StackTable {
 
     /// The index of `s`'s entry (by its frames, thread and component), made if new.
     pub fn entry(&mut self, s: &Sample) -> usize {
-        let key = StackKey {
+        let mut key = StackKey {
             frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
             thread: s.thread,
             component: s.component,
             data: DataKey::of(s),
         };
-        // One hash of the key, found or not.
         let next = self.entries.len();
+        if let Some(l) = self.limit.filter(|l| next >= l.entries || self.frames + key.frames.len() > l.frames) {
+            if let Some(&i) = self.index.get(&key) {
+                return i;
+            }
+            let thread = if next >= 2 * l.entries { ThreadIdx::MAX } else { key.thread };
+            key = StackKey { frames: vec![(l.full, -1)], thread, component: key.component, data: None };
+        }
+        // One hash of the key, found or not (until the table is full).
         match self.index.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => *e.get(),
             std::collections::hash_map::Entry::Vacant(v) => {
+                self.frames += v.key().frames.len();
                 self.entries.push(StackEntry { key: v.key().clone(), samples: 0, weight: 0, counters: Vec::new() });
                 v.insert(next);
                 next
@@ -182,6 +221,35 @@ mod tests {
         assert_eq!(t.entries[0].weight, 20);
         assert_eq!(t.entries[0].counters, vec![7]);
         assert_eq!(t.total_samples(), 4);
+    }
+
+    /// Past its bound a table makes no entry for a stack: a new one is entered as the one
+    /// pseudo-frame per thread and component (past twice the bound, per component), known
+    /// stacks keep theirs, and every sample is counted.
+    #[test]
+    fn past_the_bound_new_stacks_become_one_frame() {
+        let full = 99;
+        let mut t = StackTable::with_limit(TableLimit { entries: 4, frames: 1000, full });
+        let mut n = 0;
+        for i in 0..100u32 {
+            // Distinct stacks of 3 frames, 3 threads; the first one again every time.
+            t.add(&sample(&[(i, 1), (i + 1, 2), (0, 3)], i % 3, &[]));
+            t.add(&sample(&[(0, 1), (1, 2), (0, 3)], 0, &[]));
+            n += 2;
+            assert!(t.entries.len() <= 2 * 4 + 1, "{} entries", t.entries.len());
+        }
+        assert_eq!(t.total_samples(), n);
+        assert_eq!(t.entries[0].key.frames, [(0, 1), (1, 2), (0, 3)]);
+        assert_eq!(t.entries[0].samples, 101);
+        assert_eq!(t.cut_samples(), 100 - 4);
+        // Frames bound the table as entries do (deep stacks).
+        let mut t = StackTable::with_limit(TableLimit { entries: 1000, frames: 10, full });
+        let deep: Vec<(u32, i32)> = (0..6).map(|m| (m, 0)).collect();
+        t.add(&sample(&deep, 0, &[]));
+        t.add(&sample(&deep[1..], 0, &[]));
+        assert_eq!(t.entries.len(), 2);
+        assert_eq!(t.entries[1].key.frames, [(full, -1)]);
+        assert_eq!(t.cut_samples(), 1);
     }
 
     #[test]

@@ -120,7 +120,23 @@ const MAX_CALLER_LEVELS: usize = 6;
 pub(super) const MAX_VM_STACKS: usize = 1 << 16;
 
 /// Named raw stacks by the first half of their 128-bit hash (see `SampleResolver::vm_stacks`).
-pub(super) type VmStacks = crate::hash::RecentMap<u64, (u64, NamedStack), MAX_VM_STACKS>;
+pub(super) type VmStacks =
+    crate::hash::RecentMap<u64, (u64, NamedStack), MAX_VM_STACKS, { crate::interned::MAX_INTERNED_FRAMES }>;
+
+/// A named stack weighs its frames: it keeps them alive (the interner's copy, shared until
+/// the interner starts again), so deep stacks fill the memo by frames before by count.
+impl crate::hash::Weighed for (u64, NamedStack) {
+    fn weight(&self) -> usize {
+        self.1.frames.len()
+    }
+}
+
+/// A physical frame's names are a few frames (its inline scopes): counted by entries only.
+impl crate::hash::Weighed for NamedFrame {
+    fn weight(&self) -> usize {
+        0
+    }
+}
 /// Named physical frames and inline scopes (see `SampleResolver::vm_frames`).
 pub(super) type VmFrames = crate::hash::RecentMap<(u8, u64, u64), NamedFrame, MAX_VM_STACKS>;
 
