@@ -41,7 +41,9 @@ struct Described {
     memo: IntMap<(u64, i32), i32>,
 }
 
-const MAX_DESCRIBED: usize = 1 << 20;
+/// Names, line tables and lines kept at most (each entry a few hundred bytes: ~64 MB; 1 Mi
+/// before, up to ~0.5 GB). A session names a few thousand (docs/benchmarks.md).
+const MAX_DESCRIBED: usize = 1 << 17;
 
 impl Described {
     /// A session starts: every name's id is checked against the `Method*` it was named with,
@@ -392,7 +394,7 @@ impl JavaMethods for JvmtiMethods {
                 p.held.remove(&id);
             }
         }
-        if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED {
+        if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED || k.lines.len() >= MAX_DESCRIBED {
             *k = Described::default();
         }
         // The slot as the last pull read it, else as it is now. A slot that changed since the
@@ -417,6 +419,9 @@ impl JavaMethods for JvmtiMethods {
             t
         });
         let l = line_for_bci(table, bci);
+        if self.known.memo.len() >= MAX_DESCRIBED {
+            self.known.memo.clear();
+        }
         self.known.memo.insert((id, bci), l);
         l
     }
