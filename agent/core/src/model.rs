@@ -565,7 +565,13 @@ pub struct MethodTable {
     /// Unique to this table (a copy gets its own): what is derived from its prefix (the JFR
     /// writer's string keys) is known to be of this table, which only grows.
     lineage: u64,
+    /// Methods made at most ([`Self::set_limit`]), and the new ones met past it.
+    limit: usize,
+    past_limit: u64,
 }
+
+/// The method every method new to a full table becomes ([`MethodTable::set_limit`]).
+pub const METHOD_TABLE_FULL: &str = "[method table full]";
 
 static NEXT_LINEAGE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
@@ -575,13 +581,25 @@ fn new_lineage() -> u64 {
 
 impl Default for MethodTable {
     fn default() -> Self {
-        MethodTable { methods: Vec::new(), index: Default::default(), lineage: new_lineage() }
+        MethodTable {
+            methods: Vec::new(),
+            index: Default::default(),
+            lineage: new_lineage(),
+            limit: usize::MAX,
+            past_limit: 0,
+        }
     }
 }
 
 impl Clone for MethodTable {
     fn clone(&self) -> Self {
-        MethodTable { methods: self.methods.clone(), index: self.index.clone(), lineage: new_lineage() }
+        MethodTable {
+            methods: self.methods.clone(),
+            index: self.index.clone(),
+            lineage: new_lineage(),
+            limit: self.limit,
+            past_limit: self.past_limit,
+        }
     }
 }
 
@@ -598,10 +616,26 @@ impl MethodTable {
         if let Some(&i) = same.iter().find(|&&i| self.methods[i as usize] == m) {
             return i;
         }
+        if self.methods.len() >= self.limit && *m.name != *METHOD_TABLE_FULL {
+            self.past_limit += 1;
+            return self.intern(MethodInfo::native(METHOD_TABLE_FULL));
+        }
         let i = self.methods.len() as MethodIdx;
         same.push(i);
         self.methods.push(m);
         i
+    }
+
+    /// Makes at most `max` methods from now on (the agent's table, which a session fills for
+    /// as long as it runs: a program that generates classes all the time names new methods
+    /// without end): a method new past it is [`METHOD_TABLE_FULL`] (made once, past `max`).
+    pub fn set_limit(&mut self, max: usize) {
+        self.limit = max;
+    }
+
+    /// Methods new to the table once it was full ([`Self::set_limit`]), each time one was.
+    pub fn past_limit(&self) -> u64 {
+        self.past_limit
     }
 
     pub fn get(&self, i: MethodIdx) -> &MethodInfo {
@@ -755,6 +789,21 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(t.len(), 2);
         assert_eq!(t.get(b).display_name(), "B.m");
+    }
+
+    /// Past its limit a table makes no method: a new one is the one `[method table full]`,
+    /// the known ones keep their indices.
+    #[test]
+    fn a_full_table_names_new_methods_as_one() {
+        let mut t = MethodTable::default();
+        t.set_limit(3);
+        let known: Vec<MethodIdx> = (0..3).map(|i| t.intern(MethodInfo::java("A", &format!("m{i}"), "()V"))).collect();
+        let full: Vec<MethodIdx> = (0..100).map(|i| t.intern(MethodInfo::java("B", &format!("m{i}"), "()V"))).collect();
+        assert!(full.iter().all(|&i| i == full[0]));
+        assert_eq!(t.get(full[0]).display_name(), METHOD_TABLE_FULL);
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.past_limit(), 100);
+        assert_eq!(t.intern(MethodInfo::java("A", "m1", "()V")), known[1]);
     }
 
     #[test]

@@ -115,6 +115,9 @@ pub const MAX_CARRIED_METHODS: usize = 1 << 13;
 /// MB for ten minutes (docs/design.md, "Stress and soak").
 pub const MAX_CARRIED_STACKS: usize = 1 << 13;
 
+/// jmethodIDs a session keeps the method of at most (then started again).
+const MAX_METHOD_IDS: usize = 1 << 18;
+
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
@@ -295,6 +298,11 @@ impl SampleResolver {
         let info = jm.describe(id).unwrap_or_else(|| MethodInfo::native("[unknown method]"));
         timer.stop(Phase::Describe);
         let i = rec.methods.intern(info);
+        // Ids of a session's methods: a program that makes code all the time brings new ones
+        // without end (the names behind them are asked again, kept by `JavaMethods`).
+        if self.methods.len() >= MAX_METHOD_IDS {
+            self.methods.clear();
+        }
         self.methods.insert(id, i);
         i
     }

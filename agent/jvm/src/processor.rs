@@ -228,6 +228,11 @@ struct Processor {
 /// the JFR output keeps their stacks whole.
 const MAX_TREE_NODES: usize = 1 << 18;
 
+/// Methods a session names at most (a few hundred bytes each with their names, ~64 MB): past
+/// it a new method is `[method table full]` (`MethodTable::set_limit`). A session names a few
+/// thousand (docs/benchmarks.md); a program that generates code all the time, without end.
+const MAX_SESSION_METHODS: usize = 1 << 17;
+
 /// Entries and frames of the session's stack table at most (pprof, JSON: a stack's entry holds
 /// its frames twice, 8 bytes each, so 64 MB at most): past them a new stack is entered as one
 /// `[stack table full]` frame (`StackTable::with_limit`).
@@ -493,6 +498,7 @@ impl Processor {
             rec.methods = resolver.set_java(names);
             jfr_keys = keys;
         }
+        rec.methods.set_limit(MAX_SESSION_METHODS);
         let stacks = new_table(&mut rec, keep_table);
         Processor {
             stretched_free: 0,
@@ -999,6 +1005,14 @@ impl Processor {
         }
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
+        }
+        let past = self.rec.methods.past_limit();
+        if past > 0 {
+            eprintln!(
+                "hpm: the method table reached its bound of {MAX_SESSION_METHODS} methods: {past} methods met after it \
+                 are `{}` in every output",
+                hpm_core::model::METHOD_TABLE_FULL
+            );
         }
         let cut = self.stacks.cut_samples();
         if cut > 0 {

@@ -11,6 +11,9 @@ use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind};
 
 use super::Processor;
 
+/// Class names the events share at most (then started again).
+const MAX_CLASS_NAMES: usize = 1 << 16;
+
 /// Per kind: events and their summed weight.
 #[derive(Default)]
 pub(super) struct EventState {
@@ -68,6 +71,11 @@ impl Processor {
                 Some(a) => a.clone(),
                 None => {
                     let a: Arc<str> = name.as_str().into();
+                    // Shared names only: a program that spins classes (hidden ones are named
+                    // with their address) brings new names without end.
+                    if self.events.classes.len() >= MAX_CLASS_NAMES {
+                        self.events.classes.clear();
+                    }
                     self.events.classes.insert(name, a.clone());
                     a
                 }
