@@ -226,9 +226,13 @@ impl Cct {
         let mut cur = ROOT;
         self.bump(cur, samples, weight, counters);
         for (name, kinds) in root_first {
+            let parent = cur;
             cur = self.child(cur, name);
             self.nodes[cur as usize].kinds |= kinds;
-            self.bump(cur, samples, weight, counters);
+            // A path cut at the bound stays in its `[tree full]` node: counted there once.
+            if cur != parent {
+                self.bump(cur, samples, weight, counters);
+            }
         }
         let leaf = &mut self.nodes[cur as usize];
         leaf.self_samples = leaf.self_samples.saturating_add(samples);
@@ -686,6 +690,10 @@ mod tests {
         assert_eq!(leaves, [("a;[tree full]".to_string(), 12), ("a;b;[tree full]".into(), 2), ("a;b;c".into(), 17)],);
         assert_eq!(c.total_samples(), 31);
         assert_eq!(c.cut_samples(), 14);
+        // Totals as the self sums below each node give them (a cut path counted once).
+        let totals: Vec<u64> = c.nodes.iter().map(|n| n.total_samples).collect();
+        c.fill_totals();
+        assert_eq!(c.nodes.iter().map(|n| n.total_samples).collect::<Vec<_>>(), totals);
         // The agent's paths by name id, thread roots and stacks above known callers included.
         use crate::model::*;
         let mut rec = Recording::default();

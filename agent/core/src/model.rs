@@ -612,16 +612,16 @@ impl MethodTable {
     pub fn intern(&mut self, m: MethodInfo) -> MethodIdx {
         use std::hash::BuildHasher;
         let h = crate::hash::FastBuild::default().hash_one(&m);
-        let same = self.index.entry(h).or_default();
-        if let Some(&i) = same.iter().find(|&&i| self.methods[i as usize] == m) {
+        if let Some(&i) = self.index.get(&h).and_then(|same| same.iter().find(|&&i| self.methods[i as usize] == m)) {
             return i;
         }
+        // Full: not even its hash is kept.
         if self.methods.len() >= self.limit && *m.name != *METHOD_TABLE_FULL {
             self.past_limit += 1;
             return self.intern(MethodInfo::native(METHOD_TABLE_FULL));
         }
         let i = self.methods.len() as MethodIdx;
-        same.push(i);
+        self.index.entry(h).or_default().push(i);
         self.methods.push(m);
         i
     }
@@ -802,6 +802,7 @@ mod tests {
         assert!(full.iter().all(|&i| i == full[0]));
         assert_eq!(t.get(full[0]).display_name(), METHOD_TABLE_FULL);
         assert_eq!(t.len(), 4);
+        assert_eq!(t.index.len(), 4, "the hashes of the methods past the limit were kept");
         assert_eq!(t.past_limit(), 100);
         assert_eq!(t.intern(MethodInfo::java("A", "m1", "()V")), known[1]);
     }

@@ -1009,8 +1009,8 @@ impl Processor {
         let past = self.rec.methods.past_limit();
         if past > 0 {
             eprintln!(
-                "hpm: the method table reached its bound of {MAX_SESSION_METHODS} methods: {past} methods met after it \
-                 are `{}` in every output",
+                "hpm: the method table reached its bound of {MAX_SESSION_METHODS} methods: methods new after it (met \
+                 {past} times) are `{}` in every output",
                 hpm_core::model::METHOD_TABLE_FULL
             );
         }
