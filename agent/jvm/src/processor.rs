@@ -190,7 +190,7 @@ struct Processor {
     /// component) already added.
     seen: ByStack<(NodeId, usize)>,
     /// The tree node of each shared stack met as the callers below a new stack's leaf frames
-    /// ([`SampleResolver::base_of`]), by the same key as `seen`: the next stack above them
+    /// ([`hpm_core::interned::StackInterner::base_of`]), by the same key as `seen`: the next stack above them
     /// starts there.
     base_nodes: ByStack<NodeId>,
     /// Per thread, the path its last new stack took through the tree (emptied with the tree).

@@ -92,7 +92,7 @@ pub enum Kind {
     Sps { sps: Sps, threads: u32, waiting: bool },
     /// The same partial safepoints with incremental stack tracing: each sample decodes the top
     /// frames, the rest as the thread returns into them; traces are collected every
-    /// [`ISPS_RETRIEVE_NS`].
+    /// [`super::isps`]'s `ISPS_RETRIEVE_NS`.
     Isps { isps: Isps, threads: u32, waiting: bool },
 }
 
