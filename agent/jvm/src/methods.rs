@@ -394,7 +394,8 @@ impl JavaMethods for JvmtiMethods {
                 p.held.remove(&id);
             }
         }
-        if k.infos.len() >= MAX_DESCRIBED || k.memo.len() >= MAX_DESCRIBED || k.lines.len() >= MAX_DESCRIBED {
+        // The names here; the line tables and lines where `line` makes them.
+        if k.infos.len() >= MAX_DESCRIBED {
             *k = Described::default();
         }
         // The slot as the last pull read it, else as it is now. A slot that changed since the
@@ -413,6 +414,9 @@ impl JavaMethods for JvmtiMethods {
             return l;
         }
         let jvmti = self.jvmti;
+        if self.known.lines.len() >= MAX_DESCRIBED && !self.known.lines.contains_key(&id) {
+            self.known.lines.clear();
+        }
         let table = self.known.lines.entry(id).or_insert_with(|| {
             let mut t = jvmti.line_number_table(id as jmethodID).unwrap_or_default();
             t.sort_unstable();

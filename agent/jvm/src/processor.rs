@@ -717,7 +717,7 @@ impl Processor {
                 };
                 // A path cut at the tree's bound ends above its depth: its ancestors are not
                 // its bases' nodes.
-                if &*self.cct.node(leaf).name != hpm_core::cct::TREE_FULL {
+                if !self.cct.is_cut(leaf) {
                     for b in &passed {
                         let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
                         self.base_nodes.insert(b, extra, node);
