@@ -40,3 +40,4 @@ mod scratch_tests;
 pub mod symbols;
 mod sync;
 mod text;
+pub mod tree_feed;

@@ -322,14 +322,10 @@ impl SampleResolver {
         Frame { method, bci: -1, line: -1, kind }
     }
 
-    /// [`crate::interned::StackInterner::nearest_base`] of a sample's stack.
-    pub fn nearest_base<N>(
-        &self,
-        whole: &Stack,
-        max: usize,
-        node_of: impl FnMut(&Stack) -> Option<N>,
-    ) -> (Option<(Stack, N)>, Vec<Stack>) {
-        self.interner.nearest_base(whole, max, node_of)
+    /// The interner of the stacks this resolver makes (where their bases are found:
+    /// [`crate::interned::StackInterner::nearest_base`]).
+    pub fn interner(&self) -> &crate::interned::StackInterner {
+        &self.interner
     }
 
     /// Resolves one captured sample. `counters` is the number of counters in the group.

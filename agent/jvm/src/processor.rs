@@ -14,17 +14,16 @@ use std::time::Duration;
 
 use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::BatchHandle;
-use hpm_core::cct::{Cct, NodeId, PathHint};
+use hpm_core::cct::Cct;
 use hpm_core::codemap::{CodeBytes, CodeEvent};
-use hpm_core::hash::IntMap;
-use hpm_core::interned::ByStack;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::jfr::TableKeys;
-use hpm_core::model::{EventInfo, Frame, PeriodUnit, Recording, Sample, VmComponent};
+use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample};
 use hpm_core::options::{Interval, Options, OutputFormat};
 use hpm_core::outfile::Target;
 use hpm_core::output::stacks::StackTable;
 use hpm_core::resolve::SampleResolver;
+use hpm_core::tree_feed::TreeFeed;
 
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
@@ -141,7 +140,7 @@ impl Finished {
 
     /// Samples in the profile.
     pub fn samples(&self) -> u64 {
-        self.0.cct.total_samples()
+        self.0.tree.cct.total_samples()
     }
 }
 
@@ -149,8 +148,8 @@ struct Processor {
     /// Free batches a round leaves in the pool when rounds are stretched (0: they are not).
     stretched_free: usize,
     rec: Recording,
-    cct: Cct,
-    components: Vec<(VmComponent, u64)>,
+    /// The calling context tree and the stack table, with their memos.
+    tree: TreeFeed,
     resolver: SampleResolver,
     /// Method names and lines through JVMTI; only on the processor thread, dropped at the end.
     methods: Option<JvmtiMethods>,
@@ -180,30 +179,9 @@ struct Processor {
     /// took: making the outputs, though before the last sample was resolved.
     early_chunks: u64,
     early_chunks_ns: u64,
-    /// The tree's name id of each method (by method index), so the calling context tree is fed
-    /// without hashing names; emptied when the tree is rebuilt.
-    name_ids: Vec<u32>,
     /// The JFR keys of the method table's strings, kept across chunks and sessions with the
     /// table they number.
     jfr_keys: TableKeys,
-    /// The tree's leaf node and the stack table's entry of each shared stack (with thread and
-    /// component) already added.
-    seen: ByStack<(NodeId, usize)>,
-    /// The tree node of each shared stack met as the callers below a new stack's leaf frames
-    /// ([`hpm_core::interned::StackInterner::base_of`]), by the same key as `seen`: the next stack above them
-    /// starts there.
-    base_nodes: ByStack<NodeId>,
-    /// Per thread, the path its last new stack took through the tree (emptied with the tree).
-    path_hints: IntMap<u32, PathHint>,
-    /// Samples by exact stack (methods and lines), thread and component: the pprof and JSON
-    /// outputs are built from it. Filled only when `keep_table`.
-    stacks: StackTable,
-    /// Whether the session fills `stacks`: when a pprof or JSON output was asked for at the
-    /// start, or with `data` (the table keys entries by data target too) or `sampler=chain`
-    /// (which rebuilds it). A pprof or JSON dump of any other session is built from its JFR
-    /// chunks, read back as `hpm convert` does: dumps are rare, and the table cost every
-    /// sample ~5% of its processing.
-    keep_table: bool,
     /// JFR chunks kept in memory when the session writes no JFR file, so `dump,file=X.jfr` can
     /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes, oldest dropped first.
     jfr_mem: Option<JfrMemory>,
@@ -251,13 +229,6 @@ fn new_table(rec: &mut Recording, keep_table: bool) -> StackTable {
         full,
     })
 }
-
-/// Threads whose last new stack's path the processor keeps at most ([`Processor::path_hints`]).
-const MAX_PATH_HINTS: usize = 1024;
-
-/// Bases a new stack's tree entry passes at most looking for one with a node (a whole's base,
-/// its callers, then the stack those were made above, ...).
-const MAX_BASES_PASSED: usize = 8;
 
 #[derive(Default)]
 struct JfrMemory {
@@ -502,9 +473,13 @@ impl Processor {
         let stacks = new_table(&mut rec, keep_table);
         Processor {
             stretched_free: 0,
-            cct: Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES),
+            tree: TreeFeed::new(
+                Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES),
+                stacks,
+                keep_table,
+                inputs.opts.per_thread,
+            ),
             rec,
-            components: Vec::new(),
             resolver,
             methods,
             pending: Vec::new(),
@@ -521,12 +496,6 @@ impl Processor {
             early_chunks: 0,
             early_chunks_ns: 0,
             once_at_start: 0,
-            name_ids: Vec::new(),
-            seen: ByStack::default(),
-            base_nodes: ByStack::default(),
-            path_hints: IntMap::default(),
-            stacks,
-            keep_table,
             jfr_mem,
             chunks: 0,
             marks: Vec::new(),
@@ -545,8 +514,7 @@ impl Processor {
         self.marks.extend(inputs.live.take_marks().into_iter().filter(|m| m.time() >= inputs.start_ticks));
         if inputs.threads.sync(&mut self.rec.threads) && inputs.opts.per_thread {
             // Per-thread roots are named by the thread: a renamed thread's stacks hang anew.
-            self.seen.clear();
-            self.base_nodes.clear();
+            self.tree.forget_stacks();
         }
         inputs.code.drain(&mut self.code_events, &mut self.gc_events);
         for ev in self.code_events.drain(..) {
@@ -593,7 +561,7 @@ impl Processor {
         }
         if inputs.live.wanted() {
             self.tree_ready();
-            inputs.live.serve(&self.cct);
+            inputs.live.serve(&self.tree.cct);
         }
         self.rec.end_ticks = now;
         if last {
@@ -612,10 +580,10 @@ impl Processor {
     /// Adds a resolved sample to the recording, the calling context tree and the stack table.
     /// `sampler=chain` adds held samples to the tree only when something reads it (a live
     /// query, a dump, a flush): their stacks are completed, and the tree rebuilt, at the end.
-    fn add(&mut self, s: Sample, per_thread: bool) {
+    fn add(&mut self, s: Sample) {
         let deferred = self.chain.as_ref().is_some_and(chain::ChainState::defers_tree);
         if !deferred {
-            self.add_to_tree(&s, per_thread);
+            self.tree.add(&s, &self.rec, self.resolver.interner());
         }
         self.rec.samples.push(s);
         if let Some(c) = &mut self.chain {
@@ -627,7 +595,7 @@ impl Processor {
     /// (each sample adds to its leaf alone: [`Cct::add_self_at`]).
     fn tree_ready(&mut self) {
         self.tree_catch_up();
-        self.cct.fill_totals();
+        self.tree.cct.fill_totals();
     }
 
     /// Adds the held samples the tree lacks (`sampler=chain`), as walked so far.
@@ -636,124 +604,19 @@ impl Processor {
         if from >= self.rec.samples.len() {
             return;
         }
-        let per_thread = self.inputs.opts.per_thread;
-        let samples = std::mem::take(&mut self.rec.samples);
-        for s in &samples[from..] {
-            self.add_to_tree(s, per_thread);
+        for s in &self.rec.samples[from..] {
+            self.tree.add(s, &self.rec, self.resolver.interner());
         }
-        self.rec.samples = samples;
         if let Some(c) = &mut self.chain {
             c.tree_has(self.rec.samples.len());
         }
     }
 
     /// Starts the tree and the stack table again, empty, with every memo of their nodes and
-    /// entries (node ids of the old tree must not reach the new one).
+    /// entries.
     fn reset_tree(&mut self) {
-        self.cct = Cct::with_limit(self.rec.counters.clone(), MAX_TREE_NODES);
-        self.name_ids.clear();
-        self.path_hints.clear();
-        self.stacks = new_table(&mut self.rec, self.keep_table);
-        self.seen.clear();
-        self.base_nodes.clear();
-        self.components.clear();
-    }
-
-    /// Adds a sample to the calling context tree and the stack table only.
-    fn add_to_tree(&mut self, s: &Sample, per_thread: bool) {
-        match self.components.iter_mut().find(|(k, _)| *k == s.component) {
-            Some(e) => e.1 += 1,
-            None => self.components.push((s.component, 1)),
-        }
-        // Each distinct stack is looked up by its frames once; its later samples go straight
-        // to their tree node and stack-table entry. The thread and component are part of the
-        // key only where the node or entry depends on them (a tree with thread roots, the
-        // stack table): a program that starts a thread per task (ecj's parser thread per
-        // compile) met every known stack anew in each. Not a sample with a data target: the
-        // stack table keys its entries by the target's class and field too.
-        let extra = match (self.keep_table, per_thread) {
-            (true, _) => u64::from(s.thread) | (s.component as u64) << 32,
-            (false, true) => u64::from(s.thread),
-            (false, false) => 0,
-        };
-        let memo = s.data.is_none();
-        let timer = hpm_core::phase_timing::Timer::start();
-        match self.seen.get(&s.stack, extra).filter(|_| memo) {
-            Some((leaf, entry)) => {
-                self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
-                if self.keep_table {
-                    self.stacks.add_to(entry, s);
-                }
-                timer.stop(hpm_core::phase_timing::Phase::TreeKnown);
-            }
-            None => {
-                // Most new stacks are new frames above callers the tree has (a base the
-                // resolver made them above, or a base of that base...): from the nearest such
-                // base's node, only the frames above it are looked up; the bases passed on the
-                // way learn their nodes.
-                let (seen, base_nodes) = (&self.seen, &self.base_nodes);
-                let (found, passed) = self.resolver.nearest_base(&s.stack, MAX_BASES_PASSED, |b| {
-                    seen.get(b, extra).map(|(n, _)| n).or_else(|| base_nodes.get(b, extra))
-                });
-                let above_callers = found.is_some();
-                let leaf = match found {
-                    Some((b, node)) => {
-                        let above = &s.stack[..s.stack.len() - b.len()];
-                        self.name_frames(above);
-                        self.cct.add_sample_above(node, above, &self.name_ids, s)
-                    }
-                    None => {
-                        self.name_frames(&s.stack);
-                        let thread_root = per_thread.then(|| hpm_core::cct::thread_frame_name(&self.rec, s.thread));
-                        // A hint is a shortcut only: a process that starts thread after thread
-                        // (the soak test: 18,000 in a minute) would otherwise keep one per
-                        // thread forever.
-                        if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread) {
-                            self.path_hints.clear();
-                        }
-                        let hint = self.path_hints.entry(s.thread).or_default();
-                        self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint)
-                    }
-                };
-                // A path cut at the tree's bound ends above its depth: its ancestors are not
-                // its bases' nodes.
-                if !self.cct.is_cut(leaf) {
-                    for b in &passed {
-                        let node = self.cct.ancestor(leaf, s.stack.len() - b.len());
-                        self.base_nodes.insert(b, extra, node);
-                    }
-                }
-                let entry = if self.keep_table {
-                    let e = self.stacks.entry(s);
-                    self.stacks.add_to(e, s);
-                    e
-                } else {
-                    usize::MAX
-                };
-                if memo {
-                    self.seen.insert(&s.stack, extra, (leaf, entry));
-                }
-                timer.stop(if above_callers {
-                    hpm_core::phase_timing::Phase::TreeAbove
-                } else {
-                    hpm_core::phase_timing::Phase::TreeNew
-                });
-            }
-        }
-    }
-
-    /// Gives the tree's name id to each method of `s`'s stack that has none yet: only the
-    /// methods the session's samples use (the method table starts with the earlier sessions').
-    fn name_frames(&mut self, frames: &[Frame]) {
-        let len = self.rec.methods.len();
-        if self.name_ids.len() < len {
-            self.name_ids.resize(len, u32::MAX);
-        }
-        for f in frames {
-            if let Some(id) = self.name_ids.get_mut(f.method as usize).filter(|id| **id == u32::MAX) {
-                *id = self.cct.name_id(&self.rec.method(f.method).display_name());
-            }
-        }
+        let stacks = new_table(&mut self.rec, self.tree.keeps_table());
+        self.tree.reset(Cct::with_limit(self.rec.counters.clone(), MAX_TREE_NODES), stacks);
     }
 
     /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
@@ -805,7 +668,7 @@ impl Processor {
                 // Kernel time counted, not sampled: one sample per period spent there.
                 let k = self.resolver.kernel_time_sample(&mut self.rec, &s);
                 for _ in 0..c.kernel_periods {
-                    self.add(k.clone(), inputs.opts.per_thread);
+                    self.add(k.clone());
                 }
             }
             if let (Some(t), Some(top)) = (self.tuner.as_mut(), s.stack.first()) {
@@ -825,7 +688,7 @@ impl Processor {
             if let Some(ch) = &mut self.chain {
                 ch.next = top;
             }
-            self.add(s, inputs.opts.per_thread);
+            self.add(s);
             inputs.sink.resolved.fetch_add(1, Ordering::Relaxed);
             self.pending[bi].1 = self.pending[bi].1.max(j + 1);
         }
@@ -1014,7 +877,7 @@ impl Processor {
                 hpm_core::model::METHOD_TABLE_FULL
             );
         }
-        let cut = self.stacks.cut_samples();
+        let cut = self.tree.stacks.cut_samples();
         if cut > 0 {
             eprintln!(
                 "hpm: the stack table (pprof, JSON) reached its bound of {MAX_TABLE_ENTRIES} stacks or {MAX_TABLE_FRAMES} \
@@ -1022,7 +885,7 @@ impl Processor {
                 hpm_core::output::stacks::STACK_TABLE_FULL
             );
         }
-        let cut = self.cct.cut_samples();
+        let cut = self.tree.cct.cut_samples();
         if cut > 0 {
             eprintln!(
                 "hpm: the calling context tree reached its bound of {MAX_TREE_NODES} nodes: {cut} samples' stacks end in \

@@ -30,7 +30,6 @@ impl Processor {
         }
         let Some(mut methods) = self.methods.take() else { return };
         let cpu = self.inputs.opts.cpu;
-        let per_thread = self.inputs.opts.per_thread;
         for p in pending {
             if p.time < self.inputs.start_ticks {
                 continue;
@@ -98,7 +97,7 @@ impl Processor {
             self.events.totals[k].1 = self.events.totals[k].1.saturating_add(ev.weight);
             if !cpu {
                 let s = hpm_core::output::jvmevents::as_sample(&mut self.rec, &ev);
-                self.add_to_tree(&s, per_thread);
+                self.tree.add(&s, &self.rec, self.resolver.interner());
             }
             self.rec.events.push(ev);
         }

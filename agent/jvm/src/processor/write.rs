@@ -20,15 +20,15 @@ impl Processor {
         match format {
             OutputFormat::Jfr => Vec::new(),
             // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof | OutputFormat::Json => from_table(&self.rec, &self.stacks, format),
-            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.cct, by).into_bytes(),
+            OutputFormat::Pprof | OutputFormat::Json => from_table(&self.rec, &self.tree.stacks, format),
+            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.tree.cct, by).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
-                &self.cct,
+                &self.tree.cct,
                 &output::flame_html::HtmlOptions { title, by, ..Default::default() },
             )
             .into_bytes(),
             OutputFormat::Svg => output::flame_svg::flame_svg(
-                &self.cct,
+                &self.tree.cct,
                 &output::flame_svg::SvgOptions { title, by, ..Default::default() },
             )
             .into_bytes(),
@@ -56,7 +56,7 @@ impl Processor {
             }
         }
         if !self.inputs.opts.quiet {
-            eprint!("{}", output::summary(&self.rec, &self.cct, &self.components));
+            eprint!("{}", output::summary(&self.rec, &self.tree.cct, &self.tree.components));
             eprintln!("hpm: wrote {}", if written.is_empty() { "nothing".to_string() } else { written.join(", ") });
         }
         written
@@ -69,7 +69,7 @@ impl Processor {
         let mut note = String::new();
         let bytes = if format == OutputFormat::Jfr {
             self.jfr_so_far(&mut note)?
-        } else if !self.keep_table && matches!(format, OutputFormat::Pprof | OutputFormat::Json) {
+        } else if !self.tree.keeps_table() && matches!(format, OutputFormat::Pprof | OutputFormat::Json) {
             // This session keeps no stack table (no pprof or JSON output was asked for at its
             // start): the profile is read back from its JFR chunks, as `hpm convert` does.
             let jfr = self.jfr_so_far(&mut note)?;
@@ -80,7 +80,7 @@ impl Processor {
             self.render(format)
         };
         target.write_all(&bytes).map_err(|e| e.to_string())?;
-        Ok(format!("wrote {path} ({} samples){note}", self.cct.total_samples()))
+        Ok(format!("wrote {path} ({} samples){note}", self.tree.cct.total_samples()))
     }
 
     /// Every JFR chunk so far, the samples not yet in one flushed first; `note` says what the
