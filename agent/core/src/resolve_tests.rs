@@ -995,3 +995,35 @@ fn new_callers_are_made_above_a_known_stack_of_their_callers() {
     res.resolve(&mut rec, &mut jm, &third);
     assert_eq!(res.stats.frames_named, named + 2, "named again");
 }
+
+/// Names every id as its own method, counting the questions.
+struct Numbered(u64);
+
+impl JavaMethods for Numbered {
+    fn describe(&mut self, id: u64) -> Option<MethodInfo> {
+        self.0 += 1;
+        Some(MethodInfo::java("p.C", &format!("m{id}"), "()V"))
+    }
+    fn line(&mut self, _id: u64, _bci: i32) -> i32 {
+        -1
+    }
+}
+
+#[test]
+fn the_method_ids_kept_are_bounded_and_asked_again_past_the_bound() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let mut jm = Numbered(0);
+    let first = res.method_idx(&mut rec, &mut jm, 1);
+    assert_eq!(res.method_idx(&mut rec, &mut jm, 1), first);
+    assert_eq!(jm.0, 1, "an id is asked once while kept");
+    for id in 2..=MAX_METHOD_IDS as u64 + 1 {
+        res.method_idx(&mut rec, &mut jm, id);
+        assert!(res.methods.len() <= MAX_METHOD_IDS);
+    }
+    // Started again when full: asked anew, the same method (the table keeps each method once).
+    let asked = jm.0;
+    assert_eq!(res.method_idx(&mut rec, &mut jm, 1), first);
+    assert_eq!(jm.0, asked + 1);
+    assert_eq!(rec.methods.len(), MAX_METHOD_IDS + 1);
+}

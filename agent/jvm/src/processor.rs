@@ -160,7 +160,10 @@ struct Processor {
     /// The session's other outputs, written at the end.
     outputs: Vec<Output>,
     chunk_start: u64,
+    /// Samples resolved after a later one (their batch came after the watermark passed
+    /// them): said in the summary.
     late: u64,
+    /// The time of the latest sample resolved.
     last_resolved: u64,
     /// `interval=auto`: Chilingarova & Safonov's self-tuning controller.
     tuner: Option<SelfTuner>,
@@ -868,6 +871,15 @@ impl Processor {
         }
         if let Some(line) = self.events_line() {
             eprintln!("hpm: {line}");
+        }
+        if self.late > 0 {
+            eprintln!(
+                "hpm: {} samples reached the processing thread after later ones were resolved (more than {} ms after \
+                 they were taken): their compiled frames were named by the code map as it stood then, which misnames \
+                 code unloaded in between",
+                self.late,
+                SETTLE_NS / 1_000_000
+            );
         }
         let past = self.rec.methods.past_limit();
         if past > 0 {
