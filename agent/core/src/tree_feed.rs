@@ -1,6 +1,7 @@
 //! A session's calling context tree and stack table, fed one resolved sample at a time: the
-//! agent's processing thread adds every sample here as it resolves it, and the outputs and live
-//! queries read the tree and the table.
+//! agent's processing thread adds each sample here as it resolves it (`sampler=chain`'s once
+//! their stacks are completed) and each JVM event of a session without a CPU event, and the
+//! outputs and live queries read the tree and the table.
 //!
 //! Each distinct stack is looked up by its frames once: its later samples go straight to its
 //! leaf node and table entry, found by the shared stack's address ([`ByStack`]). A new stack
@@ -34,6 +35,13 @@ pub struct TreeFeed {
     pub stacks: StackTable,
     /// Samples per VM component, in the order first met.
     pub components: Vec<(VmComponent, u64)>,
+    /// How the samples found their tree node (see [`Entered`]).
+    pub entered: Entered,
+    /// Whether `stacks` is filled: when a pprof or JSON output was asked for at the start, or
+    /// with `data` (the table keys entries by data target too) or `sampler=chain` (which
+    /// rebuilds it). A pprof or JSON dump of any other session is built from its JFR chunks,
+    /// read back as `hpm convert` does: dumps are rare, and the table cost every sample ~5% of
+    /// its processing.
     keep_table: bool,
     /// Each stack hangs below a `[thread name tid=N]` node.
     per_thread: bool,
@@ -51,6 +59,15 @@ pub struct TreeFeed {
     path_hints: IntMap<u32, PathHint>,
 }
 
+/// How samples found their tree node: by their stack met before, above a base with a node,
+/// or from the root (or their thread's root).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Entered {
+    pub known: u64,
+    pub above: u64,
+    pub root: u64,
+}
+
 impl TreeFeed {
     /// Feeds `cct` and `stacks` (the table only when `keep_table`); with `per_thread`, each
     /// stack below its thread's root.
@@ -59,6 +76,7 @@ impl TreeFeed {
             cct,
             stacks,
             components: Vec::new(),
+            entered: Entered::default(),
             keep_table,
             per_thread,
             name_ids: Vec::new(),
@@ -83,6 +101,7 @@ impl TreeFeed {
         self.seen.clear();
         self.base_nodes.clear();
         self.components.clear();
+        self.entered = Entered::default();
     }
 
     /// Forgets which node each stack has (the nodes stay): a thread renamed hangs its stacks
@@ -112,6 +131,7 @@ impl TreeFeed {
         let memo = s.data.is_none();
         let timer = crate::phase_timing::Timer::start();
         if let Some((leaf, entry)) = self.seen.get(&s.stack, extra).filter(|_| memo) {
+            self.entered.known += 1;
             self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
             if self.keep_table {
                 self.stacks.add_to(entry, s);
@@ -128,11 +148,13 @@ impl TreeFeed {
         let above_callers = found.is_some();
         let leaf = match found {
             Some((b, node)) => {
+                self.entered.above += 1;
                 let above = &s.stack[..s.stack.len() - b.len()];
                 self.name_frames(above, rec);
                 self.cct.add_sample_above(node, above, &self.name_ids, s)
             }
             None => {
+                self.entered.root += 1;
                 self.name_frames(&s.stack, rec);
                 let thread_root = self.per_thread.then(|| crate::cct::thread_frame_name(rec, s.thread));
                 // A hint is a shortcut only: a process that starts thread after thread (the

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{FrameKind, MethodInfo, Stack, ThreadInfo};
+use crate::model::{DataTarget, FrameKind, MethodInfo, Space, Stack, ThreadInfo};
 use crate::output::collapsed::{to_collapsed, CountBy};
 use crate::output::stacks::TableLimit;
 
@@ -47,9 +47,12 @@ fn frames(rng: &mut Rng, max: usize) -> Vec<Frame> {
         .collect()
 }
 
+const COMPONENTS: [VmComponent; 3] = [VmComponent::Java, VmComponent::Interpreter, VmComponent::Kernel];
+
 /// The stacks a resolver makes, in the ways it makes them: parts (a new stack's callers, made
 /// from nothing or above another part, levels deep), samples' stacks above a part, stacks
-/// interned whole, and stacks met again; each sample of a random thread.
+/// interned whole, and stacks met again; each sample of a random thread and component, with a
+/// counter's delta, one in twenty with a data target (never memoized: the table keys by it).
 fn samples(seed: u64, n: usize, threads: usize, interner: &mut StackInterner) -> Vec<Sample> {
     let mut rng = Rng(seed);
     let mut parts: Vec<Stack> = Vec::new();
@@ -84,63 +87,109 @@ fn samples(seed: u64, n: usize, threads: usize, interner: &mut StackInterner) ->
         let mut s = Sample::of_stack(stack);
         s.thread = rng.below(threads) as u32;
         s.weight = 1 + rng.below(5) as u64;
+        s.counters = vec![rng.below(100) as u64];
+        s.component = COMPONENTS[rng.below(COMPONENTS.len())];
+        if rng.below(20) == 0 {
+            let field = format!("f{}", rng.below(2));
+            s.data = Some(Box::new(DataTarget {
+                space: Space::Eden,
+                class: Some("p.C".into()),
+                field: Some(field.into()),
+                offset: 16,
+                index: None,
+                source: None,
+                latency: 0,
+            }));
+        }
         out.push(s);
     }
     out
 }
 
-/// The collapsed stacks of the samples fed through a [`TreeFeed`], and of the same samples
-/// added to a tree of the same bound from the root one by one, name by name.
-fn both(seed: u64, n: usize, max_nodes: usize, keep_table: bool, per_thread: bool) -> (String, String) {
+fn table(rec: &mut Recording, keep_table: bool, entries: usize) -> StackTable {
+    if !keep_table {
+        return StackTable::default();
+    }
+    let full = rec.methods.intern(MethodInfo::native(crate::output::stacks::STACK_TABLE_FULL));
+    StackTable::with_limit(TableLimit { entries, frames: 1 << 14, full })
+}
+
+/// Feeds the samples through a [`TreeFeed`] and, one by one from the root, name by name, into
+/// a tree and a table of the same bounds: both trees must have the same nodes with the same
+/// sums (the samples land on the same nodes, cut at the same places), and both tables the same
+/// entries. The feed's entry counts.
+fn same_as_from_the_root(seed: u64, n: usize, bounds: (usize, usize), keep_table: bool, per_thread: bool) -> Entered {
+    let (max_nodes, max_entries) = bounds;
     let mut rec = recording(3);
     let mut interner = StackInterner::default();
     let samples = samples(seed, n, 3, &mut interner);
-    let table = if keep_table {
-        let full = rec.methods.intern(MethodInfo::native(crate::output::stacks::STACK_TABLE_FULL));
-        StackTable::with_limit(TableLimit { entries: 1 << 10, frames: 1 << 14, full })
-    } else {
-        StackTable::default()
-    };
-    let mut feed = TreeFeed::new(Cct::with_limit(Vec::new(), max_nodes), table, keep_table, per_thread);
-    let mut plain = Cct::with_limit(Vec::new(), max_nodes);
+    let counters = vec!["c".to_string()];
+    let mut feed = TreeFeed::new(
+        Cct::with_limit(counters.clone(), max_nodes),
+        table(&mut rec, keep_table, max_entries),
+        keep_table,
+        per_thread,
+    );
+    let mut plain = Cct::with_limit(counters, max_nodes);
+    let mut plain_table = table(&mut rec, keep_table, max_entries);
     for s in &samples {
         feed.add(s, &rec, &interner);
         plain.add_sample(&rec, s, per_thread);
+        if keep_table {
+            plain_table.add(s);
+        }
     }
     feed.cct.fill_totals();
-    plain.fill_totals();
-    assert_eq!(feed.cct.total_samples(), samples.len() as u64);
-    assert_eq!(feed.components, vec![(VmComponent::Java, samples.len() as u64)]);
-    (to_collapsed(&feed.cct, CountBy::Weight), to_collapsed(&plain, CountBy::Weight))
+    let case = format!("seed {seed}, bounds {bounds:?}, table {keep_table}, per thread {per_thread}");
+    assert_eq!(feed.cct.nodes, plain.nodes, "{case}");
+    assert_eq!(feed.stacks.entries, plain_table.entries, "{case}");
+    assert_eq!(feed.cct.total_samples(), samples.len() as u64, "{case}");
+    for c in COMPONENTS {
+        let n = samples.iter().filter(|s| s.component == c).count() as u64;
+        assert_eq!(feed.components.iter().find(|e| e.0 == c).map_or(0, |e| e.1), n, "{case}");
+    }
+    feed.entered
 }
 
 #[test]
 fn samples_land_where_their_names_lead_from_the_root() {
+    let mut entered = Entered::default();
     for seed in 1..=40u64 {
-        for (keep_table, per_thread) in [(false, false), (false, true), (true, false)] {
-            let (fed, plain) = both(seed, 600, usize::MAX, keep_table, per_thread);
-            assert_eq!(fed, plain, "seed {seed}, table {keep_table}, per thread {per_thread}");
+        for (keep_table, per_thread) in [(false, false), (false, true), (true, false), (true, true)] {
+            let e = same_as_from_the_root(seed, 600, (usize::MAX, 1 << 16), keep_table, per_thread);
+            (entered.known, entered.above, entered.root) =
+                (entered.known + e.known, entered.above + e.above, entered.root + e.root);
         }
     }
+    // Every way in taken, many times: the memo of stacks met, the bases' nodes, the root.
+    assert!(entered.known > 10_000 && entered.above > 5_000 && entered.root > 5_000, "{entered:?}");
 }
 
 #[test]
-fn past_the_bound_paths_end_in_the_same_tree_full_nodes() {
-    // Small bounds: most sessions here fill the tree part way through, so new stacks' paths are
-    // cut while their bases are entered (a base's node is not learnt from a cut path).
+fn past_the_bounds_paths_end_in_the_same_full_nodes_and_entries() {
+    // Small bounds: most sessions here fill the tree (and the table) part way through, so new
+    // stacks' paths are cut while their bases are entered (a base's node is not learnt from a
+    // cut path).
     let mut cut = 0;
     for seed in 1..=60u64 {
         for max_nodes in [8, 30, 90] {
-            let (fed, plain) = both(seed, 400, max_nodes, false, seed % 2 == 0);
-            assert_eq!(fed, plain, "seed {seed}, bound {max_nodes}");
-            cut += usize::from(fed.contains(crate::cct::TREE_FULL));
+            let keep_table = seed % 3 == 0;
+            same_as_from_the_root(seed, 400, (max_nodes, 40), keep_table, seed % 2 == 0);
+            let mut rec = recording(3);
+            let mut interner = StackInterner::default();
+            let mut feed =
+                TreeFeed::new(Cct::with_limit(Vec::new(), max_nodes), table(&mut rec, false, 0), false, false);
+            for s in &samples(seed, 400, 3, &mut interner) {
+                feed.add(s, &rec, &interner);
+            }
+            cut += usize::from(feed.cct.cut_samples() > 0);
         }
     }
     assert!(cut > 100, "the bounds cut too few sessions to test anything: {cut}");
 }
 
 #[test]
-fn renamed_threads_hang_anew_and_a_reset_forgets_the_old_tree() {
+fn renamed_threads_hang_anew_and_a_reset_starts_from_nothing() {
     let mut rec = recording(1);
     let mut interner = StackInterner::default();
     let samples = samples(7, 200, 1, &mut interner);
@@ -166,10 +215,17 @@ fn renamed_threads_hang_anew_and_a_reset_forgets_the_old_tree() {
     let n = samples.len() as u64;
     let expected = [("[renamed tid=100]".to_string(), n), ("[worker-0 tid=100]".to_string(), n)];
     assert_eq!(roots(&mut feed), expected.into_iter().collect());
+    // After a reset, the same as a new tree fed from the root (no name, node or count of the
+    // old tree's left).
     feed.reset(Cct::new(Vec::new()), StackTable::default());
+    let mut plain = Cct::new(Vec::new());
     for s in &samples {
         feed.add(s, &rec, &interner);
+        plain.add_sample(&rec, s, true);
     }
-    assert_eq!(roots(&mut feed), [("[renamed tid=100]".to_string(), n)].into_iter().collect());
-    assert_eq!(feed.components, vec![(VmComponent::Java, n)], "counted anew");
+    feed.cct.fill_totals();
+    assert_eq!(feed.cct.nodes, plain.nodes);
+    let components = COMPONENTS.iter().map(|&c| samples.iter().filter(|s| s.component == c).count()).sum::<usize>();
+    assert_eq!(feed.components.iter().map(|e| e.1).sum::<u64>(), components as u64, "counted anew");
+    assert_eq!(feed.entered.known + feed.entered.above + feed.entered.root, n, "counted anew");
 }

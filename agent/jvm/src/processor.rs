@@ -160,8 +160,8 @@ struct Processor {
     /// The session's other outputs, written at the end.
     outputs: Vec<Output>,
     chunk_start: u64,
-    /// Samples resolved after a later one (their batch came after the watermark passed
-    /// them): said in the summary.
+    /// Records (samples, and `sampler=chain`'s anchors) resolved after a later one (their batch
+    /// came after the watermark passed them): said in the summary.
     late: u64,
     /// The time of the latest sample resolved.
     last_resolved: u64,
@@ -874,9 +874,9 @@ impl Processor {
         }
         if self.late > 0 {
             eprintln!(
-                "hpm: {} samples reached the processing thread after later ones were resolved (more than {} ms after \
-                 they were taken): their compiled frames were named by the code map as it stood then, which misnames \
-                 code unloaded in between",
+                "hpm: late records: {} reached the processing thread after later ones were resolved (more than {} ms \
+                 after they were taken) and were placed by the code map as it stood then: a compiled frame whose code \
+                 was unloaded in between is left unnamed, or misnamed where other code took its place",
                 self.late,
                 SETTLE_NS / 1_000_000
             );
