@@ -180,6 +180,8 @@ pub struct SampleResolver {
     interner: crate::interned::StackInterner,
     /// The stack being built (reused: no allocation per sample).
     stack_buf: Vec<Frame>,
+    /// A pseudo-frame's name being built ([`Self::pseudo_bracketed`]).
+    name_buf: String,
     /// The processing thread's CPU clock in ns (the agent sets it): what is read once per
     /// process (kernel and library symbol tables) is timed apart from the per-sample work.
     pub cpu_clock: Option<fn() -> u64>,
@@ -320,6 +322,17 @@ impl SampleResolver {
             }
         };
         Frame { method, bci: -1, line: -1, kind }
+    }
+
+    /// A pseudo-frame of unknown kind named by `parts` put together, in a buffer kept for it: a
+    /// VM thread's sample, or one without a Java stack, allocates no name of its own.
+    fn pseudo_bracketed(&mut self, rec: &mut Recording, parts: &[&str]) -> Frame {
+        let mut name = std::mem::take(&mut self.name_buf);
+        name.clear();
+        parts.iter().for_each(|p| name.push_str(p));
+        let f = self.pseudo(rec, &name, FrameKind::Unknown);
+        self.name_buf = name;
+        f
     }
 
     /// The interner of the stacks this resolver makes (where their bases are found:
@@ -467,9 +480,9 @@ impl SampleResolver {
             // A VM thread (GC worker, compiler, VM thread): its component is the root.
             self.stats.vm_thread += 1;
             if stack.is_empty() {
-                stack.push(self.pseudo(rec, &format!("[{}]", site_name(&native)), FrameKind::Unknown));
+                stack.push(self.pseudo_bracketed(rec, &["[", site_name(&native), "]"]));
             }
-            stack.push(self.pseudo(rec, &format!("[{}]", component.name()), FrameKind::Unknown));
+            stack.push(self.pseudo_bracketed(rec, &["[", component.name(), "]"]));
         } else {
             let reason = if untrusted_retry {
                 "in_compiled_prologue"
@@ -486,7 +499,7 @@ impl SampleResolver {
             if let Placed::Jit(_) = native {
                 self.push_compiled_frames(rec, jm, ip, &mut stack);
             }
-            stack.push(self.pseudo(rec, &format!("[no Java stack: {reason}]"), FrameKind::Unknown));
+            stack.push(self.pseudo_bracketed(rec, &["[no Java stack: ", reason, "]"]));
         }
 
         // Most samples are in Java code: their stack is the walker's frames alone, already
