@@ -109,13 +109,19 @@ impl Cct {
     /// Samples whose path was cut at the bound ([`Self::with_limit`]): the self samples of
     /// the [`TREE_FULL`] nodes.
     pub fn cut_samples(&self) -> u64 {
-        (0..self.nodes.len() as NodeId).filter(|&id| self.is_cut(id)).map(|id| self.node(id).self_samples).sum()
+        let Some(full) = self.full_name_id() else { return 0 };
+        self.node_names.iter().zip(&self.nodes).filter(|(&n, _)| n == full).map(|(_, node)| node.self_samples).sum()
     }
 
     /// Whether `id` is a [`TREE_FULL`] node: the end of paths cut at the bound, which ends
     /// above their depth (its ancestors are not their callers' nodes).
     pub fn is_cut(&self, id: NodeId) -> bool {
-        self.name_ids.get(TREE_FULL).is_some_and(|&full| self.node_names.get(id as usize) == Some(&full))
+        self.full_name_id().is_some_and(|full| self.node_names.get(id as usize) == Some(&full))
+    }
+
+    /// The name id of [`TREE_FULL`], once a path was cut.
+    fn full_name_id(&self) -> Option<u32> {
+        self.name_ids.get(TREE_FULL).copied()
     }
 
     pub fn node(&self, id: NodeId) -> &CctNode {

@@ -94,14 +94,7 @@ impl TreeFeed {
     /// Starts again with `cct` and `stacks`, empty, with every memo of their nodes and entries
     /// (node ids of the old tree must not reach the new one).
     pub fn reset(&mut self, cct: Cct, stacks: StackTable) {
-        self.cct = cct;
-        self.stacks = stacks;
-        self.name_ids.clear();
-        self.path_hints.clear();
-        self.seen.clear();
-        self.base_nodes.clear();
-        self.components.clear();
-        self.entered = Entered::default();
+        *self = TreeFeed::new(cct, stacks, self.keep_table, self.per_thread);
     }
 
     /// Forgets which node each stack has (the nodes stay): a thread renamed hangs its stacks

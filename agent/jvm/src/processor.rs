@@ -220,6 +220,11 @@ const MAX_SESSION_METHODS: usize = 1 << 17;
 const MAX_TABLE_ENTRIES: usize = 1 << 17;
 const MAX_TABLE_FRAMES: usize = 4 << 20;
 
+/// The session's calling context tree, bounded.
+fn new_tree(rec: &Recording) -> Cct {
+    Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES)
+}
+
 /// The session's stack table: bounded when the session fills it (`keep_table`).
 fn new_table(rec: &mut Recording, keep_table: bool) -> StackTable {
     if !keep_table {
@@ -476,12 +481,7 @@ impl Processor {
         let stacks = new_table(&mut rec, keep_table);
         Processor {
             stretched_free: 0,
-            tree: TreeFeed::new(
-                Cct::with_limit(rec.counters.clone(), MAX_TREE_NODES),
-                stacks,
-                keep_table,
-                inputs.opts.per_thread,
-            ),
+            tree: TreeFeed::new(new_tree(&rec), stacks, keep_table, inputs.opts.per_thread),
             rec,
             resolver,
             methods,
@@ -619,7 +619,7 @@ impl Processor {
     /// entries.
     fn reset_tree(&mut self) {
         let stacks = new_table(&mut self.rec, self.tree.keeps_table());
-        self.tree.reset(Cct::with_limit(self.rec.counters.clone(), MAX_TREE_NODES), stacks);
+        self.tree.reset(new_tree(&self.rec), stacks);
     }
 
     /// Resolves pending samples stamped at or before `watermark`, oldest first. Each batch is
