@@ -121,6 +121,16 @@ const MAX_METHOD_IDS: usize = 1 << 18;
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
+/// Threads whose last walk is kept for the records sharing it, at most: a thread that ends
+/// right after a signal of several records leaves its walk behind, and a program that starts a
+/// thread per task (ecj: ~40 a second, each sampled) would otherwise keep one per thread
+/// until the session's thread bound (2^20).
+const MAX_SHARED_WALKS: usize = 4096;
+
+/// A kept walk older than this (by its last record's time) serves no record any more: the
+/// records sharing it come with it, from the same signal.
+const SHARED_WALK_AGE_NS: u64 = 1_000_000_000;
+
 /// See [`SampleResolver::chain_groups`].
 #[derive(Default, Debug, Clone)]
 pub struct ChainGroups {
@@ -152,8 +162,9 @@ pub struct SampleResolver {
     /// Kernel addresses already named (bounded: cleared when full).
     kernel_frames: IntMap<u64, MethodIdx>,
     /// Per thread, the Java frames of a walked record that later records of the same signal
-    /// share (`Captured::shares_walk`); taken by the next record of that thread.
-    shared_walks: IntMap<ThreadIdx, Vec<Frame>>,
+    /// share (`Captured::shares_walk`), with the time of the last record that used them; taken
+    /// by the next record of that thread. Bounded ([`Self::keep_shared_walk`]).
+    shared_walks: IntMap<ThreadIdx, (u64, Vec<Frame>)>,
     gc: Vec<(u64, u64)>,
     open_gc: Option<u64>,
     last_maps_refresh: u64,
@@ -432,11 +443,11 @@ impl SampleResolver {
         }
         // A thread's shared walk serves the records right after it only.
         let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
-        if let Some(frames) = shared {
+        if let Some((_, frames)) = shared {
             // Same stay in the kernel as the walked record before it: the same user stack.
             self.stats.java_ok += 1;
             stack.extend_from_slice(&frames);
-            self.shared_walks.insert(c.thread, frames);
+            self.keep_shared_walk(c.thread, raw.time, frames);
         } else if vm_found {
             self.stats.java_ok += 1;
             let stop = crate::hotspot::Stop::from_u8(c.vm_stop);
@@ -444,7 +455,7 @@ impl SampleResolver {
                 crate::model::count_reason(&mut self.stats.partial, stop.name(), 1);
             }
             if c.shares_walk {
-                self.shared_walks.insert(c.thread, stack[leaf_frames..].to_vec());
+                self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
             }
         } else if !java.is_empty() {
             self.stats.java_ok += 1;
@@ -474,7 +485,7 @@ impl SampleResolver {
                 stack.push(Frame { method, bci, line, kind });
             }
             if c.shares_walk {
-                self.shared_walks.insert(c.thread, stack[leaf_frames..].to_vec());
+                self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
             }
         } else if !untrusted_retry && (!is_java || c.num_frames == -3) {
             // A VM thread (GC worker, compiler, VM thread): its component is the root.
@@ -541,6 +552,22 @@ impl SampleResolver {
                 .filter(|n| !n.is_empty())
                 .map(|n| rec.state_idx(n)),
         }
+    }
+
+    /// Keeps `frames` for the records of `thread`'s signal that share them, used last at `time`.
+    /// Past [`MAX_SHARED_WALKS`] threads, the walks older than [`SHARED_WALK_AGE_NS`] are
+    /// dropped (left by threads that ended), and all of them if that leaves more than half: the
+    /// next bound is then at least half the bound's inserts away, so the scans cost O(1) an
+    /// insert. A walk dropped while still shared makes its next records `coalesced_signal`.
+    fn keep_shared_walk(&mut self, thread: ThreadIdx, time: u64, frames: Vec<Frame>) {
+        let walks = &mut self.shared_walks;
+        if walks.len() >= MAX_SHARED_WALKS && !walks.contains_key(&thread) {
+            walks.retain(|_, (t, _)| time.saturating_sub(*t) < SHARED_WALK_AGE_NS);
+            if walks.len() > MAX_SHARED_WALKS / 2 {
+                walks.clear();
+            }
+        }
+        walks.insert(thread, (time, frames));
     }
 
     /// Distinct stacks made so far (each named, shared and counted once; the samples after

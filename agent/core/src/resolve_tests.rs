@@ -312,6 +312,50 @@ fn records_of_one_kernel_stay_share_the_walked_user_stack() {
     assert_eq!(res.stats.failed, vec![("coalesced_signal".to_string(), 1)]);
 }
 
+/// Threads that end right after a signal of several records leave their walk behind: past
+/// the bound, the old ones go and the recent ones still serve their records.
+#[test]
+fn walks_left_behind_are_bounded_and_recent_ones_still_shared() {
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(kernel_table());
+    let mut rec = recording();
+    let k = 0xffff_ffff_8100_1008;
+    let walked = |thread: u32, time: u64| {
+        let mut c = captured(thread, time, k, &[(4, 3), (1, 20)]);
+        c.shares_walk = true;
+        c
+    };
+    let shared = |thread: u32, time: u64| {
+        let mut c = captured(thread, time, k, &[]);
+        c.num_frames = WALK_SHARED;
+        c
+    };
+    let ms = 1_000_000;
+    // Thread after thread ends after its walked record, a tenth of a millisecond apart: all
+    // of them recent when the bound is met, so all go, and the bound holds throughout.
+    let n = MAX_SHARED_WALKS as u32 + 100;
+    for t in 0..n {
+        res.resolve(&mut rec, &mut table(), &walked(t, u64::from(t) * ms / 10));
+        assert!(res.shared_walks.len() <= MAX_SHARED_WALKS, "{} walks kept", res.shared_walks.len());
+    }
+    assert_eq!(res.shared_walks.len(), 100, "cleared at the bound: those after it kept");
+    // Ten seconds later, a millisecond apart, up to the bound again: at it only the walks of
+    // the last second stay, and the last of them serves its record.
+    let late = u64::from(n) * ms / 10 + 10_000 * ms;
+    let more = MAX_SHARED_WALKS as u32 - 100;
+    for t in 0..more {
+        res.resolve(&mut rec, &mut table(), &walked(n + t, late + u64::from(t) * ms));
+    }
+    assert_eq!(res.shared_walks.len(), MAX_SHARED_WALKS);
+    let now = late + u64::from(more) * ms;
+    res.resolve(&mut rec, &mut table(), &walked(1 << 30, now));
+    assert_eq!(res.shared_walks.len(), 999 + 1, "the last second's walks and the new one");
+    assert!(res.shared_walks.values().all(|(t, _)| now - t < SHARED_WALK_AGE_NS));
+    let s = res.resolve(&mut rec, &mut table(), &shared(n + more - 1, now + ms));
+    assert_eq!(names(&rec, &s), ["[kernel]", "Main.leaf", "Main.run"]);
+    assert!(res.stats.failed.is_empty(), "{:?}", res.stats.failed);
+}
+
 #[test]
 fn counted_kernel_time_is_the_user_stack_under_a_kernel_frame() {
     let mut res = SampleResolver::default();
