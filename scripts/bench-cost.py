@@ -21,10 +21,12 @@ at 1 ms for SECONDS and stops it; the same columns from that session's summary. 
 figures vary by 10-20% from one JVM to the next here: --runs N repeats every program N times
 and adds the median of each column's per-sample cost; --agents A.so,B.so compares agents
 (another commit's build, say) in interleaved rounds (round 1: every program with A, then with
-B; round 2...), so that a slower stretch of the machine weighs on both alike.
+B; round 2...), so that a slower stretch of the machine weighs on both alike. --heap-every N
+prints the agent's own heap (`status`) every N seconds of each session: what a long session
+holds as its memos and tree fill up to their bounds.
 
     python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
-    python3 scripts/bench-cost.py --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so]
+    python3 scripts/bench-cost.py --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so] [--heap-every 60]
 """
 import argparse
 import os
@@ -127,7 +129,19 @@ def steady_round(a, hpm, agent, tmp):
                 env = dict(os.environ, HPM_AGENT=agent)
                 attach = [hpm, "attach", str(p.pid)]
                 subprocess.run(attach + [f"start,interval=1ms,file={out}"], check=True, env=env, stdout=subprocess.DEVNULL)
-                end = time.monotonic() + a.steady
+                start = time.monotonic()
+                end = start + a.steady
+                if a.heap_every > 0:
+                    # The agent's heap as `status` reports it, every --heap-every seconds.
+                    at = start + a.heap_every
+                    while at <= end:
+                        until(lambda i: time.monotonic() >= at)
+                        status = subprocess.run(attach + ["status"], check=True, env=env, capture_output=True,
+                                                text=True).stdout
+                        heap = re.search(r"agent heap: (\d+) KB", status)
+                        print(f"|   {name}: agent heap at {at - start:.0f} s: {heap.group(1) if heap else '?'} KB |",
+                              flush=True)
+                        at += a.heap_every
                 until(lambda i: time.monotonic() >= end)
                 subprocess.run(attach + ["stop"], check=True, env=env, stdout=subprocess.DEVNULL)
             finally:
@@ -154,6 +168,8 @@ def main():
     ap.add_argument("--deep", type=int, default=24, help="the deep workload's recursion depth (0: not run)")
     ap.add_argument("--steady", type=int, default=0, help="seconds of one session attached after the warm-up")
     ap.add_argument("--runs", type=int, default=1, help="--steady: sessions per program (and agent)")
+    ap.add_argument("--heap-every", type=int, default=0,
+                    help="--steady: print the agent's heap (`hpm attach PID status`) every N seconds of the session")
     ap.add_argument("--keep", default="", help="--steady: a directory to keep each session's collapsed file in "
                     "(NAME-N.collapsed, N counting the files there)")
     ap.add_argument("--agents", default="", help="--steady: libhpm.so paths to compare, comma-separated "

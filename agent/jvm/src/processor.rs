@@ -16,6 +16,7 @@ use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::BatchHandle;
 use hpm_core::cct::Cct;
 use hpm_core::codemap::{CodeBytes, CodeEvent};
+use hpm_core::jfr::memory::ChunkMemory;
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::jfr::TableKeys;
 use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample};
@@ -187,7 +188,7 @@ struct Processor {
     jfr_keys: TableKeys,
     /// JFR chunks kept in memory when the session writes no JFR file, so `dump,file=X.jfr` can
     /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes, oldest dropped first.
-    jfr_mem: Option<JfrMemory>,
+    jfr_mem: Option<ChunkMemory>,
     /// JFR chunks written (to files or memory).
     chunks: u64,
     /// Regions and phase markers from the Java bridge, written with the next chunk.
@@ -236,25 +237,6 @@ fn new_table(rec: &mut Recording, keep_table: bool) -> StackTable {
         frames: MAX_TABLE_FRAMES,
         full,
     })
-}
-
-#[derive(Default)]
-struct JfrMemory {
-    chunks: std::collections::VecDeque<Vec<u8>>,
-    bytes: usize,
-    dropped_chunks: u64,
-}
-
-impl JfrMemory {
-    fn push(&mut self, chunk: Vec<u8>) {
-        self.bytes += chunk.len();
-        self.chunks.push_back(chunk);
-        while self.bytes > JFR_MEMORY_LIMIT && self.chunks.len() > 1 {
-            let old = self.chunks.pop_front().expect("more than one chunk");
-            self.bytes -= old.len();
-            self.dropped_chunks += 1;
-        }
-    }
 }
 
 /// Starts the processing thread of a session, which writes `outputs` (the JFR ones from now on).
@@ -454,7 +436,7 @@ impl Processor {
                 outputs.push(o);
             }
         }
-        let jfr_mem = jfr.is_empty().then(JfrMemory::default);
+        let jfr_mem = jfr.is_empty().then(|| ChunkMemory::new(JFR_MEMORY_LIMIT));
         let keep_table = inputs.opts.data
             || inputs.opts.sampler == hpm_core::options::Sampler::Chain
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));

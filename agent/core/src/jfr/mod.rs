@@ -40,6 +40,7 @@ pub mod event;
 pub mod ids;
 pub mod jvmevents;
 pub mod marks;
+pub mod memory;
 pub mod metadata;
 pub mod parser;
 pub mod pools;

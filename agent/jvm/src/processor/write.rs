@@ -92,15 +92,15 @@ impl Processor {
         let file = self.jfr.first().map(|w| w.part_path()).or_else(|| self.jfr_done.first().cloned());
         match (&self.jfr_mem, file) {
             (Some(m), _) => {
-                if m.dropped_chunks > 0 {
+                if m.dropped() > 0 {
                     *note = format!(
                         "; the oldest {} chunks were dropped, with the compiled code's instructions written in them (without \
                          file=*.jfr hpm keeps at most {} MB of JFR in memory)",
-                        m.dropped_chunks,
-                        super::JFR_MEMORY_LIMIT >> 20
+                        m.dropped(),
+                        m.limit() >> 20
                     );
                 }
-                Ok(m.chunks.iter().flatten().copied().collect())
+                Ok(m.file())
             }
             (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display())),
             (None, None) => Err("no JFR data recorded".into()),
