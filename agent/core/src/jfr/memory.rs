@@ -4,8 +4,9 @@
 //!
 //! The bound counts what the chunks hold of the heap, not their length: a chunk is encoded
 //! into a growing buffer whose capacity is up to twice its length, and a bound on lengths
-//! held up to twice the bound (ecj at 1 ms: 255 MB of agent heap after five minutes with a
-//! collapsed output alone, against 130 MB with a JFR file; docs/benchmarks.md).
+//! held up to twice the bound (ecj at 1 ms with a collapsed output alone: 249 MB of agent heap
+//! at five minutes, 189 MB with the bound counted so; docs/benchmarks.md, "ecj over longer
+//! sessions").
 
 use std::collections::VecDeque;
 
