@@ -259,6 +259,11 @@ fn pprof_and_json_dumps_of_a_session_without_them_come_from_its_jfr() {
         assert_eq!(jvm.say("work 2000"), "worked");
         // While the session runs too: the chunks so far and the samples since.
         attach_ok(pid, &format!("dump,file={}", f("running.pb.gz")));
+        // The dump flushed a chunk: `status` says how much JFR the session keeps for dumps.
+        let status = attach_ok(pid, "status");
+        let kept = status.lines().find_map(|l| l.strip_prefix("JFR kept in memory for dump (no JFR file): "));
+        let kb = kept.and_then(|k| k.split(' ').next()?.parse::<u64>().ok());
+        assert!(kb.is_some_and(|kb| kb > 0) && kept.is_some_and(|k| k.ends_with(" of at most 65536 KB")), "{status}");
         attach_ok(pid, "stop");
         attach_ok(pid, &format!("dump,file={}", f("p.pb.gz")));
         attach_ok(pid, &format!("dump,file={}", f("p.json")));

@@ -188,9 +188,17 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
         return format!("state: idle{last}\n{agent}");
     };
     let (allocated, capacity) = s.buffers();
+    let kept = match s.jfr_kept() {
+        0 => String::new(),
+        n => format!(
+            "JFR kept in memory for dump (no JFR file): {} KB of at most {} KB\n",
+            n / 1024,
+            crate::processor::JFR_MEMORY_LIMIT / 1024
+        ),
+    };
     format!(
         "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n\
-         sample buffers: {allocated} of {capacity} allocated\n{agent}",
+         sample buffers: {allocated} of {capacity} allocated\n{kept}{agent}",
         s.opts.sampler.name(),
         s.event.name,
         interval_text(s),

@@ -754,6 +754,7 @@ impl Processor {
             }
             if let Some(m) = &mut self.jfr_mem {
                 m.push(data);
+                self.inputs.sink.jfr_kept.store(m.held() as u64, Ordering::Relaxed);
             }
             self.chunks += 1;
         }

@@ -420,4 +420,9 @@ impl Session {
     pub fn resolved(&self) -> u64 {
         self.sink.resolved.load(Ordering::Relaxed)
     }
+
+    /// Heap bytes of JFR kept in memory for `dump` (a session without a JFR file).
+    pub fn jfr_kept(&self) -> u64 {
+        self.sink.jfr_kept.load(Ordering::Relaxed)
+    }
 }

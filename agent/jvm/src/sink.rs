@@ -31,6 +31,9 @@ pub struct Sink {
     pub timer_queue: ThreadQueue,
     /// Samples the processor has resolved so far (for `status`).
     pub resolved: AtomicU64,
+    /// Heap bytes of JFR the processor keeps in memory for `dump` (a session without a JFR
+    /// file), for `status`.
+    pub jfr_kept: AtomicU64,
     /// The timer samplers' frames past [`hpm_core::capture::MAX_FRAMES`], until the processor takes them.
     deep: Mutex<DeepFrames>,
     /// Records cut at [`hpm_core::capture::MAX_FRAMES`] because [`MAX_DEEP_HELD`] frames were waiting already.
@@ -68,6 +71,7 @@ impl Sink {
             pool: BatchPool::new(initial, capacity),
             timer_queue: ThreadQueue::default(),
             resolved: AtomicU64::new(0),
+            jfr_kept: AtomicU64::new(0),
             deep: Mutex::new(DeepFrames { next: 0, held: 0, bound: MAX_DEEP_HELD, by_key: Default::default() }),
             deep_refused: AtomicU64::new(0),
         }
