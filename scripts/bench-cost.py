@@ -135,12 +135,13 @@ def steady_round(a, hpm, agent, tmp):
                     # The agent's heap as `status` reports it, every --heap-every seconds.
                     at = start + a.heap_every
                     while at <= end:
-                        until(lambda i: time.monotonic() >= at)
-                        status = subprocess.run(attach + ["status"], check=True, env=env, capture_output=True,
-                                                text=True).stdout
+                        until(lambda i, at=at: time.monotonic() >= at)
+                        status = subprocess.run(attach + ["status"], env=env, capture_output=True, text=True).stdout
                         heap = re.search(r"agent heap: (\d+) KB", status)
-                        print(f"|   {name}: agent heap at {at - start:.0f} s: {heap.group(1) if heap else '?'} KB |",
-                              flush=True)
+                        jfr = re.search(r"JFR kept in memory for dump \(no JFR file\): (\d+) KB", status)
+                        kept = f", of it JFR kept for dump {jfr.group(1)} KB" if jfr else ""
+                        print(f"|   {name}: agent heap at {time.monotonic() - start:.0f} s: "
+                              f"{heap.group(1) if heap else '?'} KB{kept} |", flush=True)
                         at += a.heap_every
                 until(lambda i: time.monotonic() >= end)
                 subprocess.run(attach + ["stop"], check=True, env=env, stdout=subprocess.DEVNULL)

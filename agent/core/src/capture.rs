@@ -133,7 +133,8 @@ pub struct Captured {
     /// a second walk started at the caller (return address at the stack pointer); the frame
     /// the IP is in is not among them.
     pub walk_from_caller: bool,
-    /// Records after this one (`WALK_SHARED`) have its user stack.
+    /// Records after this one (`WALK_SHARED`) have its user stack (on a `WALK_SHARED` record
+    /// itself: more of them follow).
     pub shares_walk: bool,
     /// Periods of the clock event the thread spent in the kernel since its previous sample,
     /// when kernel mode is counted but not sampled (`KernelMode::Counted`).

@@ -121,15 +121,17 @@ const MAX_METHOD_IDS: usize = 1 << 18;
 /// Collections kept to mark samples that ran during one.
 const GC_KEPT: usize = 64;
 
-/// Threads whose last walk is kept for the records sharing it, at most: a thread that ends
-/// right after a signal of several records leaves its walk behind, and a program that starts a
-/// thread per task (ecj: ~40 a second, each sampled) would otherwise keep one per thread
-/// until the session's thread bound (2^20).
+/// Threads whose walk is kept for the records sharing it, at most. A walk goes with the last
+/// record of its signal, so only a record lost between (a batch dropped) leaves one behind;
+/// the bound is for those: a program that starts a thread per task (ecj: ~40 a second, each
+/// sampled) would otherwise keep each one until the session's thread bound (2^20).
 const MAX_SHARED_WALKS: usize = 4096;
 
-/// A kept walk older than this (by its last record's time) serves no record any more: the
-/// records sharing it come with it, from the same signal.
-const SHARED_WALK_AGE_NS: u64 = 1_000_000_000;
+/// A kept walk whose last record is older than this is taken for one left behind once the
+/// bound is met. The records of one stay in the kernel come with one signal, usually a period
+/// apart; one more than this apart (the thread slept in the kernel in between) finds its
+/// walk only if the bound was not met meanwhile, and is counted `coalesced_signal` otherwise.
+const SHARED_WALK_AGE_NS: u64 = 10_000_000_000;
 
 /// See [`SampleResolver::chain_groups`].
 #[derive(Default, Debug, Clone)]
@@ -444,10 +446,13 @@ impl SampleResolver {
         // A thread's shared walk serves the records right after it only.
         let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
         if let Some((_, frames)) = shared {
-            // Same stay in the kernel as the walked record before it: the same user stack.
+            // Same stay in the kernel as the walked record before it: the same user stack,
+            // kept for the next record only if one more follows.
             self.stats.java_ok += 1;
             stack.extend_from_slice(&frames);
-            self.keep_shared_walk(c.thread, raw.time, frames);
+            if c.shares_walk {
+                self.keep_shared_walk(c.thread, raw.time, frames);
+            }
         } else if vm_found {
             self.stats.java_ok += 1;
             let stop = crate::hotspot::Stop::from_u8(c.vm_stop);
@@ -556,9 +561,9 @@ impl SampleResolver {
 
     /// Keeps `frames` for the records of `thread`'s signal that share them, used last at `time`.
     /// Past [`MAX_SHARED_WALKS`] threads, the walks older than [`SHARED_WALK_AGE_NS`] are
-    /// dropped (left by threads that ended), and all of them if that leaves more than half: the
-    /// next bound is then at least half the bound's inserts away, so the scans cost O(1) an
-    /// insert. A walk dropped while still shared makes its next records `coalesced_signal`.
+    /// dropped (left behind), and all of them if that leaves more than half: the next bound is
+    /// then at least half the bound's inserts away, so the scans cost O(1) an insert. A walk
+    /// dropped while still shared makes its next records `coalesced_signal`.
     fn keep_shared_walk(&mut self, thread: ThreadIdx, time: u64, frames: Vec<Frame>) {
         let walks = &mut self.shared_walks;
         if walks.len() >= MAX_SHARED_WALKS && !walks.contains_key(&thread) {

@@ -296,15 +296,23 @@ fn records_of_one_kernel_stay_share_the_walked_user_stack() {
     first.shares_walk = true;
     let mut later = captured(0, 11, k, &[]);
     later.num_frames = WALK_SHARED;
+    later.shares_walk = true;
+    let mut last = later;
+    last.shares_walk = false;
     // Another thread's sample in between does not take it.
     let other = captured(1, 10, 0x5000, &[]);
     let a = res.resolve(&mut rec, &mut table(), &first);
     res.resolve(&mut rec, &mut table(), &other);
     let b = res.resolve(&mut rec, &mut table(), &later);
-    let c = res.resolve(&mut rec, &mut table(), &later);
+    let c = res.resolve(&mut rec, &mut table(), &last);
     assert_eq!(names(&rec, &b), ["[kernel]", "Main.leaf", "Main.run"]);
     assert_eq!(names(&rec, &b)[1..], names(&rec, &a)[1..]);
     assert_eq!(names(&rec, &c), names(&rec, &b), "every record of the stay");
+    assert!(res.shared_walks.is_empty(), "the walk goes with the stay's last record");
+    // A record after the last has nothing to share.
+    let d = res.resolve(&mut rec, &mut table(), &later);
+    assert!(names(&rec, &d).iter().any(|n| n.contains("coalesced_signal")), "{:?}", names(&rec, &d));
+    res.stats.failed.clear();
     // A record after an unshared one has nothing to share: counted as a coalesced signal.
     res.resolve(&mut rec, &mut table(), &captured(0, 12, 0x5000, &[(1, 1)]));
     let d = res.resolve(&mut rec, &mut table(), &later);
@@ -312,48 +320,83 @@ fn records_of_one_kernel_stay_share_the_walked_user_stack() {
     assert_eq!(res.stats.failed, vec![("coalesced_signal".to_string(), 1)]);
 }
 
-/// Threads that end right after a signal of several records leave their walk behind: past
-/// the bound, the old ones go and the recent ones still serve their records.
+/// A kernel-mode record of `thread` at `time`: walked (Main.leaf above Main.run), or `shared`
+/// with the walked one before it; `more`: records of its stay follow.
+fn kernel_stay(
+    res: &mut SampleResolver,
+    rec: &mut Recording,
+    thread: u32,
+    time: u64,
+    shared: bool,
+    more: bool,
+) -> Sample {
+    let frames: &[(u64, i32)] = if shared { &[] } else { &[(4, 3), (1, 20)] };
+    let mut c = captured(thread, time, 0xffff_ffff_8100_1008, frames);
+    if shared {
+        c.num_frames = WALK_SHARED;
+    }
+    c.shares_walk = more;
+    res.resolve(rec, &mut table(), &c)
+}
+
+const SECOND: u64 = 1_000_000_000;
+
+/// Walks whose records were lost (a batch dropped) stay behind: past the bound, the old ones
+/// go.
 #[test]
-fn walks_left_behind_are_bounded_and_recent_ones_still_shared() {
+fn walks_left_behind_are_bounded() {
     let mut res = SampleResolver::default();
     res.set_kernel_symbols(kernel_table());
     let mut rec = recording();
-    let k = 0xffff_ffff_8100_1008;
-    let walked = |thread: u32, time: u64| {
-        let mut c = captured(thread, time, k, &[(4, 3), (1, 20)]);
-        c.shares_walk = true;
-        c
-    };
-    let shared = |thread: u32, time: u64| {
-        let mut c = captured(thread, time, k, &[]);
-        c.num_frames = WALK_SHARED;
-        c
-    };
     let ms = 1_000_000;
-    // Thread after thread ends after its walked record, a tenth of a millisecond apart: all
-    // of them recent when the bound is met, so all go, and the bound holds throughout.
+    // Thread after thread leaves its walk, a tenth of a millisecond apart: all of them recent
+    // when the bound is met, so all go, and the bound holds throughout.
     let n = MAX_SHARED_WALKS as u32 + 100;
     for t in 0..n {
-        res.resolve(&mut rec, &mut table(), &walked(t, u64::from(t) * ms / 10));
+        kernel_stay(&mut res, &mut rec, t, u64::from(t) * ms / 10, false, true);
         assert!(res.shared_walks.len() <= MAX_SHARED_WALKS, "{} walks kept", res.shared_walks.len());
     }
     assert_eq!(res.shared_walks.len(), 100, "cleared at the bound: those after it kept");
-    // Ten seconds later, a millisecond apart, up to the bound again: at it only the walks of
-    // the last second stay, and the last of them serves its record.
-    let late = u64::from(n) * ms / 10 + 10_000 * ms;
+    // Later, five milliseconds apart, up to the bound again: at it only the walks of the last
+    // SHARED_WALK_AGE_NS stay.
+    let late = u64::from(n) * ms / 10 + 2 * SHARED_WALK_AGE_NS;
     let more = MAX_SHARED_WALKS as u32 - 100;
     for t in 0..more {
-        res.resolve(&mut rec, &mut table(), &walked(n + t, late + u64::from(t) * ms));
+        kernel_stay(&mut res, &mut rec, n + t, late + u64::from(t) * 5 * ms, false, true);
     }
     assert_eq!(res.shared_walks.len(), MAX_SHARED_WALKS);
-    let now = late + u64::from(more) * ms;
-    res.resolve(&mut rec, &mut table(), &walked(1 << 30, now));
-    assert_eq!(res.shared_walks.len(), 999 + 1, "the last second's walks and the new one");
+    let now = late + u64::from(more) * 5 * ms;
+    kernel_stay(&mut res, &mut rec, 1 << 30, now, false, true);
+    let recent = (0..more).filter(|t| now - (late + u64::from(*t) * 5 * ms) < SHARED_WALK_AGE_NS).count();
+    assert!(recent > 1 && recent <= MAX_SHARED_WALKS / 2, "{recent}");
+    assert_eq!(res.shared_walks.len(), recent + 1, "the recent walks and the new one");
     assert!(res.shared_walks.values().all(|(t, _)| now - t < SHARED_WALK_AGE_NS));
-    let s = res.resolve(&mut rec, &mut table(), &shared(n + more - 1, now + ms));
-    assert_eq!(names(&rec, &s), ["[kernel]", "Main.leaf", "Main.run"]);
     assert!(res.stats.failed.is_empty(), "{:?}", res.stats.failed);
+}
+
+/// A walk still in use is dated by its latest record, however long its stay: the bound met
+/// in the middle of a stay that began long before keeps it.
+#[test]
+fn a_walk_in_use_stays_past_the_bound() {
+    let mut res = SampleResolver::default();
+    res.set_kernel_symbols(kernel_table());
+    let mut rec = recording();
+    let a = MAX_SHARED_WALKS as u32;
+    let first = kernel_stay(&mut res, &mut rec, a, 0, false, true);
+    kernel_stay(&mut res, &mut rec, a, 6 * SECOND, true, true);
+    // Walks left behind by others, long ago.
+    for t in 0..MAX_SHARED_WALKS as u32 - 1 {
+        kernel_stay(&mut res, &mut rec, t, 2 * SECOND, false, true);
+    }
+    kernel_stay(&mut res, &mut rec, a, 12 * SECOND, true, true);
+    assert_eq!(res.shared_walks.len(), MAX_SHARED_WALKS);
+    // The bound, met by a new thread: the others' walks go, the one in use stays.
+    kernel_stay(&mut res, &mut rec, a + 1, 13 * SECOND, false, true);
+    assert_eq!(res.shared_walks.len(), 2);
+    let last = kernel_stay(&mut res, &mut rec, a, 14 * SECOND, true, false);
+    assert_eq!(names(&rec, &last)[1..], names(&rec, &first)[1..]);
+    assert!(res.stats.failed.is_empty(), "{:?}", res.stats.failed);
+    assert_eq!(res.shared_walks.len(), 1, "gone with the stay's last record");
 }
 
 #[test]

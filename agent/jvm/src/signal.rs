@@ -263,6 +263,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     c.num_frames = if i < walks.at {
                         WALK_NOT_ATTEMPTED
                     } else if i > walks.at {
+                        // More records of the stay after this one: the resolver keeps the walk
+                        // for them, and lets it go with the last.
+                        c.shares_walk = i < walks.last;
                         WALK_SHARED
                     } else if ctx.vm.may_enter_jvm_here(inside.is_java()) {
                         c.shares_walk = walks.at < walks.last;
