@@ -563,10 +563,11 @@ impl SampleResolver {
     /// Past [`MAX_SHARED_WALKS`] threads, the walks older than [`SHARED_WALK_AGE_NS`] are
     /// dropped (left behind), and all of them if that leaves more than half: the next bound is
     /// then at least half the bound's inserts away, so the scans cost O(1) an insert. A walk
-    /// dropped while still shared makes its next records `coalesced_signal`.
+    /// dropped while still shared makes its next records `coalesced_signal`. `thread` has no
+    /// entry here: its record took it (`resolve_deep`).
     fn keep_shared_walk(&mut self, thread: ThreadIdx, time: u64, frames: Vec<Frame>) {
         let walks = &mut self.shared_walks;
-        if walks.len() >= MAX_SHARED_WALKS && !walks.contains_key(&thread) {
+        if walks.len() >= MAX_SHARED_WALKS {
             walks.retain(|_, (t, _)| time.saturating_sub(*t) < SHARED_WALK_AGE_NS);
             if walks.len() > MAX_SHARED_WALKS / 2 {
                 walks.clear();

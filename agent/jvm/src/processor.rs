@@ -187,7 +187,7 @@ struct Processor {
     /// table they number.
     jfr_keys: TableKeys,
     /// JFR chunks kept in memory when the session writes no JFR file, so `dump,file=X.jfr` can
-    /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes, oldest dropped first.
+    /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes of heap, oldest dropped first.
     jfr_mem: Option<ChunkMemory>,
     /// JFR chunks written (to files or memory).
     chunks: u64,
