@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use hpm_core::jfr::memory::Spill;
 use hpm_tests::*;
 
 /// `go`, on PATH or where the Go tarball and Debian's golang-go put it.
@@ -97,6 +98,19 @@ fn profile(jdk: &Jdk) -> PathBuf {
 
 /// Shares of `Shares.spin` (self) and of a, b, c (total) in percent of all samples, from the
 /// collapsed stacks.
+/// Files process `pid` holds open in `dir` that have no name there (`O_TMPFILE`'s, shown by
+/// the kernel as `DIR/#INODE (deleted)`).
+fn unlinked_files_in(pid: u32, dir: &str) -> usize {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap();
+    let targets = fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok());
+    targets
+        .filter(|t| {
+            let t = t.display().to_string();
+            t.strip_prefix(dir).and_then(|r| r.strip_prefix("/#")).is_some_and(|r| r.ends_with(" (deleted)"))
+        })
+        .count()
+}
+
 fn collapsed_shares(dir: &Path) -> HashMap<String, f64> {
     let stacks = read_collapsed(&dir.join("p.collapsed"));
     let all = total(&stacks) as f64;
@@ -259,11 +273,28 @@ fn pprof_and_json_dumps_of_a_session_without_them_come_from_its_jfr() {
         assert_eq!(jvm.say("work 2000"), "worked");
         // While the session runs too: the chunks so far and the samples since.
         attach_ok(pid, &format!("dump,file={}", f("running.pb.gz")));
-        // The dump flushed a chunk: `status` says how much JFR the session keeps for dumps.
+        // The dump flushed a chunk: `status` says how much JFR the session keeps for dumps, and
+        // where: in an unlinked file where this process could make one as the agent does (then
+        // none of it in the heap, and the JVM holds the file open), else in memory.
         let status = attach_ok(pid, "status");
-        let kept = status.lines().find_map(|l| l.strip_prefix("JFR kept in memory for dump (no JFR file): "));
-        let kb = kept.and_then(|k| k.split(' ').next()?.parse::<u64>().ok());
-        assert!(kb.is_some_and(|kb| kb > 0) && kept.is_some_and(|k| k.ends_with(" of at most 65536 KB")), "{status}");
+        let kept = status.lines().find_map(|l| l.strip_prefix("JFR kept for dump (no JFR file): "));
+        let (kb, place, heap_kb) = kept
+            .and_then(|k| {
+                let (kb, rest) = k.split_once(" KB of at most 65536 KB, ")?;
+                let (place, heap) = rest.split_once("; ")?;
+                let heap = heap.strip_suffix(" KB of it in memory")?;
+                Some((kb.parse::<u64>().ok()?, place, heap.parse::<u64>().ok()?))
+            })
+            .unwrap_or_else(|| panic!("{status}"));
+        assert!(kb > 0, "{status}");
+        match Spill::open(&Spill::default_dirs()) {
+            Ok(s) => {
+                let dir = s.dir().display().to_string();
+                assert_eq!((place, heap_kb), (format!("in an unlinked file in {dir}").as_str(), 0), "{status}");
+                assert!(unlinked_files_in(pid, &dir) >= 1, "{}: no unlinked file of the JVM's in {dir}", jdk.name);
+            }
+            Err(why) => assert_eq!((place, heap_kb), (format!("in memory ({why})").as_str(), kb), "{status}"),
+        }
         attach_ok(pid, "stop");
         attach_ok(pid, &format!("dump,file={}", f("p.pb.gz")));
         attach_ok(pid, &format!("dump,file={}", f("p.json")));

@@ -189,11 +189,12 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
     };
     let (allocated, capacity) = s.buffers();
     let kept = match s.jfr_kept() {
-        0 => String::new(),
-        n => format!(
-            "JFR kept in memory for dump (no JFR file): {} KB of at most {} KB\n",
-            n / 1024,
-            crate::processor::JFR_MEMORY_LIMIT / 1024
+        None => String::new(),
+        Some((heap, disk, place)) => format!(
+            "JFR kept for dump (no JFR file): {} KB of at most {} KB, {place}; {} KB of it in memory\n",
+            (heap + disk) / 1024,
+            crate::processor::JFR_MEMORY_LIMIT / 1024,
+            heap / 1024
         ),
     };
     format!(

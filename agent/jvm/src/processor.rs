@@ -16,7 +16,7 @@ use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
 use hpm_core::batch::BatchHandle;
 use hpm_core::cct::Cct;
 use hpm_core::codemap::{CodeBytes, CodeEvent};
-use hpm_core::jfr::memory::ChunkMemory;
+use hpm_core::jfr::memory::{ChunkMemory, Spill};
 use hpm_core::jfr::writer::{ChunkTimes, JfrFileWriter};
 use hpm_core::jfr::TableKeys;
 use hpm_core::model::{EventInfo, PeriodUnit, Recording, Sample};
@@ -56,8 +56,9 @@ const SCAN_UNITS: u64 = 4;
 /// batches) cannot keep that many free beside the samples held back for [`SETTLE_NS`], the
 /// rounds stay at [`ROUND`].
 const STRETCH_SAMPLES: usize = 2 * POOL_STEP;
-/// JFR kept in memory for `dump,file=X.jfr` when the session writes no JFR file: at most this
-/// much, the oldest chunks dropped first (and said so).
+/// JFR kept for `dump,file=X.jfr` when the session writes no JFR file (in an unlinked file on
+/// disk where one can be made, else in the heap): at most this much, the oldest chunks dropped
+/// first (and said so).
 pub const JFR_MEMORY_LIMIT: usize = 64 << 20;
 /// Batches allocated when a session starts, and added whenever fewer than this are free.
 const POOL_STEP: usize = 32;
@@ -186,8 +187,8 @@ struct Processor {
     /// The JFR keys of the method table's strings, kept across chunks and sessions with the
     /// table they number.
     jfr_keys: TableKeys,
-    /// JFR chunks kept in memory when the session writes no JFR file, so `dump,file=X.jfr` can
-    /// still write one: at most [`JFR_MEMORY_LIMIT`] bytes of heap, oldest dropped first.
+    /// JFR chunks kept when the session writes no JFR file, so `dump,file=X.jfr` can still
+    /// write one: at most [`JFR_MEMORY_LIMIT`] bytes, oldest dropped first.
     jfr_mem: Option<ChunkMemory>,
     /// JFR chunks written (to files or memory).
     chunks: u64,
@@ -436,7 +437,7 @@ impl Processor {
                 outputs.push(o);
             }
         }
-        let jfr_mem = jfr.is_empty().then(|| ChunkMemory::new(JFR_MEMORY_LIMIT));
+        let jfr_mem = jfr.is_empty().then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(&Spill::default_dirs())));
         let keep_table = inputs.opts.data
             || inputs.opts.sampler == hpm_core::options::Sampler::Chain
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
@@ -754,7 +755,13 @@ impl Processor {
             }
             if let Some(m) = &mut self.jfr_mem {
                 m.push(data);
-                self.inputs.sink.jfr_kept.store(m.held() as u64, Ordering::Relaxed);
+                let sink = &self.inputs.sink;
+                sink.jfr_kept.store(m.held() as u64, Ordering::Relaxed);
+                sink.jfr_on_disk.store(m.on_disk() as u64, Ordering::Relaxed);
+                let mut place = sink.jfr_place.lock().unwrap_or_else(|p| p.into_inner());
+                if *place != m.place() {
+                    *place = m.place();
+                }
             }
             self.chunks += 1;
         }

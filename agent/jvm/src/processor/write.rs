@@ -84,7 +84,7 @@ impl Processor {
     }
 
     /// Every JFR chunk so far, the samples not yet in one flushed first; `note` says what the
-    /// memory bound dropped.
+    /// bound on the JFR kept for dumps dropped.
     fn jfr_so_far(&mut self, note: &mut String) -> Result<Vec<u8>, String> {
         if !self.rec.samples.is_empty() || self.chunks == 0 {
             self.flush_chunk(now_ticks());
@@ -95,12 +95,12 @@ impl Processor {
                 if m.dropped() > 0 {
                     *note = format!(
                         "; the oldest {} chunks were dropped, with the compiled code's instructions written in them (without \
-                         file=*.jfr hpm keeps at most {} MB of JFR in memory)",
+                         file=*.jfr hpm keeps at most {} MB of JFR for dumps)",
                         m.dropped(),
                         m.limit() >> 20
                     );
                 }
-                Ok(m.file())
+                m.file()
             }
             (None, Some(f)) => std::fs::read(&f).map_err(|e| format!("cannot read {}: {e}", f.display())),
             (None, None) => Err("no JFR data recorded".into()),
