@@ -39,6 +39,10 @@ impl KernelSymbols {
             k.names.push_str(name);
         }
         k.syms.sort_by_key(|s| s.0);
+        // Kept for the process's life, so without the growth's spare room: 121,775 functions
+        // held 7.5 MB grown (heaptrack), 4.7 MB trimmed (their names' and entries' bytes).
+        k.syms.shrink_to_fit();
+        k.names.shrink_to_fit();
         k
     }
 
