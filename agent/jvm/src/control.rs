@@ -188,15 +188,7 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
         return format!("state: idle{last}\n{agent}");
     };
     let (allocated, capacity) = s.buffers();
-    let kept = match s.jfr_kept() {
-        None => String::new(),
-        Some((heap, disk, place)) => format!(
-            "JFR kept for dump (no JFR file): {} KB of at most {} KB, {place}; {} KB of it in memory\n",
-            (heap + disk) / 1024,
-            crate::processor::JFR_MEMORY_LIMIT / 1024,
-            heap / 1024
-        ),
-    };
+    let kept = s.jfr_kept().map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default();
     format!(
         "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n\
          sample buffers: {allocated} of {capacity} allocated\n{kept}{agent}",

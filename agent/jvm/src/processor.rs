@@ -437,7 +437,9 @@ impl Processor {
                 outputs.push(o);
             }
         }
-        let jfr_mem = jfr.is_empty().then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(&Spill::default_dirs())));
+        let jfr_mem = jfr
+            .is_empty()
+            .then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(&Spill::default_dirs(), JFR_MEMORY_LIMIT)));
         let keep_table = inputs.opts.data
             || inputs.opts.sampler == hpm_core::options::Sampler::Chain
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
@@ -755,13 +757,7 @@ impl Processor {
             }
             if let Some(m) = &mut self.jfr_mem {
                 m.push(data);
-                let sink = &self.inputs.sink;
-                sink.jfr_kept.store(m.held() as u64, Ordering::Relaxed);
-                sink.jfr_on_disk.store(m.on_disk() as u64, Ordering::Relaxed);
-                let mut place = sink.jfr_place.lock().unwrap_or_else(|p| p.into_inner());
-                if *place != m.place() {
-                    *place = m.place();
-                }
+                *self.inputs.sink.jfr_kept.lock().unwrap_or_else(|p| p.into_inner()) = Some(m.now());
             }
             self.chunks += 1;
         }

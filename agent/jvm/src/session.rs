@@ -421,12 +421,9 @@ impl Session {
         self.sink.resolved.load(Ordering::Relaxed)
     }
 
-    /// JFR kept for `dump` (a session without a JFR file): heap bytes, bytes in its unlinked
-    /// file, and where it is kept; `None` before the first chunk or with a JFR file.
-    pub fn jfr_kept(&self) -> Option<(u64, u64, String)> {
-        let place = self.sink.jfr_place.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let sink = &self.sink;
-        (!place.is_empty())
-            .then(|| (sink.jfr_kept.load(Ordering::Relaxed), sink.jfr_on_disk.load(Ordering::Relaxed), place))
+    /// JFR kept for `dump` (a session without a JFR file): how much and where; `None` before
+    /// the first chunk or with a JFR file.
+    pub fn jfr_kept(&self) -> Option<hpm_core::jfr::memory::KeptNow> {
+        self.sink.jfr_kept.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

@@ -31,11 +31,9 @@ pub struct Sink {
     pub timer_queue: ThreadQueue,
     /// Samples the processor has resolved so far (for `status`).
     pub resolved: AtomicU64,
-    /// JFR the processor keeps for `dump` (a session without a JFR file), for `status`: heap
-    /// bytes, bytes in its unlinked file, and where it is kept (empty before the first chunk).
-    pub jfr_kept: AtomicU64,
-    pub jfr_on_disk: AtomicU64,
-    pub jfr_place: Mutex<String>,
+    /// JFR the processor keeps for `dump` (a session without a JFR file), for `status`: how
+    /// much and where, as of its last chunk (none before the first).
+    pub jfr_kept: Mutex<Option<hpm_core::jfr::memory::KeptNow>>,
     /// The timer samplers' frames past [`hpm_core::capture::MAX_FRAMES`], until the processor takes them.
     deep: Mutex<DeepFrames>,
     /// Records cut at [`hpm_core::capture::MAX_FRAMES`] because [`MAX_DEEP_HELD`] frames were waiting already.
@@ -73,9 +71,7 @@ impl Sink {
             pool: BatchPool::new(initial, capacity),
             timer_queue: ThreadQueue::default(),
             resolved: AtomicU64::new(0),
-            jfr_kept: AtomicU64::new(0),
-            jfr_on_disk: AtomicU64::new(0),
-            jfr_place: Mutex::new(String::new()),
+            jfr_kept: Mutex::new(None),
             deep: Mutex::new(DeepFrames { next: 0, held: 0, bound: MAX_DEEP_HELD, by_key: Default::default() }),
             deep_refused: AtomicU64::new(0),
         }

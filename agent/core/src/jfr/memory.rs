@@ -4,9 +4,11 @@
 //!
 //! The chunks go to an unlinked file ([`Spill`]) where a directory on a disk can take one, as
 //! JFR keeps its chunks in a repository on disk rather than in the JVM's memory: the agent's
-//! heap then holds none of them. Where none can (no such directory, a directory in memory such
-//! as tmpfs, a file system without `O_TMPFILE` or holes), and for chunks the file could not
-//! take, they stay in the heap.
+//! heap then holds none of them. The file is a ring as long as the bound: a chunk is written
+//! after the newest, or at the start when it does not fit there, over the oldest (dropped
+//! first), so its length never passes the bound. Where no file can be made (no such
+//! directory, one in memory such as tmpfs, a file system without `O_TMPFILE`, too little free
+//! space), and for a chunk the file failed to take, they stay in the heap.
 //!
 //! In the heap the bound counts what the chunks hold, not their length: a chunk is encoded
 //! into a growing buffer whose capacity is up to twice its length, and a bound on lengths
@@ -27,6 +29,23 @@ enum Kept {
     File { offset: u64, len: usize },
 }
 
+impl Kept {
+    fn len(&self) -> usize {
+        match self {
+            Kept::Heap(c) => c.len(),
+            Kept::File { len, .. } => *len,
+        }
+    }
+
+    /// Whether it is in the file and overlaps `len` bytes at `at`.
+    fn overlaps(&self, at: u64, len: usize) -> bool {
+        match self {
+            Kept::File { offset, len: l } => *offset < at + len as u64 && at < offset + *l as u64,
+            Kept::Heap(_) => false,
+        }
+    }
+}
+
 /// Encoded chunks, oldest first, within `limit` bytes (heap capacities and file lengths).
 pub struct ChunkMemory {
     chunks: VecDeque<Kept>,
@@ -37,9 +56,47 @@ pub struct ChunkMemory {
     on_disk: usize,
     limit: usize,
     dropped: u64,
-    /// Why chunks are kept in the heap: no file could be made, or it failed to take one (the
-    /// first error; the later chunks stay in the heap too).
+    /// Why chunks are kept in the heap: no file could be made, or the last chunk the file
+    /// failed to take (each chunk is offered to the file first).
     in_heap_why: Option<String>,
+}
+
+/// What [`ChunkMemory`] keeps, for `status`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeptNow {
+    /// Heap bytes.
+    pub heap: usize,
+    /// Bytes in the file.
+    pub on_disk: usize,
+    /// The file's directory, if there is a file.
+    pub dir: Option<PathBuf>,
+    /// Why chunks are (or would be) in the heap, if they are.
+    pub in_heap_why: Option<String>,
+}
+
+impl KeptNow {
+    /// `status`'s line: how much, of at most `limit` bytes, where.
+    pub fn line(&self, limit: usize) -> String {
+        let kb = |b: usize| b / 1024;
+        let mut parts = Vec::new();
+        if let Some(dir) = &self.dir {
+            parts.push(format!("{} KB in an unlinked file in {}", kb(self.on_disk), dir.display()));
+        }
+        parts.push(match (&self.in_heap_why, &self.dir) {
+            (None, _) => format!("{} KB in memory", kb(self.heap)),
+            (Some(why), Some(_)) => format!("{} KB in memory ({why})", kb(self.heap)),
+            (Some(why), None) => format!(
+                "{} KB in memory (no file for it: {why}; set TMPDIR to a directory on a disk, owned by you or root, to keep it there)",
+                kb(self.heap)
+            ),
+        });
+        format!(
+            "JFR kept for dump (no JFR file): {} KB of at most {} KB: {}",
+            kb(self.heap + self.on_disk),
+            kb(limit),
+            parts.join(", ")
+        )
+    }
 }
 
 impl ChunkMemory {
@@ -54,40 +111,58 @@ impl ChunkMemory {
     }
 
     /// Keeps `chunk` (in the file, or in the heap trimmed to its length), dropping the oldest
-    /// past the limit.
+    /// past the limit, and those the file's ring writes it over.
     pub fn push(&mut self, mut chunk: Vec<u8>) {
-        let spill = self.spill.as_mut().filter(|_| self.in_heap_why.is_none());
-        let kept = match spill.map(|s| s.append(&chunk)) {
-            Some(Ok(offset)) => {
-                self.on_disk += chunk.len();
-                Kept::File { offset, len: chunk.len() }
-            }
-            failed => {
-                if let Some(Err(e)) = failed {
-                    self.in_heap_why = Some(format!("writing the file failed: {e}"));
+        let kept = match self.spill_at(chunk.len()) {
+            Some(at) => {
+                // What it goes over is dropped first: on a failed write it may be gone.
+                while self.chunks.iter().any(|k| k.overlaps(at, chunk.len())) {
+                    self.drop_oldest();
                 }
-                chunk.shrink_to_fit();
-                self.heap += chunk.capacity();
-                Kept::Heap(chunk)
+                match self.spill.as_ref().map(|s| s.file.write_all_at(&chunk, at)) {
+                    Some(Ok(())) => {
+                        self.in_heap_why = None;
+                        self.on_disk += chunk.len();
+                        if let Some(s) = &mut self.spill {
+                            s.end = at + chunk.len() as u64;
+                        }
+                        Some(Kept::File { offset: at, len: chunk.len() })
+                    }
+                    Some(Err(e)) => {
+                        self.in_heap_why = Some(format!("writing the file failed: {e}"));
+                        None
+                    }
+                    None => None,
+                }
             }
+            None => None,
         };
+        let kept = kept.unwrap_or_else(|| {
+            chunk.shrink_to_fit();
+            self.heap += chunk.capacity();
+            Kept::Heap(chunk)
+        });
         self.chunks.push_back(kept);
         while self.heap + self.on_disk > self.limit && self.chunks.len() > 1 {
-            match self.chunks.pop_front() {
-                Some(Kept::Heap(old)) => self.heap -= old.capacity(),
-                Some(Kept::File { len, .. }) => self.on_disk -= len,
-                None => break,
-            }
-            self.dropped += 1;
+            self.drop_oldest();
         }
-        // The file gives back what no kept chunk is in: up to the oldest kept in it.
-        if let Some(s) = &mut self.spill {
-            let first = self.chunks.iter().find_map(|k| match k {
-                Kept::File { offset, .. } => Some(*offset),
-                Kept::Heap(_) => None,
-            });
-            s.release_before(first.unwrap_or(s.end));
+    }
+
+    /// Where in the file a chunk of `len` bytes goes: after the newest, or at the start when
+    /// the ring (as long as the limit, or as the chunk when that is longer) has no room left.
+    fn spill_at(&self, len: usize) -> Option<u64> {
+        let s = self.spill.as_ref()?;
+        let ring = self.limit.max(len) as u64;
+        Some(if s.end + len as u64 <= ring { s.end } else { 0 })
+    }
+
+    fn drop_oldest(&mut self) {
+        match self.chunks.pop_front() {
+            Some(Kept::Heap(old)) => self.heap -= old.capacity(),
+            Some(Kept::File { len, .. }) => self.on_disk -= len,
+            None => return,
         }
+        self.dropped += 1;
     }
 
     /// Chunks dropped for the limit so far.
@@ -110,22 +185,19 @@ impl ChunkMemory {
         self.limit
     }
 
-    /// Where the chunks are kept, for `status`: the file's directory, or why in the heap.
-    pub fn place(&self) -> String {
-        match (&self.spill, &self.in_heap_why) {
-            (Some(s), None) => format!("in an unlinked file in {}", s.dir.display()),
-            (_, Some(why)) => format!("in memory ({why})"),
-            (None, None) => "in memory".to_string(),
+    /// How much is kept, and where.
+    pub fn now(&self) -> KeptNow {
+        KeptNow {
+            heap: self.heap,
+            on_disk: self.on_disk,
+            dir: self.spill.as_ref().map(|s| s.dir.clone()),
+            in_heap_why: self.in_heap_why.clone(),
         }
     }
 
     /// The chunks kept, oldest first, as one JFR file.
     pub fn file(&self) -> Result<Vec<u8>, String> {
-        let len = self.chunks.iter().map(|k| match k {
-            Kept::Heap(c) => c.len(),
-            Kept::File { len, .. } => *len,
-        });
-        let mut out = Vec::with_capacity(len.sum());
+        let mut out = Vec::with_capacity(self.chunks.iter().map(Kept::len).sum());
         for k in &self.chunks {
             match (k, &self.spill) {
                 (Kept::Heap(c), _) => out.extend_from_slice(c),
@@ -143,58 +215,55 @@ impl ChunkMemory {
     }
 }
 
-/// An unlinked file (`O_TMPFILE`: never named, so nobody can open, replace or redirect it, and
-/// gone when closed) that chunks are appended to, the space of dropped ones given back by
-/// punching holes.
+/// An unlinked file (`O_TMPFILE|O_EXCL`: never named, and never to be given a name, so nobody
+/// can open, replace or redirect it through one; gone when closed) that chunks are written to.
 pub struct Spill {
     file: File,
+    /// Its directory, as the kernel names it (symbolic links on the way resolved).
     dir: PathBuf,
-    /// Where the next chunk goes.
+    /// Where the newest chunk ends.
     end: u64,
-    /// Everything before this is a hole.
-    released: u64,
 }
 
 /// `statfs` magic numbers of file systems in memory, where a file saves no memory.
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
+const TMPFS_MAGIC: u32 = 0x0102_1994;
+const RAMFS_MAGIC: u32 = 0x8584_58f6;
+
+/// Free space a directory must have for the file, in multiples of the file's bound: the file
+/// is not to be what fills a disk.
+pub const FREE_SPACE_FACTOR: u64 = 4;
 
 impl Spill {
-    /// A file in the first of `dirs` that can hold one; `Err` says why none could.
-    pub fn open(dirs: &[PathBuf]) -> Result<Spill, String> {
+    /// A file of at most `bound` bytes in the first of `dirs` that can hold one; `Err` says
+    /// why none could.
+    pub fn open(dirs: &[PathBuf], bound: usize) -> Result<Spill, String> {
         let mut why = Vec::new();
         for d in dirs {
-            match Spill::open_in(d) {
+            match Spill::open_in(d, bound) {
                 Ok(s) => return Ok(s),
                 Err(e) => why.push(format!("{}: {e}", d.display())),
             }
         }
-        Err(if why.is_empty() { "no directory for it".to_string() } else { why.join("; ") })
+        Err(if why.is_empty() { "no directory for it".to_string() } else { why.join(", ") })
     }
 
-    /// The directories tried by default: `/var/tmp` (on a disk by convention; `/tmp` is often
-    /// in memory), then the process's temporary directory (`TMPDIR`, else `/tmp`).
+    /// The directories tried by default: `TMPDIR` when set (the user's choice), then
+    /// `/var/tmp` (on a disk by convention; `/tmp` is often in memory), then `/tmp`.
     pub fn default_dirs() -> Vec<PathBuf> {
-        let mut dirs = vec![PathBuf::from("/var/tmp")];
-        let tmp = std::env::temp_dir();
-        if !dirs.contains(&tmp) {
-            dirs.push(tmp);
+        let mut dirs: Vec<PathBuf> =
+            std::env::var_os("TMPDIR").filter(|d| !d.is_empty()).map(PathBuf::from).into_iter().collect();
+        for d in ["/var/tmp", "/tmp"] {
+            if !dirs.iter().any(|x| x == Path::new(d)) {
+                dirs.push(PathBuf::from(d));
+            }
         }
         dirs
     }
 
     /// An unlinked file in `dir`: a directory named without a symbolic link at its end, owned
-    /// by root or by this user, not in memory, whose file system gives back a hole's space.
-    pub fn open_in(dir: &Path) -> Result<Spill, String> {
-        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| "a NUL in the path".to_string())?;
-        let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: `c` is a NUL-terminated path; the flags open no file for reading or writing.
-        let fd = unsafe { libc::open(c.as_ptr(), flags) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let dir_fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    /// by root or by this user, not in memory, with [`FREE_SPACE_FACTOR`] times `bound` free.
+    pub fn open_in(dir: &Path, bound: usize) -> Result<Spill, String> {
+        let dir_fd = open_dir(dir)?;
         // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: `dir_fd` is open; `st` is a writable stat.
@@ -212,64 +281,54 @@ impl Spill {
         if unsafe { libc::fstatfs(dir_fd.as_raw_fd(), &mut fs) } != 0 {
             return Err(std::io::Error::last_os_error().to_string());
         }
+        // The magic numbers are 32 bits; `f_type`'s width differs between targets.
         #[allow(clippy::unnecessary_cast, reason = "f_type's type differs between libc targets")]
-        if matches!(fs.f_type as i64, TMPFS_MAGIC | RAMFS_MAGIC) {
+        if matches!(fs.f_type as u32, TMPFS_MAGIC | RAMFS_MAGIC) {
             return Err("in memory (tmpfs)".into());
         }
+        #[allow(clippy::unnecessary_cast, reason = "the fields' types differ between libc targets")]
+        let free = (fs.f_bavail as u64).saturating_mul(fs.f_bsize as u64);
+        let want = (bound as u64).saturating_mul(FREE_SPACE_FACTOR);
+        if free < want {
+            return Err(format!("{} MB free, fewer than {} MB", free >> 20, want >> 20));
+        }
+        Spill::make(dir, dir_fd)
+    }
+
+    /// The file in the directory `dir_fd` (named `dir`), whatever the directory is.
+    fn make(dir: &Path, dir_fd: OwnedFd) -> Result<Spill, String> {
+        let flags = libc::O_TMPFILE | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC;
         // SAFETY: `dir_fd` is an open directory (O_PATH serves as a directory for *at calls);
         // "." names it; the file is made unnamed, readable and writable by this user only.
-        let fd = unsafe {
-            libc::openat(dir_fd.as_raw_fd(), c".".as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600)
-        };
+        let fd = unsafe { libc::openat(dir_fd.as_raw_fd(), c".".as_ptr(), flags, 0o600) };
         if fd < 0 {
             return Err(format!("no unlinked file: {}", std::io::Error::last_os_error()));
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
         let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-        // The space of dropped chunks must come back: a page written and punched out again.
-        let page = [0u8; 4096];
-        file.write_all_at(&page, 0).map_err(|e| format!("cannot write an unlinked file: {e}"))?;
-        punch(&file, 0, page.len() as u64).map_err(|e| format!("no holes: {e}"))?;
-        file.set_len(0).map_err(|e| e.to_string())?;
-        Ok(Spill { file, dir: dir.to_path_buf(), end: 0, released: 0 })
+        // Named as the kernel names it (what /proc/PID/fd shows).
+        let dir =
+            std::fs::read_link(format!("/proc/self/fd/{}", dir_fd.as_raw_fd())).unwrap_or_else(|_| dir.to_path_buf());
+        Ok(Spill { file, dir, end: 0 })
     }
 
     /// The directory it is in.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
-
-    /// Appends `bytes`; where they start.
-    fn append(&mut self, bytes: &[u8]) -> std::io::Result<u64> {
-        let at = self.end;
-        if let Err(e) = self.file.write_all_at(bytes, at) {
-            // What was written of it is given back with the next release.
-            self.end = self.file.metadata().map_or(at, |m| m.len().max(at));
-            return Err(e);
-        }
-        self.end = at + bytes.len() as u64;
-        Ok(at)
-    }
-
-    /// Gives the space before `offset` back to the file system.
-    fn release_before(&mut self, offset: u64) {
-        if offset > self.released && punch(&self.file, self.released, offset - self.released).is_ok() {
-            self.released = offset;
-        }
-    }
 }
 
-/// Punches a hole of `len` bytes at `offset` (the file's length unchanged).
-fn punch(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
-    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return Err(std::io::Error::from(std::io::ErrorKind::InvalidInput));
-    };
-    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-    // SAFETY: `file` is open for writing; fallocate reads only its arguments.
-    if unsafe { libc::fallocate(file.as_raw_fd(), mode, offset, len) } != 0 {
-        return Err(std::io::Error::last_os_error());
+/// `dir` opened as a path only, refused when its last component is a symbolic link.
+fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| "a NUL in the path".to_string())?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `c` is a NUL-terminated path; the flags open no file for reading or writing.
+    let fd = unsafe { libc::open(c.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
     }
-    Ok(())
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]
@@ -287,16 +346,29 @@ mod tests {
         ChunkMemory::new(limit, Err("a test".into()))
     }
 
-    /// A spill file where the agent would make one; `None` where no directory can take it
-    /// (all in memory: the test then says so and checks nothing more).
-    fn spill() -> Option<Spill> {
-        Spill::open(&Spill::default_dirs()).map_err(|e| eprintln!("no spill file: {e}")).ok()
+    /// A file in the system's temporary directory, or in /dev/shm: in memory or not (the
+    /// checks of `open_in` are tested apart), so the ring is tested wherever `O_TMPFILE` is.
+    fn spill() -> Spill {
+        let dirs = [std::env::temp_dir(), PathBuf::from("/dev/shm")];
+        dirs.iter().find_map(|d| Spill::make(d, open_dir(d).ok()?).ok()).expect("no directory takes an O_TMPFILE file")
     }
 
-    /// Blocks of 512 bytes the file holds on disk.
-    fn blocks(s: &Spill) -> u64 {
-        use std::os::unix::fs::MetadataExt;
-        s.file.metadata().unwrap().blocks()
+    /// The counters agree with the chunks, and no two chunks in the file overlap.
+    fn check(m: &ChunkMemory) {
+        let heap: usize =
+            m.chunks.iter().filter_map(|k| if let Kept::Heap(c) = k { Some(c.capacity()) } else { None }).sum();
+        let disk: usize = m.chunks.iter().filter(|k| matches!(k, Kept::File { .. })).map(Kept::len).sum();
+        assert_eq!((m.heap, m.on_disk), (heap, disk));
+        assert!(m.heap + m.on_disk <= m.limit || m.chunks.len() == 1);
+        for (i, a) in m.chunks.iter().enumerate() {
+            if let Kept::File { offset, len } = a {
+                assert!(m.chunks.iter().skip(i + 1).all(|b| !b.overlaps(*offset, *len)), "chunks overlap in the file");
+            }
+        }
+    }
+
+    fn file_len(m: &ChunkMemory) -> u64 {
+        m.spill.as_ref().unwrap().file.metadata().unwrap().len()
     }
 
     #[test]
@@ -306,16 +378,17 @@ mod tests {
         // while holding twice it.
         for k in 0..10u8 {
             m.push(chunk(100, 200, k));
-            assert!(m.held() <= m.limit(), "{} bytes held", m.held());
+            check(&m);
         }
         assert_eq!(m.held(), 1000, "trimmed to their length");
         assert_eq!(m.dropped(), 0, "trimmed to their length, all ten fit");
         m.push(chunk(300, 300, 10));
+        check(&m);
         assert_eq!(m.dropped(), 3);
         let file = m.file().unwrap();
         assert_eq!(file.len(), 7 * 100 + 300);
         assert_eq!((file[0], file[699], file[700]), (3, 9, 10), "oldest first, the oldest dropped");
-        assert_eq!(m.place(), "in memory (a test)");
+        assert_eq!(m.now().in_heap_why.as_deref(), Some("a test"));
     }
 
     #[test]
@@ -326,69 +399,105 @@ mod tests {
         assert_eq!((m.dropped(), m.file().unwrap().len()), (1, 500));
         m.push(chunk(10, 10, 3));
         assert_eq!((m.dropped(), m.file().unwrap()), (2, vec![3; 10]));
+        // In the file too: the ring is as long as the chunk then.
+        let mut m = ChunkMemory::new(100, Ok(spill()));
+        m.push(chunk(50, 50, 1));
+        m.push(chunk(500, 500, 2));
+        check(&m);
+        assert_eq!((m.dropped(), m.file().unwrap()), (1, vec![2; 500]));
+        m.push(chunk(10, 10, 3));
+        check(&m);
+        assert_eq!((m.dropped(), m.file().unwrap(), m.held()), (2, vec![3; 10], 0));
     }
 
     #[test]
-    fn spilled_chunks_hold_no_heap_and_give_their_space_back_when_dropped() {
-        let Some(s) = spill() else { return };
-        let mut m = ChunkMemory::new(1 << 20, Ok(s));
-        assert!(m.place().starts_with("in an unlinked file in "), "{}", m.place());
-        // Four chunks of 256 KB fill the bound: nothing in the heap, a MB on disk.
-        for k in 0..4u8 {
-            m.push(chunk(256 << 10, 512 << 10, k));
+    fn spilled_chunks_hold_no_heap_and_the_file_stays_within_the_bound() {
+        let mut m = ChunkMemory::new(1 << 20, Ok(spill()));
+        assert!(m.now().dir.is_some() && m.now().in_heap_why.is_none());
+        // Chunks of uneven lengths, 3.5 MB in all through a 1 MB ring: nothing in the heap,
+        // the file never longer than the bound, the newest kept in order.
+        let lens = [300 << 10, 200 << 10, 350 << 10, 100 << 10, 250 << 10];
+        for k in 0..14u8 {
+            let len = lens[k as usize % lens.len()];
+            m.push(chunk(len, 2 * len, k));
+            check(&m);
+            assert_eq!(m.held(), 0);
+            assert!(file_len(&m) <= 1 << 20, "{} bytes after chunk {k}", file_len(&m));
         }
-        let s = m.spill.as_ref().unwrap();
-        assert_eq!((m.held(), m.on_disk(), m.dropped()), (0, 1 << 20, 0));
-        let full = blocks(s);
-        assert!(full >= 2048, "{full} blocks for a MB");
-        // Each further chunk drops the oldest, whose space goes back: the file's blocks stay
-        // at the bound's, while what was written grows.
-        for k in 4..12u8 {
-            m.push(chunk(256 << 10, 256 << 10, k));
-        }
-        let s = m.spill.as_ref().unwrap();
-        assert_eq!((m.held(), m.on_disk(), m.dropped()), (0, 1 << 20, 8));
-        assert_eq!(s.end, 12 * (256 << 10));
-        assert!(blocks(s) <= full + 8, "{} blocks after 3 MB written, {full} at 1 MB", blocks(s));
         let file = m.file().unwrap();
-        assert_eq!(file.len(), 1 << 20);
-        let firsts: Vec<u8> = file.chunks(256 << 10).map(|c| c[0]).collect();
-        assert_eq!(firsts, [8, 9, 10, 11], "the newest four, oldest first");
-        assert!(file.chunks(256 << 10).all(|c| c.iter().all(|b| *b == c[0])));
+        let kept: Vec<(u8, usize)> = {
+            let mut v: Vec<(u8, usize)> = Vec::new();
+            for b in &file {
+                match v.last_mut() {
+                    Some((x, n)) if x == b => *n += 1,
+                    _ => v.push((*b, 1)),
+                }
+            }
+            v
+        };
+        let newest: Vec<(u8, usize)> = (14 - kept.len()..14).map(|k| (k as u8, lens[k % lens.len()])).collect();
+        assert_eq!(kept, newest, "the newest chunks, whole, oldest first");
+        assert!(m.dropped() as usize + kept.len() == 14 && kept.len() >= 3, "{kept:?}");
     }
 
     #[test]
-    fn chunks_the_file_cannot_take_stay_in_the_heap() {
-        let Some(mut s) = spill() else { return };
-        // A file that refuses every write from here on (as a full disk would): its
-        // descriptor reopened read-only.
-        let path = format!("/proc/self/fd/{}", s.file.as_raw_fd());
-        s.file = File::open(&path).unwrap();
-        let mut m = ChunkMemory::new(1 << 20, Ok(s));
+    fn a_chunk_the_file_cannot_take_stays_in_the_heap_and_the_next_is_offered_again() {
+        let mut m = ChunkMemory::new(1 << 20, Ok(spill()));
         m.push(chunk(100, 100, 1));
+        // The file refuses writes (as a full disk would): its descriptor reopened read-only.
+        let s = m.spill.as_mut().unwrap();
+        let read_only = File::open(format!("/proc/self/fd/{}", s.file.as_raw_fd())).unwrap();
+        let writable = std::mem::replace(&mut s.file, read_only);
         m.push(chunk(100, 100, 2));
-        assert_eq!((m.held(), m.on_disk()), (200, 0));
-        assert!(m.place().starts_with("in memory (writing the file failed: "), "{}", m.place());
-        assert_eq!(m.file().unwrap(), [vec![1; 100], vec![2; 100]].concat());
+        check(&m);
+        assert_eq!((m.held(), m.on_disk()), (100, 100));
+        assert!(m.now().in_heap_why.is_some_and(|w| w.starts_with("writing the file failed: ")));
+        // Writable again: the next chunk goes to the file, after the first.
+        m.spill.as_mut().unwrap().file = writable;
+        m.push(chunk(100, 100, 3));
+        check(&m);
+        assert_eq!((m.held(), m.on_disk(), m.now().in_heap_why), (100, 200, None));
+        assert_eq!(m.file().unwrap(), [vec![1; 100], vec![2; 100], vec![3; 100]].concat());
     }
 
     #[test]
-    fn no_spill_file_where_it_would_save_nothing_or_is_not_ours_to_make() {
-        let missing = Spill::open(&[PathBuf::from("/nonexistent-hpm-dir")]).err().unwrap();
+    fn status_says_how_much_is_where_and_why_not_in_a_file() {
+        let mut k = KeptNow { heap: 0, on_disk: 2 << 20, dir: Some("/var/tmp".into()), in_heap_why: None };
+        assert_eq!(
+            k.line(64 << 20),
+            "JFR kept for dump (no JFR file): 2048 KB of at most 65536 KB: 2048 KB in an unlinked file in /var/tmp, 0 KB in memory"
+        );
+        (k.heap, k.in_heap_why) = (1024, Some("writing the file failed: full".into()));
+        assert!(k.line(64 << 20).ends_with("/var/tmp, 1 KB in memory (writing the file failed: full)"));
+        (k.dir, k.on_disk, k.in_heap_why) = (None, 0, Some("/var/tmp: in memory (tmpfs)".into()));
+        let line = k.line(64 << 20);
+        assert!(
+            line.contains(
+                ": 1 KB of at most 65536 KB: 1 KB in memory (no file for it: /var/tmp: in memory (tmpfs); set TMPDIR"
+            ),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn no_file_where_it_would_save_nothing_fill_the_disk_or_is_not_ours_to_make() {
+        let missing = Spill::open(&[PathBuf::from("/nonexistent-hpm-dir")], 1 << 20).err().unwrap();
         assert!(missing.starts_with("/nonexistent-hpm-dir: "), "{missing}");
-        // A directory named through a symbolic link at its end is refused.
+        // A directory named through a symbolic link at its end is refused at its opening.
         let link = std::env::temp_dir().join(format!("hpm-spill-link-{}", std::process::id()));
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(std::env::temp_dir(), &link).unwrap();
-        let refused = Spill::open_in(&link);
+        let refused = Spill::open_in(&link, 1 << 20);
         std::fs::remove_file(&link).unwrap();
-        // Refused at its opening, before anything else is looked at.
         let refused = refused.err().unwrap();
         assert!(refused.contains("Not a directory"), "{refused}");
         // /dev/shm is in memory wherever it exists.
         if Path::new("/dev/shm").is_dir() {
-            let shm = Spill::open_in(Path::new("/dev/shm")).err().unwrap();
+            let shm = Spill::open_in(Path::new("/dev/shm"), 1 << 20).err().unwrap();
             assert!(shm.contains("in memory"), "{shm}");
         }
+        // No disk has 4 * 2^62 bytes free.
+        let huge = Spill::open_in(Path::new("/"), 1 << 62).err().unwrap();
+        assert!(huge.contains("MB free, fewer than"), "{huge}");
     }
 }
