@@ -138,7 +138,7 @@ def steady_round(a, hpm, agent, tmp):
                         until(lambda i, at=at: time.monotonic() >= at)
                         status = subprocess.run(attach + ["status"], env=env, capture_output=True, text=True).stdout
                         heap = re.search(r"agent heap: (\d+) KB", status)
-                        jfr = re.search(r"JFR kept for dump \(no JFR file\): (\d+) KB .*; (\d+) KB of it in memory", status)
+                        jfr = re.search(r"JFR kept for dump \(no JFR file\): (\d+) KB of at most \d+ KB: .*?(\d+) KB in memory", status)
                         kept = f", JFR kept for dump {jfr.group(1)} KB ({jfr.group(2)} KB of it in memory)" if jfr else ""
                         print(f"|   {name}: agent heap at {time.monotonic() - start:.0f} s: "
                               f"{heap.group(1) if heap else '?'} KB{kept} |", flush=True)

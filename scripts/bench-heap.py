@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Where the agent's heap goes in a steady session, by the agent's function that allocated it.
+
+Runs one suite program under heaptrack, attaches a session after its warm-up (1 ms, a collapsed
+output alone, as `bench-cost.py --steady` does), prints `status` when the session has run
+--seconds, then kills the JVM with SIGKILL: what the agent had allocated and not freed by then
+is heaptrack's "leaked", and is summed here by the innermost frame of hpm's own code (the
+allocator's and hash tables' frames skipped), largest first. heaptrack is installed with apt
+when missing (root only). A benchmark, not a test: a few minutes.
+
+    python3 -B scripts/bench-heap.py --workload ecj --seconds 180
+"""
+import argparse
+import collections
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_workloads import programs  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Warm-up iterations before the session, as bench-cost.py's steady mode.
+WARM = {"h2": 110, "lucene": 110, "sunflow": 40, "ecj": 135, "xalan": 175}
+# Frames that say how, not what, was allocated.
+PLUMBING = re.compile(r"heap\.rs|Counting|rust_alloc|RecentMap|hash\.rs")
+
+
+def ensure_heaptrack():
+    if shutil.which("heaptrack") and shutil.which("heaptrack_print"):
+        return
+    if os.geteuid() != 0:
+        sys.exit("bench-heap: heaptrack is missing; install it (apt-get install heaptrack) and run again")
+    print("bench-heap: installing heaptrack", flush=True)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "heaptrack"], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def by_function(collapsed):
+    """Bytes per innermost hpm function, from heaptrack's leaked-cost flame graph lines."""
+    sums, total, outside = collections.Counter(), 0, 0
+    for line in open(collapsed):
+        stack, _, v = line.rstrip().rpartition(" ")
+        v = int(v)
+        total += v
+        frames = [re.sub(r"::h[0-9a-f]{16}", "", f) for f in stack.split(";")]
+        if not any("hpm" in f for f in frames):
+            outside += v
+            continue
+        # hpm's own frames (the crates hpm, hpm_core, hpm_agent), innermost last.
+        own = [f for f in frames if "hpm" in f and not PLUMBING.search(f)]
+        sums[own[-1] if own else frames[-1]] += v
+    return sums, total, outside
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="ecj", choices=sorted(WARM))
+    ap.add_argument("--seconds", type=float, default=180)
+    ap.add_argument("--agent", default=os.path.join(ROOT, "target/release/libhpm.so"))
+    ap.add_argument("--top", type=int, default=15)
+    a = ap.parse_args()
+    ensure_heaptrack()
+    hpm = os.path.join(ROOT, "target/release/hpm")
+    out = tempfile.mkdtemp(prefix="hpm-bench-heap-")
+    (_, cp, main_class, args), = programs(a.workload, [])
+    err = open(os.path.join(out, "stderr.txt"), "w+")
+    java = ["java", "-Xmx1g", "-Xms1g", "-XX:+AlwaysPreTouch", "-cp", cp, main_class, "1000000"] + args[1:]
+    p = subprocess.Popen(["heaptrack", "-o", os.path.join(out, "heap")] + java,
+                         stdout=subprocess.PIPE, stderr=err, text=True, cwd=out)
+
+    def until(done):
+        for line in p.stdout:
+            if line.startswith("hpm-bench iteration") and done(int(line.split()[2])):
+                return
+        sys.exit("bench-heap: the program ended early; see " + err.name)
+
+    # heaptrack slows the warm-up; half of bench-cost's iterations reach the compiled code.
+    until(lambda i: i >= WARM[a.workload] // 2)
+    jvm = int(subprocess.check_output(["pgrep", "-n", "-f", "-x", "java .*" + main_class + ".*"]).split()[0])
+    env = dict(os.environ, HPM_AGENT=a.agent)
+    attach = [hpm, "attach", str(jvm)]
+    subprocess.run(attach + [f"start,interval=1ms,file={out}/s.collapsed"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    end = time.monotonic() + a.seconds
+    until(lambda i: time.monotonic() >= end)
+    print(subprocess.run(attach + ["status"], env=env, capture_output=True, text=True).stdout, flush=True)
+    os.kill(jvm, signal.SIGKILL)
+    p.wait()
+    data = next(os.path.join(out, f) for f in os.listdir(out) if f.startswith("heap"))
+    collapsed = os.path.join(out, "leaked.collapsed")
+    subprocess.run(["heaptrack_print", "-f", data, "--flamegraph-cost-type", "leaked", "-F", collapsed],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sums, total, outside = by_function(collapsed)
+    mb = 1 << 20
+    print(f"| {a.workload}, {a.seconds:.0f} s: live at the kill, by the agent's function | MB |")
+    print("| --- | --- |")
+    for f, v in sums.most_common(a.top):
+        print(f"| `{f}` | {v / mb:.1f} |")
+    rest = sum(sums.values()) - sum(v for _, v in sums.most_common(a.top))
+    print(f"| the agent's other functions | {rest / mb:.1f} |")
+    print(f"| the agent's, in all | {(total - outside) / mb:.1f} |")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
