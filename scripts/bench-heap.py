@@ -4,9 +4,12 @@
 Runs one suite program under heaptrack, attaches a session after its warm-up (1 ms, a collapsed
 output alone, as `bench-cost.py --steady` does), prints `status` when the session has run
 --seconds, then kills the JVM with SIGKILL: what the agent had allocated and not freed by then
-is heaptrack's "leaked", and is summed here by the innermost frame of hpm's own code (the
-allocator's and hash tables' frames skipped), largest first. heaptrack is installed with apt
-when missing (root only). A benchmark, not a test: a few minutes.
+is heaptrack's "leaked", and is summed here by the innermost function of hpm's own code that
+was not inlined (heaptrack lists a frame's inlined callees before it; the allocator's and hash
+tables' frames skipped), largest first. What libheaptrack had not yet handed on when the JVM
+was killed is lost: the sum is checked against `status`'s "agent heap" printed just before.
+heaptrack is installed with apt when missing (root only). A benchmark, not a test: a few
+minutes.
 
     python3 -B scripts/bench-heap.py --workload ecj --seconds 180
 """
@@ -49,13 +52,13 @@ def by_function(collapsed):
         stack, _, v = line.rstrip().rpartition(" ")
         v = int(v)
         total += v
-        frames = [re.sub(r"::h[0-9a-f]{16}", "", f) for f in stack.split(";")]
+        frames = [re.sub(r"::h[0-9a-f]{16}", "", f) for f in stack.split(";") if f]
         if not any("hpm" in f for f in frames):
             outside += v
             continue
         # hpm's own frames (the crates hpm, hpm_core, hpm_agent), innermost last.
         own = [f for f in frames if "hpm" in f and not PLUMBING.search(f)]
-        sums[own[-1] if own else frames[-1]] += v
+        sums[own[-1] if own else "(no hpm frame of its own)"] += v
     return sums, total, outside
 
 
@@ -81,21 +84,35 @@ def main():
                 return
         sys.exit("bench-heap: the program ended early; see " + err.name)
 
-    # heaptrack slows the warm-up; half of bench-cost's iterations reach the compiled code.
-    until(lambda i: i >= WARM[a.workload] // 2)
-    jvm = int(subprocess.check_output(["pgrep", "-n", "-f", "-x", "java .*" + main_class + ".*"]).split()[0])
-    env = dict(os.environ, HPM_AGENT=a.agent)
-    attach = [hpm, "attach", str(jvm)]
-    subprocess.run(attach + [f"start,interval=1ms,file={out}/s.collapsed"], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
-    end = time.monotonic() + a.seconds
-    until(lambda i: time.monotonic() >= end)
-    print(subprocess.run(attach + ["status"], env=env, capture_output=True, text=True).stdout, flush=True)
-    os.kill(jvm, signal.SIGKILL)
-    p.wait()
+    jvm, done = None, False
+    try:
+        # heaptrack slows the warm-up; half of bench-cost's iterations reach the compiled code.
+        until(lambda i: i >= WARM[a.workload] // 2)
+        jvm = int(subprocess.check_output(["pgrep", "-n", "-f", "-x", "java .*" + main_class + ".*"]).split()[0])
+        env = dict(os.environ, HPM_AGENT=a.agent)
+        attach = [hpm, "attach", str(jvm)]
+        subprocess.run(attach + [f"start,interval=1ms,file={out}/s.collapsed"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+        end = time.monotonic() + a.seconds
+        until(lambda i: time.monotonic() >= end)
+        print(subprocess.run(attach + ["status"], env=env, capture_output=True, text=True).stdout, flush=True)
+        done = True
+    finally:
+        # The JVM killed whatever happened above (one left running would load the machine);
+        # heaptrack then writes its file and ends, unless the run failed before the JVM was
+        # found.
+        for pid in [jvm] if jvm is not None else [p.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait()
+    if not done:
+        sys.exit("bench-heap: the session did not run its course")
     data = next(os.path.join(out, f) for f in os.listdir(out) if f.startswith("heap"))
     collapsed = os.path.join(out, "leaked.collapsed")
-    subprocess.run(["heaptrack_print", "-f", data, "--flamegraph-cost-type", "leaked", "-F", collapsed],
+    subprocess.run(["heaptrack_print", "-f", data, "--shorten-templates", "0", "--flamegraph-cost-type", "leaked",
+                    "-F", collapsed],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sums, total, outside = by_function(collapsed)
     mb = 1 << 20

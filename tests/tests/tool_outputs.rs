@@ -112,7 +112,8 @@ fn unlinked_files_in(pid: u32, dir: &str) -> usize {
 /// `/tmp`) that should take it, found here without the agent's code: root's or ours, not in
 /// memory, 256 MB free, and an `O_TMPFILE` file made there.
 fn disk_dir_for_unlinked_files() -> Option<String> {
-    let mut dirs: Vec<String> = std::env::var("TMPDIR").ok().filter(|d| !d.is_empty()).into_iter().collect();
+    let tmpdir = std::env::var_os("TMPDIR").filter(|d| !d.is_empty()).map(|d| d.to_string_lossy().into_owned());
+    let mut dirs: Vec<String> = tmpdir.into_iter().collect();
     dirs.extend(["/var/tmp".to_string(), "/tmp".to_string()]);
     dirs.into_iter().find_map(|d| {
         use std::os::unix::fs::MetadataExt;

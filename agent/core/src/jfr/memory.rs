@@ -125,6 +125,7 @@ impl ChunkMemory {
                         self.on_disk += chunk.len();
                         if let Some(s) = &mut self.spill {
                             s.end = at + chunk.len() as u64;
+                            s.len = s.len.max(s.end);
                         }
                         Some(Kept::File { offset: at, len: chunk.len() })
                     }
@@ -145,6 +146,19 @@ impl ChunkMemory {
         self.chunks.push_back(kept);
         while self.heap + self.on_disk > self.limit && self.chunks.len() > 1 {
             self.drop_oldest();
+        }
+        self.trim_file();
+    }
+
+    /// Cuts the file back to the limit once no kept chunk lies past it: a chunk longer than
+    /// the limit made it longer, and it is not to stay so when that chunk is gone.
+    fn trim_file(&mut self) {
+        let Some(s) = self.spill.as_mut().filter(|s| s.len > self.limit as u64) else { return };
+        let limit = self.limit as u64;
+        let past = self.chunks.iter().any(|k| matches!(k, Kept::File { offset, len } if offset + *len as u64 > limit));
+        if !past && s.file.set_len(limit).is_ok() {
+            s.len = limit;
+            s.end = s.end.min(limit);
         }
     }
 
@@ -223,6 +237,8 @@ pub struct Spill {
     dir: PathBuf,
     /// Where the newest chunk ends.
     end: u64,
+    /// The file's length: the limit, or the longest chunk's while it is kept.
+    len: u64,
 }
 
 /// `statfs` magic numbers of file systems in memory, where a file saves no memory.
@@ -309,7 +325,7 @@ impl Spill {
         // Named as the kernel names it (what /proc/PID/fd shows).
         let dir =
             std::fs::read_link(format!("/proc/self/fd/{}", dir_fd.as_raw_fd())).unwrap_or_else(|_| dir.to_path_buf());
-        Ok(Spill { file, dir, end: 0 })
+        Ok(Spill { file, dir, end: 0, len: 0 })
     }
 
     /// The directory it is in.
@@ -399,15 +415,20 @@ mod tests {
         assert_eq!((m.dropped(), m.file().unwrap().len()), (1, 500));
         m.push(chunk(10, 10, 3));
         assert_eq!((m.dropped(), m.file().unwrap()), (2, vec![3; 10]));
-        // In the file too: the ring is as long as the chunk then.
+        // In the file too: the ring is as long as the chunk then, and the file back at the
+        // limit once the chunk is gone.
         let mut m = ChunkMemory::new(100, Ok(spill()));
         m.push(chunk(50, 50, 1));
         m.push(chunk(500, 500, 2));
         check(&m);
-        assert_eq!((m.dropped(), m.file().unwrap()), (1, vec![2; 500]));
+        assert_eq!((m.dropped(), m.file().unwrap(), file_len(&m)), (1, vec![2; 500], 500));
         m.push(chunk(10, 10, 3));
         check(&m);
-        assert_eq!((m.dropped(), m.file().unwrap(), m.held()), (2, vec![3; 10], 0));
+        assert_eq!((m.dropped(), m.file().unwrap(), m.held(), file_len(&m)), (2, vec![3; 10], 0, 100));
+        m.push(chunk(60, 60, 4));
+        m.push(chunk(70, 70, 5));
+        check(&m);
+        assert_eq!((m.file().unwrap(), file_len(&m)), (vec![5; 70], 100));
     }
 
     #[test]
