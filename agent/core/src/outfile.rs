@@ -119,7 +119,7 @@ fn cstr(path: &Path, s: &OsStr) -> Result<CString, OutputError> {
     })
 }
 
-fn stat_at(dir: RawFd, name: &CString, nofollow: bool) -> std::io::Result<libc::stat> {
+pub(crate) fn stat_at(dir: RawFd, name: &CString, nofollow: bool) -> std::io::Result<libc::stat> {
     // SAFETY: an all-zero stat is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let flags = libc::AT_EMPTY_PATH | if nofollow { libc::AT_SYMLINK_NOFOLLOW } else { 0 };
@@ -132,9 +132,9 @@ fn stat_at(dir: RawFd, name: &CString, nofollow: bool) -> std::io::Result<libc::
     }
 }
 
-fn open_at(dir: RawFd, name: &CString, flags: i32, mode: libc::mode_t) -> std::io::Result<OwnedFd> {
+pub(crate) fn open_at(dir: RawFd, name: &CString, flags: i32, mode: libc::mode_t) -> std::io::Result<OwnedFd> {
     // SAFETY: `dir` is an open descriptor (or AT_FDCWD), `name` NUL-terminated; `mode` is read
-    // only with O_CREAT.
+    // only with O_CREAT or O_TMPFILE.
     let fd = unsafe { libc::openat(dir, name.as_ptr(), flags | libc::O_CLOEXEC, libc::c_uint::from(mode)) };
     if fd < 0 {
         Err(std::io::Error::last_os_error())
@@ -148,7 +148,7 @@ fn is_kind(st: &libc::stat, kind: libc::mode_t) -> bool {
     st.st_mode & libc::S_IFMT == kind
 }
 
-fn euid() -> u32 {
+pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() }
 }

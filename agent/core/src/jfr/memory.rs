@@ -17,11 +17,14 @@
 //! sessions").
 
 use std::collections::VecDeque;
+use std::ffi::CString;
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+use crate::outfile::{euid, open_at, stat_at};
 
 /// Where each kept chunk is.
 enum Kept {
@@ -280,15 +283,9 @@ impl Spill {
     /// by root or by this user, not in memory, with [`FREE_SPACE_FACTOR`] times `bound` free.
     pub fn open_in(dir: &Path, bound: usize) -> Result<Spill, String> {
         let dir_fd = open_dir(dir)?;
-        // SAFETY: an all-zero `stat` is a valid value for fstat to overwrite.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `dir_fd` is open; `st` is a writable stat.
-        if unsafe { libc::fstat(dir_fd.as_raw_fd(), &mut st) } != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
-        if st.st_uid != 0 && st.st_uid != me {
+        // The directory itself (an empty name: AT_EMPTY_PATH).
+        let st = stat_at(dir_fd.as_raw_fd(), &CString::default(), true).map_err(|e| e.to_string())?;
+        if st.st_uid != 0 && st.st_uid != euid() {
             return Err(format!("owned by uid {}, neither root nor this user", st.st_uid));
         }
         // SAFETY: an all-zero `statfs` is a valid value for fstatfs to overwrite.
@@ -313,15 +310,12 @@ impl Spill {
 
     /// The file in the directory `dir_fd` (named `dir`), whatever the directory is.
     fn make(dir: &Path, dir_fd: OwnedFd) -> Result<Spill, String> {
-        let flags = libc::O_TMPFILE | libc::O_EXCL | libc::O_RDWR | libc::O_CLOEXEC;
-        // SAFETY: `dir_fd` is an open directory (O_PATH serves as a directory for *at calls);
-        // "." names it; the file is made unnamed, readable and writable by this user only.
-        let fd = unsafe { libc::openat(dir_fd.as_raw_fd(), c".".as_ptr(), flags, 0o600) };
-        if fd < 0 {
-            return Err(format!("no unlinked file: {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        // "." is the directory (O_PATH serves as a directory for *at calls); the file is made
+        // unnamed, readable and writable by this user only.
+        let flags = libc::O_TMPFILE | libc::O_EXCL | libc::O_RDWR;
+        let file = open_at(dir_fd.as_raw_fd(), &CString::from(c"."), flags, 0o600)
+            .map(File::from)
+            .map_err(|e| format!("no unlinked file: {e}"))?;
         // Named as the kernel names it (what /proc/PID/fd shows).
         let dir =
             std::fs::read_link(format!("/proc/self/fd/{}", dir_fd.as_raw_fd())).unwrap_or_else(|_| dir.to_path_buf());
@@ -336,15 +330,9 @@ impl Spill {
 
 /// `dir` opened as a path only, refused when its last component is a symbolic link.
 fn open_dir(dir: &Path) -> Result<OwnedFd, String> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| "a NUL in the path".to_string())?;
-    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: `c` is a NUL-terminated path; the flags open no file for reading or writing.
-    let fd = unsafe { libc::open(c.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error().to_string());
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let c = CString::new(dir.as_os_str().as_bytes()).map_err(|_| "a NUL in the path".to_string())?;
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    open_at(libc::AT_FDCWD, &c, flags, 0).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
