@@ -116,31 +116,7 @@ impl ChunkMemory {
     /// Keeps `chunk` (in the file, or in the heap trimmed to its length), dropping the oldest
     /// past the limit, and those the file's ring writes it over.
     pub fn push(&mut self, mut chunk: Vec<u8>) {
-        let kept = match self.spill_at(chunk.len()) {
-            Some(at) => {
-                // What it goes over is dropped first: on a failed write it may be gone.
-                while self.chunks.iter().any(|k| k.overlaps(at, chunk.len())) {
-                    self.drop_oldest();
-                }
-                match self.spill.as_ref().map(|s| s.file.write_all_at(&chunk, at)) {
-                    Some(Ok(())) => {
-                        self.in_heap_why = None;
-                        self.on_disk += chunk.len();
-                        if let Some(s) = &mut self.spill {
-                            s.end = at + chunk.len() as u64;
-                            s.len = s.len.max(s.end);
-                        }
-                        Some(Kept::File { offset: at, len: chunk.len() })
-                    }
-                    Some(Err(e)) => {
-                        self.in_heap_why = Some(format!("writing the file failed: {e}"));
-                        None
-                    }
-                    None => None,
-                }
-            }
-            None => None,
-        };
+        let kept = self.spill_at(chunk.len()).and_then(|at| self.write_in_file(at, &chunk));
         let kept = kept.unwrap_or_else(|| {
             chunk.shrink_to_fit();
             self.heap += chunk.capacity();
@@ -151,6 +127,25 @@ impl ChunkMemory {
             self.drop_oldest();
         }
         self.trim_file();
+    }
+
+    /// Writes `chunk` into the file at `at`, over the chunks there (dropped first: on a failed
+    /// write they may be gone); `None` when the write fails (said in `in_heap_why`).
+    fn write_in_file(&mut self, at: u64, chunk: &[u8]) -> Option<Kept> {
+        while self.chunks.iter().any(|k| k.overlaps(at, chunk.len())) {
+            self.drop_oldest();
+        }
+        match self.spill.as_mut()?.write_at(at, chunk) {
+            Ok(()) => {
+                self.in_heap_why = None;
+                self.on_disk += chunk.len();
+                Some(Kept::File { offset: at, len: chunk.len() })
+            }
+            Err(e) => {
+                self.in_heap_why = Some(format!("writing the file failed: {e}"));
+                None
+            }
+        }
     }
 
     /// Cuts the file back to the limit once no kept chunk lies past it: a chunk longer than
@@ -185,16 +180,6 @@ impl ChunkMemory {
     /// Chunks dropped for the limit so far.
     pub fn dropped(&self) -> u64 {
         self.dropped
-    }
-
-    /// Heap bytes held.
-    pub fn held(&self) -> usize {
-        self.heap
-    }
-
-    /// Bytes kept in the file.
-    pub fn on_disk(&self) -> usize {
-        self.on_disk
     }
 
     /// The limit in bytes.
@@ -322,9 +307,12 @@ impl Spill {
         Ok(Spill { file, dir, end: 0, len: 0 })
     }
 
-    /// The directory it is in.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Writes `bytes` at `at`: the newest chunk then ends there.
+    fn write_at(&mut self, at: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.file.write_all_at(bytes, at)?;
+        self.end = at + bytes.len() as u64;
+        self.len = self.len.max(self.end);
+        Ok(())
     }
 }
 
@@ -384,7 +372,7 @@ mod tests {
             m.push(chunk(100, 200, k));
             check(&m);
         }
-        assert_eq!(m.held(), 1000, "trimmed to their length");
+        assert_eq!(m.heap, 1000, "trimmed to their length");
         assert_eq!(m.dropped(), 0, "trimmed to their length, all ten fit");
         m.push(chunk(300, 300, 10));
         check(&m);
@@ -412,7 +400,7 @@ mod tests {
         assert_eq!((m.dropped(), m.file().unwrap(), file_len(&m)), (1, vec![2; 500], 500));
         m.push(chunk(10, 10, 3));
         check(&m);
-        assert_eq!((m.dropped(), m.file().unwrap(), m.held(), file_len(&m)), (2, vec![3; 10], 0, 100));
+        assert_eq!((m.dropped(), m.file().unwrap(), m.heap, file_len(&m)), (2, vec![3; 10], 0, 100));
         m.push(chunk(60, 60, 4));
         m.push(chunk(70, 70, 5));
         check(&m);
@@ -430,7 +418,7 @@ mod tests {
             let len = lens[k as usize % lens.len()];
             m.push(chunk(len, 2 * len, k));
             check(&m);
-            assert_eq!(m.held(), 0);
+            assert_eq!(m.heap, 0);
             assert!(file_len(&m) <= 1 << 20, "{} bytes after chunk {k}", file_len(&m));
         }
         let file = m.file().unwrap();
@@ -459,13 +447,13 @@ mod tests {
         let writable = std::mem::replace(&mut s.file, read_only);
         m.push(chunk(100, 100, 2));
         check(&m);
-        assert_eq!((m.held(), m.on_disk()), (100, 100));
+        assert_eq!((m.heap, m.on_disk), (100, 100));
         assert!(m.now().in_heap_why.is_some_and(|w| w.starts_with("writing the file failed: ")));
         // Writable again: the next chunk goes to the file, after the first.
         m.spill.as_mut().unwrap().file = writable;
         m.push(chunk(100, 100, 3));
         check(&m);
-        assert_eq!((m.held(), m.on_disk(), m.now().in_heap_why), (100, 200, None));
+        assert_eq!((m.heap, m.on_disk, m.now().in_heap_why), (100, 200, None));
         assert_eq!(m.file().unwrap(), [vec![1; 100], vec![2; 100], vec![3; 100]].concat());
     }
 
