@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from benchlib import build_agent, collapsed  # noqa: E402
-from bench_workloads import WORKLOADS, programs  # noqa: E402
+from bench_workloads import STEADY_WARM, WORKLOADS, programs  # noqa: E402
 
 
 def depth(path):
@@ -52,9 +52,6 @@ def depth(path):
     return samples, frames / max(samples, 1)
 
 
-# The iteration after which each program's compilers are quiet (at most 10% of the wall time
-# over 10 iterations): the latest of bench-paired's --quiet-jit 10 warm-ups.
-WARM = {"h2": 110, "lucene": 110, "sunflow": 40, "ecj": 135, "xalan": 175, "rhino": 150}
 
 
 PER_SAMPLE = r"per sample ([\d.]+) \+ ([\d.]+) us"
@@ -125,7 +122,7 @@ def steady_round(a, hpm, agent, tmp):
                         if line.startswith("hpm-bench iteration") and done(int(line.split()[2])):
                             return
                     sys.exit(f"{name}: the program ended before its session did")
-                until(lambda i: i >= WARM.get(name, 100))
+                until(lambda i: i >= STEADY_WARM.get(name, 100))
                 env = dict(os.environ, HPM_AGENT=agent)
                 attach = [hpm, "attach", str(p.pid)]
                 subprocess.run(attach + [f"start,interval=1ms,file={out}"], check=True, env=env, stdout=subprocess.DEVNULL)

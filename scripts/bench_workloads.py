@@ -45,6 +45,11 @@ SYNTHETIC = [
 ]
 BY_NAME = {w.name: w for w in WORKLOADS + SYNTHETIC}
 
+# The iteration after which each program's compilers are quiet (at most 10% of the wall time
+# over 10 iterations): the latest of bench-paired's --quiet-jit 10 warm-ups. Steady sessions
+# (bench-cost --steady, bench-heap) start there.
+STEADY_WARM = {"h2": 110, "lucene": 110, "sunflow": 40, "ecj": 135, "xalan": 175, "rhino": 150}
+
 
 def cache_dir():
     return os.environ.get("HPM_BENCH_CACHE") or os.path.join(target_dir(), "bench-cache")
