@@ -11,9 +11,11 @@
 /// What a sample's resolving does, timed apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
-    /// The sample's pc placed (the leaf's code blob, library or kernel) and its blob noted
-    /// for the chunk's code list.
+    /// The sample's pc placed (the leaf's code blob, library or kernel).
     Place,
+    /// A compiled leaf's blob noted for the chunk's code list (its method named at its first
+    /// sample in the chunk).
+    NoteCode,
     /// hpm's walker's frames, from a raw stack met before.
     RawKnown,
     /// ... from a raw stack new to the resolver whose named stack was not.
@@ -42,6 +44,7 @@ pub enum Phase {
 
 const PHASES: &[(Phase, &str)] = &[
     (Phase::Place, "placing the pc"),
+    (Phase::NoteCode, "noting its blob"),
     (Phase::RawKnown, "raw stack known"),
     (Phase::RawNewStackKnown, "raw stack new, stack known"),
     (Phase::RawNewStackNew, "raw stack new, stack new"),

@@ -377,10 +377,12 @@ impl SampleResolver {
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
         let timer = Timer::start();
         let native = self.place_ip(ip, raw.time);
+        timer.stop(Phase::Place);
+        let timer = Timer::start();
         if let Placed::Jit(b) = native {
             self.note_code(rec, jm, b);
         }
-        timer.stop(Phase::Place);
+        timer.stop(Phase::NoteCode);
         let site = match &native {
             Placed::Jit(_) => IpSite::Jit,
             Placed::Code(k, _) => *k,
