@@ -312,21 +312,29 @@ fn pprof_and_json_dumps_of_a_session_without_them_come_from_its_jfr() {
         // The dump flushed a chunk: `status` says how much JFR the session keeps for dumps, and
         // where: in an unlinked file on a disk where there is a directory for one (then none of
         // it in the heap, and the JVM holds the file open), else in memory, and why.
-        let status = attach_ok(pid, "status");
-        let kept = status.lines().find_map(|l| l.strip_prefix("JFR kept for dump (no JFR file): "));
-        let (kb, rest) = kept
-            .and_then(|k| k.split_once(" KB of at most 65536 KB: "))
-            .and_then(|(kb, rest)| Some((kb.parse::<u64>().ok()?, rest)))
-            .unwrap_or_else(|| panic!("{status}"));
-        assert!(kb > 0, "{status}");
-        match disk_dir_for_unlinked_files() {
-            Some(dir) => {
-                assert_eq!(rest, format!("{kb} KB in an unlinked file in {dir}, 0 KB in memory"), "{status}");
-                assert!(unlinked_files_in(pid, &dir) >= 1, "{}: no unlinked file of the JVM's in {dir}", jdk.name);
+        let check_kept = |status: &str| {
+            let kept = status.lines().find_map(|l| l.strip_prefix("JFR kept for dump (no JFR file): "));
+            let (kb, rest) = kept
+                .and_then(|k| k.split_once(" KB of at most 65536 KB: "))
+                .and_then(|(kb, rest)| Some((kb.parse::<u64>().ok()?, rest)))
+                .unwrap_or_else(|| panic!("{status}"));
+            assert!(kb > 0, "{status}");
+            match disk_dir_for_unlinked_files() {
+                Some(dir) => {
+                    assert_eq!(rest, format!("{kb} KB in an unlinked file in {dir}, 0 KB in memory"), "{status}");
+                    assert!(unlinked_files_in(pid, &dir) >= 1, "{}: no unlinked file of the JVM's in {dir}", jdk.name);
+                }
+                None => assert!(rest.starts_with(&format!("{kb} KB in memory (no file for it: ")), "{status}"),
             }
-            None => assert!(rest.starts_with(&format!("{kb} KB in memory (no file for it: ")), "{status}"),
-        }
+            kb
+        };
+        let running = check_kept(&attach_ok(pid, "status"));
         attach_ok(pid, "stop");
+        // Stopped, the session's JFR stays where it was for `dump` (its last chunk added), and
+        // `status` still says so.
+        let idle = attach_ok(pid, "status");
+        assert!(idle.starts_with("state: idle (the last session's profile can still be dumped)\n"), "{idle}");
+        assert!(check_kept(&idle) >= running, "{idle}");
         attach_ok(pid, &format!("dump,file={}", f("p.pb.gz")));
         attach_ok(pid, &format!("dump,file={}", f("p.json")));
         assert!(jvm.say("exit").starts_with("done"));

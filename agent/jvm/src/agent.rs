@@ -6,7 +6,10 @@
 //! The agent is made of parts, each owned by its module: the JVM handles, the thread registry,
 //! the code and GC events, the sessions, the bridge's live state, the signal setup.
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
+
+use hpm_core::jfr::memory::Spill;
 
 use crate::code::CodeEvents;
 use crate::control::Sessions;
@@ -31,6 +34,10 @@ pub struct Agent {
     pub asgct: Option<AsgctFn>,
     /// `alloc` and `lock`: what the JVM's allocation, monitor and park events record.
     pub events: crate::sampler::jvmevents::JvmEvents,
+    /// Where a session without a JFR file keeps its JFR for `dump` ([`Spill::default_dirs`]),
+    /// read from the environment once, when the agent is set up (at `-agentpath`'s load no
+    /// other thread runs yet): reading it races a native library's `setenv` in another thread.
+    pub spill_dirs: Vec<PathBuf>,
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -56,6 +63,7 @@ pub fn install(jvmti: Jvmti, vm: Vm) -> Result<&'static Agent, &'static Agent> {
             stats: SignalStats::default(),
             asgct: signal::find_asgct(),
             events: Default::default(),
+            spill_dirs: Spill::default_dirs(),
         }
     });
     if fresh {
@@ -78,6 +86,7 @@ impl Agent {
             stats: &self.stats,
             asgct: self.asgct,
             events: &self.events,
+            spill_dirs: &self.spill_dirs,
         }
     }
 }

@@ -184,8 +184,12 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
         peak / 1024
     );
     let Some(s) = &control.running else {
-        let last = if control.last.is_some() { " (the last session's profile can still be dumped)" } else { "" };
-        return format!("state: idle{last}\n{agent}");
+        let Some(last) = &control.last else {
+            return format!("state: idle\n{agent}");
+        };
+        // Until the next session starts, the last one's JFR for `dump` stays where it was.
+        let kept = last.jfr_kept().map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default();
+        return format!("state: idle (the last session's profile can still be dumped)\n{kept}{agent}");
     };
     let (allocated, capacity) = s.buffers();
     let kept = s.jfr_kept().map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default();

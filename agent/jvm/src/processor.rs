@@ -92,6 +92,8 @@ pub struct Inputs {
     pub vm: Vm,
     /// `alloc` / `lock`: the JVM's events queued by the callbacks.
     pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
+    pub spill_dirs: &'static [std::path::PathBuf],
 }
 
 enum Request {
@@ -143,6 +145,11 @@ impl Finished {
     /// Samples in the profile.
     pub fn samples(&self) -> u64 {
         self.0.tree.cct.total_samples()
+    }
+
+    /// The JFR the session kept for `dump` when it had no JFR file: how much, and where.
+    pub fn jfr_kept(&self) -> Option<hpm_core::jfr::memory::KeptNow> {
+        self.0.jfr_mem.as_ref().map(|m| m.now())
     }
 }
 
@@ -439,7 +446,7 @@ impl Processor {
         }
         let jfr_mem = jfr
             .is_empty()
-            .then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(&Spill::default_dirs(), JFR_MEMORY_LIMIT)));
+            .then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(inputs.spill_dirs, JFR_MEMORY_LIMIT)));
         let keep_table = inputs.opts.data
             || inputs.opts.sampler == hpm_core::options::Sampler::Chain
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));

@@ -39,6 +39,8 @@ pub struct Parts {
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
     pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
+    pub spill_dirs: &'static [std::path::PathBuf],
 }
 
 /// What a session is configured with, checked before it starts (a bad option or an unusable
@@ -358,6 +360,7 @@ impl Session {
             jvmti: parts.jvmti,
             vm: parts.vm,
             events: parts.events,
+            spill_dirs: parts.spill_dirs,
         };
         let processor = processor::start(inputs, plan.outputs)?;
         let started = sampler.start().and_then(|()| {

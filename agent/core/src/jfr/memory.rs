@@ -252,7 +252,8 @@ impl Spill {
     }
 
     /// The directories tried by default: `TMPDIR` when set (the user's choice), then
-    /// `/var/tmp` (on a disk by convention; `/tmp` is often in memory), then `/tmp`.
+    /// `/var/tmp` (on a disk by convention; `/tmp` is often in memory), then `/tmp`. Reads the
+    /// environment: the agent calls it once, when it is set up.
     pub fn default_dirs() -> Vec<PathBuf> {
         let mut dirs: Vec<PathBuf> =
             std::env::var_os("TMPDIR").filter(|d| !d.is_empty()).map(PathBuf::from).into_iter().collect();
