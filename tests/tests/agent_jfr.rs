@@ -109,4 +109,13 @@ fn killed_jvm_leaves_a_readable_file() {
     assert!(!jfr.exists(), "the final name is only written once the profile is complete");
     let r = check_jfr(jdk, &part, "Shares");
     assert!(r.get("count jdk.ExecutionSample").copied().unwrap_or(0) > 0, "{r:?}");
+    // hpm's own readers take it as it is, as the README and the next run's refusal say.
+    let report = Command::new(hpm_bin()).arg("report").arg(&part).output().unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "hpm report X.part: {}", String::from_utf8_lossy(&report.stderr));
+    assert!(text.contains("Linger"), "{text}");
+    let svg = dir.join("p.svg");
+    let fg = Command::new(hpm_bin()).arg("flamegraph").arg(&part).arg("-o").arg(&svg).output().unwrap();
+    assert!(fg.status.success(), "hpm flamegraph X.part: {}", String::from_utf8_lossy(&fg.stderr));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("Linger"));
 }

@@ -28,7 +28,7 @@ fn load(path: &str) -> Result<CcMap, String> {
     let p = Path::new(path);
     match p.extension().and_then(|e| e.to_str()) {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
-        Some("jfr") => {
+        _ if hpm_core::load::is_jfr_path(p) => {
             let (rec, notes) = hpm_core::load::load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
             crate::input::warn(&notes);
             if rec.samples.is_empty() {

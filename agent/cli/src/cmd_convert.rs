@@ -34,7 +34,7 @@ pub fn main(a: Args) -> Result<(), String> {
             ))
         }
     };
-    if !input.ends_with(".jfr") {
+    if !hpm_core::load::is_jfr_path(std::path::Path::new(input)) {
         return Err(format!(
             "input `{input}` is not a .jfr recording; `hpm convert` needs one (collapsed stacks carry no source lines)"
         ));

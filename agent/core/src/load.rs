@@ -74,10 +74,18 @@ pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError
     Ok((recording, notes))
 }
 
+/// Whether `path` names a JFR recording: a `.jfr` file, or the `.jfr.part` the agent writes
+/// one as until its session ends (what a killed JVM leaves: its complete chunks are read, the
+/// last one's loss is said).
+pub fn is_jfr_path(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    path.extension().and_then(|e| e.to_str()) == Some("jfr") || (name.len() > 9 && name.ends_with(".jfr.part"))
+}
+
 /// Loads a profile as a calling context tree, with the warnings to show. The format is chosen
-/// by the extension (`.jfr`; anything else is read as collapsed stacks).
+/// by the extension (`.jfr` or `.jfr.part`; anything else is read as collapsed stacks).
 pub fn load_cct(path: &Path) -> Result<(Cct, Vec<String>), LoadError> {
-    if path.extension().and_then(|e| e.to_str()) == Some("jfr") {
+    if is_jfr_path(path) {
         let (rec, notes) = load_recording(path)?;
         return Ok((Cct::from_recording(&rec, false), notes));
     }
@@ -181,7 +189,7 @@ pub fn load_profile(
 ) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let is_jfr = ext == "jfr";
+    let is_jfr = is_jfr_path(p);
     if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
         let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
         return Err(format!(
@@ -269,6 +277,21 @@ mod tests {
         let again =
             parse_collapsed(&crate::output::collapsed::to_collapsed(&c, crate::output::collapsed::CountBy::Samples));
         assert_eq!(again.unwrap().total_samples(), 3);
+    }
+
+    #[test]
+    fn a_killed_runs_part_file_is_a_recording_and_other_parts_are_not() {
+        for (p, jfr) in [
+            ("p.jfr", true),
+            ("dir/p.jfr.part", true),
+            (".jfr.part", false),
+            ("p.collapsed.part", false),
+            ("p.part", false),
+            ("p.jfr.partial", false),
+            ("p.collapsed", false),
+        ] {
+            assert_eq!(is_jfr_path(Path::new(p)), jfr, "{p}");
+        }
     }
 
     #[test]
