@@ -4,6 +4,7 @@
 //! (`.collapsed`); with `--by`, the table of what the samples' data addresses touched; with
 //! `--instructions`, the samples per instruction of compiled code.
 
+use hpm_core::output::collapsed::CountBy;
 use hpm_core::output::data::DataBy;
 use hpm_core::output::instructions::InstructionOptions;
 use hpm_core::output::report::{data_report, full_report, ReportOptions};
@@ -56,7 +57,10 @@ pub fn main(a: Args) -> Result<(), String> {
         return Ok(());
     }
     let top = a.top.unwrap_or(20);
-    let opts = ReportOptions { top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone() };
+    // The JVM's events are counted by what they weigh (bytes, ns waited), as flame graphs draw them.
+    let by = if a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
+    let opts =
+        ReportOptions { top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone(), by };
     match (a.by, input.rec.as_ref()) {
         (Some(by), Some(rec)) => print!("{}", data_report(rec, &input.cct, &input.tallies, by, &opts)),
         (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),

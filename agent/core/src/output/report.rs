@@ -12,9 +12,10 @@ use crate::cct::{Cct, NodeId, ROOT};
 use crate::filter::Applied;
 use crate::model::{Recording, VmComponent};
 
+use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
-use super::methods::{method_rows, Row};
+use super::methods::{method_rows_by, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
@@ -31,11 +32,37 @@ pub struct ReportOptions {
     pub threads: bool,
     /// What `--thread`, `--from` and `--to` kept, said in the header.
     pub filtered: Option<Applied>,
+    /// What the method tables and the call tree count: samples, or (`--event`: the JVM's
+    /// events) what they weigh, bytes or ns waited.
+    pub by: CountBy,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { top: 20, min_percent: 1.0, threads: false, filtered: None }
+        ReportOptions { top: 20, min_percent: 1.0, threads: false, filtered: None, by: CountBy::Samples }
+    }
+}
+
+impl ReportOptions {
+    /// A node's (or method's) count as the tables count it.
+    fn amount(&self, samples: u64, weight: u64) -> u64 {
+        match self.by {
+            CountBy::Samples => samples,
+            CountBy::Weight => weight,
+        }
+    }
+
+    /// The whole the tables' shares are of.
+    fn total(&self, cct: &Cct) -> u64 {
+        self.amount(cct.total_samples(), cct.root().total_weight)
+    }
+
+    /// What the tables count, in their titles.
+    fn counted(&self) -> &'static str {
+        match self.by {
+            CountBy::Samples => "samples",
+            CountBy::Weight => "weight",
+        }
     }
 }
 
@@ -82,7 +109,7 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
         }
     }
     // Per-method totals and their order once, for both method tables.
-    let rows = method_rows(cct, opts.threads);
+    let rows = method_rows_by(cct, opts.threads, opts.by);
     top_methods(&mut out, cct, &rows, opts, &sources);
     counter_tables(&mut out, cct, &rows, opts);
     if let Some(rec) = rec {
@@ -146,17 +173,19 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
 }
 
 fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, sources: &IntMap<String, &str>) {
-    let total = cct.total_samples();
+    let total = opts.total(cct);
     let cpi = cpi_counters(&cct.counters);
     let roots = &cct.root().total_counters;
     let shown: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top).collect();
-    let _ = writeln!(out, "\n== Top {} methods by self samples ==", opts.top);
+    let _ = writeln!(out, "\n== Top {} methods by self {} ==", opts.top, opts.counted());
     if shown.is_empty() {
         out.push_str("(no samples)\n");
         return;
     }
     let widths: Vec<usize> = cct.counters.iter().map(|c| (c.len() + 1).max(8)).collect();
-    let mut h = format!("{:>8} {:>10} {:>8} {:>10}", "self%", "self", "total%", "total");
+    // Weights (bytes, ns waited) run to more digits than sample counts.
+    let n = if opts.by == CountBy::Weight { 16 } else { 10 };
+    let mut h = format!("{:>8} {:>n$} {:>8} {:>n$}", "self%", "self", "total%", "total");
     for (c, w) in cct.counters.iter().zip(&widths) {
         let _ = write!(h, " {:>w$}", format!("{c}%"));
     }
@@ -168,7 +197,7 @@ fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, 
     for r in &shown {
         let t = &r.t;
         let mut l = format!(
-            "{:>8} {:>10} {:>8} {:>10}",
+            "{:>8} {:>n$} {:>8} {:>n$}",
             pct(t.self_samples, total),
             group(t.self_samples),
             pct(t.total_samples, total),
@@ -192,7 +221,7 @@ fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, 
     let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
     if !rest.is_empty() {
         let s: u64 = rest.iter().map(|r| r.t.self_samples).sum();
-        let _ = writeln!(out, "{:>8} {:>10}  ({} more methods)", pct(s, total), group(s), group(rest.len() as u64));
+        let _ = writeln!(out, "{:>8} {:>n$}  ({} more methods)", pct(s, total), group(s), group(rest.len() as u64));
     }
 }
 
@@ -290,19 +319,25 @@ fn component_table(out: &mut String, components: &[(VmComponent, u64)]) {
 const MAX_INDENT: usize = 40;
 
 fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
-    let total = cct.total_samples();
+    let total = opts.total(cct);
+    // A node's total and self, as the tables count.
+    let of = |id: NodeId| {
+        let n = cct.node(id);
+        (opts.amount(n.total_samples, n.total_weight), opts.amount(n.self_samples, n.self_weight))
+    };
     let _ = writeln!(
         out,
-        "\n== Call tree{}: frames with at least {}% of samples ==",
+        "\n== Call tree{}: frames with at least {}% of {} ==",
         if opts.threads { " per thread" } else { "" },
-        opts.min_percent
+        opts.min_percent,
+        opts.counted()
     );
     let _ = writeln!(out, "{:>8} {:>8}  frame", "total%", "self%");
     if total == 0 {
         out.push_str("(no samples)\n");
         return;
     }
-    let keep = |id: NodeId| cct.node(id).total_samples as f64 * 100.0 >= opts.min_percent * total as f64;
+    let keep = |id: NodeId| of(id).0 as f64 * 100.0 >= opts.min_percent * total as f64;
     enum Item {
         Node(NodeId, usize),
         Omitted { depth: usize, frames: u64, samples: u64 },
@@ -312,23 +347,14 @@ fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         match item {
             Item::Node(id, depth) => {
                 let n = cct.node(id);
-                let _ = writeln!(
-                    out,
-                    "{:>8} {:>8}  {}{}",
-                    pct(n.total_samples, total),
-                    pct(n.self_samples, total),
-                    indent(depth),
-                    n.name
-                );
-                let mut kids: Vec<NodeId> =
-                    n.children.iter().copied().filter(|&c| cct.node(c).total_samples > 0).collect();
-                kids.sort_by(|&a, &b| {
-                    let (x, y) = (cct.node(a), cct.node(b));
-                    y.total_samples.cmp(&x.total_samples).then(x.name.cmp(&y.name))
-                });
+                let (n_total, n_self) = of(id);
+                let _ =
+                    writeln!(out, "{:>8} {:>8}  {}{}", pct(n_total, total), pct(n_self, total), indent(depth), n.name);
+                let mut kids: Vec<NodeId> = n.children.iter().copied().filter(|&c| of(c).0 > 0).collect();
+                kids.sort_by(|&a, &b| of(b).0.cmp(&of(a).0).then(cct.node(a).name.cmp(&cct.node(b).name)));
                 let (shown, cut): (Vec<NodeId>, Vec<NodeId>) = kids.into_iter().partition(|&c| keep(c));
                 if !cut.is_empty() {
-                    let samples = cut.iter().map(|&c| cct.node(c).total_samples).sum();
+                    let samples = cut.iter().map(|&c| of(c).0).sum();
                     stack.push(Item::Omitted { depth: depth + 1, frames: cut.len() as u64, samples });
                 }
                 for &c in shown.iter().rev() {

@@ -256,3 +256,23 @@ fn print_example_report() {
         println!("{}", full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default()));
     }
 }
+
+/// The JVM's events (`--event lock`) are counted by what they weigh, as the flame graphs and
+/// pprof count them: two long waits outweigh six short ones.
+#[test]
+fn events_are_counted_by_weight_when_asked() {
+    let mut cct = Cct::default();
+    cct.add_stack(&["main", "FutureTask"], 2, 2_992_000_000, &[]);
+    cct.add_stack(&["main", "int[]"], 6, 60_000_000, &[]);
+    let by_weight = ReportOptions { by: CountBy::Weight, ..Default::default() };
+    let r = full_report(None, &cct, &Tallies::default(), &by_weight);
+    let top = table_rows(&r, "== Top 20 methods by self weight");
+    assert!(top[0].ends_with("FutureTask") && top[0].trim_start().starts_with("98.03%"), "{r}");
+    assert!(top[1].ends_with("int[]") && top[1].trim_start().starts_with("1.97%"), "{r}");
+    let tree = table_rows(&r, "== Call tree: frames with at least 1% of weight");
+    assert!(tree[2].trim_end().ends_with("FutureTask") && tree[3].trim_end().ends_with("int[]"), "{tree:?}");
+    // By samples, as for CPU samples, the six come first.
+    let r = full_report(None, &cct, &Tallies::default(), &ReportOptions::default());
+    let top = table_rows(&r, "== Top 20 methods by self samples");
+    assert!(top[0].ends_with("int[]") && top[0].trim_start().starts_with("75.00%"), "{r}");
+}
