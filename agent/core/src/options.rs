@@ -722,6 +722,11 @@ pub fn help_text() -> String {
          \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
          \x20 thread=REGEX      event=wall: only the threads whose name matches (e.g. thread=worker-.*)\n\
          \x20 data              each sample's data address, decoded from its instruction in Java code (any event)\n\
+         \x20 alloc[=BYTES]     allocation profile: a sample every BYTES allocated on average (default 512k), with its\n\
+         \x20                   class and stack (jdk.ObjectAllocationSample; hpm report --event alloc)\n\
+         \x20 lock[=DURATION]   lock profile: contended monitor enters and parks that waited at least DURATION (default\n\
+         \x20                   10us; intercepts Unsafe.park: the JVM warns once), as jdk.JavaMonitorEnter and\n\
+         \x20                   jdk.ThreadPark (hpm report --event lock); event=alloc or event=lock: these without CPU samples\n\
          \x20 jstackdepth=256   maximum Java frames per sample (up to 4096 with jvmti, sps, wall; 512 others)\n\
          \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
@@ -883,6 +888,21 @@ mod tests {
         let h = help_text();
         for e in EVENTS {
             assert!(h.contains(e.name));
+        }
+    }
+
+    /// Every option the parser takes (the list its error gives) has a line of its own in the
+    /// help, as `  KEY`, `  KEY=` or `  KEY[=`.
+    #[test]
+    fn help_lists_every_option() {
+        let h = help_text();
+        for key in KEYS.split(", ") {
+            let listed = h.lines().any(|l| {
+                l.strip_prefix("  ")
+                    .and_then(|l| l.strip_prefix(key))
+                    .is_some_and(|rest| rest.starts_with([' ', '=', '[']))
+            });
+            assert!(listed, "`{key}` is not in the help");
         }
     }
 }
