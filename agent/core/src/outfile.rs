@@ -102,6 +102,9 @@ impl fmt::Display for OutputError {
             ErrorKind::Dir(what, e) => {
                 write!(f, "cannot write {p}: {what} ({e}); give a path in a writable directory")
             }
+            ErrorKind::Io(op, e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                write!(f, "cannot write {p}: {op}: {e}; give a path in a directory this user can reach and write")
+            }
             ErrorKind::Io(op, e) => write!(f, "cannot write {p}: {op}: {e}"),
         }
     }

@@ -144,3 +144,18 @@ fn create_new_never_reuses_a_name() {
     assert!(create_new(&q).is_err());
     assert_eq!(std::fs::read(&victim).unwrap(), b"secret");
 }
+
+/// A path the JVM's user may not reach (`/root/x.jfr` for another user) says what to do.
+#[test]
+fn a_path_out_of_reach_says_to_choose_another() {
+    let denied = OutputError::new(
+        Path::new("/root/x.jfr"),
+        ErrorKind::Io("stat", std::io::Error::from_raw_os_error(libc::EACCES)),
+    );
+    let text = denied.to_string();
+    assert!(text.starts_with("cannot write /root/x.jfr: stat: Permission denied"), "{text}");
+    assert!(text.ends_with("; give a path in a directory this user can reach and write"), "{text}");
+    let other =
+        OutputError::new(Path::new("/x.jfr"), ErrorKind::Io("write", std::io::Error::from_raw_os_error(libc::ENOSPC)));
+    assert!(!other.to_string().contains("give a path"), "{other}");
+}
