@@ -188,3 +188,43 @@ fn every_session_resolves_like_the_first_and_leaves_no_agent_thread() {
         assert!(jvm.child.wait().unwrap().success(), "{}: the attached JVM failed", jdk.name);
     }
 }
+
+/// A JVM running one copy of the agent (another path: another build, a renamed file) refuses
+/// to set up a second copy beside it, naming the first, whether it comes by `hpm attach` or by
+/// a second `-agentpath`; the first keeps running and answers through its own path.
+#[test]
+fn a_second_copy_of_the_agent_is_refused_and_named() {
+    let jdk = &jdks()[0];
+    let dir = scratch("second-copy");
+    let copy = dir.join("libhpm-other.so");
+    std::fs::copy(agent_path(), &copy).unwrap();
+    let first = dir.join("first.collapsed");
+    let mut jvm = Attachee::spawn({
+        let mut c = Command::new(jdk.java());
+        c.arg(format!("-agentpath:{}=quiet,file={}", copy.display(), first.display()))
+            .args(["-XX:CompileCommand=quiet", "-cp"])
+            .arg(workloads())
+            .args(["Attachee", "2"]);
+        c
+    });
+    let o = hpm(&["attach", &jvm.pid.to_string(), "status"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "a second copy was set up: {err}");
+    assert!(err.contains("another copy of the hpm agent runs in this JVM") && err.contains("libhpm-other.so"), "{err}");
+    // The first copy, through its own path, is the one running.
+    let o = hpm(&["attach", &jvm.pid.to_string(), "status", "--lib", copy.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("state: running"), "{out}{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(jvm.say("work 100"), "worked");
+    drop(jvm);
+    // Two -agentpath copies: the JVM does not start, and says why.
+    let o = Command::new(jdk.java())
+        .arg(format!("-agentpath:{}=quiet", copy.display()))
+        .arg(format!("-agentpath:{}=quiet", agent_path().display()))
+        .arg("-version")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("another copy of the hpm agent is loaded in this JVM"), "{err}");
+}

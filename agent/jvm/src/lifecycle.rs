@@ -29,6 +29,9 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         print!("{}", options::help_text());
         std::process::exit(0);
     }
+    if let Some(other) = other_agent() {
+        return Err(format!("another copy of the hpm agent is loaded in this JVM ({other}); give -agentpath once"));
+    }
     let jvmti =
         Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
     let plan = session::plan(&jvmti, option_string)?;
@@ -71,6 +74,13 @@ pub fn on_attach(vm: *mut JavaVM, command: &str) -> (jint, String) {
 pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     if let Some(a) = agent::get() {
         return Ok(a);
+    }
+    // Another copy of libhpm.so (another path, another build) would profile beside this one:
+    // two signal handlers, two sessions and a `status` that knows neither.
+    if let Some(other) = other_agent() {
+        return Err(format!(
+            "another copy of the hpm agent runs in this JVM ({other}); use that one: `hpm attach --lib {other} PID ...`"
+        ));
     }
     let jvmti =
         Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
@@ -121,6 +131,50 @@ fn pin_library() {
             libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE);
         }
     }
+}
+
+/// The path of another copy of libhpm.so loaded in this process (one that exports
+/// [`crate::hpm_agent_marker`] from another file than this library's), if any. Each copy has its
+/// own globals, so without this check each would set itself up as the agent.
+fn other_agent() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let own = own_path(&maps)?;
+    let mut seen = std::collections::HashSet::new();
+    // The sixth field of a file mapping is its path; `seen` keeps each library to one look.
+    let paths = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).filter(|p| p.starts_with('/'));
+    for path in paths.filter(|p| *p != own && p.contains(".so")) {
+        if seen.insert(path) && exports_marker(path) {
+            return Some(path.to_string());
+        }
+    }
+    None
+}
+
+/// This library's path as `maps` (/proc/self/maps) shows it: the mapping holding this function.
+fn own_path(maps: &str) -> Option<&str> {
+    let here = own_path as fn(&str) -> Option<&str> as usize as u64;
+    maps.lines().find_map(|l| {
+        let (range, rest) = l.split_once(' ')?;
+        let (lo, hi) = range.split_once('-')?;
+        let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+        (lo <= here && here < hi).then(|| rest.split_whitespace().nth(4)).flatten()
+    })
+}
+
+/// Whether the loaded library at `path` exports hpm's marker (nothing is loaded: `RTLD_NOLOAD`).
+fn exports_marker(path: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(path) else { return false };
+    // SAFETY: `c` is a NUL-terminated path; RTLD_NOLOAD returns a handle only for a library
+    // already loaded (taking a reference, released below) and never loads or runs anything.
+    let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+    if handle.is_null() {
+        return false;
+    }
+    // SAFETY: `handle` is the live handle from dlopen above; the name is NUL-terminated.
+    let found = !unsafe { libc::dlsym(handle, c"hpm_agent_marker".as_ptr()) }.is_null();
+    // SAFETY: releases the reference dlopen took; the library stays loaded for its other users.
+    unsafe { libc::dlclose(handle) };
+    found
 }
 
 /// Sets every callback (the lifecycle's own and callbacks.rs's) and enables the events that are
