@@ -228,3 +228,28 @@ fn a_second_copy_of_the_agent_is_refused_and_named() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("another copy of the hpm agent is loaded in this JVM"), "{err}");
 }
+
+/// Threads that started before a late attach are named as Java names them, whole, even where
+/// their OS names (the first 15 bytes) are alike: the VM tells each one's kernel id.
+#[test]
+fn threads_started_before_an_attach_keep_their_whole_names() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("attach-names-{}", jdk.name));
+        let prefix = "order-processing-worker-";
+        let mut jvm = Attachee::spawn({
+            let mut c = Command::new(jdk.java());
+            c.args(["-XX:CompileCommand=quiet", "-cp"]).arg(workloads()).args(["Attachee", "2", prefix]);
+            c
+        });
+        let out = dir.join("t.collapsed");
+        attach_ok(jvm.pid, &format!("interval=1ms,threads,quiet,file={}", out.display()));
+        assert_eq!(jvm.say("work 1000"), "worked");
+        attach_ok(jvm.pid, "stop");
+        let text = std::fs::read_to_string(&out).unwrap();
+        for i in 0..2 {
+            let name = format!("[{prefix}{i} tid=");
+            assert!(text.lines().any(|l| l.starts_with(&name)), "{}: no stacks under {name}...]", jdk.name);
+        }
+        jvm.finish(&jdk.name);
+    }
+}

@@ -9,7 +9,7 @@ import java.io.InputStreamReader;
  *   "spin MS"    the main thread itself runs the mix for MS milliseconds, then prints "spun"
  *   "exit"       stops the workers, prints "done", exits 0 (also at end of input)
  *
- * Usage: java Attachee THREADS
+ * Usage: java Attachee THREADS [NAME_PREFIX]   (the workers are NAME_PREFIX0, ...; default attachee-)
  */
 public class Attachee {
     static volatile boolean stop;
@@ -44,9 +44,10 @@ public class Attachee {
 
     public static void main(String[] args) throws Exception {
         int threads = args.length > 0 ? Integer.parseInt(args[0]) : 2;
+        String prefix = args.length > 1 ? args[1] : "attachee-";
         Thread[] ts = new Thread[threads];
         for (int i = 0; i < threads; i++) {
-            ts[i] = new Thread(Attachee::work, "attachee-" + i);
+            ts[i] = new Thread(Attachee::work, prefix + i);
             ts[i].start();
         }
         System.out.println("ready " + ProcessHandle.current().pid());

@@ -99,7 +99,12 @@ struct Inner {
     java_live: HashMap<i32, ThreadInfo>,
     /// Java threads that started before the session (a late attach), by their OS name (the
     /// Java name cut to 15 bytes, as HotSpot names its threads); `None` if the name is shared.
+    /// Only those whose kernel id the VM did not tell (see `java_by_tid`).
     java_hints: HashMap<String, Option<ThreadInfo>>,
+    /// Java threads that started before the session, by the kernel id the VM's structures
+    /// gave: named whole, where OS names (15 bytes) often are not told apart
+    /// (`ForkJoinPool.commonPool-worker-1` and `-2` are both `ForkJoinPool.co`).
+    java_by_tid: HashMap<i32, ThreadInfo>,
     /// Drained rings (`sampler=chain`): groups of threads that ended, kept until the processor
     /// has read what their rings still hold (`with_rings`).
     retired: Vec<(i32, u32, ThreadEvents)>,
@@ -163,6 +168,7 @@ impl Threads {
                 first_error: None,
                 java_live: HashMap::new(),
                 java_hints: HashMap::new(),
+                java_by_tid: HashMap::new(),
                 retired: Vec::new(),
             }),
             signal,
@@ -214,12 +220,18 @@ impl Threads {
         g.retired.clear();
     }
 
-    /// Java threads the VM lists now (names and Java ids, no kernel ids): the /proc scan
-    /// matches them by OS name so they are profiled under their Java identity.
+    /// Java threads the VM lists now (names and Java ids, kernel ids where known): the /proc
+    /// scan matches them by kernel id, else by OS name, so they are profiled under their Java
+    /// identity.
     pub fn hint_java_threads(&self, infos: Vec<ThreadInfo>) {
         let mut g = self.lock();
         g.java_hints.clear();
+        g.java_by_tid.clear();
         for info in infos {
+            if info.os_tid != 0 {
+                g.java_by_tid.insert(info.os_tid as i32, info);
+                continue;
+            }
             let mut end = info.name.len().min(15);
             while !info.name.is_char_boundary(end) {
                 end -= 1;
@@ -483,7 +495,11 @@ impl Threads {
         }
         let mut n = 0;
         for tid in to_attach {
-            let known = self.lock().java_live.get(&tid).cloned();
+            let known = {
+                let mut g = self.lock();
+                let live = g.java_live.get(&tid).cloned();
+                live.or_else(|| g.java_by_tid.remove(&tid))
+            };
             let info = known.unwrap_or_else(|| {
                 let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
                 let comm = comm.trim_end();
@@ -605,6 +621,7 @@ impl Threads {
         g.live.clear();
         g.by_java_id.clear();
         g.java_hints.clear();
+        g.java_by_tid.clear();
         g.ended.clear();
     }
 

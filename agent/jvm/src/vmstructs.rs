@@ -381,21 +381,29 @@ pub fn walk_copy(
 /// A `JavaThread*`'s kernel thread id and stack base (the highest address), read without
 /// faulting: the thread may be ending and its structure freed.
 pub fn java_thread_stack(layout: &Layout, thread: u64) -> Option<(i32, u64)> {
+    let tid = java_thread_tid(thread)?;
+    let base = read_word(thread.checked_add(layout.thread_stack_base)?)?;
+    (base != 0).then_some((tid, base))
+}
+
+/// A `JavaThread*`'s kernel thread id (its `OSThread`'s), read without faulting: the thread
+/// may be ending and its structure freed.
+pub fn java_thread_tid(thread: u64) -> Option<i32> {
     let t = table().ok()?;
     let osthread = t.fields.get("JavaThread::_osthread").or_else(|| t.fields.get("Thread::_osthread"))?;
     let tid_field = t.fields.get("OSThread::_thread_id")?;
-    let word = |a: u64| {
-        let mut b = [0u8; 8];
-        crate::os::read_checked(a, &mut b).then(|| u64::from_le_bytes(b))
-    };
-    let os = word(thread.checked_add(*osthread)?).filter(|&o| o != 0)?;
+    let os = read_word(thread.checked_add(*osthread)?).filter(|&o| o != 0)?;
     let mut b = [0u8; 4];
     if !crate::os::read_checked(os.checked_add(*tid_field)?, &mut b) {
         return None;
     }
-    let tid = i32::from_le_bytes(b);
-    let base = word(thread.checked_add(layout.thread_stack_base)?)?;
-    (tid > 0 && base != 0).then_some((tid, base))
+    Some(i32::from_le_bytes(b)).filter(|&tid| tid > 0)
+}
+
+/// The 8 bytes at `addr`, read without faulting.
+fn read_word(addr: u64) -> Option<u64> {
+    let mut b = [0u8; 8];
+    crate::os::read_checked(addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
 /// `data`: the bytes of the instruction the calling thread was interrupted at (`ucontext`) and

@@ -38,13 +38,16 @@ pub trait Sampler: Send + Sync {
 }
 
 /// The Java threads alive now, named as the VM knows them (for threads that started before a
-/// late attach or before this session, which got no ThreadStart while it ran).
+/// late attach or before this session, which got no ThreadStart while it ran), with their
+/// kernel ids where the VM's structures tell them (`Thread.eetop`, then VMStructs; else 0).
 pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
     let (Some(jni), Ok(threads)) = (vm.env(), jvmti.all_threads()) else { return Vec::new() };
     let mut out = Vec::new();
     for t in threads {
         if let Ok(name) = jvmti.thread_name(t) {
-            out.push(ThreadInfo { os_tid: 0, java_id: jnienv::java_thread_id(jni, t), name, is_java: true });
+            let ptr = jnienv::java_thread_ptr(jni, t);
+            let os_tid = (ptr != 0).then(|| crate::vmstructs::java_thread_tid(ptr)).flatten().unwrap_or(0) as u32;
+            out.push(ThreadInfo { os_tid, java_id: jnienv::java_thread_id(jni, t), name, is_java: true });
         }
         jnienv::delete_local_ref(jni, t);
     }
