@@ -140,9 +140,41 @@ pub fn clip(s: &str, max: usize) -> String {
     out
 }
 
+/// The UTC date of Unix time `secs` (civil-from-days, no time zone database needed): year,
+/// month, day and the seconds into that day.
+pub fn civil_utc(secs: u64) -> (i64, i64, i64, u64) {
+    let days = (secs / 86_400) as i64;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d, secs % 86_400)
+}
+
+/// Unix time `ns` as ISO 8601 in UTC to the millisecond (`2026-11-28T13:40:02.123Z`), the form
+/// `--from` and `--to` take.
+pub fn iso_utc(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let (y, m, d, rem) = civil_utc(secs);
+    let ms = ns % 1_000_000_000 / 1_000_000;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_times_are_utc_to_the_millisecond() {
+        // 2026-11-22 02:05:39 UTC, as `options::format_timestamp`'s test has it.
+        assert_eq!(iso_utc(1_795_313_139_250_999_999), "2026-11-22T02:05:39.250Z");
+        assert_eq!(iso_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_utc(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn hex_round_trips_and_refuses_what_is_not_hex() {

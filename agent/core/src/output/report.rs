@@ -144,6 +144,10 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
             }
             let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
             kv("counters", counters);
+            if rec.start_wall_ns != 0 {
+                // What --from and --to take as a wall-clock time.
+                kv("start", crate::text::iso_utc(rec.start_wall_ns));
+            }
             if rec.end_ticks > rec.start_ticks {
                 kv("duration", duration_ns(rec.end_ticks - rec.start_ticks));
             }
