@@ -820,8 +820,11 @@ fn first_sightings_are_counted_once() {
     // Another leaf on the same callers: one more stack, one more method.
     res.resolve(&mut rec, &mut table(), &captured(0, 30, 0, &[(2, 5), (3, 7), (1, 20)]));
     assert_eq!((res.stacks_made(), res.stats.methods_named), (2, 4));
-    let line = res.stats.first_sightings_line(res.stacks_made(), 4);
+    let line = res.stats.first_sightings_line(res.stacks_made(), 4, 0);
     assert!(line.starts_with("named for the first time: 2 stacks (50% of the samples), 0 frames"), "{line}");
+    // The JVM's events' stacks are named alike: counted beside the samples.
+    let line = res.stats.first_sightings_line(res.stacks_made(), 1, 3);
+    assert!(line.starts_with("named for the first time: 2 stacks (50% of the samples and events), "), "{line}");
 }
 
 /// The interpreted frames' `Method*`s of a round's walks reach the method source at once,

@@ -856,7 +856,9 @@ impl Processor {
              the outputs{early}{once}){per_sample}{cached}"
         );
         if stats.samples.load(Ordering::Relaxed) > 0 {
-            let line = self.resolver.stats.first_sightings_line(self.resolver.stacks_made(), samples as u64);
+            // The JVM's events (`alloc`, `lock`) have stacks named as the samples' are.
+            let (stacks, events) = (self.resolver.stacks_made(), self.events.count());
+            let line = self.resolver.stats.first_sightings_line(stacks, samples as u64, events);
             eprintln!("hpm: {line}");
             if let Some(line) = hpm_core::phase_timing::take_line(samples as u64) {
                 eprintln!("hpm: {line}");

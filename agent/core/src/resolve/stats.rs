@@ -31,15 +31,17 @@ pub struct WalkStats {
 
 impl WalkStats {
     /// The summary's line of what was named for the first time, `stacks` distinct stacks
-    /// among `samples` (the processing per sample follows their share: each new one is named,
-    /// shared, added to the tree and to the stack table once).
-    pub fn first_sightings_line(&self, stacks: u64, samples: u64) -> String {
+    /// among `samples` and the JVM's `events` (`alloc`, `lock`: their stacks are named alike;
+    /// the processing per sample follows their share: each new one is named, shared, added to
+    /// the tree and to the stack table once).
+    pub fn first_sightings_line(&self, stacks: u64, samples: u64, events: u64) -> String {
         use crate::text::group;
         format!(
-            "named for the first time: {} stacks ({:.0}% of the samples), {} frames of hpm's walker, {} methods, {} \
+            "named for the first time: {} stacks ({:.0}% of the samples{}), {} frames of hpm's walker, {} methods, {} \
              native code addresses",
             group(stacks),
-            stacks as f64 * 100.0 / samples.max(1) as f64,
+            stacks as f64 * 100.0 / (samples + events).max(1) as f64,
+            if events > 0 { " and events" } else { "" },
             group(self.frames_named),
             group(self.methods_named),
             group(self.sites_named)

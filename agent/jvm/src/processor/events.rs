@@ -22,6 +22,13 @@ pub(super) struct EventState {
     totals: [(u64, u64); 3],
 }
 
+impl EventState {
+    /// The JVM's events taken so far, of every kind.
+    pub(super) fn count(&self) -> u64 {
+        self.totals.iter().map(|t| t.0).sum()
+    }
+}
+
 impl Processor {
     pub(super) fn add_jvm_events(&mut self) {
         let pending = self.inputs.events.take();
