@@ -226,7 +226,7 @@ fn a_second_copy_of_the_agent_is_refused_and_named() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{err}");
-    assert!(err.contains("another copy of the hpm agent is loaded in this JVM"), "{err}");
+    assert!(err.contains("another copy of the hpm agent runs in this JVM"), "{err}");
 }
 
 /// Threads that started before a late attach are named as Java names them, whole, even where

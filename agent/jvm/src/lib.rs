@@ -52,10 +52,12 @@ fn options_text(options: *const c_char) -> String {
     }
 }
 
-/// Marks a library as hpm's agent: a second copy loaded into the same JVM (another path) finds
-/// the first by this symbol and refuses to set itself up beside it.
+/// Whether this copy of libhpm.so runs as the JVM's agent: a second copy loaded into the same
+/// JVM (another file) asks the first by this symbol and refuses to set itself up beside it.
 #[no_mangle]
-pub extern "C" fn hpm_agent_marker() {}
+pub extern "C" fn hpm_agent_running() -> bool {
+    agent::get().is_some()
+}
 
 /// `-agentpath:libhpm.so=OPTIONS`: set up; on a bad option or an unusable perf setup, print
 /// one line and make the JVM refuse to start.

@@ -2,7 +2,7 @@
 //! (`hpm attach`: Agent_OnAttach; the Java bridge: JNI_OnLoad), VMInit and VMDeath. It sets up
 //! the global agent, its JVMTI capabilities and callbacks, and hands sessions to `control`.
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use hpm_core::options::{self, Sampler};
@@ -30,7 +30,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
         std::process::exit(0);
     }
     if let Some(other) = other_agent() {
-        return Err(format!("another copy of the hpm agent is loaded in this JVM ({other}); give -agentpath once"));
+        return Err(format!("another copy of the hpm agent runs in this JVM ({other}); give -agentpath once"));
     }
     let jvmti =
         Jvmti::from_vm(vm).map_err(|rc| format!("the JVM offers no JVMTI 1.2 environment (GetEnv returned {rc})"))?;
@@ -68,9 +68,9 @@ pub fn on_attach(vm: *mut JavaVM, command: &str) -> (jint, String) {
 /// at once when the agent is already set up (by -agentpath or an earlier attach). Must run on
 /// a thread attached to the VM. Starts no session: `control::execute("start,...")` does.
 ///
-/// What a late start cannot see: samples before it, and threads' Java names for threads that
-/// started earlier (they are found by the /proc scan under their OS names). Code compiled
-/// earlier is replayed by GenerateEvents when the first signal-sampler session starts.
+/// What a late start cannot see: samples before it (threads that started earlier are named by
+/// the kernel ids their `JavaThread`s hold, else by OS name: `sampler::java_threads`). Code
+/// compiled earlier is replayed by GenerateEvents when the first signal-sampler session starts.
 pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     if let Some(a) = agent::get() {
         return Ok(a);
@@ -79,7 +79,9 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     // two signal handlers, two sessions and a `status` that knows neither.
     if let Some(other) = other_agent() {
         return Err(format!(
-            "another copy of the hpm agent runs in this JVM ({other}); use that one: `hpm attach --lib {other} PID ...`"
+            "another copy of the hpm agent runs in this JVM ({other}{}); use that one: `hpm attach --lib {other} PID \
+             ...`, or for the Java bridge -Dhpm.agent.path={other}",
+            gone_note(&other)
         ));
     }
     let jvmti =
@@ -133,48 +135,75 @@ fn pin_library() {
     }
 }
 
-/// The path of another copy of libhpm.so loaded in this process (one that exports
-/// [`crate::hpm_agent_marker`] from another file than this library's), if any. Each copy has its
-/// own globals, so without this check each would set itself up as the agent.
+/// Loaded objects looked at, at most, for another copy of the agent.
+const MAX_OBJECTS: usize = 4096;
+
+/// The path of another copy of libhpm.so (another file: another build, a renamed copy) that
+/// runs as the agent in this process, if any: each copy has its own globals, so without this
+/// check each would set itself up as the agent. The loaded objects are listed by the dynamic
+/// loader (`dl_iterate_phdr`) and asked by the names it keeps for them, so `dlopen` with
+/// `RTLD_NOLOAD` finds each among those loaded and opens no file; a copy that is loaded but
+/// does not run (it refused, or a failed attach left it) does not count.
 fn other_agent() -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let own = own_path(&maps)?;
-    let mut seen = std::collections::HashSet::new();
-    // The sixth field of a file mapping is its path; `seen` keeps each library to one look.
-    let paths = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).filter(|p| p.starts_with('/'));
-    for path in paths.filter(|p| *p != own && p.contains(".so")) {
-        if seen.insert(path) && exports_marker(path) {
-            return Some(path.to_string());
+    let mut names: Vec<CString> = Vec::new();
+    // SAFETY: `collect_name` matches dl_iterate_phdr's callback type and only reads the
+    // `dl_phdr_info` it is handed, during the call; `data` is `names`, alive and not otherwise
+    // used until dl_iterate_phdr returns.
+    unsafe { libc::dl_iterate_phdr(Some(collect_name), (&mut names as *mut Vec<CString>).cast()) };
+    let own = crate::hpm_agent_running as extern "C" fn() -> bool as usize;
+    names.iter().find(|n| other_copy_runs(n, own)).map(|n| n.to_string_lossy().into_owned())
+}
+
+/// dl_iterate_phdr's callback: copies each loaded object's name (the main program's is empty)
+/// into the `Vec<CString>` at `data`, up to [`MAX_OBJECTS`].
+unsafe extern "C" fn collect_name(info: *mut libc::dl_phdr_info, _size: libc::size_t, data: *mut c_void) -> c_int {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: dl_iterate_phdr passes a valid `info` for the call's length and `data` as
+        // given by `other_agent`: its `Vec<CString>`, used by nothing else meanwhile.
+        let (name, names) = unsafe { ((*info).dlpi_name, &mut *data.cast::<Vec<CString>>()) };
+        if !name.is_null() && names.len() < MAX_OBJECTS {
+            // SAFETY: a non-null `dlpi_name` is a NUL-terminated string the loader keeps.
+            let name = unsafe { CStr::from_ptr(name) };
+            if !name.is_empty() {
+                names.push(name.to_owned());
+            }
         }
-    }
-    None
+    }));
+    0
 }
 
-/// This library's path as `maps` (/proc/self/maps) shows it: the mapping holding this function.
-fn own_path(maps: &str) -> Option<&str> {
-    let here = own_path as fn(&str) -> Option<&str> as usize as u64;
-    maps.lines().find_map(|l| {
-        let (range, rest) = l.split_once(' ')?;
-        let (lo, hi) = range.split_once('-')?;
-        let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
-        (lo <= here && here < hi).then(|| rest.split_whitespace().nth(4)).flatten()
-    })
-}
-
-/// Whether the loaded library at `path` exports hpm's marker (nothing is loaded: `RTLD_NOLOAD`).
-fn exports_marker(path: &str) -> bool {
-    let Ok(c) = std::ffi::CString::new(path) else { return false };
-    // SAFETY: `c` is a NUL-terminated path; RTLD_NOLOAD returns a handle only for a library
-    // already loaded (taking a reference, released below) and never loads or runs anything.
-    let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+/// Whether the loaded object `name` (as the loader names it) is another copy of this library
+/// that runs as the agent: it exports [`crate::hpm_agent_running`], at another address than
+/// this copy's (`own`), and that says so.
+fn other_copy_runs(name: &CStr, own: usize) -> bool {
+    // SAFETY: `name` is a name the loader keeps for a loaded object, so RTLD_NOLOAD finds it
+    // among those loaded (taking a reference, released below) and neither opens a file nor
+    // runs anything.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
     if handle.is_null() {
         return false;
     }
-    // SAFETY: `handle` is the live handle from dlopen above; the name is NUL-terminated.
-    let found = !unsafe { libc::dlsym(handle, c"hpm_agent_marker".as_ptr()) }.is_null();
-    // SAFETY: releases the reference dlopen took; the library stays loaded for its other users.
+    // SAFETY: `handle` is the live handle from dlopen above; the symbol name is NUL-terminated.
+    let sym = unsafe { libc::dlsym(handle, c"hpm_agent_running".as_ptr()) };
+    let runs = !sym.is_null() && sym as usize != own && {
+        // SAFETY: an object exporting `hpm_agent_running` is a copy of this library, where it
+        // is `extern "C" fn() -> bool` (lib.rs): it reads that copy's global, never panics,
+        // and the copy stays loaded while the reference taken above is held.
+        let f: extern "C" fn() -> bool = unsafe { std::mem::transmute(sym) };
+        f()
+    };
+    // SAFETY: releases the reference dlopen took; the object stays loaded for its other users.
     unsafe { libc::dlclose(handle) };
-    found
+    runs
+}
+
+/// The refusal's words for another copy's `path`: whether its file is still there to be named.
+fn gone_note(path: &str) -> &'static str {
+    if std::path::Path::new(path).exists() {
+        ""
+    } else {
+        ", whose file was deleted since: restart the JVM to profile with another copy"
+    }
 }
 
 /// Sets every callback (the lifecycle's own and callbacks.rs's) and enables the events that are
