@@ -51,6 +51,14 @@ pub const ANCHOR_MAX_NS: u64 = 20_000_000;
 /// round): see `ring_pages_for`.
 const CHAIN_DRAIN_NS: u64 = 100_000_000;
 
+/// The tests' `HPM_TEST_PERF_ERRNO`: an errno every perf_event_open of the process fails with.
+/// Read once, at the first session (the environment is not read again from the JVM's threads,
+/// whose native libraries may `setenv`).
+fn injected_errno() -> Option<i32> {
+    static ERRNO: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *ERRNO.get_or_init(|| std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()))
+}
+
 impl PerfSpec {
     pub fn new(event: EventDef, period: u64, counters: Vec<EventDef>, kernel: KernelMode) -> PerfSpec {
         let mut layout = Layout::standard(!counters.is_empty());
@@ -84,7 +92,7 @@ impl PerfSpec {
             kernel,
             max_stack: limit.clamp(1, MAX_KERNEL_FRAMES) as u16,
             layout,
-            inject_errno: std::env::var("HPM_TEST_PERF_ERRNO").ok().and_then(|v| v.parse().ok()),
+            inject_errno: injected_errno(),
             signal: true,
             ring_pages: RING_DATA_PAGES,
             anchor: None,

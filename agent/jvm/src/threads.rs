@@ -497,8 +497,8 @@ impl Threads {
         for tid in to_attach {
             let known = {
                 let mut g = self.lock();
-                let live = g.java_live.get(&tid).cloned();
-                live.or_else(|| g.java_by_tid.remove(&tid))
+                let by_tid = g.java_by_tid.remove(&tid);
+                g.java_live.get(&tid).cloned().or(by_tid)
             };
             let info = known.unwrap_or_else(|| {
                 let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
@@ -519,6 +519,9 @@ impl Threads {
                 n += 1;
             }
         }
+        // The kernel ids the VM gave held for the tasks present now: a thread listed that has
+        // ended since must not name a later task given its id.
+        self.lock().java_by_tid.clear();
         n
     }
 
