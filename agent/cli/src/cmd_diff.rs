@@ -84,7 +84,8 @@ pub fn main(a: Args) -> Result<(), String> {
         if p.cct.total_samples() == 0 {
             return Err(format!("{path}: the profile has no samples"));
         }
-        Ok::<_, String>(p.cct)
+        // The JVM's events are compared by what they weigh (bytes, ns waited), as reported.
+        Ok::<_, String>(if a.samples.event.is_some() { p.cct.weight_as_samples() } else { p.cct })
     };
     let (ca, cb) = (load(&a.a)?, load(&a.b)?);
     let d = diff(ca, cb, &DiffOptions { by, normalize: !a.exact_names });
@@ -92,8 +93,9 @@ pub fn main(a: Args) -> Result<(), String> {
     if let (Some(out), Some(format)) = (a.output.as_deref(), format) {
         let name = |p: &str| Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p).to_string();
         let title = a.title.clone().unwrap_or_else(|| format!("hpm diff: {} -> {}", name(&a.a), name(&a.b)));
+        let what = if a.samples.event.is_some() { "weight" } else { "samples" };
         let subtitle = Some(format!(
-            "widths: {}'s samples; colour: the change of each frame's share of all samples since {} \
+            "widths: {}'s {what}; colour: the change of each frame's share of all {what} since {} \
              (red grew, blue shrank)",
             name(&a.b),
             name(&a.a)

@@ -138,6 +138,15 @@ impl Cct {
         self.root().total_samples
     }
 
+    /// The tree counted by weight: each node's samples become its weight (the JVM's events,
+    /// `--event`: bytes or ns waited), for the analyses that count samples.
+    pub fn weight_as_samples(mut self) -> Cct {
+        for n in &mut self.nodes {
+            (n.self_samples, n.total_samples) = (n.self_weight, n.total_weight);
+        }
+        self
+    }
+
     /// The id of `name` among the tree's frame names, interned if new.
     pub fn name_id(&mut self, name: &str) -> u32 {
         if let Some(&n) = self.name_ids.get(name) {
@@ -571,6 +580,17 @@ mod tests {
         let mut stacks = c.leaf_stacks();
         stacks.sort();
         assert_eq!(stacks[0], (vec!["main", "a"], 2));
+    }
+
+    #[test]
+    fn a_tree_by_weight_counts_weight_as_samples() {
+        let mut c = Cct::default();
+        c.add_stack(&["main", "park"], 2, 3_000, &[]);
+        c.add_stack(&["main", "monitor"], 6, 60, &[]);
+        let w = c.weight_as_samples();
+        assert_eq!(w.total_samples(), 3_060);
+        let t = w.method_totals();
+        assert_eq!((t["park"].self_samples, t["monitor"].self_samples), (3_000, 60));
     }
 
     /// The agent's path (names by id, per method) builds the tree the readers' path does.

@@ -113,7 +113,15 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     top_methods(&mut out, cct, &rows, opts, &sources);
     counter_tables(&mut out, cct, &rows, opts);
     if let Some(rec) = rec {
-        thread_table(&mut out, &tallies.threads, &rec.counters, &rec.states, opts.top);
+        match opts.by {
+            CountBy::Samples => {
+                thread_table(&mut out, &tallies.threads, &rec.counters, &rec.states, opts.top, "samples")
+            }
+            CountBy::Weight => {
+                let rows = super::threads::by_weight(&tallies.threads);
+                thread_table(&mut out, &rows, &rec.counters, &rec.states, opts.top, "weight")
+            }
+        }
     }
     component_table(&mut out, &tallies.components);
     if let Some(rec) = rec {

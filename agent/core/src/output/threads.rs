@@ -16,6 +16,8 @@ pub struct ThreadRow {
     /// Kernel thread id (0 when unknown).
     pub os_tid: u32,
     pub samples: u64,
+    /// What its samples weigh (the JVM's events: bytes or ns waited).
+    pub weight: u64,
     /// Counter sums, aligned with `Recording::counters`.
     pub counters: Vec<u64>,
     /// Samples per thread state, aligned with `Recording::states`; empty when no sample of the
@@ -36,11 +38,12 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
                 Some(t) => (t.name.clone(), t.os_tid),
                 None => (format!("[thread #{}]", s.thread), 0),
             };
-            rows.push(ThreadRow { name, os_tid, samples: 0, counters: vec![0; k], states: Vec::new() });
+            rows.push(ThreadRow { name, os_tid, samples: 0, weight: 0, counters: vec![0; k], states: Vec::new() });
             rows.len() - 1
         });
         let row = &mut rows[i];
         row.samples += 1;
+        row.weight = row.weight.saturating_add(s.weight);
         for (sum, v) in row.counters.iter_mut().zip(&s.counters) {
             *sum = sum.saturating_add(*v);
         }
@@ -58,9 +61,25 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
 /// Longest thread name shown; longer ones end in `..`.
 const NAME_WIDTH: usize = 60;
 
+/// The rows as [`thread_table`] counts them by weight ([`super::collapsed::CountBy::Weight`]): each row's samples are its
+/// weight, heaviest first.
+pub(crate) fn by_weight(rows: &[ThreadRow]) -> Vec<ThreadRow> {
+    let mut rows: Vec<ThreadRow> = rows.iter().map(|r| ThreadRow { samples: r.weight, ..r.clone() }).collect();
+    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)).then(a.os_tid.cmp(&b.os_tid)));
+    rows
+}
+
 /// Appends the `== Threads ==` table: the `top` threads with most samples, then one line for
-/// the rest. `counters` and `states` name the rows' columns.
-pub(crate) fn thread_table(out: &mut String, rows: &[ThreadRow], counters: &[String], states: &[String], top: usize) {
+/// the rest. `counters` and `states` name the rows' columns; `counted` the first (`samples`,
+/// or `weight` for rows [`by_weight`]).
+pub(crate) fn thread_table(
+    out: &mut String,
+    rows: &[ThreadRow],
+    counters: &[String],
+    states: &[String],
+    top: usize,
+    counted: &str,
+) {
     let _ = writeln!(out, "\n== Threads ==");
     let total: u64 = rows.iter().map(|r| r.samples).sum();
     if total == 0 {
@@ -78,7 +97,8 @@ pub(crate) fn thread_table(out: &mut String, rows: &[ThreadRow], counters: &[Str
     // JFR's names without their common prefix: `STATE_SLEEPING` heads a column `sleeping%`.
     let label = |s: usize| states[s].strip_prefix("STATE_").unwrap_or(&states[s]).to_ascii_lowercase();
     let sw: Vec<usize> = shown_states.iter().map(|&s| (label(s).len() + 1).max(7)).collect();
-    let mut h = format!("{:>10} {:>8}", "samples", "%");
+    let n = if counted == "samples" { 10 } else { 16 };
+    let mut h = format!("{:>n$} {:>8}", counted, "%");
     for (&s, w) in shown_states.iter().zip(&sw) {
         let _ = write!(h, " {:>w$}", format!("{}%", label(s)));
     }
@@ -90,7 +110,7 @@ pub(crate) fn thread_table(out: &mut String, rows: &[ThreadRow], counters: &[Str
     }
     let _ = writeln!(out, "{h} {:>8}  thread", "tid");
     for r in rows.iter().take(top) {
-        let mut l = format!("{:>10} {:>8}", group(r.samples), pct(r.samples, total));
+        let mut l = format!("{:>n$} {:>8}", group(r.samples), pct(r.samples, total));
         for (&s, w) in shown_states.iter().zip(&sw) {
             let _ = write!(l, " {:>w$}", pct(r.states.get(s).copied().unwrap_or(0), r.samples));
         }
@@ -107,7 +127,7 @@ pub(crate) fn thread_table(out: &mut String, rows: &[ThreadRow], counters: &[Str
         let rest: u64 = rows[top..].iter().map(|r| r.samples).sum();
         let _ = writeln!(
             out,
-            "{:>10} {:>8}  ({} more threads)",
+            "{:>n$} {:>8}  ({} more threads)",
             group(rest),
             pct(rest, total),
             group((rows.len() - top) as u64)
@@ -174,7 +194,7 @@ mod tests {
     fn table_shows_shares_cpi_and_the_rest() {
         let r = rec(&[]);
         let mut out = String::new();
-        thread_table(&mut out, &thread_rows(&r), &r.counters, &r.states, 2);
+        thread_table(&mut out, &thread_rows(&r), &r.counters, &r.states, 2, "samples");
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[1], "== Threads ==");
         assert_eq!(lines[2], "   samples        %  cycles% instructions%    CPI      tid  thread");
@@ -193,7 +213,7 @@ mod tests {
             s.state = Some(if s.thread == 0 && i < 3 { 1 } else { 0 });
         }
         let mut out = String::new();
-        thread_table(&mut out, &thread_rows(&r), &[], &r.states, 10);
+        thread_table(&mut out, &thread_rows(&r), &[], &r.states, 10, "samples");
         let lines: Vec<&str> = out.lines().collect();
         // BLOCKED was never seen: no column.
         // Columns named without JFR's `STATE_` prefix, in lower case.
@@ -202,10 +222,27 @@ mod tests {
         assert_eq!(lines[4], "         3   30.00%   100.00%    0.00%       11  GC Thread#0");
     }
 
+    /// The JVM's events (`--event lock`) rank threads by what they weigh: GC Thread#0's three
+    /// samples outweigh main's six once they weigh ten times as much each.
+    #[test]
+    fn rows_by_weight_rank_and_share_by_weight() {
+        let mut r = rec(&[]);
+        for s in r.samples.iter_mut() {
+            s.weight = if s.thread == 1 { 1_000 } else { 100 };
+        }
+        let rows = by_weight(&thread_rows(&r));
+        let mut out = String::new();
+        thread_table(&mut out, &rows, &[], &[], 2, "weight");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[2], "          weight        %      tid  thread");
+        assert_eq!(lines[3], "           3,000   81.08%       11  GC Thread#0", "{out}");
+        assert_eq!(lines[4], "             600   16.22%       10  main", "{out}");
+    }
+
     #[test]
     fn no_samples_no_rows() {
         let mut out = String::new();
-        thread_table(&mut out, &thread_rows(&Recording::default()), &[], &[], 5);
+        thread_table(&mut out, &thread_rows(&Recording::default()), &[], &[], 5, "samples");
         assert!(out.contains("(no thread information in this profile)"), "{out}");
     }
 }
