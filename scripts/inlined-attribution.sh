@@ -12,8 +12,9 @@ secs="${1:-5}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
-lib="$here/target/release/libhpm.so"
-hpm="$here/target/release/hpm"
+target="${CARGO_TARGET_DIR:-$here/target}"
+lib="$target/release/libhpm.so"
+hpm="$target/release/hpm"
 javac -d "$out" "$here/tests/workloads/InlinedLoop.java"
 top2() { "$hpm" report "$1" 2>/dev/null | sed -n '/^== Top/,/^$/p' | sed -n '3,4p'; }
 

@@ -95,7 +95,7 @@ impl fmt::Display for OutputError {
             ErrorKind::PartExists => write!(
                 f,
                 "cannot write {p}: {p}{PART_SUFFIX} exists (another run is writing it, or a killed run left its profile \
-                 there: move it away)"
+                 there, readable as it is by hpm report: move it away)"
             ),
             ErrorKind::Exists => write!(f, "cannot create {p}: it exists already"),
             ErrorKind::TooManyLinks => write!(f, "cannot write {p}: more than {MAX_LINKS} symbolic links on the way"),

@@ -89,7 +89,7 @@ impl KeptNow {
             (None, _) => format!("{} KB in memory", kb(self.heap)),
             (Some(why), Some(_)) => format!("{} KB in memory ({why})", kb(self.heap)),
             (Some(why), None) => format!(
-                "{} KB in memory (no file for it: {why}; set TMPDIR to a directory on a disk, owned by you or root, to keep it there)",
+                "{} KB in memory (no file for it: {why}; set TMPDIR to a directory on a disk, owned by you or root, for the JVM's next start to keep it there)",
                 kb(self.heap)
             ),
         });
