@@ -2,7 +2,6 @@
 
 use std::collections::HashSet;
 
-use super::collapsed::CountBy;
 use crate::cct::{Cct, MethodTotals};
 use crate::hash::FastBuild;
 
@@ -15,12 +14,6 @@ pub(crate) struct Row<'a> {
 /// Methods by self samples, then total samples, then name. With `skip_threads`, the names of
 /// the root's children (thread frames) are left out.
 pub(crate) fn method_rows(cct: &Cct, skip_threads: bool) -> Vec<Row<'_>> {
-    method_rows_by(cct, skip_threads, CountBy::Samples)
-}
-
-/// [`method_rows`] counting `by`: with [`CountBy::Weight`] (the JVM's events, weighed in bytes
-/// or ns waited), each row's samples are its weight, and the rows are in that order.
-pub(crate) fn method_rows_by(cct: &Cct, skip_threads: bool, by: CountBy) -> Vec<Row<'_>> {
     let skip: HashSet<&str, FastBuild> = if skip_threads {
         cct.root().children.iter().map(|&c| &*cct.node(c).name).collect()
     } else {
@@ -28,11 +21,6 @@ pub(crate) fn method_rows_by(cct: &Cct, skip_threads: bool, by: CountBy) -> Vec<
     };
     let mut rows: Vec<Row> =
         cct.method_totals().into_iter().filter(|(n, _)| !skip.contains(n)).map(|(name, t)| Row { name, t }).collect();
-    if by == CountBy::Weight {
-        for r in &mut rows {
-            (r.t.self_samples, r.t.total_samples) = (r.t.self_weight, r.t.total_weight);
-        }
-    }
     rows.sort_by(|a, b| {
         b.t.self_samples.cmp(&a.t.self_samples).then(b.t.total_samples.cmp(&a.t.total_samples)).then(a.name.cmp(b.name))
     });

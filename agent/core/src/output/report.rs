@@ -15,7 +15,7 @@ use crate::model::{Recording, VmComponent};
 use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
-use super::methods::{method_rows_by, Row};
+use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, summary};
 use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
@@ -44,19 +44,6 @@ impl Default for ReportOptions {
 }
 
 impl ReportOptions {
-    /// A node's (or method's) count as the tables count it.
-    fn amount(&self, samples: u64, weight: u64) -> u64 {
-        match self.by {
-            CountBy::Samples => samples,
-            CountBy::Weight => weight,
-        }
-    }
-
-    /// The whole the tables' shares are of.
-    fn total(&self, cct: &Cct) -> u64 {
-        self.amount(cct.total_samples(), cct.root().total_weight)
-    }
-
     /// What the tables count, in their titles.
     fn counted(&self) -> &'static str {
         match self.by {
@@ -108,20 +95,30 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
             sources.entry(m.display_name()).or_insert(f);
         }
     }
+    // The tables count the tree's samples: by weight, a copy whose samples are its weight
+    // (the header above keeps the samples' count).
+    let weighed;
+    let cct = match opts.by {
+        CountBy::Samples => cct,
+        CountBy::Weight => {
+            weighed = cct.clone().weight_as_samples();
+            &weighed
+        }
+    };
     // Per-method totals and their order once, for both method tables.
-    let rows = method_rows_by(cct, opts.threads, opts.by);
+    let rows = method_rows(cct, opts.threads);
     top_methods(&mut out, cct, &rows, opts, &sources);
     counter_tables(&mut out, cct, &rows, opts);
     if let Some(rec) = rec {
-        match opts.by {
-            CountBy::Samples => {
-                thread_table(&mut out, &tallies.threads, &rec.counters, &rec.states, opts.top, "samples")
-            }
+        let weighed;
+        let threads = match opts.by {
+            CountBy::Samples => &tallies.threads,
             CountBy::Weight => {
-                let rows = super::threads::by_weight(&tallies.threads);
-                thread_table(&mut out, &rows, &rec.counters, &rec.states, opts.top, "weight")
+                weighed = super::threads::by_weight(&tallies.threads);
+                &weighed
             }
-        }
+        };
+        thread_table(&mut out, threads, &rec.counters, &rec.states, opts.top, opts.counted());
     }
     component_table(&mut out, &tallies.components);
     if let Some(rec) = rec {
@@ -185,7 +182,7 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
 }
 
 fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, sources: &IntMap<String, &str>) {
-    let total = opts.total(cct);
+    let total = cct.total_samples();
     let cpi = cpi_counters(&cct.counters);
     let roots = &cct.root().total_counters;
     let shown: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).take(opts.top).collect();
@@ -331,12 +328,7 @@ fn component_table(out: &mut String, components: &[(VmComponent, u64)]) {
 const MAX_INDENT: usize = 40;
 
 fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
-    let total = opts.total(cct);
-    // A node's total and self, as the tables count.
-    let of = |id: NodeId| {
-        let n = cct.node(id);
-        (opts.amount(n.total_samples, n.total_weight), opts.amount(n.self_samples, n.self_weight))
-    };
+    let total = cct.total_samples();
     let _ = writeln!(
         out,
         "\n== Call tree{}: frames with at least {}% of {} ==",
@@ -349,7 +341,7 @@ fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         out.push_str("(no samples)\n");
         return;
     }
-    let keep = |id: NodeId| of(id).0 as f64 * 100.0 >= opts.min_percent * total as f64;
+    let keep = |id: NodeId| cct.node(id).total_samples as f64 * 100.0 >= opts.min_percent * total as f64;
     enum Item {
         Node(NodeId, usize),
         Omitted { depth: usize, frames: u64, samples: u64 },
@@ -359,14 +351,23 @@ fn call_tree(out: &mut String, cct: &Cct, opts: &ReportOptions) {
         match item {
             Item::Node(id, depth) => {
                 let n = cct.node(id);
-                let (n_total, n_self) = of(id);
-                let _ =
-                    writeln!(out, "{:>8} {:>8}  {}{}", pct(n_total, total), pct(n_self, total), indent(depth), n.name);
-                let mut kids: Vec<NodeId> = n.children.iter().copied().filter(|&c| of(c).0 > 0).collect();
-                kids.sort_by(|&a, &b| of(b).0.cmp(&of(a).0).then(cct.node(a).name.cmp(&cct.node(b).name)));
+                let _ = writeln!(
+                    out,
+                    "{:>8} {:>8}  {}{}",
+                    pct(n.total_samples, total),
+                    pct(n.self_samples, total),
+                    indent(depth),
+                    n.name
+                );
+                let mut kids: Vec<NodeId> =
+                    n.children.iter().copied().filter(|&c| cct.node(c).total_samples > 0).collect();
+                kids.sort_by(|&a, &b| {
+                    let (x, y) = (cct.node(a), cct.node(b));
+                    y.total_samples.cmp(&x.total_samples).then(x.name.cmp(&y.name))
+                });
                 let (shown, cut): (Vec<NodeId>, Vec<NodeId>) = kids.into_iter().partition(|&c| keep(c));
                 if !cut.is_empty() {
-                    let samples = cut.iter().map(|&c| of(c).0).sum();
+                    let samples = cut.iter().map(|&c| cct.node(c).total_samples).sum();
                     stack.push(Item::Omitted { depth: depth + 1, frames: cut.len() as u64, samples });
                 }
                 for &c in shown.iter().rev() {
