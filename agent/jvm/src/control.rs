@@ -188,11 +188,11 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
             return format!("state: idle\n{agent}");
         };
         // Until the next session starts, the last one's JFR for `dump` stays where it was.
-        let kept = last.jfr_kept().map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default();
+        let kept = kept_line(last.jfr_kept());
         return format!("state: idle (the last session's profile can still be dumped)\n{kept}{agent}");
     };
     let (allocated, capacity) = s.buffers();
-    let kept = s.jfr_kept().map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default();
+    let kept = kept_line(s.jfr_kept());
     format!(
         "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n\
          sample buffers: {allocated} of {capacity} allocated\n{kept}{agent}",
@@ -203,6 +203,11 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
         elapsed_secs(s),
         s.files.join(", ")
     )
+}
+
+/// `status`'s line on the JFR a session without a JFR file keeps for `dump`, if it keeps any.
+fn kept_line(kept: Option<hpm_core::jfr::memory::KeptNow>) -> String {
+    kept.map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default()
 }
 
 fn describe(s: &Session) -> String {
