@@ -54,19 +54,24 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
             row.states[st as usize] += 1;
         }
     }
-    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)).then(a.os_tid.cmp(&b.os_tid)));
+    sort_rows(&mut rows);
     rows
 }
 
 /// Longest thread name shown; longer ones end in `..`.
 const NAME_WIDTH: usize = 60;
 
-/// The rows as [`thread_table`] counts them by weight ([`super::collapsed::CountBy::Weight`]): each row's samples are its
-/// weight, heaviest first.
+/// The rows as [`thread_table`] counts them by weight
+/// ([`super::collapsed::CountBy::Weight`]): each row's samples are its weight, heaviest first.
 pub(crate) fn by_weight(rows: &[ThreadRow]) -> Vec<ThreadRow> {
     let mut rows: Vec<ThreadRow> = rows.iter().map(|r| ThreadRow { samples: r.weight, ..r.clone() }).collect();
-    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)).then(a.os_tid.cmp(&b.os_tid)));
+    sort_rows(&mut rows);
     rows
+}
+
+/// Most samples first, then by name and kernel id.
+fn sort_rows(rows: &mut [ThreadRow]) {
+    rows.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.name.cmp(&b.name)).then(a.os_tid.cmp(&b.os_tid)));
 }
 
 /// Appends the `== Threads ==` table: the `top` threads with most samples, then one line for
