@@ -237,8 +237,8 @@ fn threads_started_before_an_attach_keep_their_whole_names() {
         let dir = scratch(&format!("attach-names-{}", jdk.name));
         let prefix = "order-processing-worker-";
         let mut jvm = Attachee::spawn({
-            let mut c = Command::new(jdk.java());
-            c.args(["-XX:CompileCommand=quiet", "-cp"]).arg(workloads()).args(["Attachee", "2", prefix]);
+            let mut c = Attachee::command(&jdk);
+            c.arg(prefix);
             c
         });
         let out = dir.join("t.collapsed");
