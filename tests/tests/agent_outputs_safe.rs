@@ -2,7 +2,7 @@
 //! item 1), end to end: -agentpath's `file=`, a refused start, `stop,file=` without a session,
 //! and `dump,file=` through `hpm attach`. (hpm_core::outfile's own tests cover the primitive.)
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use hpm_tests::*;
@@ -88,4 +88,53 @@ fn commands_through_attach_check_before_they_create() {
     attach_ok(jvm.pid, "stop");
     assert!(!read_collapsed(&dir.join("end.collapsed")).is_empty());
     jvm.finish("outputs through attach");
+}
+
+/// The session's JFR is read back, copied and renamed only through the descriptor the agent
+/// created it with. Whoever can write the output directory swaps `p.jfr.part` for a link to a
+/// file only they may read, then for a FIFO, then (after stop) puts a link at `p.jfr`: every
+/// dump copies the agent's own chunks (not the link's target, never hanging on the FIFO), and
+/// the stop renames nothing of theirs over `p.jfr`, saying so.
+#[test]
+fn dumps_and_the_stop_read_and_rename_only_the_file_the_agent_created() {
+    let jdk = &jdks()[0];
+    let dir = scratch("outputs-swapped-part");
+    let mut jvm = Attachee::start(jdk);
+    let pid = jvm.pid;
+    let p = dir.join("p.jfr");
+    let part = dir.join("p.jfr.part");
+    attach_ok(pid, &format!("interval=5ms,quiet,file={}", p.display()));
+    assert_eq!(jvm.say("work 300"), "worked");
+    let samples = |f: &Path| {
+        let text = std::fs::read(f).unwrap();
+        assert!(!text.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "{}: holds the secret", f.display());
+        check_jfr(jdk, f, "Shares").get("count jdk.ExecutionSample").copied().unwrap_or(0)
+    };
+
+    std::fs::rename(&part, dir.join("moved-away")).unwrap();
+    let (victim, link) = victim_and_link(&dir, "p.jfr.part");
+    let running = dir.join("running.jfr");
+    attach_ok(pid, &format!("dump,file={}", running.display()));
+    let first = samples(&running);
+    assert!(first > 0, "the dump while running holds no sample of the session");
+
+    std::fs::remove_file(&link).unwrap();
+    let fifo = std::ffi::CString::new(part.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o666) }, 0);
+    let beside_fifo = dir.join("beside-fifo.jfr");
+    attach_ok(pid, &format!("dump,file={}", beside_fifo.display()));
+    assert!(samples(&beside_fifo) >= first);
+
+    let stopped = attach_ok(pid, "stop");
+    assert!(stopped.contains("did not write") && stopped.contains("was replaced by another file"), "{stopped}");
+    assert!(!p.exists(), "the stop renamed another file over p.jfr");
+    assert!(std::fs::symlink_metadata(&part).unwrap().file_type().is_fifo(), "their FIFO was moved");
+
+    std::os::unix::fs::symlink(&victim, &p).unwrap();
+    let after = dir.join("after-stop.jfr");
+    attach_ok(pid, &format!("dump,file={}", after.display()));
+    assert!(samples(&after) >= first);
+    assert_untouched(&victim, "dumps");
+    jvm.finish("swapped part");
 }

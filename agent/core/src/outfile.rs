@@ -11,6 +11,12 @@
 //!   that directory (mode 0666 minus the umask, never wider), and [`PartFile::commit`] renames it
 //!   over `NAME` when complete. A file at `NAME` is replaced, never truncated or written
 //!   through; a symbolic link at `NAME` is refused with one line, never followed.
+//! - Only the file hpm created is ever renamed or read back: the descriptor it was created with
+//!   stays open, [`PartFile::commit`] renames `NAME.part` only while that name still holds the
+//!   descriptor's inode and checks afterwards that `NAME` does, and what was written is read
+//!   back through the descriptor ([`copy_at`]), never by opening the name again. Whoever can
+//!   write the directory can still swap names under it; they get a refusal, never hpm's
+//!   privileges (their link, FIFO or device is neither read, nor renamed as hpm's output).
 //! - [`create_new`] makes a fresh file that must not exist yet (attach trigger and reply files).
 //!
 //! A JVM killed while profiling leaves its JFR in `NAME.part`, readable up to the last flush.
@@ -54,6 +60,11 @@ pub enum ErrorKind {
     PartExists,
     /// `create_new`: the file exists.
     Exists,
+    /// `NAME.part` (`part: true`) or, just after the rename, `NAME` no longer holds the file
+    /// hpm created: someone who can write the directory replaced it.
+    Replaced {
+        part: bool,
+    },
     TooManyLinks,
     /// The directory is missing, unreadable or not writable.
     Dir(&'static str, std::io::Error),
@@ -98,6 +109,17 @@ impl fmt::Display for OutputError {
                  there, readable as it is by hpm report: move it away)"
             ),
             ErrorKind::Exists => write!(f, "cannot create {p}: it exists already"),
+            ErrorKind::Replaced { part: true } => write!(
+                f,
+                "did not write {p}: {p}{PART_SUFFIX} was replaced by another file while hpm wrote it (someone who can \
+                 write the directory did so), and hpm renames only the file it created; write to a directory only you \
+                 can write"
+            ),
+            ErrorKind::Replaced { part: false } => write!(
+                f,
+                "did not write {p}: another file took its place as hpm renamed its {PART_SUFFIX} (someone who can write \
+                 the directory did so); write to a directory only you can write"
+            ),
             ErrorKind::TooManyLinks => write!(f, "cannot write {p}: more than {MAX_LINKS} symbolic links on the way"),
             ErrorKind::Dir(what, e) => {
                 write!(f, "cannot write {p}: {what} ({e}); give a path in a writable directory")
@@ -292,9 +314,10 @@ impl Target {
         PathBuf::from(p)
     }
 
-    /// Creates `NAME.part` (new, exclusive, no link followed).
+    /// Creates `NAME.part` (new, exclusive, no link followed), open for reading too: what is
+    /// written is read back through this descriptor, never through the name.
     pub fn create_part(self) -> Result<PartFile, OutputError> {
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
+        let flags = libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW;
         let fd = open_at(self.dir.as_raw_fd(), &self.part, flags, 0o666).map_err(|e| {
             if e.raw_os_error() == Some(libc::EEXIST) {
                 OutputError::new(&self.path, ErrorKind::PartExists)
@@ -307,8 +330,14 @@ impl Target {
 
     /// Writes `bytes` as the whole new content of the file (through `NAME.part`).
     pub fn write_all(self, bytes: &[u8]) -> Result<(), OutputError> {
+        self.write_with(|f| f.write_all(bytes))
+    }
+
+    /// Writes the whole new content of the file with `fill` (through `NAME.part`, committed
+    /// when `fill` succeeds, removed when it fails): for content streamed from elsewhere.
+    pub fn write_with(self, fill: impl FnOnce(&mut File) -> std::io::Result<()>) -> Result<(), OutputError> {
         let mut part = self.create_part()?;
-        if let Err(e) = part.file.write_all(bytes) {
+        if let Err(e) = fill(&mut part.file) {
             let path = part.target.part_path();
             part.discard();
             return Err(OutputError::new(&path, ErrorKind::Io("write", e)));
@@ -329,6 +358,11 @@ impl PartFile {
         &mut self.file
     }
 
+    /// The file created, for reading back what was written (see [`copy_at`]).
+    pub fn created(&self) -> &File {
+        &self.file
+    }
+
     /// The final path (not the `.part` being written).
     pub fn path(&self) -> &Path {
         &self.target.path
@@ -340,23 +374,65 @@ impl PartFile {
 
     /// Makes the data durable and renames `NAME.part` over `NAME`. If a symbolic link or a
     /// non-file appeared at `NAME` meanwhile, the data stays in `NAME.part` and the error says so.
-    pub fn commit(self) -> Result<(), OutputError> {
+    /// Only the file this `PartFile` created is renamed: if `NAME.part` names another (someone
+    /// replaced it), nothing is renamed; if `NAME` does not hold it just after the rename (a swap
+    /// at that very moment), the error says so. The file stays open (see [`Self::file`]).
+    pub fn commit(&self) -> Result<(), OutputError> {
         self.file.sync_all().map_err(|e| OutputError::new(&self.target.part_path(), ErrorKind::Io("fsync", e)))?;
         self.target.check_final()?;
+        if !self.holds_ours(&self.target.part)? {
+            return Err(OutputError::new(&self.target.path, ErrorKind::Replaced { part: true }));
+        }
         let d = self.target.dir.as_raw_fd();
         // SAFETY: both names are NUL-terminated and relative to the same open directory.
         let rc = unsafe { libc::renameat(d, self.target.part.as_ptr(), d, self.target.name.as_ptr()) };
         if rc != 0 {
             return Err(last_error(&self.target.path, "rename"));
         }
+        if !self.holds_ours(&self.target.name)? {
+            return Err(OutputError::new(&self.target.path, ErrorKind::Replaced { part: false }));
+        }
         Ok(())
     }
 
-    /// Removes `NAME.part` (the output is abandoned).
-    pub fn discard(self) {
-        // SAFETY: the name is NUL-terminated and relative to the open directory.
-        unsafe { libc::unlinkat(self.target.dir.as_raw_fd(), self.target.part.as_ptr(), 0) };
+    /// Whether `name` in the directory is this file (same device and inode; a link there is
+    /// not followed).
+    fn holds_ours(&self, name: &CString) -> Result<bool, OutputError> {
+        let ours = stat_at(self.file.as_raw_fd(), &CString::default(), true)
+            .map_err(|e| OutputError::new(&self.target.part_path(), ErrorKind::Io("stat", e)))?;
+        match stat_at(self.target.dir.as_raw_fd(), name, true) {
+            Ok(st) => Ok(st.st_dev == ours.st_dev && st.st_ino == ours.st_ino),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(OutputError::new(&self.target.path, ErrorKind::Io("stat", e))),
+        }
     }
+
+    /// Removes `NAME.part` (the output is abandoned), if it is still the file created.
+    pub fn discard(self) {
+        if let Ok(true) = self.holds_ours(&self.target.part) {
+            // SAFETY: the name is NUL-terminated and relative to the open directory.
+            unsafe { libc::unlinkat(self.target.dir.as_raw_fd(), self.target.part.as_ptr(), 0) };
+        }
+    }
+}
+
+/// The size of the buffer [`copy_at`] copies through: what a copy holds in memory at once.
+pub const COPY_BUFFER: usize = 1 << 20;
+
+/// Copies `len` bytes of `src` from `offset` into `out`, through one buffer of at most
+/// [`COPY_BUFFER`] bytes: a file hpm wrote, read back through its own descriptor, never whole
+/// in memory. A file shorter than `len` (cut by someone) is an error, not a shorter copy.
+pub fn copy_at(src: &File, offset: u64, len: u64, out: &mut dyn Write) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; COPY_BUFFER.min(usize::try_from(len).unwrap_or(COPY_BUFFER))];
+    let mut done = 0u64;
+    while done < len {
+        let n = buf.len().min(usize::try_from(len - done).unwrap_or(buf.len()));
+        src.read_exact_at(&mut buf[..n], offset + done)?;
+        out.write_all(&buf[..n])?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// Creates a file that must not exist yet (no link followed, none replaced), mode 0666 minus

@@ -159,3 +159,69 @@ fn a_path_out_of_reach_says_to_choose_another() {
         OutputError::new(Path::new("/x.jfr"), ErrorKind::Io("write", std::io::Error::from_raw_os_error(libc::ENOSPC)));
     assert!(!other.to_string().contains("give a path"), "{other}");
 }
+
+/// Whoever can write the directory swaps `NAME.part` for a link to a file only its owner may
+/// read, or for a FIFO, while hpm writes: the commit renames nothing of theirs over `NAME`,
+/// and what hpm wrote is still read back, through the descriptor, never through the name.
+#[test]
+fn only_the_file_created_is_renamed_or_read_back() {
+    let d = Scratch::new("outfile-swapped-part");
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, b"secret").unwrap();
+    let fifo = CString::new(d.path().join("fifo").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    for (i, swap_in) in ["link", "file", "fifo"].into_iter().enumerate() {
+        let path = d.path().join(format!("p{i}.jfr"));
+        let part_name = d.path().join(format!("p{i}.jfr.part"));
+        std::fs::write(&path, b"the previous profile").unwrap();
+        let mut part = Target::check(&path).unwrap().create_part().unwrap();
+        part.file().write_all(b"the profile").unwrap();
+        std::fs::rename(&part_name, d.path().join(format!("moved{i}"))).unwrap();
+        match swap_in {
+            "link" => std::os::unix::fs::symlink(&victim, &part_name).unwrap(),
+            "file" => std::fs::write(&part_name, b"someone else's").unwrap(),
+            _ => std::fs::rename(d.path().join("fifo"), &part_name).unwrap(),
+        }
+        let mut copy = Vec::new();
+        copy_at(part.created(), 0, 11, &mut copy).unwrap();
+        assert_eq!(copy, b"the profile", "{swap_in}: read back through the descriptor");
+        let e = part.commit().unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::Replaced { part: true }), "{swap_in}: {e}");
+        assert!(e.to_string().contains("was replaced by another file"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), b"the previous profile", "{swap_in}: NAME replaced");
+        assert!(std::fs::symlink_metadata(&part_name).is_ok(), "{swap_in}: their file was removed or moved");
+        if swap_in == "fifo" {
+            std::fs::rename(&part_name, d.path().join("fifo")).unwrap();
+        }
+    }
+    assert_eq!(std::fs::read(&victim).unwrap(), b"secret");
+}
+
+/// A copy goes through one bounded buffer, and a file cut shorter than what was written is an
+/// error, not a short copy.
+#[test]
+fn copies_are_bounded_and_complete() {
+    let d = Scratch::new("outfile-copy");
+    let path = d.path().join("big.bin");
+    let data: Vec<u8> = (0..(3 * COPY_BUFFER + 123)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let f = File::open(&path).unwrap();
+    struct Largest(Vec<u8>, usize);
+    impl Write for Largest {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.1 = self.1.max(b.len());
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut out = Largest(Vec::new(), 0);
+    copy_at(&f, 5, data.len() as u64 - 5, &mut out).unwrap();
+    assert_eq!(out.0, data[5..]);
+    assert!(out.1 <= COPY_BUFFER, "one write of {} bytes", out.1);
+    let e = copy_at(&f, 0, data.len() as u64 + 1, &mut Vec::new()).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+}

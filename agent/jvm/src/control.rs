@@ -146,10 +146,7 @@ fn stop(sessions: &Sessions, rest: &str) -> Result<String, String> {
     let (written, finished) = s.stop(extra)?;
     let samples = finished.samples();
     control.last = Some(finished);
-    Ok(format!(
-        "profiling stopped after {seconds:.1}s: {samples} samples; wrote {}",
-        if written.is_empty() { "nothing".to_string() } else { written.join(", ") }
-    ))
+    Ok(format!("profiling stopped after {seconds:.1}s: {samples} samples; {}", written.line()))
 }
 
 fn dump(sessions: &Sessions, rest: &str) -> Result<String, String> {

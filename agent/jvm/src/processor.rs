@@ -100,7 +100,7 @@ enum Request {
     /// Write the profile so far to `path` in `format`; the reply says what was written.
     Dump { path: String, format: OutputFormat, target: Target, reply: Sender<Result<String, String>> },
     /// The samplers have stopped: last round, outputs (and `extra` files), then end.
-    Finish { extra: Vec<Output>, reply: Sender<(Vec<String>, Finished)> },
+    Finish { extra: Vec<Output>, reply: Sender<(Written, Finished)> },
 }
 
 pub struct ProcessorHandle {
@@ -121,7 +121,7 @@ impl ProcessorHandle {
 
     /// Ends the processor once the samplers have stopped: its last round, the session's outputs
     /// and `extra`. Returns the files written and the profile (for dumps after stop).
-    pub fn finish(self, extra: Vec<Output>) -> Result<(Vec<String>, Finished), String> {
+    pub fn finish(self, extra: Vec<Output>) -> Result<(Written, Finished), String> {
         let (tx, rx) = mpsc::channel();
         let sent = self.requests.send(Request::Finish { extra, reply: tx });
         self.join.thread().unpark();
@@ -131,6 +131,27 @@ impl ProcessorHandle {
             (Ok(()), Ok(r)) => Ok(r),
             _ => Err("the processing thread failed; no profile written".into()),
         }
+    }
+}
+
+/// The outputs a session wrote at its end, and why the others were not written.
+#[derive(Default)]
+pub struct Written {
+    pub files: Vec<String>,
+    /// One line per output not written (the error, naming it).
+    pub failed: Vec<String>,
+}
+
+impl Written {
+    /// `wrote A, B` (or `wrote nothing`), then each failure after a `; `.
+    pub fn line(&self) -> String {
+        let mut line =
+            format!("wrote {}", if self.files.is_empty() { "nothing".to_string() } else { self.files.join(", ") });
+        for f in &self.failed {
+            line.push_str("; ");
+            line.push_str(f);
+        }
+        line
     }
 }
 
@@ -164,8 +185,9 @@ struct Processor {
     methods: Option<JvmtiMethods>,
     pending: Vec<(BatchHandle, usize)>,
     jfr: Vec<JfrFileWriter>,
-    /// JFR files completed at stop (renamed from `.part`), for dumps after stop.
-    jfr_done: Vec<std::path::PathBuf>,
+    /// JFR files completed at stop (renamed from `.part`, or not if their name was taken),
+    /// kept open for dumps after stop.
+    jfr_done: Vec<JfrFileWriter>,
     /// The session's other outputs, written at the end.
     outputs: Vec<Output>,
     chunk_start: u64,
@@ -354,11 +376,14 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     inputs.live.served_by(None);
     // The samplers have stopped: everything they wrote is in the pool now.
     p.round(true);
-    let mut files = p.write_outputs();
+    let mut written = p.write_outputs();
     for o in extra {
         match p.dump(&o.path, o.format, o.target) {
-            Ok(_) => files.push(o.path),
-            Err(e) => eprintln!("hpm: {e}"),
+            Ok(_) => written.files.push(o.path),
+            Err(e) => {
+                eprintln!("hpm: {e}");
+                written.failed.push(e);
+            }
         }
     }
     inputs.code.end_session(std::mem::take(&mut p.resolver.timeline));
@@ -371,7 +396,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     p.print_cost();
     drop(attached);
     inputs.threads.include(tid);
-    let _ = reply.send((files, Finished(p)));
+    let _ = reply.send((written, Finished(p)));
 }
 
 /// The controller for `interval=auto`: bounds suit the event (10us..1s for clock events).

@@ -17,7 +17,7 @@ use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::os::{now_ticks, now_wall_ns};
 use crate::perf::{self, PerfSpec};
-use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle};
+use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle, Written};
 use crate::sampler::asgct::AsgctSampler;
 use crate::sampler::chain::ChainSampler;
 use crate::sampler::isps::{self, Isps};
@@ -396,7 +396,7 @@ impl Session {
     /// Stops sampling, then lets the processor do its last round and write the outputs (plus
     /// `extra` files) and the summary. Returns the files written and the profile (for dumps
     /// after stop).
-    pub fn stop(self, extra: Vec<Output>) -> Result<(Vec<String>, Finished), String> {
+    pub fn stop(self, extra: Vec<Output>) -> Result<(Written, Finished), String> {
         if let Some((events, jvmti)) = self.events {
             events.stop(&jvmti);
         }

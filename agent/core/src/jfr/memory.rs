@@ -33,6 +33,7 @@ enum Kept {
 }
 
 impl Kept {
+    #[cfg(test)]
     fn len(&self) -> usize {
         match self {
             Kept::Heap(c) => c.len(),
@@ -197,22 +198,25 @@ impl ChunkMemory {
         }
     }
 
-    /// The chunks kept, oldest first, as one JFR file.
-    pub fn file(&self) -> Result<Vec<u8>, String> {
-        let mut out = Vec::with_capacity(self.chunks.iter().map(Kept::len).sum());
+    /// Copies the chunks kept, oldest first, to `out` as one JFR file: those in the file through
+    /// a bounded buffer, never the whole file in memory at once.
+    pub fn copy_to(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
         for k in &self.chunks {
             match (k, &self.spill) {
-                (Kept::Heap(c), _) => out.extend_from_slice(c),
-                (Kept::File { offset, len }, Some(s)) => {
-                    let start = out.len();
-                    out.resize(start + len, 0);
-                    s.file.read_exact_at(&mut out[start..], *offset).map_err(|e| {
-                        format!("cannot read the JFR kept in an unlinked file in {}: {e}", s.dir.display())
-                    })?;
-                }
+                (Kept::Heap(c), _) => out.write_all(c).map_err(|e| format!("cannot write the JFR kept: {e}"))?,
+                (Kept::File { offset, len }, Some(s)) => crate::outfile::copy_at(&s.file, *offset, *len as u64, out)
+                    .map_err(|e| format!("cannot copy the JFR kept in an unlinked file in {}: {e}", s.dir.display()))?,
                 (Kept::File { .. }, None) => return Err("the JFR kept in a file is gone".into()),
             }
         }
+        Ok(())
+    }
+
+    /// The chunks kept, oldest first, as one JFR file in memory (tests).
+    #[cfg(test)]
+    fn file(&self) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        self.copy_to(&mut out)?;
         Ok(out)
     }
 }

@@ -229,6 +229,8 @@ pub struct JfrFileWriter {
     bytes: u64,
     /// Why writing stopped, once it did.
     stopped: Option<String>,
+    /// [`Self::finish`] was called: later chunks are not written.
+    finished: bool,
     /// Unit tests: the next write stores half the chunk, then fails with ENOSPC.
     #[cfg(test)]
     fail_next: bool,
@@ -247,6 +249,7 @@ impl JfrFileWriter {
             chunks: 0,
             bytes: 0,
             stopped: None,
+            finished: false,
             #[cfg(test)]
             fail_next: false,
         })
@@ -261,7 +264,7 @@ impl JfrFileWriter {
     /// Appends an already encoded chunk (e.g. encoded off the sampling thread). After a failure
     /// the file is cut back to its last complete chunk and every later call does nothing.
     pub fn write_encoded(&mut self, chunk: &[u8]) -> io::Result<()> {
-        if self.stopped.is_some() {
+        if self.stopped.is_some() || self.finished {
             return Ok(());
         }
         let result = self.write_all(chunk);
@@ -322,9 +325,19 @@ impl JfrFileWriter {
         self.stopped.as_deref()
     }
 
-    /// Renames `NAME.part` over `NAME` (the chunks written before any failure).
-    pub fn finish(self) -> Result<(), OutputError> {
+    /// Renames `NAME.part` over `NAME` (the chunks written before any failure), if that name
+    /// still holds the file created (see [`PartFile::commit`]). The writer takes no chunk after
+    /// and still copies what it wrote ([`Self::copy_to`]).
+    pub fn finish(&mut self) -> Result<(), OutputError> {
+        self.finished = true;
         self.part.commit()
+    }
+
+    /// Copies the chunks written so far to `out`, read back through the descriptor the file was
+    /// created with (never by its name, which whoever can write the directory could point
+    /// elsewhere), through a bounded buffer.
+    pub fn copy_to(&self, out: &mut dyn Write) -> io::Result<()> {
+        crate::outfile::copy_at(self.part.created(), 0, self.bytes, out)
     }
 
     /// Chunks written through this writer.
