@@ -98,8 +98,8 @@ def classes_dir():
 
 
 def compile_drivers(root, workloads):
-    """javac of bench/src (drivers and the harness) and tests/workloads/Shares.java into
-    target/bench; returns {workload: class path}."""
+    """javac of bench/src (drivers and the harness) and tests/workloads/Shares.java (with the
+    CpuClock it uses) into target/bench; returns {workload: class path}."""
     paths = {w.name: [jar(root, j) for j in w.jars] for w in workloads}
     out = classes_dir()
     os.makedirs(out, exist_ok=True)
@@ -112,7 +112,8 @@ def compile_drivers(root, workloads):
     r = subprocess.run(["javac", "--release", "17", "-nowarn", "-d", out, "-cp", cp] + files, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"bench: javac of the drivers failed:\n{r.stderr}")
-    subprocess.run(["javac", "--release", "17", "-d", out, os.path.join(ROOT, "tests", "workloads", "Shares.java")], check=True)
+    subprocess.run(["javac", "--release", "17", "-d", out] +
+                   [os.path.join(ROOT, "tests", "workloads", f) for f in ("Shares.java", "CpuClock.java")], check=True)
     return {name: ":".join([out] + ps) for name, ps in paths.items()}
 
 

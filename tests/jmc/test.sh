@@ -29,7 +29,7 @@ if ! mvn -q -B -f tests/jmc/pom.xml compile dependency:build-classpath -Dmdep.ou
 fi
 cp="$out/classes:$(cat "$out/classpath.txt")"
 jdk17=/usr/lib/jvm/java-17-openjdk-amd64
-"$jdk17/bin/javac" --release 17 -d "$run/classes" tests/workloads/Shares.java tests/workloads/AllocLocks.java ||
+"$jdk17/bin/javac" --release 17 -d "$run/classes" tests/workloads/Shares.java tests/workloads/CpuClock.java tests/workloads/AllocLocks.java ||
   { record jmc-parser 0 1 0; exit 1; }
 
 # Per type with events: "TYPE COUNT" by the JDK's reader ($1: java home, $2: file) and by JMC

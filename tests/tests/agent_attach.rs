@@ -29,15 +29,15 @@ fn attach_start_dump_stop_on_a_running_jvm() {
             assert!(status.contains(want), "{}: status lacks {want:?}:\n{status}", jdk.name);
         }
 
-        // Dump while profiling: the profile so far, with the known shares (loosely: attached
-        // late, 3 s on a shared machine).
+        // Dump while profiling: the profile so far, with the known shares (the workers ran 3 s
+        // of their CPU time each: ~6,000 samples however busy the machine).
         let dump = dir.join("dump.collapsed");
         attach_ok(pid, &format!("dump,file={}", dump.display()));
         let n = assert_known_shares(
             &read_collapsed(&dump),
             "Attachee.work",
             500,
-            6.0,
+            3.0,
             &format!("{}: attached dump", jdk.name),
         );
         let jfr = dir.join("dump.jfr");
@@ -87,7 +87,7 @@ fn timer_samplers_attached_late_see_running_threads() {
         assert!(out.contains("profiling started"), "{what}: {out}");
         assert_eq!(jvm.say("work 3000"), "worked");
         attach_ok(jvm.pid, "stop");
-        assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 8.0, &what);
+        assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 4.0, &what);
         assert!(jvm.say("exit").starts_with("done"));
         assert!(jvm.child.wait().unwrap().success(), "{what}: the attached JVM failed");
     }
@@ -170,7 +170,7 @@ fn every_session_resolves_like_the_first_and_leaves_no_agent_thread() {
             attach_ok(pid, &format!("sampler={sampler},interval=2ms,quiet,{files}"));
             assert_eq!(jvm.say("work 2000"), "worked");
             attach_ok(pid, "stop");
-            assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 8.0, &what);
+            assert_known_shares(&read_collapsed(&file), "Attachee.work", 200, 4.0, &what);
             // The workers' hot code is JIT-compiled: the signal sampler names it through the code
             // map, which every session must have (without it every frame looked interpreted).
             // The timer samplers get no frame kinds from JVMTI.

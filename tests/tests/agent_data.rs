@@ -63,10 +63,9 @@ fn decoded_addresses_agree_with_the_kernels_fault_addresses() {
 use hpm_core::javaheap::Space;
 use hpm_core::output::data::{DataBy, DataTallies};
 
-/// Records `DataTargets MODE` for 3 s with `data` and returns the data tallies (and the run).
-/// `array` runs 6 s: only 11-16% of its loop's samples have a memory operand, so 3 s gave
-/// ~400 heap samples alone and 283 beside the other tests' JVMs (a CI run), against the 300
-/// asked for below.
+/// Records `DataTargets MODE` for 3 s of its CPU time with `data` and returns the data tallies
+/// (and the run). `array` runs 6 s: only 11-16% of its loop's samples have a memory operand, so
+/// 3 s gave ~400 heap samples, against the 300 asked for below.
 fn record_targets(jdk: &Jdk, jvm_args: &[&str], mode: &str, tag: &str) -> (DataTallies, Run) {
     let dir = scratch(&format!("data-{tag}-{mode}"));
     let file = dir.join("targets.jfr");
@@ -111,12 +110,14 @@ fn assert_a_share(t: &DataTallies, what: &str) {
     assert_share(samples(t, DataBy::Class, "DataTargets$A"), samples(t, DataBy::Class, "DataTargets$B"), what);
 }
 
-/// A's share of `a + b` samples is three quarters (within 5 points) and there are enough.
+/// A's share of `a + b` samples is three quarters (within 1.5 points and what the count allows)
+/// and there are enough.
 fn assert_share(a: u64, b: u64, what: &str) {
     let share = 100.0 * a as f64 / (a + b).max(1) as f64;
-    eprintln!("{what}: A {a}, B {b}: A's share {share:.1}% (truth 75%)");
+    let within = share_tolerance(75.0, a + b, 1.5);
+    eprintln!("{what}: A {a}, B {b}: A's share {share:.1}% (truth 75%, within {within:.1} points)");
     assert!(a + b >= 300, "{what}: {a} + {b} samples on the links");
-    assert!((share - 75.0).abs() <= 5.0, "{what}: A's share {share:.1}%, truth 75%");
+    assert!((share - 75.0).abs() <= within, "{what}: A's share {share:.1}%, truth 75%");
 }
 
 #[test]

@@ -168,19 +168,22 @@ fn creation_samples_name_the_classes_being_allocated() {
 /// HotSpot's contended enter (`ObjectMonitor::EnterI`, JDK 25 `enter_with_contention_mark`),
 /// sampled at every hit: the class of each monitor's object is read through `this`. HotSpot
 /// posts JVMTI's MonitorContendedEnter once before each such call, so with `lock=0` in the
-/// same run the two counts per class must agree. Needs root (uprobes).
+/// same run the two counts per class must agree. `AllocLocks handoff` makes a known number of
+/// contended enters whatever the machine's load (a timed run made 85 to 117 here, idle). Needs
+/// root (uprobes).
 #[test]
 fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
     if !is_root() {
         eprintln!("skipped: uprobes need root");
         return;
     }
+    const ROUNDS: u64 = 150;
     for jdk in jdks() {
         let dir = scratch(&format!("events-uprobe-{}", jdk.name));
         let file = dir.join("probe.jfr");
         let opts = format!("event=monitor-contended,lock=0,file={}", file.display());
-        let run = run_java(&jdk, Some(&opts), &[], "AllocLocks", &["lock", "2"]);
-        run.assert_ok("AllocLocks lock with a uprobe");
+        let run = run_java(&jdk, Some(&opts), &[], "AllocLocks", &["handoff", &ROUNDS.to_string()]);
+        run.assert_ok("AllocLocks handoff with a uprobe");
         let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
         assert_eq!(rec.event.name, "monitor-contended", "{}: fell back:\n{}", jdk.name, run.stderr);
         let mut probes: HashMap<String, u64> = HashMap::new();
@@ -188,21 +191,30 @@ fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
         for s in &rec.samples {
             let class = s.data.as_deref().and_then(|d| d.class.as_deref()).unwrap_or("?");
             *probes.entry(class.to_string()).or_default() += 1;
-            // The program's own monitors are entered in `hold`; the JDK's (a ThreadGroup's, as
-            // the workers end together) may be contended too, elsewhere.
+            // The program's own monitors are entered in `handoff`; the JDK's (a ThreadGroup's,
+            // as the workers end together) may be contended too, elsewhere.
             if class.starts_with("AllocLocks$") {
                 let java = s.stack.iter().find(|f| f.kind.is_java()).map(|f| rec.method(f.method).display_name());
-                assert_eq!(java.as_deref(), Some("AllocLocks.hold"), "{}: a probe sample's Java site", jdk.name);
+                assert_eq!(java.as_deref(), Some("AllocLocks.handoff"), "{}: a probe sample's Java site", jdk.name);
             }
         }
         for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::MonitorEnter) {
             *jvmti.entry(e.class.as_deref().unwrap_or("?").to_string()).or_default() += 1;
         }
-        eprintln!("{}: contended enters per class: uprobe {probes:?}, JVMTI {jvmti:?}", jdk.name);
-        assert!(rec.samples.len() >= 100, "{}: {} probe samples", jdk.name, rec.samples.len());
+        // Probe samples the processor had no room for are counted (the summary's and the JFR's
+        // drops), not per class: they may make up a class's shortfall, never an excess.
+        let lost: u64 = rec.drops.iter().map(|(_, n)| n).sum();
+        eprintln!("{}: contended enters per class: uprobe {probes:?} ({lost} lost), JVMTI {jvmti:?}", jdk.name);
         for class in ["AllocLocks$HotLock", "AllocLocks$ColdLock"] {
             let (p, j) = (probes.get(class).copied().unwrap_or(0), jvmti.get(class).copied().unwrap_or(0));
-            assert!(p.abs_diff(j) * 50 <= j.max(1), "{}: {class}: uprobe {p}, JVMTI {j}", jdk.name);
+            // Every entry of a pair but its first is contended by construction.
+            assert!(j >= 2 * ROUNDS - 1, "{}: {class}: JVMTI saw {j} contended enters of {}", jdk.name, 2 * ROUNDS - 1);
+            assert!(
+                p * 50 <= j * 51 && (p + lost) * 50 >= j * 49,
+                "{}: {class}: uprobe {p} ({lost} lost), JVMTI {j}",
+                jdk.name
+            );
+            assert!(p >= 20, "{}: {class}: {p} probe samples kept", jdk.name);
         }
     }
 }

@@ -34,7 +34,7 @@ fn instructions_name_the_hot_loop_with_its_lines_for_both_ip_samplers() {
         let dir = scratch(&format!("instructions-{}-{sampler}", jdk.name));
         let jfr = dir.join("shares.jfr");
         let opts = format!("sampler={sampler},interval=1ms,quiet,file={}", jfr.display());
-        run_java(&jdk, Some(&opts), &[], "Shares", &["2", "2"]).assert_ok(&format!("Shares, sampler={sampler}"));
+        run_java(&jdk, Some(&opts), &[], "Shares", &["2", "2", "cpu"]).assert_ok(&format!("Shares, sampler={sampler}"));
         let out = Command::new(hpm_bin())
             .args(["report", "--instructions", "--top", "1000", "--method", r"Shares\.spin$"])
             .arg(&jfr)

@@ -26,8 +26,8 @@ fn profile(jdk: &Jdk, dir: &std::path::Path, name: &str, opts: &str, main: &str,
 fn jvmti_sampler_agrees_with_asgct() {
     for jdk in jdks() {
         let dir = scratch(&format!("jvmti-{}", jdk.name));
-        let a = profile(&jdk, &dir, "asgct", "interval=5ms,quiet", "Shares", &["4", "4"]);
-        let j = profile(&jdk, &dir, "jvmti", "sampler=jvmti,interval=5ms,quiet", "Shares", &["4", "4"]);
+        let a = profile(&jdk, &dir, "asgct", "interval=5ms,quiet", "Shares", &["4", "2", "cpu"]);
+        let j = profile(&jdk, &dir, "jvmti", "sampler=jvmti,interval=5ms,quiet", "Shares", &["4", "2", "cpu"]);
         let (overlap, coverage) = compare(&a, &j);
         eprintln!("{}: asgct vs jvmti overlap {overlap}%, hot-edge coverage {coverage}%", jdk.name);
         assert!(overlap > 70.0 && coverage > 90.0, "{}: overlap {overlap}, coverage {coverage}", jdk.name);
@@ -52,7 +52,7 @@ fn sps_on_a_stock_jdk_gives_the_clear_error() {
 fn sps_agrees_with_jvmti_on_multithreaded_work() {
     let Some(jdk) = patched_jdk() else { return };
     let dir = scratch("sps-vs-jvmti");
-    for (main, args) in [("Shares", vec!["4", "4"]), ("Threads", vec!["busy", "6", "4"])] {
+    for (main, args) in [("Shares", vec!["4", "2", "cpu"]), ("Threads", vec!["busy", "6", "1.3"])] {
         let j = profile(&jdk, &dir, &format!("jvmti-{main}"), "sampler=jvmti,interval=5ms,quiet", main, &args);
         for sampler in ["sps", "isps"] {
             let opts = format!("sampler={sampler},interval=5ms,quiet");

@@ -1,5 +1,5 @@
 //! Threads spend 50% / 30% / 20% of their CPU in Shares.a / b / c. The profile's total shares
-//! must be within 3 points of that, with the methods JIT-compiled separately and inlined, at
+//! must be within four standard deviations of sampling noise (3.5 points or less) of that, with the methods JIT-compiled separately and inlined, at
 //! 10ms and 1ms, on every JDK.
 
 use hpm_tests::*;
@@ -15,9 +15,10 @@ fn check(interval: &str, seconds: &str, inlined: bool) {
         }
         // CPU seconds per thread: the sample count does not depend on how loaded the machine is.
         run_java(&jdk, Some(&opts), &jvm, "Shares", &["2", seconds, "cpu"]).assert_ok("Shares");
-        // Enough samples that a 3-point error is > 3 standard deviations of sampling noise.
+        // Enough samples that sampling noise alone (the tolerance: four standard deviations)
+        // stays within 3.5 points.
         let what = format!("{} interval={interval} inlined={inlined}", jdk.name);
-        assert_known_shares(&read_collapsed(&out), "Shares.run", 2_000, 3.0, &what);
+        assert_known_shares(&read_collapsed(&out), "Shares.run", 2_000, 0.0, &what);
     }
 }
 

@@ -45,7 +45,9 @@ fn demo_stacks_are_complete_and_agree_with_asgct() {
             cmd.arg(format!("-agentpath:{}={opts}", agent_path().display()))
                 .arg("-cp")
                 .arg(&classes)
-                .args(["Demo", "6"]);
+                // 1,000 order batches per worker (about 12 s of CPU in all, 6 s of wall time on
+                // two idle cores): the same samples however busy the machine.
+                .args(["Demo", "0", "1000"]);
             let r = run_command(cmd);
             r.assert_ok("Demo");
             r

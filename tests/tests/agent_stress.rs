@@ -43,8 +43,9 @@ fn thread_churn_with_sessions_starting_and_stopping_at_1ms() {
         // JVM itself may open a few (class files, the churn's threads): a small margin.
         let (before, after) = (value("fds-before "), value("fds-after "));
         assert!(after <= before + 8, "{what}: {before} descriptors before the sessions, {after} after");
-        // Every session wrote its profile, and nearly all have samples (a session of the
-        // 40 ms each runs may miss a tick only when the machine is busy elsewhere).
+        // Every session wrote its profile, and nearly all have samples (each runs while the
+        // main thread uses 40 ms of CPU: its jvmti sessions sample at wall-clock ticks, so a
+        // busy machine may still leave one without).
         let with_samples = (0..sessions)
             .filter(|i| {
                 let f = dir.join(format!("s{i}.collapsed"));

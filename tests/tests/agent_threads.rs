@@ -10,7 +10,9 @@ fn every_busy_thread_is_sampled() {
         let out = dir.join("p.collapsed");
         let jfr = dir.join("p.jfr");
         let opts = format!("interval=1ms,threads,file={},file={},quiet", out.display(), jfr.display());
-        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "3"]);
+        // Each thread spins 0.6 s of its CPU time: the same number of cpu-clock samples each,
+        // however the scheduler spread them.
+        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "0.6"]);
         run.assert_ok("Threads busy");
         // The profile's Java thread ids are the JVM's own (`Thread.getId()`).
         let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
@@ -36,7 +38,7 @@ fn every_busy_thread_is_sampled() {
         let mean = per_thread.iter().sum::<u64>() as f64 / 10.0;
         eprintln!("{}: samples per busy thread {per_thread:?}", jdk.name);
         for (i, n) in per_thread.iter().enumerate() {
-            assert!(*n as f64 >= 0.25 * mean, "{}: busy-{i} has {n} samples, mean {mean:.0}", jdk.name);
+            assert!(*n as f64 >= 0.8 * mean, "{}: busy-{i} has {n} samples, mean {mean:.0}", jdk.name);
         }
     }
 }

@@ -91,7 +91,7 @@ fn profile(jdk: &Jdk) -> PathBuf {
         f("p.collapsed")
     );
     let jvm = ["-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Shares::*"];
-    run_java(jdk, Some(&opts), &jvm, "Shares", &["2", "2"]).assert_ok("Shares");
+    run_java(jdk, Some(&opts), &jvm, "Shares", &["2", "2", "cpu"]).assert_ok("Shares");
     dir
 }
 

@@ -15,6 +15,14 @@ import java.util.concurrent.locks.ReentrantLock;
  * on three times as long as {@code ColdLock} (75% / 25% of the monitor wait time). Two more
  * threads take turns on a {@link ReentrantLock} (parks). {@code both SECONDS}: the lockers, and
  * the main thread allocating as in {@code alloc} meanwhile.
+ *
+ * <p>{@code handoff ROUNDS}: two threads on a {@code HotLock} monitor and two on a {@code
+ * ColdLock} one take turns, ROUNDS entries each; a thread inside waits until its partner is
+ * blocked on the monitor before it leaves, so every entry but the first of each pair is a
+ * contended one by construction (2 * ROUNDS - 1 per monitor), however loaded the machine.
+ *
+ * <p>SECONDS are wall time for the lockers (their waits are the profile) and the main thread's
+ * CPU time for the allocation ({@link CpuClock}).
  */
 public class AllocLocks {
     static final Object[] SINK = new Object[1024];
@@ -70,9 +78,10 @@ public class AllocLocks {
         }
     }
 
-    static void allocate(long end) {
+    static void allocate(double seconds) {
+        CpuClock clock = new CpuClock(seconds);
         int i = 0;
-        while (System.nanoTime() < end) {
+        while (!clock.done()) {
             for (int r = 0; r < 1000; r++, i++) {
                 allocLarge(i);
                 allocSmall(i);
@@ -82,13 +91,72 @@ public class AllocLocks {
         System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
     }
 
+    /** Two threads taking turns on one monitor ({@code handoff}). */
+    static final class Pair {
+        final Object lock;
+        final Thread[] threads = new Thread[2];
+        final java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(2);
+        /** Which thread entered last. */
+        volatile int holder = -1;
+
+        Pair(Object lock) {
+            this.lock = lock;
+        }
+    }
+
+    static void handoffs(int rounds) throws InterruptedException {
+        Pair[] pairs = {new Pair(new HotLock()), new Pair(new ColdLock())};
+        for (int k = 0; k < pairs.length; k++) {
+            Pair pair = pairs[k];
+            for (int me = 0; me < 2; me++) {
+                int i = me;
+                pair.threads[i] = new Thread(() -> handoff(pair, i, rounds), "handoff-" + (2 * k + i));
+            }
+        }
+        for (Pair pair : pairs) for (Thread t : pair.threads) t.start();
+        for (Pair pair : pairs) for (Thread t : pair.threads) t.join();
+        System.out.println("truth contended enters per monitor >= " + (2 * rounds - 1));
+    }
+
+    /** Thread {@code me} of {@code pair}: enters ROUNDS times. Inside, it waits until its
+     * partner is blocked on the monitor; outside, until the partner has been in since: so the
+     * partner always holds the monitor when this thread enters again (a stale BLOCKED state of a
+     * partner still waking up cannot let this one barge in uncontended). */
+    static void handoff(Pair pair, int me, int rounds) {
+        Thread partner = pair.threads[1 - me];
+        pair.started.countDown();
+        try {
+            pair.started.await(); // both run: a partner not yet started is not alive either
+        } catch (InterruptedException e) {
+            throw new RuntimeException(e);
+        }
+        for (int r = 0; r < rounds; r++) {
+            synchronized (pair.lock) {
+                pair.holder = me;
+                while (partner.isAlive() && partner.getState() != Thread.State.BLOCKED) {
+                    Thread.yield();
+                }
+                // A millisecond more: the enters come at most ~1,000 a second per monitor.
+                sleepNanos(1_000_000);
+            }
+            while (partner.isAlive() && pair.holder == me) {
+                Thread.yield();
+            }
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         String mode = args[0];
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
-        if (mode.equals("alloc")) {
-            allocate(end);
+        if (mode.equals("handoff")) {
+            handoffs(Integer.parseInt(args[1]));
             return;
         }
+        double seconds = Double.parseDouble(args[1]);
+        if (mode.equals("alloc")) {
+            allocate(seconds);
+            return;
+        }
+        long end = System.nanoTime() + (long) (seconds * 1e9);
         HotLock hot = new HotLock();
         ColdLock cold = new ColdLock();
         ReentrantLock rl = new ReentrantLock();
@@ -107,7 +175,7 @@ public class AllocLocks {
             ts[t].start();
         }
         if (mode.equals("both")) {
-            allocate(end);
+            allocate(seconds);
         }
         for (Thread t : ts) {
             t.join();

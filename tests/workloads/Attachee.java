@@ -5,8 +5,10 @@ import java.io.InputStreamReader;
  * A long-running program to attach to: THREADS threads run Shares' a/b/c mix (50/30/20% of
  * their CPU) until told to exit. Driven by lines on stdin, answered on stdout:
  *   (start)      prints "ready PID" once the worker threads run
- *   "work MS"    lets the workers run MS more milliseconds, then prints "worked"
- *   "spin MS"    the main thread itself runs the mix for MS milliseconds, then prints "spun"
+ *   "work MS"    lets the workers run until each has used MS more milliseconds of CPU time (not
+ *                wall time: a busy machine makes it slower, never shorter), then prints "worked"
+ *   "spin MS"    the main thread itself runs the mix for MS milliseconds of its CPU time, then
+ *                prints "spun"
  *   "exit"       stops the workers, prints "done", exits 0 (also at end of input)
  *
  * Usage: java Attachee THREADS [NAME_PREFIX]   (the workers are NAME_PREFIX0, ...; default attachee-)
@@ -33,9 +35,9 @@ public class Attachee {
 
     /** The mix on the calling thread (the launcher's main thread, whose OS name is "java"). */
     static long spin(long ms) {
-        long end = System.nanoTime() + ms * 1_000_000L;
-        long x = end;
-        while (System.nanoTime() < end) {
+        CpuClock clock = new CpuClock(ms / 1e3);
+        long x = System.nanoTime();
+        while (!clock.done()) {
             x = Shares.a(x);
             x = Shares.b(x);
         }
@@ -55,7 +57,7 @@ public class Attachee {
         String line;
         while ((line = in.readLine()) != null && !line.equals("exit")) {
             if (line.startsWith("work ")) {
-                Thread.sleep(Long.parseLong(line.substring(5).trim()));
+                CpuClock.awaitEach(ts, Long.parseLong(line.substring(5).trim()) / 1e3);
                 System.out.println("worked");
             } else if (line.startsWith("spin ")) {
                 sink += spin(Long.parseLong(line.substring(5).trim()));

@@ -19,7 +19,7 @@ import java.util.Random;
  * Elsewhere the long-lived objects are made before a System.gc(), which moves them into the
  * old space (every collector hpm reads: G1, Parallel, Serial).
  *
- * Usage: java DataTargets MODE SECONDS
+ * Usage: java DataTargets MODE SECONDS   (SECONDS of the main thread's CPU time, see CpuClock)
  */
 public class DataTargets {
     abstract static class Link { Link next; long val; }
@@ -35,7 +35,7 @@ public class DataTargets {
 
     public static void main(String[] args) {
         String mode = args[0];
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[1]) * 1e9);
+        CpuClock clock = new CpuClock(Double.parseDouble(args[1]));
         Random rnd = new Random(42);
         long s = 0;
         int n = 1 << 16;
@@ -51,7 +51,7 @@ public class DataTargets {
                 boolean garbage = mode.equals("gc");
                 if (!garbage) System.gc();
                 List<Object> cold = new ArrayList<>();
-                while (System.nanoTime() < end) {
+                while (!clock.done()) {
                     for (int i = 0; i < 100_000; i++) { s += p.val; p = p.next; }
                     if (garbage) {
                         for (int i = 0; i < 2_000; i++) sink = new long[16];
@@ -68,7 +68,7 @@ public class DataTargets {
                 for (Node x : nodes) x.next = rnd.nextInt(nodes.length);
                 System.gc();
                 int i = 0;
-                while (System.nanoTime() < end) {
+                while (!clock.done()) {
                     for (int k = 0; k < 100_000; k++) { s += nodes[i].val; i = nodes[i].next; }
                 }
                 break;
@@ -81,7 +81,7 @@ public class DataTargets {
                 Sub p = subs[0];
                 subs = null;
                 System.gc();
-                while (System.nanoTime() < end) {
+                while (!clock.done()) {
                     for (int i = 0; i < 100_000; i++) { s += p.w; p = p.next; }
                 }
                 break;
@@ -95,7 +95,7 @@ public class DataTargets {
                 int[] warm = new int[4096];
                 for (int k = 0; k < 50_000; k++) s += sumInts(warm);
                 System.gc();
-                while (System.nanoTime() < end) s += sumInts(a);
+                while (!clock.done()) s += sumInts(a);
                 break;
             }
             default:

@@ -1,6 +1,6 @@
 /**
  * Stacks of a known depth: THREADS threads each recurse DEPTH frames deep through
- * Deep.down, then spin in Deep.bottom for SECONDS seconds. Every sample of a spinning thread
+ * Deep.down, then spin in Deep.bottom until it has used SECONDS of CPU time (CpuClock). Every sample of a spinning thread
  * therefore has DEPTH frames of Deep.down between Deep.run and Deep.bottom.
  *
  * Usage: java Deep DEPTH SECONDS [THREADS]
@@ -8,9 +8,10 @@
 public class Deep {
     static volatile long sink;
 
-    static long bottom(long deadline) {
+    static long bottom(double seconds) {
+        CpuClock clock = new CpuClock(seconds);
         long x = 1;
-        while (System.nanoTime() < deadline) {
+        while (!clock.done()) {
             for (int i = 0; i < 10_000; i++) {
                 x = x * 6364136223846793005L + 1442695040888963407L;
             }
@@ -18,25 +19,25 @@ public class Deep {
         return x;
     }
 
-    static long down(int n, long deadline) {
+    static long down(int n, double seconds) {
         if (n == 0) {
-            return bottom(deadline);
+            return bottom(seconds);
         }
-        return down(n - 1, deadline) + 1;
+        return down(n - 1, seconds) + 1;
     }
 
-    static void run(int depth, long deadline) {
-        sink = down(depth, deadline);
+    static void run(int depth, double seconds) {
+        sink = down(depth, seconds);
     }
 
     public static void main(String[] args) throws Exception {
         int depth = Integer.parseInt(args[0]);
-        long deadline = System.nanoTime() + Long.parseLong(args[1]) * 1_000_000_000L;
+        double seconds = Double.parseDouble(args[1]);
         int threads = args.length > 2 ? Integer.parseInt(args[2]) : 2;
         Thread[] ts = new Thread[threads];
         for (int i = 0; i < threads; i++) {
             // A deep recursion needs a stack of its own (2,000 frames of down fit in 1 MB).
-            ts[i] = new Thread(null, () -> run(depth, deadline), "deep-" + i, 64L << 20);
+            ts[i] = new Thread(null, () -> run(depth, seconds), "deep-" + i, 64L << 20);
             ts[i].start();
         }
         for (Thread t : ts) {

@@ -59,17 +59,7 @@ public class Shares {
         if (cpu) {
             // The workers' loop stays as in wall-clock mode; this thread watches their CPU time
             // (a few reads every 10 ms, asleep otherwise) and ends the run.
-            java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
-            long budget = (long) (seconds * 1e9);
-            while (true) {
-                long least = Long.MAX_VALUE;
-                for (Thread t : ts) {
-                    long used = mx.getThreadCpuTime(t.getId()); // -1 once a thread has ended
-                    least = Math.min(least, used < 0 ? Long.MAX_VALUE : used);
-                }
-                if (least >= budget) break;
-                Thread.sleep(10);
-            }
+            CpuClock.awaitEach(ts, seconds);
             stopAt = 0;
         }
         for (Thread t : ts) t.join();

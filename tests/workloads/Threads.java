@@ -3,7 +3,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * busy N SECONDS: N threads spinning, then "thread NAME id=ID" for each; churn COUNT: COUNT
+ * busy N SECONDS: N threads spinning until each has used SECONDS of CPU time, then "thread NAME
+ * id=ID" for each; churn COUNT: COUNT
  * short-lived threads (50 at a time), printing the process's descriptors before and after the
  * churn: "fds before=A after=B perf-before=C perf-after=D tasks-after=E" (perf = perf_event
  * descriptors, tasks = live kernel threads of the process).
@@ -14,6 +15,14 @@ public class Threads {
     static long spin(long deadline) {
         long x = 1;
         while (System.nanoTime() < deadline) {
+            for (int i = 0; i < 10_000; i++) x = x * 31 + i;
+        }
+        return x;
+    }
+
+    static long spin(CpuClock clock) {
+        long x = 1;
+        while (!clock.done()) {
             for (int i = 0; i < 10_000; i++) x = x * 31 + i;
         }
         return x;
@@ -47,10 +56,10 @@ public class Threads {
         String mode = args[0];
         if (mode.equals("busy")) {
             int n = Integer.parseInt(args[1]);
-            long deadline = System.nanoTime() + (long) (Double.parseDouble(args[2]) * 1e9);
+            double seconds = Double.parseDouble(args[2]);
             List<Thread> ts = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                Thread t = new Thread(() -> sink += spin(deadline), "busy-" + i);
+                Thread t = new Thread(() -> sink += spin(new CpuClock(seconds)), "busy-" + i);
                 ts.add(t);
                 t.start();
             }

@@ -1,10 +1,11 @@
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Four threads in four states for SECONDS of wall time: "spin" runs Java code, "sleep" is in
- * Thread.sleep, "blocked" waits to enter a monitor that main holds throughout, "park" is
- * parked (LockSupport.parkNanos). A wall-clock profile gives each about a quarter of their
- * samples, each with its state.
+ * Four threads in four states until "spin" has used SECONDS of CPU time (SECONDS of wall time
+ * on an idle machine, longer on a busy one, so the wall sampler's ticks are not cut short):
+ * "spin" runs Java code, "sleep" is in Thread.sleep, "blocked" waits to enter a monitor that
+ * main holds throughout, "park" is parked (LockSupport.parkNanos). A wall-clock profile gives
+ * each about a quarter of their samples, each with its state.
  *
  * Usage: java WallStates SECONDS
  */
@@ -14,7 +15,7 @@ public class WallStates {
     static volatile long sink;
 
     public static void main(String[] args) throws Exception {
-        long end = System.nanoTime() + (long) (Double.parseDouble(args[0]) * 1e9);
+        double seconds = Double.parseDouble(args[0]);
         Thread spin = new Thread(() -> {
             long x = 1;
             while (!done) {
@@ -45,9 +46,7 @@ public class WallStates {
             for (Thread t : new Thread[] {spin, sleep, blocked, park}) {
                 t.start();
             }
-            while (System.nanoTime() < end) {
-                Thread.sleep(20);
-            }
+            CpuClock.awaitEach(new Thread[] {spin}, seconds);
             done = true;
         }
         for (Thread t : new Thread[] {spin, sleep, blocked, park}) {
