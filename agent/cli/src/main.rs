@@ -17,6 +17,7 @@ mod cmd_phases;
 mod cmd_report;
 mod cmd_run;
 mod input;
+mod sys;
 mod values;
 
 /// hpm — hardware-performance-monitor profiler for the JVM.
