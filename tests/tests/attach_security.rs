@@ -2,7 +2,7 @@
 //! /tmp is an absolute link inside its own root (issue 11, items 2-4). Each JVM is fresh, so its
 //! attach listener is not running yet and hpm has to go through the trigger and the socket.
 //! Then against a process that serves its own attach socket without being a JVM
-//! (tests/src/bin/fake_jvm.rs): what it maps and how slowly it answers.
+//! (tests/src/bin/fake_jvm.rs): what it maps, what it answers and how slowly.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -213,6 +213,15 @@ impl Drop for FakeJvm {
     }
 }
 
+/// Control characters in text: anything but newline and tab.
+fn controls(text: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(text)
+        .chars()
+        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
+        .map(|c| c as u8)
+        .collect()
+}
+
 /// A process is a JVM to hpm when it maps a file named libjvm.so, not when a mapped path merely
 /// contains `/libjvm.so` (a renamed copy, a directory of that name): those are refused before
 /// anything is sent. They used to pass, and their socket received hpm's request.
@@ -225,6 +234,28 @@ fn a_process_mapping_no_libjvm_so_is_no_jvm() {
         assert!(stderr(&o).contains("is not a HotSpot JVM"), "{lib}: {}", stderr(&o));
         assert_eq!(fake.received(), 0, "{lib}: the process that is no JVM was sent a request");
     }
+}
+
+/// What the peer answers (the agent's reply file, or the socket's own answer) reaches the
+/// user's terminal with its control characters escaped: a fake JVM's title-setting and colour
+/// sequences used to be printed raw, into root's terminal.
+#[test]
+fn a_peers_control_characters_are_shown_not_obeyed() {
+    let hostile: &[u8] = b"\x1b]0;owned\x07\x1b[31mred\x1b[0m\rover\n";
+    let fake = FakeJvm::start("libjvm.so", &[b"reply", hostile]);
+    let o = hpm(&["attach", &fake.pid.to_string(), "status"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(controls(&o.stdout), b"", "raw control characters on stdout: {:?}", String::from_utf8_lossy(&o.stdout));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(r"\x1b]0;owned\x07\x1b[31mred\x1b[0m\x0dover"), "{out}");
+    assert!(fake.received() > 0);
+
+    let fake = FakeJvm::start("libjvm.so", &[b"answer", b"1\n\x1b]0;owned\x07\x1b[2J load failed"]);
+    let o = hpm(&["attach", &fake.pid.to_string(), "status"]);
+    assert!(!o.status.success(), "{o:?}");
+    assert_eq!(controls(&o.stderr), b"", "raw control characters on stderr: {:?}", stderr(&o));
+    assert!(stderr(&o).contains(r"\x1b]0;owned\x07\x1b[2J load failed"), "{}", stderr(&o));
+    assert!(fake.received() > 0);
 }
 
 /// A peer that answers a byte at a time, each well within the time hpm gives a request, is cut

@@ -25,7 +25,9 @@
 //!   (a pidfd; where the kernel has none, its start time): a PID reused by another process is
 //!   neither signalled nor talked to;
 //! - the answer is bounded (1 MiB), and a request has one deadline for all of it (connect,
-//!   write, every read).
+//!   write, every read);
+//! - the JVM's answer is the peer's text: cmd_attach prints it with its control characters
+//!   escaped, so it cannot drive the user's terminal.
 //!
 //! The PID inside the JVM's own PID namespace (`NSpid`) names its socket and trigger file, so a
 //! JVM in a container works as well.
