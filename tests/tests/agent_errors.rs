@@ -31,6 +31,8 @@ fn bad_options_name_the_problem_and_the_choices() {
     refused("file=p.txt", &[], &[".jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"]);
     refused("counters=task-clock+nope", &[], &["unknown event `nope`"]);
     refused("sampler=sps", &[], &["sampler=sps", "sampler=asgct"]);
+    // Used to start, and its timer's next tick wrapped into the past: samples without pause.
+    refused("sampler=jvmti,interval=18446744073709551615", &[], &["give a time from 10us to 60s"]);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The agent's outputs cannot be redirected, and a refused request touches no file (issue 11,
 //! item 1), end to end: -agentpath's `file=`, a refused start, `stop,file=` without a session,
-//! and `dump,file=` through `hpm attach`. (hpm_core::outfile's own tests cover the primitive.)
+//! and `dump,file=` through `hpm attach`; two outputs of one file. (hpm_core::outfile's own
+//! tests cover the primitive.)
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -137,4 +138,45 @@ fn dumps_and_the_stop_read_and_rename_only_the_file_the_agent_created() {
     assert!(samples(&after) >= first);
     assert_untouched(&victim, "dumps");
     jvm.finish("swapped part");
+}
+
+/// Two outputs that would write one file are refused, whatever their paths' strings: the same
+/// directory and name (`a.collapsed`, `./a.collapsed` and `sub/../a.collapsed` were all taken
+/// as different files and written twice). At start, with nothing created; through attach,
+/// `stop,file=` and `dump,file=` against the running session's outputs too. An output named as
+/// another's `NAME.part` (where its data grows until renamed over `NAME`) is refused as well:
+/// no output format has the extension `.part`.
+#[test]
+fn two_outputs_of_one_file_are_refused() {
+    let jdk = &jdks()[0];
+    let dir = scratch("outputs-one-file");
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let p = |n: &str| dir.join(n).display().to_string();
+    let same = "are the same file; give each output its own name";
+    for (files, expect) in [
+        ([p("a.collapsed"), p("./a.collapsed")], same),
+        ([p("a.collapsed"), p("sub/../a.collapsed")], same),
+        ([p("a.jfr"), p("a.jfr.part")], "cannot tell the format from the extension"),
+    ] {
+        let options = format!("file={},file={}", files[0], files[1]);
+        let run = run_java(jdk, Some(&options), &[], "Shares", &["1", "0.1"]);
+        assert!(!run.status.success(), "{options}: the JVM started");
+        assert!(run.stderr.contains(expect), "{options}: {}", run.stderr);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["sub"], "{options}: a refused start created files");
+    }
+
+    let mut jvm = Attachee::start(jdk);
+    let pid = jvm.pid.to_string();
+    attach_ok(jvm.pid, &format!("interval=5ms,quiet,file={}", p("s.collapsed")));
+    assert_eq!(jvm.say("work 300"), "worked");
+    for command in [format!("dump,file={}", p("./s.collapsed")), format!("stop,file={}", p("sub/../s.collapsed"))] {
+        let o = hpm(&["attach", &pid, &command]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("and the running session's file="), "{command}: {o:?}");
+    }
+    assert!(attach_ok(jvm.pid, "status").contains("running"), "a refused command ended the session");
+    attach_ok(jvm.pid, "stop");
+    assert!(!read_collapsed(&dir.join("s.collapsed")).is_empty());
+    jvm.finish("outputs of one file");
 }

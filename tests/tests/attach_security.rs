@@ -1,12 +1,14 @@
 //! `hpm attach` against a planted trigger link, a socket someone else serves, and a JVM whose
 //! /tmp is an absolute link inside its own root (issue 11, items 2-4). Each JVM is fresh, so its
 //! attach listener is not running yet and hpm has to go through the trigger and the socket.
+//! Then against a process that serves its own attach socket without being a JVM
+//! (tests/src/bin/fake_jvm.rs): what it maps, what it answers and how slowly.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use hpm_tests::*;
 
@@ -166,4 +168,109 @@ fn root_attaches_to_another_users_jvm_as_that_user() {
     assert_eq!(std::fs::metadata(&file).unwrap().uid(), 65534, "the profile is not the JVM user's");
     assert!(!read_collapsed(&file).is_empty());
     jvm.finish("as nobody");
+}
+
+/// A process serving its own attach socket (tests/src/bin/fake_jvm.rs) with a file named `lib`
+/// mapped, answering as `mode` says.
+struct FakeJvm {
+    child: Child,
+    stdout: BufReader<ChildStdout>,
+    pid: u32,
+}
+
+impl FakeJvm {
+    fn start(lib: &str, mode: &[&[u8]]) -> FakeJvm {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = scratch(&format!("fake-jvm-{}", lib.replace('/', "-")));
+        let mapped = dir.join(lib);
+        std::fs::create_dir_all(mapped.parent().unwrap()).unwrap();
+        std::fs::write(&mapped, vec![0u8; 4096]).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_fake-jvm"));
+        cmd.arg(&mapped).args(mode.iter().map(|m| std::ffi::OsStr::from_bytes(m)));
+        let mut child = cmd.stdout(Stdio::piped()).spawn().expect("run fake-jvm");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let pid =
+            line.trim().strip_prefix("ready ").unwrap_or_else(|| panic!("fake-jvm said {line:?}")).parse().unwrap();
+        FakeJvm { child, stdout, pid }
+    }
+
+    /// The length of the request it received (0: none). Once hpm has exited: a fake that still
+    /// waits for a connection gets an empty one from here.
+    fn received(mut self) -> usize {
+        drop(std::os::unix::net::UnixStream::connect(format!("/tmp/.java_pid{}", self.pid)));
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        line.trim().strip_prefix("got ").unwrap_or_else(|| panic!("fake-jvm said {line:?}")).parse().unwrap()
+    }
+}
+
+impl Drop for FakeJvm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Control characters in text: anything but newline and tab.
+fn controls(text: &[u8]) -> Vec<u8> {
+    String::from_utf8_lossy(text)
+        .chars()
+        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
+        .map(|c| c as u8)
+        .collect()
+}
+
+/// A process is a JVM to hpm when it maps a file named libjvm.so, not when a mapped path merely
+/// contains `/libjvm.so` (a renamed copy, a directory of that name): those are refused before
+/// anything is sent. They used to pass, and their socket received hpm's request.
+#[test]
+fn a_process_mapping_no_libjvm_so_is_no_jvm() {
+    for lib in ["libjvm.so.bak", "libjvm.so/libother.so"] {
+        let fake = FakeJvm::start(lib, &[b"answer", b"0\nreturn code: 0\n"]);
+        let o = hpm(&["attach", &fake.pid.to_string(), "status"]);
+        assert!(!o.status.success(), "{lib}: attached: {o:?}");
+        assert!(stderr(&o).contains("is not a HotSpot JVM"), "{lib}: {}", stderr(&o));
+        assert_eq!(fake.received(), 0, "{lib}: the process that is no JVM was sent a request");
+    }
+}
+
+/// What the peer answers (the agent's reply file, or the socket's own answer) reaches the
+/// user's terminal with its control characters escaped: a fake JVM's title-setting and colour
+/// sequences used to be printed raw, into root's terminal.
+#[test]
+fn a_peers_control_characters_are_shown_not_obeyed() {
+    let hostile: &[u8] = b"\x1b]0;owned\x07\x1b[31mred\x1b[0m\rover\n";
+    let fake = FakeJvm::start("libjvm.so", &[b"reply", hostile]);
+    let o = hpm(&["attach", &fake.pid.to_string(), "status"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(controls(&o.stdout), b"", "raw control characters on stdout: {:?}", String::from_utf8_lossy(&o.stdout));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(r"\x1b]0;owned\x07\x1b[31mred\x1b[0m\x0dover"), "{out}");
+    assert!(fake.received() > 0);
+
+    let fake = FakeJvm::start("libjvm.so", &[b"answer", b"1\n\x1b]0;owned\x07\x1b[2J load failed"]);
+    let o = hpm(&["attach", &fake.pid.to_string(), "status"]);
+    assert!(!o.status.success(), "{o:?}");
+    assert_eq!(controls(&o.stderr), b"", "raw control characters on stderr: {:?}", stderr(&o));
+    assert!(stderr(&o).contains(r"\x1b]0;owned\x07\x1b[2J load failed"), "{}", stderr(&o));
+    assert!(fake.received() > 0);
+}
+
+/// A peer that answers a byte at a time, each well within the time hpm gives a request, is cut
+/// off when the request's whole time is up: one deadline for the exchange, not one per read
+/// (a byte every 3 s held hpm 75.8 s against a 30 s timeout). The tests' shorter deadline
+/// (`HPM_TEST_ATTACH_DEADLINE_MS`, 2 s) against a byte every 250 ms for 10 s.
+#[test]
+fn a_peer_dripping_its_answer_is_cut_off_at_the_deadline() {
+    let fake = FakeJvm::start("libjvm.so", &[b"drip", b"40", b"250"]);
+    let o = Command::new(hpm_bin())
+        .args(["attach", &fake.pid.to_string(), "status"])
+        .env("HPM_TEST_ATTACH_DEADLINE_MS", "2000")
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{o:?}");
+    assert!(stderr(&o).contains("no complete answer within 2s"), "{}", stderr(&o));
+    assert!(fake.received() > 0);
 }

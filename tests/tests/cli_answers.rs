@@ -297,3 +297,54 @@ fn diff_refuses_in_one_line_and_explains_itself() {
         assert!(help.contains(words), "`hpm help diff` lacks `{words}`:\n{help}");
     }
 }
+
+/// Control characters in text: anything but newline and tab.
+fn controls(text: &str) -> Vec<char> {
+    text.chars().filter(|&c| c.is_control() && c != '\n' && c != '\t').collect()
+}
+
+/// Names in a profile are the file's, whoever wrote it: the report, the diff and the errors that
+/// quote them show their control characters as `\xNN`, so a recording cannot set the terminal's
+/// title or colours or clear it (they were printed raw).
+#[test]
+fn names_with_control_characters_are_shown_not_obeyed() {
+    let mut rec = Recording::default();
+    let thread =
+        rec.add_thread(ThreadInfo { os_tid: 10, java_id: None, name: "w\x1b]0;owned\x07".into(), is_java: true });
+    let m = rec.methods.intern(MethodInfo::java("app.\x1b[31mRed\u{9b}2J", "run", "()V"));
+    let stack: Stack = vec![Frame { method: m, bci: 1, line: 10, kind: FrameKind::JitCompiled }].into();
+    let samples: Vec<Sample> = (0..10)
+        .map(|i| Sample {
+            time: START + i * 1_000_000,
+            thread,
+            stack: stack.clone(),
+            truncated: false,
+            weight: 10_000_000,
+            counters: vec![],
+            data_addr: None,
+            data: None,
+            ip: 0,
+            component: VmComponent::Java,
+            state: None,
+        })
+        .collect();
+    let jfr = scratch("controls.jfr");
+    let mut w = JfrFileWriter::create(&jfr).unwrap();
+    let times = ChunkTimes { start_ticks: START, end_ticks: START + 1_000_000_000, start_wall_ns: WALL };
+    w.write_chunk(&rec, &samples, times).unwrap();
+    w.finish().unwrap();
+
+    let (out, _) = ok(&["report", s(&jfr), "--threads"]);
+    assert_eq!(controls(&out), [], "{out}");
+    assert!(out.contains(r"w\x1b]0;owned\x07") && out.contains(r"app.\x1b[31mRed\x9b2J.run"), "{out}");
+    let e = fails(&["report", s(&jfr), "--thread", "nomatch"]);
+    assert_eq!(controls(&e), [], "{e}");
+    assert!(e.contains(r"`w\x1b]0;owned\x07`"), "{e}");
+
+    let collapsed = scratch("controls.collapsed");
+    std::fs::write(&collapsed, "main;evil\x1b[2J\x08 5\nmain;good 5\n").unwrap();
+    for args in [&["report", s(&collapsed)][..], &["diff", s(&collapsed), s(&jfr)]] {
+        let (out, _) = ok(args);
+        assert_eq!(controls(&out), [], "{args:?}: {out}");
+    }
+}

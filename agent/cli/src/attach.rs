@@ -21,22 +21,30 @@
 //!   user and group, no access for group or others) and, once connected and before anything is
 //!   sent, be served by the JVM process itself (`SO_PEERCRED`): another process listening there
 //!   receives nothing and its answer is never read;
-//! - the answer is bounded (1 MiB) and every wait has a deadline.
+//! - "a JVM" is a process that maps a file named `libjvm.so`, and the process checked is pinned
+//!   (a pidfd; where the kernel has none, its start time): a PID reused by another process is
+//!   neither signalled nor talked to;
+//! - the answer is bounded (1 MiB), and a request has one deadline for all of it (connect,
+//!   write, every read);
+//! - the JVM's answer is the peer's text: cmd_attach prints it with its control characters
+//!   escaped, so it cannot drive the user's terminal.
 //!
 //! The PID inside the JVM's own PID namespace (`NSpid`) names its socket and trigger file, so a
 //! JVM in a container works as well.
 
-use std::ffi::CString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+
+use crate::sys::{self, Pidfd};
 
 /// The longest answer read from the socket or the reply file.
 pub const MAX_ANSWER: u64 = 1 << 20;
 /// How long the JVM may take to open its socket after SIGQUIT.
 const LISTENER_WAIT: Duration = Duration::from_secs(10);
-/// How long a request may take (Agent_OnAttach runs while the JVM answers).
+/// How long a whole request may take, from the first connect to the answer's last byte
+/// (Agent_OnAttach runs while the JVM answers).
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
 
 /// A process that looks like a HotSpot JVM we may attach to.
@@ -51,113 +59,139 @@ pub struct Target {
     tmp: OwnedFd,
     /// The JVM's working directory (absent if it cannot be opened).
     cwd: Option<OwnedFd>,
+    /// The process checked, pinned: see [`Pinned`].
+    process: Pinned,
 }
 
-/// A file or directory name as a C string (names here are hpm's own, never NUL-bearing).
-fn c(name: &str) -> CString {
-    CString::new(name).expect("no NUL in a name hpm makes")
-}
-
-fn os_error() -> std::io::Error {
-    std::io::Error::last_os_error()
-}
-
-/// `open(path, O_PATH|O_DIRECTORY)`, following the final link (used on /proc magic links only).
-fn open_dir(path: &str) -> std::io::Result<OwnedFd> {
-    let p = c(path);
-    // SAFETY: `p` is a valid C string; the flags open no file for I/O.
-    let fd = unsafe { libc::open(p.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Opens directory `name` below `root` as if `root` were `/`: `..` and absolute symlinks stay
-/// below it (openat2 RESOLVE_IN_ROOT, Linux 5.6). Without openat2, a symlink is refused.
-fn open_in_root(root: &OwnedFd, name: &str) -> std::io::Result<OwnedFd> {
-    let p = c(name);
-    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    // SAFETY: open_how is plain data; zeroed is its documented default.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = flags as u64;
-    how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: openat2 with a valid directory fd, C string, and `how` of the size passed.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            root.as_raw_fd(),
-            p.as_ptr(),
-            &mut how as *mut libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    } as RawFd;
-    let fd = if fd < 0 && os_error().raw_os_error() == Some(libc::ENOSYS) {
-        // SAFETY: as above, with openat; O_NOFOLLOW refuses a symlinked directory.
-        unsafe { libc::openat(root.as_raw_fd(), p.as_ptr(), flags | libc::O_NOFOLLOW) }
-    } else {
-        fd
-    };
-    if fd < 0 {
-        return Err(os_error());
-    }
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
-fn lstat_at(dir: &OwnedFd, name: &str) -> std::io::Result<libc::stat> {
-    let p = c(name);
-    // SAFETY: stat is plain data, filled by the kernel.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid directory fd, C string and stat buffer.
-    if unsafe { libc::fstatat(dir.as_raw_fd(), p.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
-        return Err(os_error());
-    }
-    Ok(st)
-}
-
-fn unlink_at(dir: &OwnedFd, name: &str) {
-    let p = c(name);
-    // SAFETY: valid directory fd and C string; removing a name hpm created.
-    unsafe { libc::unlinkat(dir.as_raw_fd(), p.as_ptr(), 0) };
+/// The process `find` checked, so that what is signalled or answers later is that process and
+/// not one that was given its PID after it ended: a pidfd where the kernel has them (5.3), else
+/// the process's start time (`/proc/PID/stat`), compared again just before each use.
+struct Pinned {
+    pidfd: Option<Pidfd>,
+    start_time: u64,
 }
 
 fn is_kind(st: &libc::stat, kind: libc::mode_t) -> bool {
     st.st_mode & libc::S_IFMT == kind
 }
 
-/// Becomes user `uid`, group `gid` entirely and for good (root attaching to another user's JVM).
-fn become_user(uid: u32, gid: u32) -> Result<(), String> {
-    let groups = [gid];
-    // SAFETY: plain syscalls changing this process's credentials, groups first while still root;
-    // `groups` outlives the call.
-    let ok = unsafe {
-        libc::setgroups(1, groups.as_ptr()) == 0
-            && libc::setresgid(gid, gid, gid) == 0
-            && libc::setresuid(uid, uid, uid) == 0
-    };
-    if !ok {
-        return Err(format!("cannot switch to the JVM's user {uid} (group {gid}): {}", os_error()));
+/// Whether a `/proc/PID/maps` text maps a file named `libjvm.so`: the last component of a
+/// mapped path (a replaced library's ` (deleted)` mark aside), not any path containing it
+/// (`/tmp/x/libjvm.so.bak` or a directory `libjvm.so/` named a non-JVM a JVM).
+fn maps_libjvm(maps: &str) -> bool {
+    maps.lines().any(|line| {
+        // address perms offset dev inode, then the path after padding (it may hold spaces).
+        let Some(path) = line.splitn(6, ' ').nth(5).map(str::trim_start) else { return false };
+        let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+        path.starts_with('/') && path.rsplit('/').next() == Some("libjvm.so")
+    })
+}
+
+/// The start time of a process (clock ticks after boot: field 22 of `/proc/PID/stat`).
+fn start_time(stat: &str) -> Option<u64> {
+    // The command name (field 2) is in parentheses and may hold anything: count after its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn read_start_time(pid: u32) -> Option<u64> {
+    start_time(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// What a connect to the attach socket found.
+enum Connect {
+    Ready(UnixStream),
+    /// No socket, or nobody listening on it (a stale one).
+    Absent,
+    /// The listener's queue is full: try again, without signalling the JVM again.
+    Busy,
+}
+
+/// One deadline for a whole request: connect, write and every read get the time left of it,
+/// so a peer that answers a byte at a time cannot hold hpm longer than [`ANSWER_WAIT`] in all.
+struct Deadline {
+    end: Instant,
+    total: Duration,
+}
+
+impl Deadline {
+    fn new(total: Duration) -> Deadline {
+        Deadline { end: Instant::now() + total, total }
     }
-    // Root must be gone: a failed switch that left any id at 0 is refused, not used.
-    let (mut r, mut e, mut s) = (0, 0, 0);
-    // SAFETY: getresuid writes the three ids.
-    unsafe { libc::getresuid(&mut r, &mut e, &mut s) };
-    if (r, e, s) != (uid, uid, uid) {
-        return Err(format!("cannot switch to the JVM's user {uid}: ids are still {r}/{e}/{s}"));
+
+    /// The time left, or the timeout error once none is.
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no complete answer within {:?}; nothing more was read", self.total),
+            ));
+        }
+        Ok(left)
     }
-    Ok(())
+}
+
+/// The request's whole time: [`ANSWER_WAIT`], or for the tests a shorter one from
+/// `HPM_TEST_ATTACH_DEADLINE_MS` (never a longer one).
+fn answer_wait() -> Duration {
+    let test = std::env::var("HPM_TEST_ATTACH_DEADLINE_MS").ok().and_then(|v| v.parse().ok());
+    test.map(Duration::from_millis).map_or(ANSWER_WAIT, |t| t.min(ANSWER_WAIT))
+}
+
+/// The socket, read and written with the time left of the request's deadline before each call.
+struct Timed<'a> {
+    s: &'a UnixStream,
+    deadline: &'a Deadline,
+}
+
+impl Timed<'_> {
+    /// A wait cut by the socket's timeout is the deadline's error.
+    fn timed(&self, r: std::io::Result<usize>) -> std::io::Result<usize> {
+        match r {
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                self.deadline.left().and(Err(e))
+            }
+            r => r,
+        }
+    }
+}
+
+impl Read for Timed<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.s.set_read_timeout(Some(self.deadline.left()?))?;
+        let r = (&mut &*self.s).read(buf);
+        self.timed(r)
+    }
+}
+
+impl Write for Timed<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.s.set_write_timeout(Some(self.deadline.left()?))?;
+        let r = (&mut &*self.s).write(buf);
+        self.timed(r)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl Target {
     /// Checks the process exists, is a HotSpot JVM, has attach enabled, and that we may talk
     /// to it (same user; root becomes the JVM's user), then opens its /tmp and working
-    /// directory inside its own root.
+    /// directory inside its own root. The process is pinned first, so everything read of it
+    /// here is known to be of the process later signalled and talked to.
     pub fn find(pid: u32) -> Result<Target, String> {
-        let status =
-            std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| format!("no process with PID {pid}"))?;
+        let gone = || format!("no process with PID {pid}");
+        let pidfd = Pidfd::open(pid).map_err(|e| match e.raw_os_error() {
+            Some(libc::ESRCH) => gone(),
+            // A thread's id, not its process's: /proc would answer for it, the socket would not.
+            Some(libc::EINVAL | libc::ENOENT) => format!("{pid} is not a process id (a thread's?); give the JVM's PID"),
+            _ => format!("cannot hold the process {pid} (pidfd_open): {e}"),
+        })?;
+        let start_time = read_start_time(pid).ok_or_else(gone)?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).map_err(|_| gone())?;
         let field = |name: &str| -> Vec<u32> {
             status
                 .lines()
@@ -174,7 +208,7 @@ impl Target {
                 "cannot read /proc/{pid}/maps ({e}): PID {pid} belongs to uid {uid}; run hpm as that user (or root)"
             )
         })?;
-        if !maps.contains("/libjvm.so") {
+        if !maps_libjvm(&maps) {
             return Err(format!("PID {pid} is not a HotSpot JVM (no libjvm.so in its memory map)"));
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
@@ -183,22 +217,27 @@ impl Target {
                 "the JVM {pid} runs with -XX:+DisableAttachMechanism; restart it without, or load hpm with -agentpath"
             ));
         }
-        let me = current_euid();
+        let process = Pinned { pidfd, start_time };
+        // What was read above is of the pinned process only if it has not ended meanwhile.
+        process.check(pid)?;
+        let me = sys::euid();
         if me != uid {
             if me != 0 {
                 return Err(format!(
                     "the JVM {pid} runs as uid {uid} and you are uid {me}; HotSpot only accepts its own user: run `sudo -u#{uid} hpm attach ...` (or as root)"
                 ));
             }
-            become_user(uid, gid)?;
+            sys::become_user(uid, gid)?;
         }
-        let root = open_dir(&format!("/proc/{pid}/root"))
+        let root = sys::open_dir(&format!("/proc/{pid}/root"))
             .map_err(|e| format!("cannot open the JVM {pid}'s root directory (/proc/{pid}/root): {e}"))?;
-        let tmp = open_in_root(&root, "tmp").map_err(|e| {
+        let tmp = sys::open_in_root(&root, "tmp").map_err(|e| {
             format!("cannot open the JVM {pid}'s /tmp inside its own root: {e} (its attach socket lives there)")
         })?;
-        let cwd = open_dir(&format!("/proc/{pid}/cwd")).ok();
-        Ok(Target { pid, ns_pid, uid, gid, tmp, cwd })
+        let cwd = sys::open_dir(&format!("/proc/{pid}/cwd")).ok();
+        // The directories too are the pinned process's (opened through its PID).
+        process.check(pid)?;
+        Ok(Target { pid, ns_pid, uid, gid, tmp, cwd, process })
     }
 
     fn socket_name(&self) -> String {
@@ -206,13 +245,13 @@ impl Target {
     }
 
     /// The JVM's attach socket if it listens, checked as the JDK's client checks it and then
-    /// for who serves it. `Ok(None)`: no socket, or nobody listening (a stale one).
-    fn try_connect(&self) -> Result<Option<UnixStream>, String> {
+    /// for who serves it.
+    fn try_connect(&self) -> Result<Connect, String> {
         let name = self.socket_name();
         let shown = format!("/tmp/{name} of the JVM {}", self.pid);
-        let st = match lstat_at(&self.tmp, &name) {
+        let st = match sys::lstat_at(&self.tmp, &name) {
             Ok(st) => st,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Connect::Absent),
             Err(e) => return Err(format!("cannot inspect {shown}: {e}")),
         };
         if !is_kind(&st, libc::S_IFSOCK) {
@@ -232,12 +271,15 @@ impl Target {
         // Connect through the opened directory; the socket's own name was checked just above,
         // and who answers is checked below, before anything is sent.
         let path = format!("/proc/self/fd/{}/{name}", self.tmp.as_raw_fd());
-        let stream = match UnixStream::connect(&path) {
+        let stream = match sys::connect_unix(&path) {
             Ok(s) => s,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED) | Some(libc::ENOENT)) => return Ok(None),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED) | Some(libc::ENOENT)) => {
+                return Ok(Connect::Absent)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(Connect::Busy),
             Err(e) => return Err(format!("cannot connect to {shown}: {e}")),
         };
-        let peer = peer_credentials(&stream).map_err(|e| format!("cannot tell who serves {shown}: {e}"))?;
+        let peer = sys::peer_credentials(&stream).map_err(|e| format!("cannot tell who serves {shown}: {e}"))?;
         if peer.pid != self.pid as i32 || peer.uid != self.uid {
             return Err(format!(
                 "{shown} is served by process {} (uid {}), not by the JVM: another process listens on its attach \
@@ -245,41 +287,46 @@ impl Target {
                 peer.pid, peer.uid
             ));
         }
-        Ok(Some(stream))
+        // The PID that serves it is the JVM's only while the JVM checked is still there.
+        self.process.check(self.pid)?;
+        Ok(Connect::Ready(stream))
     }
 
-    /// Connects to the attach listener, starting it first if needed (waits up to `wait`).
-    pub fn connect(&self, wait: Duration) -> Result<UnixStream, String> {
-        if let Some(s) = self.try_connect()? {
-            return Ok(s);
-        }
-        let trigger = self.create_trigger()?;
-        // SAFETY: kill with a valid signal number; the target was checked to be a JVM, which
-        // handles SIGQUIT (thread dump + attach check) instead of dying.
-        let rc = unsafe { libc::kill(self.pid as i32, libc::SIGQUIT) };
-        let result = if rc != 0 {
-            Err(format!("cannot signal PID {}: {}", self.pid, os_error()))
-        } else {
-            let deadline = Instant::now() + wait;
-            loop {
-                match self.try_connect() {
-                    Ok(Some(s)) => break Ok(s),
-                    Err(e) => break Err(e),
-                    Ok(None) if Instant::now() > deadline => {
-                        break Err(format!(
-                            "the JVM {} did not open its attach socket /tmp/{} within {}s: it may run with \
-                             -XX:+DisableAttachMechanism, with -Xrs (SIGQUIT ignored), or be stuck; see its stderr",
-                            self.pid,
-                            self.socket_name(),
-                            wait.as_secs()
-                        ))
+    /// Connects to the attach listener, starting it first if needed; waits for the listener up
+    /// to [`LISTENER_WAIT`], and never past `deadline`.
+    fn connect(&self, deadline: &Deadline) -> Result<UnixStream, String> {
+        let until = deadline.end.min(Instant::now() + LISTENER_WAIT);
+        let waited = until.saturating_duration_since(Instant::now());
+        let mut trigger = None;
+        let mut signalled = false;
+        let result = loop {
+            match self.try_connect() {
+                Ok(Connect::Ready(s)) => break Ok(s),
+                Err(e) => break Err(e),
+                Ok(Connect::Absent) if !signalled => {
+                    signalled = true;
+                    match self.create_trigger() {
+                        Ok(t) => trigger = t,
+                        Err(e) => break Err(e),
                     }
-                    Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                    if let Err(e) = self.process.quit(self.pid) {
+                        break Err(e);
+                    }
                 }
+                Ok(_) if Instant::now() > until => {
+                    break Err(format!(
+                        "the JVM {} did not open its attach socket /tmp/{} within {}s: it may run with \
+                         -XX:+DisableAttachMechanism, with -Xrs (SIGQUIT ignored), or be stuck; see its stderr",
+                        self.pid,
+                        self.socket_name(),
+                        waited.as_secs()
+                    ))
+                }
+                Ok(_) => std::thread::sleep(Duration::from_millis(20)),
             }
         };
         if let Some(dir) = trigger {
-            unlink_at(dir, &self.trigger_name());
+            sys::unlink_at(dir, &self.trigger_name());
         }
         result
     }
@@ -293,28 +340,14 @@ impl Target {
     /// after), or `None` when one is there already (HotSpot decides whether it counts; hpm
     /// neither writes through it nor removes it).
     fn create_trigger(&self) -> Result<Option<&OwnedFd>, String> {
-        let name = c(&self.trigger_name());
+        let name = self.trigger_name();
         let mut last = None;
         for dir in self.cwd.iter().chain(std::iter::once(&self.tmp)) {
-            // SAFETY: valid directory fd and C string; O_EXCL|O_NOFOLLOW: a new file or nothing.
-            let fd = unsafe {
-                libc::openat(
-                    dir.as_raw_fd(),
-                    name.as_ptr(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    0o600,
-                )
-            };
-            if fd >= 0 {
-                // SAFETY: `fd` was just opened; closing it is all that is left to do.
-                drop(unsafe { OwnedFd::from_raw_fd(fd) });
-                return Ok(Some(dir));
+            match sys::create_new_at(dir, &name) {
+                Ok(()) => return Ok(Some(dir)),
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => return Ok(None),
+                Err(e) => last = Some(e),
             }
-            let e = os_error();
-            if e.raw_os_error() == Some(libc::EEXIST) {
-                return Ok(None);
-            }
-            last = Some(e);
         }
         Err(format!(
             "cannot create the attach trigger file in the JVM's working directory or /tmp: {}",
@@ -322,12 +355,12 @@ impl Target {
         ))
     }
 
-    /// Sends one request and returns (result code, output).
+    /// Sends one request and returns (result code, output). The whole of it, from the first
+    /// connect to the answer's end, has one deadline ([`ANSWER_WAIT`]).
     pub fn request(&self, command: &str, args: &[&str]) -> Result<(i32, String), String> {
-        let mut s = self.connect(LISTENER_WAIT)?;
-        s.set_read_timeout(Some(ANSWER_WAIT))
-            .and_then(|_| s.set_write_timeout(Some(ANSWER_WAIT)))
-            .map_err(|e| e.to_string())?;
+        let deadline = Deadline::new(answer_wait());
+        let s = self.connect(&deadline)?;
+        let mut socket = Timed { s: &s, deadline: &deadline };
         let mut msg = Vec::new();
         msg.extend_from_slice(b"1\0");
         msg.extend_from_slice(command.as_bytes());
@@ -336,8 +369,8 @@ impl Target {
             msg.extend_from_slice(args.get(i).unwrap_or(&"").as_bytes());
             msg.push(0);
         }
-        s.write_all(&msg).map_err(|e| format!("writing to the attach socket: {e}"))?;
-        let out = read_bounded(&mut s).map_err(|e| format!("reading the JVM's answer: {e}"))?;
+        socket.write_all(&msg).map_err(|e| format!("writing to the attach socket of the JVM {}: {e}", self.pid))?;
+        let out = read_bounded(&mut socket).map_err(|e| format!("reading the JVM {}'s answer: {e}", self.pid))?;
         let (code, rest) = out.split_once('\n').unwrap_or((out.as_str(), ""));
         let code = code.trim().parse().map_err(|_| format!("unexpected answer from the JVM: {out:?}"))?;
         Ok((code, rest.to_string()))
@@ -347,25 +380,11 @@ impl Target {
     /// (no link followed) owned by the JVM's user, at most [`MAX_ANSWER`] bytes. `None` if
     /// there is none.
     pub fn take_reply(&self, name: &str) -> Result<Option<String>, String> {
-        let p = c(name);
-        // SAFETY: valid directory fd and C string; O_NOFOLLOW|O_NONBLOCK: no link, no FIFO wait.
-        let fd = unsafe {
-            libc::openat(
-                self.tmp.as_raw_fd(),
-                p.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
+        let mut file = match sys::open_read_at(&self.tmp, name) {
+            Ok(f) => f,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(e) => return Err(format!("cannot open the agent's answer /tmp/{name} in the JVM: {e}")),
         };
-        if fd < 0 {
-            let e = os_error();
-            return if e.raw_os_error() == Some(libc::ENOENT) {
-                Ok(None)
-            } else {
-                Err(format!("cannot open the agent's answer /tmp/{name} in the JVM: {e}"))
-            };
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) });
         let meta = file.metadata().map_err(|e| e.to_string())?;
         use std::os::unix::fs::MetadataExt;
         if !meta.is_file() || meta.uid() != self.uid {
@@ -375,8 +394,49 @@ impl Target {
             ));
         }
         let text = read_bounded(&mut file).map_err(|e| format!("reading the agent's answer: {e}"))?;
-        unlink_at(&self.tmp, name);
+        sys::unlink_at(&self.tmp, name);
         Ok(Some(text))
+    }
+}
+
+impl Pinned {
+    /// The pinned process is still there: not ended (a pidfd sees it until it is reaped, and
+    /// its PID cannot be reused before), or without a pidfd, the PID's process has the same
+    /// start time.
+    fn check(&self, pid: u32) -> Result<(), String> {
+        let there = match &self.pidfd {
+            // EPERM: there, but another user's (the refusal that follows says what to do).
+            Some(fd) => match fd.signal(0) {
+                Ok(()) => true,
+                Err(e) => e.raw_os_error() == Some(libc::EPERM),
+            },
+            None => read_start_time(pid) == Some(self.start_time),
+        };
+        if there {
+            Ok(())
+        } else {
+            Err(format!("the process {pid} ended while hpm attached to it; nothing was sent"))
+        }
+    }
+
+    /// SIGQUIT, which makes a HotSpot JVM check for the trigger file and start its attach
+    /// listener (it prints a thread dump instead of dying).
+    fn quit(&self, pid: u32) -> Result<(), String> {
+        let sent = match &self.pidfd {
+            Some(fd) => fd.signal(libc::SIGQUIT),
+            // No pidfd (a kernel before 5.3): kill(2) names the process by its PID alone, which
+            // the kernel gives to a new process once the checked one ended and was reaped;
+            // SIGQUIT's default action would kill that one. The start time read again right
+            // before leaves only the instant between this check and the kill.
+            None => {
+                self.check(pid)?;
+                sys::kill(pid, libc::SIGQUIT)
+            }
+        };
+        sent.map_err(|e| match e.raw_os_error() {
+            Some(libc::ESRCH) => format!("the process {pid} ended while hpm attached to it; nothing was sent"),
+            _ => format!("cannot signal PID {pid}: {e}"),
+        })
     }
 }
 
@@ -388,30 +448,6 @@ fn read_bounded(r: &mut impl Read) -> std::io::Result<String> {
         return Err(std::io::Error::other(format!("longer than {MAX_ANSWER} bytes; not read")));
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
-}
-
-fn peer_credentials(s: &UnixStream) -> std::io::Result<libc::ucred> {
-    let mut cred = libc::ucred { pid: 0, uid: u32::MAX, gid: u32::MAX };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt SO_PEERCRED on a connected UNIX socket fills a ucred of `len` bytes.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            &mut cred as *mut libc::ucred as *mut libc::c_void,
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(os_error());
-    }
-    Ok(cred)
-}
-
-fn current_euid() -> u32 {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// The agent's return code in the output of a successful `load` ("0" on JDK 17, "return code: 0"
@@ -427,6 +463,53 @@ mod tests {
         assert_eq!(super::agent_return_code("0\n"), Some(0));
         assert_eq!(super::agent_return_code("return code: -1\n"), Some(-1));
         assert_eq!(super::agent_return_code(""), None);
+    }
+
+    /// A JVM maps a file named libjvm.so; a path that merely contains the name is not one.
+    #[test]
+    fn a_jvm_maps_a_file_named_libjvm_so() {
+        let line =
+            |path: &str| format!("7f1c2a000000-7f1c2b000000 r-xp 00000000 08:01 1234                       {path}\n");
+        for jvm in ["/usr/lib/jvm/java-17/lib/server/libjvm.so", "/opt/my jdk/lib/server/libjvm.so (deleted)"] {
+            assert!(super::maps_libjvm(&(line("/usr/lib/libc.so.6") + &line(jvm))), "{jvm}");
+        }
+        for not in ["/tmp/x/libjvm.so.bak", "/tmp/libjvm.so/libother.so", "/tmp/notlibjvm.so", "[anon:libjvm.so]"] {
+            assert!(!super::maps_libjvm(&(line("/usr/lib/libc.so.6") + &line(not))), "{not}");
+        }
+        assert!(!super::maps_libjvm("7f1c2a000000-7f1c2b000000 rw-p 00000000 00:00 0 \n"));
+    }
+
+    #[test]
+    fn start_times_are_read_after_the_command_name() {
+        let stat = "42 (a) b) 3 4) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(super::start_time(stat), Some(987654));
+        assert_eq!(super::start_time("42 (x"), None);
+        let me = std::process::id();
+        assert!(super::read_start_time(me).is_some());
+    }
+
+    /// A pinned process that ended (and was reaped, so its PID is free for another) is neither
+    /// signalled nor taken for there; nor, without a pidfd, is a PID whose start time differs.
+    #[test]
+    fn a_pinned_process_is_the_one_checked() {
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id();
+        let pinned =
+            super::Pinned { pidfd: super::Pidfd::open(pid).unwrap(), start_time: super::read_start_time(pid).unwrap() };
+        assert!(pinned.pidfd.is_some(), "this kernel has pidfd_open");
+        pinned.check(pid).unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let e = pinned.check(pid).unwrap_err();
+        assert!(e.contains("ended while hpm attached"), "{e}");
+        assert!(pinned.quit(pid).unwrap_err().contains("ended while hpm attached"));
+
+        let me = std::process::id();
+        let start = super::read_start_time(me).unwrap();
+        super::Pinned { pidfd: None, start_time: start }.check(me).unwrap();
+        let other = super::Pinned { pidfd: None, start_time: start + 1 };
+        assert!(other.check(me).unwrap_err().contains("ended while hpm attached"));
+        assert!(other.quit(me).is_err(), "a PID with another start time was signalled");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use hpm_core::text::terminal_safe;
+
 use crate::attach::{self, Target};
 
 #[derive(clap::Args)]
@@ -61,7 +63,9 @@ pub fn main(a: Args) -> Result<(), String> {
     let rc = attach::agent_return_code(&output);
     match (rc, reply) {
         (Some(0), Some(text)) => {
-            print!("{text}");
+            // The answer is the peer's text (a JVM, or whatever serves its socket): its
+            // control characters are shown, never obeyed by the terminal.
+            print!("{}", terminal_safe(&text));
             Ok(())
         }
         (Some(0), None) => {

@@ -35,7 +35,7 @@ pub fn main(a: Args) -> Result<(), String> {
         None => quad_events(&quads),
     };
     let tree = ChainTree::build(&quads).map_err(|m| format!("{file}: {m}"))?;
-    print!("{}", tree.render());
+    print!("{}", hpm_core::text::terminal_safe(&tree.render()));
     let s = tree.stats(&events);
     println!();
     println!("nodes: {}", s.nodes);

@@ -56,7 +56,11 @@ fn targets(title: &str, v: &[SingleTarget], top: usize) {
     for t in v.iter().take(top) {
         let (caller, context) = t.context.split_last().map_or(("", &[][..]), |(c, rest)| (c.as_str(), rest));
         let ctx = if context.is_empty() { String::new() } else { format!("{} > ", context.join(" > ")) };
-        println!("  {:>8}  {ctx}{}", t.count, call(caller, t.offset, &t.callee));
+        println!(
+            "  {:>8}  {}",
+            t.count,
+            hpm_core::text::terminal_safe(&format!("{ctx}{}", call(caller, t.offset, &t.callee)))
+        );
     }
 }
 
@@ -80,7 +84,7 @@ pub fn main(a: Args) -> Result<(), String> {
     );
     println!("\nhottest methods (executions, on top of stack):");
     for m in map.hottest_methods(top) {
-        println!("  {:>8}  {:>8}  {}", m.total, m.top, m.name);
+        println!("  {:>8}  {:>8}  {}", m.total, m.top, hpm_core::text::terminal_safe(&m.name));
     }
     println!("\nhottest paths (calls in that context, then the callers it occurs below):");
     let paths = map.hottest_paths(top);
@@ -88,14 +92,14 @@ pub fn main(a: Args) -> Result<(), String> {
         println!("  (none: no sample had three or more frames)");
     }
     for p in &paths {
-        println!("  {:>8}  {}", p.count, p.methods.join(" -> "));
+        println!("  {:>8}  {}", p.count, hpm_core::text::terminal_safe(&p.methods.join(" -> ")));
         let names: Vec<&str> = p.methods.iter().map(String::as_str).collect();
         if let Some(ctx) = map.path_contexts(&names) {
             let mut parts: Vec<String> = ctx.callers.iter().map(|(m, n)| format!("{m} {n}")).collect();
             if ctx.without_caller > 0 {
                 parts.push(format!("no caller seen {}", ctx.without_caller));
             }
-            println!("  {:>8}  below: {}", "", parts.join(", "));
+            println!("  {:>8}  below: {}", "", hpm_core::text::terminal_safe(&parts.join(", ")));
         }
     }
     targets("single-target call sites (calls)", &map.single_target_sites(), top);

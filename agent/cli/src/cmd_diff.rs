@@ -89,7 +89,7 @@ pub fn main(a: Args) -> Result<(), String> {
     };
     let (ca, cb) = (load(&a.a)?, load(&a.b)?);
     let d = diff(ca, cb, &DiffOptions { by, normalize: !a.exact_names });
-    print!("{}", diff_report(&d, &a.a, &a.b, by, a.top));
+    print!("{}", hpm_core::text::terminal_safe(&diff_report(&d, &a.a, &a.b, by, a.top)));
     if let (Some(out), Some(format)) = (a.output.as_deref(), format) {
         let name = |p: &str| Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p).to_string();
         let title = a.title.clone().unwrap_or_else(|| format!("hpm diff: {} -> {}", name(&a.a), name(&a.b)));

@@ -43,10 +43,10 @@ fn pct_precise(x: f64) -> String {
 }
 
 fn print_summary(s: &MetricSummary) {
-    println!("\nmetric {}:", s.metric);
+    println!("\nmetric {}:", hpm_core::text::terminal_safe(&s.metric));
     for (phase, n, mean, cov) in &s.per_phase {
         let cov = cov.map_or("n/a".to_string(), |c| format!("{c:.4}"));
-        println!("  {phase:<30} n={n:<6} mean {mean:.4}  CoV {cov}");
+        println!("  {:<30} n={n:<6} mean {mean:.4}  CoV {cov}", hpm_core::text::terminal_safe(phase));
     }
     match s.weighted_cov {
         Some(c) => println!("  weighted CoV: {c:.4}"),
@@ -77,6 +77,7 @@ pub fn main(a: Args) -> Result<(), String> {
     })?;
     let sel = graph.select(weight, grain);
     let unit = &trace.counters[0];
+    let unit = hpm_core::text::terminal_safe(unit);
     println!("total time: {} {unit}", sel.total_time);
     println!("invocations: {}", sel.all_invocations);
     if graph.unclosed > 0 {
@@ -85,7 +86,13 @@ pub fn main(a: Args) -> Result<(), String> {
     let stats = graph.method_stats();
     println!("\nmethods (total {unit} including callees, per invocation, calls):");
     for s in stats.iter().take(top) {
-        println!("  {:<30} {:>14} {:>14.1} {:>10}", s.name, s.total, s.average(), s.calls);
+        println!(
+            "  {:<30} {:>14} {:>14.1} {:>10}",
+            hpm_core::text::terminal_safe(&s.name),
+            s.total,
+            s.average(),
+            s.calls
+        );
     }
     println!(
         "\nphases (theta_weight {}, theta_grain {}): {}",
@@ -96,7 +103,7 @@ pub fn main(a: Args) -> Result<(), String> {
     for p in &sel.phases {
         println!(
             "  {:<30} total {:>8}  average {:>8}  calls {}",
-            p.stats.name,
+            hpm_core::text::terminal_safe(&p.stats.name),
             pct(p.total_share),
             pct(p.average_share),
             p.stats.calls

@@ -9,6 +9,8 @@ use hpm_core::output::data::DataBy;
 use hpm_core::output::instructions::InstructionOptions;
 use hpm_core::output::report::{data_report, full_report, ReportOptions};
 
+use hpm_core::text::terminal_safe;
+
 use crate::input::{load_input, SampleArgs};
 use crate::values::{percent_value, positive};
 
@@ -53,7 +55,7 @@ pub fn main(a: Args) -> Result<(), String> {
         let Some(rec) = input.rec.as_ref() else {
             return Err(format!("--instructions needs a .jfr recording: `{}` has no instruction pointers", a.file));
         };
-        print!("{}", hpm_core::output::instructions::report(rec, &instructions)?);
+        print!("{}", terminal_safe(&hpm_core::output::instructions::report(rec, &instructions)?));
         return Ok(());
     }
     let top = a.top.unwrap_or(20);
@@ -62,15 +64,16 @@ pub fn main(a: Args) -> Result<(), String> {
     let opts =
         ReportOptions { top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone(), by };
     match (a.by, input.rec.as_ref()) {
-        (Some(by), Some(rec)) => print!("{}", data_report(rec, &input.cct, &input.tallies, by, &opts)),
+        (Some(by), Some(rec)) => print!("{}", terminal_safe(&data_report(rec, &input.cct, &input.tallies, by, &opts))),
         (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),
         (None, rec) => {
-            print!("{}", full_report(rec, &input.cct, &input.tallies, &opts));
+            // Names come from the recording: shown, never obeyed by the terminal.
+            print!("{}", terminal_safe(&full_report(rec, &input.cct, &input.tallies, &opts)));
             // The JVM's events, by class and by site (unless --event made them the samples).
             if let (Some(rec), None) = (rec, a.samples.event) {
-                print!("{}", hpm_core::output::jvmevents::report(rec, top));
+                print!("{}", terminal_safe(&hpm_core::output::jvmevents::report(rec, top)));
                 if let Some(c) = &input.creation {
-                    print!("{}", c.report(top));
+                    print!("{}", terminal_safe(&c.report(top)));
                 }
             }
         }

@@ -58,7 +58,7 @@ pub(crate) fn load_input(
 /// Prints the loaders' warnings, one line each.
 pub(crate) fn warn(notes: &[String]) {
     for n in notes {
-        eprintln!("hpm: {n}");
+        eprintln!("hpm: {}", hpm_core::text::terminal_safe(n));
     }
 }
 

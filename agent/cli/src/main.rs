@@ -17,6 +17,7 @@ mod cmd_phases;
 mod cmd_report;
 mod cmd_run;
 mod input;
+mod sys;
 mod values;
 
 /// hpm — hardware-performance-monitor profiler for the JVM.
@@ -78,7 +79,8 @@ fn main() {
         Command::Phases(a) => cmd_phases::main(a),
     };
     if let Err(msg) = result {
-        eprintln!("hpm: {msg}");
+        // Messages quote names from files and peers: their control characters are shown, not obeyed.
+        eprintln!("hpm: {}", hpm_core::text::terminal_safe(&msg));
         std::process::exit(2);
     }
 }

@@ -59,7 +59,7 @@ pub fn periods_since(accounted: u64, value: u64, period: u64) -> (u32, u64) {
     let elapsed = value.saturating_sub(accounted);
     let n = (elapsed.saturating_add(period / 2) / period).clamp(1, u64::from(MAX_KERNEL_PERIODS));
     // After a clamp, or a count behind what was accounted, start afresh from this sample.
-    let next = if elapsed / period > n { value } else { accounted.saturating_add(n * period) };
+    let next = if elapsed / period > n { value } else { accounted.saturating_add(n.saturating_mul(period)) };
     (n as u32, next)
 }
 

@@ -39,5 +39,5 @@ pub mod resolve;
 mod scratch_tests;
 pub mod symbols;
 mod sync;
-mod text;
+pub mod text;
 pub mod tree_feed;

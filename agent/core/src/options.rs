@@ -364,6 +364,27 @@ pub const DEFAULT_LOCK_THRESHOLD_NS: u64 = 10_000;
 /// The largest `alloc=` interval (SetHeapSamplingInterval takes a 32-bit int).
 pub const MAX_ALLOC_INTERVAL: u64 = 1 << 30;
 
+// The ranges of the options that are times or counts. A value outside is refused with one line
+// naming its range, so nothing computed from an option later (a timer's next tick, a period
+// times a count, nanoseconds from seconds) can wrap: `interval=18446744073709551615` once made
+// the timer's next tick wrap into the past and sample without pause.
+/// `interval=` of a clock event: the kernel delivers no timer samples more often than 10 us...
+pub const MIN_CLOCK_INTERVAL_NS: u64 = 10_000;
+/// ... and a profile with less than a sample a minute says nothing.
+pub const MAX_CLOCK_INTERVAL_NS: u64 = 60_000_000_000;
+/// `interval=` of a counting event: events between two samples (10^12 cycles are minutes of a
+/// CPU).
+pub const MAX_COUNT_INTERVAL: u64 = 1_000_000_000_000;
+/// `flush=`: from a second to an hour between JFR chunks.
+pub const MIN_FLUSH_NS: u64 = 1_000_000_000;
+pub const MAX_FLUSH_NS: u64 = 3_600_000_000_000;
+/// `lock=`: the shortest wait recorded, at most a minute.
+pub const MAX_LOCK_THRESHOLD_NS: u64 = 60_000_000_000;
+/// `spsthreads=`: running threads sampled per tick.
+pub const MAX_SPS_THREADS: u64 = 4096;
+/// `jstackdepth=`: frames per sample (the timer samplers keep this many; the others 512).
+pub const MAX_STACK_DEPTH: u64 = crate::capture::MAX_DEEP_FRAMES as u64;
+
 /// Who walks the Java stack in the signal handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StackWalker {
@@ -492,8 +513,10 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                 o.lock = Some(match value {
                     None => DEFAULT_LOCK_THRESHOLD_NS,
                     Some("0") => 0,
-                    Some(v) => parse_duration(v).ok_or_else(|| {
-                        OptionError(format!("lock={v}: expected the shortest wait to record, such as 10us, 1ms or 0"))
+                    Some(v) => parse_duration(v).filter(|&ns| ns <= MAX_LOCK_THRESHOLD_NS).ok_or_else(|| {
+                        OptionError(format!(
+                            "lock={v}: expected the shortest wait to record, from 0 to 60s, such as 10us, 1ms or 0"
+                        ))
                     })?,
                 })
             }
@@ -533,16 +556,21 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                 crate::filter::compile_thread_pattern_for("thread=", p).map_err(OptionError)?;
                 o.thread_filter = Some(p.to_string());
             }
-            "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?)?.min(4096) as u32,
+            "spsthreads" => o.sps_threads = parse_count(key, need_value(key, value)?, MAX_SPS_THREADS)? as u32,
             "spswaiting" => o.sps_waiting = flag(key, value)?,
             "jstackdepth" => {
-                o.max_depth = parse_count(key, need_value(key, value)?)?.clamp(1, 4096) as u32;
+                o.max_depth = parse_count(key, need_value(key, value)?, MAX_STACK_DEPTH)? as u32;
             }
             "flush" => {
-                let ns = parse_duration(need_value(key, value)?).ok_or_else(|| {
-                    OptionError(format!("flush={}: expected a time such as 5s or 500ms", value.unwrap_or("")))
-                })?;
-                o.flush_secs = (ns / 1_000_000_000).max(1);
+                let ns = parse_duration(need_value(key, value)?)
+                    .filter(|ns| (MIN_FLUSH_NS..=MAX_FLUSH_NS).contains(ns))
+                    .ok_or_else(|| {
+                        OptionError(format!(
+                            "flush={}: expected a time from 1s to 1h, such as 5s or 30s",
+                            value.unwrap_or("")
+                        ))
+                    })?;
+                o.flush_secs = ns / 1_000_000_000;
             }
             other => return Err(OptionError(format!("unknown option `{other}`; valid options: {KEYS}"))),
         }
@@ -619,11 +647,12 @@ fn flag(key: &str, value: Option<&str>) -> Result<bool, OptionError> {
     }
 }
 
-fn parse_count(key: &str, v: &str) -> Result<u64, OptionError> {
+/// A whole number from 1 to `max`.
+fn parse_count(key: &str, v: &str, max: u64) -> Result<u64, OptionError> {
     v.parse::<u64>()
         .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| OptionError(format!("{key}={v}: expected a positive whole number")))
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| OptionError(format!("{key}={v}: expected a whole number from 1 to {max}")))
 }
 
 /// `512k`, `1m`, `4096` (bytes) for `alloc=`.
@@ -644,14 +673,16 @@ fn parse_bytes(v: &str) -> Result<u64, OptionError> {
         })
 }
 
-/// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds.
+/// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds; more than 64 bits hold is `u64::MAX`,
+/// which every option's range refuses (so the message names the range, not the syntax).
 pub fn parse_duration(t: &str) -> Option<u64> {
     let units: [(&str, u64); 5] =
         [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
     for (suffix, mult) in units {
         if let Some(num) = t.strip_suffix(suffix) {
-            if let Ok(n) = num.parse::<u64>() {
-                return n.checked_mul(mult).filter(|&v| v > 0);
+            let too_many = !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit());
+            if let Some(n) = num.parse::<u64>().ok().or(too_many.then_some(u64::MAX)) {
+                return Some(n.saturating_mul(mult)).filter(|&v| v > 0);
             }
         }
     }
@@ -664,19 +695,25 @@ fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
     }
     let has_unit = t.ends_with('s') || t.ends_with('m');
     if event.is_clock {
-        if let Some(ns) = parse_duration(t) {
-            if ns < 10_000 {
+        // A time, or a number of nanoseconds (at least 10us of them; too many for 64 bits are
+        // over the range too).
+        let digits = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+        let ns = parse_duration(t).or_else(|| match t.parse::<u64>() {
+            Ok(n) => Some(n).filter(|&n| n >= MIN_CLOCK_INTERVAL_NS),
+            Err(_) => digits.then_some(u64::MAX),
+        });
+        if let Some(ns) = ns {
+            if ns < MIN_CLOCK_INTERVAL_NS {
                 return Err(OptionError(format!(
                     "interval={t} is below 10us, which the kernel cannot deliver; use 10us or more"
                 )));
             }
+            if ns > MAX_CLOCK_INTERVAL_NS {
+                return Err(OptionError(format!("interval={t} is over 60s; give a time from 10us to 60s")));
+            }
             return Ok(Interval::Fixed(ns));
         }
-        if let Ok(n) = t.parse::<u64>() {
-            if n >= 10_000 {
-                return Ok(Interval::Fixed(n));
-            }
-        }
+
         Err(OptionError(format!(
             "interval={t}: {} is a clock event; give a time such as 10ms, 1ms or 100us (or auto)",
             event.name
@@ -687,7 +724,7 @@ fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
             event.name, event.default_period
         )))
     } else {
-        parse_count("interval", t).map(Interval::Fixed)
+        parse_count("interval", t, MAX_COUNT_INTERVAL).map(Interval::Fixed)
     }
 }
 
@@ -696,14 +733,15 @@ pub fn help_text() -> String {
     let mut s = String::from(
         "hpm agent options (comma-separated key=value): -agentpath:/path/libhpm.so=OPTIONS\n\
          \n  event=NAME        sampling event (default cpu-clock); wall = every Java thread at the interval, any state\n\
-         \x20 interval=N        period: a time for clock events (10ms, 1ms, 100us), a count otherwise; auto = self-tuning\n\
+         \x20 interval=N        period: a time for clock events (10ms, 1ms, 100us; 10us to 60s), a count otherwise\n\
+         \x20                   (1 to 1000000000000); auto = self-tuning\n\
          \x20 counters=A+B+...  counting events read in one perf group with every sample (e.g. cycles+instructions)\n\
          \x20 file=PATH         output; format from the extension: .jfr .collapsed .html .svg .pb.gz .json; %p = pid, %t = time; repeatable\n\
          \x20 threads           separate stacks per thread\n\
          \x20 sampler=asgct     stack sampler: asgct (default), jvmti (global safepoint baseline), sps (patched JVM),\n\
          \x20                   isps (patched JVM, incremental stack tracing),\n\
          \x20                   chain (CallerChaining: no stack walk in the thread, contexts from stack depths)\n\
-         \x20 spsthreads=N      sampler=sps/isps: running threads per sample (default: number of CPUs)\n\
+         \x20 spsthreads=N      sampler=sps/isps: running threads per sample, 1 to 4096 (default: number of CPUs)\n\
          \x20 spswaiting        sampler=sps/isps: also sample waiting threads in proportion to their share\n\
          \x20 kernel=auto       kernel time: auto = sampled with kernel frames where perf allows it, else counted at the\n\
          \x20                   user stack as [kernel] (clock events); on = sampled or refuse to start; off = user mode only\n\
@@ -715,10 +753,10 @@ pub fn help_text() -> String {
          \x20 alloc[=BYTES]     allocation profile: a sample every BYTES allocated on average (default 512k), with its\n\
          \x20                   class and stack (jdk.ObjectAllocationSample; hpm report --event alloc)\n\
          \x20 lock[=DURATION]   lock profile: contended monitor enters and parks that waited at least DURATION (default\n\
-         \x20                   10us; intercepts Unsafe.park: the JVM warns once), as jdk.JavaMonitorEnter and\n\
+         \x20                   10us, at most 60s; intercepts Unsafe.park: the JVM warns once), as jdk.JavaMonitorEnter and\n\
          \x20                   jdk.ThreadPark (hpm report --event lock); event=alloc or event=lock: these without CPU samples\n\
-         \x20 jstackdepth=256   maximum Java frames per sample (up to 4096 with jvmti, sps, wall; 512 others)\n\
-         \x20 flush=5s          JFR chunk flush period (a killed JVM keeps what was flushed)\n\
+         \x20 jstackdepth=256   maximum Java frames per sample, 1 to 4096 (past 512 with jvmti, sps, wall only)\n\
+         \x20 flush=5s          JFR chunk flush period, 1s to 1h (a killed JVM keeps what was flushed)\n\
          \x20 quiet             no summary at exit\n\
          \x20 help              this text; the JVM then exits\n\nevents:\n",
     );
@@ -863,6 +901,40 @@ mod tests {
         assert!(e.contains("below 10us"), "{e}");
         let e = parse("event=").unwrap_err().0;
         assert!(e.contains("needs a value"), "{e}");
+    }
+
+    /// Every option that is a time or a count is refused outside its range, with one line that
+    /// names the range; the ends of each range are taken. `sampler=jvmti,interval=2^64-1` used
+    /// to be taken, and its timer's next tick wrapped into the past.
+    #[test]
+    fn times_and_counts_are_refused_outside_their_range() {
+        let clock = "from 10us to 60s";
+        for (bad, range) in [
+            ("sampler=jvmti,interval=18446744073709551615", clock),
+            ("interval=99999999999999999999", clock),
+            ("interval=61s", clock),
+            ("interval=2m", clock),
+            ("event=wall,interval=99999999999999999999s", clock),
+            ("event=page-faults,interval=18446744073709551615", "from 1 to 1000000000000"),
+            ("event=cycles,interval=1000000000001", "from 1 to 1000000000000"),
+            ("flush=500ms", "from 1s to 1h"),
+            ("flush=61m", "from 1s to 1h"),
+            ("flush=18446744073709551615s", "from 1s to 1h"),
+            ("lock=61s", "from 0 to 60s"),
+            ("lock=99999999999999999999ms", "from 0 to 60s"),
+            ("sampler=sps,spsthreads=4097", "from 1 to 4096"),
+            ("jstackdepth=4097", "from 1 to 4096"),
+            ("jstackdepth=0", "from 1 to 4096"),
+        ] {
+            let e = parse(bad).unwrap_err().0;
+            assert!(e.contains(range) && !e.contains('\n'), "{bad}: {e}");
+        }
+        let o = parse("sampler=jvmti,interval=60s,flush=60m,lock=60s,jstackdepth=4096").unwrap();
+        assert_eq!((o.period(), o.flush_secs, o.lock, o.max_depth), (60_000_000_000, 3600, Some(60_000_000_000), 4096));
+        let o = parse("interval=10us,flush=1s,jstackdepth=1").unwrap();
+        assert_eq!((o.period(), o.flush_secs, o.max_depth), (10_000, 1, 1));
+        assert_eq!(parse("event=cycles,interval=1000000000000").unwrap().period(), 1_000_000_000_000);
+        assert_eq!(parse("sampler=sps,spsthreads=4096").unwrap().sps_threads, 4096);
     }
 
     #[test]

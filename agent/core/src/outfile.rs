@@ -18,6 +18,9 @@
 //!   write the directory can still swap names under it; they get a refusal, never hpm's
 //!   privileges (their link, FIFO or device is neither read, nor renamed as hpm's output).
 //! - [`create_new`] makes a fresh file that must not exist yet (attach trigger and reply files).
+//! - [`Target::id`] says which file a target writes (its directory's device and inode, and its
+//!   name), so that two outputs of one file are told apart from their paths' strings
+//!   ([`TargetId::clash`]): `a.jfr`, `./a.jfr` and a link to the directory are one file.
 //!
 //! A JVM killed while profiling leaves its JFR in `NAME.part`, readable up to the last flush.
 
@@ -307,6 +310,14 @@ impl Target {
         &self.path
     }
 
+    /// Which file this is: the directory as opened (device and inode) and the final name, so
+    /// that `a.jfr`, `./a.jfr` and `dir/../a.jfr` compare equal where their strings do not.
+    pub fn id(&self) -> Result<TargetId, OutputError> {
+        let st = stat_at(self.dir.as_raw_fd(), &CString::default(), false)
+            .map_err(|e| OutputError::new(&self.path, ErrorKind::Io("stat", e)))?;
+        Ok(TargetId { dev: st.st_dev, ino: st.st_ino, name: self.name.as_bytes().to_vec() })
+    }
+
     /// Where the data grows until [`PartFile::commit`]: `NAME.part`.
     pub fn part_path(&self) -> PathBuf {
         let mut p = self.path.clone().into_os_string();
@@ -344,6 +355,47 @@ impl Target {
         }
         part.commit()
     }
+}
+
+/// Which file a [`Target`] writes: its directory's device and inode, and its final name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetId {
+    dev: u64,
+    ino: u64,
+    name: Vec<u8>,
+}
+
+impl TargetId {
+    /// Whether writing both would touch one file: the same name in the same directory, or one's
+    /// `NAME.part` (where its data grows, renamed over `NAME` at the end) is the other's name.
+    /// (No output format has the extension `.part` today, so the agent refuses such a name
+    /// before it gets here; this keeps the rule whole should that change.)
+    pub fn clash(&self, other: &TargetId) -> Option<Clash> {
+        if (self.dev, self.ino) != (other.dev, other.ino) {
+            return None;
+        }
+        let part_of = |a: &[u8], b: &[u8]| a.strip_suffix(PART_SUFFIX.as_bytes()) == Some(b);
+        if self.name == other.name {
+            Some(Clash::Same)
+        } else if part_of(&self.name, &other.name) {
+            Some(Clash::PartOf)
+        } else if part_of(&other.name, &self.name) {
+            Some(Clash::HasPart)
+        } else {
+            None
+        }
+    }
+}
+
+/// How two outputs collide ([`TargetId::clash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clash {
+    /// They name the same file.
+    Same,
+    /// The first is the second's `NAME.part`.
+    PartOf,
+    /// The second is the first's `NAME.part`.
+    HasPart,
 }
 
 /// The new file being written, `NAME.part`, until it is renamed over `NAME`.

@@ -225,3 +225,23 @@ fn copies_are_bounded_and_complete() {
     let e = copy_at(&f, 0, data.len() as u64 + 1, &mut Vec::new()).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
 }
+
+/// Two outputs are the same file when their directories are the same directory (device and
+/// inode) and their names are equal, whatever their paths' strings; one output's `NAME.part`
+/// (where its data grows) is the other's name is a clash too.
+#[test]
+fn targets_are_compared_by_directory_and_name() {
+    let d = Scratch::new("outfile-ids");
+    std::fs::create_dir(d.path().join("real")).unwrap();
+    std::os::unix::fs::symlink("real", d.path().join("link")).unwrap();
+    let id = |p: &str| Target::check(d.path().join(p)).unwrap().id().unwrap();
+    let a = id("real/a.jfr");
+    for same in ["real/./a.jfr", "real/../real/a.jfr", "link/a.jfr", "real//a.jfr"] {
+        assert_eq!(a.clash(&id(same)), Some(Clash::Same), "{same}");
+    }
+    assert_eq!(id("real/a.jfr.part").clash(&a), Some(Clash::PartOf));
+    assert_eq!(a.clash(&id("link/a.jfr.part")), Some(Clash::HasPart));
+    for other in ["real/b.jfr", "a.jfr", "real/a.jfr.part.part", "real/a.jf"] {
+        assert_eq!(a.clash(&id(other)), None, "{other}");
+    }
+}

@@ -46,6 +46,26 @@ pub fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// Text a peer or a file controls, made harmless for a terminal: every control character but
+/// newline and tab (ESC and the sequences it starts, which set the window title, colours or
+/// the cursor; BEL, CR, backspace; the C1 controls, U+0080-U+009F, which some terminals obey
+/// too) is written as a visible `\xNN` escape. Borrowed when there is none.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !s.contains(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if unsafe_char(c) {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `1234567` -> `1,234,567`.
 pub fn group(n: u64) -> String {
     let s = n.to_string();
@@ -192,6 +212,16 @@ mod tests {
         let mut s = String::new();
         push_json_string(&mut s, "</script><!--\"\\\n\u{2028}");
         assert_eq!(s, r#""\u003c/script\u003e\u003c!--\"\\\n\u2028""#);
+    }
+
+    #[test]
+    fn terminal_text_keeps_lines_and_shows_controls() {
+        assert!(matches!(terminal_safe("a\tb\nc é"), std::borrow::Cow::Borrowed("a\tb\nc é")));
+        assert_eq!(
+            terminal_safe("\x1b]0;owned\x07\x1b[31mred\r\u{9b}2J\x7f"),
+            r"\x1b]0;owned\x07\x1b[31mred\x0d\x9b2J\x7f"
+        );
+        assert!(!terminal_safe("\x1b\x00\u{85}").chars().any(|c| c.is_control()));
     }
 
     #[test]

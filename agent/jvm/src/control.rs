@@ -139,7 +139,7 @@ fn stop(sessions: &Sessions, rest: &str) -> Result<String, String> {
     if control.running.is_none() {
         return Err("no profiling session is running; `start` one first".into());
     }
-    let extra = check_files(rest, "stop")?;
+    let extra = check_files(rest, "stop", control.running.as_ref())?;
     let s = control.running.take().expect("checked above");
     sessions.recording.store(false, Ordering::Release);
     let seconds = elapsed_secs(&s);
@@ -154,7 +154,7 @@ fn dump(sessions: &Sessions, rest: &str) -> Result<String, String> {
     if control.running.is_none() && control.last.is_none() {
         return Err("no profile to dump: no session is running or has run; `start` one first".into());
     }
-    let targets = check_files(rest, "dump")?;
+    let targets = check_files(rest, "dump", control.running.as_ref())?;
     if targets.is_empty() {
         return Err("dump needs file=PATH (format from the extension: .jfr, .collapsed, .html, .svg, ...)".into());
     }
@@ -225,8 +225,9 @@ fn interval_text(s: &Session) -> String {
     }
 }
 
-/// `file=PATH` items (`%p`/`%t` expanded), every one checked before any is written.
-fn check_files(rest: &str, verb: &str) -> Result<Vec<Output>, String> {
+/// `file=PATH` items (`%p`/`%t` expanded), every one checked before any is written, and against
+/// the running session's own outputs.
+fn check_files(rest: &str, verb: &str, running: Option<&Session>) -> Result<Vec<Output>, String> {
     let mut files = Vec::new();
     for item in rest.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let Some(path) = item.strip_prefix("file=").filter(|p| !p.is_empty()) else {
@@ -236,5 +237,5 @@ fn check_files(rest: &str, verb: &str) -> Result<Vec<Output>, String> {
         let f = OutputFile { pattern: path.to_string(), format };
         files.push((f.path(std::process::id(), now_wall_ns() / 1_000_000_000), format));
     }
-    session::check_outputs(files)
+    session::check_outputs(files, running.map_or(&[], |s| &s.file_ids))
 }

@@ -590,7 +590,7 @@ impl Processor {
             self.complete_chain();
         }
         // `sampler=chain` holds its samples until their stacks are completed at the end.
-        let due = now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs * 1_000_000_000
+        let due = now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs.saturating_mul(1_000_000_000)
             && self.chain.as_mut().is_none_or(|c| c.may_flush(self.rec.samples.len()));
         if last || due {
             self.flush_chunk(now);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
 use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind, StackWalker};
-use hpm_core::outfile::Target;
+use hpm_core::outfile::{Clash, Target, TargetId, PART_SUFFIX};
 
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
@@ -125,7 +125,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     // Checked last (after the options and perf); nothing is created before the session starts.
     let files: Vec<(String, OutputFormat)> =
         opts.outputs().iter().map(|f| (f.path(std::process::id(), start_wall_ns / 1_000_000_000), f.format)).collect();
-    let outputs = check_outputs(files)?;
+    let outputs = check_outputs(files, &[])?;
     let walker = match (opts.sampler, opts.stack) {
         (SamplerKind::Asgct, StackWalker::Vm | StackWalker::Compare) => match crate::vmstructs::walker_layout() {
             Ok(l) if opts.stack == StackWalker::Compare => {
@@ -198,17 +198,42 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     Ok(Plan { opts, event, spec, sps, isps, notes, outputs, start_wall_ns, walker, data })
 }
 
-/// Checks every output of one request before any is created (a path given twice is refused).
-pub fn check_outputs(files: Vec<(String, OutputFormat)>) -> Result<Vec<Output>, String> {
-    let mut out: Vec<Output> = Vec::with_capacity(files.len());
+/// Checks every output of one request before any is created. Two outputs that would write one
+/// file are refused: the same directory (as opened: device and inode, not the path's string,
+/// so `a.jfr` and `./a.jfr` are one) and name, or one's `NAME.part` the other's name (refused
+/// by the format already: see `TargetId::clash`). `running` are the outputs of the session that
+/// runs (`stop,file=` and `dump,file=` are checked against them too).
+pub fn check_outputs(
+    files: Vec<(String, OutputFormat)>,
+    running: &[(String, TargetId)],
+) -> Result<Vec<Output>, String> {
+    let mut out: Vec<(Output, TargetId)> = Vec::with_capacity(files.len());
     for (path, format) in files {
-        if out.iter().any(|o| o.path == path) {
-            return Err(format!("file={path} is given twice"));
-        }
         let target = Target::check(&path).map_err(|e| e.to_string())?;
-        out.push(Output { path, format, target });
+        let id = target.id().map_err(|e| e.to_string())?;
+        let given = out.iter().map(|(o, id)| (o.path.as_str(), id, ""));
+        let session = running.iter().map(|(p, id)| (p.as_str(), id, "the running session's "));
+        for (other, other_id, whose) in given.chain(session) {
+            if let Some(clash) = id.clash(other_id) {
+                return Err(clash_message(&path, other, whose, clash));
+            }
+        }
+        out.push((Output { path, format, target }, id));
     }
-    Ok(out)
+    Ok(out.into_iter().map(|(o, _)| o).collect())
+}
+
+/// The one line for outputs `new` and `whose` `old` that would write one file.
+fn clash_message(new: &str, old: &str, whose: &str, clash: Clash) -> String {
+    match clash {
+        Clash::Same => format!("file={new} and {whose}file={old} are the same file; give each output its own name"),
+        Clash::PartOf => format!(
+            "file={new} is where {whose}file={old} is written until it is complete ({old}{PART_SUFFIX}); choose another name"
+        ),
+        Clash::HasPart => format!(
+            "{whose}file={old} is where file={new} is written until it is complete ({new}{PART_SUFFIX}); choose another name"
+        ),
+    }
 }
 
 /// A running session.
@@ -218,6 +243,8 @@ pub struct Session {
     pub event: EventInfo,
     /// Output paths with `%p`/`%t` expanded.
     pub files: Vec<String>,
+    /// Which files those are, for the outputs `stop` and `dump` add (see [`check_outputs`]).
+    pub file_ids: Vec<(String, TargetId)>,
     pub start_ticks: u64,
     sink: Arc<Sink>,
     sampler: Arc<dyn Sampler>,
@@ -343,6 +370,7 @@ impl Session {
         };
         let start_ticks = now_ticks();
         let files = plan.outputs.iter().map(|o| o.path.clone()).collect();
+        let file_ids = plan.outputs.iter().filter_map(|o| Some((o.path.clone(), o.target.id().ok()?))).collect();
         let inputs = Inputs {
             opts: opts.clone(),
             event: plan.event.clone(),
@@ -390,7 +418,7 @@ impl Session {
             return Err(e);
         }
         let events = (opts.alloc.is_some() || opts.lock.is_some()).then_some((parts.events, parts.jvmti));
-        Ok(Session { opts, event: plan.event, files, start_ticks, sink, sampler, processor, events })
+        Ok(Session { opts, event: plan.event, files, file_ids, start_ticks, sink, sampler, processor, events })
     }
 
     /// Stops sampling, then lets the processor do its last round and write the outputs (plus

@@ -206,15 +206,14 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     let cx =
         isps::Ctx { jvmti: &p.jvmti, threads: p.threads, max_depth: p.max_depth, quiet: p.quiet, push: &push_isps };
     let mut wall = WallState::default();
-    let mut next = now_ticks() + period;
+    let mut next = now_ticks().saturating_add(period);
     while !stop.load(Ordering::Acquire) {
         let now = now_ticks();
         if now < next {
             std::thread::park_timeout(Duration::from_nanos(next - now));
             continue;
         }
-        // Fell behind (a long safepoint): resume the rhythm instead of bursting.
-        next = if next + period > now { next + period } else { now + period };
+        next = next_tick(next, now, period);
         match p.kind {
             Kind::Sps { sps, waiting, .. } => sample_sps(p, sps, running, waiting, &mut buf, &mut lat),
             Kind::Isps { isps: f, waiting, .. } => {
@@ -238,6 +237,19 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     drop(attached);
     p.threads.include(tid);
     lat
+}
+
+/// The tick after the one due at `next`, taken at `now`: a period later, or a period from now
+/// if the sampler fell behind (a long safepoint), resuming the rhythm instead of bursting.
+/// Saturating: a tick past the clock's range is never due, where a wrapped one (a period near
+/// 2^64 ns) was always due, and the sampler took samples without pause.
+fn next_tick(next: u64, now: u64, period: u64) -> u64 {
+    let after = next.saturating_add(period);
+    if after > now {
+        after
+    } else {
+        now.saturating_add(period)
+    }
 }
 
 /// The slots shared with the patched JVM. Sampled threads write their slot (trace and frames)
@@ -519,4 +531,18 @@ fn push(
         }
         n > 0
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_tick;
+
+    #[test]
+    fn the_next_tick_is_a_period_on_and_never_wraps_into_the_past() {
+        assert_eq!(next_tick(100, 105, 10), 110);
+        assert_eq!(next_tick(100, 150, 10), 160, "fell behind: a period from now");
+        let now = 1_000_000_000;
+        assert_eq!(next_tick(now, now, u64::MAX), u64::MAX);
+        assert_eq!(next_tick(u64::MAX, u64::MAX, 1), u64::MAX);
+    }
 }
