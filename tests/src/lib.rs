@@ -182,6 +182,9 @@ pub fn async_profiler() -> Option<PathBuf> {
                 jar
             }
         };
+        if !jar.is_file() {
+            return Err(format!("{} is not a file", jar.display()));
+        }
         let platform = if cfg!(target_arch = "aarch64") { "linux-arm64" } else { "linux-x64" };
         let member = format!("{platform}/libasyncProfiler.so");
         let dir = target_dir().join(format!("async-profiler-{v}"));
