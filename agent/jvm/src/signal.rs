@@ -248,8 +248,8 @@ impl SignalSetup {
     }
 }
 
-/// Installs `on_signal` for `sig` with SA_SIGINFO | SA_RESTART, keeping the previous handler for
-/// signals that are not ours (unless it is ours already: nothing to do).
+/// Installs `on_signal` for `sig` (a free one: [`choose_signal`]) with SA_SIGINFO | SA_RESTART,
+/// unless it is installed already.
 ///
 /// The handler blocks the signals profilers use ([`SAMPLE_SIGNALS`]) while it runs. Two
 /// profilers' clock events on one thread often overflow in the same tick; the kernel then sets
