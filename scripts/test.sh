@@ -23,6 +23,18 @@ else
 fi
 
 status=${jdk_failed:-0}
+# async-profiler, for the test of two profilers in one JVM (tests/tests/agent_signals.rs), from
+# Maven Central into ~/.m2 (the test unpacks its library); without it that test prints NOT RUN,
+# and the run fails.
+ap_version=4.6
+if [ -f ~/.m2/repository/tools/profiler/async-profiler/$ap_version/async-profiler-$ap_version.jar ] ||
+   mvn -q dependency:get -Dartifact=tools.profiler:async-profiler:$ap_version >target/async-profiler-fetch.log 2>&1; then
+  echo "test: async-profiler $ap_version in ~/.m2"
+else
+  echo "test: ASYNC-PROFILER $ap_version COULD NOT BE FETCHED; its test will print NOT RUN and the run fails. Last lines of target/async-profiler-fetch.log:"
+  tail -n 20 target/async-profiler-fetch.log || true
+  status=1
+fi
 # Guardrails (principle 2): formatting and lints, over every target (tests and benches too).
 # `clippy::undocumented_unsafe_blocks` is denied in Cargo.toml's [workspace.lints].
 echo "test: == lint (cargo fmt --check; cargo clippy --workspace --all-targets -- -D warnings)"

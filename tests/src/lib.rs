@@ -149,6 +149,71 @@ pub fn patched_jdk() -> Option<Jdk> {
     }
 }
 
+/// The async-profiler release the coexistence tests run beside hpm (Maven Central
+/// `tools.profiler:async-profiler`, a jar holding the library for each platform).
+pub const ASYNC_PROFILER_VERSION: &str = "4.6";
+
+/// async-profiler's library ([`ASYNC_PROFILER_VERSION`]), unpacked under the target directory
+/// from its jar: the jar in the local Maven repository, fetched there with `mvn dependency:get`
+/// when missing (scripts/test.sh fetches it before the tests, and fails the run if it cannot),
+/// or `HPM_ASYNC_PROFILER_JAR`. None, with NOT RUN and the reason printed, if it cannot be had.
+pub fn async_profiler() -> Option<PathBuf> {
+    static LIB: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let lib = LIB.get_or_init(|| {
+        let v = ASYNC_PROFILER_VERSION;
+        let jar = match std::env::var_os("HPM_ASYNC_PROFILER_JAR") {
+            Some(j) => PathBuf::from(j),
+            None => {
+                let home = std::env::var_os("HOME").map(PathBuf::from).ok_or("HOME is not set")?;
+                let jar = home.join(format!(".m2/repository/tools/profiler/async-profiler/{v}/async-profiler-{v}.jar"));
+                if !jar.is_file() {
+                    let out = Command::new("mvn")
+                        .args(["-q", "dependency:get", &format!("-Dartifact=tools.profiler:async-profiler:{v}")])
+                        .output()
+                        .map_err(|e| format!("cannot run mvn ({e}); scripts/setup.sh installs it"))?;
+                    if !out.status.success() || !jar.is_file() {
+                        let said = String::from_utf8_lossy(&out.stdout);
+                        return Err(format!(
+                            "mvn dependency:get could not fetch it: {}",
+                            said.trim().lines().last().unwrap_or("")
+                        ));
+                    }
+                }
+                jar
+            }
+        };
+        if !jar.is_file() {
+            return Err(format!("{} is not a file", jar.display()));
+        }
+        let platform = if cfg!(target_arch = "aarch64") { "linux-arm64" } else { "linux-x64" };
+        let member = format!("{platform}/libasyncProfiler.so");
+        let dir = target_dir().join(format!("async-profiler-{v}"));
+        let lib = dir.join(&member);
+        if !lib.is_file() {
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            // The JDK's own jar tool: no unzip needed.
+            let ok = Command::new(jdks()[0].tool("jar"))
+                .arg("xf")
+                .arg(&jar)
+                .arg(&member)
+                .current_dir(&dir)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok || !lib.is_file() {
+                return Err(format!("{} holds no {member}", jar.display()));
+            }
+        }
+        Ok(lib)
+    });
+    match lib {
+        Ok(lib) => Some(lib.clone()),
+        Err(e) => {
+            eprintln!("NOT RUN with async-profiler {ASYNC_PROFILER_VERSION}: {e}");
+            None
+        }
+    }
+}
+
 pub fn scratch(name: &str) -> PathBuf {
     let d = target_dir().join("test-scratch").join(name);
     let _ = std::fs::remove_dir_all(&d);
@@ -169,7 +234,9 @@ pub fn shared_scratch(name: &str) -> PathBuf {
     scratch(name)
 }
 
-fn jvm_lock() -> MutexGuard<'static, ()> {
+/// Held while a JVM runs (one at a time, see the module's doc): for a test that drives a JVM
+/// itself.
+pub fn jvm_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -7,7 +7,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * Usage: java Shares THREADS SECONDS [cpu]
  * With "cpu", each thread runs until it has used SECONDS of CPU time rather than wall time, so a
- * cpu-clock profile gets the same number of samples however loaded the machine is.
+ * cpu-clock profile gets the same number of samples however loaded the machine is; the threads'
+ * CPU time, all told, is printed at the end ("cpu NS").
  * Run with -XX:CompileCommand=dontinline,Shares::* to keep a, b and c as separate compiled
  * frames; by default the JIT inlines them into run().
  */
@@ -29,6 +30,8 @@ public class Shares {
     // When the run ends (System.nanoTime()); in "cpu" mode main moves it once every thread
     // has used its CPU budget.
     static volatile long stopAt;
+    // The CPU time the threads used, each adding its own as it ends.
+    static final java.util.concurrent.atomic.AtomicLong cpuNs = new java.util.concurrent.atomic.AtomicLong();
 
     static void run() {
         ThreadLocalRandom r = ThreadLocalRandom.current();
@@ -44,6 +47,7 @@ public class Shares {
             }
         }
         sink += x;
+        cpuNs.addAndGet(java.lang.management.ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime());
     }
 
     public static void main(String[] args) throws Exception {
@@ -63,6 +67,7 @@ public class Shares {
             stopAt = 0;
         }
         for (Thread t : ts) t.join();
+        if (cpu) System.out.println("cpu " + cpuNs.get());
         System.out.println("done " + sink);
     }
 }

@@ -5,11 +5,12 @@ import java.io.InputStreamReader;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A program with its own SIGPROF handler (sun.misc.Signal, installed before hpm's) that is
- * profiled through the Java bridge (issue 11, item 6): hpm's handler must take only the perf
- * signals of its own threads and pass any other SIGPROF (here `kill -PROF` from the test) to
- * the handler that was there before it.
+ * A program with its own handler of a signal (sun.misc.Signal: SIGPROF, or SIGURG, the first
+ * signal hpm would sample with), installed before a session starts through the Java bridge:
+ * hpm must leave that signal to it and sample with another (issue 11, item 6), so any signal of
+ * that kind (here `kill` from the test) reaches the program's handler, and none of hpm's does.
  *
+ * Usage: java SigprofUser FILE [SIGNAL] (PROF by default).
  * Prints "ready PID" once the handler is installed and a session samples every millisecond;
  * then, for every line "wait N" on stdin, prints "got N" once its handler has seen N signals;
  * on "stop" stops the session and prints "done".
@@ -20,7 +21,7 @@ public class SigprofUser {
     public static void main(String[] args) throws Exception {
         AtomicInteger got = new AtomicInteger();
         Object lock = new Object();
-        sun.misc.Signal.handle(new sun.misc.Signal("PROF"), s -> {
+        sun.misc.Signal.handle(new sun.misc.Signal(args.length > 1 ? args[1] : "PROF"), s -> {
             got.incrementAndGet();
             synchronized (lock) {
                 lock.notifyAll();

@@ -47,6 +47,9 @@ pub const WALK_NOT_ATTEMPTED: i32 = i32::MIN;
 /// signal for several kernel-mode samples, delivered on the return to user mode): its user
 /// stack is that record's, kept by the resolver when the record has `shares_walk`.
 pub const WALK_SHARED: i32 = i32::MIN + 1;
+/// Taken while another handler held the signal hpm sampled with (its notification went there),
+/// found by the thread's first handler after hpm moved to another signal: no walk was made.
+pub const WALK_SIGNAL_TAKEN: i32 = i32::MIN + 2;
 /// At most this many periods of kernel time are expanded from one sample (`kernel_periods`).
 pub const MAX_KERNEL_PERIODS: u32 = 1 << 16;
 

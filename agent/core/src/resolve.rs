@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::hash::IntMap;
 
 use crate::capture::{
-    asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED,
+    asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED,
+    WALK_SHARED, WALK_SIGNAL_TAKEN,
 };
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
@@ -506,6 +507,8 @@ impl SampleResolver {
                 "in_compiled_prologue"
             } else if c.num_frames == WALK_NOT_ATTEMPTED || c.num_frames == WALK_SHARED {
                 "coalesced_signal"
+            } else if c.num_frames == WALK_SIGNAL_TAKEN {
+                "signal_taken_by_another_handler"
             } else if c.vm_walk && c.num_frames > 0 {
                 "no_named_Java_frame"
             } else if c.vm_walk {

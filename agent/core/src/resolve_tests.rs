@@ -320,6 +320,18 @@ fn records_of_one_kernel_stay_share_the_walked_user_stack() {
     assert_eq!(res.stats.failed, vec![("coalesced_signal".to_string(), 1)]);
 }
 
+#[test]
+fn a_record_sampled_while_another_handler_held_the_signal_is_kept_and_counted_as_such() {
+    let mut res = SampleResolver::default();
+    let mut rec = recording();
+    let mut c = captured(0, 10, 0x5000, &[]);
+    c.num_frames = WALK_SIGNAL_TAKEN;
+    let s = res.resolve(&mut rec, &mut table(), &c);
+    let names = names(&rec, &s);
+    assert!(names.iter().any(|n| n == "[no Java stack: signal_taken_by_another_handler]"), "{names:?}");
+    assert_eq!(res.stats.failed, vec![("signal_taken_by_another_handler".to_string(), 1)]);
+}
+
 /// A kernel-mode record of `thread` at `time`: walked (Main.leaf above Main.run), or `shared`
 /// with the walked one before it; `more`: records of its stay follow.
 fn kernel_stay(

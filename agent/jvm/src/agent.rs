@@ -17,7 +17,7 @@ use crate::jnienv::Vm;
 use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::session::Parts;
-use crate::signal::{self, SignalSetup, SignalStats, SAMPLE_SIGNAL};
+use crate::signal::{self, SignalSetup, SignalStats, SAMPLE_SIGNALS};
 use crate::sink::AsgctFn;
 use crate::threads::Threads;
 
@@ -55,7 +55,7 @@ pub fn install(jvmti: Jvmti, vm: Vm) -> Result<&'static Agent, &'static Agent> {
         Agent {
             jvmti,
             vm,
-            threads: Threads::new(SAMPLE_SIGNAL),
+            threads: Threads::new(SAMPLE_SIGNALS[0]),
             code: CodeEvents::default(),
             sessions: Sessions::default(),
             live: Live::default(),

@@ -439,6 +439,16 @@ impl ThreadEvents {
         }
     }
 
+    /// Sends the group's overflow notifications as `signal` from now on (to the same thread).
+    pub fn set_signal(&self, signal: i32) -> Result<(), PerfError> {
+        // SAFETY: a plain fcntl call on a descriptor we own.
+        if unsafe { libc::fcntl(self.leader.as_raw_fd(), F_SETSIG, signal) } == 0 {
+            Ok(())
+        } else {
+            Err(PerfError { what: "moving perf notifications to another signal".into(), errno: errno() })
+        }
+    }
+
     pub fn enable(&self) -> Result<(), PerfError> {
         // SAFETY: ioctl on a perf descriptor we own; the argument is a plain flag.
         let mut rc = unsafe { sys::ioctls::ENABLE(self.leader.as_raw_fd(), sys::bindings::PERF_IOC_FLAG_GROUP) };

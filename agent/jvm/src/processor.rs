@@ -399,6 +399,32 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     let _ = reply.send((written, Finished(p)));
 }
 
+/// The signal hpm sampled with and the signals that were not its own, when either is worth a
+/// line: hpm moved, or samples with another signal than its first choice, or passed signals on.
+fn signal_line(stats: &SignalStats, signal: i32) -> Option<String> {
+    let (foreign, moves) = (stats.foreign.load(Ordering::Relaxed), stats.moves.load(Ordering::Relaxed));
+    let first = crate::signal::SAMPLE_SIGNALS[0];
+    if stats.signals.load(Ordering::Relaxed) == 0 && foreign == 0 && moves == 0 {
+        return None;
+    }
+    if foreign == 0 && moves == 0 && signal == first {
+        return None;
+    }
+    let why = if moves > 0 {
+        let times = if moves == 1 { "once".to_string() } else { format!("{moves} times") };
+        format!(", moved {times} (another handler took hpm's signal, or it was reset)")
+    } else if signal != first {
+        format!(" ({} has another handler)", crate::signal::signal_name(first))
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "signals: sampled with {}{why}; {foreign} signals that were not hpm's (kill, another profiler's perf \
+         events) ignored",
+        crate::signal::signal_name(signal)
+    ))
+}
+
 /// The controller for `interval=auto`: bounds suit the event (10us..1s for clock events).
 fn tuner_for(inputs: &Inputs) -> Option<SelfTuner> {
     let mut cfg = TunerConfig::default();
@@ -736,6 +762,7 @@ impl Processor {
             ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
             ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
+            ("hpm's signal taken by another handler".into(), s.taken_lost.load(Ordering::Relaxed)),
             ("bridge marks dropped (queue full)".into(), inputs.live.dropped.load(Ordering::Relaxed)),
             ("JVM events dropped (queue full)".into(), inputs.events.dropped.load(Ordering::Relaxed)),
         ];
@@ -890,6 +917,9 @@ impl Processor {
             }
         }
         if let Some(line) = self.events_line() {
+            eprintln!("hpm: {line}");
+        }
+        if let Some(line) = signal_line(stats, inputs.threads.signal()) {
             eprintln!("hpm: {line}");
         }
         if self.late > 0 {

@@ -2,21 +2,29 @@
 //! AsyncGetCallTrace straight into a preallocated batch slot, and hands full batches to the
 //! processor. It never allocates, locks or blocks; whatever cannot be recorded is counted.
 //!
-//! Which signals are ours (issue 11, item 6): the perf groups deliver SIGPROF through F_SETSIG,
-//! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. A SIGPROF from
-//! anything else (kill(2), a profiling interval timer, another profiler's perf events) fails
-//! that test or names no slot of this thread, and goes to the handler that was installed before
-//! ours (SIG_DFL and SIG_IGN: ignored rather than killing the JVM). One exception: a
-//! notification generated just before a thread's group was disabled and delivered after names a
-//! descriptor hpm closed a moment ago (its number maybe reused since); received by the thread
-//! whose group it was, it is still hpm's and is dropped, counted: see
-//! `threads::RETIRED_FD_GRACE_SECS`.
+//! Which signal: one nobody else holds ([`SAMPLE_SIGNALS`], SIGURG first), never shared. Two users
+//! of perf notifications on one standard signal lose each other's: a notification that finds the
+//! signal pending on its thread merges with it, and a profiler that re-arms its event in its
+//! handler (async-profiler's PERF_EVENT_IOC_REFRESH) never samples that thread again
+//! (async-profiler kept a tenth of its samples or less when hpm shared its SIGPROF). A handler
+//! installed after hpm's on hpm's signal (the program's sun.misc.Signal, a profiler loaded later)
+//! keeps it: the processing thread checks every round ([`SignalSetup::check`]), moves hpm's perf
+//! groups to the next free signal and says so in one line; what was sampled meanwhile is counted.
+//!
+//! Which signals are ours (issue 11, item 6): the perf groups deliver the signal through F_SETSIG,
+//! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. One from anything else
+//! (kill(2), a timer, another profiler's perf events) fails that test or names no slot of this
+//! thread, and is ignored, counted (no handler held the signal before hpm's, and ignored it is
+//! rather than killing the JVM). One exception: a notification generated just before a thread's
+//! group was disabled and delivered after names a descriptor hpm closed a moment ago (its number
+//! maybe reused since); received by the thread whose group it was, it is still hpm's and is
+//! dropped, counted: see `threads::RETIRED_FD_GRACE_SECS`.
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED};
+use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED, WALK_SIGNAL_TAKEN};
 use hpm_core::component::is_kernel_address;
 use hpm_core::hotspot::{CodeView, FrameSink, Probe};
 use hpm_core::model::KernelMode;
@@ -24,9 +32,6 @@ use hpm_core::perf_record::{Record, Ring};
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
 use crate::threads::{Caller, Entered, Refused, Threads};
-
-/// The signal perf overflows are delivered with.
-pub const SAMPLE_SIGNAL: c_int = libc::SIGPROF;
 
 /// Looks up `AsyncGetCallTrace` in the already-loaded libjvm.so.
 pub fn find_asgct() -> Option<AsgctFn> {
@@ -50,11 +55,16 @@ pub struct SignalStats {
     pub signals: AtomicU64,
     pub samples: AtomicU64,
     pub no_slot: AtomicU64,
-    /// Signals that were not ours (si_code or fd), handed to the previous handler.
+    /// Signals that were not ours (si_code or fd): ignored (see `on_signal`).
     pub foreign: AtomicU64,
     pub kernel_lost: AtomicU64,
     pub corrupt_ring: AtomicU64,
     pub throttled: AtomicU64,
+    /// Moves to another signal because another handler took hpm's ([`SignalSetup::check`]),
+    /// and the samples the kernel could not keep meanwhile (their notifications went to that
+    /// handler, the rings filled): the lost records of each thread's first drain after a move.
+    pub moves: AtomicU64,
+    pub taken_lost: AtomicU64,
     /// Time spent inside the handler, by the monotonic clock at entry and exit (vDSO, ~30 ns),
     /// of the handlers that stayed on the CPU: its CPU cost. (The thread CPU clock is a system
     /// call whose scheduler update preempts a thread past its slice there and then: read in
@@ -77,38 +87,177 @@ pub struct SignalStats {
     pub blob_hits: AtomicU64,
 }
 
-/// The installed handler's state: installed once, with the handler it replaced.
-#[derive(Default)]
-pub struct SignalSetup {
-    installed: Mutex<bool>,
+/// The signals hpm samples with, in order of preference: the first one no other handler holds.
+/// Standard signals: a notification that finds another of the same signal pending on its thread
+/// merges with it instead of queueing, which costs hpm nothing (the next handler drains the
+/// whole ring), where real-time signals queue, and a full queue makes the kernel send SIGIO,
+/// which ends the process. Lower-numbered than the signals other profilers take (SIGPROF,
+/// SIGVTALRM; see [`install`] for why that matters), SIGURG first: ignored by default and
+/// unused in a JVM (and passed on silently by gdb).
+pub const SAMPLE_SIGNALS: [c_int; 5] = [libc::SIGURG, libc::SIGSTKFLT, libc::SIGVTALRM, libc::SIGPROF, libc::SIGPWR];
+
+/// A signal's name, for the lines that tell which one hpm uses.
+pub fn signal_name(sig: c_int) -> String {
+    match sig {
+        libc::SIGURG => "SIGURG".into(),
+        libc::SIGSTKFLT => "SIGSTKFLT".into(),
+        libc::SIGVTALRM => "SIGVTALRM".into(),
+        libc::SIGPROF => "SIGPROF".into(),
+        libc::SIGPWR => "SIGPWR".into(),
+        n => format!("signal {n}"),
+    }
 }
 
-/// The handler we replaced, for signals that are not ours: its sa_sigaction/sa_handler and
-/// whether it takes siginfo. Written once before our handler is installed.
-static PREVIOUS: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
-static PREVIOUS_SIGINFO: AtomicBool = AtomicBool::new(false);
+/// Which signal hpm's handler holds (`None` before the first signal-sampler session).
+#[derive(Default)]
+pub struct SignalSetup {
+    current: Mutex<Option<c_int>>,
+}
+
 /// The handler's only way to the agent (it gets no user data): set before it is installed.
 static THREADS: std::sync::OnceLock<&'static Threads> = std::sync::OnceLock::new();
 static STATS: std::sync::OnceLock<&'static SignalStats> = std::sync::OnceLock::new();
 
-impl SignalSetup {
-    /// Installs the handler once (at the first signal-sampler session). `threads` and `stats`
-    /// are the agent's, alive for the process.
-    pub fn ensure_installed(&self, threads: &'static Threads, stats: &'static SignalStats) -> Result<(), String> {
-        let mut installed = self.installed.lock().unwrap_or_else(|p| p.into_inner());
-        if *installed {
-            return Ok(());
+/// Who holds a signal now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// hpm's handler.
+    Hpm,
+    /// Nobody: SIG_DFL or SIG_IGN.
+    Free,
+    /// Another handler (the program's, another profiler's).
+    Other,
+}
+
+/// The signal hpm should sample with: the first of `candidates` that hpm holds already or
+/// nobody does (`holder` tells). Another handler's signal is never taken: sharing one signal
+/// with another user of perf notifications loses its signals whenever both are pending at once.
+pub fn choose_signal(candidates: &[c_int], holder: impl Fn(c_int) -> Holder) -> Option<c_int> {
+    candidates.iter().copied().find(|&s| holder(s) != Holder::Other)
+}
+
+/// Who holds `sig` now (one sigaction call).
+fn holder(sig: c_int) -> Holder {
+    // SAFETY: sigaction with a null new action only reads the current one into `cur`.
+    let cur = unsafe {
+        let mut cur: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut cur) != 0 {
+            return Holder::Other;
         }
-        let _ = THREADS.set(threads);
-        let _ = STATS.set(stats);
-        install(SAMPLE_SIGNAL).map_err(|e| format!("cannot install the SIGPROF handler: {e}"))?;
-        *installed = true;
-        Ok(())
+        cur
+    };
+    match cur.sa_sigaction {
+        h if h == on_signal as *const () as usize => Holder::Hpm,
+        libc::SIG_DFL | libc::SIG_IGN => Holder::Free,
+        _ => Holder::Other,
     }
 }
 
-/// Installs `on_signal` for `sig` with SA_SIGINFO | SA_RESTART, keeping the previous handler for
-/// signals that are not ours.
+/// What [`SignalSetup::check`] found: another handler took hpm's signal, or hpm's handler was
+/// removed (reset to SIG_DFL or SIG_IGN).
+pub struct Moved {
+    /// The signal hpm sampled with.
+    pub from: c_int,
+    /// Whether another handler holds it (else it was reset).
+    pub taken: bool,
+    /// The signal hpm samples with now, `None` if no signal was free (sampling stopped).
+    pub to: Option<c_int>,
+}
+
+impl Moved {
+    /// The one line said when it happens.
+    pub fn line(&self) -> String {
+        let from = signal_name(self.from);
+        let what = if self.taken {
+            format!(
+                "another {from} handler was installed while hpm sampled with {from} (sun.misc.Signal, another \
+                 profiler or agent)"
+            )
+        } else {
+            format!("hpm's {from} handler was reset to the default while hpm sampled with {from}")
+        };
+        match self.to {
+            Some(to) => format!(
+                "{what}: hpm moved to {}; what it sampled in between is counted in the summary's drops",
+                signal_name(to)
+            ),
+            None => {
+                format!("{what}, and none of {} is free: sampling stopped for this session", names(&SAMPLE_SIGNALS))
+            }
+        }
+    }
+}
+
+fn names(sigs: &[c_int]) -> String {
+    sigs.iter().map(|&s| signal_name(s)).collect::<Vec<_>>().join(", ")
+}
+
+impl SignalSetup {
+    /// Makes sure hpm's handler holds a signal (at every signal-sampler session's start): the
+    /// one it holds, else the first free one of [`SAMPLE_SIGNALS`]; the thread registry routes
+    /// new perf groups' notifications to it. `threads` and `stats` are the agent's, alive for
+    /// the process.
+    pub fn ensure_installed(&self, threads: &'static Threads, stats: &'static SignalStats) -> Result<c_int, String> {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = THREADS.set(threads);
+        let _ = STATS.set(stats);
+        if let Some(sig) = *current {
+            if holder(sig) == Holder::Hpm {
+                return Ok(sig);
+            }
+        }
+        let sig = choose_signal(&SAMPLE_SIGNALS, holder).ok_or_else(|| {
+            format!(
+                "cannot sample with signals: {} all have another handler (the program's, another profiler's); use \
+                 sampler=jvmti",
+                names(&SAMPLE_SIGNALS)
+            )
+        })?;
+        install(sig).map_err(|e| format!("cannot install the {} handler: {e}", signal_name(sig)))?;
+        threads.set_signal(sig);
+        *current = Some(sig);
+        Ok(sig)
+    }
+
+    /// Checked by the processing thread every round while a signal sampler runs (one
+    /// sigaction call), never in the handler: whether another handler replaced hpm's on its
+    /// signal (or the signal was reset to its default). If so, hpm moves to the first free
+    /// signal of [`SAMPLE_SIGNALS`] (the perf groups' notifications retargeted; `threads`
+    /// numbers the move, so each thread's first drain after it counts what was sampled in
+    /// between) and leaves the other handler its signal: its own signals (kill, timers) reach
+    /// it, and hpm's no longer do. With none free, every group is stopped.
+    pub fn check(&self, threads: &Threads) -> Option<Moved> {
+        let mut current = self.current.lock().unwrap_or_else(|p| p.into_inner());
+        let from = (*current)?;
+        let taken = match holder(from) {
+            Holder::Hpm => return None,
+            Holder::Other => true,
+            // Its notifications would be ignored, or end the process: hpm's handler goes back.
+            Holder::Free => false,
+        };
+        if let Some(stats) = STATS.get() {
+            stats.moves.fetch_add(1, Ordering::Relaxed);
+        }
+        let to = choose_signal(&SAMPLE_SIGNALS, holder).filter(|&s| install(s).is_ok());
+        match to {
+            Some(sig) => threads.retarget(sig),
+            None => threads.stop_all(),
+        }
+        *current = to;
+        Some(Moved { from, taken, to })
+    }
+}
+
+/// Installs `on_signal` for `sig` (a free one: [`choose_signal`]) with SA_SIGINFO | SA_RESTART,
+/// unless it is installed already.
+///
+/// The handler blocks the signals profilers use ([`SAMPLE_SIGNALS`]) while it runs. Two
+/// profilers' clock events on one thread often overflow in the same tick; the kernel then sets
+/// up the lower-numbered signal's handler first and, unless that handler's mask blocks the
+/// other, the other's at once on top of it: that one runs first and finds the first one's
+/// entry point where the program's code should be (another profiler sampled at 1 ms beside hpm
+/// found it in half of its samples). Blocked, the other signal waits until hpm's handler has
+/// returned and finds the program's code. Hence also hpm's low-numbered signals: set up first.
 fn install(sig: c_int) -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is a valid starting point; the handler has the SA_SIGINFO
     // signature; sigemptyset initialises the mask; `old` receives the previous action.
@@ -117,12 +266,16 @@ fn install(sig: c_int) -> std::io::Result<()> {
         if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        PREVIOUS.store(old.sa_sigaction, Ordering::Relaxed);
-        PREVIOUS_SIGINFO.store(old.sa_flags & libc::SA_SIGINFO != 0, Ordering::Relaxed);
+        if old.sa_sigaction == on_signal as *const () as usize {
+            return Ok(());
+        }
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_signal as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut sa.sa_mask);
+        for s in SAMPLE_SIGNALS {
+            libc::sigaddset(&mut sa.sa_mask, s);
+        }
         if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -152,7 +305,7 @@ fn perf_fd(info: *const libc::siginfo_t) -> Option<c_int> {
 }
 
 /// The trampoline: the only code of this module that reaches the agent's statics.
-extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+extern "C" fn on_signal(_sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
     // SAFETY: __errno_location returns this thread's errno slot.
     let errno = unsafe { *libc::__errno_location() };
     // A panic must not unwind into the interrupted frame; nothing here is expected to panic.
@@ -166,33 +319,15 @@ extern "C" fn on_signal(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c
         _ => false,
     })
     .unwrap_or(true);
+    // Not ours: ignored, counted. hpm takes only a signal no handler held (SIG_DFL, SIG_IGN),
+    // so there is none to pass it to.
     if !ours {
         if let Some(stats) = STATS.get() {
             stats.foreign.fetch_add(1, Ordering::Relaxed);
         }
-        chain(sig, info, ucontext);
     }
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
-}
-
-/// Passes a signal that is not ours to the handler installed before.
-fn chain(sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-    let prev = PREVIOUS.load(Ordering::Relaxed);
-    if prev == libc::SIG_DFL || prev == libc::SIG_IGN || prev == on_signal as *const () as usize {
-        return;
-    }
-    // SAFETY: `prev` is the handler that was installed for this signal before ours, with the
-    // signature its flags declare; it is called as the kernel would have called it.
-    unsafe {
-        if PREVIOUS_SIGINFO.load(Ordering::Relaxed) {
-            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) = std::mem::transmute(prev);
-            f(sig, info, ucontext);
-        } else {
-            let f: extern "C" fn(c_int) = std::mem::transmute(prev);
-            f(sig);
-        }
-    }
 }
 
 /// Returns false when the signal is not for a slot of this thread.
@@ -223,6 +358,10 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     };
     let ctx = inside.ctx();
     let ring = inside.ring();
+    // The thread's first drain since hpm moved to another signal: what it finds was sampled
+    // while the notifications went to the handler that took the signal; no walk was made then.
+    let after_move = inside.first_drain_since(threads.moves());
+    let unwalked = if after_move { WALK_SIGNAL_TAKEN } else { WALK_NOT_ATTEMPTED };
     let (mut tail, head, data) = ring.pending();
     let view = Ring::new(data);
     let thread = inside.thread_idx();
@@ -261,7 +400,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     // start-up held malloc's lock). Without the key, ThreadStart's word or
                     // the VM's list is all there is.
                     c.num_frames = if i < walks.at {
-                        WALK_NOT_ATTEMPTED
+                        unwalked
                     } else if i > walks.at {
                         // More records of the stay after this one: the resolver keeps the walk
                         // for them, and lets it go with the last.
@@ -299,6 +438,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     }
                     true
                 });
+            }
+            Record::Lost(n) if after_move => {
+                stats.taken_lost.fetch_add(n, Ordering::Relaxed);
             }
             Record::Lost(n) => {
                 stats.kernel_lost.fetch_add(n, Ordering::Relaxed);
@@ -495,6 +637,8 @@ impl SignalStats {
             &self.kernel_lost,
             &self.corrupt_ring,
             &self.throttled,
+            &self.moves,
+            &self.taken_lost,
             &self.handler_ns,
             &self.descheduled,
             &self.descheduled_ns,
@@ -512,6 +656,43 @@ impl SignalStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hpm_takes_the_first_signal_it_holds_or_nobody_does_and_never_another_handlers() {
+        let all = SAMPLE_SIGNALS;
+        let held_by = |others: &'static [c_int], hpm: Option<c_int>| {
+            move |s: c_int| {
+                if Some(s) == hpm {
+                    Holder::Hpm
+                } else if others.contains(&s) {
+                    Holder::Other
+                } else {
+                    Holder::Free
+                }
+            }
+        };
+        assert_eq!(choose_signal(&all, held_by(&[], None)), Some(libc::SIGURG));
+        // The program's sun.misc.Signal, a profiler loaded first (async-profiler takes SIGPROF).
+        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], None)), Some(libc::SIGSTKFLT));
+        assert_eq!(choose_signal(&all, held_by(&[libc::SIGPROF], None)), Some(libc::SIGURG));
+        // Its own stays its own; past it, one nobody holds.
+        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], Some(libc::SIGPROF))), Some(libc::SIGSTKFLT));
+        assert_eq!(choose_signal(&all[2..], held_by(&[], Some(libc::SIGPROF))), Some(libc::SIGVTALRM));
+        assert_eq!(
+            choose_signal(&all, held_by(&[libc::SIGURG, libc::SIGSTKFLT], Some(libc::SIGVTALRM))),
+            Some(libc::SIGVTALRM)
+        );
+        assert_eq!(choose_signal(&all, held_by(&SAMPLE_SIGNALS, None)), None, "all held: none");
+    }
+
+    #[test]
+    fn hpms_signals_are_standard_ones_below_the_real_time_range() {
+        // A real-time signal queues, and a full queue makes the kernel send SIGIO.
+        for s in SAMPLE_SIGNALS {
+            assert!(s > 0 && s < libc::SIGRTMIN(), "{s}");
+        }
+        assert_eq!(signal_name(libc::SIGURG), "SIGURG");
+    }
 
     #[test]
     fn a_preempted_handler_is_not_counted_as_its_cost() {

@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hpm_core::batch::BatchHandle;
@@ -29,9 +29,9 @@ pub const MAX_FD: usize = 1 << 16;
 
 /// How long after a thread's group is closed a perf notification naming its descriptor, received
 /// by that same thread, is still taken as hpm's: a signal generated just before the group was
-/// disabled may be delivered after (it waits until its thread runs again), and must not reach
-/// the program's own SIGPROF handler. Only another profiler's perf notification on the reused
-/// descriptor number, sent to that same thread within this time, would be taken for one.
+/// disabled may be delivered after (it waits until its thread runs again), and is dropped,
+/// counted. Another profiler's perf notifications never reach hpm's handler (hpm's signal is
+/// its own: `signal.rs`), so none is taken for one.
 pub const RETIRED_FD_GRACE_SECS: u64 = 5;
 /// `sampler=chain`: threads profiled at once (each has up to 256 KB of locked rings), and
 /// those of them with an anchor event.
@@ -119,7 +119,12 @@ pub struct Threads {
     /// one word: CLOCK_MONOTONIC seconds << 32 | the thread's kernel id (0: never).
     fd_retired: Box<[AtomicU64]>,
     inner: Mutex<Inner>,
-    signal: i32,
+    /// The signal new perf groups notify with (`signal::SignalSetup` chooses it).
+    signal: AtomicI32,
+    /// How many times the groups were moved to another signal ([`Self::retarget`]): a slot
+    /// whose thread drained its ring at an older count drains, next, what was sampled while
+    /// the notifications went elsewhere.
+    moves: AtomicU64,
     /// `/proc/self/task`, opened at the first scan and kept, with what its last listing saw.
     tasks: Mutex<TaskList>,
 }
@@ -171,8 +176,41 @@ impl Threads {
                 java_by_tid: HashMap::new(),
                 retired: Vec::new(),
             }),
-            signal,
+            signal: AtomicI32::new(signal),
+            moves: AtomicU64::new(0),
         }
+    }
+
+    /// The signal the perf groups opened from now on notify with.
+    pub fn set_signal(&self, signal: i32) {
+        let _g = self.lock();
+        self.signal.store(signal, Ordering::Relaxed);
+    }
+
+    /// Moves every live perf group's notifications, and those of the groups opened from now
+    /// on, to `signal`. The move is counted first: a thread's next handler on the new signal
+    /// sees it, and whatever the thread's ring holds then was sampled before.
+    pub fn retarget(&self, signal: i32) {
+        let g = self.lock();
+        self.moves.fetch_add(1, Ordering::Release);
+        self.signal.store(signal, Ordering::Relaxed);
+        for (tid, l) in &g.live {
+            if let Some((_, ev)) = &l.perf {
+                if let Err(e) = ev.set_signal(signal) {
+                    eprintln!("hpm: thread {tid}: {e}");
+                }
+            }
+        }
+    }
+
+    /// The signal the perf groups notify with.
+    pub fn signal(&self) -> i32 {
+        self.signal.load(Ordering::Relaxed)
+    }
+
+    /// How many times the groups moved to another signal. Async-signal-safe.
+    pub fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -328,7 +366,7 @@ impl Threads {
         if drained >= ANCHORED_THREADS {
             spec.anchor = None;
         }
-        let events = match ThreadEvents::open(&spec, tid, self.signal) {
+        let events = match ThreadEvents::open(&spec, tid, self.signal.load(Ordering::Relaxed)) {
             Ok(e) => e,
             Err(e) if e.errno == libc::ESRCH => {
                 // The thread ended between being listed and being attached: nothing was lost.
@@ -357,7 +395,7 @@ impl Threads {
         };
         let s = &self.slots[slot as usize];
         debug_assert!(s.queue.is_empty());
-        s.publish(tid, idx, java, events.ring_parts(), Arc::as_ptr(&ctx));
+        s.publish(tid, idx, java, events.ring_parts(), Arc::as_ptr(&ctx), self.moves());
         self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
         if let Err(e) = events.enable() {
             self.fd_table[fd as usize].store(0, Ordering::Release);

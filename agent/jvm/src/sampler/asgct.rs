@@ -34,6 +34,11 @@ impl super::Sampler for AsgctSampler {
     }
 
     fn tick(&self, _round: u64, scan: bool) {
+        // Another handler took hpm's signal (the program's sun.misc.Signal, a profiler loaded
+        // later): hpm leaves it that signal and moves to another.
+        if let Some(moved) = self.setup.check(self.threads) {
+            eprintln!("hpm: {}", moved.line());
+        }
         // New VM threads get perf groups (Java threads are announced by ThreadStart).
         if scan {
             self.threads.scan_if_changed();

@@ -49,6 +49,9 @@ pub struct Slot {
     /// pointer is reused only by a thread started after its thread ended, and a slot's
     /// notifications go to the thread id its group was opened for, never to that new thread.
     owner: AtomicU64,
+    /// The registry's move count (`Threads::moves`) when this slot's thread last drained its
+    /// ring, or when the slot was published: written only by its own handler after that.
+    drained_at_move: AtomicU64,
     /// hpm's walker: this slot's thread's last walk (`hpm_core::blob_cache::WalkMemo`), made
     /// at the slot's first publish (never in the handler) and kept with the slot.
     memo: OnceLock<WalkMemo>,
@@ -93,6 +96,12 @@ impl Entered<'_> {
         let periods = hpm_core::capture::kernel_periods(&mut accounted, value, period);
         self.slot.clock_accounted.store(accounted, Ordering::Relaxed);
         periods
+    }
+
+    /// Whether this is the thread's first drain since the registry's move count reached
+    /// `moves` (the groups moved to another signal since its last drain); remembers it.
+    pub fn first_drain_since(&self, moves: u64) -> bool {
+        self.slot.drained_at_move.swap(moves, Ordering::Relaxed) != moves
     }
 
     /// Whether the thread's Java stack may be walked (see [`Slot`]'s `java`).
@@ -162,13 +171,23 @@ impl Slot {
             clock_accounted: AtomicU64::new(0),
             java_thread: AtomicU64::new(0),
             owner: AtomicU64::new(0),
+            drained_at_move: AtomicU64::new(0),
             memo: OnceLock::new(),
         }
     }
 
     /// Owner side: fills the slot for thread `tid` and makes it live. `ctx` must stay valid
     /// until [`Self::retire`] returns.
-    pub(super) fn publish(&self, tid: i32, thread_idx: u32, java: bool, ring: RingPtr, ctx: *const SignalCtx) {
+    /// `moves`: the registry's move count now.
+    pub(super) fn publish(
+        &self,
+        tid: i32,
+        thread_idx: u32,
+        java: bool,
+        ring: RingPtr,
+        ctx: *const SignalCtx,
+        moves: u64,
+    ) {
         debug_assert!(!self.claim.is_live());
         self.tid.store(tid, Ordering::Relaxed);
         self.java.store(java, Ordering::Relaxed);
@@ -180,6 +199,7 @@ impl Slot {
         self.clock_accounted.store(0, Ordering::Relaxed);
         self.java_thread.store(0, Ordering::Relaxed);
         self.owner.store(0, Ordering::Relaxed);
+        self.drained_at_move.store(moves, Ordering::Relaxed);
         self.memo.get_or_init(WalkMemo::default);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
@@ -247,7 +267,7 @@ mod tests {
     fn a_slot_admits_its_own_thread_alone_and_forgets_it_when_published_again() {
         let slot = Slot::new();
         let me = crate::os::gettid();
-        slot.publish(me, 0, false, ring(), ctx());
+        slot.publish(me, 0, false, ring(), ctx(), 0);
         assert!(slot.enter(&mut Caller::current()).is_ok());
         assert_eq!(slot.owner.load(Ordering::Relaxed), Caller::current().pointer, "proven once");
         let mut again = Caller::current();
@@ -258,8 +278,20 @@ mod tests {
         slot.retire();
         assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::Retired));
         // Another thread's now: the thread pointer proven for the last owner no longer admits.
-        slot.publish(me.wrapping_add(1), 0, false, ring(), ctx());
+        slot.publish(me.wrapping_add(1), 0, false, ring(), ctx(), 0);
         assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::OtherThread));
+        slot.retire();
+    }
+
+    #[test]
+    fn a_threads_first_drain_after_a_move_is_told_apart_once() {
+        let slot = Slot::new();
+        slot.publish(crate::os::gettid(), 0, false, ring(), ctx(), 3);
+        let inside = slot.enter(&mut Caller::current()).expect("its own thread");
+        assert!(!inside.first_drain_since(3), "published after the third move");
+        assert!(inside.first_drain_since(4), "the first drain after the fourth");
+        assert!(!inside.first_drain_since(4), "once");
+        drop(inside);
         slot.retire();
     }
 }
