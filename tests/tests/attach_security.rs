@@ -274,3 +274,49 @@ fn a_peer_dripping_its_answer_is_cut_off_at_the_deadline() {
     assert!(stderr(&o).contains("no complete answer within 2s"), "{}", stderr(&o));
     assert!(fake.received() > 0);
 }
+
+/// Makes the calling process's `pidfd_open` fail with EPERM from now on, for it and what it
+/// execs: what the default seccomp profile of a container runtime older than the call answers
+/// (Docker's before 20.10 answers every call it does not know so). Runs between fork and exec.
+fn refuse_pidfd_open() -> std::io::Result<()> {
+    let nr = libc::SYS_pidfd_open as u32;
+    let ld = (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16;
+    let jeq = (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16;
+    let ret = (libc::BPF_RET | libc::BPF_K) as u16;
+    let mut filter = [
+        // The system call's number: the first word of seccomp_data.
+        libc::sock_filter { code: ld, jt: 0, jf: 0, k: 0 },
+        libc::sock_filter { code: jeq, jt: 0, jf: 1, k: nr },
+        libc::sock_filter { code: ret, jt: 0, jf: 0, k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32 },
+        libc::sock_filter { code: ret, jt: 0, jf: 0, k: libc::SECCOMP_RET_ALLOW },
+    ];
+    let prog = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_mut_ptr() };
+    // SAFETY: plain prctl calls; `prog` and the filter it points at outlive them (the kernel
+    // copies the filter).
+    let ok = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+            && libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) == 0
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Where a seccomp filter refuses `pidfd_open` with EPERM (a container runtime's profile older
+/// than the call), `hpm attach` pins the process by its start time instead, as on a kernel
+/// without pidfds, and attaches: it used to refuse every JVM there ("cannot hold the process").
+#[test]
+fn attach_pins_by_start_time_where_seccomp_refuses_pidfd_open() {
+    use std::os::unix::process::CommandExt;
+    let fake = FakeJvm::start("libjvm.so", &[b"reply", b"state: idle\n"]);
+    let mut cmd = Command::new(hpm_bin());
+    cmd.args(["attach", &fake.pid.to_string(), "status"]);
+    // SAFETY: the closure runs in the forked child before exec and only makes system calls.
+    unsafe { cmd.pre_exec(refuse_pidfd_open) };
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "refused: {}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "state: idle\n");
+    assert!(fake.received() > 0);
+}

@@ -22,8 +22,8 @@
 //!   sent, be served by the JVM process itself (`SO_PEERCRED`): another process listening there
 //!   receives nothing and its answer is never read;
 //! - "a JVM" is a process that maps a file named `libjvm.so`, and the process checked is pinned
-//!   (a pidfd; where the kernel has none, its start time): a PID reused by another process is
-//!   neither signalled nor talked to;
+//!   (a pidfd; where the kernel or a seccomp filter gives none, its start time): a PID reused by
+//!   another process is neither signalled nor talked to;
 //! - the answer is bounded (1 MiB), and a request has one deadline for all of it (connect,
 //!   write, every read);
 //! - the JVM's answer is the peer's text: cmd_attach prints it with its control characters
@@ -64,8 +64,9 @@ pub struct Target {
 }
 
 /// The process `find` checked, so that what is signalled or answers later is that process and
-/// not one that was given its PID after it ended: a pidfd where the kernel has them (5.3), else
-/// the process's start time (`/proc/PID/stat`), compared again just before each use.
+/// not one that was given its PID after it ended: a pidfd where the kernel has them (5.3) and no
+/// seccomp filter refuses them, else the process's start time (`/proc/PID/stat`), compared
+/// again just before each use.
 struct Pinned {
     pidfd: Option<Pidfd>,
     start_time: u64,

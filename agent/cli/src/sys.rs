@@ -186,14 +186,17 @@ fn positive_pid(pid: u32) -> std::io::Result<libc::pid_t> {
 pub struct Pidfd(OwnedFd);
 
 impl Pidfd {
-    /// `pidfd_open(pid)`; `Ok(None)` on a kernel without it (ENOSYS).
+    /// `pidfd_open(pid)`; `Ok(None)` where there is none: a kernel without it (ENOSYS), or a
+    /// seccomp filter that refuses it (EPERM: pidfd_open itself checks no permission, but the
+    /// default profiles of container runtimes older than the call answer every call they do not
+    /// know with EPERM, Docker's before 20.10 among them).
     pub fn open(pid: u32) -> std::io::Result<Option<Pidfd>> {
         let pid = positive_pid(pid)?;
         // SAFETY: pidfd_open takes a PID and flags (none) and returns a new descriptor.
         let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
         match owned(fd) {
             Ok(fd) => Ok(Some(Pidfd(fd))),
-            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => Ok(None),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)) => Ok(None),
             Err(e) => Err(e),
         }
     }

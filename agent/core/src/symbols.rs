@@ -53,6 +53,9 @@ impl Names {
     }
 }
 
+/// What `/proc/PID/maps` writes after the path of a file removed or replaced since it was mapped.
+const DELETED: &str = " (deleted)";
+
 /// Largest ELF file (a library or a debug file) hpm maps to read symbols: names are kept as
 /// 32-bit offsets into the file. The biggest debug files of a JDK (libjvm's, with DWARF) are a
 /// few hundred MB.
@@ -763,11 +766,20 @@ impl Symbolizer {
         if let Some(t) = self.tables.get(path) {
             return t.clone();
         }
-        let t = match SymbolTable::open_with(Path::new(path), &self.search, &mut self.notes) {
-            Ok(t) => t.map(Arc::new),
-            Err(e) => {
-                self.notes.push(e);
-                None
+        // The file mapped was removed or replaced since it was mapped (the maps line says so
+        // after its path): no file by that name is the library. One there is whoever's made it
+        // (in /tmp, anyone's: a JNI library extracted there is deleted once loaded), who could
+        // cut it short while hpm has it mapped, a SIGBUS in the JVM. It is never opened, and
+        // said nothing of, as a file that is absent (memfd mappings are all ` (deleted)`).
+        let t = if path.ends_with(DELETED) {
+            None
+        } else {
+            match SymbolTable::open_with(Path::new(path), &self.search, &mut self.notes) {
+                Ok(t) => t.map(Arc::new),
+                Err(e) => {
+                    self.notes.push(e);
+                    None
+                }
             }
         };
         self.tables.insert(path.to_string(), t.clone());

@@ -262,6 +262,26 @@ fn debug_file_found_by_build_id_names_internal_functions() {
     assert!(s.take_notes().is_empty());
 }
 
+/// A mapping whose file was removed or replaced since it was mapped has ` (deleted)` after its
+/// path: no file by that name is the library, and one there is whoever's made it (a JNI library
+/// extracted to /tmp is deleted once loaded, and anyone may create the name with the suffix
+/// there). hpm mapped such a file, and its maker cut it short: a SIGBUS in the JVM's processing
+/// thread. It is never opened; its functions are named by library and offset, as when absent.
+#[test]
+fn a_deleted_librarys_path_is_never_opened() {
+    let dir = scratch("deleted");
+    let planted = dir.join("lib/libt.so (deleted)");
+    put(&planted, &library(Vec::new()).build());
+    let mut s = Symbolizer::default();
+    s.set_debug_search(search(&dir));
+    s.set_mappings(parse_maps(&format!("7f0000001000-7f0000002000 r-xp 00001000 fd:01 7 {}\n", planted.display())));
+    let ip = 0x7f0000001000 + (WRITE - TEXT_VADDR) + 1;
+    let r = s.resolve(ip).unwrap();
+    assert_eq!(r.lib, "libt.so (deleted)");
+    assert!(r.name.starts_with("libt.so (deleted)+0x"), "named from the file at that name: {}", r.name);
+    assert!(s.take_notes().is_empty());
+}
+
 #[test]
 fn a_build_id_file_of_another_build_is_not_used() {
     let dir = scratch("other-build");
