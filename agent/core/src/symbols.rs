@@ -163,7 +163,7 @@ impl SymbolTable {
         search: &DebugSearch,
         notes: &mut Vec<String>,
     ) -> Result<Option<SymbolTable>, String> {
-        let Some(map) = map_file(path, search.max_file_bytes)? else { return Ok(None) };
+        let Some(map) = map_file(path, search.max_file_bytes, Owners::Any)? else { return Ok(None) };
         let mut table = SymbolTable::empty();
         let names = Names::Mapped(map);
         let data = names.bytes();
@@ -359,7 +359,7 @@ const INDEX_STRIDE: usize = 32;
 /// The file virtual address of the symbol `name` (any kind: data too) in the ELF file at
 /// `path`, from `.symtab` or `.dynsym`; None when the file or the symbol is missing.
 pub fn symbol_address(path: &Path, name: &str) -> Option<u64> {
-    let map = map_file(path, 1 << 30).ok()??;
+    let map = map_file(path, 1 << 30, Owners::Any).ok()??;
     let file = object::File::parse(&*map).ok()?;
     file.symbols()
         .chain(file.dynamic_symbols())
@@ -370,7 +370,7 @@ pub fn symbol_address(path: &Path, name: &str) -> Option<u64> {
 /// The file offset of the function `name` in the ELF file at `path` (a uprobe's `config2`):
 /// its address in the segment that holds it, less the segment's address, plus its offset.
 pub fn symbol_file_offset(path: &Path, name: &str) -> Option<u64> {
-    let map = map_file(path, 1 << 30).ok()??;
+    let map = map_file(path, 1 << 30, Owners::Any).ok()??;
     let file = object::File::parse(&*map).ok()?;
     let addr = file
         .symbols()
@@ -383,11 +383,25 @@ pub fn symbol_file_offset(path: &Path, name: &str) -> Option<u64> {
     })
 }
 
+/// Whose files [`map_file`] maps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owners {
+    /// Anyone's: a library the process has mapped itself (its owner could already change the
+    /// process's code through it).
+    Any,
+    /// Root's or this user's only: a debug file hpm chooses to read. A mapped file that its
+    /// owner cuts short raises SIGBUS in the reader, the JVM's processing thread; a debug file
+    /// beside a library in a shared directory (`/tmp`), whose CRC32 anyone can match, would
+    /// let anyone crash the JVM so.
+    RootOrUs,
+}
+
 /// Maps a regular file read-only; `Ok(None)` when nothing is at `path`, an error naming the
 /// path and the reason when something is but is not read (not a regular file, empty, over
-/// `max` bytes). Links are followed: debug files are reached through `.build-id` links.
-fn map_file(path: &Path, max: u64) -> Result<Option<memmap2::Mmap>, String> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// `max` bytes, owned by someone `owners` excludes). Links are followed: debug files are
+/// reached through `.build-id` links.
+fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<memmap2::Mmap>, String> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let absent =
         |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
     // Looked at before opening, so a FIFO or device is never opened; again after, on the
@@ -404,6 +418,13 @@ fn map_file(path: &Path, max: u64) -> Result<Option<memmap2::Mmap>, String> {
                 "{}: {} bytes, over the {max} bytes hpm reads of one ELF file; not read",
                 path.display(),
                 meta.len()
+            ));
+        }
+        if owners == Owners::RootOrUs && meta.uid() != 0 && meta.uid() != crate::outfile::euid() {
+            return Err(format!(
+                "{}: owned by uid {}, neither root nor this user; not read",
+                path.display(),
+                meta.uid()
             ));
         }
         Ok(())
@@ -455,7 +476,7 @@ fn find_debug_file(
 ) -> Option<(memmap2::Mmap, PathBuf)> {
     if let Some(id) = build_id.filter(|id| id.len() >= 2) {
         let path = search.root.join(".build-id").join(hex(&id[..1])).join(format!("{}.debug", hex(&id[1..])));
-        match map_file(&path, search.max_file_bytes) {
+        match map_file(&path, search.max_file_bytes, Owners::RootOrUs) {
             Ok(Some(map)) => {
                 let same =
                     object::File::parse(&map[..]).ok().and_then(|f| f.build_id().ok().flatten().map(|b| b == id));
@@ -487,7 +508,7 @@ fn find_debug_file(
         if path == lib {
             continue;
         }
-        match map_file(&path, search.max_file_bytes) {
+        match map_file(&path, search.max_file_bytes, Owners::RootOrUs) {
             Ok(Some(map)) => {
                 if crc32fast::hash(&map) == crc {
                     return Some((map, path));

@@ -282,6 +282,29 @@ fn a_deleted_librarys_path_is_never_opened() {
     assert!(s.take_notes().is_empty());
 }
 
+/// A debug file beside a library in a shared directory may belong to anyone, and anyone can
+/// match a CRC32: one another user owns is not mapped (cut short under the mapping, it would
+/// raise SIGBUS in the JVM's processing thread). As root the test gives the file to uid 4242;
+/// as anyone else it cannot, and checks only that its own file is read.
+#[test]
+fn a_debug_file_another_user_owns_is_not_read() {
+    let debug = debug_file(Vec::new()).build();
+    let dir = scratch("foreign-debuglink");
+    put(&dir.join("lib/libt.so"), &library(vec![debuglink("libt.debug", crc32fast::hash(&debug))]).build());
+    let place = dir.join("lib/libt.debug");
+    put(&place, &debug);
+    if crate::outfile::euid() != 0 {
+        eprintln!("not root: cannot give a file to another user; only the own-file case is checked");
+        assert_eq!(open(&dir, &search(&dir)).0.lookup(MEMSET), Some("__memset_avx2_unaligned_erms"));
+        return;
+    }
+    std::os::unix::fs::chown(&place, Some(4242), Some(4242)).unwrap();
+    let (t, notes) = open(&dir, &search(&dir));
+    assert_eq!(t.lookup(MEMSET), None, "another user's debug file was read");
+    assert_eq!(t.lookup(WRITE), Some("write"), "the library's own names stay");
+    assert!(notes.len() == 1 && notes[0].contains("owned by uid 4242, neither root nor this user"), "{notes:?}");
+}
+
 #[test]
 fn a_build_id_file_of_another_build_is_not_used() {
     let dir = scratch("other-build");
