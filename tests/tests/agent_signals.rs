@@ -189,9 +189,9 @@ fn a_signal_handler_the_program_installs_later_gets_its_signals_and_hpm_keeps_sa
                 continue;
             }
             assert_eq!(summary(MOVED).len(), 1, "{what}: said once: {said:?}");
-            assert_eq!(summary("hpm moved to SIGSTKFLT").len(), 1, "{what}: {said:?}");
+            assert_eq!(summary("hpm moved to SIGWINCH").len(), 1, "{what}: {said:?}");
             assert!(
-                signals.len() == 1 && signals[0].contains("sampled with SIGSTKFLT, moved once"),
+                signals.len() == 1 && signals[0].contains("sampled with SIGWINCH, moved once"),
                 "{what}: the summary's signal line: {signals:?}"
             );
             // What hpm sampled while the program's handler got its signals is in the drops of
@@ -265,5 +265,39 @@ fn async_profiler_and_hpm_each_keep_their_samples_beside_the_other_in_either_ord
             assert!(a > 0.9 * ap_alone, "{}: {order}: async-profiler {a:.3} against {ap_alone:.3} alone", jdk.name);
             assert!(h > 0.9 * hpm_alone, "{}: {order}: hpm {h:.3} against {hpm_alone:.3} alone", jdk.name);
         }
+    }
+}
+
+/// Once another handler took SIGURG, hpm samples with the next free signal; should the program
+/// then reset that one to its default action, the notifications that come before hpm's next
+/// round sees it would be delivered with the default action: hpm's first fallback (SIGWINCH) is
+/// ignored by default, so the JVM lives on and hpm takes the signal back. (On SIGSTKFLT, the
+/// first fallback before, the JVM died: "Stack fault", status 144.)
+#[test]
+fn a_program_resetting_hpms_signal_to_the_default_does_not_end_the_jvm() {
+    for jdk in jdks() {
+        let what = format!("{}, hpm's signal reset", jdk.name);
+        let dir = scratch(&format!("reset-sig-{}", jdk.name));
+        let collapsed = dir.join("p.collapsed");
+        let mut cmd = Command::new(jdk.java());
+        cmd.arg(format!("-agentpath:{}=interval=1ms,file={}", agent_path().display(), collapsed.display()))
+            .arg("-cp")
+            .arg(workloads())
+            .args(["LateSigprof", "0.5", "URG"]);
+        let _one_jvm = jvm_lock();
+        let mut jvm = Driven::spawn(cmd, &what);
+        assert_eq!(jvm.next("the handler's installation"), "installed", "{what}");
+        jvm.wait_said("hpm moved to SIG");
+        let moved = jvm.said.iter().find(|l| l.contains("hpm moved to SIG")).unwrap().clone();
+        let to = moved.split("hpm moved to SIG").nth(1).unwrap().split(|c: char| !c.is_ascii_alphanumeric()).next();
+        let to = to.unwrap().to_string();
+        assert_eq!(jvm.say(&format!("reset {to}")), "reset", "{what}");
+        let cpu = jvm.say("stop");
+        assert!(jvm.next("stop").starts_with("done "), "{what}");
+        let said = jvm.finish();
+        let after_ms = cpu.rsplit(' ').next().unwrap().parse::<f64>().unwrap() / 1e6;
+        let after = samples_under(&read_collapsed(&collapsed), "LateSigprof.after") as f64 / after_ms;
+        eprintln!("{what}: moved to SIG{to}, reset; {after:.3} samples per ms of CPU time after; {said:?}");
+        assert!(after > 0.5, "{what}: {after:.3} samples per ms of CPU time after the reset");
     }
 }

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * A thread "busy" spins in before() until it has used SECONDS of CPU time; then the handler is
  * installed, "installed" printed, and busy spins in after(). Then, for each line on stdin:
  * "wait N" prints "got N" once the handler has seen N signals; "count" prints "count N", the
- * signals it has seen; "stop" lets busy run until it has used SECONDS of CPU time in after(),
+ * signals it has seen; "reset NAME" resets signal NAME to its default action (as a program that
+ * restores a handler it replaced does) and prints "reset"; "stop" lets busy run until it has used SECONDS of CPU time in after(),
  * then prints "cpu BEFORE_NS AFTER_NS" (busy's CPU time in each) and "done N" (signals seen),
  * and ends.
  */
@@ -67,6 +68,9 @@ public class LateSigprof {
                     while (got.get() < n) lock.wait();
                 }
                 System.out.println("got " + got.get());
+            } else if (line.startsWith("reset ")) {
+                sun.misc.Signal.handle(new sun.misc.Signal(line.substring(6).trim()), sun.misc.SignalHandler.SIG_DFL);
+                System.out.println("reset");
             } else if (line.equals("count")) {
                 System.out.println("count " + got.get());
             } else if (line.equals("stop")) {

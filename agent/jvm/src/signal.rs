@@ -91,15 +91,20 @@ pub struct SignalStats {
 /// Standard signals: a notification that finds another of the same signal pending on its thread
 /// merges with it instead of queueing, which costs hpm nothing (the next handler drains the
 /// whole ring), where real-time signals queue, and a full queue makes the kernel send SIGIO,
-/// which ends the process. Lower-numbered than the signals other profilers take (SIGPROF,
-/// SIGVTALRM; see [`install`] for why that matters), SIGURG first: ignored by default and
-/// unused in a JVM (and passed on silently by gdb).
-pub const SAMPLE_SIGNALS: [c_int; 5] = [libc::SIGURG, libc::SIGSTKFLT, libc::SIGVTALRM, libc::SIGPROF, libc::SIGPWR];
+/// which ends the process. SIGURG first: ignored by default (a notification that arrives after
+/// someone reset it to the default does no harm), unused in a JVM, passed on silently by gdb,
+/// and lower-numbered than the signals other profilers take (SIGPROF, SIGVTALRM; see
+/// [`install`] for why that matters). Then SIGWINCH, ignored by default too though above them;
+/// then three whose default ends the process, in case both are taken: on those a reset to the
+/// default by another party kills the JVM at hpm's next sample, before a round can move hpm.
+pub const SAMPLE_SIGNALS: [c_int; 6] =
+    [libc::SIGURG, libc::SIGWINCH, libc::SIGSTKFLT, libc::SIGVTALRM, libc::SIGPROF, libc::SIGPWR];
 
 /// A signal's name, for the lines that tell which one hpm uses.
 pub fn signal_name(sig: c_int) -> String {
     match sig {
         libc::SIGURG => "SIGURG".into(),
+        libc::SIGWINCH => "SIGWINCH".into(),
         libc::SIGSTKFLT => "SIGSTKFLT".into(),
         libc::SIGVTALRM => "SIGVTALRM".into(),
         libc::SIGPROF => "SIGPROF".into(),
@@ -673,13 +678,13 @@ mod tests {
         };
         assert_eq!(choose_signal(&all, held_by(&[], None)), Some(libc::SIGURG));
         // The program's sun.misc.Signal, a profiler loaded first (async-profiler takes SIGPROF).
-        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], None)), Some(libc::SIGSTKFLT));
+        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], None)), Some(libc::SIGWINCH));
         assert_eq!(choose_signal(&all, held_by(&[libc::SIGPROF], None)), Some(libc::SIGURG));
         // Its own stays its own; past it, one nobody holds.
-        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], Some(libc::SIGPROF))), Some(libc::SIGSTKFLT));
-        assert_eq!(choose_signal(&all[2..], held_by(&[], Some(libc::SIGPROF))), Some(libc::SIGVTALRM));
+        assert_eq!(choose_signal(&all, held_by(&[libc::SIGURG], Some(libc::SIGPROF))), Some(libc::SIGWINCH));
+        assert_eq!(choose_signal(&all[3..], held_by(&[], Some(libc::SIGPROF))), Some(libc::SIGVTALRM));
         assert_eq!(
-            choose_signal(&all, held_by(&[libc::SIGURG, libc::SIGSTKFLT], Some(libc::SIGVTALRM))),
+            choose_signal(&all, held_by(&[libc::SIGURG, libc::SIGWINCH, libc::SIGSTKFLT], Some(libc::SIGVTALRM))),
             Some(libc::SIGVTALRM)
         );
         assert_eq!(choose_signal(&all, held_by(&SAMPLE_SIGNALS, None)), None, "all held: none");
