@@ -403,6 +403,13 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
 /// line: hpm moved, or samples with another signal than its first choice, or passed signals on.
 fn signal_line(stats: &SignalStats, signal: i32) -> Option<String> {
     let (foreign, moves) = (stats.foreign.load(Ordering::Relaxed), stats.moves.load(Ordering::Relaxed));
+    if stats.no_signal_left.load(Ordering::Relaxed) > 0 {
+        return Some(format!(
+            "signals: SAMPLING STOPPED before the end: after {moves} moves no signal of {} was free; the profile \
+             covers the time before only; {foreign} signals that were not hpm's ignored",
+            crate::signal::SAMPLE_SIGNALS.map(crate::signal::signal_name).join(", ")
+        ));
+    }
     let first = crate::signal::SAMPLE_SIGNALS[0];
     if stats.signals.load(Ordering::Relaxed) == 0 && foreign == 0 && moves == 0 {
         return None;
@@ -1027,5 +1034,23 @@ mod tests {
             let opts = hpm_core::options::parse(options).expect(options);
             assert_eq!(round_units(&opts, period, unit, cpus), want, "{options} on {cpus} CPUs");
         }
+    }
+
+    /// The summary's signal line: quiet when nothing happened, the moves when hpm moved, and
+    /// loud when sampling stopped for want of a free signal (the summary said 'none dropped').
+    #[test]
+    fn the_signal_line_says_when_sampling_stopped() {
+        let first = crate::signal::SAMPLE_SIGNALS[0];
+        let stats = SignalStats::default();
+        stats.signals.store(100, Ordering::Relaxed);
+        assert_eq!(signal_line(&stats, first), None);
+        stats.moves.store(2, Ordering::Relaxed);
+        let moved = signal_line(&stats, crate::signal::SAMPLE_SIGNALS[1]).unwrap();
+        assert!(moved.contains("sampled with SIGWINCH, moved 2 times"), "{moved}");
+        stats.no_signal_left.store(1, Ordering::Relaxed);
+        let stopped = signal_line(&stats, first).unwrap();
+        assert!(stopped.starts_with("signals: SAMPLING STOPPED before the end: after 2 moves"), "{stopped}");
+        stats.reset();
+        assert_eq!(signal_line(&stats, first), None);
     }
 }

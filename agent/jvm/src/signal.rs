@@ -65,6 +65,8 @@ pub struct SignalStats {
     /// handler, the rings filled): the lost records of each thread's first drain after a move.
     pub moves: AtomicU64,
     pub taken_lost: AtomicU64,
+    /// Sessions whose sampling stopped because no signal was free to move to.
+    pub no_signal_left: AtomicU64,
     /// Time spent inside the handler, by the monotonic clock at entry and exit (vDSO, ~30 ns),
     /// of the handlers that stayed on the CPU: its CPU cost. (The thread CPU clock is a system
     /// call whose scheduler update preempts a thread past its slice there and then: read in
@@ -182,6 +184,9 @@ impl Moved {
             format!("hpm's {from} handler was reset to the default while hpm sampled with {from}")
         };
         match self.to {
+            Some(to) if to == self.from => format!(
+                "{what}: hpm installed its handler again; what it sampled in between is counted in the summary's drops"
+            ),
             Some(to) => format!(
                 "{what}: hpm moved to {}; what it sampled in between is counted in the summary's drops",
                 signal_name(to)
@@ -246,7 +251,12 @@ impl SignalSetup {
         let to = choose_signal(&SAMPLE_SIGNALS, holder).filter(|&s| install(s).is_ok());
         match to {
             Some(sig) => threads.retarget(sig),
-            None => threads.stop_all(),
+            None => {
+                threads.stop_all();
+                if let Some(stats) = STATS.get() {
+                    stats.no_signal_left.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         *current = to;
         Some(Moved { from, taken, to })
@@ -644,6 +654,7 @@ impl SignalStats {
             &self.throttled,
             &self.moves,
             &self.taken_lost,
+            &self.no_signal_left,
             &self.handler_ns,
             &self.descheduled,
             &self.descheduled_ns,
