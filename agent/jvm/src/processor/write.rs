@@ -10,7 +10,7 @@ use hpm_core::output;
 use hpm_core::output::collapsed::CountBy;
 use hpm_core::output::stacks::StackTable;
 
-use super::{Processor, Written};
+use super::{Processor, Written, JFR_MEMORY_LIMIT};
 use crate::os::now_ticks;
 
 impl Processor {
@@ -90,9 +90,21 @@ impl Processor {
                 .map_err(|e| failed.unwrap_or_else(|| e.to_string()))?;
         } else if !self.tree.keeps_table() && matches!(format, OutputFormat::Pprof | OutputFormat::Json) {
             // This session keeps no stack table (no pprof or JSON output was asked for at its
-            // start): the profile is read back from its JFR chunks, as `hpm convert` does.
+            // start): the profile is read back from its JFR chunks, as `hpm convert` does. That
+            // holds the JFR whole in the JVM's memory, and its recording beside: refused past
+            // the bound of the JFR kept for dumps (a long session's JFR file may be gigabytes).
+            let kept = self.jfr_so_far(&mut note)?;
+            if kept.bytes() > JFR_MEMORY_LIMIT as u64 {
+                return Err(format!(
+                    "not written: {path} would be converted from the session's {} MB of JFR inside the JVM, over the \
+                     {} MB hpm reads back there; dump a .jfr (dump,file=X.jfr) and convert it with `hpm convert X.jfr \
+                     -o {path}`",
+                    kept.bytes() >> 20,
+                    JFR_MEMORY_LIMIT >> 20
+                ));
+            }
             let mut jfr = Vec::new();
-            self.jfr_so_far(&mut note)?.copy_to(&mut jfr)?;
+            kept.copy_to(&mut jfr)?;
             let rec = hpm_core::jfr::recording_from_bytes(&jfr, path)
                 .map_err(|e| format!("cannot read back the JFR chunks: {e}"))?;
             drop(jfr);
@@ -138,6 +150,17 @@ enum KeptJfr<'a> {
 }
 
 impl KeptJfr<'_> {
+    /// Bytes [`Self::copy_to`] writes.
+    fn bytes(&self) -> u64 {
+        match self {
+            KeptJfr::Memory(m) => {
+                let now = m.now();
+                (now.heap + now.on_disk) as u64
+            }
+            KeptJfr::File(w) => w.bytes(),
+        }
+    }
+
     /// Copies it to `out` through a bounded buffer.
     fn copy_to(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
         match self {
