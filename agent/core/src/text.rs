@@ -49,15 +49,23 @@ pub fn push_json_string(out: &mut String, s: &str) {
 /// Text a peer or a file controls, made harmless for a terminal: every control character but
 /// newline and tab (ESC and the sequences it starts, which set the window title, colours or
 /// the cursor; BEL, CR, backspace; the C1 controls, U+0080-U+009F, which some terminals obey
-/// too) is written as a visible `\xNN` escape. Borrowed when there is none.
+/// too) is written as a visible `\xNN` escape, and so are the characters that reorder or break
+/// what is shown without being controls (the bidirectional overrides, embeddings and isolates,
+/// U+202A-U+202E and U+2066-U+2069, which can make a line read as another; the line and
+/// paragraph separators U+2028 and U+2029), as `\u{NNNN}`. A backslash stays as it is, so a
+/// peer can write `\x1b` as text: it is then text, and obeys nothing. Borrowed when there is
+/// nothing to escape.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let invisible = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}');
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible(c);
     if !s.contains(unsafe_char) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if unsafe_char(c) {
+        if invisible(c) {
+            let _ = write!(out, "\\u{{{:04x}}}", c as u32);
+        } else if unsafe_char(c) {
             let _ = write!(out, "\\x{:02x}", c as u32);
         } else {
             out.push(c);
@@ -222,6 +230,11 @@ mod tests {
             r"\x1b]0;owned\x07\x1b[31mred\x0d\x9b2J\x7f"
         );
         assert!(!terminal_safe("\x1b\x00\u{85}").chars().any(|c| c.is_control()));
+        // What reorders a line ("Trojan Source") or breaks it without being a control.
+        assert_eq!(
+            terminal_safe("Admin\u{202e}gpj.exe\u{2066}x\u{2069}\u{2028}"),
+            r"Admin\u{202e}gpj.exe\u{2066}x\u{2069}\u{2028}"
+        );
     }
 
     #[test]
