@@ -1,7 +1,7 @@
 //! Per-instruction histograms (Schneider & Gross §6.3): `hpm report --instructions` decodes
 //! the samples' instruction pointers against the code the agent copied at CompiledMethodLoad.
-//! The truth is by construction: `Shares.spin`'s loop (lines 19-20) is where the CPU goes, and
-//! line 20 is 64-bit arithmetic (`x * 6364136223846793005L + 1442695040888963407L`): `imul` and
+//! The truth is by construction: `Shares.spin`'s loop (its `for` line and the line after, found
+//! in the source) is where the CPU goes, and the second is 64-bit arithmetic (`x * 6364136223846793005L + 1442695040888963407L`): `imul` and
 //! `add` on 64-bit registers. (JDK 25's C2 folds the unrolled iterations' multiplies into one,
 //! so its samples land on the adds; JDK 17's on the `imul`s.)
 
@@ -27,6 +27,10 @@ fn rows(report: &str) -> Vec<(u64, String, String)> {
 
 #[test]
 fn instructions_name_the_hot_loop_with_its_lines_for_both_ip_samplers() {
+    // The line of spin's `for`, and the line of its body after it.
+    let source = std::fs::read_to_string(workspace_root().join("tests/workloads/Shares.java")).unwrap();
+    let loop_line = 1 + source.lines().position(|l| l.trim() == "for (int i = 0; i < n; i++) {").expect("spin's loop");
+    let body = format!("Shares.spin:{} ", loop_line + 1);
     let mut runs: Vec<(String, &str)> = jdks().into_iter().map(|j| (j.name.clone(), "asgct")).collect();
     runs.push((jdks()[0].name.clone(), "chain"));
     for (jdk_name, sampler) in runs {
@@ -46,13 +50,14 @@ fn instructions_name_the_hot_loop_with_its_lines_for_both_ip_samplers() {
         let total: u64 = rows.iter().map(|r| r.0).sum();
         let in_loop: u64 = rows
             .iter()
-            .filter(|r| r.1.starts_with("Shares.spin:19 ") || r.1.starts_with("Shares.spin:20 "))
+            .filter(|r| r.1.starts_with(&format!("Shares.spin:{loop_line} ")) || r.1.starts_with(&body))
             .map(|r| r.0)
             .sum();
         let what = format!("{} sampler={sampler}", jdk.name);
         eprintln!(
-            "{what}: {total} samples in Shares.spin, {:.1}% on lines 19-20; top: {:?}",
+            "{what}: {total} samples in Shares.spin, {:.1}% on lines {loop_line}-{}; top: {:?}",
             in_loop as f64 * 100.0 / total as f64,
+            loop_line + 1,
             rows.first()
         );
         assert!(total >= 1_000, "{what}: {total} samples\n{report}");
@@ -65,11 +70,11 @@ fn instructions_name_the_hot_loop_with_its_lines_for_both_ip_samplers() {
             undecoded.iter().all(|r| r.0 == 1 && r.2 == "(code not recorded)") && undecoded.len() as u64 * 100 <= total,
             "{what}: instructions not decoded: {undecoded:?}\n{report}"
         );
-        // The hottest instruction of line 20 is its multiply or add, on a 64-bit register.
-        let line20 = rows.iter().find(|r| r.1.starts_with("Shares.spin:20 ")).unwrap_or_else(|| panic!("{report}"));
-        let arithmetic = ["imul r", "add r"].iter().any(|p| line20.2.starts_with(p))
-            && !line20.2.split([' ', ',']).nth(1).is_some_and(|reg| reg.ends_with('d'));
-        assert!(arithmetic, "{what}: line 20's hottest instruction is `{}`\n{report}", line20.2);
+        // The hottest instruction of the loop's body is its multiply or add, on a 64-bit register.
+        let hottest = rows.iter().find(|r| r.1.starts_with(&body)).unwrap_or_else(|| panic!("{report}"));
+        let arithmetic = ["imul r", "add r"].iter().any(|p| hottest.2.starts_with(p))
+            && !hottest.2.split([' ', ',']).nth(1).is_some_and(|reg| reg.ends_with('d'));
+        assert!(arithmetic, "{what}: the loop body's hottest instruction is `{}`\n{report}", hottest.2);
     }
 }
 
