@@ -419,7 +419,12 @@ pub fn check_jfr(jdk: &Jdk, jfr: &Path, class: &str) -> HashMap<String, u64> {
 /// `hpm compare A B`'s figures by name ("overlap", "method overlap", "hot-edge coverage", ...,
 /// percentages as numbers); panics with hpm's message if it fails.
 pub fn hpm_compare(a: &Path, b: &Path) -> HashMap<String, f64> {
-    let out = Command::new(hpm_bin()).arg("compare").arg(a).arg(b).output().unwrap();
+    hpm_compare_with(a, b, &[])
+}
+
+/// [`hpm_compare`] with more options (`--threshold T`, ...).
+pub fn hpm_compare_with(a: &Path, b: &Path, options: &[&str]) -> HashMap<String, f64> {
+    let out = Command::new(hpm_bin()).arg("compare").args(options).arg(a).arg(b).output().unwrap();
     assert!(out.status.success(), "hpm compare failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -7,8 +7,13 @@ use std::path::PathBuf;
 
 use hpm_tests::*;
 
+/// `hpm compare A B`'s overlap and hot-edge coverage, a context hot at a fifth of the hottest:
+/// at a tenth, a sampler's own bias alone made one hot (on a loaded machine, jvmti's global
+/// safepoints put 5% of Shares' samples in `Shares.run`'s own loop, 292 samples against a
+/// threshold of 272, where sps put 0.1%), and one context of four flipped the coverage to 75%.
+/// Shares' three contexts (50/30/20) are all above a fifth.
 fn compare(a: &std::path::Path, b: &std::path::Path) -> (f64, f64) {
-    let m = hpm_compare(a, b);
+    let m = hpm_compare_with(a, b, &["--threshold", "0.2"]);
     let value = |name: &str| *m.get(name).unwrap_or_else(|| panic!("no `{name}` in {m:?}"));
     (value("overlap"), value("hot-edge coverage"))
 }
