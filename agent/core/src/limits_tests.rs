@@ -241,3 +241,36 @@ fn phase_names_and_compiled_code_are_read_once_per_string() {
     assert!(!rec.code[0].bytes.is_empty());
     assert!(rec.code.iter().all(|c| Arc::ptr_eq(&c.bytes, &rec.code[0].bytes)), "decoded once");
 }
+
+#[test]
+fn per_thread_trees_and_tables_of_one_deep_stack_stay_linear() {
+    let data = hostile::threads_of_a_deep_stack(256 << 10);
+    let rec = read_hostile(hostile::threads_of_a_deep_stack, 256 << 10).unwrap();
+    let (threads, depth) = (rec.threads.len(), rec.samples[0].stack.len());
+    assert!(threads > 5_000 && depth > 10_000, "{threads} threads, {depth} frames");
+    // Without the bound: threads times depth nodes (~100 million here).
+    let cct = Cct::from_recording(&rec, true);
+    assert!(cct.nodes.len() <= 2 * crate::cct::split_tree_limit(&rec) + 1, "{} nodes", cct.nodes.len());
+    assert!(cct.cut_samples() > 0);
+    assert_eq!(cct.total_samples(), rec.samples.len() as u64);
+    // The stack table holds the stack once for all threads; pprof merges them.
+    let table = crate::output::stacks::StackTable::from_recording(&rec);
+    assert_eq!(table.entries.len(), threads);
+    assert!(table.entries.iter().all(|e| Arc::ptr_eq(&e.key.frames, &table.entries[0].key.frames)));
+    let gz = crate::output::pprof::pprof_gz(&rec, &table);
+    assert!(gz.len() < data.len(), "{} bytes of pprof", gz.len());
+}
+
+#[test]
+fn a_context_map_is_bounded_by_its_input() {
+    let text = adversarial::deep_collapsed(20_000, 1, 1, Names::Distinct);
+    let cct = parse_collapsed(&text).unwrap();
+    let max = crate::limits::ccmap_max_contexts(text.len() as u64);
+    assert_eq!(CcMap::from_cct_within(&cct, max).unwrap_err(), max);
+    let e = LimitError::TooManyContexts { max }.to_string();
+    assert!(e.contains("call context map would hold more than"), "{e}");
+    // Recursion repeats its contexts: read at any depth.
+    let text = adversarial::deep_collapsed(20_000, 1, 1, Names::Recursive);
+    let cct = parse_collapsed(&text).unwrap();
+    assert!(CcMap::from_cct_within(&cct, crate::limits::ccmap_max_contexts(text.len() as u64)).is_ok());
+}
