@@ -317,8 +317,9 @@ pub fn for_each_chunk(
     let name = path.display().to_string();
     let fail = |chunk: Option<usize>, kind: ReadErrorKind| ReadError { path: name.clone(), chunk, kind };
     let io = |e: std::io::Error| fail(None, ReadErrorKind::Io(e.to_string()));
-    let mut file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    // A regular file only (a pipe would hang the reader, a device feed it without end), read
+    // up to the size it had when opened.
+    let (mut file, len) = crate::load::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(fail(None, ReadErrorKind::Empty));
     }
