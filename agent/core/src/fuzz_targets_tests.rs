@@ -48,7 +48,7 @@ fn the_hostile_seeds_are_what_the_generators_make() {
         .iter()
         .map(|s| (fuzz_dir().join("corpus/jfr").join(format!("hostile-{}", s.name)), largest(s.make)))
         .collect();
-    let deep = crate::adversarial::deep_collapsed(1_200, 1, 1, crate::adversarial::Names::Distinct);
+    let deep = crate::adversarial::deep_collapsed(600, 1, 1, crate::adversarial::Names::Distinct);
     seeds.push((fuzz_dir().join("corpus/collapsed/hostile-deep-distinct"), deep.into_bytes()));
     for (path, data) in seeds {
         assert!(data.len() <= MAX_LEN, "{}: {} bytes, over -max_len", path.display(), data.len());
