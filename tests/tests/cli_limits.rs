@@ -51,8 +51,17 @@ fn a_100000_frame_stack_goes_through_every_command() {
             let size = std::fs::metadata(&out).unwrap().len();
             assert!(size < 400 * DEPTH as u64, "{ext}: {size} bytes");
         }
+        // A path of 100,000 distinct methods would make 3.2 million contexts: refused with
+        // one line; the same depth of recursion repeats its contexts and is read.
+        let err = refused(&["ccmap", s(input)]);
+        assert!(err.contains("its call context map would hold more than"), "{err}");
+    }
+    let rec = write(&dir, "rec.collapsed", adversarial::deep_collapsed(DEPTH, 1, 500, Names::Recursive).as_bytes());
+    let rec_jfr = write(&dir, "rec.jfr", &adversarial::deep_jfr(DEPTH, 500, Names::Recursive));
+    for input in [&rec, &rec_jfr] {
         let ccmap = ok(&["ccmap", s(input)]);
-        assert!(String::from_utf8_lossy(&ccmap.stdout).contains(&format!("{DEPTH} methods")));
+        let text = String::from_utf8_lossy(&ccmap.stdout);
+        assert!(text.contains("samples: 500") && text.contains("gen.Rec.f"), "{}: {text}", s(input));
     }
     for out in ["out.pb.gz", "out.json"] {
         ok(&["convert", s(&jfr), "-o", s(&dir.join(out))]);

@@ -562,7 +562,7 @@ fn hpm_reads_recordings_made_by_the_jdk() {
         let mut ours: BTreeMap<String, u64> = BTreeMap::new();
         for c in &chunks {
             for e in &c.events {
-                *ours.entry(c.event_type(e).unwrap().name.clone()).or_default() += 1;
+                *ours.entry(c.event_type(e).unwrap().name.to_string()).or_default() += 1;
             }
         }
         let theirs = summary_counts(&jdk, &file);

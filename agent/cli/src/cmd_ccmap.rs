@@ -26,6 +26,12 @@ pub struct Args {
 
 fn load(path: &str) -> Result<CcMap, String> {
     let p = Path::new(path);
+    // The map's contexts are bounded by the input's size (limits.rs).
+    let max = || {
+        let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        hpm_core::limits::ccmap_max_contexts(bytes)
+    };
+    let too_many = |max| format!("{path}: {}", hpm_core::limits::LimitError::TooManyContexts { max });
     match p.extension().and_then(|e| e.to_str()) {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
         _ if hpm_core::load::is_jfr_path(p) => {
@@ -34,9 +40,9 @@ fn load(path: &str) -> Result<CcMap, String> {
             if rec.samples.is_empty() {
                 return Err(format!("{path}: the recording has no samples"));
             }
-            Ok(CcMap::from_recording(&rec))
+            CcMap::from_recording_within(&rec, max()).map_err(too_many)
         }
-        _ => Ok(CcMap::from_cct(&load_profile(path)?)),
+        _ => CcMap::from_cct_within(&load_profile(path)?, max()).map_err(too_many),
     }
 }
 

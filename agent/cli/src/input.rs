@@ -65,9 +65,6 @@ pub(crate) fn warn(notes: &[String]) {
 /// Loads a profile as a calling context tree, refusing empty ones.
 pub(crate) fn load_profile(path: &str) -> Result<Cct, String> {
     let p = Path::new(path);
-    if p.is_dir() {
-        return Err(format!("`{path}` is a directory; give a .jfr or collapsed-stacks file"));
-    }
     let (cct, notes) = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
     warn(&notes);
     if cct.total_samples() == 0 {

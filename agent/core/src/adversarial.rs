@@ -3,12 +3,15 @@
 //! readers' benchmark (`cargo run --release -p hpm-tests --bin bench-readers`), so that all
 //! three exercise the same shapes.
 //!
-//! Everything is deterministic: the same arguments give the same bytes.
+//! Everything is deterministic: the same arguments give the same bytes. [`hostile`] holds the
+//! `.jfr` files built by hand to be multiplied by a naive reader.
 
 use std::fmt::Write;
 
 use crate::jfr::{encode_chunk, ChunkTimes};
 use crate::model::*;
+
+pub mod hostile;
 
 /// How the frames of a generated stack are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

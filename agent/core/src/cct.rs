@@ -48,11 +48,6 @@ pub fn kind_bit(k: FrameKind) -> u8 {
     1 << FrameKind::ALL.iter().position(|&x| x == k).unwrap_or(FrameKind::ALL.len() - 1)
 }
 
-/// The bits of every frame of a stack, leaf first as stored; root first as the tree adds them.
-fn stack_kinds(s: &Sample) -> impl Iterator<Item = u8> + '_ {
-    s.stack.iter().rev().map(|f| kind_bit(f.kind))
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cct {
     pub nodes: Vec<CctNode>,
@@ -311,26 +306,96 @@ impl Cct {
     /// Adds the recording's samples. With `per_thread`, each stack hangs below a
     /// `[thread name tid=N]` node. Samples that share a stack (as a reader builds them) are
     /// summed first and their path walked once: the work grows with the distinct stacks, not
-    /// with samples times depth.
+    /// with samples times depth. Each method's name is made and hashed once, not once per frame.
     pub fn add_recording(&mut self, rec: &Recording, per_thread: bool) {
+        let mut names = MethodNames::default();
         for g in group_samples(&rec.samples, per_thread) {
             let s = &rec.samples[g.first];
-            let thread_root = per_thread.then(|| thread_frame_name(rec, s.thread));
-            let frames = s.stack.iter().rev().map(|f| rec.method(f.method).display_name());
-            let names: Vec<String> = thread_root.into_iter().chain(frames).collect();
-            let kinds = per_thread.then_some(0).into_iter().chain(stack_kinds(s));
-            self.add_path_kinds(names.iter().map(String::as_str).zip(kinds), g.samples, g.weight, &g.counters);
+            self.bump(ROOT, g.samples, g.weight, &g.counters);
+            let under = match per_thread {
+                true => self.child_bumped(ROOT, &thread_frame_name(rec, s.thread), g.samples, g.weight, &g.counters),
+                false => ROOT,
+            };
+            self.add_frames(under, rec, s, &mut names, g.samples, g.weight, &g.counters);
         }
     }
 
     pub fn add_sample(&mut self, rec: &Recording, s: &Sample, per_thread: bool) {
-        let mut names = Vec::with_capacity(s.stack.len() + 1);
-        if per_thread {
-            names.push(thread_frame_name(rec, s.thread));
+        let root = per_thread.then(|| thread_frame_name(rec, s.thread));
+        self.add_sample_at(rec, s, root.as_deref(), 1, s.weight, &s.counters, &mut MethodNames::default());
+    }
+
+    /// Adds `samples` samples of `s`'s stack (their weight and counters summed) under a root
+    /// frame `root` of their own, if any (a name with no kind of code). `names`: the method
+    /// names of this tree so far, for a caller adding many.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_sample_at(
+        &mut self,
+        rec: &Recording,
+        s: &Sample,
+        root: Option<&str>,
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+        names: &mut MethodNames,
+    ) -> NodeId {
+        self.bump(ROOT, samples, weight, counters);
+        let under = match root {
+            Some(r) => self.child_bumped(ROOT, r, samples, weight, counters),
+            None => ROOT,
+        };
+        self.add_frames(under, rec, s, names, samples, weight, counters)
+    }
+
+    /// The child `name` of `parent`, its totals bumped.
+    fn child_bumped(&mut self, parent: NodeId, name: &str, samples: u64, weight: u64, counters: &[u64]) -> NodeId {
+        let id = self.child(parent, name);
+        if id != parent {
+            self.bump(id, samples, weight, counters);
         }
-        names.extend(rec.stack_names_root_first(s));
-        let kinds = per_thread.then_some(0).into_iter().chain(stack_kinds(s));
-        self.add_path_kinds(names.iter().map(String::as_str).zip(kinds), 1, s.weight, &s.counters);
+        id
+    }
+
+    /// Adds `s`'s frames below `under` (whose totals are counted already), root first, and the
+    /// self sums at the last. A path that reaches a full tree's [`TREE_FULL`] node ends there:
+    /// its frames beyond are not looked at.
+    #[allow(clippy::too_many_arguments)]
+    fn add_frames(
+        &mut self,
+        under: NodeId,
+        rec: &Recording,
+        s: &Sample,
+        names: &mut MethodNames,
+        samples: u64,
+        weight: u64,
+        counters: &[u64],
+    ) -> NodeId {
+        let mut cur = under;
+        // Root first; a path cut at the bound stays in its `[tree full]` node, which gets the
+        // kinds of the frames left out (found once per stack, not walked per sample).
+        let mut rest = 0;
+        while rest < s.stack.len() {
+            if self.nodes.len() > self.max_nodes && self.is_cut(cur) {
+                self.nodes[cur as usize].kinds |= names.kinds_from(&s.stack, rest);
+                break;
+            }
+            let f = &s.stack[s.stack.len() - 1 - rest];
+            let name = names.id(self, rec, f.method);
+            let parent = cur;
+            cur = self.child_by_name_id(cur, name);
+            self.nodes[cur as usize].kinds |= kind_bit(f.kind);
+            if cur != parent {
+                self.bump(cur, samples, weight, counters);
+            }
+            rest += 1;
+        }
+        let leaf = &mut self.nodes[cur as usize];
+        leaf.self_samples = leaf.self_samples.saturating_add(samples);
+        leaf.self_weight = leaf.self_weight.saturating_add(weight);
+        for (s, c) in leaf.self_counters.iter_mut().zip(counters) {
+            *s = s.saturating_add(*c);
+        }
+        cur
     }
 
     /// Adds a sample whose frames are named by `name_ids` (indexed by method: each method's
@@ -417,13 +482,16 @@ impl Cct {
 
     /// Adds a sample under a root frame of its own (`root`: a name with no kind of code).
     pub fn add_sample_under(&mut self, rec: &Recording, s: &Sample, root: &str) {
-        let names = rec.stack_names_root_first(s);
-        let path = std::iter::once((root, 0)).chain(names.iter().map(String::as_str).zip(stack_kinds(s)));
-        self.add_path_kinds(path, 1, s.weight, &s.counters);
+        self.add_sample_at(rec, s, Some(root), 1, s.weight, &s.counters, &mut MethodNames::default());
     }
 
+    /// The tree of a recording; with `per_thread`, one subtree per thread, bounded by
+    /// [`split_tree_limit`].
     pub fn from_recording(rec: &Recording, per_thread: bool) -> Cct {
-        let mut cct = Cct::new(rec.counters.clone());
+        let mut cct = match per_thread {
+            true => Cct::with_limit(rec.counters.clone(), split_tree_limit(rec)),
+            false => Cct::new(rec.counters.clone()),
+        };
         cct.add_recording(rec, per_thread);
         cct
     }
@@ -549,6 +617,63 @@ pub struct MethodTotals {
     pub self_weight: u64,
     pub total_counters: Vec<u64>,
     pub self_counters: Vec<u64>,
+}
+
+/// The nodes a tree split by a root frame per thread (or per data target) may make for frames:
+/// the frames of the recording's distinct stacks, plus one per sample, plus a few thousand.
+/// Without the split the tree never has more nodes than the stacks have frames; with it, each
+/// thread's subtree repeats the paths its samples took, and a file of thousands of threads
+/// sampled once each in one deep stack (a few bytes a thread) would make threads times depth
+/// nodes. Real recordings stay far below it: their stacks share most of their frames.
+pub fn split_tree_limit(rec: &Recording) -> usize {
+    let mut seen: IntMap<(usize, usize), ()> = IntMap::default();
+    let mut frames = 0usize;
+    for s in &rec.samples {
+        if seen.insert((s.stack.as_ptr() as usize, s.stack.len()), ()).is_none() {
+            frames += s.stack.len();
+        }
+    }
+    frames.saturating_add(rec.samples.len()).saturating_add(4096)
+}
+
+/// The tree's name ids of a recording's methods, each display name made and interned once;
+/// and for stacks cut at a full tree's bound, the kinds of code of their frames.
+#[derive(Default)]
+pub struct MethodNames {
+    ids: Vec<u32>,
+    /// Per stack (address, length): the kind bits of its frames from each one (root first)
+    /// to the leaf.
+    kinds_below: IntMap<(usize, usize), Vec<u8>>,
+}
+
+impl MethodNames {
+    /// The kind bits of `stack`'s frames from the `from`th (root first) to the leaf.
+    fn kinds_from(&mut self, stack: &crate::model::Stack, from: usize) -> u8 {
+        let below = self.kinds_below.entry((stack.as_ptr() as usize, stack.len())).or_insert_with(|| {
+            // Leaf first as stored: element i holds frames 0..=i, which root first are the
+            // last i + 1.
+            let mut acc = 0u8;
+            stack
+                .iter()
+                .map(|f| {
+                    acc |= kind_bit(f.kind);
+                    acc
+                })
+                .collect()
+        });
+        below.get(stack.len() - 1 - from).copied().unwrap_or(0)
+    }
+
+    fn id(&mut self, cct: &mut Cct, rec: &Recording, m: crate::model::MethodIdx) -> u32 {
+        let i = m as usize;
+        if i >= self.ids.len() {
+            self.ids.resize(i + 1, u32::MAX);
+        }
+        if self.ids[i] == u32::MAX {
+            self.ids[i] = cct.name_id(&rec.method(m).display_name());
+        }
+        self.ids[i]
+    }
 }
 
 /// Name of the per-thread pseudo-frame used with the `threads` option.

@@ -6,8 +6,9 @@
 //!
 //! A target returns normally on any input; it panics only where a property fails: the reader
 //! itself panicked, an accepted input breaks a round trip, or an output step failed on what the
-//! reader accepted. Sizes stay within `limits.rs` (libFuzzer's `-rss_limit_mb` and
-//! `-malloc_limit_mb` catch the rest).
+//! reader accepted. Sizes stay within `limits.rs`, as the commands' do; libFuzzer's
+//! `-rss_limit_mb`, `-malloc_limit_mb` and `-timeout` (scripts/fuzz.sh) fail an input that
+//! costs memory or time out of proportion to its size.
 
 use std::path::Path;
 
@@ -59,7 +60,7 @@ pub fn jfr(data: &[u8], scratch: &Path) {
     let _ = crate::output::json::to_json(&rec, &stacks);
     let _ = crate::output::pprof::pprof_gz(&rec, &stacks);
     let _ = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
-    let _ = CcMap::from_recording(&rec);
+    let _ = CcMap::from_recording_within(&rec, crate::limits::ccmap_max_contexts(data.len() as u64));
 }
 
 /// Collapsed stacks: accepted input survives writing and reading back with its sample count.
@@ -69,7 +70,7 @@ pub fn collapsed(data: &[u8]) {
     let again = parse_collapsed(&to_collapsed(&cct, CountBy::Samples)).expect("our own collapsed output reads back");
     assert_eq!(again.total_samples(), cct.total_samples(), "the round trip changed the sample count");
     let _ = full_report(None, &cct, &Tallies::default(), &ReportOptions::default());
-    let _ = CcMap::from_cct(&cct);
+    let _ = CcMap::from_cct_within(&cct, crate::limits::ccmap_max_contexts(data.len() as u64));
 }
 
 /// CallerChaining quadruples: the tree (bounded), its rendering and statistics.

@@ -162,3 +162,115 @@ fn source_files_survive_the_jfr_round_trip() {
     let json = crate::output::json::to_json(&rec, &stacks);
     assert!(json.contains("\"sourceFile\":\"C5.java\",\"sourcePath\":\"gen/C5.java\""), "{json}");
 }
+
+// ---- Hostile JFR files (adversarial::hostile): what a naive reader multiplies. ----
+
+use crate::adversarial::hostile;
+
+fn read_hostile(make: fn(usize) -> Vec<u8>, bytes: usize) -> Result<Recording, crate::jfr::ReadError> {
+    let data = make(bytes);
+    crate::jfr::recording_from_bytes(&data, "hostile.jfr")
+}
+
+#[test]
+fn values_of_no_bytes_are_bounded_by_the_chunks_size() {
+    // Arrays of arrays of field-less structs (square of the size), structs of structs of them
+    // (2^40 values): refused once the values outgrow the chunk, in a pool or in an event.
+    for make in [
+        |n| hostile::empty_struct_arrays(n, true),
+        |n| hostile::empty_struct_arrays(n, false),
+        hostile::empty_struct_fields,
+    ] {
+        let e = read_hostile(make, 64 << 10).unwrap_err();
+        assert!(e.to_string().contains("decode to more than"), "{e}");
+    }
+    // A value is 24 bytes: the budget of values per byte is a budget of memory.
+    assert_eq!(std::mem::size_of::<crate::jfr::value::Value>(), 24);
+}
+
+#[test]
+fn metadata_strings_are_shared_not_copied_per_reference() {
+    let data = hostile::metadata_string_refs(256 << 10);
+    let chunk = &parse_chunks(&data, &|_| true).unwrap()[0];
+    let root = &chunk.metadata.root;
+    let (k, v) = &root.attributes[0];
+    assert!(k.len() > 80_000);
+    assert!(root.attributes.iter().all(|(a, b)| Arc::ptr_eq(a, k) && Arc::ptr_eq(b, v)), "one copy of the string");
+    let types: Vec<_> = chunk.metadata.types.values().filter(|t| t.name.len() > 80_000).collect();
+    assert!(types.len() > 1000, "{} types named by the string", types.len());
+    assert!(types.iter().all(|t| Arc::ptr_eq(&t.name, k)));
+}
+
+#[test]
+fn methods_named_by_one_long_symbol_share_it_and_are_bounded() {
+    // A few methods: their names are the one symbol, shared.
+    let rec = read_hostile(hostile::pooled_name_refs, 70_064).unwrap();
+    let long: Vec<_> = rec.methods.iter().map(|(_, m)| m).filter(|m| m.name.len() == 60_000).collect();
+    assert!(long.len() > 1);
+    assert!(long
+        .iter()
+        .all(|m| Arc::ptr_eq(&m.name, &long[0].name) && Arc::ptr_eq(&m.class_name, &long[0].class_name)));
+    // Thousands: their names would add up to thousands of times the file; refused.
+    let e = read_hostile(hostile::pooled_name_refs, 256 << 10).unwrap_err();
+    assert!(matches!(e.kind, ReadErrorKind::Limit(LimitError::MethodNamesTooLong { .. })), "{e}");
+    assert!(e.to_string().contains("the methods' names add up to"), "{e}");
+}
+
+#[test]
+fn thread_names_are_cut_and_counters_bounded() {
+    let rec = read_hostile(hostile::thread_name_refs, 64 << 10).unwrap();
+    assert!(rec.threads.len() > 1000);
+    let max = crate::limits::MAX_THREAD_NAME_BYTES;
+    assert!(rec.threads.iter().all(|t| t.name.len() <= max + 3), "names cut at {max} bytes");
+    assert!(rec.threads.iter().any(|t| t.name.ends_with("...")));
+    let e = read_hostile(hostile::counters_per_chunk, 64 << 10).unwrap_err();
+    assert!(matches!(e.kind, ReadErrorKind::Limit(LimitError::TooManyCounters { .. })), "{e}");
+}
+
+#[test]
+fn phase_names_and_compiled_code_are_read_once_per_string() {
+    let data = hostile::phase_name_refs(64 << 10);
+    let p = temp("phases.jfr", &data);
+    let phases = crate::jfr::marks::read_phases(&p).unwrap();
+    assert!(phases.len() > 1000);
+    assert!(phases.iter().all(|m| Arc::ptr_eq(&m.name, &phases[0].name)), "one copy of the name");
+    let e = crate::jfr::marks::cut_from_phase(&mut Vec::new(), &phases, "none").unwrap_err();
+    assert!(e.len() < 2_000 && e.ends_with(", ..."), "the markers listed briefly: {e}");
+    let rec = read_hostile(hostile::code_refs, 64 << 10).unwrap();
+    assert!(rec.code.len() > 1000);
+    assert!(!rec.code[0].bytes.is_empty());
+    assert!(rec.code.iter().all(|c| Arc::ptr_eq(&c.bytes, &rec.code[0].bytes)), "decoded once");
+}
+
+#[test]
+fn per_thread_trees_and_tables_of_one_deep_stack_stay_linear() {
+    let data = hostile::threads_of_a_deep_stack(256 << 10);
+    let rec = read_hostile(hostile::threads_of_a_deep_stack, 256 << 10).unwrap();
+    let (threads, depth) = (rec.threads.len(), rec.samples[0].stack.len());
+    assert!(threads > 5_000 && depth > 10_000, "{threads} threads, {depth} frames");
+    // Without the bound: threads times depth nodes (~100 million here).
+    let cct = Cct::from_recording(&rec, true);
+    assert!(cct.nodes.len() <= 2 * crate::cct::split_tree_limit(&rec) + 1, "{} nodes", cct.nodes.len());
+    assert!(cct.cut_samples() > 0);
+    assert_eq!(cct.total_samples(), rec.samples.len() as u64);
+    // The stack table holds the stack once for all threads; pprof merges them.
+    let table = crate::output::stacks::StackTable::from_recording(&rec);
+    assert_eq!(table.entries.len(), threads);
+    assert!(table.entries.iter().all(|e| Arc::ptr_eq(&e.key.frames, &table.entries[0].key.frames)));
+    let gz = crate::output::pprof::pprof_gz(&rec, &table);
+    assert!(gz.len() < data.len(), "{} bytes of pprof", gz.len());
+}
+
+#[test]
+fn a_context_map_is_bounded_by_its_input() {
+    let text = adversarial::deep_collapsed(20_000, 1, 1, Names::Distinct);
+    let cct = parse_collapsed(&text).unwrap();
+    let max = crate::limits::ccmap_max_contexts(text.len() as u64);
+    assert_eq!(CcMap::from_cct_within(&cct, max).unwrap_err(), max);
+    let e = LimitError::TooManyContexts { max }.to_string();
+    assert!(e.contains("call context map would hold more than"), "{e}");
+    // Recursion repeats its contexts: read at any depth.
+    let text = adversarial::deep_collapsed(20_000, 1, 1, Names::Recursive);
+    let cct = parse_collapsed(&text).unwrap();
+    assert!(CcMap::from_cct_within(&cct, crate::limits::ccmap_max_contexts(text.len() as u64)).is_ok());
+}

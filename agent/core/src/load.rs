@@ -67,6 +67,53 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// Opens a file a reader reads, refusing anything but a regular file: a named pipe would hang
+/// the reader, a device (a link to `/dev/zero`) would feed it without end. The file is opened
+/// first (without waiting for a pipe's writer, and never becoming a controlling terminal) and
+/// its open descriptor looked at, so what is checked is what is read. Returns the file and its
+/// size; readers read no more than that size.
+pub fn open_regular(path: &Path) -> std::io::Result<(std::fs::File, u64)> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path)?;
+    let meta = file.metadata()?;
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok((file, meta.len()));
+    } else if t.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "a directory, not a file; give a file in it",
+        ));
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("{what}, not a file; hpm reads regular files only: copy the data into a file and give that"),
+    ))
+}
+
+/// The bytes of a regular file ([`open_regular`]), at most the size it had when opened.
+pub fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, len) = open_regular(path)?;
+    let mut out = Vec::with_capacity(len as usize);
+    file.take(len).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// [`read_regular`] as UTF-8 text.
+pub fn read_regular_text(path: &Path) -> std::io::Result<String> {
+    String::from_utf8(read_regular(path)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8"))
+}
+
 /// A recording read from a `.jfr` file, with the warnings to show (an incomplete last chunk).
 pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError> {
     let ReadRecording { recording, lost } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
@@ -89,7 +136,7 @@ pub fn load_cct(path: &Path) -> Result<(Cct, Vec<String>), LoadError> {
         let (rec, notes) = load_recording(path)?;
         return Ok((Cct::from_recording(&rec, false), notes));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError::io(path, &e))?;
+    let text = read_regular_text(path).map_err(|e| LoadError::io(path, &e))?;
     let cct = parse_collapsed(&text).map_err(|(line, problem)| {
         let message = problem.to_string();
         let kind = match problem {
@@ -196,9 +243,9 @@ pub fn load_profile(
             "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
         ));
     }
-    match std::fs::metadata(p) {
+    match open_regular(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(format!("`{path}` is {e}")),
         Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
-        Ok(m) if m.is_dir() => return Err(format!("`{path}` is a directory; give a .jfr or .collapsed file")),
         Ok(_) => {}
     }
     if is_jfr {
@@ -292,6 +339,28 @@ mod tests {
         ] {
             assert_eq!(is_jfr_path(Path::new(p)), jfr, "{p}");
         }
+    }
+
+    #[test]
+    fn only_regular_files_are_read() {
+        let dir = crate::scratch_tests::ScratchDir::new("regular");
+        let fifo = dir.join("p.collapsed");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // A named pipe with no writer would block the open, then the read, for ever.
+        let e = open_regular(&fifo).unwrap_err();
+        assert!(e.to_string().starts_with("a named pipe, not a file; hpm reads regular files only"), "{e}");
+        assert!(load_cct(&fifo).unwrap_err().to_string().contains("a named pipe"));
+        // A link to a device would feed the reader without end.
+        let zero = dir.join("z.jfr");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(open_regular(&zero).unwrap_err().to_string().starts_with("a device, not a file"));
+        assert!(crate::jfr::read_recording(&zero).unwrap_err().to_string().contains("a device"));
+        assert!(open_regular(&dir).unwrap_err().to_string().starts_with("a directory"));
+        let file = dir.join("f.collapsed");
+        std::fs::write(&file, "a;b 1\n").unwrap();
+        assert_eq!(read_regular_text(&file).unwrap(), "a;b 1\n");
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //!
 //! ```text
 //! cargo run --release -p hpm-tests --bin bench-readers -- [--depth N] [--samples N]
-//!     [--hpm PATH] [--timeout SECS] [--mem-gib G] [--out DIR] [--runs N]
+//!     [--hpm PATH] [--timeout SECS] [--mem-gib G] [--out DIR] [--runs N] [--hostile BYTES]
 //! ```
+//!
+//! `--hostile BYTES` measures the hostile `.jfr` shapes of `hpm_core::adversarial::hostile`
+//! instead, each made about BYTES long, through `hpm report` (with the options that reach what
+//! the shape attacks) and `hpm ccmap`: peak memory per byte of input is the figure to watch.
 //!
 //! Each command runs `--runs` times (default 3) and the run with the least CPU time is shown:
 //! on this kind of virtual machine the same run's CPU time varies by up to 2x with the host's
@@ -18,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hpm_core::adversarial::{self, Names};
 
@@ -30,6 +34,7 @@ struct Opts {
     mem_gib: u64,
     out: PathBuf,
     runs: u32,
+    hostile: Option<usize>,
 }
 
 fn parse_args() -> Result<Opts, String> {
@@ -41,6 +46,7 @@ fn parse_args() -> Result<Opts, String> {
         mem_gib: 8,
         out: hpm_tests::workspace_root().join("target/bench-readers"),
         runs: 3,
+        hostile: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -55,6 +61,7 @@ fn parse_args() -> Result<Opts, String> {
             "--mem-gib" => o.mem_gib = num()?,
             "--out" => o.out = PathBuf::from(v),
             "--runs" => o.runs = (num()? as u32).max(1),
+            "--hostile" => o.hostile = Some(num()? as usize),
             other => return Err(format!("unknown option `{other}`")),
         }
         i += 2;
@@ -65,49 +72,48 @@ fn parse_args() -> Result<Opts, String> {
     Ok(o)
 }
 
-/// Exit status (None: killed at the timeout), wall time, CPU time (user + system), peak resident
-/// memory in KiB. The child is reaped with `wait4`, which also gives its own CPU time and peak
-/// memory (the CPU time is the steadier figure on a busy machine).
-#[allow(clippy::zombie_processes)]
+/// Exit status (None: ended by a signal: over the address-space limit, or killed at the
+/// timeout), wall time, CPU time (user + system), peak resident memory in KiB
+/// ([`hpm_tests::measure`]; the CPU time is the steadier figure on a busy machine).
 fn run(opts: &Opts, args: &[String]) -> (Option<i32>, Duration, Duration, u64) {
     let mut cmd = Command::new(&opts.hpm);
     cmd.args(args).stdout(Stdio::null()).stderr(Stdio::null());
-    let limit = opts.mem_gib << 30;
-    // SAFETY: only setrlimit, which is async-signal-safe, runs between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(move || {
-            let r = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-            if libc::setrlimit(libc::RLIMIT_AS, &r) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let start = Instant::now();
-    let child = cmd.spawn().expect("run hpm");
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut killed = false;
-    loop {
-        // SAFETY: pid is our child; status and usage are valid for writes.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break;
+    let m = hpm_tests::measure::run_measured(cmd, opts.mem_gib << 30, opts.timeout);
+    (m.code, m.wall, m.cpu, m.peak_kib)
+}
+
+/// The table of `--hostile`: each shape through `hpm report` and `hpm ccmap`.
+fn hostile(opts: &Opts, bytes: usize) {
+    use hpm_core::adversarial::hostile::SHAPES;
+    println!("hpm: {}", opts.hpm.display());
+    println!("least CPU of {} runs each", opts.runs);
+    println!("\n| shape | bytes | command | exit | CPU s | peak RSS MiB | RSS bytes per input byte |\n|---|---|---|---|---|---|---|");
+    let (_, _, _, base_kib) = run(opts, &["--version".to_string()]);
+    for shape in SHAPES {
+        let path = opts.out.join(format!("hostile-{}.jfr", shape.name));
+        let data = (shape.make)(bytes);
+        std::fs::write(&path, &data).expect("write an input");
+        let p = path.display().to_string();
+        let report: Vec<String> =
+            ["report".to_string(), p.clone()].into_iter().chain(shape.args.iter().map(|a| a.to_string())).collect();
+        for args in [report, vec!["ccmap".to_string(), p.clone()]] {
+            let (code, _, cpu, rss_kib) =
+                (0..opts.runs).map(|_| run(opts, &args)).min_by_key(|r| (r.0.is_none(), r.2)).expect("one run");
+            let exit = code
+                .map_or(format!("killed (over {} GiB or {} s)", opts.mem_gib, opts.timeout.as_secs()), |c| {
+                    c.to_string()
+                });
+            let per_byte = (rss_kib.saturating_sub(base_kib) * 1024) as f64 / data.len() as f64;
+            println!(
+                "| {} | {} | {} | {exit} | {:.3} | {:.0} | {per_byte:.1} |",
+                shape.name,
+                data.len(),
+                [&args[..1], &args[2..]].concat().join(" "),
+                cpu.as_secs_f64(),
+                rss_kib as f64 / 1024.0
+            );
         }
-        if start.elapsed() > opts.timeout && !killed {
-            // SAFETY: kill on our own child's pid, not yet reaped.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            killed = true;
-        }
-        std::thread::sleep(Duration::from_millis(5));
     }
-    let wall = start.elapsed();
-    let code = if killed || !libc::WIFEXITED(status) { None } else { Some(libc::WEXITSTATUS(status)) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    (code, wall, tv(usage.ru_utime) + tv(usage.ru_stime), usage.ru_maxrss as u64)
 }
 
 fn main() {
@@ -121,6 +127,9 @@ fn main() {
     std::fs::create_dir_all(&opts.out).expect("create the output directory");
     let at = |n: &str| opts.out.join(n).display().to_string();
     let write = |n: &str, b: &[u8]| std::fs::write(opts.out.join(n), b).expect("write an input");
+    if let Some(bytes) = opts.hostile {
+        return hostile(&opts, bytes);
+    }
     let d = opts.depth;
     write("deep.jfr", &adversarial::deep_jfr(d, opts.samples, Names::Distinct));
     write("deep.collapsed", adversarial::deep_collapsed(d, 1, opts.samples as u64, Names::Distinct).as_bytes());
@@ -177,7 +186,8 @@ fn main() {
                 Path::new(a).file_name().filter(|_| a.contains('/')).map_or(a.clone(), |f| f.to_string_lossy().into())
             })
             .collect();
-        let exit = code.map_or(format!("killed after {} s", opts.timeout.as_secs()), |c| c.to_string());
+        let exit = code
+            .map_or(format!("killed (over {} GiB or {} s)", opts.mem_gib, opts.timeout.as_secs()), |c| c.to_string());
         println!(
             "| hpm {} | {exit} | {:.3} | {:.3} | {:.0} |",
             shown.join(" "),

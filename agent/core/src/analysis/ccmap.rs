@@ -23,7 +23,7 @@
 //!
 //! Queries are in `ccmap_query.rs`, dump/load and pruning in `ccmap_io.rs`.
 
-use crate::cct::{group_samples, Cct};
+use crate::cct::{group_samples, Cct, NodeId, ROOT};
 use crate::hash::IntMap;
 pub use crate::limits::CCMAP_MAX_CONTEXT;
 use crate::model::Recording;
@@ -167,6 +167,10 @@ pub struct CcMap {
     pub(super) callee_index: IntMap<(SiteId, MethodId), CalleeId>,
     pub(super) site_ref_index: IntMap<(RefParent, SiteId), SiteRefId>,
     pub(super) callee_ref_index: IntMap<(SiteRefId, CalleeId), CalleeRefId>,
+    /// Reference nodes (call sites and callees in context) the map may make; once it has,
+    /// adding stops and [`Self::full`] says so ([`Self::from_cct_within`]).
+    pub(super) max_refs: Option<usize>,
+    pub(super) full: bool,
 }
 
 impl CcMap {
@@ -175,30 +179,94 @@ impl CcMap {
     }
 
     /// Builds the map from a calling context tree: each root-first path with `n` self samples
-    /// counts as `n` complete samples. Call-site offsets are unknown (-1).
+    /// counts as `n` complete samples. Call-site offsets are unknown (-1). Each frame name is
+    /// looked up once per name, not once per frame.
     pub fn from_cct(cct: &Cct) -> CcMap {
-        let mut map = CcMap::new();
-        for (path, n) in cct.leaf_stacks() {
-            let s = CcSample {
-                frames: path.iter().rev().map(|m| CcFrame::new(m, -1)).collect(),
-                stopped_at_visited: false,
-            };
-            map.add_samples(&s, n);
+        CcMap::build_cct(cct, None)
+    }
+
+    /// [`Self::from_cct`] making at most `max_refs` reference nodes (see
+    /// [`crate::limits::ccmap_max_contexts`]); `Err(max_refs)` when it would make more.
+    pub fn from_cct_within(cct: &Cct, max_refs: usize) -> Result<CcMap, usize> {
+        let map = CcMap::build_cct(cct, Some(max_refs));
+        if map.full {
+            return Err(max_refs);
+        }
+        Ok(map)
+    }
+
+    /// [`Self::from_recording`] making at most `max_refs` reference nodes, as
+    /// [`Self::from_cct_within`].
+    pub fn from_recording_within(rec: &Recording, max_refs: usize) -> Result<CcMap, usize> {
+        let map = CcMap::build_recording(rec, Some(max_refs));
+        if map.full {
+            return Err(max_refs);
+        }
+        Ok(map)
+    }
+
+    /// Whether building stopped at the bound on reference nodes.
+    pub fn full(&self) -> bool {
+        self.full
+    }
+
+    fn build_cct(cct: &Cct, max_refs: Option<usize>) -> CcMap {
+        let mut map = CcMap { max_refs, ..CcMap::new() };
+        // Tree name id -> map method id (u32::MAX: not yet).
+        let mut by_name = vec![u32::MAX; cct.name_count()];
+        let mut path = Vec::new();
+        for leaf in 1..cct.nodes.len() as NodeId {
+            let n = cct.node(leaf).self_samples;
+            if n == 0 {
+                continue;
+            }
+            // Top of the stack first: from the leaf up.
+            path.clear();
+            let mut id = leaf;
+            while id != ROOT {
+                let name = cct.node_name_id(id) as usize;
+                if by_name[name] == u32::MAX {
+                    by_name[name] = map.method_id(&cct.node(id).name);
+                }
+                path.push(by_name[name]);
+                id = cct.node(id).parent;
+            }
+            map.add_ids(&path, |_| -1, false, n);
+            if map.full {
+                break;
+            }
         }
         map
     }
 
     /// Builds the map from a recording; a caller frame's bytecode index is its call site.
     /// Samples that share a stack are processed together, as one sample counted `n` times.
+    /// Each method's name is made and looked up once.
     pub fn from_recording(rec: &Recording) -> CcMap {
-        let mut map = CcMap::new();
+        CcMap::build_recording(rec, None)
+    }
+
+    fn build_recording(rec: &Recording, max_refs: Option<usize>) -> CcMap {
+        let mut map = CcMap { max_refs, ..CcMap::new() };
+        let mut by_method: Vec<MethodId> = Vec::new();
+        let mut ids = Vec::new();
         for g in group_samples(&rec.samples, false) {
-            let frames = rec.samples[g.first]
-                .stack
-                .iter()
-                .map(|f| CcFrame { method: rec.method(f.method).display_name(), offset: f.bci })
-                .collect();
-            map.add_samples(&CcSample { frames, stopped_at_visited: false }, g.samples);
+            let stack = &rec.samples[g.first].stack;
+            ids.clear();
+            for f in stack.iter() {
+                let m = f.method as usize;
+                if m >= by_method.len() {
+                    by_method.resize(m + 1, u32::MAX);
+                }
+                if by_method[m] == u32::MAX {
+                    by_method[m] = map.method_id(&rec.method(f.method).display_name());
+                }
+                ids.push(by_method[m]);
+            }
+            map.add_ids(&ids, |k| stack[k].bci, false, g.samples);
+            if map.full {
+                break;
+            }
         }
         map
     }
@@ -209,24 +277,29 @@ impl CcMap {
 
     /// Processes `n` identical samples: the paper's algorithm with every counter bumped by `n`.
     pub fn add_samples(&mut self, s: &CcSample, n: u64) {
-        let buf = &s.frames;
-        if buf.is_empty() || n == 0 {
+        let ids: Vec<MethodId> = s.frames.iter().map(|f| self.method_id(&f.method)).collect();
+        self.add_ids(&ids, |k| s.frames[k].offset, s.stopped_at_visited, n);
+    }
+
+    /// [`Self::add_samples`] of a buffer of method ids (top of the stack first) whose frame `k`
+    /// calls at `offset(k)`.
+    fn add_ids(&mut self, ids: &[MethodId], offset: impl Fn(usize) -> i32, stopped_at_visited: bool, n: u64) {
+        if ids.is_empty() || n == 0 {
             return;
         }
         self.samples = self.samples.saturating_add(n);
-        if s.stopped_at_visited && buf.len() == 1 {
+        if stopped_at_visited && ids.len() == 1 {
             self.repeats = self.repeats.saturating_add(n);
         }
-        let ids: Vec<MethodId> = buf.iter().map(|f| self.method_id(&f.method)).collect();
         // The call made by frame k (k >= 1): its site, and the general callee node.
-        let mut sites = vec![0 as SiteId; buf.len()];
-        let mut calls = vec![0 as CalleeId; buf.len()];
-        for k in 1..buf.len() {
-            sites[k] = self.site_id(ids[k], buf[k].offset);
+        let mut sites = vec![0 as SiteId; ids.len()];
+        let mut calls = vec![0 as CalleeId; ids.len()];
+        for k in 1..ids.len() {
+            sites[k] = self.site_id(ids[k], offset(k));
             calls[k] = self.callee_id(sites[k], ids[k - 1]);
         }
         self.methods[ids[0] as usize].top = self.methods[ids[0] as usize].top.saturating_add(n);
-        for i in 0..buf.len() {
+        for i in 0..ids.len() {
             self.methods[ids[i] as usize].total = self.methods[ids[i] as usize].total.saturating_add(n);
             if i == 0 {
                 continue;
@@ -236,6 +309,10 @@ impl CcMap {
             let mut parent = RefParent::Callee(callee);
             // At most CCMAP_MAX_CONTEXT calls of context below the call (see the module docs).
             for j in (i.saturating_sub(1 + CCMAP_MAX_CONTEXT)..i.saturating_sub(1)).rev() {
+                if self.max_refs.is_some_and(|m| self.site_refs.len() + self.callee_refs.len() + 2 > m) {
+                    self.full = true;
+                    return;
+                }
                 let site_ref = self.site_ref_id(parent, sites[j + 1]);
                 let r = self.callee_ref_id(site_ref, calls[j + 1]);
                 self.callee_refs[r as usize].count = self.callee_refs[r as usize].count.saturating_add(n);

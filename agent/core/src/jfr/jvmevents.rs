@@ -1,9 +1,9 @@
 //! The JDK's allocation-sample, monitor-enter and park events ([`JvmEvent`]s): written by the
 //! agent for `alloc` and `lock`, read back from hpm's files and the JDK's own recordings.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::by_place::ByPlace;
 use super::event::EventBuf;
 use super::pools::Pools;
 use super::schema::{EVENT_JAVA_MONITOR_ENTER, EVENT_OBJECT_ALLOCATION_SAMPLE, EVENT_THREAD_PARK};
@@ -44,11 +44,11 @@ pub fn kind_of(event_type: &str) -> Option<JvmEventKind> {
 
 /// The fields of a JVM event besides its thread and stack (which the reader resolves through
 /// its caches). `ticks` converts a tick count of the chunk to nanoseconds.
-pub fn event_fields(
+pub fn event_fields<'c>(
     kind: JvmEventKind,
-    e: &ObjectView,
+    e: &ObjectView<'c>,
     ticks: impl Fn(u64) -> u64,
-    names: &mut HashMap<String, Arc<str>>,
+    names: &mut ByPlace<'c, Arc<str>>,
     ev: &mut JvmEvent,
 ) {
     ev.time = ticks(e.i64("startTime").unwrap_or(0) as u64);
@@ -58,17 +58,9 @@ pub fn event_fields(
         JvmEventKind::MonitorEnter => "monitorClass",
         JvmEventKind::ThreadPark => "parkedClass",
     };
-    ev.class = e.object(class_field).and_then(|c| c.str("name").map(str::to_string)).map(|raw| {
-        if let Some(n) = names.get(&raw) {
-            return n.clone();
-        }
-        if names.len() >= 1 << 16 {
-            names.clear();
-        }
-        let n: Arc<str> = java_class_name(&raw).into();
-        names.insert(raw, n.clone());
-        n
-    });
+    // Converted once per name string, however many events name the class.
+    ev.class =
+        e.object(class_field).and_then(|c| c.str("name")).map(|raw| names.get(raw, |r| java_class_name(r).into()));
     ev.address = e.i64("address").unwrap_or(0) as u64;
     ev.weight = match kind {
         JvmEventKind::Allocation => e.i64("weight").unwrap_or(0).max(0) as u64,

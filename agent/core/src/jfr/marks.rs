@@ -6,6 +6,9 @@
 //! `hpm.Region` has one `long` field per counter of [`REGION_COUNTERS`], so its type is the
 //! same in every file; the `counters` field names those actually measured (the others are 0).
 
+use std::sync::Arc;
+
+use super::by_place::ByPlace;
 use super::event::EventBuf;
 use super::pools::Pools;
 pub use super::schema::{EVENT_HPM_PHASE, EVENT_HPM_REGION, REGION_COUNTERS};
@@ -66,9 +69,10 @@ pub fn write_marks(out: &mut Vec<u8>, pools: &mut Pools, marks: &[Mark]) {
 }
 
 /// A phase marker read back from a file; `time` is on the samples' clock (`Sample::time`).
+/// Markers named by one string of the file share one copy of the name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhaseMark {
-    pub name: String,
+    pub name: Arc<str>,
     pub index: i64,
     pub time: u64,
 }
@@ -77,26 +81,34 @@ pub struct PhaseMark {
 pub fn phases_of<'a>(chunks: impl IntoIterator<Item = &'a super::value::Chunk>) -> Vec<PhaseMark> {
     let mut out = Vec::new();
     for c in chunks {
-        for e in c.events_named("hpm.Phase") {
-            out.push(PhaseMark {
-                name: e.str("name").unwrap_or("").to_string(),
-                index: e.i64("index").unwrap_or(-1),
-                time: c.header.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
-            });
-        }
+        add_phases(c, &mut out);
     }
     out.sort_by_key(|p| p.time);
     out
 }
 
-/// The `hpm.Phase` markers of a `.jfr` file (its complete chunks), in time order.
+/// Appends a chunk's `hpm.Phase` markers to `out`.
+fn add_phases(c: &super::value::Chunk, out: &mut Vec<PhaseMark>) {
+    let mut names = ByPlace::default();
+    for e in c.events_named("hpm.Phase") {
+        out.push(PhaseMark {
+            name: names.get(e.str("name").unwrap_or(""), Arc::from),
+            index: e.i64("index").unwrap_or(-1),
+            time: c.header.ticks_to_nanos(e.i64("startTime").unwrap_or(0) as u64),
+        });
+    }
+}
+
+/// The `hpm.Phase` markers of a `.jfr` file (its complete chunks), in time order; one chunk
+/// read at a time.
 pub fn read_phases(path: &std::path::Path) -> Result<Vec<PhaseMark>, super::error::ReadError> {
-    let mut chunks = Vec::new();
-    super::parser::for_each_chunk(path, &|t| t.name == "hpm.Phase", |c| {
-        chunks.push(c);
+    let mut out = Vec::new();
+    super::parser::for_each_chunk(path, &|t| &*t.name == "hpm.Phase", |c| {
+        add_phases(&c, &mut out);
         Ok(())
     })?;
-    Ok(phases_of(&chunks))
+    out.sort_by_key(|p| p.time);
+    Ok(out)
 }
 
 /// Keeps the samples from the first marker matching `spec` on: `NAME` (a phase) or
@@ -116,16 +128,33 @@ pub fn cut_from_phase(
         }
         None => (spec, None),
     };
-    let Some(from) = phases.iter().find(|p| p.name == name && index.is_none_or(|i| p.index == i)) else {
-        let mut seen: Vec<String> = phases
-            .iter()
-            .map(|p| if p.index >= 0 { format!("{}={}", p.name, p.index) } else { p.name.clone() })
-            .collect();
-        seen.dedup();
+    let Some(from) = phases.iter().find(|p| &*p.name == name && index.is_none_or(|i| p.index == i)) else {
+        // The markers there are, each once and in order: the first few, names cut short.
+        let mut seen: Vec<String> = Vec::new();
+        let mut last: Option<(&Arc<str>, i64)> = None;
+        let mut more = false;
+        for p in phases {
+            if last.is_some_and(|(n, i)| Arc::ptr_eq(n, &p.name) && i == p.index) {
+                continue;
+            }
+            last = Some((&p.name, p.index));
+            let shown = match p.name.char_indices().nth(40) {
+                Some((at, _)) => format!("{}...", &p.name[..at]),
+                None => p.name.to_string(),
+            };
+            let shown = if p.index >= 0 { format!("{shown}={}", p.index) } else { shown };
+            if seen.last() != Some(&shown) {
+                if seen.len() == 20 {
+                    more = true;
+                    break;
+                }
+                seen.push(shown);
+            }
+        }
         let seen = if seen.is_empty() {
             "the file has none (mark them with the Java bridge: Hpm.phase / Hpm.iteration)".to_string()
         } else {
-            format!("markers: {}", seen.join(", "))
+            format!("markers: {}{}", seen.join(", "), if more { ", ..." } else { "" })
         };
         return Err(format!("no phase marker `{spec}`; {seen}"));
     };

@@ -3,8 +3,14 @@
 //!
 //! This module holds the generic tree (read and written the same way), and the type model the
 //! reader derives from it: [`TypeDesc`]s with their [`FieldDesc`]s and annotations.
+//!
+//! Every string of the tree is an index into the metadata event's string table, and one
+//! string may be named by any number of elements: the tree and the type model share the
+//! table's strings ([`Arc<str>`]) rather than copy them, so a long string named many times
+//! costs a pointer per naming, not its length.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::varint::{put_string, put_varint, DResult, Reader};
 use crate::hash::IntMap;
@@ -15,19 +21,19 @@ pub const MAX_DEPTH: usize = 64;
 /// One element of the metadata tree, e.g. `<field name="startTime" class="5"/>`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Element {
-    pub name: String,
-    pub attributes: Vec<(String, String)>,
+    pub name: Arc<str>,
+    pub attributes: Vec<(Arc<str>, Arc<str>)>,
     pub children: Vec<Element>,
 }
 
 impl Element {
     pub fn new(name: &str) -> Element {
-        Element { name: name.to_string(), ..Default::default() }
+        Element { name: name.into(), ..Default::default() }
     }
 
     /// Builder: adds an attribute.
     pub fn attr(mut self, key: &str, value: impl ToString) -> Element {
-        self.attributes.push((key.to_string(), value.to_string()));
+        self.attributes.push((key.into(), value.to_string().into()));
         self
     }
 
@@ -38,11 +44,16 @@ impl Element {
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.attributes.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.shared(key).map(|v| &**v)
+    }
+
+    /// The value of attribute `key`, shared.
+    pub fn shared(&self, key: &str) -> Option<&Arc<str>> {
+        self.attributes.iter().find(|(k, _)| &**k == key).map(|(_, v)| v)
     }
 
     pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Element> + 'a {
-        self.children.iter().filter(move |c| c.name == name)
+        self.children.iter().filter(move |c| &*c.name == name)
     }
 
     /// Appends the string table and the tree: the body of a metadata event after its id field.
@@ -75,11 +86,11 @@ impl Element {
     }
 
     fn encode_element(&self, out: &mut Vec<u8>, index: &HashMap<&str, u64>) {
-        put_varint(out, index[self.name.as_str()]);
+        put_varint(out, index[&*self.name]);
         put_varint(out, self.attributes.len() as u64);
         for (k, v) in &self.attributes {
-            put_varint(out, index[k.as_str()]);
-            put_varint(out, index[v.as_str()]);
+            put_varint(out, index[&**k]);
+            put_varint(out, index[&**v]);
         }
         put_varint(out, self.children.len() as u64);
         for c in &self.children {
@@ -113,22 +124,26 @@ impl Element {
         out.push_str(&format!("</{}>\n", self.name));
     }
 
-    /// Reads a string table and element tree written by [`Element::encode_tree`].
+    /// Reads a string table and element tree written by [`Element::encode_tree`]. The
+    /// elements share the table's strings.
     pub fn decode_tree(r: &mut Reader) -> DResult<Element> {
         let n = r.count("metadata string", 1)?;
         let mut strings = Vec::with_capacity(n);
+        // Empty strings share one allocation (an `Arc` has one even when empty).
+        let empty: Arc<str> = Arc::from("");
         for _ in 0..n {
-            strings.push(r.inline_string()?);
+            let s = r.inline_string()?;
+            strings.push(if s.is_empty() { empty.clone() } else { s.into() });
         }
         decode_element(r, &strings, 0)
     }
 }
 
-fn decode_element(r: &mut Reader, strings: &[String], depth: usize) -> DResult<Element> {
+fn decode_element(r: &mut Reader, strings: &[Arc<str>], depth: usize) -> DResult<Element> {
     if depth > MAX_DEPTH {
         return Err(r.error("metadata elements nested too deeply"));
     }
-    let string = |r: &mut Reader| -> DResult<String> {
+    let string = |r: &mut Reader| -> DResult<Arc<str>> {
         let at = r.offset();
         let i = r.varint()?;
         strings.get(i as usize).cloned().ok_or_else(|| super::varint::DecodeError {
@@ -136,7 +151,7 @@ fn decode_element(r: &mut Reader, strings: &[String], depth: usize) -> DResult<E
             message: format!("metadata string index {i} out of range ({} strings)", strings.len()),
         })
     };
-    let mut e = Element::new(&string(r)?);
+    let mut e = Element { name: string(r)?, ..Default::default() };
     let na = r.count("metadata attribute", 2)?;
     for _ in 0..na {
         let k = string(r)?;
@@ -155,12 +170,12 @@ fn decode_element(r: &mut Reader, strings: &[String], depth: usize) -> DResult<E
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AnnotationDesc {
     pub type_id: u64,
-    pub values: Vec<(String, String)>,
+    pub values: Vec<(Arc<str>, Arc<str>)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldDesc {
-    pub name: String,
+    pub name: Arc<str>,
     pub type_id: u64,
     /// Encoding of the field's type (filled in once all types are known).
     pub kind: Kind,
@@ -208,8 +223,8 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeDesc {
     pub id: u64,
-    pub name: String,
-    pub super_type: Option<String>,
+    pub name: Arc<str>,
+    pub super_type: Option<Arc<str>>,
     pub simple_type: bool,
     pub kind: Kind,
     pub fields: Vec<FieldDesc>,
@@ -222,7 +237,7 @@ impl TypeDesc {
     }
 
     pub fn field_index(&self, name: &str) -> Option<usize> {
-        self.fields.iter().position(|f| f.name == name)
+        self.fields.iter().position(|f| &*f.name == name)
     }
 }
 
@@ -230,25 +245,32 @@ impl TypeDesc {
 #[derive(Clone, Debug, Default)]
 pub struct Metadata {
     pub types: IntMap<u64, TypeDesc>,
-    by_name: HashMap<String, u64>,
+    by_name: HashMap<Arc<str>, u64>,
     pub root: Element,
 }
 
 impl Metadata {
     /// Builds the type model from the tree. Checks that every referenced type id is declared.
+    /// Names stay shared with the tree; a name given to many types is hashed once (by the
+    /// string it is, not by its text), so neither copies nor hashing grow with how often a
+    /// long name is used.
     pub fn from_tree(root: Element) -> Result<Metadata, String> {
         let meta =
             root.children_named("metadata").next().ok_or_else(|| "metadata has no <metadata> element".to_string())?;
         let mut types = IntMap::default();
-        let mut by_name = HashMap::new();
+        // Each distinct name string once, in first-use order, with the id of the last type of
+        // that name; `seen` finds it by the string's address.
+        let mut names: Vec<(Arc<str>, u64)> = Vec::new();
+        let mut seen: IntMap<usize, usize> = IntMap::default();
+        let empty: Arc<str> = Arc::from("");
         for c in meta.children_named("class") {
             let id = parse_id(c, "id")?;
-            let name = c.get("name").unwrap_or("").to_string();
+            let name = c.shared("name").unwrap_or(&empty).clone();
             let fields = c
                 .children_named("field")
                 .map(|f| {
                     Ok(FieldDesc {
-                        name: f.get("name").unwrap_or("").to_string(),
+                        name: f.shared("name").unwrap_or(&empty).clone(),
                         type_id: parse_id(f, "class")?,
                         kind: Kind::Struct,
                         array: f.get("dimension").is_some_and(|d| d != "0"),
@@ -257,24 +279,29 @@ impl Metadata {
                     })
                 })
                 .collect::<Result<Vec<_>, String>>()?;
+            let slot = *seen.entry(Arc::as_ptr(&name) as *const u8 as usize).or_insert_with(|| {
+                names.push((name.clone(), id));
+                names.len() - 1
+            });
+            names[slot].1 = id;
             let t = TypeDesc {
                 id,
                 kind: Kind::of(&name, !fields.is_empty()),
-                name: name.clone(),
-                super_type: c.get("superType").map(str::to_string),
+                name,
+                super_type: c.shared("superType").cloned(),
                 simple_type: c.get("simpleType") == Some("true"),
                 fields,
                 annotations: annotations(c)?,
             };
-            by_name.insert(name, id);
             types.insert(id, t);
         }
+        let by_name = names.into_iter().collect();
         let kinds: IntMap<u64, Kind> = types.iter().map(|(id, t)| (*id, t.kind)).collect();
         for t in types.values_mut() {
             for f in &mut t.fields {
-                f.kind = *kinds
-                    .get(&f.type_id)
-                    .ok_or_else(|| format!("field {}.{} refers to undeclared type id {}", t.name, f.name, f.type_id))?;
+                f.kind = *kinds.get(&f.type_id).ok_or_else(|| {
+                    format!("field {}.{} refers to undeclared type id {}", short(&t.name), short(&f.name), f.type_id)
+                })?;
             }
         }
         Ok(Metadata { types, by_name, root })
@@ -293,15 +320,23 @@ impl Metadata {
         let id = *self.by_name.get(annotation)?;
         anns.iter()
             .find(|a| a.type_id == id)
-            .and_then(|a| a.values.iter().find(|(k, _)| k == "value").map(|(_, v)| v.as_str()))
+            .and_then(|a| a.values.iter().find(|(k, _)| &**k == "value").map(|(_, v)| &**v))
     }
 }
 
 fn parse_id(e: &Element, key: &str) -> Result<u64, String> {
-    let v = e.get(key).ok_or_else(|| format!("<{}> element without `{key}` attribute", e.name))?;
+    let v = e.get(key).ok_or_else(|| format!("<{}> element without `{key}` attribute", short(&e.name)))?;
     v.parse::<i64>()
         .map(|x| x as u64)
-        .map_err(|_| format!("<{}> element has non-numeric `{key}` attribute `{v}`", e.name))
+        .map_err(|_| format!("<{}> element has non-numeric `{key}` attribute `{}`", short(&e.name), short(v)))
+}
+
+/// A name for an error message: its first 80 characters.
+fn short(s: &str) -> String {
+    match s.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", &s[..at]),
+        None => s.to_string(),
+    }
 }
 
 fn annotations(e: &Element) -> Result<Vec<AnnotationDesc>, String> {
@@ -309,7 +344,7 @@ fn annotations(e: &Element) -> Result<Vec<AnnotationDesc>, String> {
         .map(|a| {
             Ok(AnnotationDesc {
                 type_id: parse_id(a, "class")?,
-                values: a.attributes.iter().filter(|(k, _)| k != "class").cloned().collect(),
+                values: a.attributes.iter().filter(|(k, _)| &**k != "class").cloned().collect(),
             })
         })
         .collect()

@@ -35,6 +35,7 @@
 //!   JMC skipped the second of two byte-identical chunks (same start time), so chunks need
 //!   distinct start times.
 
+pub mod by_place;
 pub mod error;
 pub mod event;
 pub mod ids;

@@ -108,15 +108,57 @@ fn record<'a>(r: &mut Reader<'a>) -> DResult<(usize, Reader<'a>)> {
     Ok((size as usize, Reader::new(body, at + header_len as u64)))
 }
 
+/// Values a chunk may decode to, per byte of the chunk (and [`VALUE_SLACK`] more); a struct's
+/// fields and an array's elements count one more, for their allocation. A value of a struct
+/// type with no fields takes no bytes, so arrays of them, or structs made of them, could
+/// otherwise make a few bytes decode to billions of values (an array's count is checked
+/// against the bytes left, which such elements never use). Real files decode to about one
+/// value per byte at most (the JDK's recordings 0.1, hpm's own up to 1: a stack frame is six
+/// in four bytes or more), so the bound only refuses what no writer produces, and keeps the
+/// memory (24 bytes a [`Value`]) and time of decoding linear in the chunk's size.
+pub const VALUES_PER_BYTE: u64 = 2;
+pub const VALUE_SLACK: u64 = 4096;
+
+/// What is left of a chunk's [`VALUES_PER_BYTE`] budget.
+struct Budget {
+    left: u64,
+    allowed: u64,
+    chunk_bytes: usize,
+}
+
+impl Budget {
+    fn for_chunk(bytes: usize) -> Budget {
+        let allowed = (bytes as u64).saturating_mul(VALUES_PER_BYTE).saturating_add(VALUE_SLACK);
+        Budget { left: allowed, allowed, chunk_bytes: bytes }
+    }
+
+    /// Takes `n` values from the budget, before they are made (or allocated).
+    fn take(&mut self, r: &Reader, n: usize) -> DResult<()> {
+        match self.left.checked_sub(n as u64) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(r.error(format!(
+                "the chunk's {} bytes decode to more than {} values (structs without fields, repeated or nested); \
+                 the file is damaged or made to exhaust memory",
+                self.chunk_bytes, self.allowed
+            ))),
+        }
+    }
+}
+
 /// Reads one value of type `type_id` (not a pool reference).
-fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize) -> DResult<Value> {
+fn read_value(r: &mut Reader, meta: &Metadata, type_id: u64, depth: usize, budget: &mut Budget) -> DResult<Value> {
     let t = meta.get(type_id).ok_or_else(|| r.error(format!("undeclared type id {type_id}")))?;
     match t.kind {
         Kind::Struct => {
             if depth > MAX_DEPTH {
                 return Err(r.error("values nested too deeply (recursive inline type?)"));
             }
-            let fields = read_fields(r, meta, t, depth + 1)?;
+            let type_id =
+                u32::try_from(type_id).map_err(|_| r.error(format!("struct type id {type_id} is out of range")))?;
+            let fields = read_fields(r, meta, t, depth + 1, budget)?;
             Ok(Value::Struct { type_id, fields })
         }
         k => read_primitive(r, k, type_id),
@@ -135,39 +177,59 @@ fn read_primitive(r: &mut Reader, kind: Kind, type_id: u64) -> DResult<Value> {
         Kind::Double => Value::Double(r.f64()?),
         Kind::String => match r.string()? {
             RawString::Null => Value::Null,
-            RawString::Text(s) => Value::String(s),
+            RawString::Text(s) => Value::String(s.into_boxed_str()),
             RawString::PoolRef(key) => Value::Ref { type_id, key },
         },
         Kind::Struct => unreachable!("structs are read by read_value"),
     })
 }
 
-fn read_fields(r: &mut Reader, meta: &Metadata, t: &TypeDesc, depth: usize) -> DResult<Vec<Value>> {
+/// The fields of a struct of type `t`. Every value made, field or array element, is taken
+/// from `budget` first.
+fn read_fields(
+    r: &mut Reader,
+    meta: &Metadata,
+    t: &TypeDesc,
+    depth: usize,
+    budget: &mut Budget,
+) -> DResult<Box<[Value]>> {
+    budget.take(r, allocated(t.fields.len()))?;
     let mut out = Vec::with_capacity(t.fields.len());
     for f in &t.fields {
-        let one = |r: &mut Reader| -> DResult<Value> {
+        let one = |r: &mut Reader, budget: &mut Budget| -> DResult<Value> {
             match (f.constant_pool, f.kind) {
                 (true, _) => Ok(Value::Ref { type_id: f.type_id, key: r.varint()? }),
-                (false, Kind::Struct) => read_value(r, meta, f.type_id, depth),
+                (false, Kind::Struct) => read_value(r, meta, f.type_id, depth, budget),
                 (false, k) => read_primitive(r, k, f.type_id),
             }
         };
         if f.array {
             let n = r.count("array element", 1)?;
+            budget.take(r, allocated(n))?;
             let mut items = Vec::with_capacity(n);
             for _ in 0..n {
-                items.push(one(r)?);
+                items.push(one(r, budget)?);
             }
-            out.push(Value::Array(items));
+            out.push(Value::Array(items.into_boxed_slice()));
         } else {
-            out.push(one(r)?);
+            out.push(one(r, budget)?);
         }
     }
-    Ok(out)
+    Ok(out.into_boxed_slice())
+}
+
+/// What `n` values held in one allocation take from the budget: one more for the allocation.
+fn allocated(n: usize) -> usize {
+    n + usize::from(n > 0)
 }
 
 /// Reads every constant-pool event of the chunk (following the chain of relative offsets).
-fn parse_pools(data: &[u8], h: &ChunkHeader, meta: &Metadata) -> DResult<IntMap<u64, IntMap<u64, Value>>> {
+fn parse_pools(
+    data: &[u8],
+    h: &ChunkHeader,
+    meta: &Metadata,
+    budget: &mut Budget,
+) -> DResult<IntMap<u64, IntMap<u64, Value>>> {
     let mut pools: IntMap<u64, IntMap<u64, Value>> = IntMap::default();
     let mut seen = HashSet::new();
     let mut pos = h.constant_pool_offset;
@@ -198,7 +260,8 @@ fn parse_pools(data: &[u8], h: &ChunkHeader, meta: &Metadata) -> DResult<IntMap<
             let pool = pools.entry(type_id).or_default();
             for _ in 0..n {
                 let key = r.varint()?;
-                let v = read_value(&mut r, meta, type_id, 0)?;
+                budget.take(&r, 1)?;
+                let v = read_value(&mut r, meta, type_id, 0, budget)?;
                 pool.insert(key, v);
             }
         }
@@ -216,7 +279,8 @@ pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> 
     }
     let data = &data[..header.size as usize];
     let metadata = parse_metadata(data, &header)?;
-    let pools = parse_pools(data, &header, &metadata)?;
+    let mut budget = Budget::for_chunk(data.len());
+    let pools = parse_pools(data, &header, &metadata, &mut budget)?;
     let mut events = Vec::new();
     let mut r = Reader::new(data, base);
     r.seek(HEADER_SIZE)?;
@@ -233,7 +297,8 @@ pub fn parse_chunk(data: &[u8], base: u64, want: &dyn Fn(&TypeDesc) -> bool) -> 
         if !want(t) {
             continue;
         }
-        let fields = read_fields(&mut body, &metadata, t, 1)?;
+        budget.take(&body, 1)?;
+        let fields = read_fields(&mut body, &metadata, t, 1, &mut budget)?;
         events.push(Event { type_id, offset: at, fields });
     }
     Ok(Chunk { header, metadata, pools, events })
@@ -252,8 +317,9 @@ pub fn for_each_chunk(
     let name = path.display().to_string();
     let fail = |chunk: Option<usize>, kind: ReadErrorKind| ReadError { path: name.clone(), chunk, kind };
     let io = |e: std::io::Error| fail(None, ReadErrorKind::Io(e.to_string()));
-    let mut file = File::open(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
+    // A regular file only (a pipe would hang the reader, a device feed it without end), read
+    // up to the size it had when opened.
+    let (mut file, len) = crate::load::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(fail(None, ReadErrorKind::Empty));
     }

@@ -4,18 +4,27 @@
 //! address, ip and component survive the round trip), otherwise from `jdk.ExecutionSample`
 //! (recordings made by the JDK itself; `jdk.NativeMethodSample` is left out, since it stands
 //! for threads waiting in native code rather than using the CPU).
+//!
+//! What the file names by reference is read once per chunk and shared: stacks, methods and
+//! threads by their pool key, strings by their place in the chunk ([`ByPlace`]). A string named
+//! by thousands of methods, events or markers is one copy, converted and hashed once, so the
+//! recording's size and the time to build it follow the file's size.
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::by_place::ByPlace;
 use super::error::{LostTail, ReadError, ReadErrorKind};
 use super::parser::for_each_chunk;
 use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
 use crate::hash::IntMap;
-use crate::limits::{checked_sum, LimitError, MAX_CODE_BYTES, MAX_NAME_BYTES, MAX_STACK_DEPTH};
+use crate::limits::{
+    checked_sum, LimitError, MAX_CODE_BYTES, MAX_FILE_COUNTERS, MAX_NAME_BYTES, MAX_STACK_DEPTH, MAX_THREAD_NAME_BYTES,
+    NAME_BYTES_PER_FILE_BYTE, NAME_BYTES_SLACK,
+};
 use crate::model::Space;
 use crate::model::*;
 
@@ -46,9 +55,8 @@ pub struct ReadRecording {
 /// short is not an error: [`ReadRecording::lost`] says what was lost.
 pub fn read_recording(path: &Path) -> Result<ReadRecording, ReadError> {
     let mut b = Builder::default();
-    let read = for_each_chunk(path, &|t| WANTED.contains(&t.name.as_str()), |c| {
-        b.add_chunk(&c).map_err(ReadErrorKind::Limit)
-    })?;
+    let read =
+        for_each_chunk(path, &|t| WANTED.contains(&&*t.name), |c| b.add_chunk(&c).map_err(ReadErrorKind::Limit))?;
     Ok(ReadRecording { recording: b.finish(), lost: read.lost })
 }
 
@@ -60,7 +68,7 @@ pub fn recording_from_bytes(data: &[u8], name: &str) -> Result<Recording, ReadEr
         return Err(err(None, ReadErrorKind::Empty));
     }
     let mut b = Builder::default();
-    super::parser::for_each_chunk_in(data, &|t| WANTED.contains(&t.name.as_str()), |_, c| {
+    super::parser::for_each_chunk_in(data, &|t| WANTED.contains(&&*t.name), |_, c| {
         b.add_chunk(&c).map_err(ReadErrorKind::Limit)
     })
     .map_err(|(n, kind)| err(Some(n), kind))?;
@@ -90,37 +98,42 @@ struct Builder {
     /// and the bytes decoded.
     code_seen: std::collections::HashMap<(u64, u64), usize>,
     code_bytes: usize,
+    /// Bytes of the chunks read so far, and of the names of the distinct methods read.
+    file_bytes: u64,
+    name_bytes: u64,
+    /// Drop reasons and thread states -> their index in `rec.drops` and `rec.states`.
+    drop_index: HashMap<String, usize>,
+    state_index: HashMap<String, StateIdx>,
 }
 
-/// Per-chunk caches: pool key -> interned index. A stack is read once per chunk and shared by
-/// every sample that refers to it.
+/// Per-chunk caches: pool key -> interned index, and what was made of a string by its place
+/// ([`ByPlace`]). A stack is read once per chunk and shared by every sample that refers to it.
 #[derive(Default)]
-struct ChunkCache {
+struct ChunkCache<'c> {
     methods: IntMap<u64, MethodIdx>,
     stacks: IntMap<u64, (Stack, bool)>,
     threads: IntMap<u64, ThreadIdx>,
     /// Class key -> source file, from hpm's `hpm.types.SourceFile` pool.
-    source_files: HashMap<u64, String>,
-    /// `dataClass`/`dataField` strings, one shared copy each.
-    data_names: HashMap<String, Arc<str>>,
-    /// JVM events' class names (as the file has them) in Java form, one shared copy each.
-    class_names: HashMap<String, Arc<str>>,
+    source_files: HashMap<u64, Arc<str>>,
+    /// Names (methods, descriptors, data targets, source files), one shared copy each.
+    names: ByPlace<'c, Arc<str>>,
+    /// Class names as the file has them (`a/b/C`) in Java form (`a.b.C`): methods' classes
+    /// and the JVM events' classes (whose arrays are descriptors).
+    classes: ByPlace<'c, Arc<str>>,
+    event_classes: ByPlace<'c, Arc<str>>,
+    /// Index in `rec.drops` and `rec.states` of a reason and a state.
+    drops: ByPlace<'c, usize>,
+    states: ByPlace<'c, StateIdx>,
+    /// The bytes of a compiled blob's hex string, decoded once (None: not `size` bytes of hex).
+    code: ByPlace<'c, Option<Arc<[u8]>>>,
 }
 
 /// A sample's `data` fields (None when it has no data space).
-fn data_target(e: &ObjectView, cache: &mut ChunkCache) -> Option<Box<DataTarget>> {
+fn data_target<'c>(e: &ObjectView<'c>, cache: &mut ChunkCache<'c>) -> Option<Box<DataTarget>> {
     let space = Space::by_name(e.str("dataSpace").filter(|s| !s.is_empty())?)?;
     let mut name = |field: &str| -> Option<Arc<str>> {
         let s = e.str(field).filter(|s| !s.is_empty())?;
-        if let Some(n) = cache.data_names.get(s) {
-            return Some(n.clone());
-        }
-        if cache.data_names.len() >= 1 << 16 {
-            cache.data_names.clear();
-        }
-        let n: Arc<str> = s.into();
-        cache.data_names.insert(s.to_string(), n.clone());
-        Some(n)
+        Some(cache.names.get(s, Arc::from))
     };
     let (class, field, source) = (name("dataClass"), name("dataField"), name("dataSource"));
     let index = e.i64("dataIndex").filter(|i| (0..=i64::from(i32::MAX)).contains(i)).map(|i| i as u64);
@@ -139,27 +152,30 @@ impl Builder {
         self.rec.start_ticks = self.rec.start_ticks.min(start);
         self.rec.end_ticks = self.rec.end_ticks.max(start.saturating_add(h.duration_nanos));
         self.chunks += 1;
+        self.file_bytes = self.file_bytes.saturating_add(h.size);
 
-        for e in c.events_named("hpm.Config") {
+        // One configuration per chunk: the last (a chunk has one; more would say the same).
+        if let Some(e) = c.events_named("hpm.Config").last() {
             self.config(&e);
         }
+        let mut cache = ChunkCache::default();
         for e in c.events_named("hpm.Drops") {
-            let reason = e.str("reason").unwrap_or("").to_string();
             let count = e.i64("count").unwrap_or(0) as u64;
-            match self.rec.drops.iter_mut().find(|(r, _)| *r == reason) {
-                Some((_, n)) => *n = count, // cumulative: the latest value wins
-                None => self.rec.drops.push((reason, count)),
-            }
+            let slot = match e.str("reason") {
+                Some(reason) => cache.drops.get(reason, |r| self.drop_slot(r)),
+                None => self.drop_slot(""),
+            };
+            self.rec.drops[slot].1 = count; // cumulative: the latest value wins
         }
         if !self.saw_config {
             self.jdk_info(c);
         }
 
-        let mut cache = ChunkCache { source_files: source_files(c)?, ..ChunkCache::default() };
+        cache.source_files = source_files(c, &mut cache.names)?;
         if let Some(t) = c.metadata.by_name("hpm.Sample") {
             // Map this chunk's counter fields to `rec.counters` by their label (the name).
             let mut counter_slots = Vec::new();
-            for f in t.fields.iter().filter(|f| !HPM_SAMPLE_FIXED_FIELDS.contains(&f.name.as_str())) {
+            for f in t.fields.iter().filter(|f| !HPM_SAMPLE_FIXED_FIELDS.contains(&&*f.name)) {
                 let name = c.metadata.annotation_value(&f.annotations, "jdk.jfr.Label").unwrap_or(&f.name);
                 // The first slot of that name not taken yet (a counter may be listed twice).
                 let free = (0..self.rec.counters.len())
@@ -167,7 +183,12 @@ impl Builder {
                 let slot = match free {
                     Some(i) => i,
                     None => {
-                        self.rec.counters.push(name.to_string());
+                        // Every sample holds every counter of the file: chunks of counters
+                        // of their own would multiply them.
+                        if self.rec.counters.len() == MAX_FILE_COUNTERS {
+                            return Err(LimitError::TooManyCounters { counters: MAX_FILE_COUNTERS + 1 });
+                        }
+                        self.rec.counters.push(name_of(Some(name))?.to_string());
                         self.rec.counters.len() - 1
                     }
                 };
@@ -179,7 +200,7 @@ impl Builder {
                 s.data_addr = e.i64("dataAddress").filter(|&a| a != 0).map(|a| a as u64);
                 s.ip = e.i64("ip").unwrap_or(0) as u64;
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
-                s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| self.rec.state_idx(n));
+                s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| cache.states.get(n, |n| self.state_idx(n)));
                 s.data = data_target(&e, &mut cache);
                 for (field, slot) in &counter_slots {
                     if s.counters.len() <= *slot {
@@ -210,7 +231,7 @@ impl Builder {
             if start.checked_add(size).is_none() {
                 continue; // not code anywhere: a corrupt or forged event
             }
-            let hex = e.str("code").unwrap_or("").as_bytes();
+            let hex = e.str("code").unwrap_or("");
             // Bytes that are not `size` bytes of hex, or past the file's budget, are left out:
             // the blob is still known. A blob listed again by a later chunk is read once, with
             // its instructions from whichever chunk has them (the agent writes them once).
@@ -219,13 +240,22 @@ impl Builder {
             if known.is_some_and(|i| hex.is_empty() || !self.rec.code[i].bytes.is_empty()) {
                 continue;
             }
-            let fits = self.code_bytes.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
             // The size of the entry kept (a forged later event could give another).
             let size = known.map_or(size, |i| self.rec.code[i].size);
-            let bytes =
-                if fits && hex.len() as u64 == size.saturating_mul(2) { crate::text::parse_hex(hex) } else { None };
-            self.code_bytes += bytes.as_ref().map_or(0, Vec::len);
-            let bytes = bytes.unwrap_or_default().into();
+            let bytes = if hex.len() as u64 == size.saturating_mul(2) {
+                // Decoded once per string, however many events name it; the budget counts
+                // what is decoded.
+                let budget = &mut self.code_bytes;
+                cache.code.get(hex, |hex| {
+                    let fits = budget.saturating_add(hex.len() / 2) <= MAX_CODE_BYTES;
+                    let b = if fits { crate::text::parse_hex(hex.as_bytes()) } else { None };
+                    *budget += b.as_ref().map_or(0, Vec::len);
+                    b.map(Into::into)
+                })
+            } else {
+                None
+            };
+            let bytes = bytes.unwrap_or_else(|| Arc::from(&[][..]));
             match known {
                 Some(i) => self.rec.code[i].bytes = bytes,
                 None => {
@@ -241,7 +271,7 @@ impl Builder {
                 let mut ev = JvmEvent::of(kind, stack);
                 ev.thread = thread;
                 ev.truncated = truncated;
-                super::jvmevents::event_fields(kind, &e, |t| h.ticks_to_nanos(t), &mut cache.class_names, &mut ev);
+                super::jvmevents::event_fields(kind, &e, |t| h.ticks_to_nanos(t), &mut cache.event_classes, &mut ev);
                 self.weight_total = checked_sum(self.weight_total, ev.weight, "event weights")?;
                 self.rec.events.push(ev);
             }
@@ -263,6 +293,26 @@ impl Builder {
         }
         self.rec.samples.push(s);
         Ok(())
+    }
+
+    /// The index in `rec.drops` of `reason`, added with count 0 if new.
+    fn drop_slot(&mut self, reason: &str) -> usize {
+        if let Some(&i) = self.drop_index.get(reason) {
+            return i;
+        }
+        self.rec.drops.push((reason.to_string(), 0));
+        self.drop_index.insert(reason.to_string(), self.rec.drops.len() - 1);
+        self.rec.drops.len() - 1
+    }
+
+    /// [`Recording::state_idx`], found by a hash rather than a search of the states.
+    fn state_idx(&mut self, name: &str) -> StateIdx {
+        if let Some(&i) = self.state_index.get(name) {
+            return i;
+        }
+        let i = self.rec.state_idx(name);
+        self.state_index.insert(name.to_string(), i);
+        i
     }
 
     fn config(&mut self, e: &ObjectView) {
@@ -291,12 +341,14 @@ impl Builder {
         let exec_id = c.metadata.by_name("jdk.ExecutionSample").map(|t| t.id as i64);
         for e in c.events_named("jdk.ActiveSetting") {
             if e.i64("id") == exec_id && e.str("name") == Some("period") {
-                if let Some(p) = e.str("value").and_then(parse_duration_ns) {
+                // A duration is a few characters; a long value is no period (and not parsed).
+                if let Some(p) = e.str("value").filter(|v| v.len() <= 64).and_then(parse_duration_ns) {
                     self.jdk_period_ns = Some(p);
                 }
             }
         }
-        for e in c.events_named("jdk.JVMInformation") {
+        // One per chunk: the last (more would say the same).
+        if let Some(e) = c.events_named("jdk.JVMInformation").last() {
             let name = e.str("jvmName").unwrap_or("");
             let version = e.str("jvmVersion").unwrap_or("");
             self.rec.jvm = format!("{name} {version}").trim().to_string();
@@ -316,7 +368,13 @@ impl Builder {
     }
 
     /// Time, thread and stack of a sample event; the rest is filled by the caller.
-    fn sample(&mut self, c: &Chunk, e: &ObjectView, cache: &mut ChunkCache, time: u64) -> Result<Sample, LimitError> {
+    fn sample<'c>(
+        &mut self,
+        c: &'c Chunk,
+        e: &ObjectView<'c>,
+        cache: &mut ChunkCache<'c>,
+        time: u64,
+    ) -> Result<Sample, LimitError> {
         let thread = self.thread(c, e.raw("sampledThread"), cache);
         let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache)?;
         Ok(Sample {
@@ -349,7 +407,7 @@ impl Builder {
                 ThreadInfo {
                     os_tid: t.i64("osThreadId").unwrap_or(0) as u32,
                     java_id: Some(java_id).filter(|&i| i != 0),
-                    name: java_name.or(t.str("osName")).unwrap_or("").to_string(),
+                    name: thread_name(java_name.or(t.str("osName")).unwrap_or("")),
                     is_java: java_name.is_some(),
                 }
             }
@@ -378,7 +436,12 @@ impl Builder {
         idx
     }
 
-    fn stack(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> Result<(Stack, bool), LimitError> {
+    fn stack<'c>(
+        &mut self,
+        c: &'c Chunk,
+        v: Option<&'c Value>,
+        cache: &mut ChunkCache<'c>,
+    ) -> Result<(Stack, bool), LimitError> {
         let key = match v {
             Some(Value::Ref { key, .. }) => Some(*key),
             _ => None,
@@ -412,7 +475,12 @@ impl Builder {
         Ok((stack, truncated))
     }
 
-    fn method(&mut self, c: &Chunk, v: Option<&Value>, cache: &mut ChunkCache) -> Result<MethodIdx, LimitError> {
+    fn method<'c>(
+        &mut self,
+        c: &'c Chunk,
+        v: Option<&'c Value>,
+        cache: &mut ChunkCache<'c>,
+    ) -> Result<MethodIdx, LimitError> {
         let key = match v {
             Some(Value::Ref { key, .. }) => Some(*key),
             _ => None,
@@ -421,10 +489,20 @@ impl Builder {
             return Ok(m);
         }
         let info = match v.and_then(|v| c.object(v)) {
-            Some(m) => method_info(&m, &cache.source_files)?,
+            Some(m) => method_info(&m, cache)?,
             None => MethodInfo::native("[unknown method]"),
         };
+        let (before, len) = (self.rec.methods.len(), info.class_name.len() + info.name.len() + info.descriptor.len());
         let idx = self.rec.methods.intern(info);
+        if self.rec.methods.len() > before {
+            // Every output names each method: thousands of methods named by one long string
+            // would be cheap to write and costly to show.
+            self.name_bytes += len as u64;
+            let allowed = self.file_bytes.saturating_mul(NAME_BYTES_PER_FILE_BYTE).saturating_add(NAME_BYTES_SLACK);
+            if self.name_bytes > allowed {
+                return Err(LimitError::MethodNamesTooLong { bytes: self.name_bytes, file_bytes: self.file_bytes });
+            }
+        }
         if let Some(k) = key {
             cache.methods.insert(k, idx);
         }
@@ -448,27 +526,43 @@ fn name_of(v: Option<&str>) -> Result<&str, LimitError> {
     Ok(s)
 }
 
-fn method_info(m: &ObjectView, source_files: &HashMap<u64, String>) -> Result<MethodInfo, LimitError> {
+/// A method from its pool entry; its strings shared through `cache` (a class names all its
+/// methods, a symbol may name many).
+fn method_info<'c>(m: &ObjectView<'c>, cache: &mut ChunkCache<'c>) -> Result<MethodInfo, LimitError> {
     let class = m.object("type");
-    let class_name = name_of(class.and_then(|c| c.str("name")))?.replace('/', ".");
+    let class_name = name_of(class.and_then(|c| c.str("name")))?;
+    let class_name = cache.classes.get(class_name, |n| n.replace('/', ".").into());
     let descriptor = name_of(m.str("descriptor"))?;
     let source_file = match m.raw("type") {
-        Some(Value::Ref { key, .. }) => source_files.get(key).cloned(),
+        Some(Value::Ref { key, .. }) => cache.source_files.get(key).cloned(),
         _ => None,
     };
+    let name = name_of(m.str("name"))?;
     Ok(MethodInfo {
-        class_name: class_name.into(),
-        name: name_of(m.str("name"))?.into(),
-        descriptor: if descriptor == NATIVE_DESCRIPTOR { "".into() } else { descriptor.into() },
-        source_file: source_file.map(Into::into),
+        class_name,
+        name: cache.names.get(name, Arc::from),
+        descriptor: if descriptor == NATIVE_DESCRIPTOR { "".into() } else { cache.names.get(descriptor, Arc::from) },
+        source_file,
         modifiers: m.i64("modifiers").unwrap_or(0) as u32,
         hidden: m.bool("hidden").unwrap_or(false),
     })
 }
 
+/// A thread's name as kept: at most [`MAX_THREAD_NAME_BYTES`], cut at a character with `...`.
+fn thread_name(s: &str) -> String {
+    if s.len() <= MAX_THREAD_NAME_BYTES {
+        return s.to_string();
+    }
+    let mut end = MAX_THREAD_NAME_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
 /// Class key -> source file name, from the `hpm.types.SourceFile` pool hpm writes (JFR's own
 /// types have no source file). Files of other producers have no such pool.
-fn source_files(c: &Chunk) -> Result<HashMap<u64, String>, LimitError> {
+fn source_files<'c>(c: &'c Chunk, names: &mut ByPlace<'c, Arc<str>>) -> Result<HashMap<u64, Arc<str>>, LimitError> {
     let mut out = HashMap::new();
     let Some(t) = c.metadata.by_name(SOURCE_FILE_TYPE) else {
         return Ok(out);
@@ -479,7 +573,7 @@ fn source_files(c: &Chunk) -> Result<HashMap<u64, String>, LimitError> {
             continue;
         };
         if !file.is_empty() {
-            out.insert(*key, name_of(Some(file))?.to_string());
+            out.insert(*key, names.get(name_of(Some(file))?, Arc::from));
         }
     }
     Ok(out)

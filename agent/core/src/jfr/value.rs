@@ -8,6 +8,9 @@ use super::metadata::{Metadata, TypeDesc};
 
 pub use crate::hash::{IntHasher, IntMap};
 
+/// One decoded value: 24 bytes (a chunk decodes to up to
+/// [`super::parser::VALUES_PER_BYTE`] of them per byte), so structs hold a 32-bit type id and
+/// every variable part is a boxed slice.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Null,
@@ -19,11 +22,11 @@ pub enum Value {
     Long(i64),
     Float(f32),
     Double(f64),
-    String(String),
-    Array(Vec<Value>),
+    String(Box<str>),
+    Array(Box<[Value]>),
     Struct {
-        type_id: u64,
-        fields: Vec<Value>,
+        type_id: u32,
+        fields: Box<[Value]>,
     },
     /// Entry `key` of the constant pool of type `type_id` (key 0 with no entry means null).
     Ref {
@@ -92,7 +95,7 @@ pub struct Event {
     pub type_id: u64,
     /// Absolute file offset of the event record.
     pub offset: u64,
-    pub fields: Vec<Value>,
+    pub fields: Box<[Value]>,
 }
 
 /// A parsed chunk: header, types, constant pools and the selected events.
@@ -142,7 +145,7 @@ impl Chunk {
     pub fn object<'a>(&'a self, v: &'a Value) -> Option<ObjectView<'a>> {
         match self.resolve(v) {
             Value::Struct { type_id, fields } => {
-                Some(ObjectView { chunk: self, ty: self.metadata.get(*type_id)?, fields })
+                Some(ObjectView { chunk: self, ty: self.metadata.get(u64::from(*type_id))?, fields })
             }
             _ => None,
         }

@@ -198,9 +198,15 @@ impl DataTallies {
 /// touched (`hpm flamegraph --by class`): `[class demo.Node]`, `[field ...]`, `[space old]`;
 /// samples without a data address under `[no data address]`.
 pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
-    let mut cct = crate::cct::Cct::new(rec.counters.clone());
+    let mut cct = crate::cct::Cct::with_limit(rec.counters.clone(), crate::cct::split_tree_limit(rec));
     let label = by_label(by);
-    for s in &rec.samples {
+    // Samples of one root and one stack are added together: the work follows the distinct
+    // (root, stack) pairs, not samples times depth.
+    // (root, stack address, length) -> (first sample, samples, weight, counters).
+    type Group = (usize, u64, u64, Vec<u64>);
+    let mut groups: HashMap<(String, usize, usize), Group> = HashMap::new();
+    let mut order = Vec::new();
+    for (i, s) in rec.samples.iter().enumerate() {
         let root = match s.data.as_deref() {
             Some(d) => match by.key(d) {
                 k if k.starts_with('(') => format!("[{}]", k.trim_start_matches('(').trim_end_matches(')')),
@@ -208,7 +214,19 @@ pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
             },
             None => "[no data address]".to_string(),
         };
-        cct.add_sample_under(rec, s, &root);
+        let key = (root, s.stack.as_ptr() as usize, s.stack.len());
+        let g = groups.entry(key.clone()).or_insert_with(|| {
+            order.push(key);
+            (i, 0, 0, Vec::new())
+        });
+        g.1 += 1;
+        g.2 = g.2.saturating_add(s.weight);
+        crate::model::add_counters(&mut g.3, &s.counters);
+    }
+    let mut names = crate::cct::MethodNames::default();
+    for key in order {
+        let (first, samples, weight, counters) = &groups[&key];
+        cct.add_sample_at(rec, &rec.samples[*first], Some(&key.0), *samples, *weight, counters, &mut names);
     }
     cct
 }

@@ -90,11 +90,22 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     let mut nodes =
         vec![Node { parent: None, method: None, self_: Sums::default(), total: Sums::default(), children: Vec::new() }];
     let mut child_of: IntMap<(usize, MethodIdx), usize> = IntMap::default();
+    // The entries of one stack (its threads, components, data targets) summed first, so that
+    // each distinct stack's frames are walked once, however many threads ran it.
+    let mut by_stack: Vec<(&[(MethodIdx, i32)], Sums)> = Vec::new();
+    let mut slot: IntMap<usize, usize> = IntMap::default();
     for e in &stacks.entries {
-        let (n, w, c) = (e.samples, e.weight, &e.counters[..]);
+        let i = *slot.entry(std::sync::Arc::as_ptr(&e.key.frames) as *const u8 as usize).or_insert_with(|| {
+            by_stack.push((&e.key.frames[..], Sums::default()));
+            by_stack.len() - 1
+        });
+        by_stack[i].1.add(e.samples, e.weight, &e.counters);
+    }
+    for (frames, sums) in &by_stack {
+        let (n, w, c) = (sums.samples, sums.weight, &sums.counters[..]);
         let mut seen_m: HashSet<MethodIdx, FastBuild> = HashSet::default();
         let mut seen_l: HashSet<(MethodIdx, i32), FastBuild> = HashSet::default();
-        for &(m, line) in &e.key.frames {
+        for &(m, line) in frames.iter() {
             let agg = methods.entry(m).or_default();
             if seen_m.insert(m) {
                 agg.total.add(n, w, c);
@@ -104,7 +115,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
                 l.1 = l.1.saturating_add(n);
             }
         }
-        if let Some(&(m, line)) = e.key.frames.first() {
+        if let Some(&(m, line)) = frames.first() {
             let agg = methods.entry(m).or_default();
             agg.self_.add(n, w, c);
             let l = agg.lines.entry(line).or_default();
@@ -112,7 +123,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         }
         let mut cur = 0;
         nodes[0].total.add(n, w, c);
-        for &(m, _) in e.key.frames.iter().rev() {
+        for &(m, _) in frames.iter().rev() {
             cur = *child_of.entry((cur, m)).or_insert_with(|| {
                 nodes.push(Node {
                     parent: Some(cur),

@@ -50,12 +50,22 @@ impl EventSel {
 /// An event as a sample: its stack under a leaf frame naming the class (the allocated
 /// object's, the monitor's, the park blocker's, or `[no blocker]`), weighted by bytes or ns.
 pub fn as_sample(rec: &mut Recording, ev: &JvmEvent) -> Sample {
-    let leaf = match (&ev.class, ev.kind) {
-        (Some(c), _) => c.to_string(),
-        (None, JvmEventKind::ThreadPark) => "[no blocker]".to_string(),
-        (None, _) => "[unknown class]".to_string(),
+    let method = leaf_method(rec, ev);
+    sample_in(ev, method)
+}
+
+/// The method standing for an event's class (its name shared with the event).
+fn leaf_method(rec: &mut Recording, ev: &JvmEvent) -> crate::model::MethodIdx {
+    let leaf: std::sync::Arc<str> = match (&ev.class, ev.kind) {
+        (Some(c), _) => c.clone(),
+        (None, JvmEventKind::ThreadPark) => "[no blocker]".into(),
+        (None, _) => "[unknown class]".into(),
     };
-    let method = rec.methods.intern(MethodInfo::native(&leaf));
+    rec.methods.intern(MethodInfo { name: leaf, ..Default::default() })
+}
+
+/// [`as_sample`] with the class's method known.
+fn sample_in(ev: &JvmEvent, method: crate::model::MethodIdx) -> Sample {
     let mut frames = Vec::with_capacity(ev.stack.len() + 1);
     frames.push(Frame { method, bci: -1, line: -1, kind: FrameKind::Unknown });
     frames.extend_from_slice(&ev.stack);
@@ -72,7 +82,17 @@ pub fn as_sample(rec: &mut Recording, ev: &JvmEvent) -> Sample {
 /// how many there were. The CPU samples' counters do not apply to them: none are kept.
 pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
     let events = std::mem::take(&mut rec.events);
-    let samples: Vec<Sample> = events.iter().filter(|e| sel.matches(e.kind)).map(|e| as_sample(rec, e)).collect();
+    // A class's method found once per class name (events of a class share its name).
+    let mut methods: HashMap<(usize, JvmEventKind), crate::model::MethodIdx> = HashMap::new();
+    let samples: Vec<Sample> = events
+        .iter()
+        .filter(|e| sel.matches(e.kind))
+        .map(|e| {
+            let key = (class_id(e), if e.class.is_some() { JvmEventKind::Allocation } else { e.kind });
+            let m = *methods.entry(key).or_insert_with(|| leaf_method(rec, e));
+            sample_in(e, m)
+        })
+        .collect();
     rec.events = events;
     rec.counters.clear();
     rec.samples = samples;
@@ -121,17 +141,47 @@ pub struct Row {
     pub weight: u64,
 }
 
-/// Events of `kinds` summed by `key`, heaviest first (ties by key).
-pub fn table(rec: &Recording, kinds: &[JvmEventKind], key: impl Fn(&JvmEvent) -> String) -> Vec<Row> {
+/// Events of `kinds` summed by `key`, heaviest first (ties by key). Events that `same` gives
+/// one value are summed first and their key made once: `same` must give events of different
+/// keys different values (e.g. [`by_class`], [`by_site`]), so that a key costing the length of
+/// a long name is made per name or stack, not per event.
+pub fn table(
+    rec: &Recording,
+    kinds: &[JvmEventKind],
+    same: impl Fn(&JvmEvent) -> (usize, usize, JvmEventKind),
+    key: impl Fn(&JvmEvent) -> String,
+) -> Vec<Row> {
+    let mut groups: HashMap<(usize, usize, JvmEventKind), (usize, u64, u64)> = HashMap::new();
+    for (i, e) in rec.events.iter().enumerate().filter(|(_, e)| kinds.contains(&e.kind)) {
+        let g = groups.entry(same(e)).or_insert((i, 0, 0));
+        g.1 += 1;
+        g.2 = g.2.saturating_add(e.weight);
+    }
     let mut by: HashMap<String, (u64, u64)> = HashMap::new();
-    for e in rec.events.iter().filter(|e| kinds.contains(&e.kind)) {
-        let v = by.entry(key(e)).or_default();
-        v.0 += 1;
-        v.1 = v.1.saturating_add(e.weight);
+    for (first, events, weight) in groups.into_values() {
+        let v = by.entry(key(&rec.events[first])).or_default();
+        v.0 += events;
+        v.1 = v.1.saturating_add(weight);
     }
     let mut rows: Vec<Row> = by.into_iter().map(|(key, (events, weight))| Row { key, events, weight }).collect();
     rows.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.key.cmp(&b.key)));
     rows
+}
+
+/// What [`table`] groups by for a key of the class (and kind): the class name's address.
+pub fn by_class(e: &JvmEvent) -> (usize, usize, JvmEventKind) {
+    (class_id(e), 0, e.kind)
+}
+
+/// What [`table`] groups by for a key of the site: the stack (and kind, which the site of a
+/// park or an allocation looks at).
+pub fn by_site(e: &JvmEvent) -> (usize, usize, JvmEventKind) {
+    (e.stack.as_ptr() as usize, e.stack.len(), e.kind)
+}
+
+/// The address of an event's class name (0: none): events of one name share it.
+fn class_id(e: &JvmEvent) -> usize {
+    e.class.as_ref().map_or(0, |c| std::sync::Arc::as_ptr(c) as *const u8 as usize)
 }
 
 /// A class's name for the tables (`[no blocker]` for a park without one).
@@ -180,7 +230,7 @@ pub fn report(rec: &Recording, top: usize) -> String {
     let alloc = [JvmEventKind::Allocation];
     let n_alloc = rec.events.iter().filter(|e| e.kind == JvmEventKind::Allocation).count();
     if n_alloc > 0 {
-        let by_class = table(rec, &alloc, class_key);
+        let by_class = table(rec, &alloc, by_class, class_key);
         let total: u64 = by_class.iter().map(|r| r.weight).sum();
         let _ = writeln!(
             out,
@@ -189,12 +239,12 @@ pub fn report(rec: &Recording, top: usize) -> String {
         );
         write_rows(&mut out, &by_class, total, true, "class", top);
         out.push('\n');
-        write_rows(&mut out, &table(rec, &alloc, |e| site(rec, e)), total, true, "allocation site", top);
+        write_rows(&mut out, &table(rec, &alloc, by_site, |e| site(rec, e)), total, true, "allocation site", top);
     }
     let lock = [JvmEventKind::MonitorEnter, JvmEventKind::ThreadPark];
     let n_lock = rec.events.iter().filter(|e| lock.contains(&e.kind)).count();
     if n_lock > 0 {
-        let by_class = table(rec, &lock, |e| format!("{} ({})", class_key(e), e.kind.name()));
+        let by_class = table(rec, &lock, by_class, |e| format!("{} ({})", class_key(e), e.kind.name()));
         let total: u64 = by_class.iter().map(|r| r.weight).sum();
         let _ = writeln!(
             out,
@@ -203,7 +253,7 @@ pub fn report(rec: &Recording, top: usize) -> String {
         );
         write_rows(&mut out, &by_class, total, false, "lock class (monitor or park)", top);
         out.push('\n');
-        write_rows(&mut out, &table(rec, &lock, |e| site(rec, e)), total, false, "site", top);
+        write_rows(&mut out, &table(rec, &lock, by_site, |e| site(rec, e)), total, false, "site", top);
     }
     out
 }
@@ -229,6 +279,28 @@ pub fn sampled_size(w: u64, interval: u64) -> f64 {
     ((lo + hi) / 2.0).max(1.0)
 }
 
+/// Sums by a cheap key (an address), each with the name made once, in the order first seen.
+struct Groups<K> {
+    index: HashMap<K, usize>,
+    sums: Vec<(String, f64)>,
+}
+
+impl<K> Default for Groups<K> {
+    fn default() -> Self {
+        Groups { index: HashMap::new(), sums: Vec::new() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq> Groups<K> {
+    fn add(&mut self, k: K, n: f64, name: impl FnOnce() -> String) {
+        let i = *self.index.entry(k).or_insert_with(|| {
+            self.sums.push((name(), 0.0));
+            self.sums.len() - 1
+        });
+        self.sums[i].1 += n;
+    }
+}
+
 /// Objects created per class and per site, by the two ways: the allocation samples (each
 /// standing for weight / size objects) and the creation samples of `data` (stores of a new
 /// object's class word, Inoue & Nakatani §5.1). Keys: class names, and site methods.
@@ -247,23 +319,36 @@ impl Creation {
             let f = stack.iter().find(|f| !rec.method(f.method).class_name.is_empty())?;
             Some(rec.method(f.method).display_name())
         };
+        // Summed first by the class name's and the stack's address (in the order first seen,
+        // so the sums are the same at every run), so that each name and site is made once,
+        // not once per sample or event.
+        let mut classes: [Groups<usize>; 2] = Default::default();
+        let mut sites: [Groups<(usize, usize)>; 2] = Default::default();
         for s in &rec.samples {
             let Some(d) = s.data.as_deref() else { continue };
             if d.field.as_deref() != Some(crate::objects::NEW_OBJECT) {
                 continue;
             }
             samples[0] += 1;
-            let class = d.class.as_deref().unwrap_or("?").to_string();
-            *maps[0][0].entry(class).or_default() += 1.0;
-            let site = leaf_java(&s.stack).unwrap_or_else(|| "[no stack]".into());
-            *maps[1][0].entry(site).or_default() += 1.0;
+            let id = d.class.as_ref().map_or(0, |c| std::sync::Arc::as_ptr(c) as *const u8 as usize);
+            classes[0].add(id, 1.0, || d.class.as_deref().unwrap_or("?").to_string());
+            let site = || leaf_java(&s.stack).unwrap_or_else(|| "[no stack]".into());
+            sites[0].add((s.stack.as_ptr() as usize, s.stack.len()), 1.0, site);
         }
         for e in rec.events.iter().filter(|e| e.kind == JvmEventKind::Allocation) {
             samples[1] += 1;
             let objects = e.weight as f64 / sampled_size(e.weight, rec.event.alloc_interval);
-            *maps[0][1].entry(class_key(e)).or_default() += objects;
-            let site = leaf_java(&e.stack).unwrap_or_else(|| "[no stack]".into());
-            *maps[1][1].entry(site).or_default() += objects;
+            classes[1].add(class_id(e), objects, || class_key(e));
+            let site = || leaf_java(&e.stack).unwrap_or_else(|| "[no stack]".into());
+            sites[1].add((e.stack.as_ptr() as usize, e.stack.len()), objects, site);
+        }
+        for (i, (c, s)) in classes.into_iter().zip(sites).enumerate() {
+            for (key, n) in c.sums {
+                *maps[0][i].entry(key).or_default() += n;
+            }
+            for (key, n) in s.sums {
+                *maps[1][i].entry(key).or_default() += n;
+            }
         }
         let sorted = |m: &HashMap<String, f64>| {
             let mut v: Vec<(String, f64)> = m.iter().map(|(k, v)| (k.clone(), *v)).collect();
@@ -351,7 +436,7 @@ mod tests {
     #[test]
     fn tables_sum_weights_by_class_and_site() {
         let rec = rec_with_events();
-        let rows = table(&rec, &[JvmEventKind::Allocation], class_key);
+        let rows = table(&rec, &[JvmEventKind::Allocation], by_class, class_key);
         assert_eq!(rows[0], Row { key: "byte[]".into(), events: 3, weight: 3_000 });
         assert_eq!(rows[1], Row { key: "java.lang.String".into(), events: 2, weight: 1_000 });
         let text = report(&rec, 10);

@@ -15,7 +15,36 @@ use std::io::Write;
 use crate::model::{MethodIdx, PeriodUnit, Recording};
 use crate::options::EVENTS;
 
-use super::stacks::{source_path, StackTable};
+use super::stacks::{source_path, StackEntry, StackTable};
+use crate::hash::IntMap;
+
+/// Samples written per thread list at most this many times the frames of the distinct stacks
+/// (plus a million): past it, the threads' samples of a stack are written as one.
+const MERGE_THREADS_PAST: usize = 4;
+
+/// The entries with their threads left out: summed per stack, component and data target, in
+/// the order first seen.
+fn merge_threads(stacks: &StackTable) -> Vec<StackEntry> {
+    let mut out: Vec<StackEntry> = Vec::new();
+    let mut index: std::collections::HashMap<
+        (usize, crate::model::VmComponent, Option<super::stacks::DataKey>),
+        usize,
+    > = std::collections::HashMap::new();
+    for e in &stacks.entries {
+        let k = (std::sync::Arc::as_ptr(&e.key.frames) as *const u8 as usize, e.key.component, e.key.data.clone());
+        let i = *index.entry(k).or_insert_with(|| {
+            let mut key = e.key.clone();
+            key.thread = crate::model::ThreadIdx::MAX;
+            out.push(StackEntry { key, samples: 0, weight: 0, counters: Vec::new() });
+            out.len() - 1
+        });
+        let m = &mut out[i];
+        m.samples = m.samples.saturating_add(e.samples);
+        m.weight = m.weight.saturating_add(e.weight);
+        crate::model::add_counters(&mut m.counters, &e.counters);
+    }
+    out
+}
 
 /// Protobuf wire writer: just what profile.proto needs.
 #[derive(Default)]
@@ -125,10 +154,26 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
     let mut locations: HashMap<(MethodIdx, i32), u64> = HashMap::new();
     let mut loc_msgs: Vec<Pb> = Vec::new();
     let mut fn_msgs: Vec<Pb> = Vec::new();
-    // 2: sample
+    // 2: sample. Each entry is a sample listing its stack's locations; when threads sharing
+    // stacks would make that many times the stacks' own frames (thousands of threads in one
+    // deep stack), the threads are merged: one sample per stack, component and data target.
+    let listed: usize = stacks.entries.iter().map(|e| e.key.frames.len()).sum();
+    let mut distinct: IntMap<usize, usize> = IntMap::default();
     for e in &stacks.entries {
+        distinct.insert(std::sync::Arc::as_ptr(&e.key.frames) as *const u8 as usize, e.key.frames.len());
+    }
+    let stack_frames: usize = distinct.values().sum();
+    let merged = listed > MERGE_THREADS_PAST.saturating_mul(stack_frames).saturating_add(1 << 20);
+    let merged_entries;
+    let entries: &[StackEntry] = if merged {
+        merged_entries = merge_threads(stacks);
+        &merged_entries
+    } else {
+        &stacks.entries
+    };
+    for e in entries {
         let mut ids = Vec::with_capacity(e.key.frames.len());
-        for &(m, line) in &e.key.frames {
+        for &(m, line) in e.key.frames.iter() {
             let next_fn = functions.len() as u64 + 1;
             let fid = *functions.entry(m).or_insert_with(|| {
                 let info = rec.method(m);
@@ -161,7 +206,7 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
             .into_iter()
             .chain((0..rec.counters.len()).map(|i| e.counters.get(i).copied().unwrap_or(0)));
         s.packed(2, values);
-        if let Some(t) = rec.threads.get(e.key.thread as usize) {
+        if let Some(t) = rec.threads.get(e.key.thread as usize).filter(|_| !merged) {
             s.message(3, label(&mut st, "thread", Some(&t.name), None));
             s.message(3, label(&mut st, "tid", None, Some(i64::from(t.os_tid))));
         }
@@ -205,6 +250,12 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
     }
     if !rec.jvm.is_empty() {
         comments.push(format!("hpm: JVM {}", rec.jvm));
+    }
+    if merged {
+        comments.push(format!(
+            "hpm: samples of all threads merged: per thread they would list {listed} locations, over {MERGE_THREADS_PAST} \
+             times the {stack_frames} frames of the distinct stacks"
+        ));
     }
     for (reason, n) in &rec.drops {
         comments.push(format!("hpm: samples lost or degraded: {reason}: {n}"));

@@ -26,11 +26,15 @@ impl DataKey {
     }
 }
 
+/// A stack's frames, leaf first: (method, source line or -1). Shared by the entries of every
+/// thread (and component, data target) that ran the stack: a stack run by thousands of threads
+/// is held once.
+pub type Frames = std::sync::Arc<[(MethodIdx, i32)]>;
+
 /// What makes two samples land in the same entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct StackKey {
-    /// Leaf first: (method, source line or -1).
-    pub frames: Vec<(MethodIdx, i32)>,
+    pub frames: Frames,
     pub thread: ThreadIdx,
     pub component: VmComponent,
     pub data: Option<DataKey>,
@@ -54,9 +58,15 @@ impl StackEntry {
     }
 }
 
+/// An entry's key as the table finds it: the id of its frames instead of the frames.
+type EntryKey = (u32, ThreadIdx, VmComponent, Option<DataKey>);
+
 #[derive(Clone, Debug, Default)]
 pub struct StackTable {
-    index: IntMap<StackKey, usize>,
+    index: IntMap<EntryKey, usize>,
+    /// Distinct frames: id -> frames, and frames -> id (one hash of a stack's frames per stack).
+    frames_of: Vec<Frames>,
+    frame_ids: IntMap<Frames, u32>,
     pub entries: Vec<StackEntry>,
     /// Frames of the entries' keys.
     frames: usize,
@@ -89,7 +99,7 @@ impl StackTable {
     /// Samples entered as [`STACK_TABLE_FULL`] ([`Self::with_limit`]).
     pub fn cut_samples(&self) -> u64 {
         let Some(l) = self.limit else { return 0 };
-        self.entries.iter().filter(|e| e.key.frames == [(l.full, -1)]).map(|e| e.samples).sum()
+        self.entries.iter().filter(|e| *e.key.frames == [(l.full, -1)]).map(|e| e.samples).sum()
     }
 
     pub fn add(&mut self, s: &Sample) {
@@ -103,34 +113,46 @@ impl StackTable {
         self.entries[i].add(1, s.weight, &s.counters);
     }
 
-    /// Adds `samples` samples with `s`'s stack, thread and component and the given sums.
-    fn add_sums(&mut self, s: &Sample, samples: u64, weight: u64, counters: &[u64]) {
-        let i = self.entry(s);
-        self.entries[i].add(samples, weight, counters);
-    }
-
     /// The index of `s`'s entry (by its frames, thread and component), made if new.
     pub fn entry(&mut self, s: &Sample) -> usize {
-        let mut key = StackKey {
-            frames: s.stack.iter().map(|f| (f.method, f.line)).collect(),
-            thread: s.thread,
-            component: s.component,
-            data: DataKey::of(s),
-        };
+        let frames: Vec<(MethodIdx, i32)> = s.stack.iter().map(|f| (f.method, f.line)).collect();
+        let id = self.frames_id(&frames);
+        self.entry_of(id, s.thread, s.component, DataKey::of(s))
+    }
+
+    /// The id of a stack's frames, kept if new.
+    fn frames_id(&mut self, frames: &[(MethodIdx, i32)]) -> u32 {
+        if let Some(&id) = self.frame_ids.get(frames) {
+            return id;
+        }
+        let id = self.frames_of.len() as u32;
+        let shared: Frames = frames.into();
+        self.frames_of.push(shared.clone());
+        self.frame_ids.insert(shared, id);
+        id
+    }
+
+    /// The index of the entry of frames `id` for a thread, component and data key, made if new.
+    fn entry_of(&mut self, id: u32, thread: ThreadIdx, component: VmComponent, data: Option<DataKey>) -> usize {
+        let mut key: EntryKey = (id, thread, component, data);
         let next = self.entries.len();
-        if let Some(l) = self.limit.filter(|l| next >= l.entries || self.frames + key.frames.len() > l.frames) {
+        let len = self.frames_of[id as usize].len();
+        if let Some(l) = self.limit.filter(|l| next >= l.entries || self.frames + len > l.frames) {
             if let Some(&i) = self.index.get(&key) {
                 return i;
             }
-            let thread = if next >= 2 * l.entries { ThreadIdx::MAX } else { key.thread };
-            key = StackKey { frames: vec![(l.full, -1)], thread, component: key.component, data: None };
+            let thread = if next >= 2 * l.entries { ThreadIdx::MAX } else { thread };
+            key = (self.frames_id(&[(l.full, -1)]), thread, component, None);
         }
         // One hash of the key, found or not (until the table is full).
         match self.index.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => *e.get(),
             std::collections::hash_map::Entry::Vacant(v) => {
-                self.frames += v.key().frames.len();
-                self.entries.push(StackEntry { key: v.key().clone(), samples: 0, weight: 0, counters: Vec::new() });
+                let (id, thread, component, data) = v.key().clone();
+                let frames = self.frames_of[id as usize].clone();
+                self.frames += frames.len();
+                let key = StackKey { frames, thread, component, data };
+                self.entries.push(StackEntry { key, samples: 0, weight: 0, counters: Vec::new() });
                 v.insert(next);
                 next
             }
@@ -160,8 +182,21 @@ impl StackTable {
             }
         }
         let mut t = StackTable::default();
+        // Each distinct stack's frames hashed once, whatever the threads that ran it.
+        let mut ids: IntMap<(usize, usize), u32> = IntMap::default();
         for (first, samples, weight, counters) in groups {
-            t.add_sums(&rec.samples[first], samples, weight, &counters);
+            let s = &rec.samples[first];
+            let id = match ids.get(&(s.stack.as_ptr() as usize, s.stack.len())) {
+                Some(&id) => id,
+                None => {
+                    let frames: Vec<(MethodIdx, i32)> = s.stack.iter().map(|f| (f.method, f.line)).collect();
+                    let id = t.frames_id(&frames);
+                    ids.insert((s.stack.as_ptr() as usize, s.stack.len()), id);
+                    id
+                }
+            };
+            let i = t.entry_of(id, s.thread, s.component, DataKey::of(s));
+            t.entries[i].add(samples, weight, &counters);
         }
         t
     }
@@ -239,7 +274,7 @@ mod tests {
             assert!(t.entries.len() <= 2 * 4 + 1, "{} entries", t.entries.len());
         }
         assert_eq!(t.total_samples(), n);
-        assert_eq!(t.entries[0].key.frames, [(0, 1), (1, 2), (0, 3)]);
+        assert_eq!(*t.entries[0].key.frames, [(0, 1), (1, 2), (0, 3)]);
         assert_eq!(t.entries[0].samples, 101);
         assert_eq!(t.cut_samples(), 100 - 4);
         // Frames bound the table as entries do (deep stacks).
@@ -248,7 +283,7 @@ mod tests {
         t.add(&sample(&deep, 0, &[]));
         t.add(&sample(&deep[1..], 0, &[]));
         assert_eq!(t.entries.len(), 2);
-        assert_eq!(t.entries[1].key.frames, [(full, -1)]);
+        assert_eq!(*t.entries[1].key.frames, [(full, -1)]);
         assert_eq!(t.cut_samples(), 1);
     }
 
