@@ -62,7 +62,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let (file, weight, grain, top) = (&a.trace, a.weight, a.grain, a.top);
     let metrics = match &a.metrics {
         Some(m) => {
-            let text = hpm_core::load::read_regular_text(Path::new(m)).map_err(|e| format!("{m}: {e}"))?;
+            let text = hpm_core::infile::read_regular_text(Path::new(m)).map_err(|e| format!("{m}: {e}"))?;
             Some(parse_metric_pairs(&text).map_err(|(l, msg)| format!("{m}:{l}: {msg}"))?)
         }
         None => None,

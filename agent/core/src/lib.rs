@@ -17,6 +17,7 @@ pub mod fuzz_targets;
 mod fuzz_targets_tests;
 pub mod hash;
 pub mod hotspot;
+pub mod infile;
 pub mod interned;
 pub mod javaheap;
 pub mod jfr;

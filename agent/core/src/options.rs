@@ -382,8 +382,10 @@ pub const MAX_FLUSH_NS: u64 = 3_600_000_000_000;
 pub const MAX_LOCK_THRESHOLD_NS: u64 = 60_000_000_000;
 /// `spsthreads=`: running threads sampled per tick.
 pub const MAX_SPS_THREADS: u64 = 4096;
-/// `jstackdepth=`: frames per sample (the timer samplers keep this many; the others 512).
-pub const MAX_STACK_DEPTH: u64 = crate::capture::MAX_DEEP_FRAMES as u64;
+/// `jstackdepth=`: frames per sample (the timer samplers keep this many, the capture's
+/// `MAX_DEEP_FRAMES`; the others 512). Written out, not imported: the capture's modules read
+/// this one's counter bound (a test keeps the two equal).
+pub const MAX_STACK_DEPTH: u64 = 4096;
 
 /// Who walks the Java stack in the signal handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -778,6 +780,11 @@ pub fn help_text() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_deepest_stack_asked_for_is_the_deepest_the_capture_keeps() {
+        assert_eq!(MAX_STACK_DEPTH, crate::capture::MAX_DEEP_FRAMES as u64);
+    }
 
     #[test]
     fn data_needs_the_signal_sampler() {

@@ -46,7 +46,7 @@ pub(crate) fn load_text<T>(
     path: &Path,
     parse: impl FnOnce(&str) -> Result<T, (usize, String)>,
 ) -> Result<T, LoadError> {
-    let text = crate::load::read_regular_text(path).map_err(|e| LoadError::io(path, &e))?;
+    let text = crate::infile::read_regular_text(path).map_err(|e| LoadError::io(path, &e))?;
     parse(&text).map_err(|(line, message)| LoadError::format(path, line, message))
 }
 

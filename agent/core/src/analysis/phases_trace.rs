@@ -255,7 +255,7 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
 
 /// Reads a trace file, binary if it starts with the magic, text otherwise.
 pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
-    let bytes = crate::load::read_regular(path).map_err(|e| LoadError::io(path, &e))?;
+    let bytes = crate::infile::read_regular(path).map_err(|e| LoadError::io(path, &e))?;
     if bytes.starts_with(BINARY_MAGIC) {
         return parse_binary_trace(&bytes).map_err(|(rec, message)| {
             LoadError::format(path, 0, if rec > 0 { format!("record {rec}: {message}") } else { message })

@@ -319,7 +319,7 @@ pub fn for_each_chunk(
     let io = |e: std::io::Error| fail(None, ReadErrorKind::Io(e.to_string()));
     // A regular file only (a pipe would hang the reader, a device feed it without end), read
     // up to the size it had when opened.
-    let (mut file, len) = crate::load::open_regular(path).map_err(io)?;
+    let (mut file, len) = crate::infile::open_regular(path).map_err(io)?;
     if len == 0 {
         return Err(fail(None, ReadErrorKind::Empty));
     }
