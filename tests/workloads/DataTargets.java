@@ -13,6 +13,10 @@ import java.util.Random;
  * - subclass: a chase through Sub objects whose hot fields (Sub.next, Sub.w) are declared in
  *   the subclass; Base.v, inherited, is never read.
  * - array: a hot int[] of 16 MiB summed (a humongous object in G1, spanning regions).
+ * - interpreted: gather reads a 64 MiB int[] at pseudo-random indexes (a cache miss each), for
+ *   a run that keeps gather out of the compilers (-XX:CompileCommand=exclude,DataTargets::gather):
+ *   the interpreter runs it, and its accesses are the array's elements and the interpreter's own
+ *   (bytecode, dispatch table, locals, frame).
  * - gc: the classes chase while garbage is allocated fast enough for a young collection every
  *   few milliseconds, the links made young (no System.gc()) so the collector moves them.
  *
@@ -98,6 +102,12 @@ public class DataTargets {
                 while (!clock.done()) s += sumInts(a);
                 break;
             }
+            case "interpreted": {
+                int[] a = new int[256 * n];
+                System.gc();
+                while (!clock.done()) s += gather(a, 100_000);
+                break;
+            }
             default:
                 throw new IllegalArgumentException(mode);
         }
@@ -109,6 +119,17 @@ public class DataTargets {
             int j = rnd.nextInt(i + 1);
             T t = a[i]; a[i] = a[j]; a[j] = t;
         }
+    }
+
+    /** n elements of a at pseudo-random indexes (a.length a power of two). */
+    static long gather(int[] a, int n) {
+        long s = 0;
+        int i = 0, mask = a.length - 1;
+        for (int k = 0; k < n; k++) {
+            i = (i * 1103515245 + 12345) & mask;
+            s += a[i];
+        }
+        return s;
     }
 
     static long sumInts(int[] a) {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::stacks::StackTable;
-use crate::model::{DataTarget, MethodIdx, Recording, Sample, Space};
+use crate::model::{DataTarget, MethodIdx, Recording, Sample, Space, VmComponent};
 use crate::text::{group, pct};
 
 /// What a data table groups samples by.
@@ -37,15 +37,19 @@ impl DataBy {
 
     /// The row a target falls in: its class, its field (`Declaring.name`; an array's element
     /// as `int[] element`), its space; addresses outside the heap or not identified are rows
-    /// of their own in parentheses.
-    pub fn key(self, d: &DataTarget) -> String {
-        self.key_of(d.space, d.class.as_deref(), d.field.as_deref())
+    /// of their own in parentheses, and so are the interpreter's own accesses
+    /// ([`interpreter_internal`]). `component` is the sample's.
+    pub fn key(self, d: &DataTarget, component: VmComponent) -> String {
+        self.key_of(d.space, d.class.as_deref(), d.field.as_deref(), component)
     }
 
     /// [`DataBy::key`] of a target's parts.
-    pub fn key_of(self, space: Space, class: Option<&str>, field: Option<&str>) -> String {
+    pub fn key_of(self, space: Space, class: Option<&str>, field: Option<&str>, component: VmComponent) -> String {
         if self == DataBy::Space {
             return space.name().to_string();
+        }
+        if interpreter_internal(component, space) {
+            return INTERPRETER_INTERNAL.to_string();
         }
         let Some(class) = class else {
             return match (self, field) {
@@ -63,6 +67,31 @@ impl DataBy {
         }
     }
 }
+
+/// The class and field tables' row of [`interpreter_internal`] accesses.
+pub const INTERPRETER_INTERNAL: &str = "(interpreter internal)";
+
+/// Whether a sample's access was the interpreter's own rather than the interpreted method's:
+/// taken in the interpreter (its templates, or the runtime it calls) and outside the heap. The
+/// interpreter reads the bytecode (metadata), the constant pool and cache (metadata), the
+/// method's locals and expression stack (its frame, on the thread's stack) and the thread;
+/// compiled code keeps those in registers or leaves them out, so charging them to the method's
+/// rows led `--by class` with `(native)`, `(stack)` and `(metadata)` for any method that ran
+/// interpreted (issue 51, item 6). Its heap accesses are the bytecode's own (a field, an array
+/// element) and stay in the object's row.
+pub fn interpreter_internal(component: VmComponent, space: Space) -> bool {
+    component == VmComponent::Interpreter && !space.in_heap()
+}
+
+/// What the `space` column's names mean, printed above the class and field tables.
+pub const SPACE_LEGEND: &[&str] = &[
+    "space: where the address lies. eden, survivor, old, humongous, archive, heap: the Java heap (the object is",
+    "  named by its class); stack: a thread's stack (the frame holding it); metadata: class metadata (Klass,",
+    "  bytecode, constant pools, the CDS archive); code_cache: compiled code, the interpreter, stubs; thread: the",
+    "  sampled thread's own JavaThread; native: other native memory (the VM's, libraries').",
+    "(interpreter internal): the interpreter's accesses outside the heap for a method it ran (its bytecode,",
+    "  constant pool, locals and frame), set apart from the method's objects.",
+];
 
 /// Methods listed per row.
 const TOP_METHODS: usize = 3;
@@ -105,13 +134,15 @@ impl Tables {
         Tables { maps: Default::default(), counters, t: DataTallies::default() }
     }
 
-    /// Adds `samples` samples that touched (`space`, `class`, `field`) in method `leaf`.
+    /// Adds `samples` samples that touched (`space`, `class`, `field`) in method `leaf`, in
+    /// `component`.
     #[allow(clippy::too_many_arguments, reason = "one call per source: samples and stack entries")]
     fn add(
         &mut self,
         space: Space,
         class: Option<&str>,
         field: Option<&str>,
+        component: VmComponent,
         leaf: Option<MethodIdx>,
         samples: u64,
         weight: u64,
@@ -126,7 +157,7 @@ impl Tables {
         }
         let n = self.counters;
         for (map, by) in self.maps.iter_mut().zip([DataBy::Class, DataBy::Field, DataBy::Space]) {
-            let key = by.key_of(space, class, field);
+            let key = by.key_of(space, class, field, component);
             let row =
                 map.entry(key.clone()).or_insert_with(|| DataRow { key, counters: vec![0; n], ..Default::default() });
             row.samples = row.samples.saturating_add(samples);
@@ -168,7 +199,8 @@ impl DataTallies {
         let mut tables = Tables::new(rec.counters.len());
         for s in &rec.samples {
             let Some(d) = s.data.as_deref() else { continue };
-            tables.add(d.space, d.class.as_deref(), d.field.as_deref(), leaf_method(s), 1, s.weight, &s.counters);
+            let (class, field) = (d.class.as_deref(), d.field.as_deref());
+            tables.add(d.space, class, field, s.component, leaf_method(s), 1, s.weight, &s.counters);
         }
         tables.finish()
     }
@@ -180,7 +212,8 @@ impl DataTallies {
         for e in &stacks.entries {
             let Some(d) = &e.key.data else { continue };
             let leaf = e.key.frames.first().map(|f| f.0);
-            tables.add(d.space, d.class.as_deref(), d.field.as_deref(), leaf, e.samples, e.weight, &e.counters);
+            let (class, field, component) = (d.class.as_deref(), d.field.as_deref(), e.key.component);
+            tables.add(d.space, class, field, component, leaf, e.samples, e.weight, &e.counters);
         }
         tables.finish()
     }
@@ -208,7 +241,7 @@ pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
     let mut order = Vec::new();
     for (i, s) in rec.samples.iter().enumerate() {
         let root = match s.data.as_deref() {
-            Some(d) => match by.key(d) {
+            Some(d) => match by.key(d, s.component) {
                 k if k.starts_with('(') => format!("[{}]", k.trim_start_matches('(').trim_end_matches(')')),
                 k => format!("[{label} {k}]"),
             },
@@ -266,6 +299,11 @@ pub fn data_table(out: &mut String, rec: &Recording, t: &DataTallies, by: DataBy
         let _ = write!(h, "  {:<15}", "space");
     }
     let width = rows.iter().take(top).map(|r| r.key.len()).max().unwrap_or(0).clamp(8, 60);
+    if by != DataBy::Space {
+        for l in SPACE_LEGEND {
+            let _ = writeln!(out, "{l}");
+        }
+    }
     let _ = writeln!(out, "{h}  {:<width$}  top methods", by_label(by));
     for r in rows.iter().take(top) {
         let mut l = format!("{:>8} {:>10}", pct(r.samples, t.samples), group(r.samples));

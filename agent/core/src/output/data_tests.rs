@@ -99,3 +99,34 @@ fn the_flame_graph_by_class_has_the_class_as_root() {
     let under: Vec<&str> = cct.node(*node).children.iter().map(|&c| &*cct.node(c).name).collect();
     assert_eq!(under, ["demo.Chase.run", "demo.Other.touch"]);
 }
+
+/// A method run by the interpreter: its accesses outside the heap (bytecode, constant pool,
+/// locals in its frame) are the interpreter's, in a row of their own; its heap accesses stay in
+/// the object's row.
+#[test]
+fn the_interpreters_own_accesses_are_set_apart() {
+    let mut rec = Recording::default();
+    let m = rec.methods.intern(MethodInfo::java("demo.SyncCache", "price", "()V"));
+    let stack: Arc<[Frame]> = vec![Frame { method: m, bci: 3, line: -1, kind: FrameKind::Interpreted }].into();
+    let mut add = |space, class, component| {
+        let mut s = Sample::of_stack(stack.clone());
+        s.data = target(space, class, None);
+        s.component = component;
+        rec.samples.push(s);
+    };
+    for _ in 0..4 {
+        add(Space::Old, Some("long[]"), VmComponent::Interpreter);
+    }
+    add(Space::Metadata, None, VmComponent::Interpreter);
+    add(Space::Stack, None, VmComponent::Interpreter);
+    add(Space::Native, None, VmComponent::Interpreter);
+    add(Space::Stack, None, VmComponent::Java);
+    let t = DataTallies::of(&rec);
+    let keys = |by| t.rows(by).iter().map(|r| (r.key.as_str(), r.samples)).collect::<Vec<_>>();
+    assert_eq!(keys(DataBy::Class), [("long[]", 4), (INTERPRETER_INTERNAL, 3), ("(stack)", 1)]);
+    assert_eq!(keys(DataBy::Field)[1], (INTERPRETER_INTERNAL, 3));
+    assert_eq!(keys(DataBy::Space), [("old", 4), ("stack", 2), ("metadata", 1), ("native", 1)], "spaces stay spaces");
+    let mut out = String::new();
+    data_table(&mut out, &rec, &t, DataBy::Class, 5);
+    assert!(out.contains("(interpreter internal)") && out.contains("space: where the address lies"), "{out}");
+}
