@@ -370,6 +370,15 @@ impl JvmEventKind {
     }
 }
 
+/// A class loader as JFR's `jdk.types.ClassLoader` names it: its class and its name (`app`,
+/// `platform`; none for an unnamed loader).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClassLoaderName {
+    /// The loader's class, as Java names it (`jdk.internal.loader.ClassLoaders$AppClassLoader`).
+    pub class: Arc<str>,
+    pub name: Option<Arc<str>>,
+}
+
 /// One allocation sample, contended monitor enter or park, as the JVM reported it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JvmEvent {
@@ -385,6 +394,8 @@ pub struct JvmEvent {
     /// The allocated object's class; the monitor's class; the park blocker's class (none when
     /// the park had no blocker). Java names (`java.lang.String`, `byte[]`).
     pub class: Option<Arc<str>>,
+    /// The loader of `class`, when the agent knows it (none for the bootstrap loader's classes).
+    pub loader: Option<Arc<ClassLoaderName>>,
     /// What the event stands for: bytes allocated (JFR's `weight`: the sampling interval for a
     /// small object, the size for a large one), or nanoseconds waited.
     pub weight: u64,
@@ -406,6 +417,7 @@ impl JvmEvent {
             stack,
             truncated: false,
             class: None,
+            loader: None,
             weight: 0,
             address: 0,
             timeout: i64::MIN,

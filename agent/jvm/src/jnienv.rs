@@ -489,6 +489,31 @@ pub fn method_id(env: *mut JNIEnv, class: &CStr, name: &CStr, sig: &CStr) -> Opt
     }
 }
 
+/// The name of class loader `loader` (`ClassLoader.name`: `app`, `platform`), None for an
+/// unnamed loader. Read from `java.lang.ClassLoader`'s own field, which a subclass's field of
+/// the same name cannot hide; no Java code runs.
+pub fn loader_name(env: *mut JNIEnv, loader: jobject) -> Option<String> {
+    if env.is_null() || loader.is_null() {
+        return None;
+    }
+    // SAFETY: `env` is the current thread's JNIEnv; a failed lookup raises an exception,
+    // cleared here.
+    let base = unsafe {
+        let f = &**env;
+        let c = (f.FindClass?)(env, c"java/lang/ClassLoader".as_ptr());
+        if c.is_null() {
+            (f.ExceptionClear?)(env);
+            return None;
+        }
+        c
+    };
+    let name = object_field(env, base, loader, c"name", c"Ljava/lang/String;");
+    delete_local_ref(env, base);
+    let text = (!name.is_null()).then(|| string(env, name, "a class loader's name").ok()).flatten();
+    delete_local_ref(env, name);
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

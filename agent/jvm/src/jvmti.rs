@@ -233,6 +233,13 @@ impl Jvmti {
         Ok(mods)
     }
 
+    /// The loader of class `c`, a local reference; null for the bootstrap loader's classes.
+    pub fn class_loader(&self, c: jclass) -> Result<jobject> {
+        let mut l: jobject = ptr::null_mut();
+        call!(self, 57, "GetClassLoader", fn(jclass, *mut jobject), c, &mut l)?;
+        Ok(l)
+    }
+
     /// Class signature, e.g. `Ljava/lang/String;`.
     pub fn class_signature(&self, c: jclass) -> Result<String> {
         let mut sig = ptr::null_mut();

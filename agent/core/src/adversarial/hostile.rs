@@ -290,7 +290,8 @@ fn basic_pools(long: &str) -> Vec<Pool> {
     let mut methods = Pool::new(T_METHOD);
     methods.entry(1, |b| b.extend_from_slice(&[1, 1, 2, 1, 0]));
     let mut stacks = Pool::new(T_STACK_TRACE);
-    stacks.entry(1, |b| b.extend_from_slice(&[0, 1, 1, 1, 1, 1]));
+    // Not truncated, one frame: method 1, line 1, bci 1, type 1, a Java frame.
+    stacks.entry(1, |b| b.extend_from_slice(&[0, 1, 1, 1, 1, 1, 1]));
     vec![threads, states, frame_types, symbols, classes, methods, stacks]
 }
 
@@ -328,7 +329,7 @@ pub fn pooled_name_refs(bytes: usize) -> Vec<u8> {
         put_varint(b, n as u64);
         for k in 2..=n as u64 + 1 {
             put_varint(b, k);
-            b.extend_from_slice(&[1, 1, 1]);
+            b.extend_from_slice(&[1, 1, 1, 1]);
         }
     });
     let mut events = Vec::new();
@@ -429,7 +430,7 @@ pub fn threads_of_a_deep_stack(bytes: usize) -> Vec<u8> {
         b.push(0);
         put_varint(b, depth as u64);
         for _ in 0..depth {
-            b.extend_from_slice(&[1, 1, 1, 1]);
+            b.extend_from_slice(&[1, 1, 1, 1, 1]);
         }
     });
     let n = bytes / 3 / 12 + 1;

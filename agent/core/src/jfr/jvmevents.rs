@@ -8,7 +8,7 @@ use super::event::EventBuf;
 use super::pools::Pools;
 use super::schema::{EVENT_JAVA_MONITOR_ENTER, EVENT_OBJECT_ALLOCATION_SAMPLE, EVENT_THREAD_PARK};
 use super::value::ObjectView;
-use crate::model::{java_class_name, JvmEvent, JvmEventKind, Recording};
+use crate::model::{java_class_name, ClassLoaderName, JvmEvent, JvmEventKind, Recording};
 
 /// Appends one event record per JVM event of `rec`.
 pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a Recording) {
@@ -16,7 +16,7 @@ pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a R
     for ev in &rec.events {
         let thread = pools.thread(ev.thread);
         let stack = pools.stack_of(&ev.stack, ev.truncated);
-        let class = pools.class_named(ev.class.as_deref());
+        let class = pools.class_named(ev.class.as_deref(), ev.loader.as_deref());
         match ev.kind {
             JvmEventKind::Allocation => {
                 e.restart(EVENT_OBJECT_ALLOCATION_SAMPLE);
@@ -25,12 +25,11 @@ pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a R
             JvmEventKind::MonitorEnter => {
                 e.restart(EVENT_JAVA_MONITOR_ENTER);
                 e.long(ev.time).long(ev.duration).long(thread).long(stack).long(class);
-                e.long(0).long(ev.address); // previous owner: not known
             }
             JvmEventKind::ThreadPark => {
                 e.restart(EVENT_THREAD_PARK);
                 e.long(ev.time).long(ev.duration).long(thread).long(stack).long(class);
-                e.long(ev.timeout as u64).long(ev.until as u64).long(ev.address);
+                e.long(ev.timeout as u64).long(ev.until as u64);
             }
         }
         e.finish(out);
@@ -59,8 +58,13 @@ pub fn event_fields<'c>(
         JvmEventKind::ThreadPark => "parkedClass",
     };
     // Converted once per name string, however many events name the class.
-    ev.class =
-        e.object(class_field).and_then(|c| c.str("name")).map(|raw| names.get(raw, |r| java_class_name(r).into()));
+    let class = e.object(class_field);
+    ev.class = class.and_then(|c| c.str("name")).map(|raw| names.get(raw, |r| java_class_name(r).into()));
+    ev.loader = class.and_then(|c| c.object("classLoader")).and_then(|l| {
+        let class = l.object("type").and_then(|t| t.str("name"))?;
+        let name = l.str("name").map(|n| names.get(n, |n| n.into()));
+        Some(Arc::new(ClassLoaderName { class: names.get(class, |r| java_class_name(r).into()), name }))
+    });
     ev.address = e.i64("address").unwrap_or(0) as u64;
     ev.weight = match kind {
         JvmEventKind::Allocation => e.i64("weight").unwrap_or(0).max(0) as u64,
@@ -91,7 +95,10 @@ mod tests {
         monitor.duration = 1_500_000;
         monitor.weight = 1_500_000;
         monitor.class = Some("com.example.Account".into());
-        monitor.address = 0x7f00_1000;
+        monitor.loader = Some(Arc::new(ClassLoaderName {
+            class: "jdk.internal.loader.ClassLoaders$AppClassLoader".into(),
+            name: Some("app".into()),
+        }));
         let mut park = JvmEvent::of(JvmEventKind::ThreadPark, stack);
         park.time = 5_000_000_300;
         park.duration = 2_000_000;
@@ -116,8 +123,8 @@ mod tests {
         assert_eq!(read.events.len(), 8);
         for (a, b) in rec.events.iter().zip(&read.events[..4]).chain(rec.events.iter().zip(&read.events[4..])) {
             assert_eq!(
-                (a.kind, a.time, a.duration, a.weight, &a.class),
-                (b.kind, b.time, b.duration, b.weight, &b.class)
+                (a.kind, a.time, a.duration, a.weight, &a.class, &a.loader),
+                (b.kind, b.time, b.duration, b.weight, &b.class, &b.loader)
             );
             assert_eq!((a.address, a.timeout, a.until), (b.address, b.timeout, b.until));
             assert_eq!(read.stack_names_root_first(&Sample::of_stack(b.stack.clone())).len(), a.stack.len());
@@ -128,6 +135,29 @@ mod tests {
         assert_eq!(a.object("objectClass").and_then(|c| c.str("name")), Some("[B"));
         let m = chunks[1].events_named("jdk.JavaMonitorEnter").next().unwrap();
         assert_eq!(m.object("monitorClass").and_then(|c| c.str("name")), Some("com/example/Account"));
+        // Its loader, as the JDK writes the application class loader (issue 51, item 9).
+        let loader = m.object("monitorClass").and_then(|c| c.object("classLoader")).expect("a class loader");
+        assert_eq!(loader.str("name"), Some("app"));
+        let loader_class = loader.object("type").and_then(|t| t.str("name"));
+        assert_eq!(loader_class, Some("jdk/internal/loader/ClassLoaders$AppClassLoader"));
+    }
+
+    /// What hpm cannot know is left out, not written as a null owner or a 0 address that
+    /// readers would take for known (issue 51, item 9).
+    #[test]
+    fn lock_events_leave_out_the_owner_and_address_hpm_cannot_know() {
+        let mut rec = sample_recording();
+        rec.events = events_of(&mut rec);
+        let bytes = encode_chunk(&rec, &[], times(5_000_000_000, 5_001_000_000));
+        let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+        for name in ["jdk.JavaMonitorEnter", "jdk.ThreadPark"] {
+            let e = chunks[0].events_named(name).next().unwrap();
+            for field in ["previousOwner", "address"] {
+                assert!(e.raw(field).is_none(), "{name} has a {field}");
+            }
+        }
+        let m = chunks[0].events_named("jdk.JavaMonitorEnter").next().unwrap();
+        assert!(m.object("monitorClass").is_some());
     }
 
     use crate::model::Sample;

@@ -28,10 +28,15 @@
 //! - Every annotation type used must be declared; `jdk.types.Symbol`, `FrameType` and
 //!   `ThreadState` must be `simpleType` (JMC casts them to strings).
 //! - Every method needs a class (`jfr print` calls `getType().getName()`) and a descriptor
-//!   with parentheses (it parses the parameter list): native symbols get a class with an
-//!   empty name and the descriptor `()L;`, as async-profiler does; [`read_recording`] maps
-//!   them back to empty class name and descriptor.
-//! - `jfr print` leaves out frames of hidden methods and prints native frames as `.name()`;
+//!   with parentheses (it parses the parameter list): native symbols get the descriptor `()L;`
+//!   and `ACC_NATIVE`, as async-profiler writes them, and a class named by their frames' kind
+//!   (`native`, `libjvm.so`, `kernel`; async-profiler names the library), so `jfr print` shows
+//!   `libjvm.so.PhaseChaitin::Split()` where an empty class gave `.PhaseChaitin::Split()`;
+//!   [`read_recording`] maps them back to empty class name and descriptor.
+//! - The JDK's views (`jfr view hot-methods`, JDK 21+) take a stack's top frame for which
+//!   `RecordedFrame.isJavaFrame()` holds, which reads a `javaFrame` field when the frame type
+//!   has one: hpm's `jdk.types.StackFrame` has it, false for native symbols and pseudo-frames.
+//! - `jfr print` leaves out frames of hidden methods;
 //!   JMC skipped the second of two byte-identical chunks (same start time), so chunks need
 //!   distinct start times.
 

@@ -21,13 +21,38 @@ use std::sync::Arc;
 
 use super::schema::*;
 use super::varint::{put_bool, put_i32, put_i64, put_string, put_varint};
-use crate::model::{Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent};
+use crate::model::{
+    ClassLoaderName, Frame, FrameKind, MethodIdx, MethodInfo, Recording, Sample, ThreadIdx, ThreadInfo, VmComponent,
+};
 
 /// Descriptor written for methods without one (native symbols, pseudo-frames): the JDK's
 /// `jfr print` needs parentheses in every descriptor. Read back as an empty descriptor.
 pub const NATIVE_DESCRIPTOR: &str = "()L;";
 /// Key of the placeholder method used for frames whose method index is out of range.
 const INVALID_METHOD_KEY: u64 = 1 << 40;
+/// `ACC_NATIVE`: the modifiers of a native symbol's method, as async-profiler writes them.
+const ACC_NATIVE: u32 = 0x100;
+
+/// The class a native symbol's method is written in, by the kind of its frames: JDK tools print
+/// every frame as `Class.name(...)` and JMC groups by class, so a symbol of the JVM's C++ reads
+/// `libjvm.so.PhaseChaitin::Split()` and a kernel function `kernel.clear_page_erms()` (as
+/// async-profiler names them by library), not `.PhaseChaitin::Split()`. Other kinds (pseudo-frames
+/// such as `[GC]`) keep the class with the empty name.
+const NATIVE_CLASSES: [(FrameKind, &str); 3] =
+    [(FrameKind::Native, "native"), (FrameKind::Cpp, "libjvm.so"), (FrameKind::Kernel, "kernel")];
+
+/// Key of the class (and of its name's symbol) of [`NATIVE_CLASSES`]' entry `i`: fixed, above
+/// the method table's and beside the placeholder's.
+fn native_class_key(i: usize) -> u64 {
+    INVALID_METHOD_KEY + 16 + i as u64
+}
+
+/// Whether a frame is Java code, for the JDK's `RecordedFrame.isJavaFrame()` (which reads a
+/// `javaFrame` field when the frame type has one): `jfr view hot-methods` and `jfr print` take
+/// the top frame that is, so native, C++ and kernel frames are not listed as Java methods.
+pub fn is_java_frame(m: &MethodInfo) -> bool {
+    !m.class_name.is_empty()
+}
 pub const THREAD_STATE_RUNNABLE_KEY: u64 = 1;
 
 pub fn frame_type_key(k: FrameKind) -> u64 {
@@ -56,8 +81,15 @@ pub fn thread_key(t: ThreadIdx, info: &ThreadInfo) -> u64 {
     ((t as u64 + 1) << 16) | (fnv64(&b) & 0xffff)
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
 fn fnv64(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x0100_0000_01b3))
+    fnv_more(FNV_OFFSET, b)
+}
+
+/// FNV-1a's `h` continued over `b`.
+fn fnv_more(h: u64, b: &[u8]) -> u64 {
+    b.iter().fold(h, |h, &x| (h ^ x as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Class name in the JVM's internal form (`java/util/HashMap`), as the JDK writes it.
@@ -151,8 +183,27 @@ fn descriptor_of(d: &str) -> &str {
 /// of the name, far above the method table's class and symbol keys.
 const OBJECT_CLASS_BASE: u64 = 1 << 50;
 
-fn object_class_key(java_name: &str) -> u64 {
-    OBJECT_CLASS_BASE | (fnv64(java_name.as_bytes()) & ((1 << 48) - 1))
+/// Keys of class loaders named by events, and of their name symbols: this bit plus 48 bits of a
+/// hash of the loader's class and name.
+const LOADER_BASE: u64 = 1 << 51;
+
+/// The key of a class named by an event: by its name, and its loader's when known (a class of
+/// the bootstrap loader, or one whose loader is not known, keeps the key of its name alone).
+/// Allocates nothing: one call per event.
+fn object_class_key(java_name: &str, loader: Option<&ClassLoaderName>) -> u64 {
+    let h = fnv_more(FNV_OFFSET, java_name.as_bytes());
+    let h = loader.map_or(h, |l| loader_hash(fnv_more(h, &[0]), l));
+    OBJECT_CLASS_BASE | (h & ((1 << 48) - 1))
+}
+
+/// `h` continued over a loader's class and name.
+fn loader_hash(h: u64, l: &ClassLoaderName) -> u64 {
+    let h = fnv_more(fnv_more(h, l.class.as_bytes()), &[0]);
+    fnv_more(h, l.name.as_deref().unwrap_or("").as_bytes())
+}
+
+fn loader_key(l: &ClassLoaderName) -> u64 {
+    LOADER_BASE | (loader_hash(FNV_OFFSET, l) & ((1 << 48) - 1))
 }
 
 /// FNV-1a over the stack's content, folded to 56 bits (8 varint bytes), never 0.
@@ -194,8 +245,13 @@ pub struct Pools<'a> {
     runnable_used: bool,
     /// `Recording::states` referenced by a sample.
     states_used: Vec<bool>,
-    /// Classes named by events (key, internal name), see [`Pools::class_named`].
-    object_classes: Vec<(u64, String)>,
+    /// Classes named by events (key, internal name, loader key or 0), see [`Pools::class_named`].
+    object_classes: Vec<(u64, String, u64)>,
+    /// Loaders of those classes (key, loader).
+    loaders: Vec<(u64, ClassLoaderName)>,
+    /// The kind of the first frame of each native symbol's method (no class), which chooses its
+    /// class ([`NATIVE_CLASSES`]).
+    native_kinds: IntMap<MethodIdx, FrameKind>,
 }
 
 impl<'a> Pools<'a> {
@@ -216,6 +272,8 @@ impl<'a> Pools<'a> {
             runnable_used: false,
             states_used: vec![false; rec.states.len()],
             object_classes: Vec::new(),
+            loaders: Vec::new(),
+            native_kinds: IntMap::default(),
         }
     }
 
@@ -262,18 +320,33 @@ impl<'a> Pools<'a> {
         for f in frames {
             self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
             self.method(f.method);
+            if (f.method as usize) < self.rec.methods.len() && !is_java_frame(self.rec.method(f.method)) {
+                self.native_kinds.entry(f.method).or_insert(f.kind);
+            }
         }
         key
     }
 
     /// Key of the class an event names (an allocated object's, a monitor's): keyed by its
     /// name, apart from the classes of the method table, so the key means the same class in
-    /// every chunk. `None` is null.
-    pub fn class_named(&mut self, java_name: Option<&str>) -> u64 {
+    /// every chunk. `None` is null. `loader`: the class's loader, if known (its class is named
+    /// too, with no loader of its own: loader classes are the bootstrap loader's).
+    pub fn class_named(&mut self, java_name: Option<&str>, loader: Option<&ClassLoaderName>) -> u64 {
         let Some(name) = java_name else { return 0 };
-        let key = object_class_key(name);
-        if self.object_classes.iter().all(|(k, _)| *k != key) {
-            self.object_classes.push((key, crate::model::internal_class_name(name)));
+        let key = object_class_key(name, loader);
+        if self.object_classes.iter().all(|(k, ..)| *k != key) {
+            let loader_key = match loader {
+                Some(l) => {
+                    let k = loader_key(l);
+                    if self.loaders.iter().all(|(x, _)| *x != k) {
+                        self.class_named(Some(&l.class), None);
+                        self.loaders.push((k, l.clone()));
+                    }
+                    k
+                }
+                None => 0,
+            };
+            self.object_classes.push((key, crate::model::internal_class_name(name), loader_key));
         }
         key
     }
@@ -336,13 +409,14 @@ impl<'a> Pools<'a> {
         keys.extend(self.rec, upto);
         let names = &*keys;
         let mut symbols = Symbols { names, seen: HashSet::default(), entries: Vec::new() };
-        let classes = self.encode_methods(&mut pools, names, &mut symbols);
-        let mut classes = classes;
-        for (key, internal) in &self.object_classes {
+        let mut classes: Vec<(u64, String, u64)> =
+            self.encode_methods(&mut pools, names, &mut symbols).into_iter().map(|(k, n)| (k, n, 0)).collect();
+        for (key, internal, loader) in &self.object_classes {
             symbols.fixed(*key, internal);
-            classes.push((*key, internal.clone()));
+            classes.push((*key, internal.clone(), *loader));
         }
         encode_classes(&mut pools, &classes, names, &mut symbols);
+        self.encode_loaders(&mut pools, &mut symbols);
         self.encode_source_files(&mut pools, names);
         let mut b = Vec::new();
         for (k, s) in &symbols.entries {
@@ -386,6 +460,8 @@ impl<'a> Pools<'a> {
                 put_i32(&mut b, f.line);
                 put_i32(&mut b, f.bci);
                 put_varint(&mut b, frame_type_key(f.kind));
+                let java = (f.method as usize) < self.rec.methods.len() && is_java_frame(self.rec.method(f.method));
+                put_bool(&mut b, java);
             }
         }
         pools.add(T_STACK_TRACE, self.stack_order.len(), b);
@@ -398,13 +474,20 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         for &mi in &self.methods {
             let m = self.rec.method(mi);
-            let class = names.method_class[mi as usize];
+            let native = self.native_kinds.get(&mi).and_then(|k| NATIVE_CLASSES.iter().position(|(n, _)| n == k));
+            let (class, internal, modifiers) = match native {
+                Some(i) => (native_class_key(i), NATIVE_CLASSES[i].1.to_string(), m.modifiers | ACC_NATIVE),
+                None => (names.method_class[mi as usize], internal_name(&m.class_name), m.modifiers),
+            };
             if class_seen.insert(class) {
-                classes.push((class, internal_name(&m.class_name)));
+                if let Some(i) = native {
+                    symbols.fixed(class, NATIVE_CLASSES[i].1);
+                }
+                classes.push((class, internal));
             }
             let name = symbols.key(&m.name);
             let desc = symbols.key(descriptor_of(&m.descriptor));
-            write_method(&mut b, mi as u64 + 1, class, name, desc, m);
+            write_method(&mut b, [mi as u64 + 1, class, name, desc], modifiers, m.hidden);
         }
         let mut n = self.methods.len();
         if self.invalid_method {
@@ -416,7 +499,7 @@ impl<'a> Pools<'a> {
             symbols.fixed(k + 1, NATIVE_DESCRIPTOR);
             symbols.fixed(k + 2, "");
             classes.push((k, String::new()));
-            write_method(&mut b, k, k, k, k + 1, &m);
+            write_method(&mut b, [k, k, k, k + 1], m.modifiers, m.hidden);
             n += 1;
         }
         pools.add(T_METHOD, n, b);
@@ -441,6 +524,24 @@ impl<'a> Pools<'a> {
             }
         }
         pools.add(T_SOURCE_FILE, n, b);
+    }
+
+    /// The loaders of classes named by events: each one's class (named by an event too, see
+    /// [`Pools::class_named`]) and name.
+    fn encode_loaders(&self, pools: &mut PoolsOut, symbols: &mut Symbols) {
+        let mut b = Vec::new();
+        for (key, l) in &self.loaders {
+            put_varint(&mut b, *key);
+            put_varint(&mut b, object_class_key(&l.class, None));
+            match &l.name {
+                Some(name) => {
+                    symbols.fixed(*key, name);
+                    put_varint(&mut b, *key);
+                }
+                None => put_varint(&mut b, 0),
+            }
+        }
+        pools.add(T_CLASS_LOADER, self.loaders.len(), b);
     }
 
     fn encode_small_tables(&self, pools: &mut PoolsOut) {
@@ -526,22 +627,25 @@ impl Symbols<'_> {
     }
 }
 
-fn write_method(b: &mut Vec<u8>, key: u64, class: u64, name: u64, desc: u64, m: &MethodInfo) {
+/// A method pool entry: its key, and the keys of its class, name and descriptor.
+fn write_method(b: &mut Vec<u8>, [key, class, name, desc]: [u64; 4], modifiers: u32, hidden: bool) {
     put_varint(b, key);
     put_varint(b, class);
     put_varint(b, name);
     put_varint(b, desc);
-    put_i32(b, m.modifiers as i32);
-    put_bool(b, m.hidden);
+    put_i32(b, modifiers as i32);
+    put_bool(b, hidden);
 }
 
 /// Writes the class pool (name in internal form, package) and the package pool.
-fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &TableKeys, symbols: &mut Symbols) {
+/// `classes`: (key, internal name, loader key or 0 for null).
+fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String, u64)], names: &TableKeys, symbols: &mut Symbols) {
     let mut packages: Vec<(u64, &str)> = Vec::new();
     let mut b = Vec::new();
-    for (key, internal) in classes {
+    for (key, internal, loader) in classes {
         let pkg = package_of(internal);
-        let own = *key == INVALID_METHOD_KEY || *key & OBJECT_CLASS_BASE != 0;
+        let native = (0..NATIVE_CLASSES.len()).any(|i| native_class_key(i) == *key);
+        let own = *key == INVALID_METHOD_KEY || *key & OBJECT_CLASS_BASE != 0 || native;
         // Classes named by events have no package entry (their packages need not be in the
         // method table's numbering).
         let pkg_key = if pkg.is_empty() || own { 0 } else { names.packages[pkg] };
@@ -550,11 +654,11 @@ fn encode_classes(pools: &mut PoolsOut, classes: &[(u64, String)], names: &Table
         }
         let name = match *key {
             INVALID_METHOD_KEY => INVALID_METHOD_KEY + 2,
-            k if k & OBJECT_CLASS_BASE != 0 => k,
+            k if k & OBJECT_CLASS_BASE != 0 || native => k,
             _ => symbols.key(internal),
         };
         put_varint(&mut b, *key);
-        put_varint(&mut b, 0); // class loader: null
+        put_varint(&mut b, *loader);
         put_varint(&mut b, name);
         put_varint(&mut b, pkg_key);
         put_i32(&mut b, 0); // modifiers

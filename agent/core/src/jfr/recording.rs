@@ -528,6 +528,9 @@ fn name_of(v: Option<&str>) -> Result<&str, LimitError> {
 
 /// A method from its pool entry; its strings shared through `cache` (a class names all its
 /// methods, a symbol may name many).
+/// The descriptor async-profiler writes for a kernel function.
+const KERNEL_DESCRIPTOR: &str = "(Lk;)L;";
+
 fn method_info<'c>(m: &ObjectView<'c>, cache: &mut ChunkCache<'c>) -> Result<MethodInfo, LimitError> {
     let class = m.object("type");
     let class_name = name_of(class.and_then(|c| c.str("name")))?;
@@ -538,10 +541,20 @@ fn method_info<'c>(m: &ObjectView<'c>, cache: &mut ChunkCache<'c>) -> Result<Met
         _ => None,
     };
     let name = name_of(m.str("name"))?;
+    // A native symbol: hpm writes it in a class named by its kind (`libjvm.so`, `kernel`),
+    // async-profiler in its library's, the kernel's with `(Lk;)L;`. Read back as hpm names
+    // native symbols everywhere else: no class, no descriptor, no modifiers.
+    if descriptor == NATIVE_DESCRIPTOR || descriptor == KERNEL_DESCRIPTOR {
+        return Ok(MethodInfo {
+            name: cache.names.get(name, Arc::from),
+            hidden: m.bool("hidden").unwrap_or(false),
+            ..MethodInfo::default()
+        });
+    }
     Ok(MethodInfo {
         class_name,
         name: cache.names.get(name, Arc::from),
-        descriptor: if descriptor == NATIVE_DESCRIPTOR { "".into() } else { cache.names.get(descriptor, Arc::from) },
+        descriptor: cache.names.get(descriptor, Arc::from),
         source_file,
         modifiers: m.i64("modifiers").unwrap_or(0) as u32,
         hidden: m.bool("hidden").unwrap_or(false),

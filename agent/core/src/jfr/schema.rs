@@ -191,7 +191,8 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
 }
 
 /// The JDK's allocation-sample, monitor-enter and park events, field for field as JDK 17 and
-/// 25 declare them (`metadata.xml`), so that JMC's allocation and lock pages, IntelliJ and
+/// 25 declare them (`metadata.xml`) but for the addresses and previous owner hpm cannot know, so
+/// that JMC's allocation and lock pages, IntelliJ and
 /// Pyroscope read hpm's `alloc` and `lock` events as the JDK's own.
 pub fn jvm_event_defs() -> Vec<EventDef> {
     let thread_and_stack = || {
@@ -200,8 +201,6 @@ pub fn jvm_event_defs() -> Vec<EventDef> {
             FieldDef::new("stackTrace", T_STACK_TRACE, "Stack Trace").pooled(),
         ]
     };
-    let address =
-        |label: &str| FieldDef::new("address", T_LONG, label).with(marker(A_MEMORY_ADDRESS)).with(marker(A_UNSIGNED));
     let bytes = Annotation { type_id: A_DATA_AMOUNT, values: vec![("value".into(), "BYTES".into())] };
     let ns = Annotation { type_id: A_TIMESPAN, values: vec![("value".into(), "NANOSECONDS".into())] };
     let millis = Annotation { type_id: A_TIMESTAMP, values: vec![("value".into(), "MILLISECONDS_SINCE_EPOCH".into())] };
@@ -238,11 +237,11 @@ pub fn jvm_event_defs() -> Vec<EventDef> {
             fields: [
                 vec![start_time_field(), duration_field()],
                 thread_and_stack(),
-                vec![
-                    FieldDef::new("monitorClass", T_CLASS, "Monitor Class").pooled(),
-                    FieldDef::new("previousOwner", T_THREAD, "Previous Monitor Owner").pooled(),
-                    address("Monitor Address"),
-                ],
+                // The JDK's `previousOwner` and `address` are left out: JVMTI's contended-enter
+                // events name neither the thread that released the monitor nor where it lives
+                // (a handle, not an address), and a null owner or a 0 address would read as
+                // known. Readers find a field by name; JMC and `jfr` show it absent.
+                vec![FieldDef::new("monitorClass", T_CLASS, "Monitor Class").pooled()],
             ]
             .concat(),
         },
@@ -259,7 +258,7 @@ pub fn jvm_event_defs() -> Vec<EventDef> {
                     FieldDef::new("parkedClass", T_CLASS, "Class Parked On").pooled(),
                     FieldDef::new("timeout", T_LONG, "Park Timeout").with(ns),
                     FieldDef::new("until", T_LONG, "Park Until").with(millis),
-                    address("Address of Object Parked"),
+                    // `address` left out: hpm does not know it (see jdk.JavaMonitorEnter).
                 ],
             ]
             .concat(),

@@ -490,3 +490,46 @@ fn a_blob_listed_in_several_chunks_is_read_with_the_instructions_one_of_them_has
     let code: Vec<(u64, Vec<u8>)> = back.code.iter().map(|c| (c.start, c.bytes.to_vec())).collect();
     assert_eq!(code, [(0x7f00_1000, a.to_vec()), (0x7f00_2000, b.to_vec())]);
 }
+
+/// Native, C++ and kernel frames are written as async-profiler writes them (a class named by
+/// their kind, `ACC_NATIVE`) and marked as not Java for the JDK's `isJavaFrame()`, which `jfr
+/// view hot-methods` and `jfr print` read; Java frames, a Java `native` method's included, are
+/// Java frames (issue 51, item 9). hpm reads them back as the native symbols they were.
+#[test]
+fn native_cpp_and_kernel_frames_are_not_java_frames() {
+    let mut rec = sample_recording();
+    let samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+    let mut seen = Vec::new();
+    for s in chunks[0].events_named("jdk.ExecutionSample") {
+        let stack = s.object("stackTrace").unwrap();
+        for f in stack.array("frames").unwrap() {
+            let f = chunks[0].object(f).unwrap();
+            let m = f.object("method").unwrap();
+            let class = m.object("type").and_then(|c| c.str("name")).unwrap_or("?").to_string();
+            let entry = (
+                f.str("type").unwrap().to_string(),
+                format!("{class}.{}", m.str("name").unwrap()),
+                f.bool("javaFrame").unwrap(),
+                m.i64("modifiers").unwrap() & 0x100 != 0,
+            );
+            if !seen.contains(&entry) {
+                seen.push(entry);
+            }
+        }
+    }
+    let want = |kind: &str, name: &str, java: bool, native: bool| (kind.to_string(), name.to_string(), java, native);
+    for w in [
+        want("Kernel", "kernel.do_syscall_64", false, true),
+        want("Native", "native.__sched_yield", false, true),
+        want("C++", "libjvm.so.G1ParScanThreadState::trim_queue()", false, true),
+        want("Unknown", ".[GC]", false, false),
+        want("Native", "java/lang/Thread.yield", true, false),
+        want("JIT compiled", "com/example/Hot.spin", true, false),
+    ] {
+        assert!(seen.contains(&w), "{w:?} not in {seen:?}");
+    }
+    let back = recording_from_chunks(&chunks).unwrap();
+    assert_same_samples(&Recording { samples, ..rec }, &back);
+}

@@ -290,6 +290,8 @@ pub fn builtin_types() -> Vec<TypeDef> {
                     FieldDef::new("lineNumber", T_INT, "Line Number"),
                     FieldDef::new("bytecodeIndex", T_INT, "Bytecode Index"),
                     FieldDef::new("type", T_FRAME_TYPE, "Frame Type").pooled(),
+                    // Read by the JDK's `RecordedFrame.isJavaFrame()` (see `pools::is_java_frame`).
+                    FieldDef::new("javaFrame", T_BOOLEAN, "Java Frame"),
                 ],
             )
         },

@@ -73,7 +73,8 @@ impl Processor {
             }
             c.num_frames = n as i32;
             let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
-            let class = p.class.map(|name| match self.events.classes.get(&name) {
+            let (name, loader) = p.class.map(|c| (c.name, c.loader)).unzip();
+            let class = name.map(|name| match self.events.classes.get(&name) {
                 Some(a) => a.clone(),
                 None => {
                     let a: Arc<str> = name.as_str().into();
@@ -94,6 +95,7 @@ impl Processor {
                 stack: s.stack,
                 truncated: s.truncated,
                 class,
+                loader: loader.flatten(),
                 weight: p.weight,
                 address: 0,
                 timeout: p.timeout,

@@ -22,9 +22,9 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use hpm_core::model::{java_class_name, JvmEventKind};
+use hpm_core::model::{java_class_name, ClassLoaderName, JvmEventKind};
 use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 
 use hpm_core::capture::CallFrame;
@@ -52,11 +52,19 @@ pub struct Pending {
     /// The frames are hpm's walker's raw frames (pcs and `Method*`s tagged by these kinds),
     /// with how the walk ended; else (jmethodID, bci) pairs.
     pub walk: Option<(Vec<FrameKind>, u8)>,
-    /// Java name of the object's, monitor's or blocker's class.
-    pub class: Option<String>,
+    /// The object's, monitor's or blocker's class.
+    pub class: Option<EventClass>,
     pub weight: u64,
     pub timeout: i64,
     pub until: i64,
+}
+
+/// A class as events name it: its Java name, and its loader (none: the bootstrap loader's, or
+/// not known).
+#[derive(Clone)]
+pub struct EventClass {
+    pub name: String,
+    pub loader: Option<Arc<ClassLoaderName>>,
 }
 
 /// What the callbacks record into, for the life of the process; a session turns the kinds on
@@ -82,8 +90,8 @@ pub struct JvmEvents {
     park: OnceLock<Result<(), String>>,
     /// How event stacks are walked (set at the first session).
     walkers: OnceLock<Walkers>,
-    /// Class names by the tag of their mirror, less one (see [`class_name`]).
-    class_names: Mutex<Vec<String>>,
+    /// Classes by the tag of their mirror, less one (see [`class_name`]).
+    class_names: Mutex<Vec<EventClass>>,
 }
 
 /// Classes named through tags; later ones are named every time.
@@ -228,7 +236,7 @@ impl JvmEvents {
 }
 
 /// A contended monitor enter in progress: its start, stack and monitor class.
-type Waiting = (u64, Walked, Option<String>);
+type Waiting = (u64, Walked, Option<EventClass>);
 
 thread_local! {
     /// This thread's frame buffers for GetStackTrace and AsyncGetCallTrace.
@@ -319,11 +327,11 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
     (frames, None)
 }
 
-/// The Java name of `class`. GetClassSignature cost ~10 us per call on h2's allocation
-/// samples, most of a sample's cost: each class is named once, and its mirror tagged with the
-/// name's index + 1 (JVMTI tags follow the object through every collection), so later events
-/// pay one GetTag. Without the tagging capability, the signature every time.
-fn class_name(ev: &JvmEvents, jvmti: &Jvmti, class: jclass) -> Option<String> {
+/// The Java name and loader of `class`. GetClassSignature cost ~10 us per call on h2's
+/// allocation samples, most of a sample's cost: each class is named once, and its mirror tagged
+/// with the name's index + 1 (JVMTI tags follow the object through every collection), so later
+/// events pay one GetTag. Without the tagging capability, the signature every time.
+fn class_name(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, class: jclass) -> Option<EventClass> {
     if class.is_null() {
         return None;
     }
@@ -336,17 +344,31 @@ fn class_name(ev: &JvmEvents, jvmti: &Jvmti, class: jclass) -> Option<String> {
         }
     }
     let name = java_class_name(&jvmti.class_signature(class).ok()?);
+    let named = EventClass { name, loader: loader_of(jvmti, jni, class) };
     let mut names = ev.class_names.lock().unwrap_or_else(|p| p.into_inner());
     if names.len() < MAX_CLASS_NAMES && jvmti.set_tag(class, names.len() as i64 + 1).is_ok() {
-        names.push(name.clone());
+        names.push(named.clone());
     }
-    Some(name)
+    Some(named)
 }
 
-/// The class of `obj` by its Java name.
-fn class_of(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, obj: jobject) -> Option<String> {
+/// The loader of `class` as JFR's `jdk.types.ClassLoader` names it (its class and name); none
+/// for the bootstrap loader's classes (issue 51, item 9: JDK tools showed `classLoader = null`
+/// for the application's classes).
+fn loader_of(jvmti: &Jvmti, jni: *mut JNIEnv, class: jclass) -> Option<Arc<ClassLoaderName>> {
+    let loader = jvmti.class_loader(class).ok().filter(|l| !l.is_null())?;
+    let loader_class = jnienv::object_class(jni, loader);
+    let class_name = jvmti.class_signature(loader_class).ok().map(|s| java_class_name(&s));
+    let name = jnienv::loader_name(jni, loader);
+    jnienv::delete_local_ref(jni, loader_class);
+    jnienv::delete_local_ref(jni, loader);
+    Some(Arc::new(ClassLoaderName { class: class_name?.into(), name: name.map(Into::into) }))
+}
+
+/// The class of `obj`.
+fn class_of(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, obj: jobject) -> Option<EventClass> {
     let c = jnienv::object_class(jni, obj);
-    let name = class_name(ev, jvmti, c);
+    let name = class_name(ev, jvmti, jni, c);
     jnienv::delete_local_ref(jni, c);
     name
 }
@@ -386,7 +408,7 @@ pub fn allocated(
     let start = now_ticks();
     let Some(idx) = thread_index(threads, jvmti, jni, thread) else { return };
     let (frames, walk) = own_stack(ev, jvmti, jni);
-    let class = class_name(ev, jvmti, class);
+    let class = class_name(ev, jvmti, jni, class);
     ev.push(Pending {
         kind: JvmEventKind::Allocation,
         time: start,
