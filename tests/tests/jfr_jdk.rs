@@ -400,7 +400,16 @@ fn jdk_tools_accept_hpm_recordings() {
             for (jf, f) in frames.iter().zip(s.stack.iter()) {
                 let m = w.rec.method(f.method);
                 assert_eq!(jf.at(&["method", "name"]).str(), Some(&*m.name));
-                assert_eq!(jf.at(&["method", "type", "name"]).str(), Some(m.class_name.replace('.', "/").as_str()));
+                // Native symbols in a class named by their kind, and not Java frames to the
+                // JDK's `isJavaFrame()` (pseudo-frames neither), issue 51 item 9.
+                let class = match (m.class_name.is_empty(), f.kind) {
+                    (true, FrameKind::Native) => "native".to_string(),
+                    (true, FrameKind::Cpp) => "libjvm.so".to_string(),
+                    (true, FrameKind::Kernel) => "kernel".to_string(),
+                    _ => m.class_name.replace('.', "/"),
+                };
+                assert_eq!(jf.at(&["method", "type", "name"]).str(), Some(class.as_str()));
+                assert_eq!(jf.get("javaFrame"), &Json::Bool(!m.class_name.is_empty()), "javaFrame of {}", m.name);
                 assert_eq!(jf.get("lineNumber").i64(), f.line as i64);
                 assert_eq!(jf.get("bytecodeIndex").i64(), f.bci as i64);
                 assert_eq!(jf.get("type").str(), Some(f.kind.jfr_name()));

@@ -47,6 +47,13 @@ fn native_class_key(i: usize) -> u64 {
     INVALID_METHOD_KEY + 16 + i as u64
 }
 
+/// Key of native symbol `m` written in [`NATIVE_CLASSES`]' class `i`: one method per symbol and
+/// kind (hpm names a symbol by its name alone, and one name can be found in the JVM and in
+/// another library), the same in every chunk, above the method table's keys.
+fn native_method_key(m: MethodIdx, i: usize) -> u64 {
+    (1 << 44) | (i as u64) << 32 | u64::from(m)
+}
+
 /// Whether a frame is Java code, for the JDK's `RecordedFrame.isJavaFrame()` (which reads a
 /// `javaFrame` field when the frame type has one): `jfr view hot-methods` and `jfr print` take
 /// the top frame that is, so native, C++ and kernel frames are not listed as Java methods.
@@ -249,9 +256,10 @@ pub struct Pools<'a> {
     object_classes: Vec<(u64, String, u64)>,
     /// Loaders of those classes (key, loader).
     loaders: Vec<(u64, ClassLoaderName)>,
-    /// The kind of the first frame of each native symbol's method (no class), which chooses its
-    /// class ([`NATIVE_CLASSES`]).
-    native_kinds: IntMap<MethodIdx, FrameKind>,
+    /// Native symbols by the class their frames' kind gives them ([`NATIVE_CLASSES`]), in the
+    /// order seen.
+    native_methods: Vec<(MethodIdx, usize)>,
+    native_seen: HashSet<(MethodIdx, usize), FastBuild>,
 }
 
 impl<'a> Pools<'a> {
@@ -273,7 +281,8 @@ impl<'a> Pools<'a> {
             states_used: vec![false; rec.states.len()],
             object_classes: Vec::new(),
             loaders: Vec::new(),
-            native_kinds: IntMap::default(),
+            native_methods: Vec::new(),
+            native_seen: HashSet::default(),
         }
     }
 
@@ -319,9 +328,15 @@ impl<'a> Pools<'a> {
         self.stack_order.push(key);
         for f in frames {
             self.frame_types[frame_type_key(f.kind) as usize - 1] = true;
-            self.method(f.method);
-            if (f.method as usize) < self.rec.methods.len() && !is_java_frame(self.rec.method(f.method)) {
-                self.native_kinds.entry(f.method).or_insert(f.kind);
+            match self.native_class(f) {
+                Some(i) => {
+                    if self.native_seen.insert((f.method, i)) {
+                        self.native_methods.push((f.method, i));
+                    }
+                }
+                None => {
+                    self.method(f.method);
+                }
             }
         }
         key
@@ -349,6 +364,13 @@ impl<'a> Pools<'a> {
             self.object_classes.push((key, crate::model::internal_class_name(name), loader_key));
         }
         key
+    }
+
+    /// The [`NATIVE_CLASSES`] entry of a frame of a native symbol of that kind; None for Java
+    /// frames and pseudo-frames.
+    fn native_class(&self, f: &Frame) -> Option<usize> {
+        let native = (f.method as usize) < self.rec.methods.len() && !is_java_frame(self.rec.method(f.method));
+        native.then(|| NATIVE_CLASSES.iter().position(|(k, _)| *k == f.kind)).flatten()
     }
 
     /// Key of a method a frame or an event names, registered for the method pool.
@@ -405,7 +427,8 @@ impl<'a> Pools<'a> {
         let mut pools = PoolsOut::default();
         self.encode_threads(&mut pools);
         self.encode_stacks(&mut pools);
-        let upto = self.methods.iter().map(|&m| m as usize + 1).max().unwrap_or(0);
+        let natives = self.native_methods.iter().map(|&(m, _)| m);
+        let upto = self.methods.iter().copied().chain(natives).map(|m| m as usize + 1).max().unwrap_or(0);
         keys.extend(self.rec, upto);
         let names = &*keys;
         let mut symbols = Symbols { names, seen: HashSet::default(), entries: Vec::new() };
@@ -456,12 +479,16 @@ impl<'a> Pools<'a> {
             put_bool(&mut b, truncated);
             put_varint(&mut b, frames.len() as u64);
             for f in frames {
-                put_varint(&mut b, self.method_key(f.method));
+                let native = self.native_class(f);
+                put_varint(
+                    &mut b,
+                    native.map_or_else(|| self.method_key(f.method), |i| native_method_key(f.method, i)),
+                );
                 put_i32(&mut b, f.line);
                 put_i32(&mut b, f.bci);
                 put_varint(&mut b, frame_type_key(f.kind));
                 let java = (f.method as usize) < self.rec.methods.len() && is_java_frame(self.rec.method(f.method));
-                put_bool(&mut b, java);
+                put_bool(&mut b, java && native.is_none());
             }
         }
         pools.add(T_STACK_TRACE, self.stack_order.len(), b);
@@ -474,22 +501,25 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         for &mi in &self.methods {
             let m = self.rec.method(mi);
-            let native = self.native_kinds.get(&mi).and_then(|k| NATIVE_CLASSES.iter().position(|(n, _)| n == k));
-            let (class, internal, modifiers) = match native {
-                Some(i) => (native_class_key(i), NATIVE_CLASSES[i].1.to_string(), m.modifiers | ACC_NATIVE),
-                None => (names.method_class[mi as usize], internal_name(&m.class_name), m.modifiers),
-            };
+            let class = names.method_class[mi as usize];
             if class_seen.insert(class) {
-                if let Some(i) = native {
-                    symbols.fixed(class, NATIVE_CLASSES[i].1);
-                }
-                classes.push((class, internal));
+                classes.push((class, internal_name(&m.class_name)));
             }
             let name = symbols.key(&m.name);
             let desc = symbols.key(descriptor_of(&m.descriptor));
-            write_method(&mut b, [mi as u64 + 1, class, name, desc], modifiers, m.hidden);
+            write_method(&mut b, [mi as u64 + 1, class, name, desc], m.modifiers, m.hidden);
         }
-        let mut n = self.methods.len();
+        for &(mi, i) in &self.native_methods {
+            let m = self.rec.method(mi);
+            let class = native_class_key(i);
+            if class_seen.insert(class) {
+                symbols.fixed(class, NATIVE_CLASSES[i].1);
+                classes.push((class, NATIVE_CLASSES[i].1.to_string()));
+            }
+            let (name, desc) = (symbols.key(&m.name), symbols.key(NATIVE_DESCRIPTOR));
+            write_method(&mut b, [native_method_key(mi, i), class, name, desc], m.modifiers | ACC_NATIVE, m.hidden);
+        }
+        let mut n = self.methods.len() + self.native_methods.len();
         if self.invalid_method {
             // A stand-in for frames whose method index is not in the table, with its own
             // class and symbols (fixed keys far above the table's).

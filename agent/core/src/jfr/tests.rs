@@ -498,7 +498,12 @@ fn a_blob_listed_in_several_chunks_is_read_with_the_instructions_one_of_them_has
 #[test]
 fn native_cpp_and_kernel_frames_are_not_java_frames() {
     let mut rec = sample_recording();
-    let samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    let mut samples = sample_batch(&mut rec, 5_000_000_000, 4);
+    // One name found both in a library and in the JVM: a method of each class.
+    let twin = frame(&mut rec, MethodInfo::native("__sched_yield"), -1, -1, FrameKind::Cpp);
+    let mut s = samples[0].clone();
+    s.stack = vec![twin].into();
+    samples.push(s);
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     let chunks = parse_chunks(&bytes, &|_| true).unwrap();
     let mut seen = Vec::new();
@@ -524,6 +529,7 @@ fn native_cpp_and_kernel_frames_are_not_java_frames() {
         want("Kernel", "kernel.do_syscall_64", false, true),
         want("Native", "native.__sched_yield", false, true),
         want("C++", "libjvm.so.G1ParScanThreadState::trim_queue()", false, true),
+        want("C++", "libjvm.so.__sched_yield", false, true),
         want("Unknown", ".[GC]", false, false),
         want("Native", "java/lang/Thread.yield", true, false),
         want("JIT compiled", "com/example/Hot.spin", true, false),
