@@ -70,8 +70,9 @@ impl std::error::Error for LoadError {}
 
 /// A recording read from a `.jfr` file, with the warnings to show (an incomplete last chunk).
 pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError> {
-    let ReadRecording { recording, lost } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
-    let notes = lost.map(|t| format!("{}: {t}", path.display())).into_iter().collect();
+    let ReadRecording { recording, lost, notes } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
+    let notes =
+        lost.map(|t| t.to_string()).into_iter().chain(notes).map(|n| format!("{}: {n}", path.display())).collect();
     Ok((recording, notes))
 }
 
@@ -208,8 +209,8 @@ pub fn load_profile(
             if crate::output::jvmevents::project(&mut rec, sel) == 0 {
                 return Err(format!(
                     "--event: `{path}` has no such events; record allocations with the agent option `alloc` and \
-                     lock waits with `lock` (or JFR's jdk.ObjectAllocationSample, jdk.JavaMonitorEnter, \
-                     jdk.ThreadPark)"
+                     lock waits with `lock` (or JFR's jdk.ObjectAllocationSample, \
+                     jdk.ObjectAllocationInNewTLAB/OutsideTLAB, jdk.JavaMonitorEnter, jdk.ThreadPark)"
                 ));
             }
         }

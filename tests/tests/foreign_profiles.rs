@@ -1,0 +1,124 @@
+//! Profiles other tools wrote, read by hpm as its own (issue 51, items 7 and 10):
+//! - the allocation events of the JDK's Flight Recorder and of async-profiler 4.6
+//!   (`jdk.ObjectAllocationInNewTLAB`, `jdk.ObjectAllocationOutsideTLAB`, weighed as those tools
+//!   weigh them), against a truth known by construction: tests/workloads/AllocLocks.java
+//!   allocates long[], byte[] and int[] in the byte ratio 49.9 : 25.0 : 25.1, and `hpm report
+//!   --event alloc` must show it;
+//! - async-profiler's collapsed stacks, whose frames it names its own way
+//!   (`java/lang/Thread.run_[j]`): read as hpm names them, so a report shows dotted names and
+//!   `hpm diff` of an hpm recording against them has each method of the workload as one row.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use hpm_tests::*;
+
+/// The classes AllocLocks allocates and their share of its bytes, in percent (its doc).
+const ALLOC_TRUTH: [(&str, f64); 3] = [("long[]", 49.9), ("byte[]", 25.0), ("int[]", 25.1)];
+
+/// `hpm report FILE --event alloc`: its text and stderr, asserting success.
+fn alloc_report(file: &Path) -> (String, String) {
+    let out = Command::new(hpm_bin()).arg("report").arg(file).args(["--event", "alloc"]).output().expect("hpm report");
+    let (text, err) = (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "hpm report --event alloc {}: {err}", file.display());
+    (text, err.into_owned())
+}
+
+/// From a report's method table: the self share of each of the truth's classes (as leaf
+/// frames, in percent of all allocations), and the events counted (the `samples:` line).
+fn class_shares(text: &str) -> (HashMap<String, f64>, u64) {
+    let mut shares = HashMap::new();
+    for l in text.lines() {
+        let mut words = l.split_whitespace();
+        let (Some(first), Some(last)) = (words.next(), l.split_whitespace().last()) else { continue };
+        if let (Some(class), Some(p)) =
+            (ALLOC_TRUTH.iter().find(|t| t.0 == last), first.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()))
+        {
+            shares.entry(class.0.to_string()).or_insert(p);
+        }
+    }
+    let events = text
+        .lines()
+        .find_map(|l| l.strip_prefix("samples:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.trim_end_matches(',').replace(',', "").parse().ok())
+        .unwrap_or(0);
+    (shares, events)
+}
+
+/// Asserts the classes' shares of the bytes among themselves follow the truth.
+fn assert_alloc_ratio(text: &str, what: &str) {
+    let (shares, events) = class_shares(text);
+    let sum: f64 = shares.values().sum();
+    eprintln!("{what}: {events} allocation events, shares of all bytes {shares:?}");
+    assert!(events >= 200, "{what}: only {events} allocation events:\n{text}");
+    for (class, truth) in ALLOC_TRUTH {
+        let got = shares.get(class).copied().unwrap_or(0.0) * 100.0 / sum.max(1e-9);
+        // Each event stands for a TLAB (or async-profiler's interval): its class is drawn by
+        // bytes, so a share is binomial over the events.
+        let within = share_tolerance(truth, events, 3.0);
+        assert!(
+            (got - truth).abs() <= within,
+            "{what}: {class} {got:.1}% of the bytes, truth {truth}% (within {within:.1})\n{text}"
+        );
+    }
+}
+
+/// A Flight Recorder settings file with the given allocation events enabled, with stacks.
+fn jfc(dir: &Path, name: &str, events: &[&str]) -> std::path::PathBuf {
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<configuration version=\"2.0\">\n");
+    for e in events {
+        x.push_str(&format!(
+            "  <event name=\"{e}\"><setting name=\"enabled\">true</setting><setting name=\"stackTrace\">true</setting></event>\n"
+        ));
+    }
+    x.push_str("</configuration>\n");
+    let path = dir.join(format!("{name}.jfc"));
+    std::fs::write(&path, x).unwrap();
+    path
+}
+
+const IN_TLAB: &str = "jdk.ObjectAllocationInNewTLAB";
+const OUTSIDE_TLAB: &str = "jdk.ObjectAllocationOutsideTLAB";
+const ALLOC_SAMPLE: &str = "jdk.ObjectAllocationSample";
+
+/// The JDK's own recorder: TLAB events alone are read as allocations (before: "has no such
+/// events"); beside its `jdk.ObjectAllocationSample` they are left out (said on stderr), not
+/// counted twice.
+#[test]
+fn the_jdks_tlab_allocation_events_give_the_byte_ratio() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("foreign-jdk-alloc-{}", jdk.name));
+        for (name, events) in
+            [("tlab", vec![IN_TLAB, OUTSIDE_TLAB]), ("both", vec![IN_TLAB, OUTSIDE_TLAB, ALLOC_SAMPLE])]
+        {
+            let file = dir.join(format!("{name}.jfr"));
+            let rec = format!(
+                "-XX:StartFlightRecording=filename={},settings={}",
+                file.display(),
+                jfc(&dir, name, &events).display()
+            );
+            run_java(&jdk, None, &[&rec], "AllocLocks", &["alloc", "1"]).assert_ok("AllocLocks alloc under JFR");
+            let (text, err) = alloc_report(&file);
+            assert_alloc_ratio(&text, &format!("{}: JFR with {name}", jdk.name));
+            assert_eq!(err.contains("TLAB allocation events"), name == "both", "{}: {name}: stderr {err}", jdk.name);
+        }
+    }
+}
+
+/// async-profiler's `alloc` mode writes `jdk.ObjectAllocationInNewTLAB` events weighted by its
+/// sampling interval (in `tlabSize`).
+#[test]
+fn async_profilers_allocation_events_give_the_byte_ratio() {
+    let Some(ap) = async_profiler() else { return };
+    for jdk in jdks() {
+        let dir = scratch(&format!("foreign-ap-alloc-{}", jdk.name));
+        let file = dir.join("ap.jfr");
+        let agent = format!("-agentpath:{}=start,event=alloc,file={}", ap.display(), file.display());
+        run_java(&jdk, None, &[&agent], "AllocLocks", &["alloc", "1"])
+            .assert_ok("AllocLocks alloc under async-profiler");
+        let (text, _) = alloc_report(&file);
+        assert_alloc_ratio(&text, &format!("{}: async-profiler", jdk.name));
+    }
+}
