@@ -122,3 +122,69 @@ fn async_profilers_allocation_events_give_the_byte_ratio() {
         assert_alloc_ratio(&text, &format!("{}: async-profiler", jdk.name));
     }
 }
+
+/// The rows of a report's or diff's method table naming `method`, as they are written (the
+/// name is the line's last word).
+fn rows_naming<'a>(text: &'a str, method: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| {
+            l.split_whitespace()
+                .last()
+                .is_some_and(|w| w.starts_with(method) && w[method.len()..].chars().all(|c| "_[]ij01k".contains(c)))
+        })
+        .collect()
+}
+
+/// The same workload (Shares: `a`, `b`, `c` spinning in `spin`, which the JIT compiles both on
+/// its own and inlined) profiled by hpm and by async-profiler with its frame types
+/// (`collapsed,ann`): the report of async-profiler's file names `Shares.spin` once, without
+/// the `_[j]`/`_[i]` that split it in two rows before; `hpm diff` of hpm's recording against it,
+/// with names compared as read (`--exact-names`), has one row for `Shares.spin`, `Shares.a`,
+/// `java.lang.Thread.run`.
+#[test]
+fn async_profilers_collapsed_names_read_as_hpms() {
+    let Some(ap) = async_profiler() else { return };
+    for jdk in jdks() {
+        let dir = scratch(&format!("foreign-ap-collapsed-{}", jdk.name));
+        let (ap_out, hpm_out) = (dir.join("ap.collapsed"), dir.join("hpm.jfr"));
+        let ap_arg =
+            format!("-agentpath:{}=start,event=cpu,interval=1ms,collapsed,ann,file={}", ap.display(), ap_out.display());
+        run_java(&jdk, None, &[&ap_arg], "Shares", &["2", "1", "cpu"]).assert_ok("Shares under async-profiler");
+        let hpm_opts = format!("interval=1ms,quiet,file={}", hpm_out.display());
+        run_java(&jdk, Some(&hpm_opts), &[], "Shares", &["2", "1", "cpu"]).assert_ok("Shares under hpm");
+        let raw = std::fs::read_to_string(&ap_out).unwrap();
+        assert!(
+            raw.contains("Shares.spin_[") && raw.contains("java/lang/Thread.run"),
+            "async-profiler's own names expected:\n{}",
+            &raw[..raw.len().min(2000)]
+        );
+
+        let out = Command::new(hpm_bin()).arg("report").arg(&ap_out).output().expect("hpm report");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let spin = rows_naming(&report, "Shares.spin");
+        eprintln!("{}: report of async-profiler's file, Shares.spin rows: {spin:?}", jdk.name);
+        assert_eq!(spin.len(), 1, "{}: Shares.spin as one row:\n{report}", jdk.name);
+        assert!(spin[0].ends_with(" Shares.spin"), "{}: {}", jdk.name, spin[0]);
+        assert!(!report.contains("_[") && !report.contains("java/lang/"), "{}: raw names left:\n{report}", jdk.name);
+
+        let out = Command::new(hpm_bin())
+            .args(["diff", "--exact-names", "--top", "1000"])
+            .arg(&hpm_out)
+            .arg(&ap_out)
+            .output()
+            .expect("hpm diff");
+        let diff = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let methods = diff.split("== Calling contexts").next().unwrap();
+        for m in ["Shares.spin", "Shares.a", "java.lang.Thread.run"] {
+            let rows = rows_naming(methods, m);
+            eprintln!("{}: diff, {m}: {rows:?}", jdk.name);
+            assert!(rows.len() <= 1, "{}: {m} in {} rows:\n{methods}", jdk.name, rows.len());
+            assert!(rows.iter().all(|r| r.ends_with(&format!(" {m}"))), "{}: {rows:?}", jdk.name);
+        }
+        // Rows left out of the table changed by under its last row's change: the hot methods
+        // are there (their shares move by sampling noise only).
+        assert!(methods.contains(" Shares.spin\n") || methods.contains("more methods changed less"), "{methods}");
+    }
+}
