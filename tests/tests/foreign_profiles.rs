@@ -14,8 +14,25 @@ use std::process::Command;
 
 use hpm_tests::*;
 
-/// The classes AllocLocks allocates and their share of its bytes, in percent (its doc).
-const ALLOC_TRUTH: [(&str, f64); 3] = [("long[]", 49.9), ("byte[]", 25.0), ("int[]", 25.1)];
+/// The classes AllocLocks' sites allocate, by site.
+const SITE_CLASS: [(&str, &str); 3] = [("allocLarge", "long[]"), ("allocSmall", "byte[]"), ("allocInts", "int[]")];
+
+/// `truth bytes allocLarge=N allocSmall=N allocInts=N` from AllocLocks' output: each class's
+/// share of the bytes, in percent.
+fn truth(stdout: &str) -> Vec<(&'static str, f64)> {
+    let line =
+        stdout.lines().find_map(|l| l.strip_prefix("truth bytes ")).unwrap_or_else(|| panic!("no truth: {stdout}"));
+    let bytes: Vec<(&str, f64)> = line
+        .split_whitespace()
+        .map(|kv| {
+            let (site, n) = kv.split_once('=').expect("site=bytes");
+            let class = SITE_CLASS.iter().find(|s| s.0 == site).expect("a known site").1;
+            (class, n.parse::<f64>().expect("bytes"))
+        })
+        .collect();
+    let all: f64 = bytes.iter().map(|b| b.1).sum();
+    bytes.into_iter().map(|(c, n)| (c, n * 100.0 / all)).collect()
+}
 
 /// `hpm report FILE --event alloc`: its text and stderr, asserting success.
 fn alloc_report(file: &Path) -> (String, String) {
@@ -33,9 +50,9 @@ fn class_shares(text: &str) -> (HashMap<String, f64>, u64) {
         let mut words = l.split_whitespace();
         let (Some(first), Some(last)) = (words.next(), l.split_whitespace().last()) else { continue };
         if let (Some(class), Some(p)) =
-            (ALLOC_TRUTH.iter().find(|t| t.0 == last), first.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()))
+            (SITE_CLASS.iter().find(|t| t.1 == last), first.strip_suffix('%').and_then(|p| p.parse::<f64>().ok()))
         {
-            shares.entry(class.0.to_string()).or_insert(p);
+            shares.entry(class.1.to_string()).or_insert(p);
         }
     }
     let events = text
@@ -48,12 +65,12 @@ fn class_shares(text: &str) -> (HashMap<String, f64>, u64) {
 }
 
 /// Asserts the classes' shares of the bytes among themselves follow the truth.
-fn assert_alloc_ratio(text: &str, what: &str) {
+fn assert_alloc_ratio(text: &str, truth: &[(&str, f64)], what: &str) {
     let (shares, events) = class_shares(text);
     let sum: f64 = shares.values().sum();
     eprintln!("{what}: {events} allocation events, shares of all bytes {shares:?}");
     assert!(events >= 200, "{what}: only {events} allocation events:\n{text}");
-    for (class, truth) in ALLOC_TRUTH {
+    for &(class, truth) in truth {
         let got = shares.get(class).copied().unwrap_or(0.0) * 100.0 / sum.max(1e-9);
         // Each event stands for a TLAB (or async-profiler's interval): its class is drawn by
         // bytes, so a share is binomial over the events.
@@ -85,7 +102,10 @@ const ALLOC_SAMPLE: &str = "jdk.ObjectAllocationSample";
 
 /// The JDK's own recorder: TLAB events alone are read as allocations (before: "has no such
 /// events"); beside its `jdk.ObjectAllocationSample` they are left out (said on stderr), not
-/// counted twice.
+/// counted twice. AllocLocks allocates in random order (`mixed`): the JDK takes both kinds of
+/// event where a TLAB ends, and a new TLAB starts with the object that ended the last one, so
+/// on the repeating pattern of `alloc` they see long[] far below its bytes whoever reads them
+/// (docs/design.md).
 #[test]
 fn the_jdks_tlab_allocation_events_give_the_byte_ratio() {
     for jdk in jdks() {
@@ -99,9 +119,10 @@ fn the_jdks_tlab_allocation_events_give_the_byte_ratio() {
                 file.display(),
                 jfc(&dir, name, &events).display()
             );
-            run_java(&jdk, None, &[&rec], "AllocLocks", &["alloc", "1"]).assert_ok("AllocLocks alloc under JFR");
+            let run = run_java(&jdk, None, &[&rec], "AllocLocks", &["mixed", "1"]);
+            run.assert_ok("AllocLocks under JFR");
             let (text, err) = alloc_report(&file);
-            assert_alloc_ratio(&text, &format!("{}: JFR with {name}", jdk.name));
+            assert_alloc_ratio(&text, &truth(&run.stdout), &format!("{}: JFR with {name}", jdk.name));
             assert_eq!(err.contains("TLAB allocation events"), name == "both", "{}: {name}: stderr {err}", jdk.name);
         }
     }
@@ -116,17 +137,22 @@ fn async_profilers_allocation_events_give_the_byte_ratio() {
         let dir = scratch(&format!("foreign-ap-alloc-{}", jdk.name));
         let file = dir.join("ap.jfr");
         let agent = format!("-agentpath:{}=start,event=alloc,file={}", ap.display(), file.display());
-        run_java(&jdk, None, &[&agent], "AllocLocks", &["alloc", "1"])
-            .assert_ok("AllocLocks alloc under async-profiler");
+        let run = run_java(&jdk, None, &[&agent], "AllocLocks", &["alloc", "1"]);
+        run.assert_ok("AllocLocks alloc under async-profiler");
         let (text, _) = alloc_report(&file);
-        assert_alloc_ratio(&text, &format!("{}: async-profiler", jdk.name));
+        assert_alloc_ratio(&text, &truth(&run.stdout), &format!("{}: async-profiler", jdk.name));
     }
 }
 
 /// The rows of a report's or diff's method table naming `method`, as they are written (the
 /// name is the line's last word).
 fn rows_naming<'a>(text: &'a str, method: &str) -> Vec<&'a str> {
-    text.lines()
+    // The method table only: from its title to the next section.
+    let start = text.find("== Top ").or(text.find("== Methods by")).unwrap_or(0);
+    let table = &text[start..];
+    let end = table[3..].find("\n==").map_or(table.len(), |e| e + 3);
+    table[..end]
+        .lines()
         .filter(|l| {
             l.split_whitespace()
                 .last()
@@ -180,11 +206,9 @@ fn async_profilers_collapsed_names_read_as_hpms() {
         for m in ["Shares.spin", "Shares.a", "java.lang.Thread.run"] {
             let rows = rows_naming(methods, m);
             eprintln!("{}: diff, {m}: {rows:?}", jdk.name);
-            assert!(rows.len() <= 1, "{}: {m} in {} rows:\n{methods}", jdk.name, rows.len());
+            // A hot method's share moves by sampling noise at least: it is in the table, once.
+            assert_eq!(rows.len(), 1, "{}: {m} in {} rows:\n{methods}", jdk.name, rows.len());
             assert!(rows.iter().all(|r| r.ends_with(&format!(" {m}"))), "{}: {rows:?}", jdk.name);
         }
-        // Rows left out of the table changed by under its last row's change: the hot methods
-        // are there (their shares move by sampling noise only).
-        assert!(methods.contains(" Shares.spin\n") || methods.contains("more methods changed less"), "{methods}");
     }
 }
