@@ -116,3 +116,19 @@ fn deep_paths_are_written_short() {
         ["… [depth 100000] f99996 > f99997 > f99998 > f99999", "… [depth 100001] f99997 > f99998 > f99999 > g"]
     );
 }
+
+#[test]
+fn recordings_of_one_kind_of_event_are_compared_on_it() {
+    use crate::output::jvmevents::EventSel::{Alloc, Lock};
+    assert_eq!(shared_event(&[Lock], &[Lock]).unwrap(), (Lock, None));
+    assert_eq!(shared_event(&[Alloc, Lock], &[Alloc]).unwrap(), (Alloc, None));
+    let (sel, note) = shared_event(&[Alloc, Lock], &[Alloc, Lock]).unwrap();
+    assert_eq!(sel, Alloc);
+    assert_eq!(
+        note.unwrap(),
+        "both profiles have alloc and lock events: comparing alloc (bytes allocated); pick the other with --event lock"
+    );
+    let e = shared_event(&[Alloc], &[Lock]).unwrap_err();
+    assert!(e.starts_with("A has only alloc events, B has only lock events: nothing to compare"), "{e}");
+    assert!(shared_event(&[], &[Lock]).unwrap_err().starts_with("A has no samples and no events"));
+}
