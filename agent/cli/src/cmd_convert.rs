@@ -58,8 +58,10 @@ pub fn main(a: Args) -> Result<(), String> {
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
     hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
+    // The JVM's events are counted as events (their weights are in the file).
+    let counted = if a.samples.event.is_some() { "events" } else { "samples" };
     eprintln!(
-        "hpm: wrote {output} ({} samples, {} distinct stacks{filtered})",
+        "hpm: wrote {output} ({} {counted}, {} distinct stacks{filtered})",
         stacks.total_samples(),
         stacks.entries.len()
     );

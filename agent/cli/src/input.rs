@@ -25,7 +25,7 @@ pub(crate) struct SampleArgs {
     /// The JVM's events instead of the CPU samples, weighted by bytes or time waited (agent
     /// options `alloc`, `lock`; JFR's own events too): alloc, lock (monitor enters and parks),
     /// monitor or park (.jfr only)
-    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse)]
+    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse, display_order = 0)]
     pub(crate) event: Option<hpm_core::output::jvmevents::EventSel>,
 }
 

@@ -37,7 +37,21 @@ impl EventSel {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// What the events weigh: bytes allocated, or ns waited.
+    pub fn unit(self) -> crate::text::Unit {
+        match self {
+            EventSel::Alloc => crate::text::Unit::Bytes,
+            _ => crate::text::Unit::NsWaited,
+        }
+    }
+
+    /// The selections a recording has events for, of `alloc` and `lock` (what a profile of
+    /// its events is made of when it has no samples).
+    pub fn present(rec: &Recording) -> Vec<EventSel> {
+        [EventSel::Alloc, EventSel::Lock].into_iter().filter(|s| rec.events.iter().any(|e| s.matches(e.kind))).collect()
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             EventSel::Alloc => "alloc",
             EventSel::Monitor => "monitor",
