@@ -1,0 +1,24 @@
+import java.io.File;
+
+/**
+ * For `hpm run`'s signal tests: busy until the file given as the first argument is non-empty
+ * (the agent flushed a JFR chunk: sampling is underway), then prints "ready PID" and keeps
+ * spinning until a signal ends it (a 120 s bound in case none comes).
+ */
+public class UntilSignalled {
+    static volatile long sink;
+
+    public static void main(String[] args) {
+        File f = new File(args[0]);
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        boolean said = false;
+        while (System.nanoTime() < deadline) {
+            for (int i = 0; i < 100_000; i++) sink = sink * 31 + i;
+            if (!said && f.length() > 0) {
+                System.out.println("ready " + ProcessHandle.current().pid());
+                System.out.flush();
+                said = true;
+            }
+        }
+    }
+}
