@@ -16,8 +16,8 @@ use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
-pub use super::summary::{component_counts, event_line, summary};
-use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
+pub use super::summary::{component_counts, event_line, sampling_line, summary};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_with_samples_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
 use crate::text::{duration_ns, group, pct, ratio};
 
@@ -76,7 +76,7 @@ impl Tallies {
 /// The report's header and one data table (`hpm report --by class|field|space`).
 pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, Some(rec), cct, opts.filtered.as_ref());
+    header(&mut out, Some(rec), cct, &tallies.threads, opts.filtered.as_ref());
     if tallies.data.samples == 0 {
         out.push_str("\n(no sample has a data address: record with the agent's `data` option)\n");
     }
@@ -87,7 +87,7 @@ pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, op
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
 pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, rec, cct, opts.filtered.as_ref());
+    header(&mut out, rec, cct, &tallies.threads, opts.filtered.as_ref());
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
     let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
@@ -133,7 +133,8 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     out
 }
 
-fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option<&Applied>) {
+/// The `== hpm report ==` block; `threads` are the per-thread rows of the samples shown.
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[ThreadRow], filtered: Option<&Applied>) {
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
         let _ = writeln!(out, "{:<11} {v}", format!("{k}:"));
@@ -163,12 +164,23 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
                 }
                 kv("jvm", v);
             }
-            kv("samples", format!("{}, {}", group(cct.total_samples()), drops_line(rec)));
+            let samples = match filtered {
+                // What the filters kept, of what they were given; drops are the whole run's.
+                Some(f) => format!(
+                    "{} of {} (filter below); in the whole recording {}",
+                    group(f.samples_kept),
+                    group(f.samples_before),
+                    drops_line(rec)
+                ),
+                None => format!("{}, {}", group(cct.total_samples()), drops_line(rec)),
+            };
+            kv("samples", samples);
             if let Some(f) = filtered {
                 kv("filter", f.describe());
             }
-            if let Some(t) = threads_line(rec) {
-                kv("threads", t);
+            // The agent's exit summary says `threads seen`: the same count, named the same.
+            if let Some(t) = threads_with_samples_line(rec, threads) {
+                kv("threads with samples", t);
             }
         }
         None => {
