@@ -137,15 +137,21 @@ impl Running {
 
     /// At hpm's exit: the JVM is gone and its outputs exist, complete.
     fn assert_finished(&self, jvm: &Pinned, status: ExitStatus, code: i32) {
-        let gone = !jvm.exists();
-        let exists = |n: &str| self.dir.join(n).is_file();
-        let files = (exists("run.jfr"), exists("run.html"), exists("run.jfr.part"));
         let stderr: Vec<String> = self.stderr.try_iter().collect();
-        eprintln!("{}: exit {status}, JVM gone {gone}, (jfr, html, part) {files:?}", self.what);
-        assert!(gone, "{}: the JVM outlived hpm (orphaned); hpm {status}", self.what);
-        assert_eq!(files, (true, true, false), "{}: outputs when hpm exited ({status})", self.what);
-        assert_eq!(status.code(), Some(code), "{}: {status}\n{}", self.what, stderr.join("\n"));
+        assert_finished(&self.what, &self.dir, jvm, status, code, &stderr);
     }
+}
+
+/// At hpm's exit (`status`, expected `code`): the JVM is gone and its outputs in `dir` exist,
+/// complete; `said` is what hpm and the JVM printed, for the failure message.
+fn assert_finished(what: &str, dir: &Path, jvm: &Pinned, status: ExitStatus, code: i32, said: &[String]) {
+    let gone = !jvm.exists();
+    let exists = |n: &str| dir.join(n).is_file();
+    let files = (exists("run.jfr"), exists("run.html"), exists("run.jfr.part"));
+    eprintln!("{what}: exit {status}, JVM gone {gone}, (jfr, html, part) {files:?}");
+    assert!(gone, "{what}: the JVM outlived hpm (orphaned); hpm {status}");
+    assert_eq!(files, (true, true, false), "{what}: outputs when hpm exited ({status})");
+    assert_eq!(status.code(), Some(code), "{what}: {status}\n{}", said.join("\n"));
 }
 
 fn kill(pid: i32, sig: i32) {
@@ -198,4 +204,75 @@ fn sigquit_reaches_the_jvm_and_ends_nothing() {
     kill(run.hpm as i32, libc::SIGTERM);
     let status = run.exit();
     run.assert_finished(&jvm, status, 143);
+}
+
+/// Ctrl-C typed at a terminal: the kernel sends SIGINT to the terminal's foreground process
+/// group, hpm and the JVM alike (`SI_KERNEL`). hpm runs in a session of its own on a
+/// pseudo-terminal; the test types ^C on it. hpm passes nothing on (the JVM got it), waits for
+/// the outputs and exits 130.
+#[test]
+fn ctrl_c_at_a_terminal_waits_for_the_outputs() {
+    let jdk = &jdks()[0];
+    let dir = scratch("cli_run_tty");
+    let (mut master, mut slave) = (-1, -1);
+    let none = std::ptr::null_mut();
+    // SAFETY: openpty fills two descriptors; no name, default terminal settings and size.
+    let rc = unsafe { libc::openpty(&mut master, &mut slave, none, std::ptr::null(), std::ptr::null()) };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: descriptors openpty just returned, owned by nothing else.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+
+    let jfr = dir.join("run.jfr");
+    let options = format!("interval=1ms,flush=1s,file={},file={}", jfr.display(), dir.join("run.html").display());
+    let mut cmd = Command::new(hpm_bin());
+    cmd.args(["run", &options, "--"]).arg(jdk.java()).arg("-cp").arg(workloads());
+    cmd.arg("UntilSignalled").arg(dir.join("run.jfr.part"));
+    cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave.try_clone().unwrap());
+    // SAFETY: async-signal-safe calls only, between fork and exec: a new session, whose
+    // controlling terminal is the pseudo-terminal on stdin.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let _guard = jvm_lock();
+    let mut child = cmd.spawn().expect("run hpm");
+    drop(slave);
+    let (tx, seen) = mpsc::channel();
+    let reader = std::fs::File::from(master.try_clone().unwrap());
+    let lines = tx.clone();
+    std::thread::spawn(move || {
+        // Ends with EIO once no one has the terminal open.
+        for line in BufReader::new(reader).lines().map_while(Result::ok) {
+            if lines.send(Seen::Line(line)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    let jvm = loop {
+        match seen.recv_timeout(WATCHDOG).expect("no `ready` line") {
+            Seen::Line(l) if l.starts_with("ready ") => break Pinned::open(l[6..].trim().parse().expect("ready PID")),
+            Seen::Line(l) => said.push(l),
+            Seen::Exited(s) => panic!("hpm exited ({s}) before `ready`: {said:?}"),
+        }
+    };
+    std::thread::spawn(move || {
+        let status = child.wait().expect("wait for hpm");
+        let _ = tx.send(Seen::Exited(status));
+    });
+    let mut typed = std::fs::File::from(master);
+    std::io::Write::write_all(&mut typed, b"\x03").unwrap();
+    let status = loop {
+        match seen.recv_timeout(WATCHDOG).expect("hpm did not exit") {
+            Seen::Exited(s) => break s,
+            Seen::Line(l) => said.push(l),
+        }
+    };
+    assert_finished(&format!("{}: ^C", jdk.name), &dir, &jvm, status, 130, &said);
+    assert!(!said.iter().any(|l| l.contains("passed on to")), "a terminal's SIGINT reached the JVM already: {said:?}");
+    assert!(said.iter().any(|l| l.contains("hpm: SIGINT also reached")), "{said:?}");
 }
