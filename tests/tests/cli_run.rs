@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::io::AsRawFd;
-use std::os::unix::process::CommandExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -46,6 +46,14 @@ impl Pinned {
     /// Whether the process exists (running, or exited and not yet reaped by its parent).
     fn exists(&self) -> bool {
         self.signal(0)
+    }
+
+    /// Waits until the process has exited (its pidfd turns readable); false if it did not
+    /// within the watchdog's time.
+    fn exited_within_watchdog(&self) -> bool {
+        let mut p = libc::pollfd { fd: self.0.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, WATCHDOG.as_millis() as i32) == 1 }
     }
 }
 
@@ -275,4 +283,22 @@ fn ctrl_c_at_a_terminal_waits_for_the_outputs() {
     assert_finished(&format!("{}: ^C", jdk.name), &dir, &jvm, status, 130, &said);
     assert!(!said.iter().any(|l| l.contains("passed on to")), "a terminal's SIGINT reached the JVM already: {said:?}");
     assert!(said.iter().any(|l| l.contains("hpm: SIGINT also reached")), "{said:?}");
+}
+
+/// `kill -KILL <hpm>` cannot be passed on: the kernel sends the JVM SIGTERM as hpm dies
+/// (`PR_SET_PDEATHSIG`), so it exits writing its outputs instead of serving on, orphaned.
+#[test]
+fn sigkill_to_hpm_still_ends_the_jvm_with_its_outputs() {
+    let jdk = &jdks()[0];
+    let dir = scratch("cli_run_kill");
+    let _guard = jvm_lock();
+    let run = Running::start(jdk, &dir, false);
+    let jvm = run.ready();
+    kill(run.hpm as i32, libc::SIGKILL);
+    assert_eq!(run.exit().signal(), Some(libc::SIGKILL));
+    assert!(jvm.exited_within_watchdog(), "{}: the JVM outlived hpm (orphaned)", run.what);
+    let exists = |n: &str| dir.join(n).is_file();
+    let files = (exists("run.jfr"), exists("run.html"), exists("run.jfr.part"));
+    eprintln!("{}: after SIGKILL to hpm, (jfr, html, part) {files:?}", run.what);
+    assert_eq!(files, (true, true, false), "{}: the JVM's outputs", run.what);
 }

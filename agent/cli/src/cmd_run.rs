@@ -4,9 +4,10 @@
 //! While the JVM runs, hpm passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it and waits, as
 //! `time`, `strace` and `perf record --` do: `kill`, `timeout`, systemd or `docker stop`
 //! aimed at hpm stop the JVM, which writes its profile as it exits, and hpm returns only after
-//! that, with the JVM's exit status (128+N if signal N ended it, as a shell reports it).
+//! that, with the JVM's exit status (128+N if signal N ended it, as a shell reports it). If hpm
+//! is killed outright (SIGKILL), the kernel sends the JVM SIGTERM: it is not left orphaned.
 
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 
@@ -69,8 +70,14 @@ pub fn main(a: Args) -> Result<(), String> {
     let mut held = PASSED_ON.to_vec();
     held.push(libc::SIGCHLD);
     let signals = HeldSignals::hold(&held).map_err(|e| format!("cannot hold signals for `{java}`: {e}"))?;
-    let mut child =
-        Command::new(java).arg(agentpath).args(rest).spawn().map_err(|e| format!("cannot run `{java}`: {e}"))?;
+    let mut command = Command::new(java);
+    command.arg(agentpath).args(rest);
+    // SIGKILL to hpm cannot be passed on: the kernel sends the JVM SIGTERM then, so it exits
+    // writing its profile instead of serving on, orphaned.
+    let hpm = sys::pid();
+    // SAFETY: the closure runs between fork and exec and makes async-signal-safe calls only.
+    unsafe { command.pre_exec(move || sys::end_with_parent(hpm, libc::SIGTERM)) };
+    let mut child = command.spawn().map_err(|e| format!("cannot run `{java}`: {e}"))?;
     let status = loop {
         // Reaped only here: until then its PID cannot name another process.
         if let Some(status) = child.try_wait().map_err(|e| format!("cannot wait for `{java}`: {e}"))? {

@@ -277,6 +277,28 @@ impl HeldSignals {
     }
 }
 
+/// For a child between fork and exec (async-signal-safe): the kernel sends it `signal` when
+/// its parent, process `parent`, ends (`PR_SET_PDEATHSIG`); if `parent` has already ended, it
+/// sends it itself now.
+pub fn end_with_parent(parent: libc::pid_t, signal: i32) -> std::io::Result<()> {
+    // SAFETY: prctl with an option and a signal number; no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(os_error());
+    }
+    // SAFETY: getppid cannot fail; raise with a signal number.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: as above.
+        unsafe { libc::raise(signal) };
+    }
+    Ok(())
+}
+
+/// This process's id.
+pub fn pid() -> libc::pid_t {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}
+
 /// The name of a signal, for messages (`SIGTERM`), or its number.
 pub fn signal_name(signal: i32) -> String {
     let known = [
