@@ -115,7 +115,7 @@ fn thread_and_time_select_the_samples_of_the_report() {
     let jfr = threads_jfr();
     let (out, err) = ok(&["report", s(&jfr), "--thread", "^worker-"]);
     assert!(err.is_empty(), "{err}");
-    assert!(out.contains("\nsamples:    80, none dropped\n"), "{out}");
+    assert!(out.contains("\nsamples:    80 of 100 (filter below); in the whole recording none dropped\n"), "{out}");
     assert!(out.contains("\nfilter:     threads matching `^worker-` (2 of 3); 80 of 100 samples kept\n"), "{out}");
     assert_eq!(section(&out, "== Threads ==").len(), 2, "{out}");
     assert!(!out.contains("app.Main.idle"), "{out}");

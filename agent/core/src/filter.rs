@@ -170,12 +170,17 @@ pub struct Applied {
     /// The range as offsets from the recording's start, in nanoseconds.
     pub from_ns: Option<u64>,
     pub to_ns: Option<u64>,
+    /// `--from-phase`: the phase marker the samples were kept from (`NAME` or `NAME=INDEX`).
+    pub phase: Option<String>,
 }
 
 impl Applied {
     /// `threads matching `worker` (2 of 5), from 2.5 s to 4 s; 1,234 of 5,000 samples kept`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(spec) = &self.phase {
+            parts.push(format!("from phase `{spec}` on"));
+        }
         if let Some((re, matched, of)) = &self.threads {
             parts.push(format!("threads matching `{re}` ({matched} of {of})"));
         }
@@ -248,6 +253,7 @@ impl SampleFilter {
             threads,
             from_ns: from.map(offset),
             to_ns: to.map(offset),
+            phase: None,
         }))
     }
 

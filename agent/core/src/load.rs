@@ -256,6 +256,7 @@ pub fn load_profile(
                 ));
             }
         }
+        let before_phase = rec.samples.len() as u64;
         if let Some(spec) = from_phase {
             let phases = crate::jfr::marks::read_phases(p).map_err(|e| format!("cannot load recording: {e}"))?;
             let left_out = crate::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
@@ -265,7 +266,21 @@ pub fn load_profile(
                 rec.samples.len()
             ));
         }
-        let filtered = filter.apply(&mut rec)?;
+        let mut filtered = filter.apply(&mut rec)?;
+        if let Some(spec) = from_phase {
+            // The phase is a filter too: the header counts the samples it kept of all.
+            let kept = rec.samples.len() as u64;
+            let a = filtered.get_or_insert(Applied {
+                samples_before: 0,
+                samples_kept: kept,
+                threads: None,
+                from_ns: None,
+                to_ns: None,
+                phase: None,
+            });
+            a.samples_before = before_phase;
+            a.phase = Some(spec.to_string());
+        }
         let cct = match data_root {
             Some(by) => crate::output::data::cct_by(&rec, by),
             None => Cct::from_recording(&rec, threads),

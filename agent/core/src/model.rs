@@ -699,6 +699,9 @@ pub struct Recording {
     pub counters: Vec<String>,
     pub methods: MethodTable,
     pub threads: Vec<ThreadInfo>,
+    /// Threads the profiler saw, with samples or not (`hpm.Config`'s `threadsSeen`); 0 when
+    /// the source does not say: [`Recording::threads_seen`] falls back on `threads`.
+    pub threads_seen: u64,
     /// Names of the thread states that [`Sample::state`] refers to, as the recording names them
     /// (empty when no sample has a state).
     pub states: Vec<String>,
@@ -742,6 +745,12 @@ impl Recording {
         }
         self.states.push(name.to_string());
         (self.states.len() - 1) as StateIdx
+    }
+
+    /// Threads the profiler saw, with samples or not: the agent lists every thread it saw, a
+    /// JFR file only those its events name, and says how many were seen besides.
+    pub fn threads_seen(&self) -> u64 {
+        self.threads_seen.max(self.threads.len() as u64)
     }
 
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {

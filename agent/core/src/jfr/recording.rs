@@ -358,6 +358,8 @@ impl Builder {
         };
         self.rec.jvm = s("jvm");
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
+        // Cumulative: the largest count wins.
+        self.rec.threads_seen = self.rec.threads_seen.max(e.i64("threadsSeen").unwrap_or(0).max(0) as u64);
     }
 
     /// Event info, JVM and pid for recordings made by the JDK.

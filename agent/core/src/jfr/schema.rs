@@ -150,6 +150,9 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 FieldDef::new("allocInterval", T_LONG, "Allocation Sampling Interval")
                     .with(description("Option alloc: the mean bytes between allocation samples, 0 without it"))
                     .with(marker(A_UNSIGNED)),
+                FieldDef::new("threadsSeen", T_LONG, "Threads Seen")
+                    .with(description("Threads the agent saw so far, with samples or not"))
+                    .with(marker(A_UNSIGNED)),
             ],
         },
         EventDef {

@@ -170,7 +170,8 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(&rec.jvm))
         .long(rec.pid as u64)
         .string(Some(ev.kernel.name()))
-        .long(ev.alloc_interval);
+        .long(ev.alloc_interval)
+        .long(rec.threads_seen());
     e.finish(out);
 }
 

@@ -16,8 +16,8 @@ use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
-pub use super::summary::{component_counts, event_line, summary};
-use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
+pub use super::summary::{component_counts, event_line, sampling_line, summary};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_with_samples_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
 use crate::text::{duration_ns, group, pct, ratio, Unit};
 
@@ -94,7 +94,7 @@ impl Tallies {
 /// The report's header and one data table (`hpm report --by class|field|space`).
 pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, Some(rec), cct, opts);
+    header(&mut out, Some(rec), cct, &tallies.threads, opts);
     if tallies.data.samples == 0 {
         out.push_str("\n(no sample has a data address: record with the agent's `data` option)\n");
     }
@@ -105,7 +105,7 @@ pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, op
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
 pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, rec, cct, opts);
+    header(&mut out, rec, cct, &tallies.threads, opts);
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
     let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
@@ -151,7 +151,8 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     out
 }
 
-fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, opts: &ReportOptions) {
+/// The `== hpm report ==` block; `threads` are the per-thread rows of the samples shown.
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[ThreadRow], opts: &ReportOptions) {
     let filtered = opts.filtered.as_ref();
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
@@ -183,18 +184,29 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, opts: &ReportOpt
                 kv("jvm", v);
             }
             // The JVM's events as samples: counted as events, with what they weigh.
-            let counted = match opts.unit {
+            let counted = |n: u64| match opts.unit {
                 Unit::Bytes | Unit::NsWaited => {
-                    format!("{} events ({})", group(cct.total_samples()), opts.unit.amount(cct.root().total_weight))
+                    format!("{} events ({})", group(n), opts.unit.amount(cct.root().total_weight))
                 }
-                _ => group(cct.total_samples()),
+                _ => group(n),
             };
-            kv("samples", format!("{counted}, {}", drops_line(rec)));
+            let samples = match filtered {
+                // What the filters kept, of what they were given; drops are the whole run's.
+                Some(f) => format!(
+                    "{} of {} (filter below); in the whole recording {}",
+                    counted(f.samples_kept),
+                    group(f.samples_before),
+                    drops_line(rec)
+                ),
+                None => format!("{}, {}", counted(cct.total_samples()), drops_line(rec)),
+            };
+            kv("samples", samples);
             if let Some(f) = filtered {
                 kv("filter", f.describe());
             }
-            if let Some(t) = threads_line(rec) {
-                kv("threads", t);
+            // The agent's exit summary says `threads seen`: the same count, named the same.
+            if let Some(t) = threads_with_samples_line(rec, threads) {
+                kv("threads with samples", t);
             }
         }
         None => {
