@@ -158,6 +158,9 @@ pub struct SampleFilter {
     pub thread: Option<Regex>,
     pub from: Option<TimePoint>,
     pub to: Option<TimePoint>,
+    /// `--no-idle`: leave out the parks of idle pool threads waiting for work
+    /// ([`crate::output::idle`]); applied by the loader, before `--event` makes samples of them.
+    pub no_idle: bool,
 }
 
 /// What a filter did, for the header line of a report and the notes of other commands.
@@ -205,7 +208,7 @@ impl SampleFilter {
                 return Err("--from is not before --to; give a range".into());
             }
         }
-        Ok(SampleFilter { thread, from, to })
+        Ok(SampleFilter { thread, from, to, no_idle: false })
     }
 
     /// True when the filter keeps everything.
