@@ -136,6 +136,12 @@ impl Processor {
                 wm as f64 / 1e6,
                 wp as f64 / 1e6
             ));
+            let retakes = self.inputs.events.park_retakes.load(std::sync::atomic::Ordering::Relaxed);
+            if retakes > 0 {
+                parts.push(format!(
+                    "Unsafe.park taken from hpm by another agent in this JVM (times: {retakes}; the parks while it had it are missing, see the lines above)"
+                ));
+            }
         }
         let slow = self.inputs.events.slow_stacks.load(std::sync::atomic::Ordering::Relaxed);
         if slow > 0 {
