@@ -49,6 +49,7 @@ pub fn main(a: Args) -> Result<(), String> {
     if filter.no_idle {
         hpm_core::output::idle::leave_out(&mut rec);
     }
+    filter.keep_lock_classes(&mut rec);
     if let Some(sel) = a.samples.event {
         // The JVM's events as the samples, weighted by bytes or time waited.
         if hpm_core::output::jvmevents::project(&mut rec, sel) == 0 {

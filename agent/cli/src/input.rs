@@ -32,11 +32,16 @@ pub(crate) struct SampleArgs {
     /// their own, `(idle: waiting for work)` (.jfr only)
     #[arg(long)]
     no_idle: bool,
+    /// Only the lock waits on monitors or park blockers whose class matches REGEX, e.g.
+    /// 'PriceCache' or 'ReentrantLock' (allocations stay) (.jfr only)
+    #[arg(long, value_name = "REGEX")]
+    lock_class: Option<String>,
 }
 
 impl SampleArgs {
     pub(crate) fn filter(&self) -> Result<SampleFilter, String> {
-        let mut f = SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())?;
+        let mut f = SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())?
+            .with_lock_class(self.lock_class.as_deref())?;
         f.no_idle = self.no_idle;
         Ok(f)
     }

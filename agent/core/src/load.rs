@@ -208,6 +208,9 @@ pub fn load_profile(
             let n = crate::output::idle::leave_out(&mut rec);
             notes.push(format!("--no-idle: {n} parks of idle pool threads waiting for work left out"));
         }
+        if let Some(n) = filter.keep_lock_classes(&mut rec) {
+            notes.push(format!("--lock-class: {n} lock waits of other classes left out"));
+        }
         if let Some(sel) = events {
             if crate::output::jvmevents::project(&mut rec, sel) == 0 {
                 return Err(format!(
