@@ -46,6 +46,10 @@ pub fn main(a: Args) -> Result<(), String> {
     let (mut rec, notes) =
         hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
+    if filter.no_idle {
+        hpm_core::output::idle::leave_out(&mut rec);
+    }
+    filter.keep_lock_classes(&mut rec);
     if let Some(sel) = a.samples.event {
         // The JVM's events as the samples, weighted by bytes or time waited.
         if hpm_core::output::jvmevents::project(&mut rec, sel) == 0 {

@@ -247,6 +247,13 @@ pub fn load_profile(
     }
     if is_jfr {
         let (mut rec, mut notes) = load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        if filter.no_idle {
+            let n = crate::output::idle::leave_out(&mut rec);
+            notes.push(format!("--no-idle: {n} parks of idle pool threads waiting for work left out"));
+        }
+        if let Some(n) = filter.keep_lock_classes(&mut rec) {
+            notes.push(format!("--lock-class: {n} lock waits of other classes left out"));
+        }
         if let Some(sel) = events {
             if crate::output::jvmevents::project(&mut rec, sel) == 0 {
                 return Err(format!(

@@ -606,6 +606,14 @@ impl Processor {
             inputs.sink.grow(self.stretched_free - free);
         }
         self.add_jvm_events();
+        // Another agent may have taken Unsafe.park from hpm's function since the last round.
+        if inputs.opts.lock.is_some() && !last {
+            if let Some(note) = inputs.vm.env().and_then(|env| inputs.events.keep_park(env)) {
+                if !inputs.opts.quiet {
+                    eprintln!("hpm: {note}");
+                }
+            }
+        }
         // Debug files found but refused while naming native frames (once per library).
         for note in self.resolver.symbolizer.take_notes() {
             if !inputs.opts.quiet {

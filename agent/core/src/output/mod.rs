@@ -9,6 +9,7 @@ pub mod collapsed;
 pub mod data;
 pub mod flame_html;
 pub mod flame_svg;
+pub mod idle;
 pub mod instructions;
 pub mod json;
 pub mod jvmevents;
