@@ -173,3 +173,24 @@ fn wall_at_1ms_attached_to_forty_threads_keeps_its_samples() {
         assert_kept(&rec, 40, worker, &what);
     }
 }
+
+/// A wall session's summary leaves out the VM components, which JVMTI's stacks cannot tell
+/// (it said `components: Unknown 100.00%`), and gives the samples' thread states: WallStates'
+/// four threads are each in one state throughout.
+#[test]
+fn wall_summary_gives_thread_states_not_components() {
+    for jdk in jdks() {
+        let what = format!("{} WallStates", jdk.name);
+        let dir = scratch(&format!("wall-summary-{}", jdk.name));
+        let opts = format!("event=wall,interval=10ms,file={}", dir.join("wall.jfr").display());
+        let run = run_java(&jdk, Some(&opts), &[], "WallStates", &["1"]);
+        run.assert_ok(&what);
+        let stderr = &run.stderr;
+        assert!(!stderr.contains("hpm: components:"), "{what}: a components line:\n{stderr}");
+        let states = stderr.lines().find_map(|l| l.strip_prefix("hpm: thread states: ")).unwrap_or_default();
+        eprintln!("{what}: {states}");
+        for state in ["runnable", "sleeping", "blocked_on_monitor_enter", "parked_timed"] {
+            assert!(states.contains(&format!("{state} ")), "{what}: no {state} in the states line:\n{stderr}");
+        }
+    }
+}

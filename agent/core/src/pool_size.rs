@@ -27,11 +27,14 @@ impl PoolSize {
     /// For a sampler that brings up to `per_second` samples a second to a processor whose
     /// rounds last `round_ns`: room for [`HELD_NS`] of samples (and 64 batches, as each thread
     /// may hold one partly filled), within [`MIN_BATCHES`]..=[`MAX_BATCHES`]; at the start,
-    /// room for a round of samples (and half a step), at least a [`STEP`].
+    /// room for a round of samples (and half a step), at least a [`STEP`], at most
+    /// [`MIN_BATCHES`]: a sampler slower than its nominal rate (the wall sampler's ticks wait
+    /// for running threads to reach a safepoint) would not use them, a faster one finds the
+    /// pool grown by the next round ([`to_grow`]).
     pub fn for_rate(per_second: u64, round_ns: u64) -> PoolSize {
         let within = |ns: u64| (u128::from(per_second) * u128::from(ns) / 1_000_000_000).min(u64::MAX as u128) as u64;
         let capacity = (batches_for(within(HELD_NS)) + 64).clamp(MIN_BATCHES, MAX_BATCHES);
-        let start = (batches_for(within(round_ns)) + STEP / 2).clamp(STEP, capacity);
+        let start = (batches_for(within(round_ns)) + STEP / 2).clamp(STEP, MIN_BATCHES.min(capacity));
         PoolSize { start, capacity }
     }
 }
@@ -69,12 +72,10 @@ mod tests {
         // The wall sampler at 1 ms: 16 stacks a tick, 16,000 a second: 4,800 held in 480
         // batches (and 64), 800 in a round's 80 batches (and 16) at the start.
         assert_eq!(PoolSize::for_rate(16_000, ROUND_NS), PoolSize { start: 96, capacity: 544 });
-        // At 100 us: 160,000 a second, bounded.
-        let fast = PoolSize::for_rate(160_000, ROUND_NS);
-        assert_eq!(fast.capacity, MAX_BATCHES);
-        assert!(fast.start <= fast.capacity);
+        // At 100 us: 160,000 a second, bounded; the start too (800 batches would be 80 MB).
+        assert_eq!(PoolSize::for_rate(160_000, ROUND_NS), PoolSize { start: MIN_BATCHES, capacity: MAX_BATCHES });
         // No overflow at absurd rates.
-        assert_eq!(PoolSize::for_rate(u64::MAX, u64::MAX), PoolSize { start: MAX_BATCHES, capacity: MAX_BATCHES });
+        assert_eq!(PoolSize::for_rate(u64::MAX, u64::MAX), PoolSize { start: MIN_BATCHES, capacity: MAX_BATCHES });
     }
 
     #[test]

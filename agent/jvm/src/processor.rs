@@ -591,11 +591,10 @@ impl Processor {
         if let Some(h) = inputs.sink.timer_queue.steal() {
             self.pending.push((h, 0));
         }
-        // The next round may bring as many batches as this one: a sampler faster than the
-        // start's allocation (the wall sampler on many threads) finds them within a round.
-        let grow = hpm_core::pool_size::to_grow(pool.free_batches(), self.pending.len() - before);
-        if grow > 0 {
-            inputs.sink.grow(grow);
+        let taken = self.pending.len() - before;
+        // While this round resolves, the samplers must find batches.
+        if pool.free_batches() < POOL_STEP / 2 {
+            inputs.sink.grow(POOL_STEP);
         }
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
@@ -605,10 +604,16 @@ impl Processor {
         // sample): a session without samples (`event=lock` in a program that never contends)
         // kept every code load, with its scopes, until its end.
         self.resolver.timeline.advance_to(watermark);
-        // Resolved batches are free again: what is missing for a stretched round is added.
+        // Resolved batches are free again: what is missing for a stretched round is added, and
+        // for a round that brings as many batches as this one (a sampler faster than the
+        // start's allocation, the wall sampler on many threads, finds them within a round).
         let free = pool.free_batches();
         if free < self.stretched_free && !last {
             inputs.sink.grow(self.stretched_free - free);
+        }
+        let grow = hpm_core::pool_size::to_grow(pool.free_batches(), taken);
+        if grow > 0 && !last {
+            inputs.sink.grow(grow);
         }
         self.add_jvm_events();
         // Debug files found but refused while naming native frames (once per library).
