@@ -15,7 +15,7 @@
 use crate::cct::{Cct, NodeId, PathHint};
 use crate::hash::IntMap;
 use crate::interned::{ByStack, StackInterner};
-use crate::model::{Frame, Recording, Sample, VmComponent};
+use crate::model::{Frame, Recording, Sample, StateIdx, VmComponent};
 use crate::output::stacks::StackTable;
 
 /// Threads whose last new stack's path is kept at most ([`TreeFeed::path_hints`]).
@@ -35,6 +35,8 @@ pub struct TreeFeed {
     pub stacks: StackTable,
     /// Samples per VM component, in the order first met.
     pub components: Vec<(VmComponent, u64)>,
+    /// Samples per thread state (wall-clock samples have one), in the order first met.
+    pub states: Vec<(StateIdx, u64)>,
     /// How the samples found their tree node (see [`Entered`]).
     pub entered: Entered,
     /// Whether `stacks` is filled: when a pprof or JSON output was asked for at the start, or
@@ -76,6 +78,7 @@ impl TreeFeed {
             cct,
             stacks,
             components: Vec::new(),
+            states: Vec::new(),
             entered: Entered::default(),
             keep_table,
             per_thread,
@@ -110,6 +113,12 @@ impl TreeFeed {
         match self.components.iter_mut().find(|(k, _)| *k == s.component) {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
+        }
+        if let Some(state) = s.state {
+            match self.states.iter_mut().find(|(k, _)| *k == state) {
+                Some(e) => e.1 += 1,
+                None => self.states.push((state, 1)),
+            }
         }
         // The thread and component are part of the key only where the node or entry depends on
         // them (a tree with thread roots, the stack table): a program that starts a thread per

@@ -244,6 +244,31 @@ fn summary_without_extras_prints_no_made_up_lines() {
     assert!(s.contains("hpm: 120 samples, none dropped"), "{s}");
 }
 
+/// A wall-clock profile's samples are unclassified (JVMTI does not say how a frame runs): its
+/// summary leaves the components out, where it said `Unknown 100.00%`, and gives the samples'
+/// thread states instead.
+#[test]
+fn a_wall_summary_gives_thread_states_not_unclassified_components() {
+    let mut rec = Recording::default();
+    rec.event.name = "wall".into();
+    let sleeping = rec.state_idx("STATE_SLEEPING");
+    let runnable = rec.state_idx("STATE_RUNNABLE");
+    let mut cct = Cct::default();
+    cct.add_stack(&["java.lang.Thread.sleep".to_string()], 4, 0, &[]);
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 4)]);
+    assert!(!s.contains("components"), "{s}");
+    let states = [(runnable, 1), (sleeping, 2), (sleeping, 1)];
+    assert_eq!(
+        crate::output::states_line(&rec, &states).as_deref(),
+        Some("sleeping 75.00%, runnable 25.00%"),
+        "largest first, without JFR's prefix, merged"
+    );
+    assert_eq!(crate::output::states_line(&rec, &[]), None, "a CPU profile has no states");
+    // A profile with classified samples keeps its line, its unclassified ones in it.
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 1), (VmComponent::Java, 3)]);
+    assert!(s.contains("hpm: components: Java 75.00%, Unknown 25.00%"), "{s}");
+}
+
 /// `cargo test -p hpm-core print_example_report -- --ignored --nocapture` shows the layout.
 #[test]
 #[ignore]

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::cct::Cct;
-use crate::model::{EventInfo, KernelMode, PeriodUnit, Recording, Sample, VmComponent};
+use crate::model::{EventInfo, KernelMode, PeriodUnit, Recording, Sample, StateIdx, VmComponent};
 
 use super::methods::method_rows;
 use super::threads::ThreadRow;
@@ -172,14 +172,38 @@ pub(crate) fn threads_with_samples_line(rec: &Recording, rows: &[ThreadRow]) -> 
     Some(format!("{} ({java} Java, {vm} VM) of {} seen", group(rows.len() as u64), group(seen)))
 }
 
-/// `Java 80.10%, GC 10.20%, ...` over the given counts.
+/// `Java 80.10%, GC 10.20%, ...` over the given counts; `None` without counts, or where no
+/// sample was classified (a wall-clock or `sampler=jvmti` profile: JVMTI does not say how a
+/// frame runs, and `Unknown 100.00%` says nothing).
 pub(crate) fn components_line(components: &[(VmComponent, u64)]) -> Option<String> {
     let v = sorted_components(components);
+    let all: u64 = v.iter().map(|(_, n)| n).sum();
+    if all == 0 || v.iter().all(|(c, _)| *c == VmComponent::Unknown) {
+        return None;
+    }
+    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+}
+
+/// `sleeping 30.00%, parked_timed 27.50%, ...`: the samples per thread state (a wall-clock
+/// profile's), largest first, named as the report's thread table names them; `None` where no
+/// sample has a state.
+pub fn states_line(rec: &Recording, states: &[(StateIdx, u64)]) -> Option<String> {
+    let mut v: Vec<(&str, u64)> = Vec::new();
+    for &(i, n) in states {
+        let name = rec.states.get(usize::from(i)).map_or("unknown", |s| s.as_str());
+        match v.iter_mut().find(|(x, _)| *x == name) {
+            Some((_, m)) => *m += n,
+            None => v.push((name, n)),
+        }
+    }
+    v.retain(|(_, n)| *n > 0);
     let all: u64 = v.iter().map(|(_, n)| n).sum();
     if all == 0 {
         return None;
     }
-    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let label = |s: &str| s.strip_prefix("STATE_").unwrap_or(s).to_ascii_lowercase();
+    Some(v.iter().map(|(s, n)| format!("{} {}", label(s), pct(*n, all))).collect::<Vec<_>>().join(", "))
 }
 
 /// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,
