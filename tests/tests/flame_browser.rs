@@ -265,23 +265,6 @@ fn hover_zoom_search_and_reset_in_chromium() {
     p.shot("6-search-zoomed");
 }
 
-/// A profile of `subs` x `chains` stacks, each `depth` frames below its subsystem, every frame
-/// name distinct: 1 + subs x (1 + chains x depth) frames. Chain `c` of subsystem `s` has
-/// `1 + c % 3` samples.
-pub fn wide_profile(subs: usize, chains: usize, depth: usize) -> String {
-    let mut out = String::new();
-    for s in 0..subs {
-        for c in 0..chains {
-            out.push_str(&format!("sub{s}"));
-            for d in 0..depth {
-                out.push_str(&format!(";s{s}.c{c}.f{d}"));
-            }
-            out.push_str(&format!(" {}\n", 1 + c % 3));
-        }
-    }
-    out
-}
-
 #[test]
 fn a_page_of_100_000_frames_answers_every_gesture() {
     let _one = ONE_BROWSER.lock().unwrap_or_else(|p| p.into_inner());
@@ -289,7 +272,7 @@ fn a_page_of_100_000_frames_answers_every_gesture() {
     std::fs::create_dir_all(&dir).unwrap();
     // 100 subsystems of 10 chains of 100 frames: 100,101 frames; each subsystem has 19 samples
     // (chains of 1, 2, 3, 1, 2, 3, 1, 2, 3, 1), 1,900 in all.
-    let html = flamegraph(&dir, "wide", &wide_profile(100, 10, 100));
+    let html = flamegraph(&dir, "wide", &hpm_tests::wide_collapsed(100, 10, 100));
     let mut browser = launch(&dir);
     browser.open(&html).unwrap_or_else(|e| panic!("{e}"));
     let mut p = Page { b: &mut browser, shots: dir.clone() };
