@@ -126,9 +126,15 @@ impl Page<'_> {
     /// The colour the canvas holds at `x` on `row`, 2 px below the row's top (above any label,
     /// below the hover outline): [r, g, b, alpha].
     fn pixel(&mut self, row: Row, x: f64) -> [u64; 4] {
+        self.pixel_at(row, x, 2.0)
+    }
+
+    /// The colour at `x` on `row`, `dy` pixels below the row's top (0: where the hovered frame's
+    /// outline is drawn).
+    fn pixel_at(&mut self, row: Row, x: f64, dy: f64) -> [u64; 4] {
         let js = format!(
             "(function () {{ const c = document.getElementById('fg'), r = c.getBoundingClientRect();
-               const d = c.getContext('2d').getImageData(Math.floor({x}), Math.floor({y} - r.top - {FRAME_H} / 2 + 2), 1, 1).data;
+               const d = c.getContext('2d').getImageData(Math.floor({x}), Math.floor({y} - r.top - {FRAME_H} / 2 + {dy}), 1, 1).data;
                return [d[0], d[1], d[2], d[3]]; }})()",
             y = row.y
         );
@@ -202,7 +208,13 @@ fn hover_zoom_search_and_reset_in_chromium() {
          return r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight; })()",
     );
     assert_eq!(tip_box.as_bool(), Some(true), "the tooltip is not inside the window");
+    // The hovered frame is outlined in black, and only while the mouse is on it.
+    let mid = (a + z) / 2.0 * row2.width;
+    assert_eq!(p.pixel_at(row2, mid, 0.0), [0, 0, 0, 255], "no outline on the hovered Hot.loop");
     p.shot("2-hover");
+    p.hover(row2, row2.width - 1.0);
+    assert_ne!(p.pixel_at(row2, mid, 0.0)[..3], [0, 0, 0], "Hot.loop keeps its outline after the mouse left it");
+    p.hover(row2, mid);
 
     // Click zooms: Hot.loop then spans the whole width, drawn and hit-tested at both edges, and
     // its child HashMap.get (25 of its 85 samples) 29.4% of it.
