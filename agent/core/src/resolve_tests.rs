@@ -1146,7 +1146,7 @@ fn a_counter_that_samples_itself_charges_only_where_it_counted() {
             for unit in 0..100 {
                 if faulting {
                     count += 1;
-                    if count % 100 == 0 {
+                    if count.is_multiple_of(100) {
                         events.push((0, 1u8, count));
                     }
                 }

@@ -407,7 +407,7 @@ impl Threads {
         let sampled: Vec<(u8, i32)> = events.sampled_members().filter(|&(_, f)| (f as usize) < MAX_FD).collect();
         self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
         for &(k, f) in &sampled {
-            self.fd_table[f as usize].store(slot + 1 | u32::from(k) << SOURCE_SHIFT, Ordering::Release);
+            self.fd_table[f as usize].store((slot + 1) | (u32::from(k) << SOURCE_SHIFT), Ordering::Release);
         }
         if let Err(e) = events.enable() {
             self.fd_table[fd as usize].store(0, Ordering::Release);
