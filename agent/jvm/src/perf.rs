@@ -700,6 +700,8 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
         }
     }
     let mut counters: Vec<EventDef> = opts.counters.clone();
+    // Counters whose own sampling perf refused: read with the samples only.
+    let mut interval_only: Vec<EventDef> = Vec::new();
     // A uprobe's samples are all in user mode, at the probed function.
     let mut sample_kernel = opts.kernel != Kernel::Off && event.probe.is_none();
     let mut kernel_denied = None;
@@ -712,6 +714,11 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
             KernelMode::Excluded
         };
         let mut spec = PerfSpec::new(event, period, counters.clone(), kernel);
+        for (c, p) in spec.counters.iter().zip(spec.counter_periods.iter_mut()) {
+            if interval_only.contains(c) {
+                *p = 0;
+            }
+        }
         if opts.sampler == options::Sampler::Chain {
             spec = spec.for_chain();
         }
@@ -761,8 +768,27 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                 notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
                 fallback = Some(why);
             }
+            Err((ev, e))
+                if e.is_unsupported()
+                    && counters.contains(&ev)
+                    && ev.own_sample_period().is_some()
+                    && !interval_only.contains(&ev) =>
+            {
+                // A PMU event that counts but cannot overflow (or a kernel that refuses it):
+                // counted with the samples, charged by the interval, and said so.
+                let os = std::io::Error::from_raw_os_error(e.errno);
+                notes.push(format!(
+                    "counter {} cannot sample itself ({os}); it is charged by the interval (the delta since the \
+                     thread's previous sample goes to the next sample's stack)",
+                    ev.name
+                ));
+                interval_only.push(ev);
+            }
             Err((ev, e)) if ev.hardware && e.is_unsupported() && counters.contains(&ev) => {
                 let os = std::io::Error::from_raw_os_error(e.errno);
+                // One line for it: not the line of the try without its own samples.
+                let tried = format!("counter {} cannot sample itself", ev.name);
+                notes.retain(|n| !n.starts_with(&tried));
                 notes.push(format!("counter {} is not available (no hardware PMU: {os}); it is not recorded", ev.name));
                 counters.retain(|c| *c != ev);
             }
