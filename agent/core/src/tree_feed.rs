@@ -134,7 +134,7 @@ impl TreeFeed {
         let timer = crate::phase_timing::Timer::start();
         if let Some((leaf, entry)) = self.seen.get(&s.stack, extra).filter(|_| memo) {
             self.entered.known += 1;
-            self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
+            self.cct.add_self_at(leaf, s.count(), s.weight, &s.counters);
             if self.keep_table {
                 self.stacks.add_to(entry, s);
             }

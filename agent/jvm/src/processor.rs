@@ -77,6 +77,8 @@ pub struct Inputs {
     pub opts: Options,
     pub event: EventInfo,
     pub counters: Vec<String>,
+    /// Per counter: its own samples' period, 0 if interval-attributed (`PerfSpec`).
+    pub counter_periods: Vec<u64>,
     pub start_wall_ns: u64,
     pub start_ticks: u64,
     pub sink: Arc<Sink>,
@@ -460,9 +462,11 @@ impl Processor {
             jvm: inputs.jvmti.system_property("java.vm.version").map(|v| format!("HotSpot {v}")).unwrap_or_default(),
             event: EventInfo { alloc_interval: inputs.opts.alloc.unwrap_or(0), ..inputs.event.clone() },
             counters: inputs.counters.clone(),
+            counter_periods: inputs.counter_periods.clone(),
             ..Default::default()
         };
         let mut resolver = SampleResolver::default();
+        resolver.counter_periods = inputs.counter_periods.clone();
         resolver.cpu_clock = Some(thread_cpu_ns);
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
         resolver.decode_instructions = inputs.opts.data;
@@ -787,6 +791,7 @@ impl Processor {
             ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
             ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
+            ("counter overflow whose group could not be read".into(), s.counter_unread.load(Ordering::Relaxed)),
             ("hpm's signal taken by another handler".into(), s.taken_lost.load(Ordering::Relaxed)),
             ("bridge marks dropped (queue full)".into(), inputs.live.dropped.load(Ordering::Relaxed)),
             ("JVM events dropped (queue full)".into(), inputs.events.dropped.load(Ordering::Relaxed)),

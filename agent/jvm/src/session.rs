@@ -377,6 +377,7 @@ impl Session {
             opts: opts.clone(),
             event: plan.event.clone(),
             counters: plan.spec.counters.iter().map(|c| c.name.to_string()).collect(),
+            counter_periods: plan.spec.counter_periods.clone(),
             start_wall_ns: plan.start_wall_ns,
             start_ticks,
             sink: sink.clone(),

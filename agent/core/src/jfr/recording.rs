@@ -201,6 +201,11 @@ impl Builder {
                         self.rec.counters.len() - 1
                     }
                 };
+                let how = c.metadata.annotation_value(&f.annotations, "jdk.jfr.Description").unwrap_or("");
+                if self.rec.counter_periods.len() <= slot {
+                    self.rec.counter_periods.resize(slot + 1, 0);
+                }
+                self.rec.counter_periods[slot] = crate::jfr::schema::counter_period_of(how);
                 counter_slots.push((f.name.clone(), slot));
             }
             for e in c.events_named("hpm.Sample") {

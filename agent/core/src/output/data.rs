@@ -168,7 +168,15 @@ impl DataTallies {
         let mut tables = Tables::new(rec.counters.len());
         for s in &rec.samples {
             let Some(d) = s.data.as_deref() else { continue };
-            tables.add(d.space, d.class.as_deref(), d.field.as_deref(), leaf_method(s), 1, s.weight, &s.counters);
+            tables.add(
+                d.space,
+                d.class.as_deref(),
+                d.field.as_deref(),
+                leaf_method(s),
+                s.count(),
+                s.weight,
+                &s.counters,
+            );
         }
         tables.finish()
     }

@@ -156,7 +156,9 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
     let filtered = opts.filtered.as_ref();
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
-        let _ = writeln!(out, "{:<11} {v}", format!("{k}:"));
+        // An empty key continues the line above.
+        let key = if k.is_empty() { String::new() } else { format!("{k}:") };
+        let _ = writeln!(out, "{key:<11} {v}");
     };
     match rec {
         Some(rec) => {
@@ -167,8 +169,11 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
             if let Some(k) = kernel_line(rec) {
                 kv("kernel", k);
             }
-            let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
+            let counters = if cct.counters.is_empty() { "none".to_string() } else { counters_line(rec) };
             kv("counters", counters);
+            for line in attributions(rec) {
+                kv("", line);
+            }
             if rec.start_wall_ns != 0 {
                 // What --from and --to take as a wall-clock time.
                 kv("start", crate::text::iso_utc(rec.start_wall_ns));
@@ -217,6 +222,37 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
             kv("samples", group(cct.total_samples()));
         }
     }
+}
+
+/// The counters, each marked with how its values came to their stacks: `sampled every N`
+/// (its own overflows) or `interval` (the delta since the thread's previous sample).
+fn counters_line(rec: &Recording) -> String {
+    let period = |i: usize| rec.counter_periods.get(i).copied().unwrap_or(0);
+    let mark = |i: usize| match period(i) {
+        0 => "interval".to_string(),
+        p => format!("sampled every {p}"),
+    };
+    rec.counters.iter().enumerate().map(|(i, c)| format!("{c} [{}]", mark(i))).collect::<Vec<_>>().join(", ")
+}
+
+/// One line per kind of attribution in use, saying what its mark means.
+fn attributions(rec: &Recording) -> Vec<String> {
+    let period = |i: usize| rec.counter_periods.get(i).copied().unwrap_or(0);
+    let mut out = Vec::new();
+    if (0..rec.counters.len()).any(|i| period(i) > 0) {
+        out.push(
+            "[sampled every N]: the counter's own overflow every N events interrupts the thread, and the count \
+             since its previous overflow is charged to the stack it interrupts"
+                .to_string(),
+        );
+    }
+    if (0..rec.counters.len()).any(|i| period(i) == 0) {
+        out.push(format!(
+            "[interval]: {}",
+            crate::model::counter_attribution(0).replacen("interval-attributed: ", "", 1)
+        ));
+    }
+    out
 }
 
 fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, sources: &IntMap<String, &str>) {

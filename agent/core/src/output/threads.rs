@@ -45,7 +45,7 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
             rows.len() - 1
         });
         let row = &mut rows[i];
-        row.samples += 1;
+        row.samples += s.count();
         row.weight = row.weight.saturating_add(s.weight);
         for (sum, v) in row.counters.iter_mut().zip(&s.counters) {
             *sum = sum.saturating_add(*v);
