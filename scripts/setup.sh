@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what hpm needs on a fresh machine (Debian): a JDK 17 with javac and jfr, Maven, a C
-# toolchain for Rust's linker, libc's debug symbols, Rust itself if missing, and nightly +
-# cargo-fuzz for fuzzing.
+# toolchain for Rust's linker, libc's debug symbols, Chromium (the flame graph page's test),
+# Rust itself if missing, and nightly + cargo-fuzz for fuzzing.
 # Idempotent: quick when all is there.
 set -euo pipefail
 
@@ -18,6 +18,9 @@ command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go
 # tests/tests/agent_native_names.rs: libc's internal functions (memset's variants) are named only
 # from its debug file, /usr/lib/debug/.build-id/NN/REST.debug.
 dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'install ok installed' || need+=(libc6-dbg)
+# tests/tests/flame_browser.rs: the flame graph page used in a real headless browser, driven
+# over the DevTools protocol on a pipe (no WebDriver, so no chromium-driver).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 python3 -c 'import jsonschema' 2>/dev/null || /usr/bin/python3 -c 'import jsonschema' 2>/dev/null || need+=(python3-jsonschema)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"

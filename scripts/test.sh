@@ -8,7 +8,7 @@ source scripts/setup.sh
 mkdir -p target
 
 # The patched JDK: built once per patch set and cached (jvm-patches/build.sh prints its home on
-# its last line). About 15 minutes on a fresh machine, nothing when the patch set is unchanged.
+# its last line). About 8 minutes on an idle 2-core machine, nothing when the patch set is unchanged.
 if [ "${HPM_SKIP_PATCHED_JDK:-0}" = 1 ]; then
   echo "test: NOT building the patched JDK (HPM_SKIP_PATCHED_JDK=1): its tests will print NOT RUN"
 elif home=$(bash jvm-patches/build.sh 2>target/jvm-patches-build.log | tail -n 1) && [ -x "$home/bin/java" ]; then

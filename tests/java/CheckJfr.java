@@ -14,6 +14,7 @@ import jdk.jfr.consumer.RecordingFile;
  *   frametype TYPE N            frame types over all ExecutionSample frames
  *   field EVENT.FIELD present   fields of the first event of each hpm.* type
  *   sum hpm.Sample.FIELD N      sum of a long field of hpm.Sample
+ *   own-samples N               hpm.Sample events of period 0: a counter's own overflow samples
  *   lines-positive N / lines-total N   Java frames with a line number > 0
  *   class-lines-positive N / class-lines-total N   the same for frames of the class named by
  *                               the second argument (hidden lambda classes have no line table)
@@ -29,6 +30,7 @@ public class CheckJfr {
         Map<String, Long> sums = new TreeMap<>();
         Map<String, String> fields = new TreeMap<>();
         java.util.Set<String> threads = new java.util.TreeSet<>();
+        long own = 0;
         long linesPositive = 0, linesTotal = 0, classPositive = 0, classTotal = 0, truncated = 0, maxDepth = 0;
         String cls = args.length > 1 ? args[1] : "";
         for (RecordedEvent e : RecordingFile.readAllEvents(Path.of(args[0]))) {
@@ -42,6 +44,7 @@ public class CheckJfr {
                     }
                 }
             }
+            if (name.equals("hpm.Sample") && e.getLong("period") == 0) own++;
             if (!name.equals("jdk.ExecutionSample")) continue;
             threads.add(e.getThread("sampledThread").getJavaName() + "/" + e.getThread("sampledThread").getOSThreadId());
             RecordedStackTrace st = e.getStackTrace();
@@ -67,6 +70,7 @@ public class CheckJfr {
         types.forEach((k, v) -> System.out.println("frametype " + k + " " + v));
         fields.forEach((k, v) -> System.out.println("field " + k + " " + v));
         sums.forEach((k, v) -> System.out.println("sum hpm.Sample." + k + " " + v));
+        System.out.println("own-samples " + own);
         System.out.println("lines-positive " + linesPositive);
         System.out.println("lines-total " + linesTotal);
         System.out.println("class-lines-positive " + classPositive);

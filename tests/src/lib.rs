@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 mod attachee;
+pub mod browser;
 pub mod measure;
 pub use attachee::{attach_ok, hpm, usage_error, Attachee};
 
@@ -434,4 +435,22 @@ pub fn hpm_compare_with(a: &Path, b: &Path, options: &[&str]) -> HashMap<String,
             Some((key.trim().to_string(), value.trim().trim_end_matches('%').parse().ok()?))
         })
         .collect()
+}
+
+/// A collapsed profile of `subs` x `chains` stacks, each `depth` frames below its subsystem,
+/// every frame name distinct: 1 + subs x (1 + chains x depth) frames. Chain `c` of subsystem `s` has
+/// `1 + c % 3` samples. The flame graph page's test and benchmark (tests/tests/flame_browser.rs,
+/// bench-flame) open it as a page of many frames.
+pub fn wide_collapsed(subs: usize, chains: usize, depth: usize) -> String {
+    let mut out = String::new();
+    for s in 0..subs {
+        for c in 0..chains {
+            out.push_str(&format!("sub{s}"));
+            for d in 0..depth {
+                out.push_str(&format!(";s{s}.c{c}.f{d}"));
+            }
+            out.push_str(&format!(" {}\n", 1 + c % 3));
+        }
+    }
+    out
 }

@@ -54,3 +54,77 @@ fn diff_of_two_runs_names_the_method_that_became_hot_first() {
         }
     }
 }
+
+/// Issue 51, item 4: recordings of the JVM's events alone (agent options `alloc`, `lock`, no
+/// CPU event) have no samples; `hpm diff` compares them on the events both have, without a
+/// flag, and its header names what the numbers are (bytes allocated, time waited), never
+/// "samples". Two recordings with both kinds: allocations, with a note naming `--event lock`.
+/// AllocLocks' lockers wait on HotLock three times as long as on ColdLock, so both show in the
+/// lock diff. (The choice is the CLI's, the same on every JDK: run on the first.)
+#[test]
+fn diff_of_event_recordings_compares_the_events_both_have_in_their_units() {
+    let jdk = &jdks()[0];
+    let dir = scratch("diff-events");
+    let record = |name: &str, event: &str, mode: &str| {
+        let jfr = dir.join(format!("{name}.jfr"));
+        let opts = format!("event={event},quiet,file={}", jfr.display());
+        run_java(jdk, Some(&opts), &[], "AllocLocks", &[mode, "1"]).assert_ok("AllocLocks");
+        jfr.display().to_string()
+    };
+    let (lock, alloc) = (record("lock", "lock", "lock"), record("alloc", "alloc", "alloc"));
+    let (both1, both2) = (record("both1", "alloc,lock", "both"), record("both2", "alloc,lock", "both"));
+    let (lock, alloc, both1, both2) = (lock.as_str(), alloc.as_str(), both1.as_str(), both2.as_str());
+    let diff = |args: &[&str]| {
+        let mut all = vec!["diff", "--top", "50"];
+        all.extend_from_slice(args);
+        let out = hpm(&all);
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status,
+        )
+    };
+    let header = |text: &str, side: &str| text.lines().find(|l| l.starts_with(side)).unwrap_or_default().to_string();
+
+    // Lock waits only in A, both kinds in B: the one kind they share, in time waited.
+    let (text, err, status) = diff(&[lock, both1]);
+    assert!(status.success(), "lock vs both: {err}");
+    for side in ["A:", "B:"] {
+        let h = header(&text, side);
+        assert!(h.ends_with(" waited)") && !h.contains("samples"), "lock vs both: header `{h}`\n{text}");
+    }
+    assert!(text.contains("B's share of its time waited minus A's"), "{text}");
+    assert!(text.contains("AllocLocks$HotLock"), "the monitor's class as the leaf:\n{text}");
+    assert!(err.is_empty(), "one shared kind needs no note: {err}");
+
+    // Both kinds in both: allocations, said, in bytes; --event lock picks the waits.
+    let (text, err, status) = diff(&[both1, both2]);
+    assert!(status.success(), "both vs both: {err}");
+    assert!(header(&text, "A:").ends_with(" allocated)"), "{text}");
+    assert!(err.contains("comparing alloc (bytes allocated); pick the other with --event lock"), "{err}");
+    let (text, _, status) = diff(&["--event", "lock", both1, both2]);
+    assert!(status.success() && header(&text, "B:").ends_with(" waited)"), "{text}");
+
+    // Nothing in common: the error says what each has.
+    let (_, err, status) = diff(&[alloc, lock]);
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("A has only alloc events, B has only lock events"), "{err}");
+
+    // `--event` is found at the top of `hpm diff --help`, before the output options.
+    let help = String::from_utf8_lossy(&hpm(&["diff", "--help"]).stdout).into_owned();
+    let (event, output) = (help.find("--event"), help.find("--output"));
+    assert!(event.is_some() && event < output, "--event before --output:\n{help}");
+
+    // The report and the flame graph say the same units.
+    let out = hpm(&["report", "--event", "lock", lock]);
+    let report = String::from_utf8_lossy(&out.stdout);
+    let samples = report.lines().find(|l| l.starts_with("samples:")).unwrap_or_default();
+    assert!(samples.contains(" events (") && samples.contains(" waited)"), "report: `{samples}`");
+    assert!(report.contains("== Top 20 methods by self ns waited =="), "{report}");
+    let html = dir.join("alloc.html");
+    let out = hpm(&["flamegraph", "--event", "alloc", alloc, "-o", html.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(" events, ") && err.contains(" allocated, "), "flamegraph: {err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("\"unit\":\"bytes allocated\""), "the page's unit");
+}

@@ -218,3 +218,63 @@ fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
         }
     }
 }
+
+/// Parks beside async-profiler's lock mode (issue 51, item 8). async-profiler re-registers
+/// `Unsafe.park` with its own hook at every start, calling the JVM's own function, which it
+/// found by tracing `Unsafe.registerNatives` (lockTracer.cpp): loaded after hpm, it took the
+/// park from hpm's hook without a word, and hpm recorded 0 parks. hpm now sees the takeover and
+/// takes the park back, calling the other agent's hook inside its own, and says so in the
+/// summary; loaded before hpm, it is found at hpm's start and called the same way. Truth by
+/// construction (AllocLocks `lock`): two threads take turns on a ReentrantLock holding it 1 ms,
+/// so one of them is nearly always parked: the parks add up to most of the run's wall time.
+/// async-profiler must keep its own lock samples too.
+#[test]
+fn parks_are_recorded_beside_async_profilers_lock_mode_in_either_order() {
+    let Some(ap) = async_profiler() else { return };
+    const SECONDS: f64 = 3.0;
+    for jdk in jdks() {
+        let dir = scratch(&format!("parks-beside-async-profiler-{}", jdk.name));
+        for order in ["hpm-first", "ap-first"] {
+            let (ap_out, hpm_out) = (dir.join(format!("{order}-ap.collapsed")), dir.join(format!("{order}.jfr")));
+            let ap_arg =
+                format!("-agentpath:{}=start,event=lock,lock=0,collapsed,file={}", ap.display(), ap_out.display());
+            let hpm_arg = format!("-agentpath:{}=event=lock,lock=0,file={}", agent_path().display(), hpm_out.display());
+            let agents = if order == "hpm-first" { [hpm_arg, ap_arg] } else { [ap_arg, hpm_arg] };
+            let mut cmd = std::process::Command::new(jdk.java());
+            cmd.args(&agents).arg("-cp").arg(workloads()).args(["AllocLocks", "lock", &SECONDS.to_string()]);
+            let run = run_command(cmd);
+            run.assert_ok(&format!("{}: AllocLocks beside async-profiler, {order}", jdk.name));
+            let (rec, _) = hpm_core::load::load_recording(&hpm_out).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+            let parked: f64 = rec
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind == JvmEventKind::ThreadPark
+                        && e.class.as_deref().is_some_and(|c| c.contains("ReentrantLock"))
+                })
+                .map(|e| e.duration as f64 / 1e9)
+                .sum();
+            let ap_samples = if ap_out.exists() { total(&read_collapsed(&ap_out)) } else { 0 };
+            let said: Vec<&str> =
+                run.stderr.lines().filter(|l| l.contains("Unsafe.park") && l.contains("another agent")).collect();
+            eprintln!(
+                "{}: {order}: hpm {parked:.2} s parked on the ReentrantLock of {SECONDS} s; async-profiler {ap_samples} \
+                 lock samples; hpm said {said:?}",
+                jdk.name
+            );
+            assert!(
+                parked >= 0.5 * SECONDS,
+                "{}: {order}: hpm recorded {parked:.2} s of parks beside async-profiler's lock mode, truth ~{SECONDS} s\n{}",
+                jdk.name,
+                run.stderr
+            );
+            assert!(ap_samples > 0, "{}: {order}: async-profiler lost its lock samples\n{}", jdk.name, run.stderr);
+            assert!(
+                !said.is_empty(),
+                "{}: {order}: hpm did not say who else hooks Unsafe.park\n{}",
+                jdk.name,
+                run.stderr
+            );
+        }
+    }
+}

@@ -55,21 +55,7 @@ fn flamegraph_html_is_self_contained_and_escaped() {
         let check = Command::new("node").arg(data("flame_dom_check.js")).arg(&out).output().unwrap();
         assert!(check.status.success(), "flame.js in node:\n{}{}", text(&check.stdout), text(&check.stderr));
     }
-    // Optional: a headless browser screenshot for eyeballing, when one is around.
-    for browser in ["chromium", "chromium-browser", "google-chrome"] {
-        let shot = scratch("small.png");
-        let ok = Command::new(browser)
-            .args(["--headless", "--disable-gpu", "--no-sandbox", "--window-size=1200,500"])
-            .arg(format!("--screenshot={}", shot.display()))
-            .arg(format!("file://{}", out.display()))
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if ok {
-            assert!(std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000), "screenshot is empty");
-            eprintln!("screenshot: {}", shot.display());
-            break;
-        }
-    }
+    // The page in a real browser (hover, zoom, search, reset): tests/tests/flame_browser.rs.
 }
 
 #[test]

@@ -65,6 +65,9 @@ fn report_from_an_iteration_leaves_warm_up_out() {
     assert!(ok, "{err}");
     assert!(cut.contains("Steady.run") && !cut.contains("Warm.up"), "{cut}");
     assert!(err.contains("20 samples kept, 30 before it left out"), "{err}");
+    // The header counts what the phase kept, of all (issue 51, item 10).
+    assert!(cut.contains("\nsamples:    20 of 50 (filter below); in the whole recording none dropped\n"), "{cut}");
+    assert!(cut.contains("\nfilter:     from phase `iteration=1` on; 20 of 50 samples kept\n"), "{cut}");
 
     let (ok, _, err) = report(&[jfr, "--from-phase=iteration=2"]);
     assert!(ok && err.contains("10 samples kept"), "{err}");

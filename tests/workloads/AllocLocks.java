@@ -9,6 +9,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * each: 4,096), {@code allocInts} 57 int[14] (72 bytes each: 4,104) per round; the bytes of each
  * site are printed at the end. Shares: 49.9%, 25.0%, 25.1%.
  *
+ * <p>{@code mixed SECONDS}: the same three sites, called in random order (each call one of the
+ * three, uniformly), so the bytes keep about those shares while no allocation pattern repeats:
+ * a sampler whose sampling points follow the program's own layout (the JDK's TLAB events: a new
+ * TLAB starts with the object that ended the last one) sees each class by its bytes only here.
+ *
  * <p>{@code lock SECONDS}: four threads take turns on one {@code HotLock} monitor holding it
  * 2 ms, two on one {@code ColdLock} monitor holding it 0.5 ms, none doing anything outside: each
  * monitor is always held, by one thread, while the others wait; so {@code HotLock} is waited
@@ -91,6 +96,22 @@ public class AllocLocks {
         System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
     }
 
+    static void allocateMixed(double seconds) {
+        CpuClock clock = new CpuClock(seconds);
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        int i = 0;
+        while (!clock.done()) {
+            for (int r = 0; r < 3000; r++, i++) {
+                switch (random.nextInt(3)) {
+                    case 0 -> allocLarge(i);
+                    case 1 -> allocSmall(i);
+                    default -> allocInts(i);
+                }
+            }
+        }
+        System.out.println("truth bytes allocLarge=" + large + " allocSmall=" + small + " allocInts=" + ints);
+    }
+
     /** Two threads taking turns on one monitor ({@code handoff}). */
     static final class Pair {
         final Object lock;
@@ -154,6 +175,10 @@ public class AllocLocks {
         double seconds = Double.parseDouble(args[1]);
         if (mode.equals("alloc")) {
             allocate(seconds);
+            return;
+        }
+        if (mode.equals("mixed")) {
+            allocateMixed(seconds);
             return;
         }
         long end = System.nanoTime() + (long) (seconds * 1e9);

@@ -18,7 +18,7 @@ pub struct Args {
     /// Weigh calling contexts by samples including callees (default: samples ending there)
     #[arg(long)]
     inclusive: bool,
-    /// Compare frame names as they are (default: async-profiler names normalised to ours)
+    /// Compare frame names as read (default: lambda numbers and hidden-class addresses dropped)
     #[arg(long)]
     exact_names: bool,
 }

@@ -46,6 +46,10 @@ pub fn main(a: Args) -> Result<(), String> {
     let (mut rec, notes) =
         hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
+    if filter.no_idle {
+        hpm_core::output::idle::leave_out(&mut rec);
+    }
+    filter.keep_lock_classes(&mut rec);
     if let Some(sel) = a.samples.event {
         // The JVM's events as the samples, weighted by bytes or time waited.
         if hpm_core::output::jvmevents::project(&mut rec, sel) == 0 {
@@ -58,8 +62,10 @@ pub fn main(a: Args) -> Result<(), String> {
     let stacks = StackTable::from_recording(&rec);
     let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
     hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
+    // The JVM's events are counted as events (their weights are in the file).
+    let counted = if a.samples.event.is_some() { "events" } else { "samples" };
     eprintln!(
-        "hpm: wrote {output} ({} samples, {} distinct stacks{filtered})",
+        "hpm: wrote {output} ({} {counted}, {} distinct stacks{filtered})",
         stacks.total_samples(),
         stacks.entries.len()
     );

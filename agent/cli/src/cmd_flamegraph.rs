@@ -75,17 +75,23 @@ pub fn main(a: Args) -> Result<(), String> {
         }
         s
     });
+    let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
     let text = match format {
-        Format::Html => flame_html(&loaded.cct, &HtmlOptions { title, subtitle, by, ..Default::default() }),
-        Format::Svg => flame_svg(&loaded.cct, &SvgOptions { title, subtitle, by, ..Default::default() }),
+        Format::Html => flame_html(&loaded.cct, &HtmlOptions { title, subtitle, by, unit, ..Default::default() }),
+        Format::Svg => flame_svg(&loaded.cct, &SvgOptions { title, subtitle, by, unit, ..Default::default() }),
         Format::Collapsed => to_collapsed(&loaded.cct, by),
     };
     hpm_core::outfile::write(output, text.as_bytes()).map_err(|e| e.to_string())?;
     let filtered = loaded.filtered.as_ref().map(|f| format!("; {}", f.describe())).unwrap_or_default();
-    eprintln!(
-        "hpm: wrote {output} ({} samples, {} frames{filtered})",
-        loaded.cct.total_samples(),
-        loaded.cct.nodes.len().saturating_sub(1)
-    );
+    // The JVM's events are counted as events, and said with what they weigh.
+    let counted = match a.samples.event {
+        Some(_) => format!(
+            "{} events, {}",
+            hpm_core::text::group(loaded.cct.total_samples()),
+            unit.amount(loaded.cct.root().total_weight)
+        ),
+        None => format!("{} samples", hpm_core::text::group(loaded.cct.total_samples())),
+    };
+    eprintln!("hpm: wrote {output} ({counted}, {} frames{filtered})", loaded.cct.nodes.len().saturating_sub(1));
     Ok(())
 }

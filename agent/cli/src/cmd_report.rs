@@ -61,8 +61,15 @@ pub fn main(a: Args) -> Result<(), String> {
     let top = a.top.unwrap_or(20);
     // The JVM's events are counted by what they weigh (bytes, ns waited), as flame graphs draw them.
     let by = if a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
-    let opts =
-        ReportOptions { top, min_percent: a.min_percent, threads: a.threads, filtered: input.filtered.clone(), by };
+    let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
+    let opts = ReportOptions {
+        top,
+        min_percent: a.min_percent,
+        threads: a.threads,
+        filtered: input.filtered.clone(),
+        by,
+        unit,
+    };
     match (a.by, input.rec.as_ref()) {
         (Some(by), Some(rec)) => print!("{}", terminal_safe(&data_report(rec, &input.cct, &input.tallies, by, &opts))),
         (Some(_), None) => return Err(format!("--by needs a .jfr recording: `{}` has no data addresses", a.file)),

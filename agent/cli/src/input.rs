@@ -25,13 +25,25 @@ pub(crate) struct SampleArgs {
     /// The JVM's events instead of the CPU samples, weighted by bytes or time waited (agent
     /// options `alloc`, `lock`; JFR's own events too): alloc, lock (monitor enters and parks),
     /// monitor or park (.jfr only)
-    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse)]
+    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse, display_order = 0)]
     pub(crate) event: Option<hpm_core::output::jvmevents::EventSel>,
+    /// Leave out the parks of idle pool threads waiting for work (ThreadPoolExecutor.getTask,
+    /// ForkJoinPool.awaitWork, Jetty's idle threads), which by default are summed in a row of
+    /// their own, `(idle: waiting for work)` (.jfr only)
+    #[arg(long)]
+    no_idle: bool,
+    /// Only the lock waits on monitors or park blockers whose class matches REGEX, e.g.
+    /// 'PriceCache' or 'ReentrantLock' (allocations stay) (.jfr only)
+    #[arg(long, value_name = "REGEX")]
+    lock_class: Option<String>,
 }
 
 impl SampleArgs {
     pub(crate) fn filter(&self) -> Result<SampleFilter, String> {
-        SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())
+        let mut f = SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())?
+            .with_lock_class(self.lock_class.as_deref())?;
+        f.no_idle = self.no_idle;
+        Ok(f)
     }
 }
 

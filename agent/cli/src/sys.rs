@@ -1,6 +1,6 @@
-//! The raw system calls of `hpm attach`, each wrapped once and checked: descriptors come back
-//! owned, failures as `io::Error`. attach.rs holds the protocol and the policy; nothing else in
-//! the CLI calls libc for it.
+//! The raw system calls of `hpm attach` and `hpm run`, each wrapped once and checked:
+//! descriptors come back owned, failures as `io::Error`. attach.rs and cmd_run.rs hold the
+//! protocol and the policy; nothing else in the CLI calls libc for them.
 
 use std::ffi::CString;
 use std::fs::File;
@@ -222,4 +222,93 @@ pub fn kill(pid: u32, sig: i32) -> std::io::Result<()> {
         return Err(os_error());
     }
     Ok(())
+}
+
+/// Signals held back from their default action in this thread, to be taken one at a time with
+/// [`HeldSignals::next`] (`hpm run` passes them on to the JVM). A child started afterwards
+/// does not inherit the mask: std's `Command` empties it in the child before exec.
+pub struct HeldSignals {
+    set: libc::sigset_t,
+}
+
+/// One signal taken: its number, and whether the kernel sent it (`SI_KERNEL`: a terminal's
+/// Ctrl-C or Ctrl-\\, which reached the terminal's whole foreground process group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    pub signal: i32,
+    pub from_kernel: bool,
+}
+
+impl HeldSignals {
+    /// Blocks `signals` in the calling thread (hpm's only thread when `hpm run` calls it).
+    pub fn hold(signals: &[i32]) -> std::io::Result<HeldSignals> {
+        // SAFETY: sigset_t is plain data; sigemptyset initialises it before any other use.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid sigset_t; the signal numbers are libc's constants.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            for &s in signals {
+                libc::sigaddset(&mut set, s);
+            }
+        }
+        // SAFETY: a valid set, no old mask wanted.
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+        Ok(HeldSignals { set })
+    }
+
+    /// Waits for the next of the held signals (`sigwaitinfo`; an interruption is waited through).
+    pub fn next(&self) -> std::io::Result<Taken> {
+        loop {
+            // SAFETY: siginfo_t is plain data, filled by the kernel.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid set of signals blocked in this thread and a siginfo_t to fill.
+            let signal = unsafe { libc::sigwaitinfo(&self.set, &mut info) };
+            if signal > 0 {
+                return Ok(Taken { signal, from_kernel: info.si_code == libc::SI_KERNEL });
+            }
+            let e = os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// For a child between fork and exec (async-signal-safe): the kernel sends it `signal` when
+/// its parent, process `parent`, ends (`PR_SET_PDEATHSIG`); if `parent` has already ended, it
+/// sends it itself now.
+pub fn end_with_parent(parent: libc::pid_t, signal: i32) -> std::io::Result<()> {
+    // SAFETY: prctl with an option and a signal number; no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(os_error());
+    }
+    // SAFETY: getppid cannot fail; raise with a signal number.
+    if unsafe { libc::getppid() } != parent {
+        // SAFETY: as above.
+        unsafe { libc::raise(signal) };
+    }
+    Ok(())
+}
+
+/// This process's id.
+pub fn pid() -> libc::pid_t {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// The name of a signal, for messages (`SIGTERM`), or its number.
+pub fn signal_name(signal: i32) -> String {
+    let known = [
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGKILL, "SIGKILL"),
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGABRT, "SIGABRT"),
+        (libc::SIGTERM, "SIGTERM"),
+    ];
+    known.iter().find(|(n, _)| *n == signal).map_or_else(|| format!("signal {signal}"), |(_, name)| name.to_string())
 }

@@ -322,7 +322,7 @@ impl Cct {
 
     pub fn add_sample(&mut self, rec: &Recording, s: &Sample, per_thread: bool) {
         let root = per_thread.then(|| thread_frame_name(rec, s.thread));
-        self.add_sample_at(rec, s, root.as_deref(), 1, s.weight, &s.counters, &mut MethodNames::default());
+        self.add_sample_at(rec, s, root.as_deref(), s.count(), s.weight, &s.counters, &mut MethodNames::default());
     }
 
     /// Adds `samples` samples of `s`'s stack (their weight and counters summed) under a root
@@ -438,7 +438,7 @@ impl Cct {
             self.nodes[cur as usize].kinds |= kind_bit(f.kind);
         }
         // The hint may go on past this stack: its frames beyond are still a path from there.
-        self.add_self_at(cur, 1, s.weight, &s.counters);
+        self.add_self_at(cur, s.count(), s.weight, &s.counters);
         cur
     }
 
@@ -461,7 +461,7 @@ impl Cct {
             cur = self.child_by_name_id(cur, id);
             self.nodes[cur as usize].kinds |= kind_bit(f.kind);
         }
-        self.add_self_at(cur, 1, s.weight, &s.counters);
+        self.add_self_at(cur, s.count(), s.weight, &s.counters);
         cur
     }
 
@@ -482,7 +482,7 @@ impl Cct {
 
     /// Adds a sample under a root frame of its own (`root`: a name with no kind of code).
     pub fn add_sample_under(&mut self, rec: &Recording, s: &Sample, root: &str) {
-        self.add_sample_at(rec, s, Some(root), 1, s.weight, &s.counters, &mut MethodNames::default());
+        self.add_sample_at(rec, s, Some(root), s.count(), s.weight, &s.counters, &mut MethodNames::default());
     }
 
     /// The tree of a recording; with `per_thread`, one subtree per thread, bounded by
@@ -602,7 +602,7 @@ pub fn group_samples(samples: &[Sample], per_thread: bool) -> Vec<SampleGroup> {
             groups.len() - 1
         });
         let g = &mut groups[g];
-        g.samples += 1;
+        g.samples += s.count();
         g.weight = g.weight.saturating_add(s.weight);
         crate::model::add_counters(&mut g.counters, &s.counters);
     }

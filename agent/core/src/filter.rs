@@ -158,6 +158,12 @@ pub struct SampleFilter {
     pub thread: Option<Regex>,
     pub from: Option<TimePoint>,
     pub to: Option<TimePoint>,
+    /// `--no-idle`: leave out the parks of idle pool threads waiting for work
+    /// ([`crate::output::idle`]); applied by the loader, before `--event` makes samples of them.
+    pub no_idle: bool,
+    /// `--lock-class REGEX`: only the lock waits (monitor enters, parks) whose monitor's or
+    /// blocker's class matches; applied by the loader with `no_idle` ([`SampleFilter::keep_lock_classes`]).
+    pub lock_class: Option<Regex>,
 }
 
 /// What a filter did, for the header line of a report and the notes of other commands.
@@ -170,12 +176,17 @@ pub struct Applied {
     /// The range as offsets from the recording's start, in nanoseconds.
     pub from_ns: Option<u64>,
     pub to_ns: Option<u64>,
+    /// `--from-phase`: the phase marker the samples were kept from (`NAME` or `NAME=INDEX`).
+    pub phase: Option<String>,
 }
 
 impl Applied {
     /// `threads matching `worker` (2 of 5), from 2.5 s to 4 s; 1,234 of 5,000 samples kept`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(spec) = &self.phase {
+            parts.push(format!("from phase `{spec}` on"));
+        }
         if let Some((re, matched, of)) = &self.threads {
             parts.push(format!("threads matching `{re}` ({matched} of {of})"));
         }
@@ -205,7 +216,30 @@ impl SampleFilter {
                 return Err("--from is not before --to; give a range".into());
             }
         }
-        Ok(SampleFilter { thread, from, to })
+        Ok(SampleFilter { thread, from, to, no_idle: false, lock_class: None })
+    }
+
+    /// Adds `--lock-class REGEX` (bounded as `--thread` is).
+    pub fn with_lock_class(mut self, re: Option<&str>) -> Result<SampleFilter, String> {
+        self.lock_class = re.map(|p| compile_thread_pattern_for("--lock-class", p)).transpose()?;
+        Ok(self)
+    }
+
+    /// `--lock-class`: drops the lock waits whose class (`[no blocker]` for a park without one)
+    /// does not match; allocations stay. Each class name is matched once, not once per event.
+    /// Returns how many were dropped (None without the flag).
+    pub fn keep_lock_classes(&self, rec: &mut Recording) -> Option<usize> {
+        let re = self.lock_class.as_ref()?;
+        let mut seen: std::collections::HashMap<usize, bool> = std::collections::HashMap::new();
+        let before = rec.events.len();
+        rec.events.retain(|e| {
+            if e.kind == crate::model::JvmEventKind::Allocation {
+                return true;
+            }
+            let id = e.class.as_ref().map_or(0, |c| std::sync::Arc::as_ptr(c) as *const u8 as usize);
+            *seen.entry(id).or_insert_with(|| re.is_match(e.class.as_deref().unwrap_or("[no blocker]")))
+        });
+        Some(before - rec.events.len())
     }
 
     /// True when the filter keeps everything.
@@ -248,6 +282,7 @@ impl SampleFilter {
             threads,
             from_ns: from.map(offset),
             to_ns: to.map(offset),
+            phase: None,
         }))
     }
 

@@ -139,3 +139,30 @@ fn bad_flags_are_one_line_errors() {
     assert!(SampleFilter::new(None, Some("soon"), None).unwrap_err().starts_with("--from `soon` is not a time"));
     assert!(SampleFilter::new(None, None, Some("x")).unwrap_err().starts_with("--to `x`"));
 }
+
+#[test]
+fn lock_class_keeps_the_matching_lock_waits_and_every_allocation() {
+    use crate::model::{JvmEvent, JvmEventKind};
+    let mut rec = Recording::default();
+    let stack: crate::model::Stack = std::sync::Arc::from(Vec::new());
+    for (kind, class) in [
+        (JvmEventKind::MonitorEnter, Some("app.PriceCache")),
+        (JvmEventKind::ThreadPark, Some("java.util.concurrent.locks.ReentrantLock$NonfairSync")),
+        (JvmEventKind::ThreadPark, None),
+        (JvmEventKind::Allocation, Some("byte[]")),
+    ] {
+        let mut e = JvmEvent::of(kind, stack.clone());
+        e.class = class.map(Into::into);
+        rec.events.push(e);
+    }
+    let f = SampleFilter::new(None, None, None).unwrap().with_lock_class(Some("PriceCache|no blocker")).unwrap();
+    assert_eq!(f.keep_lock_classes(&mut rec), Some(1));
+    let kept: Vec<Option<&str>> = rec.events.iter().map(|e| e.class.as_deref()).collect();
+    assert_eq!(kept, [Some("app.PriceCache"), None, Some("byte[]")]);
+    assert!(SampleFilter::new(None, None, None)
+        .unwrap()
+        .with_lock_class(Some("("))
+        .unwrap_err()
+        .starts_with("--lock-class"));
+    assert_eq!(SampleFilter::default().keep_lock_classes(&mut rec), None);
+}

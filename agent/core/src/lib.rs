@@ -35,6 +35,7 @@ pub mod outfile;
 pub mod output;
 pub mod perf_record;
 pub mod phase_timing;
+pub mod pool_size;
 pub mod resolve;
 #[cfg(test)]
 mod scratch_tests;

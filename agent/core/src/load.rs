@@ -70,8 +70,9 @@ impl std::error::Error for LoadError {}
 
 /// A recording read from a `.jfr` file, with the warnings to show (an incomplete last chunk).
 pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError> {
-    let ReadRecording { recording, lost } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
-    let notes = lost.map(|t| format!("{}: {t}", path.display())).into_iter().collect();
+    let ReadRecording { recording, lost, notes } = crate::jfr::read_recording(path).map_err(LoadError::from_jfr)?;
+    let notes =
+        lost.map(|t| t.to_string()).into_iter().chain(notes).map(|n| format!("{}: {n}", path.display())).collect();
     Ok((recording, notes))
 }
 
@@ -124,7 +125,7 @@ impl fmt::Display for CollapsedError {
 pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, CollapsedError)> {
     let mut cct = Cct::default();
     let mut total = 0u64;
-    let mut frames: Vec<&str> = Vec::new();
+    let mut frames: Vec<(std::borrow::Cow<str>, u8)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let format = |m: String| (i + 1, CollapsedError::Format(m));
         let line = line.trim_end();
@@ -147,14 +148,56 @@ pub fn parse_collapsed(text: &str) -> Result<Cct, (usize, CollapsedError)> {
                 let n = stack.split(';').filter(|f| !f.is_empty()).count();
                 return Err((i + 1, CollapsedError::Limit(LimitError::StackTooDeep { frames: n as u64 })));
             }
-            frames.push(f);
+            frames.push(collapsed_frame(f));
         }
         if frames.is_empty() {
             return Err(format("empty stack".into()));
         }
-        cct.add_stack(&frames, count, count, &[]);
+        cct.add_path_kinds(frames.iter().map(|(n, k)| (n.as_ref(), *k)), count, count, &[]);
     }
     Ok(cct)
+}
+
+/// A frame of collapsed stacks as hpm names it, with the kind of code it ran as when the name
+/// says. async-profiler writes Java classes in their internal form (`java/util/Arrays.copyOf`)
+/// and, with `ann` or for kernel code, a type after the name: `_[j]` JIT compiled, `_[1]`
+/// compiled by C1, `_[i]` inlined, `_[0]` interpreted, `_[k]` kernel. Read as hpm's own names
+/// (`java.util.Arrays.copyOf`, `finish_task_switch.isra.0`) with the type as the frame's kind,
+/// a report shows one name per method and a diff against hpm's recording lines up. A hidden
+/// class's `/0x…` stays, as the JVM (and hpm) name it; names hpm writes read back unchanged.
+pub fn collapsed_frame(f: &str) -> (std::borrow::Cow<'_, str>, u8) {
+    use crate::cct::kind_bit;
+    use crate::model::FrameKind;
+    const TYPES: [(&str, FrameKind); 5] = [
+        ("_[j]", FrameKind::JitCompiled),
+        ("_[1]", FrameKind::JitCompiled),
+        ("_[i]", FrameKind::Inlined),
+        ("_[0]", FrameKind::Interpreted),
+        ("_[k]", FrameKind::Kernel),
+    ];
+    let typed = TYPES.iter().find_map(|(suffix, k)| f.strip_suffix(suffix).map(|n| (n, *k)));
+    let (name, kind) = match typed {
+        Some((n, k)) if !n.is_empty() => (n, Some(k)),
+        _ => (f, None),
+    };
+    let java = match kind {
+        Some(k) => k.is_java(),
+        None => crate::output::frame_family(name) == crate::output::FrameFamily::Java,
+    };
+    let bits = kind.map_or(0, kind_bit);
+    if !java || !name.contains('/') || name.starts_with('/') {
+        return (name.into(), bits);
+    }
+    // Slashes of the package path become dots; a hidden class's `/0x` address stays.
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(i) = rest.find('/') {
+        out.push_str(&rest[..i]);
+        out.push(if rest[i + 1..].starts_with("0x") { '/' } else { '.' });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    (out.into(), bits)
 }
 
 /// Extensions read as collapsed stacks.
@@ -204,15 +247,23 @@ pub fn load_profile(
     }
     if is_jfr {
         let (mut rec, mut notes) = load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        if filter.no_idle {
+            let n = crate::output::idle::leave_out(&mut rec);
+            notes.push(format!("--no-idle: {n} parks of idle pool threads waiting for work left out"));
+        }
+        if let Some(n) = filter.keep_lock_classes(&mut rec) {
+            notes.push(format!("--lock-class: {n} lock waits of other classes left out"));
+        }
         if let Some(sel) = events {
             if crate::output::jvmevents::project(&mut rec, sel) == 0 {
                 return Err(format!(
                     "--event: `{path}` has no such events; record allocations with the agent option `alloc` and \
-                     lock waits with `lock` (or JFR's jdk.ObjectAllocationSample, jdk.JavaMonitorEnter, \
-                     jdk.ThreadPark)"
+                     lock waits with `lock` (or JFR's jdk.ObjectAllocationSample, \
+                     jdk.ObjectAllocationInNewTLAB/OutsideTLAB, jdk.JavaMonitorEnter, jdk.ThreadPark)"
                 ));
             }
         }
+        let before_phase = rec.samples.len() as u64;
         if let Some(spec) = from_phase {
             let phases = crate::jfr::marks::read_phases(p).map_err(|e| format!("cannot load recording: {e}"))?;
             let left_out = crate::jfr::marks::cut_from_phase(&mut rec.samples, &phases, spec)
@@ -222,7 +273,21 @@ pub fn load_profile(
                 rec.samples.len()
             ));
         }
-        let filtered = filter.apply(&mut rec)?;
+        let mut filtered = filter.apply(&mut rec)?;
+        if let Some(spec) = from_phase {
+            // The phase is a filter too: the header counts the samples it kept of all.
+            let kept = rec.samples.len() as u64;
+            let a = filtered.get_or_insert(Applied {
+                samples_before: 0,
+                samples_kept: kept,
+                threads: None,
+                from_ns: None,
+                to_ns: None,
+                phase: None,
+            });
+            a.samples_before = before_phase;
+            a.phase = Some(spec.to_string());
+        }
         let cct = match data_root {
             Some(by) => crate::output::data::cct_by(&rec, by),
             None => Cct::from_recording(&rec, threads),
@@ -293,6 +358,45 @@ mod tests {
         ] {
             assert_eq!(is_jfr_path(Path::new(p)), jfr, "{p}");
         }
+    }
+
+    #[test]
+    fn async_profilers_frames_read_as_hpm_names_them() {
+        use crate::cct::kind_bit;
+        use crate::model::FrameKind;
+        let name = |f: &str| {
+            let (n, k) = collapsed_frame(f);
+            (n.into_owned(), k)
+        };
+        assert_eq!(name("java/util/Arrays.copyOf"), ("java.util.Arrays.copyOf".into(), 0));
+        assert_eq!(name("java/lang/Thread.run_[j]"), ("java.lang.Thread.run".into(), kind_bit(FrameKind::JitCompiled)));
+        assert_eq!(name("Shares.a_[i]"), ("Shares.a".into(), kind_bit(FrameKind::Inlined)));
+        assert_eq!(name("Main.main_[0]"), ("Main.main".into(), kind_bit(FrameKind::Interpreted)));
+        assert_eq!(name("java/lang/Math.sin_[1]"), ("java.lang.Math.sin".into(), kind_bit(FrameKind::JitCompiled)));
+        assert_eq!(
+            name("finish_task_switch.isra.0_[k]"),
+            ("finish_task_switch.isra.0".into(), kind_bit(FrameKind::Kernel))
+        );
+        // A hidden class keeps its address as the JVM writes it.
+        assert_eq!(
+            name("java/lang/invoke/LambdaForm$MH/0x0000000800c0b000.invoke_[j]"),
+            ("java.lang.invoke.LambdaForm$MH/0x0000000800c0b000.invoke".into(), kind_bit(FrameKind::JitCompiled))
+        );
+        // hpm's own names, native code and paths read back unchanged.
+        for same in [
+            "java.util.HashMap.get",
+            "Foo$$Lambda/0x0000000800c0b000.run",
+            "os::javaTimeNanos",
+            "/usr/lib/libc.so.6",
+            "[GC]",
+            "__memmove_avx_unaligned_erms",
+            "_[k]",
+        ] {
+            assert_eq!(name(same), (same.to_string(), 0), "{same}");
+        }
+        // A tree of both lines up: one node per method.
+        let c = parse_collapsed("java/lang/Thread.run_[j];A.f_[i] 2\njava.lang.Thread.run;A.f 3\n").unwrap();
+        assert_eq!(c.nodes.len(), 3, "{:?}", c.leaf_stacks());
     }
 
     #[test]

@@ -198,7 +198,9 @@ pub struct Sample {
     /// Amount of the sampling event this sample stands for (the period: ns for clock events,
     /// event counts otherwise).
     pub weight: u64,
-    /// Counter deltas since the thread's previous sample, aligned with `Recording::counters`.
+    /// Counter values aligned with `Recording::counters`: deltas since the thread's previous
+    /// sample (interval-attributed counters), or a sampled counter's count since its own
+    /// previous overflow sample ([`Recording::counter_periods`]).
     pub counters: Vec<u64>,
     /// Data address, for events that report one (page faults, precise memory events).
     pub data_addr: Option<u64>,
@@ -230,6 +232,33 @@ impl Sample {
             component: VmComponent::Java,
             state: None,
         }
+    }
+
+    /// A counter's own overflow sample (see [`Recording::counter_periods`]): it carries that
+    /// counter's count since its previous one and none of the sampling event (weight 0).
+    pub fn is_counter_sample(&self) -> bool {
+        self.weight == 0 && self.counters.iter().any(|&c| c > 0)
+    }
+
+    /// How many samples of the sampling event this one is: 1, or 0 for a counter's own
+    /// sample, which adds to the counter's column and to no sample count.
+    pub fn count(&self) -> u64 {
+        u64::from(!self.is_counter_sample())
+    }
+}
+
+/// How a counter's values came to their stacks, from its period in
+/// [`Recording::counter_periods`]: one line for report headers and the JFR field's description.
+pub fn counter_attribution(period: u64) -> String {
+    if period > 0 {
+        format!(
+            "sampled: its own overflow every {period} events interrupts the thread, and the count since its \
+             previous overflow is charged to the stack it interrupts"
+        )
+    } else {
+        "interval-attributed: the delta since the thread's previous sample is charged to the next sample's \
+         stack (right on average only where behaviour changes slowly against the interval)"
+            .to_string()
     }
 }
 
@@ -709,8 +738,16 @@ pub struct Recording {
     pub event: EventInfo,
     /// Names of the counters read with every sample (`task-clock`, `page-faults`, `cycles`...).
     pub counters: Vec<String>,
+    /// Per counter (aligned with `counters`; missing: 0): the period of its own overflow
+    /// samples, each charged to the stack it interrupted ([`Sample::is_counter_sample`]), or 0
+    /// for a counter whose delta since the thread's previous sample is charged to the next
+    /// sample (interval-attributed: clocks, `sampler=chain`, files of older versions).
+    pub counter_periods: Vec<u64>,
     pub methods: MethodTable,
     pub threads: Vec<ThreadInfo>,
+    /// Threads the profiler saw, with samples or not (`hpm.Config`'s `threadsSeen`); 0 when
+    /// the source does not say: [`Recording::threads_seen`] falls back on `threads`.
+    pub threads_seen: u64,
     /// Names of the thread states that [`Sample::state`] refers to, as the recording names them
     /// (empty when no sample has a state).
     pub states: Vec<String>,
@@ -754,6 +791,12 @@ impl Recording {
         }
         self.states.push(name.to_string());
         (self.states.len() - 1) as StateIdx
+    }
+
+    /// Threads the profiler saw, with samples or not: the agent lists every thread it saw, a
+    /// JFR file only those its events name, and says how many were seen besides.
+    pub fn threads_seen(&self) -> u64 {
+        self.threads_seen.max(self.threads.len() as u64)
     }
 
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {

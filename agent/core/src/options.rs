@@ -42,6 +42,23 @@ pub struct EventDef {
     pub probe: Option<&'static [&'static str]>,
 }
 
+impl EventDef {
+    /// As a `counters=` member: the period of its own overflow samples, for an event that can
+    /// sample itself (a software event counted where it happens: page-faults, context-switches;
+    /// a PMU event: cache-misses, branch-misses...), each sample taken at the event itself and
+    /// charged to the stack it interrupts. `None`: a clock (task-clock, cpu-clock), whose count
+    /// is the time between two samples and is charged, as a delta since the thread's previous
+    /// sample, to the next sample's stack (interval attribution), as is any counter of
+    /// `sampler=chain` (its rings are drained without a signal, long after the event).
+    /// The period is the event's own default: page faults and context switches cost the
+    /// kernel a microsecond or more each, so a sample (a signal, a read and a walk of a few
+    /// microseconds) every 100 faults or 10 switches costs a bounded fraction of what it
+    /// measures; a PMU event every 10,000 misses stays under ~1,000 samples a second.
+    pub fn own_sample_period(&self) -> Option<u64> {
+        (!self.is_clock && self.sysfs.is_none() && self.probe.is_none()).then_some(self.default_period.max(1))
+    }
+}
+
 const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
     cache | (op << 8) | (result << 16)
 }

@@ -177,6 +177,10 @@ pub struct RawSample {
     /// before the record is consumed.
     pub stack_at: u64,
     pub stack_len: u64,
+    /// Which event's overflow made this sample: 0 the sampling event (a ring record), `k` the
+    /// group's `k`-th member, a counter that samples itself (the signal handler reads the
+    /// group's values at its overflow: no ring record).
+    pub source: u8,
 }
 
 impl RawSample {
@@ -214,11 +218,13 @@ impl RawSample {
             intr,
             stack_at,
             stack_len,
+            source,
         } = src;
         (self.ip, self.pid, self.tid, self.time, self.addr) = (*ip, *pid, *tid, *time, *addr);
         (self.period, self.time_enabled, self.time_running) = (*period, *time_enabled, *time_running);
         (self.regs_abi, self.bp, self.sp, self.user_ip) = (*regs_abi, *bp, *sp, *user_ip);
         (self.weight, self.data_src, self.stack_at, self.stack_len) = (*weight, *data_src, *stack_at, *stack_len);
+        self.source = *source;
         let nv = (*nvalues as usize).min(values.len());
         self.nvalues = *nvalues;
         self.values[..nv].copy_from_slice(&values[..nv]);

@@ -158,6 +158,8 @@ pub struct SampleResolver {
     /// `sampler=chain`: how the last sample's walk was named (where its frames start in the
     /// stack, and how many frames each physical frame became), for its frames' depths.
     pub chain_groups: Option<ChainGroups>,
+    /// Per counter (`Recording::counter_periods`): non-zero for a counter that samples itself.
+    pub counter_periods: Vec<u64>,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -551,7 +553,14 @@ impl SampleResolver {
             stack: shared_stack,
             // Records without a period (software events: see `Layout::without_period`) weigh
             // the period set.
-            weight: if raw.period != 0 { raw.period } else { rec.event.period },
+            // A counter's own sample stands for none of the sampling event.
+            weight: if raw.source != 0 {
+                0
+            } else if raw.period != 0 {
+                raw.period
+            } else {
+                rec.event.period
+            },
             counters: self.counter_deltas(c),
             data_addr,
             data,
@@ -606,10 +615,28 @@ impl SampleResolver {
         };
         let now: Vec<u64> = raw.values[1..raw.nvalues as usize].iter().map(|&v| scale(v)).collect();
         let last = self.last_counters.entry(c.thread).or_insert_with(|| vec![0; now.len()]);
-        let deltas = now.iter().zip(last.iter()).map(|(n, l)| n.saturating_sub(*l)).collect();
-        *last = now;
-        deltas
+        last.resize(now.len(), 0);
+        counter_deltas(&now, last, &self.counter_periods, raw.source)
     }
+}
+
+/// The values a sample charges to its stack, `last` (the thread's values at what was charged
+/// before) advanced. A sample of the sampling event (`source` 0) charges each interval-
+/// attributed counter's delta since the thread's previous sample; a counter's own overflow
+/// sample (`source` k) charges that counter's count since its previous own sample, and nothing
+/// else. A counter that samples itself (`periods[i] > 0`) is charged by its own samples only:
+/// the count between two of them happened where the second one interrupted, within a period.
+pub fn counter_deltas(now: &[u64], last: &mut [u64], periods: &[u64], source: u8) -> Vec<u64> {
+    let mut out = vec![0; now.len()];
+    for (i, (n, l)) in now.iter().zip(last.iter_mut()).enumerate() {
+        let sampled = periods.get(i).is_some_and(|&p| p > 0);
+        let charge = if source == 0 { !sampled } else { i + 1 == usize::from(source) };
+        if charge {
+            out[i] = n.saturating_sub(*l);
+            *l = *n;
+        }
+    }
+    out
 }
 
 #[cfg(test)]

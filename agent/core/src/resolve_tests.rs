@@ -1129,3 +1129,56 @@ fn the_method_ids_kept_are_bounded_and_asked_again_past_the_bound() {
     assert_eq!(jm.0, asked + 1);
     assert_eq!(rec.methods.len(), MAX_METHOD_IDS + 1);
 }
+
+/// A model of `tests/workloads/FaultsOrMath.java`: one thread alternates 2 ms of faulting (100
+/// faults a ms) and 2 ms of arithmetic (none), with a clock sample every ms; the fault counter's
+/// own overflow every 100 faults interrupts the faulting method. Charged by the interval, the
+/// first clock sample of each arithmetic turn takes the faults of the half ms before it: math
+/// gets a quarter of them. Charged by its own samples, math gets none.
+#[test]
+fn a_counter_that_samples_itself_charges_only_where_it_counted() {
+    // (method: 0 faults, 1 math; source; faults counted so far)
+    let mut events = Vec::new();
+    let mut count = 0u64;
+    for turn in 0..50u64 {
+        let faulting = turn % 2 == 0;
+        for _ms in 0..2 {
+            for unit in 0..100 {
+                if faulting {
+                    count += 1;
+                    if count.is_multiple_of(100) {
+                        events.push((0, 1u8, count));
+                    }
+                }
+                // The clock ticks mid-ms.
+                if unit == 49 {
+                    events.push((u8::from(!faulting), 0u8, count));
+                }
+            }
+        }
+    }
+    let share_of_math = |periods: &[u64]| {
+        let mut last = vec![0u64];
+        let (mut math, mut all) = (0u64, 0u64);
+        for &(method, source, value) in &events {
+            if source > 0 && periods[0] == 0 {
+                continue; // interval-attributed: no own samples
+            }
+            let d = counter_deltas(&[value], &mut last, periods, source)[0];
+            all += d;
+            if method == 1 {
+                math += d;
+            }
+        }
+        assert_eq!(all, count, "every fault charged once");
+        100.0 * math as f64 / all as f64
+    };
+    assert!((share_of_math(&[0]) - 25.0).abs() < 1.0, "interval: {}", share_of_math(&[0]));
+    assert_eq!(share_of_math(&[100]), 0.0);
+    // A clock sample charges no sampled counter; an own sample charges only its counter.
+    let mut last = vec![0, 0];
+    assert_eq!(counter_deltas(&[10, 500], &mut last, &[0, 100], 0), [10, 0]);
+    assert_eq!(counter_deltas(&[12, 600], &mut last, &[0, 100], 2), [0, 600]);
+    assert_eq!(counter_deltas(&[15, 650], &mut last, &[0, 100], 0), [5, 0]);
+    assert_eq!(last, [15, 600]);
+}

@@ -87,6 +87,73 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// What a profile's numbers count: samples, a sampler's weight, or what the JVM's events
+/// weigh (`--event`). Headers and tables name it, so a weight never reads as a sample count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Unit {
+    #[default]
+    Samples,
+    /// The samples' period (`--weight`): ns of CPU for clock events, event counts otherwise.
+    Weight,
+    /// Bytes allocated (`--event alloc`).
+    Bytes,
+    /// Nanoseconds waited (`--event lock|monitor|park`).
+    NsWaited,
+}
+
+impl Unit {
+    /// What the numbers are, after a number: `samples`, `bytes allocated`, `ns waited`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Unit::Samples => "samples",
+            Unit::Weight => "weight",
+            Unit::Bytes => "bytes allocated",
+            Unit::NsWaited => "ns waited",
+        }
+    }
+
+    /// The whole a share is of: `samples`, `bytes allocated`, `time waited`.
+    pub fn whole(self) -> &'static str {
+        match self {
+            Unit::NsWaited => "time waited",
+            _ => self.noun(),
+        }
+    }
+
+    /// An amount for a header: `1,234 samples`, `950.7 MiB allocated`, `21.95 s waited`.
+    pub fn amount(self, v: u64) -> String {
+        match self {
+            Unit::Bytes => format!("{} allocated", bytes(v)),
+            Unit::NsWaited => format!("{} waited", duration_ns(v)),
+            _ => format!("{} {}", group(v), self.noun()),
+        }
+    }
+
+    /// An amount in a table cell: `1,234`, `950.7 MiB`, `21.95 s`.
+    pub fn cell(self, v: u64) -> String {
+        match self {
+            Unit::Bytes => bytes(v),
+            Unit::NsWaited => duration_ns(v),
+            _ => group(v),
+        }
+    }
+}
+
+/// `512 B`, `12.5 KiB`, `950.7 MiB`, `3.2 GiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
 /// Reasons with their counts, most first: `reason 12, other 3` (summary lines).
 pub fn reason_list(reasons: &[(String, u64)]) -> String {
     let mut sorted = reasons.to_vec();
@@ -252,5 +319,18 @@ mod tests {
         assert_eq!(duration_ns(250_000), "250 us");
         assert_eq!(clip("abcdef", 4), "ab..");
         assert_eq!(clip("abc", 4), "abc");
+    }
+
+    #[test]
+    fn units_name_what_they_count() {
+        use super::{bytes, Unit};
+        assert_eq!(Unit::Samples.amount(1234), "1,234 samples");
+        assert_eq!(Unit::Bytes.amount(996_847_616), "950.7 MiB allocated");
+        assert_eq!(Unit::NsWaited.amount(6_803_253_449), "6.803 s waited");
+        assert_eq!(Unit::NsWaited.cell(1_500_000), "1.5 ms");
+        assert_eq!(
+            (bytes(512), bytes(1536), bytes(u64::MAX)),
+            ("512 B".into(), "1.5 KiB".into(), "16777216.0 TiB".into())
+        );
     }
 }

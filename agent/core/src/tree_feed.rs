@@ -15,7 +15,7 @@
 use crate::cct::{Cct, NodeId, PathHint};
 use crate::hash::IntMap;
 use crate::interned::{ByStack, StackInterner};
-use crate::model::{Frame, Recording, Sample, VmComponent};
+use crate::model::{Frame, Recording, Sample, StateIdx, VmComponent};
 use crate::output::stacks::StackTable;
 
 /// Threads whose last new stack's path is kept at most ([`TreeFeed::path_hints`]).
@@ -35,6 +35,8 @@ pub struct TreeFeed {
     pub stacks: StackTable,
     /// Samples per VM component, in the order first met.
     pub components: Vec<(VmComponent, u64)>,
+    /// Samples per thread state (wall-clock samples have one), in the order first met.
+    pub states: Vec<(StateIdx, u64)>,
     /// How the samples found their tree node (see [`Entered`]).
     pub entered: Entered,
     /// Whether `stacks` is filled: when a pprof or JSON output was asked for at the start, or
@@ -76,6 +78,7 @@ impl TreeFeed {
             cct,
             stacks,
             components: Vec::new(),
+            states: Vec::new(),
             entered: Entered::default(),
             keep_table,
             per_thread,
@@ -111,6 +114,12 @@ impl TreeFeed {
             Some(e) => e.1 += 1,
             None => self.components.push((s.component, 1)),
         }
+        if let Some(state) = s.state {
+            match self.states.iter_mut().find(|(k, _)| *k == state) {
+                Some(e) => e.1 += 1,
+                None => self.states.push((state, 1)),
+            }
+        }
         // The thread and component are part of the key only where the node or entry depends on
         // them (a tree with thread roots, the stack table): a program that starts a thread per
         // task (ecj's parser thread per compile) met every known stack anew in each. Not a
@@ -125,7 +134,7 @@ impl TreeFeed {
         let timer = crate::phase_timing::Timer::start();
         if let Some((leaf, entry)) = self.seen.get(&s.stack, extra).filter(|_| memo) {
             self.entered.known += 1;
-            self.cct.add_self_at(leaf, 1, s.weight, &s.counters);
+            self.cct.add_self_at(leaf, s.count(), s.weight, &s.counters);
             if self.keep_table {
                 self.stacks.add_to(entry, s);
             }

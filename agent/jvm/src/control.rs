@@ -207,8 +207,9 @@ fn kept_line(kept: Option<hpm_core::jfr::memory::KeptNow>) -> String {
     kept.map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default()
 }
 
+/// What the session samples: its event, allocations, lock waits.
 fn describe(s: &Session) -> String {
-    format!("sampler {}, event {} every {}", s.opts.sampler.name(), s.event.name, interval_text(s))
+    hpm_core::output::report::sampling_line(&s.event, s.opts.alloc, s.opts.lock)
 }
 
 fn elapsed_secs(s: &Session) -> f64 {

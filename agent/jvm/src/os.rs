@@ -243,16 +243,18 @@ fn pid() -> libc::pid_t {
     *PID.get_or_init(|| unsafe { libc::getpid() })
 }
 
-/// Whether `addr` is in a loaded library whose file name ends with `name` (dladdr).
-pub fn in_library(addr: u64, name: &str) -> bool {
+/// The file name of the loaded library holding `addr` (`libjvm.so`), or None when no loaded
+/// object holds it.
+pub fn library_name(addr: u64) -> Option<String> {
     // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills, its name
-    // valid while the library stays loaded (checked at once).
+    // valid while the library stays loaded (copied at once).
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
         if libc::dladdr(addr as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return false;
+            return None;
         }
-        std::ffi::CStr::from_ptr(info.dli_fname).to_bytes().ends_with(name.as_bytes())
+        let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy();
+        Some(path.rsplit('/').next().unwrap_or(&path).to_string())
     }
 }
 

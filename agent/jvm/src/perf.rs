@@ -21,6 +21,11 @@ pub struct PerfSpec {
     pub event: EventDef,
     pub period: u64,
     pub counters: Vec<EventDef>,
+    /// Per counter: the period of its own overflow samples (a counter that samples itself,
+    /// `EventDef::own_sample_period`: the overflow signals its thread, whose handler reads the
+    /// group and walks the stack there), or 0 for a counter read with the leader's samples
+    /// only (interval-attributed: clocks, and every counter of `sampler=chain`).
+    pub counter_periods: Vec<u64>,
     /// Sampled: kernel mode too, with the kernel call chain; otherwise user mode only.
     pub kernel: KernelMode,
     /// Kernel frames asked for per sample: [`MAX_KERNEL_FRAMES`], or less where the kernel's
@@ -85,10 +90,12 @@ impl PerfSpec {
                 .unwrap_or(MAX_KERNEL_FRAMES),
             _ => MAX_KERNEL_FRAMES,
         };
+        let counter_periods = counters.iter().map(|c| c.own_sample_period().unwrap_or(0)).collect();
         PerfSpec {
             event,
             period,
             counters,
+            counter_periods,
             kernel,
             max_stack: limit.clamp(1, MAX_KERNEL_FRAMES) as u16,
             layout,
@@ -105,6 +112,8 @@ impl PerfSpec {
     pub fn for_chain(mut self) -> PerfSpec {
         self.layout = self.layout.with_user_stack(CHAIN_STACK);
         self.signal = false;
+        // No signal: a counter's overflow would be read long after, where the thread went on.
+        self.counter_periods.fill(0);
         let record = 256 + u64::from(CHAIN_STACK) + 16 * self.counters.len() as u64;
         // A count-based event: assume up to one sample per 100 us.
         let per_drain = if self.event.is_clock { CHAIN_DRAIN_NS / self.period.max(1) } else { 2_000 };
@@ -309,8 +318,15 @@ fn open_group(spec: &PerfSpec, tid: i32) -> Result<(OwnedFd, Vec<OwnedFd>), Open
     }
     .map_err(|e| Box::new((spec.event, e)))?;
     let mut members = Vec::with_capacity(spec.counters.len());
-    for c in &spec.counters {
+    for (i, c) in spec.counters.iter().enumerate() {
         let mut m = base_attr(c, spec);
+        if let Some(&p) = spec.counter_periods.get(i).filter(|&&p| p > 0) {
+            // It samples itself: its overflow notifies the thread (routed in `open`). No
+            // record: it has no ring, and the handler reads the group's values itself.
+            // (PERF_SAMPLE_PERIOD would make a software event overflow at every occurrence.)
+            m.__bindgen_anon_1.sample_period = p;
+            m.sample_type = 0;
+        }
         members.push(open(&mut m, tid, leader.as_raw_fd(), spec, c.name).map_err(|e| Box::new((*c, e)))?);
     }
     Ok((leader, members))
@@ -384,7 +400,9 @@ impl Drop for MappedRing {
 /// Closing (drop) disables the events, unmaps the rings and closes every descriptor.
 pub struct ThreadEvents {
     pub leader: OwnedFd,
-    _members: Vec<OwnedFd>,
+    members: Vec<OwnedFd>,
+    /// Of `members`, those that sample themselves: (group index, 1 for the first member).
+    sampled: Vec<u8>,
     ring: MappedRing,
     anchor: Option<(OwnedFd, MappedRing)>,
 }
@@ -417,14 +435,27 @@ impl ThreadEvents {
             }
             None => None,
         };
-        let ev = ThreadEvents { leader, _members: members, ring, anchor };
+        let sampled = (0..members.len())
+            .filter(|&i| spec.signal && spec.counter_periods.get(i).is_some_and(|&p| p > 0))
+            .map(|i| (i + 1) as u8)
+            .collect();
+        let ev = ThreadEvents { leader, members, ring, anchor, sampled };
         if spec.signal {
-            ev.route_signal(tid, signal)?;
+            ev.route_signal(ev.leader.as_raw_fd(), tid, signal)?;
+            for (_, fd) in ev.sampled_members() {
+                ev.route_signal(fd, tid, signal)?;
+            }
         }
         Ok(ev)
     }
-    fn route_signal(&self, tid: i32, signal: i32) -> Result<(), PerfError> {
-        let fd = self.leader.as_raw_fd();
+
+    /// The members that sample themselves: (group index, descriptor). Their notifications come
+    /// with their own descriptor, which the registry maps to the thread's slot and the index.
+    pub fn sampled_members(&self) -> impl Iterator<Item = (u8, RawFd)> + '_ {
+        self.sampled.iter().map(|&k| (k, self.members[usize::from(k) - 1].as_raw_fd()))
+    }
+
+    fn route_signal(&self, fd: RawFd, tid: i32, signal: i32) -> Result<(), PerfError> {
         let owner = FOwnerEx { type_: F_OWNER_TID, pid: tid };
         // SAFETY: plain fcntl calls on a descriptor we own; `owner` outlives the call.
         let ok = unsafe {
@@ -441,12 +472,14 @@ impl ThreadEvents {
 
     /// Sends the group's overflow notifications as `signal` from now on (to the same thread).
     pub fn set_signal(&self, signal: i32) -> Result<(), PerfError> {
-        // SAFETY: a plain fcntl call on a descriptor we own.
-        if unsafe { libc::fcntl(self.leader.as_raw_fd(), F_SETSIG, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(PerfError { what: "moving perf notifications to another signal".into(), errno: errno() })
+        let fds = std::iter::once(self.leader.as_raw_fd()).chain(self.sampled_members().map(|(_, fd)| fd));
+        for fd in fds {
+            // SAFETY: a plain fcntl call on a descriptor we own.
+            if unsafe { libc::fcntl(fd, F_SETSIG, signal) } != 0 {
+                return Err(PerfError { what: "moving perf notifications to another signal".into(), errno: errno() });
+            }
         }
+        Ok(())
     }
 
     pub fn enable(&self) -> Result<(), PerfError> {
@@ -538,6 +571,34 @@ impl RingPtr {
     pub fn consume_to(&self, pos: u64) {
         self.head_tail().1.store(pos, Ordering::Release);
     }
+}
+
+/// Reads the group of the member `fd` (the leader's value first, then the members', with the
+/// enabled/running times) into `raw`, for a counter's own overflow sample: one read(2) of a
+/// buffer on the stack, async-signal-safe. `read_format` is the group's (`Layout::read_format`:
+/// group, ids, both times). False if the read failed or the format was not that.
+pub fn read_group(fd: RawFd, read_format: u64, raw: &mut hpm_core::perf_record::RawSample) -> bool {
+    use hpm_core::perf_record::{FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING};
+    const ALL: u64 = FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
+    if read_format != ALL {
+        return false;
+    }
+    // { nr, time_enabled, time_running, { value, id } [nr] }
+    let mut buf = [0u64; 3 + 2 * (options::MAX_COUNTERS + 1)];
+    // SAFETY: reading at most the buffer's size into it from a perf descriptor of the thread's
+    // group, which stays open while its slot is entered.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
+    let Ok(n) = usize::try_from(n) else { return false };
+    let nr = (buf[0] as usize).min(options::MAX_COUNTERS + 1).min(raw.values.len());
+    if n < 8 * (3 + 2 * nr) {
+        return false;
+    }
+    (raw.time_enabled, raw.time_running) = (buf[1], buf[2]);
+    for i in 0..nr {
+        raw.values[i] = buf[3 + 2 * i];
+    }
+    raw.nvalues = nr as u32;
+    true
 }
 
 /// Checks that the group opens for the calling thread exactly as it will for every profiled
@@ -639,6 +700,8 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
         }
     }
     let mut counters: Vec<EventDef> = opts.counters.clone();
+    // Counters whose own sampling perf refused: read with the samples only.
+    let mut interval_only: Vec<EventDef> = Vec::new();
     // A uprobe's samples are all in user mode, at the probed function.
     let mut sample_kernel = opts.kernel != Kernel::Off && event.probe.is_none();
     let mut kernel_denied = None;
@@ -651,6 +714,11 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
             KernelMode::Excluded
         };
         let mut spec = PerfSpec::new(event, period, counters.clone(), kernel);
+        for (c, p) in spec.counters.iter().zip(spec.counter_periods.iter_mut()) {
+            if interval_only.contains(c) {
+                *p = 0;
+            }
+        }
         if opts.sampler == options::Sampler::Chain {
             spec = spec.for_chain();
         }
@@ -700,8 +768,27 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                 notes.push(format!("{why}; sampling cpu-clock every {}ms instead", period / 1_000_000));
                 fallback = Some(why);
             }
+            Err((ev, e))
+                if e.is_unsupported()
+                    && counters.contains(&ev)
+                    && ev.own_sample_period().is_some()
+                    && !interval_only.contains(&ev) =>
+            {
+                // A PMU event that counts but cannot overflow (or a kernel that refuses it):
+                // counted with the samples, charged by the interval, and said so.
+                let os = std::io::Error::from_raw_os_error(e.errno);
+                notes.push(format!(
+                    "counter {} cannot sample itself ({os}); it is charged by the interval (the delta since the \
+                     thread's previous sample goes to the next sample's stack)",
+                    ev.name
+                ));
+                interval_only.push(ev);
+            }
             Err((ev, e)) if ev.hardware && e.is_unsupported() && counters.contains(&ev) => {
                 let os = std::io::Error::from_raw_os_error(e.errno);
+                // One line for it: not the line of the try without its own samples.
+                let tried = format!("counter {} cannot sample itself", ev.name);
+                notes.retain(|n| !n.starts_with(&tried));
                 notes.push(format!("counter {} is not available (no hardware PMU: {os}); it is not recorded", ev.name));
                 counters.retain(|c| *c != ev);
             }

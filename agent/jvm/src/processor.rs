@@ -44,7 +44,7 @@ mod write;
 /// Samples younger than this wait a round, so late code events (JVMTI posts them from the
 /// service thread) are applied before the samples that need them.
 const SETTLE_NS: u64 = 100_000_000;
-const ROUND: Duration = Duration::from_millis(50);
+pub(crate) const ROUND: Duration = Duration::from_millis(50);
 /// Rounds are at most this many [`ROUND`]s long (see [`round_units`]).
 const MAX_ROUND_UNITS: u64 = 4;
 /// The samplers look for new threads at most this many [`ROUND`]s apart (listing the
@@ -60,8 +60,9 @@ const STRETCH_SAMPLES: usize = 2 * POOL_STEP;
 /// disk where one can be made, else in the heap): at most this much, the oldest chunks dropped
 /// first (and said so).
 pub const JFR_MEMORY_LIMIT: usize = 64 << 20;
-/// Batches allocated when a session starts, and added whenever fewer than this are free.
-const POOL_STEP: usize = 32;
+/// Batches allocated when a session starts at least, and added at a time
+/// ([`hpm_core::pool_size::to_grow`]).
+const POOL_STEP: usize = hpm_core::pool_size::STEP;
 
 /// One output of the session: its path (as the user wrote it, expanded), format and the checked
 /// target (the JFR one is created at start as `PATH.part`, the others at the end).
@@ -76,6 +77,8 @@ pub struct Inputs {
     pub opts: Options,
     pub event: EventInfo,
     pub counters: Vec<String>,
+    /// Per counter: its own samples' period, 0 if interval-attributed (`PerfSpec`).
+    pub counter_periods: Vec<u64>,
     pub start_wall_ns: u64,
     pub start_ticks: u64,
     pub sink: Arc<Sink>,
@@ -459,9 +462,11 @@ impl Processor {
             jvm: inputs.jvmti.system_property("java.vm.version").map(|v| format!("HotSpot {v}")).unwrap_or_default(),
             event: EventInfo { alloc_interval: inputs.opts.alloc.unwrap_or(0), ..inputs.event.clone() },
             counters: inputs.counters.clone(),
+            counter_periods: inputs.counter_periods.clone(),
             ..Default::default()
         };
         let mut resolver = SampleResolver::default();
+        resolver.counter_periods = inputs.counter_periods.clone();
         resolver.cpu_clock = Some(thread_cpu_ns);
         resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
         resolver.decode_instructions = inputs.opts.data;
@@ -516,7 +521,7 @@ impl Processor {
         resolver.preload(inputs.event.kernel == hpm_core::model::KernelMode::Sampled);
         methods.preload();
         let methods = Some(methods);
-        inputs.sink.grow(POOL_STEP);
+        inputs.sink.grow(inputs.sink.start_batches.max(POOL_STEP));
         let chain = (inputs.opts.sampler == hpm_core::options::Sampler::Chain).then(|| {
             resolver.chain_groups = Some(Default::default());
             chain::ChainState::default()
@@ -584,11 +589,14 @@ impl Processor {
             }
         }
         let pool = &inputs.sink.pool;
+        let before = self.pending.len();
         self.pending.extend(pool.take_full().into_iter().map(|h| (h, 0)));
         inputs.threads.steal_all(|h| self.pending.push((h, 0)));
         if let Some(h) = inputs.sink.timer_queue.steal() {
             self.pending.push((h, 0));
         }
+        let taken = self.pending.len() - before;
+        // While this round resolves, the samplers must find batches.
         if pool.free_batches() < POOL_STEP / 2 {
             inputs.sink.grow(POOL_STEP);
         }
@@ -600,12 +608,26 @@ impl Processor {
         // sample): a session without samples (`event=lock` in a program that never contends)
         // kept every code load, with its scopes, until its end.
         self.resolver.timeline.advance_to(watermark);
-        // Resolved batches are free again: what is missing for a stretched round is added.
+        // Resolved batches are free again: what is missing for a stretched round is added, and
+        // for a round that brings as many batches as this one (a sampler faster than the
+        // start's allocation, the wall sampler on many threads, finds them within a round).
         let free = pool.free_batches();
         if free < self.stretched_free && !last {
             inputs.sink.grow(self.stretched_free - free);
         }
+        let grow = hpm_core::pool_size::to_grow(pool.free_batches(), taken);
+        if grow > 0 && !last {
+            inputs.sink.grow(grow);
+        }
         self.add_jvm_events();
+        // Another agent may have taken Unsafe.park from hpm's function since the last round.
+        if inputs.opts.lock.is_some() && !last {
+            if let Some(note) = inputs.vm.env().and_then(|env| inputs.events.keep_park(env)) {
+                if !inputs.opts.quiet {
+                    eprintln!("hpm: {note}");
+                }
+            }
+        }
         // Debug files found but refused while naming native frames (once per library).
         for note in self.resolver.symbolizer.take_notes() {
             if !inputs.opts.quiet {
@@ -769,6 +791,7 @@ impl Processor {
             ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
             ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
             ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
+            ("counter overflow whose group could not be read".into(), s.counter_unread.load(Ordering::Relaxed)),
             ("hpm's signal taken by another handler".into(), s.taken_lost.load(Ordering::Relaxed)),
             ("bridge marks dropped (queue full)".into(), inputs.live.dropped.load(Ordering::Relaxed)),
             ("JVM events dropped (queue full)".into(), inputs.events.dropped.load(Ordering::Relaxed)),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
 use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind, StackWalker};
 use hpm_core::outfile::{Clash, Target, TargetId, PART_SUFFIX};
+use hpm_core::pool_size::PoolSize;
 
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
@@ -253,19 +254,20 @@ pub struct Session {
     events: Option<(&'static crate::sampler::jvmevents::JvmEvents, Jvmti)>,
 }
 
-/// Batches a session may hold at once: enough for about 300 ms of samples at its rate on every
-/// CPU (the processor keeps 100-150 ms of them while late code events settle, up to ~300 ms in
-/// its longer rounds, where they are few: `processor::round_units`), at least 128;
-/// at most 1024 (about 90 MB; each sample has room for 512 frames). More samples than that
-/// are dropped and counted ("no free sample buffer").
-fn pool_capacity(event: &EventInfo) -> usize {
+/// The session's sample pool, from the rate its sampler brings samples
+/// ([`hpm_core::pool_size::PoolSize::for_rate`]): the signal samplers one per period per CPU
+/// (a thousand a second per CPU for events counted, not timed), the wall sampler up to
+/// [`timer::WALL_THREADS_PER_TICK`] stacks per tick, whatever the CPUs. More samples than the
+/// pool holds are dropped and counted ("no free sample buffer"), except by the wall sampler,
+/// which waits for the processor instead (see `timer::pace`).
+fn pool_size(event: &EventInfo, sampler: SamplerKind) -> PoolSize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let per_second = match event.unit {
-        PeriodUnit::Nanoseconds => 1_000_000_000 / event.period.max(10_000),
-        PeriodUnit::Events => 1_000,
+    let per_second = match (sampler, event.unit) {
+        (SamplerKind::Wall, _) => timer::WALL_THREADS_PER_TICK as u64 * (1_000_000_000 / event.period.max(10_000)),
+        (_, PeriodUnit::Nanoseconds) => cpus * (1_000_000_000 / event.period.max(10_000)),
+        (_, PeriodUnit::Events) => cpus * 1_000,
     };
-    let samples = cpus * per_second * 3 / 10;
-    (samples as usize / hpm_core::batch::BATCH_SIZE + 64).clamp(128, 1024)
+    PoolSize::for_rate(per_second, processor::ROUND.as_nanos() as u64)
 }
 
 impl Session {
@@ -296,7 +298,7 @@ impl Session {
         // samplers walk off the signal path and keep the rest apart (up to MAX_DEEP_FRAMES).
         let max_depth = opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32);
         let timer_depth = opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32);
-        let sink: Arc<Sink> = Arc::new(Sink::new(0, pool_capacity(&plan.event)));
+        let sink: Arc<Sink> = Arc::new(Sink::new(pool_size(&plan.event, opts.sampler)));
         parts.stats.reset();
         // Code freed while no session ran is not looked up in the walker's cache.
         crate::vmstructs::code_changed();
@@ -375,6 +377,7 @@ impl Session {
             opts: opts.clone(),
             event: plan.event.clone(),
             counters: plan.spec.counters.iter().map(|c| c.name.to_string()).collect(),
+            counter_periods: plan.spec.counter_periods.clone(),
             start_wall_ns: plan.start_wall_ns,
             start_ticks,
             sink: sink.clone(),

@@ -28,7 +28,7 @@ use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED,
 use hpm_core::component::is_kernel_address;
 use hpm_core::hotspot::{CodeView, FrameSink, Probe};
 use hpm_core::model::KernelMode;
-use hpm_core::perf_record::{Record, Ring};
+use hpm_core::perf_record::{RawSample, Record, Ring};
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
 use crate::threads::{Caller, Entered, Refused, Threads};
@@ -87,6 +87,10 @@ pub struct SignalStats {
     pub blob_lookups: AtomicU64,
     pub blob_memo_hits: AtomicU64,
     pub blob_hits: AtomicU64,
+    /// Counters that sample themselves: their overflow samples, and the overflows whose
+    /// group could not be read (no sample).
+    pub counter_samples: AtomicU64,
+    pub counter_unread: AtomicU64,
 }
 
 /// The signals hpm samples with, in order of preference: the first one no other handler holds.
@@ -358,7 +362,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
         }
         ours
     };
-    let Some(slot) = threads.slot_for_fd(fd) else {
+    let Some((slot, source)) = threads.slot_for_fd(fd) else {
         return late(&mut me);
     };
     let inside = match slot.enter(&mut me) {
@@ -467,7 +471,48 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
         }
     }
     ring.consume_to(tail);
+    if source > 0 {
+        let tid = me.tid();
+        counter_sample(ctx, stats, &inside, (fd, source, tid), ucontext);
+    }
     true
+}
+
+/// A counter's own overflow (`source`: the group's member of descriptor `fd`, thread `tid`):
+/// one sample of the stack it interrupted, with the group's values read now; the resolver
+/// charges that counter's count since its previous own sample to this stack
+/// (`hpm_core::resolve::counter_deltas`). After the ring's records: a notification of the
+/// leader merged into this one (one standard signal pending) left them there.
+fn counter_sample(
+    ctx: &SignalCtx,
+    stats: &SignalStats,
+    inside: &Entered,
+    (fd, source, tid): (c_int, u8, i32),
+    ucontext: *mut c_void,
+) {
+    let mut raw = RawSample::default();
+    if !crate::perf::read_group(fd, ctx.layout.read_format, &mut raw) {
+        stats.counter_unread.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    stats.counter_samples.fetch_add(1, Ordering::Relaxed);
+    let regs = crate::vmstructs::context_regs(ucontext);
+    raw.time = crate::os::now_ticks();
+    raw.tid = tid as u32;
+    raw.source = source;
+    (raw.ip, raw.user_ip, raw.sp, raw.bp) = (regs.pc, regs.pc, regs.sp, regs.fp);
+    raw.regs_abi = u64::from(regs.pc != 0) * 2; // PERF_SAMPLE_REGS_ABI_64
+    let thread = inside.thread_idx();
+    let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
+        c.begin_perf_sample(&raw, thread, 0);
+        c.num_frames = if ctx.vm.may_enter_jvm_here(inside.is_java()) {
+            let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
+            walk(ctx, stats, c, ucontext, inside, code.as_ref())
+        } else {
+            -3 // ticks_unknown_not_Java
+        };
+        true
+    });
 }
 
 /// Which sample records of one signal get the stack walk (numbered in ring order).
@@ -663,6 +708,8 @@ impl SignalStats {
             &self.blob_lookups,
             &self.blob_memo_hits,
             &self.blob_hits,
+            &self.counter_samples,
+            &self.counter_unread,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -10,6 +10,7 @@ use hpm_core::batch::{Batch, BatchPool, ThreadQueue};
 use hpm_core::capture::{CallFrame, Captured};
 use hpm_core::model::FrameKind;
 use hpm_core::perf_record::Layout;
+use hpm_core::pool_size::PoolSize;
 
 use crate::jnienv::Vm;
 
@@ -27,6 +28,8 @@ pub type AsgctFn = unsafe extern "C" fn(*mut CallTrace, c_int, *mut c_void);
 /// queue; the processor drains both. Dropped after the session stopped.
 pub struct Sink {
     pub pool: BatchPool<Captured>,
+    /// Batches the processor allocates when it starts (a round's worth of the sampler's rate).
+    pub start_batches: usize,
     /// The timer sampler's batches (it is one thread filling samples of many).
     pub timer_queue: ThreadQueue,
     /// Samples the processor has resolved so far (for `status`).
@@ -66,9 +69,12 @@ impl Sink {
         self.pool.grow_reusing(n, &mut spare)
     }
 
-    pub fn new(initial: usize, capacity: usize) -> Sink {
+    /// A sink whose pool is empty until the processor grows it to `size.start` (reusing an
+    /// earlier session's batches), and holds at most `size.capacity`.
+    pub fn new(size: PoolSize) -> Sink {
         Sink {
-            pool: BatchPool::new(initial, capacity),
+            pool: BatchPool::new(0, size.capacity),
+            start_batches: size.start,
             timer_queue: ThreadQueue::default(),
             resolved: AtomicU64::new(0),
             jfr_kept: Mutex::new(None),
@@ -146,7 +152,7 @@ mod tests {
 
     #[test]
     fn deep_frames_are_bounded_and_taken_once() {
-        let sink = Sink::new(0, 1);
+        let sink = Sink::new(PoolSize { start: 0, capacity: 1 });
         {
             // A small bound, and keys about to wrap.
             let mut d = sink.deep.lock().unwrap();

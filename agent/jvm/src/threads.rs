@@ -26,6 +26,11 @@ pub use slot::{Caller, Entered, Refused, Slot};
 pub const MAX_SLOTS: usize = 4096;
 /// File descriptors the handler can map to a slot.
 pub const MAX_FD: usize = 1 << 16;
+/// An `fd_table` entry: the slot's index + 1 in the low bits, and above [`SOURCE_SHIFT`] which
+/// event of the group the descriptor is (0 the leader, `k` a member that samples itself).
+const SOURCE_SHIFT: u32 = 24;
+const SLOT_MASK: u32 = (1 << SOURCE_SHIFT) - 1;
+const _: () = assert!(MAX_SLOTS < SLOT_MASK as usize);
 
 /// How long after a thread's group is closed a perf notification naming its descriptor, received
 /// by that same thread, is still taken as hpm's: a signal generated just before the group was
@@ -218,13 +223,16 @@ impl Threads {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Signal-handler lookup: the slot whose perf group leader is `fd`. Async-signal-safe.
-    pub fn slot_for_fd(&self, fd: i32) -> Option<&Slot> {
-        let i = self.fd_table.get(usize::try_from(fd).ok()?)?.load(Ordering::Acquire);
+    /// Signal-handler lookup: the slot whose perf group `fd` belongs to, and which of its
+    /// events it is (0 the leader, `k` the `k`-th member, a counter that samples itself).
+    /// Async-signal-safe.
+    pub fn slot_for_fd(&self, fd: i32) -> Option<(&Slot, u8)> {
+        let v = self.fd_table.get(usize::try_from(fd).ok()?)?.load(Ordering::Acquire);
+        let (i, source) = (v & SLOT_MASK, (v >> SOURCE_SHIFT) as u8);
         if i == 0 {
             None
         } else {
-            self.slots.get(i as usize - 1)
+            self.slots.get(i as usize - 1).map(|s| (s, source))
         }
     }
 
@@ -396,9 +404,16 @@ impl Threads {
         let s = &self.slots[slot as usize];
         debug_assert!(s.queue.is_empty());
         s.publish(tid, idx, java, events.ring_parts(), Arc::as_ptr(&ctx), self.moves());
+        let sampled: Vec<(u8, i32)> = events.sampled_members().filter(|&(_, f)| (f as usize) < MAX_FD).collect();
         self.fd_table[fd as usize].store(slot + 1, Ordering::Release);
+        for &(k, f) in &sampled {
+            self.fd_table[f as usize].store((slot + 1) | (u32::from(k) << SOURCE_SHIFT), Ordering::Release);
+        }
         if let Err(e) = events.enable() {
             self.fd_table[fd as usize].store(0, Ordering::Release);
+            for &(_, f) in &sampled {
+                self.fd_table[f as usize].store(0, Ordering::Release);
+            }
             s.retire();
             g.free_slots.push(slot);
             return Err(e);
@@ -428,8 +443,11 @@ impl Threads {
         events.disable();
         let fd = events.leader.as_raw_fd() as usize;
         let secs = crate::os::now_ticks() / 1_000_000_000;
-        self.fd_retired[fd].store(secs << 32 | u64::from(tid as u32), Ordering::Release);
-        self.fd_table[fd].store(0, Ordering::Release);
+        let fds = std::iter::once(fd).chain(events.sampled_members().map(|(_, f)| f as usize));
+        for fd in fds.filter(|&f| f < MAX_FD) {
+            self.fd_retired[fd].store(secs << 32 | u64::from(tid as u32), Ordering::Release);
+            self.fd_table[fd].store(0, Ordering::Release);
+        }
         let s = &self.slots[slot as usize];
         // Waits for a handler still inside (handlers never block, so this is short); none
         // enters afterwards, so the ring can be unmapped below.

@@ -533,6 +533,11 @@ pub fn capture_instruction(
     out.heap.space = 0;
 }
 
+/// The interrupted registers of a signal handler's `ucontext`.
+pub fn context_regs(ucontext: *const c_void) -> Regs {
+    regs(ucontext)
+}
+
 #[cfg(target_arch = "x86_64")]
 fn regs(ucontext: *const c_void) -> Regs {
     // SAFETY: `ucontext` is the ucontext_t the kernel passed to the signal handler.

@@ -20,6 +20,7 @@ const ctx = {
   setTransform() {}, clearRect() { rects = []; texts = []; },
   fillRect(x, y, w, h) { rects.push({ x, y, w, h, fill: this.fillStyle, alpha: this.globalAlpha }); },
   strokeRect() {}, fillText(t, x, y) { texts.push({ t, x, y }); },
+  save() {}, restore() {}, drawImage() {},
   measureText(s) { return { width: s.length * 8 }; },
 };
 const elements = {};
@@ -42,7 +43,12 @@ const document = {
     if (id === 'fg-data') return { textContent: data };
     return elements[id] || el(id);
   },
-  createElement() { return el('anon' + Math.random()); },
+  createElement(tag) {
+    const e = el('anon' + Math.random());
+    // The page's off-screen copy of the tree (a canvas of its own): drawn into, never checked.
+    if (tag === 'canvas') e.getContext = () => ({ clearRect() {}, drawImage() {} });
+    return e;
+  },
   createTextNode(t) { return { textContent: t }; },
   addEventListener(t, f) { (this.listeners[t] = this.listeners[t] || []).push(f); },
 };

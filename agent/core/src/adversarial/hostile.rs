@@ -126,7 +126,7 @@ fn chunk(types: &[TypeDef], events: &[u8], pools: &[Pool]) -> Vec<u8> {
 /// hpm's built-in types and its event types of the given ids.
 fn types_with_events(ids: &[u64]) -> Vec<TypeDef> {
     let mut t = builtin_types();
-    let defs = event_defs(&[]).into_iter().chain(jvm_event_defs()).chain(mark_event_defs());
+    let defs = event_defs(&[], &[]).into_iter().chain(jvm_event_defs()).chain(mark_event_defs());
     t.extend(defs.filter(|d| ids.contains(&d.id)).map(|d| d.to_type()));
     t
 }

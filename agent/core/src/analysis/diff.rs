@@ -13,6 +13,7 @@
 //! The text is [`diff_report`]; the flame graphs draw a [`FrameBaseline`] (`crate::output`).
 
 use crate::cct::{Cct, NodeId, ROOT};
+use crate::output::jvmevents::EventSel;
 pub use crate::output::{FrameBaseline, A_ONLY_LISTED};
 
 pub use super::diff_text::diff_report;
@@ -103,6 +104,39 @@ pub struct Diff {
     joint: Joint,
     /// Depth of every joint node.
     depth: Vec<u32>,
+}
+
+/// Which of the JVM's events two profiles are compared on when `--event` was not given and
+/// either has no samples: the kind both have events of (`present` lists, from
+/// [`EventSel::present`]). When they share both, allocations, with a note naming the other
+/// and how to pick it. The error says what each has when they share none.
+pub fn shared_event(a: &[EventSel], b: &[EventSel]) -> Result<(EventSel, Option<String>), String> {
+    let shared: Vec<EventSel> = a.iter().copied().filter(|s| b.contains(s)).collect();
+    let list = |v: &[EventSel]| {
+        if v.is_empty() {
+            "neither samples nor allocation or lock events".to_string()
+        } else {
+            format!("only {} events", v.iter().map(|s| s.name()).collect::<Vec<_>>().join(" and "))
+        }
+    };
+    match shared.as_slice() {
+        [] => Err(format!(
+            "A has {}, B has {}: nothing to compare; record both with the same agent options (event=, alloc, lock)",
+            if a.is_empty() { "no samples and no events".to_string() } else { list(a) },
+            if b.is_empty() { "no samples and no events".to_string() } else { list(b) },
+        )),
+        [one] => Ok((*one, None)),
+        [first, rest @ ..] => Ok((
+            *first,
+            Some(format!(
+                "both profiles have {} events: comparing {} ({}); pick the other with --event {}",
+                shared.iter().map(|s| s.name()).collect::<Vec<_>>().join(" and "),
+                first.name(),
+                first.unit().noun(),
+                rest.iter().map(|s| s.name()).collect::<Vec<_>>().join(" or --event "),
+            )),
+        )),
+    }
 }
 
 /// Compares A with B.

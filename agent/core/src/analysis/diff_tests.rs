@@ -95,8 +95,13 @@ fn async_profiler_names_diff_against_hpm_names() {
     let b = parse_collapsed("java.lang.Thread.run;p.Main.hot 5\n").unwrap();
     let d = diff(a.clone(), b.clone(), &DiffOptions::default());
     assert!(d.methods.is_empty() && d.contexts.is_empty(), "same profile under two namings");
+    // Read alike already (the collapsed reader); normalising is left the run-specific parts.
     let raw = diff(a, b, &DiffOptions { normalize: false, ..Default::default() });
-    assert_eq!(raw.methods.len(), 4);
+    assert!(raw.methods.is_empty());
+    let (a, b) =
+        (parse_collapsed("Main$$Lambda$14.run 1\n").unwrap(), parse_collapsed("Main$$Lambda$15.run 1\n").unwrap());
+    assert!(diff(a.clone(), b.clone(), &DiffOptions::default()).methods.is_empty());
+    assert_eq!(diff(a, b, &DiffOptions { normalize: false, ..Default::default() }).methods.len(), 2);
 }
 
 #[test]
@@ -110,4 +115,20 @@ fn deep_paths_are_written_short() {
         paths,
         ["… [depth 100000] f99996 > f99997 > f99998 > f99999", "… [depth 100001] f99997 > f99998 > f99999 > g"]
     );
+}
+
+#[test]
+fn recordings_of_one_kind_of_event_are_compared_on_it() {
+    use crate::output::jvmevents::EventSel::{Alloc, Lock};
+    assert_eq!(shared_event(&[Lock], &[Lock]).unwrap(), (Lock, None));
+    assert_eq!(shared_event(&[Alloc, Lock], &[Alloc]).unwrap(), (Alloc, None));
+    let (sel, note) = shared_event(&[Alloc, Lock], &[Alloc, Lock]).unwrap();
+    assert_eq!(sel, Alloc);
+    assert_eq!(
+        note.unwrap(),
+        "both profiles have alloc and lock events: comparing alloc (bytes allocated); pick the other with --event lock"
+    );
+    let e = shared_event(&[Alloc], &[Lock]).unwrap_err();
+    assert!(e.starts_with("A has only alloc events, B has only lock events: nothing to compare"), "{e}");
+    assert!(shared_event(&[], &[Lock]).unwrap_err().starts_with("A has no samples and no events"));
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::diff::{Diff, Shares, SortBy};
-use crate::text::{clip, group};
+use crate::text::{clip, group, Unit};
 
 /// Longest method or context shown; longer ones end in `..`.
 const NAME_WIDTH: usize = 120;
@@ -18,13 +18,18 @@ fn share(v: f64) -> String {
     format!("{:.2}%", v * 100.0)
 }
 
-/// The diff report: a header naming A and B, the `top` methods by change (ordered as the
-/// diff was made, `by`), then the `top` calling contexts by change in self share.
-pub fn diff_report(d: &Diff, a: &str, b: &str, by: SortBy, top: usize) -> String {
+/// The diff report: a header naming A and B with what each weighs in `unit` (samples, or
+/// the bytes or time of the JVM's events), the `top` methods by change (ordered as the diff
+/// was made, `by`), then the `top` calling contexts by change in self share.
+pub fn diff_report(d: &Diff, a: &str, b: &str, by: SortBy, top: usize, unit: Unit) -> String {
     let mut out = String::from("== hpm diff ==\n");
-    let _ = writeln!(out, "A:          {a} ({} samples)", group(d.samples.0));
-    let _ = writeln!(out, "B:          {b} ({} samples)", group(d.samples.1));
-    out.push_str("change:     B's share of its samples minus A's, in percentage points (+ grew, - shrank)\n");
+    let _ = writeln!(out, "A:          {a} ({})", unit.amount(d.samples.0));
+    let _ = writeln!(out, "B:          {b} ({})", unit.amount(d.samples.1));
+    let _ = writeln!(
+        out,
+        "change:     B's share of its {} minus A's, in percentage points (+ grew, - shrank)",
+        unit.whole()
+    );
 
     let order = match by {
         SortBy::Change => "change in share (the larger of self and total)",
@@ -96,7 +101,7 @@ mod tests {
         let a = parse_collapsed("main;run;alpha 50\nmain;run;common 50\n").unwrap();
         let b = parse_collapsed("main;run;beta 160\nmain;run;common 40\n").unwrap();
         let d = diff(a, b, &DiffOptions::default());
-        let text = diff_report(&d, "a.collapsed", "b.collapsed", SortBy::Change, 2);
+        let text = diff_report(&d, "a.collapsed", "b.collapsed", SortBy::Change, 2, Unit::Samples);
         let expected = "\
 == hpm diff ==
 A:          a.collapsed (100 samples)
@@ -122,8 +127,21 @@ change:     B's share of its samples minus A's, in percentage points (+ grew, - 
     fn identical_profiles_say_nothing_changed() {
         let a = parse_collapsed("main;x 3\n").unwrap();
         let d = diff(a.clone(), a, &DiffOptions::default());
-        let text = diff_report(&d, "a", "a", SortBy::SelfShare, 5);
+        let text = diff_report(&d, "a", "a", SortBy::SelfShare, 5, Unit::Samples);
         assert!(text.contains("== Methods by change in self share ==\n(no method's share changed)\n"), "{text}");
         assert!(text.contains("(no context's self share changed)"), "{text}");
+    }
+
+    #[test]
+    fn the_header_names_what_the_events_weigh() {
+        let a = parse_collapsed("main;lock 6803253449\n").unwrap();
+        let b = parse_collapsed("main;lock 1500000\n").unwrap();
+        let d = diff(a, b, &DiffOptions::default());
+        let text = diff_report(&d, "l1.jfr", "l2.jfr", SortBy::Change, 5, Unit::NsWaited);
+        assert!(text.contains("A:          l1.jfr (6.803 s waited)\nB:          l2.jfr (1.5 ms waited)\n"), "{text}");
+        assert!(text.contains("B's share of its time waited minus A's"), "{text}");
+        assert!(!text.contains("samples"), "{text}");
+        let text = diff_report(&d, "a1.jfr", "a2.jfr", SortBy::Change, 5, Unit::Bytes);
+        assert!(text.contains("A:          a1.jfr (6.3 GiB allocated)"), "{text}");
     }
 }

@@ -36,6 +36,25 @@ pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a R
     }
 }
 
+/// The allocation events other recorders write instead of (or beside) `jdk.ObjectAllocationSample`:
+/// the JDK's Flight Recorder (when enabled in its settings) and async-profiler's `alloc` mode.
+/// hpm reads them as allocations ([`tlab_weight`]).
+pub const TLAB_EVENTS: [&str; 2] = ["jdk.ObjectAllocationInNewTLAB", "jdk.ObjectAllocationOutsideTLAB"];
+
+/// The bytes a TLAB allocation event stands for, as async-profiler's converter and JDK Mission
+/// Control weigh them: an allocation that opened a new TLAB stands for the TLAB (`tlabSize`:
+/// the bytes its thread allocates before the next such event, so classes come out by the bytes
+/// they take; async-profiler writes its sampling interval there), or for itself (`allocationSize`)
+/// when the TLAB size is missing; an allocation outside any TLAB stands for itself.
+pub fn tlab_weight(event_type: &str, allocation_size: i64, tlab_size: i64) -> u64 {
+    let size = allocation_size.max(0) as u64;
+    if event_type == TLAB_EVENTS[0] && tlab_size > 0 {
+        tlab_size as u64
+    } else {
+        size
+    }
+}
+
 /// The kind of a JFR event type's name, if it is one of the JVM events.
 pub fn kind_of(event_type: &str) -> Option<JvmEventKind> {
     JvmEventKind::ALL.into_iter().find(|k| k.jfr_name() == event_type)
@@ -161,4 +180,13 @@ mod tests {
     }
 
     use crate::model::Sample;
+
+    #[test]
+    fn tlab_events_weigh_the_tlab_or_the_object() {
+        let [inside, outside] = TLAB_EVENTS;
+        assert_eq!(tlab_weight(inside, 72, 524_288), 524_288, "a new TLAB stands for the TLAB");
+        assert_eq!(tlab_weight(inside, 72, 0), 72, "no TLAB size: the object itself");
+        assert_eq!(tlab_weight(outside, 1 << 20, 0), 1 << 20);
+        assert_eq!(tlab_weight(outside, -5, 0), 0, "a forged size weighs nothing");
+    }
 }

@@ -38,6 +38,8 @@ const WANTED: &[&str] = &[
     "jdk.ObjectAllocationSample",
     "jdk.JavaMonitorEnter",
     "jdk.ThreadPark",
+    "jdk.ObjectAllocationInNewTLAB",
+    "jdk.ObjectAllocationOutsideTLAB",
     super::schema::COMPILED_CODE_EVENT,
 ];
 
@@ -49,6 +51,9 @@ pub const JDK_EVENT_NAME: &str = "jfr-execution-sample";
 pub struct ReadRecording {
     pub recording: Recording,
     pub lost: Option<LostTail>,
+    /// What the reader left out and why, for the user (TLAB allocation events beside the
+    /// JDK's allocation samples).
+    pub notes: Vec<String>,
 }
 
 /// Reads a whole `.jfr` file (every complete chunk) into a [`Recording`]. A last chunk cut
@@ -57,7 +62,8 @@ pub fn read_recording(path: &Path) -> Result<ReadRecording, ReadError> {
     let mut b = Builder::default();
     let read =
         for_each_chunk(path, &|t| WANTED.contains(&&*t.name), |c| b.add_chunk(&c).map_err(ReadErrorKind::Limit))?;
-    Ok(ReadRecording { recording: b.finish(), lost: read.lost })
+    let (recording, notes) = b.finish_noted();
+    Ok(ReadRecording { recording, lost: read.lost, notes })
 }
 
 /// [`read_recording`] of a file image in memory (`name` for errors), chunk by chunk: the
@@ -104,6 +110,9 @@ struct Builder {
     /// Drop reasons and thread states -> their index in `rec.drops` and `rec.states`.
     drop_index: HashMap<String, usize>,
     state_index: HashMap<String, StateIdx>,
+    /// Allocations read from TLAB events ([`super::jvmevents::TLAB_EVENTS`]): kept only if the
+    /// recording has no `jdk.ObjectAllocationSample`, which estimates the same bytes.
+    tlab_events: Vec<JvmEvent>,
 }
 
 /// Per-chunk caches: pool key -> interned index, and what was made of a string by its place
@@ -192,6 +201,11 @@ impl Builder {
                         self.rec.counters.len() - 1
                     }
                 };
+                let how = c.metadata.annotation_value(&f.annotations, "jdk.jfr.Description").unwrap_or("");
+                if self.rec.counter_periods.len() <= slot {
+                    self.rec.counter_periods.resize(slot + 1, 0);
+                }
+                self.rec.counter_periods[slot] = crate::jfr::schema::counter_period_of(how);
                 counter_slots.push((f.name.clone(), slot));
             }
             for e in c.events_named("hpm.Sample") {
@@ -276,6 +290,21 @@ impl Builder {
                 self.rec.events.push(ev);
             }
         }
+        for name in super::jvmevents::TLAB_EVENTS {
+            for e in c.events_named(name) {
+                let thread = self.thread(c, e.raw("eventThread"), &mut cache);
+                let (stack, truncated) = self.stack(c, e.raw("stackTrace"), &mut cache)?;
+                let mut ev = JvmEvent::of(JvmEventKind::Allocation, stack);
+                ev.thread = thread;
+                ev.truncated = truncated;
+                let kind = JvmEventKind::Allocation;
+                super::jvmevents::event_fields(kind, &e, |t| h.ticks_to_nanos(t), &mut cache.event_classes, &mut ev);
+                let size = |f: &str| e.i64(f).unwrap_or(0);
+                ev.weight = super::jvmevents::tlab_weight(name, size("allocationSize"), size("tlabSize"));
+                self.weight_total = checked_sum(self.weight_total, ev.weight, "event weights")?;
+                self.tlab_events.push(ev);
+            }
+        }
         Ok(())
     }
 
@@ -334,6 +363,8 @@ impl Builder {
         };
         self.rec.jvm = s("jvm");
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
+        // Cumulative: the largest count wins.
+        self.rec.threads_seen = self.rec.threads_seen.max(e.i64("threadsSeen").unwrap_or(0).max(0) as u64);
     }
 
     /// Event info, JVM and pid for recordings made by the JDK.
@@ -509,7 +540,32 @@ impl Builder {
         Ok(idx)
     }
 
-    fn finish(mut self) -> Recording {
+    fn finish(self) -> Recording {
+        self.finish_noted().0
+    }
+
+    /// The recording, and what was left out of it for the user to know. TLAB allocation
+    /// events join the allocations only where no `jdk.ObjectAllocationSample` is there: both
+    /// estimate the same bytes (the JDK's `profile` settings of some versions record both),
+    /// and the allocation sample is the JDK's own unbiased estimate.
+    fn finish_noted(mut self) -> (Recording, Vec<String>) {
+        let mut notes = Vec::new();
+        let tlab = std::mem::take(&mut self.tlab_events);
+        if self.rec.events.iter().any(|e| e.kind == JvmEventKind::Allocation) {
+            if !tlab.is_empty() {
+                notes.push(format!(
+                    "{} TLAB allocation events (jdk.ObjectAllocationInNewTLAB/OutsideTLAB) left out: \
+                     the recording's jdk.ObjectAllocationSample events estimate the same allocations",
+                    crate::text::group(tlab.len() as u64)
+                ));
+            }
+        } else {
+            self.rec.events.extend(tlab);
+        }
+        (self.finish_samples(), notes)
+    }
+
+    fn finish_samples(mut self) -> Recording {
         let n = self.rec.counters.len();
         for s in &mut self.rec.samples {
             s.counters.resize(n, 0);

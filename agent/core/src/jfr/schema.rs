@@ -56,8 +56,10 @@ fn thread_sample_fields() -> Vec<FieldDef> {
 }
 
 /// Every event type hpm writes. `counters` are `Recording::counters`: one `long` field each in
-/// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name.
-pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
+/// `hpm.Sample`, named by [`counter_field_names`] and labelled with the counter's own name; its
+/// description says how its values came to their stacks (`periods`: `Recording::counter_periods`,
+/// read back by [`counter_period_of`]).
+pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
     let mut sample_fields = vec![
         start_time_field(),
         FieldDef::new("sampledThread", T_THREAD, "Thread").pooled(),
@@ -95,10 +97,12 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
             .with(description("A precise memory sample's access latency in cycles, 0 if the PMU gave none"))
             .with(marker(A_UNSIGNED)),
     ];
-    for (name, counter) in counter_field_names(counters).iter().zip(counters) {
+    for (i, (name, counter)) in counter_field_names(counters).iter().zip(counters).enumerate() {
+        let period = periods.get(i).copied().unwrap_or(0);
+        let how = crate::model::counter_attribution(period);
         sample_fields.push(
             FieldDef::new(name, T_LONG, counter)
-                .with(description(&format!("Counter `{counter}`: delta since the thread's previous sample")))
+                .with(description(&format!("Counter `{counter}`, {how}")))
                 .with(marker(A_UNSIGNED)),
         );
     }
@@ -149,6 +153,9 @@ pub fn event_defs(counters: &[String]) -> Vec<EventDef> {
                 string_field("kernel", "Kernel Time"),
                 FieldDef::new("allocInterval", T_LONG, "Allocation Sampling Interval")
                     .with(description("Option alloc: the mean bytes between allocation samples, 0 without it"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("threadsSeen", T_LONG, "Threads Seen")
+                    .with(description("Threads the agent saw so far, with samples or not"))
                     .with(marker(A_UNSIGNED)),
             ],
         },
@@ -336,10 +343,10 @@ fn source_file_type() -> TypeDef {
 }
 
 /// All types of an hpm chunk, in declaration order.
-pub fn all_types(counters: &[String]) -> Vec<TypeDef> {
+pub fn all_types(counters: &[String], periods: &[u64]) -> Vec<TypeDef> {
     let mut t = builtin_types();
     t.push(source_file_type());
-    t.extend(event_defs(counters).iter().map(EventDef::to_type));
+    t.extend(event_defs(counters, periods).iter().map(EventDef::to_type));
     t
 }
 
@@ -350,6 +357,16 @@ pub fn metadata_tree(types: &[TypeDef]) -> Element {
     Element::new("root")
         .child(meta)
         .child(Element::new("region").attr("locale", "en_US").attr("gmtOffset", "0").attr("dst", "0"))
+}
+
+/// A counter's own-sample period from its field's description ([`event_defs`]), 0 for an
+/// interval-attributed counter or a description of an older version.
+pub fn counter_period_of(description: &str) -> u64 {
+    description
+        .split_once("its own overflow every ")
+        .and_then(|(_, rest)| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// `hpm.Sample` field names for counters: a Java-identifier-like camelCase form of each name
@@ -426,7 +443,7 @@ mod tests {
 
     #[test]
     fn type_ids_are_unique() {
-        let types = all_types(&["cycles".to_string()]);
+        let types = all_types(&["cycles".to_string()], &[]);
         let mut ids: Vec<u64> = types.iter().map(|t| t.id).collect();
         ids.sort();
         ids.dedup();

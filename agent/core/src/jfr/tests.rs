@@ -167,6 +167,27 @@ fn single_chunk_round_trip() {
     }
 }
 
+/// How each counter came to its stacks survives the file: its field's description says it, and
+/// a counter's own sample (weight 0) is an hpm.Sample only, counted as no sample.
+#[test]
+fn counter_attribution_round_trips_and_own_samples_are_no_execution_samples() {
+    let mut rec = sample_recording();
+    rec.counter_periods = vec![0, 10_000, 0];
+    let mut samples = sample_batch(&mut rec, 5_000_000_000, 10);
+    let mut own = samples[0].clone();
+    (own.weight, own.counters) = (0, vec![0, 10_007, 0]);
+    samples.push(own);
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let back = read_recording(&write_temp("attribution.jfr", &bytes)).unwrap().recording;
+    assert_eq!(back.counter_periods, [0, 10_000, 0]);
+    let counter_samples: Vec<&Sample> = back.samples.iter().filter(|s| s.is_counter_sample()).collect();
+    assert_eq!(counter_samples.len(), 1);
+    assert_eq!((counter_samples[0].count(), counter_samples[0].counters[1]), (0, 10_007));
+    let chunk = parse_chunks(&bytes, &|_| true).unwrap().remove(0);
+    assert_eq!(chunk.events_named("jdk.ExecutionSample").count(), 10, "the own sample is not a CPU sample");
+    assert_eq!(chunk.events_named("hpm.Sample").count(), 11);
+}
+
 #[test]
 fn several_chunks_concatenated() {
     let mut rec = sample_recording();

@@ -83,7 +83,8 @@ pub fn encode_chunk_keyed(
             e.restart(EVENT_WALL_CLOCK_SAMPLE);
             e.long(s.time).long(thread).long(stack).long(pools.state(s.state)).long(1);
             e.finish(&mut out);
-        } else {
+        } else if !s.is_counter_sample() {
+            // A counter's own sample is no CPU sample either: hpm.Sample alone carries it.
             e.restart(EVENT_EXECUTION_SAMPLE);
             e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
             e.finish(&mut out);
@@ -135,7 +136,7 @@ pub fn encode_chunk_keyed(
 
     // Metadata.
     let meta_offset = out.len();
-    write_metadata(&mut out, &metadata_for(&rec.counters), chunk.start_ticks);
+    write_metadata(&mut out, &metadata_for(&rec.counters, &rec.counter_periods), chunk.start_ticks);
 
     let size = out.len() as u64;
     let mut h = Vec::with_capacity(HEADER_SIZE);
@@ -170,13 +171,15 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(&rec.jvm))
         .long(rec.pid as u64)
         .string(Some(ev.kernel.name()))
-        .long(ev.alloc_interval);
+        .long(ev.alloc_interval)
+        .long(rec.threads_seen());
     e.finish(out);
 }
 
 /// A metadata event's content after its start time and duration: the id, then the tree.
 struct EncodedMetadata {
     counters: Vec<String>,
+    periods: Vec<u64>,
     id: Vec<u8>,
     body: Vec<u8>,
 }
@@ -184,18 +187,19 @@ struct EncodedMetadata {
 /// The metadata of chunks whose samples carry `counters`, encoded once per list of counters
 /// (the last one kept): it is the same for every chunk of a session, and building and encoding
 /// the tree took a quarter of writing a one-second chunk.
-fn metadata_for(counters: &[String]) -> Arc<EncodedMetadata> {
+fn metadata_for(counters: &[String], periods: &[u64]) -> Arc<EncodedMetadata> {
     static LAST: Mutex<Option<Arc<EncodedMetadata>>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(m) = last.as_ref().filter(|m| m.counters == counters) {
+    if let Some(m) = last.as_ref().filter(|m| m.counters == counters && m.periods == periods) {
         return m.clone();
     }
-    let m = Arc::new(encode_metadata(&schema::metadata_tree(&schema::all_types(counters)), counters));
+    let tree = schema::metadata_tree(&schema::all_types(counters, periods));
+    let m = Arc::new(encode_metadata(&tree, counters, periods));
     *last = Some(m.clone());
     m
 }
 
-fn encode_metadata(tree: &Element, counters: &[String]) -> EncodedMetadata {
+fn encode_metadata(tree: &Element, counters: &[String], periods: &[u64]) -> EncodedMetadata {
     let mut body = Vec::new();
     tree.encode_tree(&mut body);
     // The metadata id changes whenever the content does, so readers that cache the previous
@@ -203,7 +207,7 @@ fn encode_metadata(tree: &Element, counters: &[String]) -> EncodedMetadata {
     let id = fnv64(&body) >> 1;
     let mut id_bytes = Vec::new();
     put_i64(&mut id_bytes, id as i64);
-    EncodedMetadata { counters: counters.to_vec(), id: id_bytes, body }
+    EncodedMetadata { counters: counters.to_vec(), periods: periods.to_vec(), id: id_bytes, body }
 }
 
 fn write_metadata(out: &mut Vec<u8>, m: &EncodedMetadata, ticks: u64) {

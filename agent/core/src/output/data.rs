@@ -200,7 +200,7 @@ impl DataTallies {
         for s in &rec.samples {
             let Some(d) = s.data.as_deref() else { continue };
             let (class, field) = (d.class.as_deref(), d.field.as_deref());
-            tables.add(d.space, class, field, s.component, leaf_method(s), 1, s.weight, &s.counters);
+            tables.add(d.space, class, field, s.component, leaf_method(s), s.count(), s.weight, &s.counters);
         }
         tables.finish()
     }

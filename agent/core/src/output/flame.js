@@ -29,6 +29,9 @@
   }
 
   const canvas = document.getElementById('fg'), ctx = canvas.getContext('2d');
+  // The tree as last drawn, without the hover outline: moving the mouse copies it back and
+  // outlines one frame instead of drawing every frame again (100,000 frames take ~0.2 s).
+  const clean = document.createElement('canvas'), cleanCtx = clean.getContext('2d');
   const tip = document.getElementById('tip'), status = document.getElementById('status');
   const search = document.getElementById('search'), matchedEl = document.getElementById('matched');
   const icicle = document.getElementById('icicle');
@@ -93,8 +96,8 @@
     width = canvas.clientWidth;
     const h = (maxDepth + 1) * FRAME_H;
     canvas.style.height = h + 'px';
-    canvas.width = Math.max(1, Math.round(width * dpr));
-    canvas.height = Math.max(1, Math.round(h * dpr));
+    canvas.width = clean.width = Math.max(1, Math.round(width * dpr));
+    canvas.height = clean.height = Math.max(1, Math.round(h * dpr));
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     draw();
   }
@@ -104,7 +107,6 @@
     ctx.fillStyle = matchName && matchName[nm[i]] ? '#e03ce0' : D.diff ? changeColour(change[i]) : colours[nm[i]];
     ctx.globalAlpha = faded ? 0.55 : 1;
     ctx.fillRect(px, y, Math.max(pw - 0.5, 0.5), FRAME_H - 1);
-    if (i === hover) { ctx.strokeStyle = '#000'; ctx.strokeRect(px + 0.5, y + 0.5, Math.max(pw - 1.5, 0.5), FRAME_H - 2); }
     if (pw > 24) {
       const name = D.names[nm[i]], room = Math.floor((pw - 6) / charW);
       if (room >= 2) {
@@ -130,6 +132,34 @@
       box(i, (x[i] - x0) * scale, pw, false);
       i++;
     }
+    cleanCtx.clearRect(0, 0, clean.width, clean.height);
+    cleanCtx.drawImage(canvas, 0, 0);
+    outline(hover);
+  }
+
+  // Where draw() put frame i: [x, width] in CSS pixels, or null when it is not drawn.
+  function place(i) {
+    if (i < 0 || N === 0 || !(tot[zoom] > 0)) return null;
+    if (i < zoom) return end[i] > zoom ? [0, width] : null;
+    if (i >= end[zoom]) return null;
+    const scale = width / tot[zoom], pw = tot[i] * scale;
+    return pw < MIN_PX ? null : [(x[i] - x[zoom]) * scale, pw];
+  }
+  function outline(i) {
+    const p = place(i);
+    if (!p) return;
+    ctx.strokeStyle = '#000';
+    ctx.strokeRect(p[0] + 0.5, yOf(dp[i]) + 0.5, Math.max(p[1] - 1.5, 0.5), FRAME_H - 2);
+  }
+  // The hovered frame changed: the clean tree again, and the new frame's outline.
+  function setHover(i) {
+    hover = i;
+    ctx.save();
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(clean, 0, 0);
+    ctx.restore();
+    outline(hover);
   }
 
   function hit(mx, my) {
@@ -177,7 +207,7 @@
 
   canvas.addEventListener('mousemove', function (e) {
     const r = canvas.getBoundingClientRect(), i = hit(e.clientX - r.left, e.clientY - r.top);
-    if (i !== hover) { hover = i; draw(); }
+    if (i !== hover) setHover(i);
     if (i < 0) { tip.hidden = true; return; }
     const lines = describe(i);
     tip.textContent = lines.join('\n');
@@ -187,7 +217,7 @@
     tip.style.top = (e.clientY + 16 + th > window.innerHeight ? e.clientY - th - 8 : e.clientY + 16) + 'px';
     status.textContent = lines.join(' | ');
   });
-  canvas.addEventListener('mouseleave', function () { hover = -1; tip.hidden = true; draw(); });
+  canvas.addEventListener('mouseleave', function () { tip.hidden = true; setHover(-1); });
   canvas.addEventListener('click', function (e) {
     const r = canvas.getBoundingClientRect(), i = hit(e.clientX - r.left, e.clientY - r.top);
     if (i >= 0) setZoom(i);

@@ -23,6 +23,9 @@ pub struct HtmlOptions {
     /// A second header line (event, period, ...), if any.
     pub subtitle: Option<String>,
     pub by: CountBy,
+    /// What the widths count, when the tree's samples are the JVM's events made to weigh
+    /// (`--event`: bytes allocated, ns waited); `Unit::Samples` names them after `by`.
+    pub unit: crate::text::Unit,
     /// Frames whose total is below this share of all samples are folded into their caller's
     /// self time (the page says how many).
     pub min_share: f64,
@@ -36,6 +39,7 @@ impl Default for HtmlOptions {
             title: "Flame Graph".into(),
             subtitle: None,
             by: CountBy::Samples,
+            unit: crate::text::Unit::Samples,
             min_share: 1e-6,
             max_nodes: 300_000,
         }
@@ -81,7 +85,7 @@ fn build(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> Built {
     out.push_str("{\"title\":");
     push_json_string(&mut out, &opts.title);
     out.push_str(",\"unit\":");
-    push_json_string(&mut out, by.name());
+    push_json_string(&mut out, unit_name(by, opts.unit));
     let _ = write!(out, ",\"total\":{root_total},\"counters\":[");
     for (i, c) in cct.counters.iter().enumerate() {
         if i > 0 {
@@ -175,9 +179,18 @@ pub fn flame_html_diff(b: &Cct, base: &FrameBaseline, opts: &HtmlOptions) -> Str
     render(b, opts, Some(base))
 }
 
+/// What a graph's widths count: the events' unit when given, else samples or weight.
+pub(crate) fn unit_name(by: CountBy, unit: crate::text::Unit) -> &'static str {
+    if unit == crate::text::Unit::Samples {
+        by.name()
+    } else {
+        unit.noun()
+    }
+}
+
 fn render(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> String {
     let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts, base);
-    let unit = if base.is_some() { CountBy::Samples.name() } else { opts.by.name() };
+    let unit = unit_name(if base.is_some() { CountBy::Samples } else { opts.by }, opts.unit);
     let mut note = format!("{} {unit} in total.", group(root_total));
     if pruned_frames > 0 {
         let share = min_total as f64 * 100.0 / root_total.max(1) as f64;

@@ -19,6 +19,9 @@ pub struct SvgOptions {
     pub width: u32,
     pub frame_height: u32,
     pub by: CountBy,
+    /// What the widths count, when the tree's samples are the JVM's events made to weigh
+    /// (`--event`: bytes allocated, ns waited); `Unit::Samples` names them after `by`.
+    pub unit: crate::text::Unit,
     /// Frames narrower than this many pixels are left out (folded into their caller).
     pub min_width_px: f64,
 }
@@ -31,6 +34,7 @@ impl Default for SvgOptions {
             width: 1200,
             frame_height: 16,
             by: CountBy::Samples,
+            unit: crate::text::Unit::Samples,
             min_width_px: 0.1,
         }
     }
@@ -91,7 +95,7 @@ fn render(cct: &Cct, opts: &SvgOptions, base: Option<&FrameBaseline>) -> String 
         None => Vec::new(),
     };
     let max_change = changes.iter().map(|c| c.0.abs()).fold(0.0, f64::max);
-    let unit = by.name();
+    let unit = super::flame_html::unit_name(by, opts.unit);
 
     let mut s = String::with_capacity(256 + flat.nodes.len() * 200);
     let _ = writeln!(s, r#"<?xml version="1.0" encoding="UTF-8" standalone="no"?>"#);

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::model::{EventInfo, Frame, FrameKind, JvmEvent, JvmEventKind, MethodInfo, PeriodUnit, Recording, Sample};
+use crate::output::idle::{waits_for_work, IdleJudge, IDLE_ROW};
 
 /// Which JVM events a reading command looks at instead of the CPU samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +38,21 @@ impl EventSel {
         }
     }
 
-    fn name(self) -> &'static str {
+    /// What the events weigh: bytes allocated, or ns waited.
+    pub fn unit(self) -> crate::text::Unit {
+        match self {
+            EventSel::Alloc => crate::text::Unit::Bytes,
+            _ => crate::text::Unit::NsWaited,
+        }
+    }
+
+    /// The selections a recording has events for, of `alloc` and `lock` (what a profile of
+    /// its events is made of when it has no samples).
+    pub fn present(rec: &Recording) -> Vec<EventSel> {
+        [EventSel::Alloc, EventSel::Lock].into_iter().filter(|s| rec.events.iter().any(|e| s.matches(e.kind))).collect()
+    }
+
+    pub fn name(self) -> &'static str {
         match self {
             EventSel::Alloc => "alloc",
             EventSel::Monitor => "monitor",
@@ -48,15 +63,19 @@ impl EventSel {
 }
 
 /// An event as a sample: its stack under a leaf frame naming the class (the allocated
-/// object's, the monitor's, the park blocker's, or `[no blocker]`), weighted by bytes or ns.
+/// object's, the monitor's, the park blocker's, or `[no blocker]`; an idle pool thread's park,
+/// [`IDLE_ROW`]), weighted by bytes or ns.
 pub fn as_sample(rec: &mut Recording, ev: &JvmEvent) -> Sample {
-    let method = leaf_method(rec, ev);
+    let idle = waits_for_work(rec, ev);
+    let method = leaf_method(rec, ev, idle);
     sample_in(ev, method)
 }
 
-/// The method standing for an event's class (its name shared with the event).
-fn leaf_method(rec: &mut Recording, ev: &JvmEvent) -> crate::model::MethodIdx {
+/// The method standing for an event's class (its name shared with the event), or for the idle
+/// row.
+fn leaf_method(rec: &mut Recording, ev: &JvmEvent, idle: bool) -> crate::model::MethodIdx {
     let leaf: std::sync::Arc<str> = match (&ev.class, ev.kind) {
+        _ if idle => IDLE_ROW.into(),
         (Some(c), _) => c.clone(),
         (None, JvmEventKind::ThreadPark) => "[no blocker]".into(),
         (None, _) => "[unknown class]".into(),
@@ -84,12 +103,18 @@ pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
     let events = std::mem::take(&mut rec.events);
     // A class's method found once per class name (events of a class share its name).
     let mut methods: HashMap<(usize, JvmEventKind), crate::model::MethodIdx> = HashMap::new();
+    let mut judge = IdleJudge::default();
     let samples: Vec<Sample> = events
         .iter()
         .filter(|e| sel.matches(e.kind))
         .map(|e| {
-            let key = (class_id(e), if e.class.is_some() { JvmEventKind::Allocation } else { e.kind });
-            let m = *methods.entry(key).or_insert_with(|| leaf_method(rec, e));
+            let idle = judge.is_idle(rec, e);
+            let key = match e.class {
+                _ if idle => (usize::MAX, JvmEventKind::ThreadPark),
+                Some(_) => (class_id(e), JvmEventKind::Allocation),
+                None => (0, e.kind),
+            };
+            let m = *methods.entry(key).or_insert_with(|| leaf_method(rec, e, idle));
             sample_in(e, m)
         })
         .collect();
@@ -223,6 +248,15 @@ fn write_rows(out: &mut String, rows: &[Row], total: u64, alloc: bool, what: &st
     }
 }
 
+/// Lock rows with the idle row, if any, after the top ones; shares of `contended` (the rest).
+fn write_lock_rows(out: &mut String, mut rows: Vec<Row>, contended: u64, what: &str, top: usize) {
+    let idle = rows.iter().position(|r| r.key == IDLE_ROW).map(|i| rows.remove(i));
+    write_rows(out, &rows, contended, false, what, top);
+    if let Some(r) = idle {
+        let _ = writeln!(out, "  {:>12} {:>6} {:>8}  {}", amount(false, r.weight), "-", r.events, r.key);
+    }
+}
+
 /// The report's sections for a recording with JVM events: allocations by class and by site,
 /// lock waits by lock class and by site. Empty when it has none.
 pub fn report(rec: &Recording, top: usize) -> String {
@@ -244,16 +278,42 @@ pub fn report(rec: &Recording, top: usize) -> String {
     let lock = [JvmEventKind::MonitorEnter, JvmEventKind::ThreadPark];
     let n_lock = rec.events.iter().filter(|e| lock.contains(&e.kind)).count();
     if n_lock > 0 {
-        let by_class = table(rec, &lock, by_class, |e| format!("{} ({})", class_key(e), e.kind.name()));
+        // Idle pool threads' parks are summed in a row of their own (one key, one group), shown
+        // last: the shares and the top rows are the contended waits.
+        let judge = std::cell::RefCell::new(IdleJudge::default());
+        let is_idle = |e: &JvmEvent| judge.borrow_mut().is_idle(rec, e);
+        let apart = |same: fn(&JvmEvent) -> (usize, usize, JvmEventKind)| {
+            move |e: &JvmEvent| if is_idle(e) { (usize::MAX, 0, JvmEventKind::ThreadPark) } else { same(e) }
+        };
+        let class_row = |e: &JvmEvent| {
+            if is_idle(e) {
+                IDLE_ROW.to_string()
+            } else {
+                format!("{} ({})", class_key(e), e.kind.name())
+            }
+        };
+        let site_row = |e: &JvmEvent| if is_idle(e) { IDLE_ROW.to_string() } else { site(rec, e) };
+        let by_class = table(rec, &lock, apart(by_class), class_row);
         let total: u64 = by_class.iter().map(|r| r.weight).sum();
-        let _ = writeln!(
+        let idle_ns: u64 = by_class.iter().filter(|r| r.key == IDLE_ROW).map(|r| r.weight).sum();
+        let _ = write!(
             out,
             "\nLock waits (jdk.JavaMonitorEnter, jdk.ThreadPark): {n_lock} waits, {} in all",
             amount(false, total)
         );
-        write_rows(&mut out, &by_class, total, false, "lock class (monitor or park)", top);
+        if idle_ns > 0 {
+            let _ = write!(
+                out,
+                "; {} of them idle pool threads waiting for work, in the last row (shares are of the other {}; \
+                 --no-idle leaves them out)",
+                amount(false, idle_ns),
+                amount(false, total - idle_ns)
+            );
+        }
         out.push('\n');
-        write_rows(&mut out, &table(rec, &lock, by_site, |e| site(rec, e)), total, false, "site", top);
+        write_lock_rows(&mut out, by_class, total - idle_ns, "lock class (monitor or park)", top);
+        out.push('\n');
+        write_lock_rows(&mut out, table(rec, &lock, apart(by_site), site_row), total - idle_ns, "site", top);
     }
     out
 }

@@ -9,6 +9,7 @@ pub mod collapsed;
 pub mod data;
 pub mod flame_html;
 pub mod flame_svg;
+pub mod idle;
 pub mod instructions;
 pub mod json;
 pub mod jvmevents;
@@ -25,6 +26,7 @@ pub use collapsed::{to_collapsed, write_collapsed, CountBy};
 pub use flame_html::{flame_html, flame_html_diff, HtmlOptions};
 pub use flame_svg::{flame_svg, flame_svg_diff, SvgOptions};
 pub use report::{component_counts, full_report, summary, ReportOptions, Tallies};
+pub use summary::states_line;
 
 /// Broad family of a frame, for the colours of flame graphs: the kind of code the frame ran as
 /// where the recording says ([`crate::cct::CctNode::kinds`]), else judged from its name.

@@ -16,10 +16,10 @@ use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
-pub use super::summary::{component_counts, event_line, summary};
-use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
+pub use super::summary::{component_counts, event_line, sampling_line, summary};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_with_samples_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
-use crate::text::{duration_ns, group, pct, ratio};
+use crate::text::{duration_ns, group, pct, ratio, Unit};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReportOptions {
@@ -35,20 +35,38 @@ pub struct ReportOptions {
     /// What the method tables and the call tree count: samples, or (`--event`: the JVM's
     /// events) what they weigh, bytes or ns waited.
     pub by: CountBy,
+    /// What a weight is (`--event`: bytes allocated, ns waited), for the titles and cells.
+    pub unit: Unit,
 }
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { top: 20, min_percent: 1.0, threads: false, filtered: None, by: CountBy::Samples }
+        ReportOptions {
+            top: 20,
+            min_percent: 1.0,
+            threads: false,
+            filtered: None,
+            by: CountBy::Samples,
+            unit: Unit::Samples,
+        }
     }
 }
 
 impl ReportOptions {
     /// What the tables count, in their titles.
     fn counted(&self) -> &'static str {
+        match (self.by, self.unit) {
+            (CountBy::Samples, _) => "samples",
+            (CountBy::Weight, Unit::Samples) => "weight",
+            (CountBy::Weight, u) => u.noun(),
+        }
+    }
+
+    /// A table cell of what the tables count: a time for ns waited.
+    fn cell(&self, v: u64) -> String {
         match self.by {
-            CountBy::Samples => "samples",
-            CountBy::Weight => "weight",
+            CountBy::Samples => group(v),
+            CountBy::Weight => self.unit.cell(v),
         }
     }
 }
@@ -76,7 +94,7 @@ impl Tallies {
 /// The report's header and one data table (`hpm report --by class|field|space`).
 pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, Some(rec), cct, opts.filtered.as_ref());
+    header(&mut out, Some(rec), cct, &tallies.threads, opts);
     if tallies.data.samples == 0 {
         out.push_str("\n(no sample has a data address: record with the agent's `data` option)\n");
     }
@@ -87,7 +105,7 @@ pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, op
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
 pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, rec, cct, opts.filtered.as_ref());
+    header(&mut out, rec, cct, &tallies.threads, opts);
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
     let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
@@ -133,10 +151,14 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     out
 }
 
-fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option<&Applied>) {
+/// The `== hpm report ==` block; `threads` are the per-thread rows of the samples shown.
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[ThreadRow], opts: &ReportOptions) {
+    let filtered = opts.filtered.as_ref();
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
-        let _ = writeln!(out, "{:<11} {v}", format!("{k}:"));
+        // An empty key continues the line above.
+        let key = if k.is_empty() { String::new() } else { format!("{k}:") };
+        let _ = writeln!(out, "{key:<11} {v}");
     };
     match rec {
         Some(rec) => {
@@ -147,8 +169,11 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
             if let Some(k) = kernel_line(rec) {
                 kv("kernel", k);
             }
-            let counters = if cct.counters.is_empty() { "none".to_string() } else { cct.counters.join(", ") };
+            let counters = if cct.counters.is_empty() { "none".to_string() } else { counters_line(rec) };
             kv("counters", counters);
+            for line in attributions(rec) {
+                kv("", line);
+            }
             if rec.start_wall_ns != 0 {
                 // What --from and --to take as a wall-clock time.
                 kv("start", crate::text::iso_utc(rec.start_wall_ns));
@@ -163,12 +188,30 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
                 }
                 kv("jvm", v);
             }
-            kv("samples", format!("{}, {}", group(cct.total_samples()), drops_line(rec)));
+            // The JVM's events as samples: counted as events, with what they weigh.
+            let counted = |n: u64| match opts.unit {
+                Unit::Bytes | Unit::NsWaited => {
+                    format!("{} events ({})", group(n), opts.unit.amount(cct.root().total_weight))
+                }
+                _ => group(n),
+            };
+            let samples = match filtered {
+                // What the filters kept, of what they were given; drops are the whole run's.
+                Some(f) => format!(
+                    "{} of {} (filter below); in the whole recording {}",
+                    counted(f.samples_kept),
+                    group(f.samples_before),
+                    drops_line(rec)
+                ),
+                None => format!("{}, {}", counted(cct.total_samples()), drops_line(rec)),
+            };
+            kv("samples", samples);
             if let Some(f) = filtered {
                 kv("filter", f.describe());
             }
-            if let Some(t) = threads_line(rec) {
-                kv("threads", t);
+            // The agent's exit summary says `threads seen`: the same count, named the same.
+            if let Some(t) = threads_with_samples_line(rec, threads) {
+                kv("threads with samples", t);
             }
         }
         None => {
@@ -179,6 +222,37 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, filtered: Option
             kv("samples", group(cct.total_samples()));
         }
     }
+}
+
+/// The counters, each marked with how its values came to their stacks: `sampled every N`
+/// (its own overflows) or `interval` (the delta since the thread's previous sample).
+fn counters_line(rec: &Recording) -> String {
+    let period = |i: usize| rec.counter_periods.get(i).copied().unwrap_or(0);
+    let mark = |i: usize| match period(i) {
+        0 => "interval".to_string(),
+        p => format!("sampled every {p}"),
+    };
+    rec.counters.iter().enumerate().map(|(i, c)| format!("{c} [{}]", mark(i))).collect::<Vec<_>>().join(", ")
+}
+
+/// One line per kind of attribution in use, saying what its mark means.
+fn attributions(rec: &Recording) -> Vec<String> {
+    let period = |i: usize| rec.counter_periods.get(i).copied().unwrap_or(0);
+    let mut out = Vec::new();
+    if (0..rec.counters.len()).any(|i| period(i) > 0) {
+        out.push(
+            "[sampled every N]: the counter's own overflow every N events interrupts the thread, and the count \
+             since its previous overflow is charged to the stack it interrupts"
+                .to_string(),
+        );
+    }
+    if (0..rec.counters.len()).any(|i| period(i) == 0) {
+        out.push(format!(
+            "[interval]: {}",
+            crate::model::counter_attribution(0).replacen("interval-attributed: ", "", 1)
+        ));
+    }
+    out
 }
 
 fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, sources: &IntMap<String, &str>) {
@@ -208,9 +282,9 @@ fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, 
         let mut l = format!(
             "{:>8} {:>n$} {:>8} {:>n$}",
             pct(t.self_samples, total),
-            group(t.self_samples),
+            opts.cell(t.self_samples),
             pct(t.total_samples, total),
-            group(t.total_samples)
+            opts.cell(t.total_samples)
         );
         for (i, w) in widths.iter().enumerate() {
             let _ = write!(l, " {:>w$}", pct(counter_at(&t.self_counters, i), counter_at(roots, i)));
@@ -230,7 +304,7 @@ fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, 
     let rest: Vec<&Row> = rows.iter().filter(|r| r.t.self_samples > 0).skip(opts.top).collect();
     if !rest.is_empty() {
         let s: u64 = rest.iter().map(|r| r.t.self_samples).sum();
-        let _ = writeln!(out, "{:>8} {:>n$}  ({} more methods)", pct(s, total), group(s), group(rest.len() as u64));
+        let _ = writeln!(out, "{:>8} {:>n$}  ({} more methods)", pct(s, total), opts.cell(s), group(rest.len() as u64));
     }
 }
 

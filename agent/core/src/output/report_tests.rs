@@ -146,7 +146,7 @@ fn header_components_tree_and_drops() {
     assert!(r.contains("fallback:   requested `cycles` could not be used (perf_event_paranoid is 3)"));
     assert!(r.contains("duration:   2.5 s"));
     assert!(r.contains("samples:    100, 10 dropped (ring full: 7, no java frame: 3)"));
-    assert!(r.contains("threads:    2 (1 Java, 1 VM)"));
+    assert!(r.contains("threads with samples: 2 (1 Java, 1 VM) of 2 seen"), "{r}");
     let comp = table_rows(&r, "== VM components");
     assert_eq!(comp[0].split_whitespace().collect::<Vec<_>>(), ["Java", "85", "85.00%"]);
     assert_eq!(comp[1].split_whitespace().collect::<Vec<_>>(), ["GC", "10", "10.00%"]);
@@ -174,7 +174,7 @@ fn a_filter_is_said_in_the_header_and_drops_stay_shares_of_the_run() {
     let cct = Cct::from_recording(&rec, false);
     let opts = ReportOptions { filtered: applied, ..Default::default() };
     let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &opts);
-    assert!(r.contains("samples:    10, 10 dropped"), "{r}");
+    assert!(r.contains("samples:    10 of 100 (filter below); in the whole recording 10 dropped"), "{r}");
     assert!(r.contains("\nfilter:     threads matching `^GC` (1 of 2); 10 of 100 samples kept\n"), "{r}");
     assert_eq!(table_rows(&r, "== Threads"), ["        10  100.00%       11  GC Thread#0"]);
     // 7 of the run's 110 attempted samples (100 taken, 10 lost), not of the 10 kept plus 10 lost.
@@ -244,6 +244,31 @@ fn summary_without_extras_prints_no_made_up_lines() {
     assert!(s.contains("hpm: 120 samples, none dropped"), "{s}");
 }
 
+/// A wall-clock profile's samples are unclassified (JVMTI does not say how a frame runs): its
+/// summary leaves the components out, where it said `Unknown 100.00%`, and gives the samples'
+/// thread states instead.
+#[test]
+fn a_wall_summary_gives_thread_states_not_unclassified_components() {
+    let mut rec = Recording::default();
+    rec.event.name = "wall".into();
+    let sleeping = rec.state_idx("STATE_SLEEPING");
+    let runnable = rec.state_idx("STATE_RUNNABLE");
+    let mut cct = Cct::default();
+    cct.add_stack(&["java.lang.Thread.sleep".to_string()], 4, 0, &[]);
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 4)]);
+    assert!(!s.contains("components"), "{s}");
+    let states = [(runnable, 1), (sleeping, 2), (sleeping, 1)];
+    assert_eq!(
+        crate::output::states_line(&rec, &states).as_deref(),
+        Some("sleeping 75.00%, runnable 25.00%"),
+        "largest first, without JFR's prefix, merged"
+    );
+    assert_eq!(crate::output::states_line(&rec, &[]), None, "a CPU profile has no states");
+    // A profile with classified samples keeps its line, its unclassified ones in it.
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 1), (VmComponent::Java, 3)]);
+    assert!(s.contains("hpm: components: Java 75.00%, Unknown 25.00%"), "{s}");
+}
+
 /// `cargo test -p hpm-core print_example_report -- --ignored --nocapture` shows the layout.
 #[test]
 #[ignore]
@@ -275,4 +300,57 @@ fn events_are_counted_by_weight_when_asked() {
     let r = full_report(None, &cct, &Tallies::default(), &ReportOptions::default());
     let top = table_rows(&r, "== Top 20 methods by self samples");
     assert!(top[0].ends_with("int[]") && top[0].trim_start().starts_with("75.00%"), "{r}");
+}
+
+#[test]
+fn threads_with_samples_of_those_seen() {
+    let mut rec = recording(&[]);
+    // A third thread seen, without samples; a JFR file says it saw 5.
+    rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true });
+    let cct = Cct::from_recording(&rec, false);
+    let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
+    assert!(r.contains("\nthreads with samples: 2 (1 Java, 1 VM) of 3 seen\n"), "{r}");
+    rec.threads_seen = 5;
+    let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
+    assert!(r.contains("\nthreads with samples: 2 (1 Java, 1 VM) of 5 seen\n"), "{r}");
+}
+
+#[test]
+fn a_filtered_header_counts_what_the_filter_kept_of_all() {
+    let rec = recording(&[]);
+    let cct = Cct::from_recording(&rec, false);
+    let filtered = crate::filter::Applied {
+        samples_before: 250,
+        samples_kept: 100,
+        threads: None,
+        from_ns: None,
+        to_ns: None,
+        phase: Some("steady".into()),
+    };
+    let opts = ReportOptions { filtered: Some(filtered), ..Default::default() };
+    let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &opts);
+    assert!(r.contains("\nsamples:    100 of 250 (filter below); in the whole recording 10 dropped"), "{r}");
+    assert!(r.contains("\nfilter:     from phase `steady` on; 100 of 250 samples kept\n"), "{r}");
+}
+
+#[test]
+fn sampling_line_says_what_a_session_samples() {
+    let cpu = EventInfo {
+        name: "cpu-clock".into(),
+        period: 10_000_000,
+        unit: PeriodUnit::Nanoseconds,
+        sampler: "asgct".into(),
+        ..Default::default()
+    };
+    assert_eq!(sampling_line(&cpu, None, None), "event cpu-clock every 10 ms, sampler asgct");
+    // The agent's session without a sampling event (`event=alloc` alone).
+    let none = EventInfo { name: "none".into(), sampler: "none".into(), period: 0, ..Default::default() };
+    assert_eq!(sampling_line(&none, Some(512 * 1024), None), "alloc every 512 KiB allocated");
+    assert_eq!(sampling_line(&none, None, Some(10_000_000)), "lock waits of 10 ms or more");
+    assert_eq!(
+        sampling_line(&cpu, Some(1000), Some(0)),
+        "event cpu-clock every 10 ms, sampler asgct + alloc every 1,000 bytes allocated + every lock wait"
+    );
+    let cycles = EventInfo { name: "cycles".into(), period: 1_000_003, unit: PeriodUnit::Events, ..cpu };
+    assert!(sampling_line(&cycles, None, None).starts_with("event cycles every 1,000,003 events"));
 }

@@ -110,7 +110,7 @@ impl StackTable {
     /// Adds `s` to entry `i`, which [`Self::entry`] gave for a sample of the same stack,
     /// thread and component: the agent finds it by the stack's shared copy, without hashing.
     pub fn add_to(&mut self, i: usize, s: &Sample) {
-        self.entries[i].add(1, s.weight, &s.counters);
+        self.entries[i].add(s.count(), s.weight, &s.counters);
     }
 
     /// The index of `s`'s entry (by its frames, thread and component), made if new.

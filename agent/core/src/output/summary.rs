@@ -4,9 +4,10 @@
 use std::fmt::Write;
 
 use crate::cct::Cct;
-use crate::model::{KernelMode, PeriodUnit, Recording, Sample, VmComponent};
+use crate::model::{EventInfo, KernelMode, PeriodUnit, Recording, Sample, StateIdx, VmComponent};
 
 use super::methods::method_rows;
+use super::threads::ThreadRow;
 use crate::text::{duration_ns, group, pct};
 
 /// Samples per VM component, in [`VmComponent::ALL`] order, components without samples left
@@ -54,6 +55,38 @@ pub fn event_line(rec: &Recording) -> String {
         let _ = write!(s, ", sampler {}", e.sampler);
     }
     s
+}
+
+/// What a session samples, as `hpm attach` and the Java bridge answer `start`: the sampling
+/// event (`event cpu-clock every 10 ms, sampler asgct`), allocations (`alloc` option: `alloc
+/// every 512 KiB allocated`), lock waits (`lock`: `lock waits of 10 ms or more`), joined by
+/// ` + `. `event` is the session's (`none`, period 0: no sampling event).
+pub fn sampling_line(event: &EventInfo, alloc: Option<u64>, lock: Option<u64>) -> String {
+    let mut parts = Vec::new();
+    if event.period > 0 {
+        let every = match event.unit {
+            PeriodUnit::Nanoseconds => duration_ns(event.period),
+            PeriodUnit::Events => format!("{} events", group(event.period)),
+        };
+        parts.push(format!("event {} every {every}, sampler {}", event.name, event.sampler));
+    }
+    if let Some(bytes) = alloc {
+        let size = if bytes >= 1024 && bytes % 1024 == 0 {
+            format!("{} KiB", group(bytes / 1024))
+        } else {
+            format!("{} bytes", group(bytes))
+        };
+        parts.push(format!("alloc every {size} allocated"));
+    }
+    match lock {
+        Some(0) => parts.push("every lock wait".into()),
+        Some(ns) => parts.push(format!("lock waits of {} or more", duration_ns(ns))),
+        None => {}
+    }
+    if parts.is_empty() {
+        return "nothing (no event, alloc or lock)".into();
+    }
+    parts.join(" + ")
 }
 
 /// How kernel time is in a recording made by the agent's perf sampler (`None` for the others).
@@ -123,17 +156,54 @@ pub(crate) fn threads_line(rec: &Recording) -> Option<String> {
     }
     let java = rec.threads.iter().filter(|t| t.is_java).count();
     let vm = rec.threads.len() - java;
-    Some(format!("{} ({java} Java, {vm} VM)", rec.threads.len()))
+    Some(format!("{} ({java} Java, {vm} VM)", group(rec.threads.len() as u64)))
 }
 
-/// `Java 80.10%, GC 10.20%, ...` over the given counts.
+/// `30 (20 Java, 10 VM) of 42 seen`: the threads of `rows` (those with samples), and how many
+/// threads the profiler saw, with samples or not (the agent's `threads seen`). `None` when
+/// there are neither.
+pub(crate) fn threads_with_samples_line(rec: &Recording, rows: &[ThreadRow]) -> Option<String> {
+    let seen = rec.threads_seen();
+    if rows.is_empty() && seen == 0 {
+        return None;
+    }
+    let java = rows.iter().filter(|r| r.is_java).count();
+    let vm = rows.len() - java;
+    Some(format!("{} ({java} Java, {vm} VM) of {} seen", group(rows.len() as u64), group(seen)))
+}
+
+/// `Java 80.10%, GC 10.20%, ...` over the given counts; `None` without counts, or where no
+/// sample was classified (a wall-clock or `sampler=jvmti` profile: JVMTI does not say how a
+/// frame runs, and `Unknown 100.00%` says nothing).
 pub(crate) fn components_line(components: &[(VmComponent, u64)]) -> Option<String> {
     let v = sorted_components(components);
+    let all: u64 = v.iter().map(|(_, n)| n).sum();
+    if all == 0 || v.iter().all(|(c, _)| *c == VmComponent::Unknown) {
+        return None;
+    }
+    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+}
+
+/// `sleeping 30.00%, parked_timed 27.50%, ...`: the samples per thread state (a wall-clock
+/// profile's), largest first, named as the report's thread table names them; `None` where no
+/// sample has a state.
+pub fn states_line(rec: &Recording, states: &[(StateIdx, u64)]) -> Option<String> {
+    let mut v: Vec<(&str, u64)> = Vec::new();
+    for &(i, n) in states {
+        let name = rec.states.get(usize::from(i)).map_or("unknown", |s| s.as_str());
+        match v.iter_mut().find(|(x, _)| *x == name) {
+            Some((_, m)) => *m += n,
+            None => v.push((name, n)),
+        }
+    }
+    v.retain(|(_, n)| *n > 0);
     let all: u64 = v.iter().map(|(_, n)| n).sum();
     if all == 0 {
         return None;
     }
-    Some(v.iter().map(|(c, n)| format!("{} {}", c.name(), pct(*n, all))).collect::<Vec<_>>().join(", "))
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let label = |s: &str| s.strip_prefix("STATE_").unwrap_or(s).to_ascii_lowercase();
+    Some(v.iter().map(|(s, n)| format!("{} {}", label(s), pct(*n, all))).collect::<Vec<_>>().join(", "))
 }
 
 /// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,

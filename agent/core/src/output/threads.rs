@@ -15,6 +15,8 @@ pub struct ThreadRow {
     pub name: String,
     /// Kernel thread id (0 when unknown).
     pub os_tid: u32,
+    /// A Java thread (not one of the VM's own); false for a thread the recording does not list.
+    pub is_java: bool,
     pub samples: u64,
     /// What its samples weigh (the JVM's events: bytes or ns waited).
     pub weight: u64,
@@ -34,15 +36,16 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
     let (k, nstates) = (rec.counters.len(), rec.states.len());
     for s in &rec.samples {
         let i = *index.entry(s.thread).or_insert_with(|| {
-            let (name, os_tid) = match rec.threads.get(s.thread as usize) {
-                Some(t) => (t.name.clone(), t.os_tid),
-                None => (format!("[thread #{}]", s.thread), 0),
+            let (name, os_tid, is_java) = match rec.threads.get(s.thread as usize) {
+                Some(t) => (t.name.clone(), t.os_tid, t.is_java),
+                None => (format!("[thread #{}]", s.thread), 0, false),
             };
-            rows.push(ThreadRow { name, os_tid, samples: 0, weight: 0, counters: vec![0; k], states: Vec::new() });
+            let counters = vec![0; k];
+            rows.push(ThreadRow { name, os_tid, is_java, samples: 0, weight: 0, counters, states: Vec::new() });
             rows.len() - 1
         });
         let row = &mut rows[i];
-        row.samples += 1;
+        row.samples += s.count();
         row.weight = row.weight.saturating_add(s.weight);
         for (sum, v) in row.counters.iter_mut().zip(&s.counters) {
             *sum = sum.saturating_add(*v);

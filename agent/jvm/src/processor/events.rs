@@ -20,6 +20,8 @@ pub(super) struct EventState {
     record: Option<Box<Captured>>,
     classes: HashMap<String, Arc<str>>,
     totals: [(u64, u64); 3],
+    /// Parks of idle pool threads waiting for work (hpm_core::output::idle): events, ns.
+    idle: (u64, u64),
 }
 
 impl EventState {
@@ -104,6 +106,10 @@ impl Processor {
             let k = JvmEventKind::ALL.iter().position(|&x| x == ev.kind).unwrap_or(0);
             self.events.totals[k].0 += 1;
             self.events.totals[k].1 = self.events.totals[k].1.saturating_add(ev.weight);
+            if hpm_core::output::idle::waits_for_work(&self.rec, &ev) {
+                self.events.idle.0 += 1;
+                self.events.idle.1 = self.events.idle.1.saturating_add(ev.weight);
+            }
             if !cpu {
                 let s = hpm_core::output::jvmevents::as_sample(&mut self.rec, &ev);
                 self.tree.add(&s, &self.rec, self.resolver.interner());
@@ -133,11 +139,22 @@ impl Processor {
         }
         if o.lock.is_some() {
             let short = self.inputs.events.short_waits.load(std::sync::atomic::Ordering::Relaxed);
+            let (ni, wi) = self.events.idle;
+            let idle = match ni {
+                0 => String::new(),
+                _ => format!("; {ni} of them idle pool threads waiting for work, {:.1} ms", wi as f64 / 1e6),
+            };
             parts.push(format!(
-                "{nm} contended monitor enters ({:.1} ms), {np} parks ({:.1} ms), {short} shorter waits not recorded",
+                "{nm} contended monitor enters ({:.1} ms), {np} parks ({:.1} ms{idle}), {short} shorter waits not recorded",
                 wm as f64 / 1e6,
                 wp as f64 / 1e6
             ));
+            let retakes = self.inputs.events.park_retakes.load(std::sync::atomic::Ordering::Relaxed);
+            if retakes > 0 {
+                parts.push(format!(
+                    "Unsafe.park taken from hpm by another agent in this JVM (times: {retakes}; the parks while it had it are missing, see the lines above)"
+                ));
+            }
         }
         let slow = self.inputs.events.slow_stacks.load(std::sync::atomic::Ordering::Relaxed);
         if slow > 0 {

@@ -63,6 +63,9 @@ impl Processor {
         }
         if !self.inputs.opts.quiet {
             eprint!("{}", output::summary(&self.rec, &self.tree.cct, &self.tree.components));
+            if let Some(states) = output::states_line(&self.rec, &self.tree.states) {
+                eprintln!("hpm: thread states: {states}");
+            }
             eprintln!(
                 "hpm: wrote {}",
                 if written.files.is_empty() { "nothing".into() } else { written.files.join(", ") }

@@ -12,7 +12,10 @@
 //! - Parks: `LockSupport.park` has no JVMTI event. `jdk.internal.misc.Unsafe.park` is a JNI
 //!   native; hpm re-registers it with a function that times the original (read from the
 //!   `Method`'s native entry through VMStructs) and records the park blocker's class (see
-//!   docs/design.md, "Allocation and lock profiles").
+//!   docs/design.md, "Allocation and lock profiles"). Another agent may re-register it too
+//!   (async-profiler's lock mode does at each start, calling the JVM's own function and so
+//!   leaving hpm's out): the processor checks the entry each round and takes it back, calling
+//!   the other agent's function inside hpm's ([`JvmEvents::keep_park`]).
 //!
 //! The callbacks run on the Java threads, outside any signal: they may allocate and lock. They
 //! queue [`Pending`] events (bounded; more are counted and dropped); the processor resolves the
@@ -86,8 +89,11 @@ pub struct JvmEvents {
     /// Shortest wait recorded, ns; `u64::MAX` = off.
     lock_threshold: AtomicU64,
     max_depth: AtomicU32,
-    /// Whether Unsafe.park is intercepted (once per process), or why not.
-    park: OnceLock<Result<(), String>>,
+    /// Whether Unsafe.park is intercepted (once per process): by hpm alone, or around another
+    /// agent's function (its library's name); or why not.
+    park: OnceLock<Result<Option<String>, String>>,
+    /// Times another agent re-registered Unsafe.park and hpm took it back (for the process).
+    pub park_retakes: AtomicU64,
     /// How event stacks are walked (set at the first session).
     walkers: OnceLock<Walkers>,
     /// Classes by the tag of their mirror, less one (see [`class_name`]).
@@ -120,6 +126,7 @@ impl Default for JvmEvents {
             lock_threshold: AtomicU64::new(u64::MAX),
             max_depth: AtomicU32::new(256),
             park: OnceLock::new(),
+            park_retakes: AtomicU64::new(0),
             walkers: OnceLock::new(),
             class_names: Mutex::new(Vec::new()),
         }
@@ -190,12 +197,22 @@ impl JvmEvents {
                 jvmti.set_event(true, ev).map_err(|e| format!("lock: {e}; this JVM reports no monitor contention"))?;
             }
             self.lock_threshold.store(ns, Ordering::Release);
+            let mut first = false;
             let park = self.park.get_or_init(|| {
+                first = true;
                 let _ = PARK_CONTEXT.set(ParkContext { events: self, jvmti: *jvmti, threads });
                 jni.ok_or("no JNI environment".to_string()).and_then(intercept_park)
             });
+            // A later session: another agent may have taken the park since the last one.
+            if let (false, Some(env)) = (first, jni) {
+                notes.extend(self.keep_park(env));
+            }
             let parks = match park {
-                Ok(()) => "parks (Unsafe.park intercepted)".to_string(),
+                Ok(None) => "parks (Unsafe.park intercepted)".to_string(),
+                Ok(Some(lib)) => format!(
+                    "parks (Unsafe.park intercepted around the function of another agent, {lib}, which had \
+                     re-registered it before: both see the parks)"
+                ),
                 Err(e) => format!("no parks ({e})"),
             };
             notes.push(format!(
@@ -227,6 +244,53 @@ impl JvmEvents {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         } else {
             q.push(p);
+        }
+    }
+
+    /// The processor, each round of a session with `lock`: whether `Unsafe.park` is still hpm's.
+    /// If another agent re-registered it since, hpm registers its own again, calling that agent's
+    /// function inside (so both see the parks), at most [`MAX_PARK_RETAKES`] times a process.
+    /// Returns a line for the user when it found a takeover.
+    pub fn keep_park(&self, jni: *mut JNIEnv) -> Option<String> {
+        self.park.get()?.as_ref().ok()?;
+        let slot = PARK_ENTRY_SLOT.load(Ordering::Acquire);
+        let mut word = [0u8; 8];
+        if slot == 0 || !crate::os::read_checked(slot, &mut word) {
+            return None;
+        }
+        let entry = u64::from_le_bytes(word);
+        if entry == park as *const () as u64 || entry == 0 {
+            return None;
+        }
+        let n = self.park_retakes.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(lib) = crate::os::library_name(entry) else {
+            return (n == 1).then(|| {
+                format!(
+                    "lock: Unsafe.park was re-registered with code outside any library ({entry:#x}); hpm does not \
+                     call it: parks are no longer recorded"
+                )
+            });
+        };
+        if n > MAX_PARK_RETAKES {
+            return (n == MAX_PARK_RETAKES + 1).then(|| {
+                format!(
+                    "lock: Unsafe.park was re-registered by another agent ({lib}) {n} times; hpm no longer takes it \
+                     back (each re-registration leaves a native wrapper in the code cache, JDK-8369219): parks \
+                     are no longer recorded; stop the other agent's lock profiling to record them"
+                )
+            });
+        }
+        ORIGINAL_PARK.store(entry as usize, Ordering::Release);
+        match jnienv::register_native(jni, UNSAFE, c"park", c"(ZJ)V", park as *mut c_void) {
+            Ok(()) => Some(format!(
+                "lock: Unsafe.park was re-registered by another agent ({lib}; async-profiler's lock mode does this \
+                 at each start), which left hpm's out; hpm took it back, calling that agent's function inside its \
+                 own: both see the parks, but those in between were not recorded"
+            )),
+            Err(e) => Some(format!(
+                "lock: Unsafe.park was re-registered by another agent ({lib}) and hpm could not take it back ({e}): \
+                 parks are no longer recorded"
+            )),
         }
     }
 
@@ -473,14 +537,35 @@ struct ParkContext {
 
 static PARK_CONTEXT: OnceLock<ParkContext> = OnceLock::new();
 
-/// The JVM's own `Unsafe_Park`, called by [`park`]; 0 until intercepted.
+/// What [`park`] calls: the JVM's own `Unsafe_Park`, or another agent's function that took it
+/// over (and calls the JVM's); 0 until intercepted.
 static ORIGINAL_PARK: AtomicUsize = AtomicUsize::new(0);
+
+/// The entry found at the interception, before any function of hpm's was registered, so it
+/// cannot lead back to [`park`]: what a [`park`] re-entered on its thread calls (another agent
+/// whose function hpm calls may call the one it found, hpm's).
+static FIRST_PARK: AtomicUsize = AtomicUsize::new(0);
+
+/// Where `Unsafe.park`'s `Method` keeps its native entry (read to see who has it); 0 until
+/// intercepted.
+static PARK_ENTRY_SLOT: AtomicU64 = AtomicU64::new(0);
+
+/// Takeovers hpm answers in a process: each re-registration leaves the method's previous native
+/// wrapper in the code cache (async-profiler stopped resetting its hook for this, JDK-8369219).
+const MAX_PARK_RETAKES: u64 = 16;
+
+const UNSAFE: &std::ffi::CStr = c"jdk/internal/misc/Unsafe";
+
+thread_local! {
+    /// Whether this thread is inside [`park`] (a re-entry comes through another agent's function).
+    static IN_PARK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// Re-registers `Unsafe.park(ZJ)V` with [`park`], after reading the original native entry
 /// from the `Method` (HotSpot keeps it in the word after the `Method`, whose size VMStructs
-/// gives).
-fn intercept_park(jni: *mut JNIEnv) -> Result<(), String> {
-    const UNSAFE: &std::ffi::CStr = c"jdk/internal/misc/Unsafe";
+/// gives). The entry is the JVM's own, or, when another agent re-registered the method first
+/// (async-profiler's lock mode), that agent's function, whose library is returned.
+fn intercept_park(jni: *mut JNIEnv) -> Result<Option<String>, String> {
     let method_size =
         crate::vmstructs::table()?.sizes.get("Method").copied().ok_or("VMStructs gives no size of Method")?;
     let mid = jnienv::method_id(jni, UNSAFE, c"park", c"(ZJ)V").ok_or("no Unsafe.park(ZJ)V")?;
@@ -494,12 +579,19 @@ fn intercept_park(jni: *mut JNIEnv) -> Result<(), String> {
         return Err("cannot read Unsafe.park's native entry".into());
     }
     let original = u64::from_le_bytes(word);
-    // The entry must be code of libjvm, not a stub that links it on first call.
-    if original == 0 || !crate::os::in_library(original, "libjvm.so") {
-        return Err(format!("Unsafe.park's native entry {original:#x} is not in libjvm.so"));
-    }
+    // The entry must be code of libjvm (not a stub that links it on first call), or of another
+    // agent's library that re-registered it.
+    let lib = crate::os::library_name(original).filter(|_| original != 0);
+    let other = match lib.as_deref() {
+        Some("libjvm.so") => None,
+        Some(l) if !l.starts_with("libjava") => Some(l.to_string()),
+        _ => return Err(format!("Unsafe.park's native entry {original:#x} is neither libjvm's nor an agent's")),
+    };
     ORIGINAL_PARK.store(original as usize, Ordering::Release);
-    jnienv::register_native(jni, UNSAFE, c"park", c"(ZJ)V", park as *mut c_void)
+    FIRST_PARK.store(original as usize, Ordering::Release);
+    PARK_ENTRY_SLOT.store(method + method_size, Ordering::Release);
+    jnienv::register_native(jni, UNSAFE, c"park", c"(ZJ)V", park as *mut c_void)?;
+    Ok(other)
 }
 
 /// What [`park`] notes before the original runs.
@@ -512,6 +604,25 @@ struct ParkStart {
 /// `Unsafe.park` while hpm is loaded: times the JVM's own, and records the park as
 /// `jdk.ThreadPark` when `lock` is on and it lasted at least the threshold.
 unsafe extern "C" fn park(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
+    // Re-entered through another agent's function that calls what it found, hpm's: the park
+    // itself, once, by the entry found first (no function of hpm's behind it).
+    if IN_PARK.with(|p| p.replace(true)) {
+        let first = FIRST_PARK.load(Ordering::Acquire);
+        if first != 0 {
+            // SAFETY: `first` is the native entry Unsafe.park had before hpm registered its own
+            // (the JVM's Unsafe_Park or an earlier agent's function): Unsafe.park's signature.
+            let f: ParkFn = unsafe { std::mem::transmute::<usize, ParkFn>(first) };
+            // SAFETY: called with the arguments this native method received.
+            unsafe { f(env, this, absolute, time) };
+        }
+        return;
+    }
+    park_timed(env, this, absolute, time);
+    IN_PARK.with(|p| p.set(false));
+}
+
+/// [`park`] on its first entry in this thread.
+fn park_timed(env: *mut JNIEnv, this: jobject, absolute: jboolean, time: jlong) {
     let before = catch_unwind(AssertUnwindSafe(|| {
         let a = PARK_CONTEXT.get()?;
         let threshold = a.events.lock_on()?;

@@ -110,10 +110,14 @@ pub struct Parts {
     pub thread_filter: Option<regex::Regex>,
 }
 
+/// What the sampling thread returns: the time taken to obtain each sample, and for
+/// `event=wall` what its ticks met.
+type Ran = (Histogram, Option<WallSummary>);
+
 /// `sampler=jvmti` and `sampler=sps`: one attached daemon thread sampling on a timer.
 pub struct TimerSampler {
     parts: Arc<Parts>,
-    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Histogram>)>>,
+    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Ran>)>>,
 }
 
 impl TimerSampler {
@@ -154,7 +158,10 @@ impl super::Sampler for TimerSampler {
         if let Some((stop, join)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
             stop.store(true, Ordering::Release);
             join.thread().unpark();
-            let lat = join.join().unwrap_or_default();
+            let (lat, wall) = join.join().unwrap_or_default();
+            if let Some(w) = wall {
+                lines.push(w.line(self.parts.period, &self.parts.sink));
+            }
             if !lat.is_empty() {
                 let us = |ns: u64| ns as f64 / 1000.0;
                 lines.push(format!(
@@ -174,8 +181,8 @@ impl super::Sampler for TimerSampler {
 
 /// The sampling thread: attached to the VM (and detached when it ends), excluded from its
 /// own samples. Returns the time taken to obtain each sample (per thread for sps, per round
-/// for jvmti).
-fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
+/// for jvmti), and for `event=wall` what its ticks met.
+fn run(p: &Parts, stop: &AtomicBool) -> Ran {
     let mut lat = Histogram::default();
     let tid = crate::os::gettid();
     p.threads.exclude(tid);
@@ -184,7 +191,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
         Err(e) => {
             eprintln!("hpm: {e}; no samples will be taken");
             p.threads.include(tid);
-            return lat;
+            return (lat, None);
         }
     };
     let jni = attached.env();
@@ -222,7 +229,10 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
                 }
             }
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
-            Kind::Wall => sample_wall(p, jni, &mut wall, &mut lat),
+            Kind::Wall => {
+                pace(p, &mut wall, stop);
+                sample_wall(p, jni, &mut wall, &mut lat);
+            }
         }
     }
     wall.release(jni);
@@ -236,7 +246,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     buf.release();
     drop(attached);
     p.threads.include(tid);
-    lat
+    (lat, matches!(p.kind, Kind::Wall).then_some(wall.seen))
 }
 
 /// The tick after the one due at `next`, taken at `now`: a period later, or a period from now
@@ -395,6 +405,20 @@ struct WallState {
     listed_at: Option<u64>,
     next: usize,
     matches: HashMap<u64, bool>,
+    /// When the last tick's stacks were taken: the next tick's samples stand for the time
+    /// since, the ticks' rhythm whatever it was.
+    last_tick: Option<u64>,
+    seen: WallSummary,
+}
+
+/// What the wall sampler's ticks met, for the summary.
+#[derive(Clone, Copy, Default)]
+pub struct WallSummary {
+    /// The most threads sampled in turn.
+    most_threads: usize,
+    /// Ticks that waited for free batches ([`pace`]), and how long they waited in all.
+    paced: u64,
+    paced_ns: u64,
 }
 
 /// The wall sampler's thread list is read again after this long: a thread started since is
@@ -438,6 +462,55 @@ impl WallState {
     }
 }
 
+impl WallSummary {
+    /// The summary's line: `wall: up to 47 threads, 16 a tick every 1 ms; sample pool 96 of
+    /// 544 batches (8.4 of 47.8 MiB); paced 3 times (12 ms in all), 0 dropped`.
+    fn line(&self, period: u64, sink: &Sink) -> String {
+        let mib = |batches: usize| {
+            let bytes = batches * hpm_core::batch::BATCH_SIZE * std::mem::size_of::<Captured>();
+            format!("{:.1}", bytes as f64 / f64::from(1 << 20))
+        };
+        let (used, cap) = (sink.pool.allocated(), sink.pool.capacity());
+        let paced = match self.paced {
+            0 => "never paced".to_string(),
+            n => format!(
+                "paced {} {} ({} in all, waiting for the processor to free batches)",
+                hpm_core::text::group(n),
+                if n == 1 { "time" } else { "times" },
+                hpm_core::text::duration_ns(self.paced_ns)
+            ),
+        };
+        format!(
+            "wall: up to {} threads, {} a tick every {}; sample pool {used} of {cap} batches ({} of {} MiB); \
+             {paced}, {} dropped",
+            self.most_threads,
+            self.most_threads.min(WALL_THREADS_PER_TICK),
+            hpm_core::text::duration_ns(period),
+            mib(used),
+            mib(cap),
+            hpm_core::text::group(sink.pool.dropped())
+        )
+    }
+}
+
+/// Before a wall tick: waits, a period at a time, until the pool has a free batch for each
+/// sample the tick may bring (the processor frees batches each round and grows the pool up to
+/// its capacity), or the session stops. The wall sampler is an ordinary thread: where a signal
+/// handler must drop a sample, it may wait. Its next tick's samples then stand for the time
+/// waited too (`WallState::last_tick`), so the profile's time stays whole, in fewer samples.
+fn pace(p: &Parts, w: &mut WallState, stop: &AtomicBool) {
+    let need = hpm_core::pool_size::batches_for(WALL_THREADS_PER_TICK as u64);
+    if p.sink.pool.free_batches() >= need {
+        return;
+    }
+    let start = now_ticks();
+    while p.sink.pool.free_batches() < need && !stop.load(Ordering::Acquire) {
+        std::thread::park_timeout(Duration::from_nanos(p.period));
+    }
+    w.seen.paced += 1;
+    w.seen.paced_ns += now_ticks().saturating_sub(start);
+}
+
 /// One `event=wall` round: the next [`WALL_THREADS_PER_TICK`] Java threads in turn (other
 /// than hpm's own; with `thread=REGEX` only those whose name matches), their stacks and states
 /// from one GetThreadListStackTraces.
@@ -451,12 +524,16 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogr
     let start = w.next % n;
     let pick: Vec<_> = (0..k).map(|i| w.threads[(start + i) % n]).collect();
     w.next = (start + k) % n;
-    // Each sample stands for the wall time between two visits of its thread.
-    let weight = p.period.saturating_mul(n as u64) / k as u64;
+    w.seen.most_threads = w.seen.most_threads.max(n);
     let t0 = now_ticks();
     let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth as i32 + 1);
     let time = now_ticks();
     lat.record(time - t0);
+    // Each sample stands for the wall time between two visits of its thread: `n / k` ticks,
+    // each as long as this one was (late ticks, a slow walk, a wait for free batches).
+    let tick = w.last_tick.map_or(p.period, |last| time.saturating_sub(last));
+    w.last_tick = Some(time);
+    let weight = tick.saturating_mul(n as u64) / k as u64;
     for (thread, state, frames) in stacks.unwrap_or_default() {
         const ALIVE: i32 = 0x1;
         if state & ALIVE == 0 || frames.is_empty() {
