@@ -67,7 +67,8 @@ fn short_lived_threads_leak_no_descriptors() {
         );
         assert!(after - before < 100, "{}: descriptors grew from {before} to {after}", jdk.name);
         let seen = run.stderr.lines().find(|l| l.contains("threads seen")).expect("summary threads line");
-        let n: u64 = seen.split(|c: char| !c.is_ascii_digit()).find_map(|s| s.parse().ok()).unwrap();
+        // `threads seen: 2,020 (2,007 Java, 13 VM)`: the first number, digit groups joined.
+        let n: u64 = seen.replace(',', "").split(|c: char| !c.is_ascii_digit()).find_map(|s| s.parse().ok()).unwrap();
         assert!(n >= 2000, "{}: {seen}", jdk.name);
     }
 }

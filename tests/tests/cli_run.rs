@@ -63,6 +63,24 @@ impl Drop for Pinned {
     }
 }
 
+/// The signals this file sends, at their default disposition in `cmd`'s process: a test run
+/// under `nohup`, or as a background job of a shell without job control, starts with SIGHUP
+/// or SIGINT/SIGQUIT ignored, and an ignored signal never reaches hpm (nor, as ignored
+/// dispositions survive exec, the JVM) — the test is of hpm, not of how it was started.
+fn default_signals(cmd: &mut Command) {
+    // SAFETY: signal() is async-signal-safe, called between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+                if libc::signal(sig, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
 /// `hpm run` of [`UntilSignalled`] writing `run.jfr` and `run.html` in `dir`, started; the
 /// channel gets the JVM's stdout lines and hpm's exit.
 struct Running {
@@ -83,6 +101,7 @@ impl Running {
         if own_group {
             cmd.process_group(0);
         }
+        default_signals(&mut cmd);
         let mut child =
             cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("run hpm");
         let (tx, seen) = mpsc::channel();
@@ -236,6 +255,7 @@ fn ctrl_c_at_a_terminal_waits_for_the_outputs() {
     cmd.args(["run", &options, "--"]).arg(jdk.java()).arg("-cp").arg(workloads());
     cmd.arg("UntilSignalled").arg(dir.join("run.jfr.part"));
     cmd.stdin(slave.try_clone().unwrap()).stdout(slave.try_clone().unwrap()).stderr(slave.try_clone().unwrap());
+    default_signals(&mut cmd);
     // SAFETY: async-signal-safe calls only, between fork and exec: a new session, whose
     // controlling terminal is the pseudo-terminal on stdin.
     unsafe {

@@ -156,6 +156,7 @@ pub(crate) fn threads_line(rec: &Recording) -> Option<String> {
     }
     let java = rec.threads.iter().filter(|t| t.is_java).count();
     let vm = rec.threads.len() - java;
+    let (java, vm) = (group(java as u64), group(vm as u64));
     Some(format!("{} ({java} Java, {vm} VM)", group(rec.threads.len() as u64)))
 }
 
@@ -169,6 +170,7 @@ pub(crate) fn threads_with_samples_line(rec: &Recording, rows: &[ThreadRow]) -> 
     }
     let java = rows.iter().filter(|r| r.is_java).count();
     let vm = rows.len() - java;
+    let (java, vm) = (group(java as u64), group(vm as u64));
     Some(format!("{} ({java} Java, {vm} VM) of {} seen", group(rows.len() as u64), group(seen)))
 }
 
