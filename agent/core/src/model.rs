@@ -755,6 +755,9 @@ pub struct Recording {
     /// Allocation samples, contended monitor enters and parks the JVM reported (`alloc`,
     /// `lock`), in the order recorded.
     pub events: Vec<JvmEvent>,
+    /// The JFR event types the allocations of `events` were read from, where not hpm's and the
+    /// JDK's `jdk.ObjectAllocationSample` (empty): another recorder's TLAB events.
+    pub alloc_source: String,
     /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
     pub drops: Vec<(String, u64)>,
     /// Compiled code that samples were taken in, each blob once per chunk (the agent appends

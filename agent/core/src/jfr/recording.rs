@@ -559,8 +559,9 @@ impl Builder {
                     crate::text::group(tlab.len() as u64)
                 ));
             }
-        } else {
+        } else if !tlab.is_empty() {
             self.rec.events.extend(tlab);
+            self.rec.alloc_source = "jdk.ObjectAllocationInNewTLAB/OutsideTLAB".into();
         }
         (self.finish_samples(), notes)
     }

@@ -268,7 +268,8 @@ pub fn report(rec: &Recording, top: usize) -> String {
         let total: u64 = by_class.iter().map(|r| r.weight).sum();
         let _ = writeln!(
             out,
-            "\nAllocations (jdk.ObjectAllocationSample): {n_alloc} samples standing for {} allocated",
+            "\nAllocations ({}): {n_alloc} samples standing for {} allocated",
+            if rec.alloc_source.is_empty() { "jdk.ObjectAllocationSample" } else { &rec.alloc_source },
             amount(true, total)
         );
         write_rows(&mut out, &by_class, total, true, "class", top);
@@ -505,6 +506,11 @@ mod tests {
         // The park's site skips LockSupport: the caller.
         assert!(text.contains("25.0%        1  app.Main.main:3"), "{text}");
         assert!(text.contains("[no blocker] (park)"), "{text}");
+        // Another recorder's TLAB events, read as allocations, are named as what they are.
+        let mut tlab = rec_with_events();
+        tlab.alloc_source = "jdk.ObjectAllocationInNewTLAB/OutsideTLAB".into();
+        let text = report(&tlab, 10);
+        assert!(text.contains("Allocations (jdk.ObjectAllocationInNewTLAB/OutsideTLAB): 5 samples"), "{text}");
     }
 
     #[test]
