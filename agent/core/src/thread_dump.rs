@@ -6,11 +6,12 @@
 
 use crate::limits::MAX_THREAD_NAME_BYTES;
 
-/// Bytes of a thread dump the agent reads (the rest is not copied out of the VM). A thread
-/// takes one header line and its stack, ~300 bytes for an idle pool thread; 4 MiB hold
-/// thousands of threads, and the VM's own threads (what needs a full name) come last in the
-/// Java section but first among the ones without a Java object, so a dump cut here still names
-/// the compiler and service threads of any real program.
+/// Characters of a thread dump the agent reads (the rest is not copied out of the VM; the text
+/// is ASCII but for names). A thread takes its header line and its stack, ~300 bytes for an
+/// idle pool thread, so 4 MiB hold thousands. The dump lists the Java threads in the order they
+/// started (the hidden ones, compiler and service threads, among the first), then the threads
+/// without a Java object (GC workers, the VM thread): a dump cut here loses those last names,
+/// and their threads keep their kernel names.
 pub const MAX_DUMP_BYTES: usize = 4 << 20;
 
 /// Lines of a dump looked at.
