@@ -72,3 +72,28 @@ fn short_lived_threads_leak_no_descriptors() {
         assert!(n >= 2000, "{}: {seen}", jdk.name);
     }
 }
+
+/// Threads JVMTI does not list are found in /proc, whose names the kernel cuts at 15 bytes
+/// (`C2 CompilerThre`); the recording names them as the VM does (`Thread.print`).
+#[test]
+fn vm_threads_are_named_in_full() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("vm-names-{}", jdk.name));
+        let jfr = dir.join("p.jfr");
+        let opts = format!("interval=1ms,file={},quiet", jfr.display());
+        // Two threads each spin 0.3 s of their CPU time: the JIT compiles, so compiler threads
+        // run (and a JVM always has one from its start).
+        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "2", "0.3"]);
+        run.assert_ok("Threads busy");
+        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let names: Vec<&str> = rec.threads.iter().map(|t| t.name.as_str()).collect();
+        assert!(
+            names.iter().any(|n| *n == "C2 CompilerThread0" || *n == "C1 CompilerThread0"),
+            "{}: no compiler thread named in full among {names:?}",
+            jdk.name
+        );
+        let cut: Vec<&&str> =
+            names.iter().filter(|n| ["C2 CompilerThre", "C1 CompilerThre", "VM Periodic Tas"].contains(n)).collect();
+        assert!(cut.is_empty(), "{}: names cut by the kernel {cut:?} among {names:?}", jdk.name);
+    }
+}

@@ -42,4 +42,7 @@ mod scratch_tests;
 pub mod symbols;
 mod sync;
 pub mod text;
+pub mod thread_dump;
+#[cfg(test)]
+mod thread_dump_tests;
 pub mod tree_feed;

@@ -538,3 +538,117 @@ mod tests {
         unsafe { libc::pthread_key_delete(key) };
     }
 }
+
+/// Why [`diagnostic_command`] gave no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DcmdError {
+    /// libjvm exports no `JVM_GetManagement`, or it has no management interface of the one
+    /// layout read here (JMM versions 3 and 4: JDK 14 to 25), or the interface lacks the command.
+    NoInterface,
+    /// The VM raised a Java exception running the command (cleared) or returned no output.
+    Raised,
+    /// A JNI call the command needs failed.
+    Jni(String),
+}
+
+impl std::fmt::Display for DcmdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DcmdError::NoInterface => f.write_str(
+                "this JVM has no management interface hpm can call (JVM_GetManagement, JMM versions 3 and 4)",
+            ),
+            DcmdError::Raised => f.write_str("the JVM refused the diagnostic command (it raised an exception)"),
+            DcmdError::Jni(e) => write!(f, "a JNI call failed: {e}"),
+        }
+    }
+}
+
+/// The management interface versions whose `JmmInterface` layout is known, with the slot of
+/// `ExecuteDiagnosticCommand` in each: `JMM_VERSION_4` (JDK 21 and later, which put
+/// `GetTotalThreadAllocatedMemory` at slot 9) and `JMM_VERSION_3` (JDK 14 to 20 and 17u, which
+/// put it in a reserved slot, 32). `JVM_GetManagement` returns the interface only for the exact
+/// version it was built with. Read from include/jmm.h and checked against the libjvm.so of JDK
+/// 17 and Temurin 25 (the relocations of `jmm_interface`; see docs/design.md).
+const JMM_LAYOUTS: [(jint, usize); 2] = [(0x2004_0000, 39), (0x2003_0000, 38)];
+/// The slot of `GetVersion` (after two reserved pointers), the same in every version.
+const JMM_GET_VERSION_SLOT: usize = 2;
+
+type GetManagement = unsafe extern "C" fn(jint) -> *mut c_void;
+type ExecuteDcmd = unsafe extern "system" fn(*mut JNIEnv, jstring) -> jstring;
+type GetVersion = unsafe extern "system" fn(*mut JNIEnv) -> jint;
+
+/// Runs the diagnostic command `command` (`Thread.print`, as `jcmd PID Thread.print` does)
+/// through the VM's management interface and returns at most `max_chars` UTF-16 units of its
+/// output (the rest is not copied). On a Java thread (the processor), never in a signal handler:
+/// the VM runs the command, which may stop every thread at a safepoint.
+pub fn diagnostic_command(env: *mut JNIEnv, command: &str, max_chars: usize) -> Result<String, DcmdError> {
+    let jni = |e: String| DcmdError::Jni(e);
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; libjvm is loaded globally by
+    // the launcher (and by any JNI_CreateJavaVM host, which linked it).
+    let get = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"JVM_GetManagement".as_ptr()) };
+    if get.is_null() {
+        return Err(DcmdError::NoInterface);
+    }
+    // SAFETY: libjvm's `void* JVM_GetManagement(jint version)` (jvm.h).
+    let get: GetManagement = unsafe { std::mem::transmute::<*mut c_void, GetManagement>(get) };
+    // SAFETY: any version may be asked; HotSpot returns null for one it was not built with.
+    let found = JMM_LAYOUTS.iter().map(|&(v, slot)| (v, slot, unsafe { get(v) } as *const *const c_void));
+    let Some((asked, slot, jmm)) = found.into_iter().find(|(_, _, p)| !p.is_null()) else {
+        return Err(DcmdError::NoInterface);
+    };
+    // SAFETY: a non-null `JmmInterface*` of a version in JMM_LAYOUTS is a static table of more
+    // than `slot` + 1 pointers (include/jmm.h), valid for the process's life.
+    let (version, execute) = unsafe { (*jmm.add(JMM_GET_VERSION_SLOT), *jmm.add(slot)) };
+    if version.is_null() || execute.is_null() {
+        return Err(DcmdError::NoInterface);
+    }
+    // SAFETY: the slots hold `jint GetVersion(JNIEnv*)` and `jstring ExecuteDiagnosticCommand(
+    // JNIEnv*, jstring)` (include/jmm.h); both non-null.
+    let (version, execute) = unsafe {
+        (
+            std::mem::transmute::<*const c_void, GetVersion>(version),
+            std::mem::transmute::<*const c_void, ExecuteDcmd>(execute),
+        )
+    };
+    // SAFETY: `env` is this thread's JNIEnv; GetVersion only returns the VM's constant.
+    if unsafe { version(env) } != asked {
+        return Err(DcmdError::NoInterface);
+    }
+    let cmd = new_string(env, command).map_err(jni)?;
+    // SAFETY: `env` is this thread's JNIEnv (a Java thread, in native); `cmd` a live local ref.
+    let out = unsafe { execute(env, cmd) };
+    delete_local_ref(env, cmd);
+    if pending_exception(env).map_err(jni)? {
+        let clear = jfn_dcmd(env)?;
+        // SAFETY: valid env; clears the exception the command raised, so later calls run.
+        unsafe { clear(env) };
+        if !out.is_null() {
+            delete_local_ref(env, out);
+        }
+        return Err(DcmdError::Raised);
+    }
+    if out.is_null() {
+        return Err(DcmdError::Raised);
+    }
+    let text = string_prefix(env, out, max_chars);
+    delete_local_ref(env, out);
+    text.map_err(jni)
+}
+
+fn jfn_dcmd(env: *mut JNIEnv) -> Result<unsafe extern "system" fn(*mut JNIEnv), DcmdError> {
+    // SAFETY: `env` is this thread's JNIEnv; its function table is filled by the JVM.
+    unsafe { (**env).ExceptionClear }.ok_or(DcmdError::Jni("JNI function ExceptionClear is missing".into()))
+}
+
+/// The first `max_chars` UTF-16 units of `s` (a live local ref), decoded lossily.
+fn string_prefix(env: *mut JNIEnv, s: jstring, max_chars: usize) -> Result<String, String> {
+    let len = jfn!(env, GetStringLength);
+    let region = jfn!(env, GetStringRegion);
+    // SAFETY: valid env; `s` is a live jstring reference.
+    let n = (unsafe { len(env, s) }.max(0) as usize).min(max_chars);
+    let mut buf = vec![0u16; n];
+    // SAFETY: `buf` holds `n` units and `n` is at most the string's length.
+    unsafe { region(env, s, 0, n as jsize, buf.as_mut_ptr()) };
+    checked(env, "GetStringRegion")?;
+    Ok(String::from_utf16_lossy(&buf))
+}

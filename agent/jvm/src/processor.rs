@@ -349,6 +349,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     // query may wake the thread early); `scanned`: the unit of the last thread scan.
     let start = now_ticks();
     let mut scanned = 0u64;
+    let mut full_names = crate::threads::full_names::FullNames::default();
     let finish = loop {
         // Stretched while the pool has a free batch for every sample the round may bring
         // (each round grows it so; at its capacity, rounds stay short).
@@ -361,6 +362,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
             scanned = round;
         }
         inputs.sampler.tick(round, scan);
+        full_names.round(inputs.threads, attached.env());
         p.round(false);
         let mut finish = None;
         while let Ok(r) = inbox.try_recv() {

@@ -19,6 +19,7 @@ use hpm_core::model::ThreadInfo;
 use crate::perf::{PerfError, PerfSpec, ThreadEvents};
 use crate::sink::SignalCtx;
 
+pub mod full_names;
 mod slot;
 pub use slot::{Caller, Entered, Refused, Slot};
 
@@ -113,6 +114,9 @@ struct Inner {
     /// Drained rings (`sampler=chain`): groups of threads that ended, kept until the processor
     /// has read what their rings still hold (`with_rings`).
     retired: Vec<(i32, u32, ThreadEvents)>,
+    /// Threads the scan attached under a kernel name of 15 bytes, which the kernel may have cut
+    /// (`C2 CompilerThre`): taken by [`Threads::take_maybe_cut`] to be named in full.
+    maybe_cut: Vec<i32>,
 }
 
 pub struct Threads {
@@ -167,6 +171,7 @@ impl Threads {
                 mode: Mode::Off,
                 infos: Vec::new(),
                 dirty: Vec::new(),
+                maybe_cut: Vec::new(),
                 live: HashMap::new(),
                 by_java_id: HashMap::new(),
                 free_slots: Vec::new(),
@@ -257,6 +262,7 @@ impl Threads {
         g.mode = mode;
         g.infos.clear();
         g.dirty.clear();
+        g.maybe_cut.clear();
         g.by_java_id.clear();
         g.ended.clear();
         g.ended_idx.clear();
@@ -571,14 +577,40 @@ impl Threads {
                     None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
                 }
             });
+            let cut = !info.is_java && hpm_core::thread_dump::may_be_cut(&info.name);
             if (info.is_java || !java_only) && self.attach(tid, info).is_ok() {
                 n += 1;
+                if cut {
+                    self.lock().maybe_cut.push(tid);
+                }
             }
         }
         // The kernel ids the VM gave held for the tasks present now: a thread listed that has
         // ended since must not name a later task given its id.
         self.lock().java_by_tid.clear();
         n
+    }
+
+    /// The live threads attached since the last call whose kernel name may be cut (15 bytes),
+    /// with that name; empty for a JVM whose threads all have short names.
+    pub fn take_maybe_cut(&self) -> Vec<(i32, String)> {
+        let mut g = self.lock();
+        let Inner { maybe_cut, live, infos, .. } = &mut *g;
+        maybe_cut
+            .drain(..)
+            .filter_map(|tid| live.get(&tid).map(|l| (tid, infos[l.idx as usize].name.clone())))
+            .collect()
+    }
+
+    /// Names the live VM thread `tid` `name` (its full name, where the kernel's was cut).
+    pub fn rename_vm_thread(&self, tid: i32, name: String) {
+        let mut g = self.lock();
+        let Some(idx) = g.live.get(&tid).map(|l| l.idx) else { return };
+        let info = &mut g.infos[idx as usize];
+        if !info.is_java && info.name != name {
+            info.name = name;
+            g.dirty.push(idx);
+        }
     }
 
     /// The session index of the live thread with kernel id `tid`.
