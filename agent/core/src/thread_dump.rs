@@ -14,6 +14,12 @@ use crate::limits::MAX_THREAD_NAME_BYTES;
 /// and their threads keep their kernel names.
 pub const MAX_DUMP_BYTES: usize = 4 << 20;
 
+/// The most threads a JVM may have for hpm to take a thread dump for names: the dump stops
+/// every Java thread while the VM thread prints each one's stack, a pause that grows with their
+/// number and depth (a few ms for the tens of threads of a small JVM). Above this a server's
+/// VM threads keep their 15-byte kernel names rather than pause it for them.
+pub const MAX_THREADS_TO_DUMP: usize = 500;
+
 /// Lines of a dump looked at.
 pub const MAX_DUMP_LINES: usize = 200_000;
 

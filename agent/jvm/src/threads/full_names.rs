@@ -4,7 +4,7 @@
 //! processor thread only, once per round at most, only when the scan attached a thread whose
 //! kernel name is exactly 15 bytes, and never again after it failed once.
 
-use hpm_core::thread_dump::{full_name, thread_names, MAX_DUMP_BYTES};
+use hpm_core::thread_dump::{full_name, thread_names, MAX_DUMP_BYTES, MAX_THREADS_TO_DUMP};
 use jni::sys::JNIEnv;
 
 use super::Threads;
@@ -24,6 +24,15 @@ impl FullNames {
         }
         let cut = threads.take_maybe_cut();
         if cut.is_empty() {
+            return;
+        }
+        let (live, ..) = threads.sizes();
+        if live > MAX_THREADS_TO_DUMP {
+            self.given_up = true;
+            eprintln!(
+                "hpm: VM threads keep the kernel's names, cut at 15 bytes: {live} threads, more than \
+                 {MAX_THREADS_TO_DUMP}, and a thread dump for their names would pause the JVM too long"
+            );
             return;
         }
         match jnienv::diagnostic_command(env, "Thread.print", MAX_DUMP_BYTES) {
