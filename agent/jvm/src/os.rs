@@ -243,19 +243,26 @@ fn pid() -> libc::pid_t {
     *PID.get_or_init(|| unsafe { libc::getpid() })
 }
 
+/// The path and load address of the loaded object holding `addr` (dladdr), or None when no
+/// loaded object holds it.
+pub fn loaded_object(addr: u64) -> Option<(String, u64)> {
+    // SAFETY: Dl_info is plain data; all-zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr set dli_fname to the object's NUL-terminated path, valid while it stays
+    // loaded (copied at once).
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    Some((path, info.dli_fbase as u64))
+}
+
 /// The file name of the loaded library holding `addr` (`libjvm.so`), or None when no loaded
 /// object holds it.
 pub fn library_name(addr: u64) -> Option<String> {
-    // SAFETY: dladdr only reads the loader's tables; `info` is plain data it fills, its name
-    // valid while the library stays loaded (copied at once).
-    unsafe {
-        let mut info: libc::Dl_info = std::mem::zeroed();
-        if libc::dladdr(addr as *const libc::c_void, &mut info) == 0 || info.dli_fname.is_null() {
-            return None;
-        }
-        let path = std::ffi::CStr::from_ptr(info.dli_fname).to_string_lossy();
-        Some(path.rsplit('/').next().unwrap_or(&path).to_string())
-    }
+    let (path, _) = loaded_object(addr)?;
+    Some(path.rsplit('/').next().unwrap_or(&path).to_string())
 }
 
 /// The dynamic loader's counts of objects loaded and unloaded in the process so far (glibc's

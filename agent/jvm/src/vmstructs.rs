@@ -269,15 +269,7 @@ fn nmethod_vtable() -> Option<u64> {
 /// libjvm.so's path and load address.
 fn libjvm_loaded() -> Option<(String, u64)> {
     let anchor = symbol(libjvm(), c"JNI_CreateJavaVM")?;
-    // SAFETY: Dl_info is plain data; all-zero is a valid value.
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr fills `info` for an address inside a loaded object (libjvm's export).
-    if unsafe { libc::dladdr(anchor, &mut info) } == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dladdr set dli_fname to the object's NUL-terminated path.
-    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
-    Some((path, info.dli_fbase as u64))
+    crate::os::loaded_object(anchor as u64)
 }
 
 /// The file libjvm.so was loaded from (uprobes are set on the file).
