@@ -34,15 +34,8 @@ fn five_threads_jfr() -> PathBuf {
             samples.push(Sample {
                 time: START + (from_ms + (to_ms - from_ms) * i / n) * 1_000_000,
                 thread: t,
-                stack: stack.clone(),
-                truncated: false,
                 weight: 10_000_000,
-                counters: Vec::new(),
-                data_addr: None,
-                data: None,
-                ip: 0,
-                component: VmComponent::Java,
-                state: None,
+                ..Sample::of_stack(stack.clone())
             });
         }
     }
