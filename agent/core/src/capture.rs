@@ -19,13 +19,17 @@ pub struct CallFrame {
 
 pub const BCI_NATIVE_FRAME: i32 = -3;
 
+/// AsyncGetCallTrace's `ticks_unknown_not_Java`, which hpm's handler gives too for a thread it
+/// must not walk (a VM thread, or one the JVM has not set up yet).
+pub const TICKS_UNKNOWN_NOT_JAVA: i32 = -3;
+
 /// AsyncGetCallTrace's failure codes (`num_frames <= 0`), from HotSpot's forte.cpp.
 pub fn asgct_error_name(code: i32) -> &'static str {
     match code {
         0 => "no_Java_frame",
         -1 => "no_class_load",
         -2 => "GC_active",
-        -3 => "unknown_not_Java",
+        TICKS_UNKNOWN_NOT_JAVA => "unknown_not_Java",
         -4 => "not_walkable_not_Java",
         -5 => "unknown_Java",
         -6 => "not_walkable_Java",

@@ -24,7 +24,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{Captured, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED, WALK_SHARED, WALK_SIGNAL_TAKEN};
+use hpm_core::capture::{
+    Captured, COMPARE_SPLIT, MAX_FRAMES, TICKS_UNKNOWN_NOT_JAVA, WALK_NOT_ATTEMPTED, WALK_SHARED, WALK_SIGNAL_TAKEN,
+};
 use hpm_core::component::is_kernel_address;
 use hpm_core::hotspot::{CodeView, FrameSink, Probe};
 use hpm_core::model::KernelMode;
@@ -445,7 +447,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         }
                         walk(ctx, stats, c, ucontext, &inside, code.as_ref())
                     } else {
-                        -3 // ticks_unknown_not_Java: a VM thread, or one not yet set up
+                        TICKS_UNKNOWN_NOT_JAVA // a VM thread, or one not yet set up
                     };
                     if let Some(d) = ctx.data.filter(|d| d.precise) {
                         // Every record has its own instruction, address and registers.
@@ -509,7 +511,7 @@ fn counter_sample(
             let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
             walk(ctx, stats, c, ucontext, inside, code.as_ref())
         } else {
-            -3 // ticks_unknown_not_Java
+            TICKS_UNKNOWN_NOT_JAVA
         };
         true
     });
@@ -582,7 +584,7 @@ fn walk(
     if let (Some(layout), Some(code)) = (ctx.walker.filter(|_| thread != 0), code) {
         if thread != slot.proven_java_thread() {
             if ctx.vm.env().is_none() {
-                return -3; // ticks_unknown_not_Java: not a Java thread
+                return TICKS_UNKNOWN_NOT_JAVA; // not a Java thread
             }
             slot.remember_java_thread(thread);
         }
@@ -618,7 +620,7 @@ fn walk(
         return len as i32;
     }
     let Some(env) = ctx.vm.env() else {
-        return -3; // ticks_unknown_not_Java: not a Java thread
+        return TICKS_UNKNOWN_NOT_JAVA; // not a Java thread
     };
     let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
