@@ -31,7 +31,8 @@ fn expect(name: &str, got: &[u8]) {
     let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     if want != got {
         let (w, g) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
-        let first = w.lines().zip(g.lines()).position(|(a, b)| a != b).unwrap_or(w.lines().count().min(g.lines().count()));
+        let first =
+            w.lines().zip(g.lines()).position(|(a, b)| a != b).unwrap_or(w.lines().count().min(g.lines().count()));
         panic!(
             "{name} differs from the expected output at line {}:\n  expected: {:?}\n  got:      {:?}",
             first + 1,
