@@ -15,7 +15,7 @@ program reaches, apart from what a short run names for the first time.
 
 With --steady SECONDS, the steady state of the suite's programs themselves instead: each runs
 without a profiler past its warm-up (the iteration after which bench-paired's --quiet-jit 10
-ended its warm-ups in docs/benchmarks.md, "In steady state"), then `hpm attach` starts a session
+ended its warm-ups in docs/benchmarks.md, "Agent cost per sample"), then `hpm attach` starts a session
 at 1 ms for SECONDS and stops it; the same columns from that session's summary. A run's
 figures vary by 10-20% from one JVM to the next here: --runs N repeats every program N times
 and adds the median of each column's per-sample cost; --agents A.so,B.so compares agents
