@@ -138,7 +138,7 @@ def markdown(res, img_prefix="img/"):
 
 def partial_safepoints(res, wls, get):
     """jvmti vs sps on the patched JDK: overheads, their ratio and the latency per sample
-    (issue jvm-patches: the paper's shape is sps overhead <= 1/3 of jvmti's)."""
+    (jvm-patches/README.md: the paper's shape is sps overhead <= 1/3 of jvmti's)."""
     ints = sorted({c["interval"] for c in res["cells"] if c["profiler"] == "hpm-sps"}, key=lambda i: -seconds(i))
     if not ints:
         return []

@@ -28,7 +28,7 @@ from . import report as bench_report
 from .common import ROOT, async_profiler, build_agent, java_version, machine, measure, patched_java, target_dir
 from .workloads import BY_NAME, WORKLOADS, compile_drivers, fetch, versions
 
-AP_VERSION = "4.6"  # newest tools.profiler:async-profiler on Maven Central (the issue names 4.5)
+AP_VERSION = "4.6"  # newest tools.profiler:async-profiler on Maven Central
 PROFILERS = ["none", "hpm-asgct", "hpm-jvmti", "hpm-sps", "async-profiler", "jfr"]
 EST_RUN_S = {"sunflow": 9, "h2": 9, "lucene": 9, "xalan": 7, "rhino": 9, "ecj": 10}  # wall s, 2 quiet cores
 WARMUP = 2  # iterations discarded from the steady-state wall time (Hofer et al.)
