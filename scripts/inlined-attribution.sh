@@ -2,7 +2,7 @@
 # Where four profilers put the time of an inlined loop (tests/workloads/InlinedLoop.java, whose
 # truth is ~99% in InlinedLoop.mix): hpm started with the JVM, hpm attached once the code is
 # compiled, async-profiler 4.6 (from the local Maven repository, fetched by
-# scripts/bench-paired.py --versus-async-profiler) and JFR with and without
+# python3 scripts/bench paired --versus-async-profiler) and JFR with and without
 # -XX:+DebugNonSafepoints. Prints each one's two methods with the most self samples.
 # docs/design.md, "Inlined loops and C2's debug information between safepoints".
 #   scripts/inlined-attribution.sh [SECONDS]
@@ -47,5 +47,5 @@ if [ -n "$ap" ]; then
         -cp "$out" InlinedLoop "$secs" > /dev/null 2>&1
     top2 "$out/ap.jfr"
 else
-    echo "async-profiler 4.6: not in ~/.m2 (scripts/bench-paired.py --versus-async-profiler fetches it)"
+    echo "async-profiler 4.6: not in ~/.m2 (python3 scripts/bench paired --versus-async-profiler fetches it)"
 fi

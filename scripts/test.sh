@@ -64,7 +64,8 @@ step() {
 # (steps are added below this line, one per suite)
 step loom bash scripts/loom.sh  # the claim and batch-pool models over every interleaving (hpm-core, --cfg loom)
 step fuzz bash scripts/fuzz.sh 20  # every reader under libFuzzer, 20 s per target from the committed seeds (docs/design.md, "Fuzzing")
-step bench-quick bash bench/ci-quick.sh  # the benchmark harness end to end (scripts/bench-suite.py --quick); never judged on timings
+step bench-unit bash scripts/bench/test.sh  # the benchmark harness's statistics (unittest, under a second)
+step bench-quick bash bench/ci-quick.sh  # the benchmark harness end to end (python3 scripts/bench suite --quick); never judged on timings
 step java-bridge java/bridge/test.sh
 step jmc-parser tests/jmc/test.sh
 # One closing line over every test binary (cargo's own last lines are the empty doc-test runs).

@@ -10,7 +10,7 @@ import java.util.List;
  *   hpm-bench iteration I START_EPOCH_MS DURATION_MS
  *
  * (and, in a paired run, `hpm-bench paired I on|off|CELL WALL_MS CPU_MS`, see Toggle)
- * so a reader can discard the warm-up iterations (scripts/bench-suite.py does). Every driver
+ * so a reader can discard the warm-up iterations (python3 scripts/bench suite does). Every driver
  * takes the number of iterations as its first argument; inputs are generated from fixed seeds.
  */
 final class Harness {

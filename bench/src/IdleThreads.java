@@ -2,7 +2,7 @@ import java.lang.management.ManagementFactory;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The wall-clock sampler's cost with many idle threads (issue 12, item 4): THREADS daemon
+ * The wall-clock sampler's cost with many idle threads (docs/design.md, "Wall clock"): THREADS daemon
  * threads parked for good and one thread spinning for SECONDS; prints the process's CPU time
  * (ms) when the spinner is done. Run with and without event=wall and compare.
  *

@@ -1,7 +1,7 @@
 import io.github.hpm.Hpm;
 
 /**
- * Paired measurement inside one JVM (scripts/bench-paired.py): after the warm-up iterations,
+ * Paired measurement inside one JVM (python3 scripts/bench paired): after the warm-up iterations,
  * the harness runs the measured ones in the order off, on, on, off, ... (ABBA, so a slow drift
  * such as late JIT work weighs on both alike), starting an hpm session through the Java bridge
  * before each "on" iteration and stopping it after. Both kinds of iteration run the same

@@ -5,7 +5,7 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Stress for the agent's core (issue 11, item 5): threads start and end all the time while
+ * Stress for the agent's core: threads start and end all the time while
  * profiling sessions start and stop back to back through the Java bridge, sampling every
  * millisecond, the samplers alternating (asgct, asgct, jvmti). Two busy threads keep the
  * signal handler running on every CPU; a churner starts short threads one after another; the

@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The trial program of issue 51, with the JDK alone: an embedded HTTP server
+ * The trial program (a contended server, as a first user would try hpm on), with the JDK alone: an embedded HTTP server
  * (com.sun.net.httpserver) whose handlers run on a {@link ThreadPoolExecutor} of {@value
  * #WORKERS} threads ("price-worker-N"), loaded by {@value #REQUESTERS} requester threads of an
  * {@link HttpClient} in the same JVM.

@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A program with its own handler of a signal (sun.misc.Signal: SIGPROF, or SIGURG, the first
  * signal hpm would sample with), installed before a session starts through the Java bridge:
- * hpm must leave that signal to it and sample with another (issue 11, item 6), so any signal of
+ * hpm must leave that signal to it and sample with another (tests/tests/agent_signals.rs), so any signal of
  * that kind (here `kill` from the test) reaches the program's handler, and none of hpm's does.
  *
  * Usage: java SigprofUser FILE [SIGNAL] (PROF by default).

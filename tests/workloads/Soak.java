@@ -7,7 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * The long-running-service case (issue 11, item 9): for SECONDS, profiling sessions run for
+ * The long-running-service case: for SECONDS, profiling sessions run for
  * ON seconds and pause for OFF seconds (through the Java bridge, file=DIR/soak.collapsed, no JFR
  * file), while threads start and end all the time, classes are loaded through throwaway class
  * loaders and unloaded again (their JIT-compiled code freed with them), and two threads stay busy.

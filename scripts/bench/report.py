@@ -1,24 +1,19 @@
-"""Aggregates the runs of scripts/bench-suite.py and renders them: Markdown tables, SVG bar
+"""Aggregates the runs of python3 scripts/bench suite and renders them: Markdown tables, SVG bar
 charts (written here, no plotting library) and the marked results section of
 docs/benchmarks.md."""
 import math
 import os
 import statistics
 
-from benchlib import quartiles
-from bench_profiles import seconds
+from .stats import geomean, quartiles, seconds
 
-BEGIN = "<!-- bench-suite results: begin (scripts/bench-suite.py rewrites this section) -->"
+BEGIN = "<!-- bench-suite results: begin (python3 scripts/bench suite rewrites this section) -->"
 END = "<!-- bench-suite results: end -->"
 GOALS = {"10ms": 0.3, "1ms": 1.0}  # hpm's CPU overhead goal, % (geometric mean)
 
 
 def base_key(group):
     return "none" if group == "stock" else "none (sps JDK)"
-
-
-def geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
 def aggregate(rows, shares, agreement, meta):
@@ -143,7 +138,7 @@ def markdown(res, img_prefix="img/"):
 
 def partial_safepoints(res, wls, get):
     """jvmti vs sps on the patched JDK: overheads, their ratio and the latency per sample
-    (issue jvm-patches: the paper's shape is sps overhead <= 1/3 of jvmti's)."""
+    (jvm-patches/README.md: the paper's shape is sps overhead <= 1/3 of jvmti's)."""
     ints = sorted({c["interval"] for c in res["cells"] if c["profiler"] == "hpm-sps"}, key=lambda i: -seconds(i))
     if not ints:
         return []

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
 """The third-party benchmark suite (docs/benchmarks.md, "Third-party workloads"): overhead,
 sample rate, peak RSS and profile agreement of hpm (each sampler mode), async-profiler (Maven
 Central) and the JDK's Flight Recorder, on real programs from Debian packages, driven by the
 harness in bench/src. Interleaved runs; medians with quartiles; nothing fails on a timing.
 
-    scripts/bench-suite.py                 the full suite (prints its expected duration first)
-    scripts/bench-suite.py --quick         one workload, one interval, two runs (CI: checks the harness)
-    scripts/bench-suite.py --smoke         every workload once on every JDK, every profiler once
-    scripts/bench-suite.py --runs 7 --intervals 10ms,1ms,100us --workloads h2,lucene \\
+    python3 scripts/bench suite                 the full suite (prints its expected duration first)
+    python3 scripts/bench suite --quick         one workload, one interval, two runs (CI: checks the harness)
+    python3 scripts/bench suite --smoke         every workload once on every JDK, every profiler once
+    python3 scripts/bench suite --runs 7 --intervals 10ms,1ms,100us --workloads h2,lucene \\
         --profilers none,hpm-asgct,async-profiler,jfr --out DIR
 
 Results: OUT/runs.csv (one row per run), OUT/results.json, OUT/tables.md, OUT/img/*.svg;
@@ -24,13 +23,12 @@ import sys
 import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import ROOT, async_profiler, build_agent, java_version, machine, measure, patched_java, target_dir  # noqa: E402
-import bench_report  # noqa: E402
-import bench_profiles as prof  # noqa: E402
-from bench_workloads import BY_NAME, WORKLOADS, compile_drivers, fetch, versions  # noqa: E402
+from . import profiles as prof
+from . import report as bench_report
+from .common import ROOT, async_profiler, build_agent, java_version, machine, measure, patched_java, target_dir
+from .workloads import BY_NAME, WORKLOADS, compile_drivers, fetch, versions
 
-AP_VERSION = "4.6"  # newest tools.profiler:async-profiler on Maven Central (the issue names 4.5)
+AP_VERSION = "4.6"  # newest tools.profiler:async-profiler on Maven Central
 PROFILERS = ["none", "hpm-asgct", "hpm-jvmti", "hpm-sps", "async-profiler", "jfr"]
 EST_RUN_S = {"sunflow": 9, "h2": 9, "lucene": 9, "xalan": 7, "rhino": 9, "ecj": 10}  # wall s, 2 quiet cores
 WARMUP = 2  # iterations discarded from the steady-state wall time (Hofer et al.)
@@ -79,8 +77,8 @@ def cells_for(w, a, spsjava):
     return cells
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="bench suite", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="one workload, one interval, two runs (CI)")
     ap.add_argument("--smoke", action="store_true", help="functional check: each workload once per JDK, each profiler once")
     ap.add_argument("--runs", type=int, default=5)
@@ -101,7 +99,7 @@ def parse_args():
     ap.add_argument("--dry-run", action="store_true", help="print the plan and its expected duration, run nothing")
     ap.add_argument("--render", metavar="RESULTS_DIR",
                     help="re-render the tables, plots and docs section from a finished run's results.json")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.quick:
         a.workloads, a.runs, a.intervals = "xalan", 2, "10ms"
         a.sps_workloads = "xalan"
@@ -172,8 +170,8 @@ def render(a):
     print(f"bench: rendered {a.render}/tables.md" + (" and the docs section" if a.docs else ""))
 
 
-def main():
-    a = parse_args()
+def main(argv=None):
+    a = parse_args(argv)
     if a.render:
         return render(a)
     spsjava = sps_jdk(a)
@@ -236,7 +234,7 @@ def main():
     for g in agreement:
         checks.append((f"compare {g['workload']} {g['pair']} {g['interval']}", g["ok"]))
     meta = {
-        "command": " ".join(["scripts/bench-suite.py"] + sys.argv[1:]),
+        "command": " ".join(["python3 scripts/bench suite"] + list(sys.argv[1:] if argv is None else argv)),
         "machine": machine(a.java), "java": java_version(a.java),
         "sps_java": java_version(spsjava) if spsjava else None,
         "async_profiler": a.ap_version, "runs": a.runs, "intervals": a.intervals, "warmup": a.warmup,
@@ -266,7 +264,3 @@ def main():
     print(f"bench: results in {a.out} (tables.md, results.json, runs.csv, img/); "
           f"{len(checks) - len(failed)} checks ok, {len(failed)} failed" + (": " + "; ".join(failed) if failed else ""))
     sys.exit(1 if failed else 0)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,4 +1,4 @@
-"""Where a same-JVM run's CPU went, iteration by iteration (scripts/bench-paired.py --attribute).
+"""Where a same-JVM run's CPU went, iteration by iteration (`bench paired --same-jvm --attribute`).
 
 The JVM runs under `perf record -k CLOCK_REALTIME -e cpu-clock -c PERIOD`: every thread's CPU is
 sampled with wall-clock time stamps, which the harness's iteration lines (`hpm-bench iteration
@@ -9,21 +9,21 @@ profilers' threads. Per cell, the mean CPU per iteration of each group, so that 
 cost is seen where it falls, and a cost that is not the profiler's (a collection, a burst of
 compilation) is seen as such.
 
-    python3 scripts/bench_attribute.py PERF_DATA STDOUT [PERIOD_MS] [GROUP]
-        a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench-paired: 1);
+    python3 scripts/bench attribute PERF_DATA STDOUT [PERIOD_MS] [GROUP]
+        a run's attribution.data and stdout.txt; PERIOD_MS, perf's period (bench paired: 1);
         GROUP (e.g. "app: kernel"): also that group's functions, ms per iteration per cell
-    python3 scripts/bench_attribute.py --blocks N PERF_DATA STDOUT
+    python3 scripts/bench attribute --blocks N PERF_DATA STDOUT
         any harness run (sampled or not) under the same perf record: per block of N iterations,
         the mean wall time, JIT compiler threads' CPU and all CPU per iteration (how long the
-        JIT compiles: what bench-paired's --quiet-jit waits out)
-    python3 scripts/bench_attribute.py --own OUT
-        from the runs of a `bench-paired.py --same-jvm --attribute --out OUT`: each profiler's
+        JIT compiles: what bench paired's --quiet-jit waits out)
+    python3 scripts/bench attribute --own OUT
+        from the runs of a `bench paired --same-jvm --attribute --out OUT`: each profiler's
         own cost per iteration (its library in the program's threads, its own threads, and the
         program threads' kernel time beyond the unsampled iterations'), the mean over runs
-    python3 scripts/bench_attribute.py --ends OUT
+    python3 scripts/bench attribute --ends OUT
         the same runs: each profiler's CPU between the iterations, per session (its sessions'
         starts and stops, which the iterations' CPU leaves out)
-    python3 scripts/bench_attribute.py --sessions OUT
+    python3 scripts/bench attribute --sessions OUT
         the same runs: what hpm's sessions named for the first time (stacks, frames of its
         walker, methods) and its cost per sample, from each session's summary, the mean over
         sessions (each run's first left out: it reads what a process reads once)
@@ -158,7 +158,7 @@ def read_table(path):
 
 
 def workload_dirs(out_dir):
-    """(workload, interval, directory of its runs) of a `bench-paired.py --same-jvm --out OUT`."""
+    """(workload, interval, directory of its runs) of a `bench paired --same-jvm --out OUT`."""
     for d in sorted(glob.glob(os.path.join(out_dir, "runs", "*", "same-jvm-*"))):
         yield os.path.basename(os.path.dirname(d)), os.path.basename(d)[len("same-jvm-"):], d
 
@@ -275,27 +275,28 @@ def blocks(perf_data, stdout_text, n, period_ms=PERIOD_MS):
     return "\n".join(rows)
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--own":
-        own(sys.argv[2])
+def main(argv=None):
+    argv = ["attribute"] + list(sys.argv[1:] if argv is None else argv)
+    if len(argv) == 3 and argv[1] == "--own":
+        own(argv[2])
         return
-    if len(sys.argv) == 3 and sys.argv[1] == "--ends":
-        ends(sys.argv[2])
+    if len(argv) == 3 and argv[1] == "--ends":
+        ends(argv[2])
         return
-    if len(sys.argv) == 3 and sys.argv[1] == "--sessions":
-        sessions(sys.argv[2])
+    if len(argv) == 3 and argv[1] == "--sessions":
+        sessions(argv[2])
         return
-    if len(sys.argv) == 5 and sys.argv[1] == "--blocks":
-        with open(sys.argv[4]) as f:
-            print(blocks(sys.argv[3], f.read(), int(sys.argv[2])))
+    if len(argv) == 5 and argv[1] == "--blocks":
+        with open(argv[4]) as f:
+            print(blocks(argv[3], f.read(), int(argv[2])))
         return
-    if len(sys.argv) not in (3, 4, 5):
+    if len(argv) not in (3, 4, 5):
         sys.exit(__doc__)
-    with open(sys.argv[2]) as f:
+    with open(argv[2]) as f:
         text = f.read()
-    period = float(sys.argv[3]) if len(sys.argv) >= 4 else PERIOD_MS
-    detail = sys.argv[4] if len(sys.argv) == 5 else None
-    per_cell, per_it, cells, funcs = attribute(sys.argv[1], text, period, detail)
+    period = float(argv[3]) if len(argv) >= 4 else PERIOD_MS
+    detail = argv[4] if len(argv) == 5 else None
+    per_cell, per_it, cells, funcs = attribute(argv[1], text, period, detail)
     order = ["off"] + sorted(c for c in per_cell if c != "off")
     print(table(per_cell, order))
     print()
@@ -310,6 +311,3 @@ def main():
         for f, _ in total.most_common(25):
             print(f"| {f} | " + " | ".join(f"{funcs.get(c, {}).get(f, 0.0):.2f}" for c in order) + " |")
 
-
-if __name__ == "__main__":
-    main()

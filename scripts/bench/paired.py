@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Paired overhead of sampler=jvmti against sampler=sps inside each JVM (docs/benchmarks.md,
 "Partial safepoints"). Separate JVMs differ by ±10-15% from run to run on this machine (JIT
 decisions, heap layout, the host), which hides a cost of a few percent. Here every run is one
@@ -9,34 +8,36 @@ A run's overhead is its "on" iterations' total time over its "off" ones' (wall, 
 of the whole process, agent threads included); a cell is the median and quartiles over runs.
 Hofer et al. measure steady state too (30 iterations, the first 20 discarded).
 
-    scripts/bench-paired.py                          3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
-    scripts/bench-paired.py --runs 3 --workloads h2 --intervals 1ms
-    scripts/bench-paired.py --workloads h2 --workload-args "16 250" --intervals 10ms   16 clients
-    scripts/bench-paired.py --samplers jvmti,sps,isps  incremental stack tracing too (issue 16): tables
+Run as `python3 scripts/bench paired [OPTIONS]` from the repository:
+
+    bench paired                                     3 workloads x {jvmti,sps} x {10ms,1ms}, 5 runs
+    bench paired --runs 3 --workloads h2 --intervals 1ms
+    bench paired --workloads h2 --workload-args "16 250" --intervals 10ms   16 clients
+    bench paired --samplers jvmti,sps,isps           incremental stack tracing too: tables
                                                      jvmti/sps, jvmti/isps and sps/isps
-    scripts/bench-paired.py --dry-run                the plan and its expected duration
-    scripts/bench-paired.py --quick                  one short run of xalan at 10ms (CI: checks the harness;
+    bench paired --dry-run                           the plan and its expected duration
+    bench paired --quick                             one short run of xalan at 10ms (CI: checks the harness;
                                                      with --same-jvm, one block of every cell)
-    scripts/bench-paired.py --versus-async-profiler  hpm (sampler=asgct) against async-profiler 4.6
+    bench paired --versus-async-profiler             hpm (sampler=asgct) against async-profiler 4.6
                                                      (event=cpu, its Java API) on the stock JDK
-    scripts/bench-paired.py --data                   hpm with the `data` option against hpm without it
-                                                     (issue 13), on the stock JDK
-    scripts/bench-paired.py --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor
+    bench paired --data                              hpm with the `data` option against hpm without it,
+                                                     on the stock JDK
+    bench paired --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor
                                                      two hpm configurations and async-profiler in the same
                                                      invocation, and the kernel's own cost of the samples:
                                                      `perf record -e cpu-clock` without call chains, enabled
                                                      and disabled around the same iterations (--control fifo)
-    scripts/bench-paired.py --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor --same-jvm
+    bench paired --versus-async-profiler --hpm-variants 'sampler=chain;sampler=asgct' --kernel-floor --same-jvm
                                                      the same cells taking turns inside each JVM (off, P1..Pn,
                                                      Pn..P1, off, ...): the profilers meet the same compiled
                                                      code; raise --iterations (10 per block of 4 cells)
-    scripts/bench-paired.py --versus-async-profiler --same-jvm --attribute
+    bench paired --versus-async-profiler --same-jvm --attribute
                                                      each JVM under `perf record -k CLOCK_REALTIME`: every
                                                      cell's CPU per iteration by thread group and code
-                                                     (scripts/bench_attribute.py), in OUT/attribution.md
-    scripts/bench-paired.py --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
+                                                     (bench attribute), in OUT/attribution.md
+    bench paired --versus-async-profiler --mode alloc   hpm's event=alloc against async-profiler's,
                                                      at the --intervals as allocation intervals (default 512k)
-    scripts/bench-paired.py --versus-async-profiler --mode lock    the same for event=lock, --intervals as
+    bench paired --versus-async-profiler --mode lock    the same for event=lock, --intervals as
                                                      the shortest wait recorded (default 10us)
 
 Before each measured iteration the harness collects the heap (System.gc(), outside the timed
@@ -60,12 +61,12 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import async_profiler, build_agent, machine, measure, median_interval, patched_java, quartiles, target_dir  # noqa: E402
-from bench_profiles import LATENCY  # noqa: E402
-import bench_attribute  # noqa: E402
-from bench_report import geomean  # noqa: E402
-from bench_workloads import BY_NAME, compile_drivers, fetch  # noqa: E402
+from . import attribute as bench_attribute
+from .common import async_profiler, build_agent, measure, patched_java, target_dir
+from .paired_tables import attribution_report, pct, report, results_from_csv
+from .profiles import LATENCY
+from .stats import overhead, parse_ns
+from .workloads import BY_NAME, compile_drivers, fetch
 
 PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ([0-9.]+) ([0-9.]+)$", re.M)
 # "hpm: 1,153 samples, none dropped": the count has thousands separators.
@@ -74,8 +75,9 @@ SAMPLES = re.compile(r"^hpm: ([\d,]+) samples", re.M)
 EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="bench paired", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="sunflow,h2,lucene")
     ap.add_argument("--samplers", default="jvmti,sps")
     ap.add_argument("--intervals", default="10ms,1ms")
@@ -117,7 +119,7 @@ def parse_args():
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
     ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
                     help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.mode != "cpu" and not a.versus:
         sys.exit("bench-paired: --mode needs --versus-async-profiler")
     if a.mode != "cpu" and a.intervals == "10ms,1ms":
@@ -168,18 +170,6 @@ def parse_args():
     a.attributions = {}
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
-
-
-def parse_ns(interval):
-    """`1ms`, `10ms`, `500us`, `100000` (ns) as nanoseconds."""
-    for suffix, mult in (("ms", 1_000_000), ("us", 1_000), ("ns", 1), ("s", 1_000_000_000)):
-        if interval.endswith(suffix):
-            return int(float(interval[:-len(suffix)]) * mult)
-    return int(interval)
-
-
-def pct(x):
-    return f"{x * 100:+.1f}%"
 
 
 def cell_setup(a, workdir, sampler, interval):
@@ -256,13 +246,6 @@ def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
     return res, its, None
 
 
-def overhead(on, off):
-    """Wall and CPU of the sampled iterations' mean over the unsampled ones', minus 1; each
-    iteration a (wall, cpu) pair."""
-    return {m: sum(x[k] for x in on) / len(on) / (sum(x[k] for x in off) / len(off)) - 1
-            for m, k in (("wall", 0), ("cpu", 1))}
-
-
 def run_rotation(a, agent, cp, w, interval, r):
     """One JVM in which every cell takes turns (Toggle's hpm.bench.rotate): each cell's overhead
     against the same JVM's unsampled iterations. Returns ({cell: overhead}, iterations, error)."""
@@ -330,31 +313,8 @@ def check_outputs(a, workdir, sampler, err_text):
     return None
 
 
-def results_from_csv(a, path):
-    """The per-run overheads of a finished invocation, from its paired.csv."""
-    runs = {}
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            key = (row["workload"], row["interval"], row["run"]) + (() if a.same_jvm else (row["sampler"],))
-            cell = row["sampler"] if row["sampled"] == "1" else "off"
-            runs.setdefault(key, {}).setdefault(cell, []).append((float(row["wall_ms"]), float(row["cpu_ms"])))
-    results = {}
-    for key in sorted(runs, key=lambda k: (k[0], k[1], int(k[2])) + k[3:]):
-        cells = runs[key]
-        off = cells.get("off")
-        if not off or len(cells) < 2:
-            continue
-        for cell, its in cells.items():
-            if cell == "off":
-                continue
-            ov = overhead(its, off)
-            ov["latency_us"] = None
-            results.setdefault((key[0], cell, key[1]), []).append(ov)
-    return results
-
-
-def main():
-    a = parse_args()
+def main(argv=None):
+    a = parse_args(argv)
     if a.report:
         print(report(a, results_from_csv(a, os.path.join(a.report, "paired.csv"))))
         return
@@ -421,148 +381,3 @@ def main():
     if failed:
         sys.exit(1)
 
-
-def report(a, results):
-    # The pair compared: the baseline first (jvmti / async-profiler), the candidate second.
-    if a.versus:
-        cands = [s for s in a.samplers if s.startswith("hpm")]
-        tables = [report_pair(a, results, "async-profiler", c) for c in cands]
-        if "perf" in a.samplers:
-            tables.append(floor_table(a, results, cands))
-        if a.same_jvm:
-            pairs = [(c, "async-profiler") for c in cands] + [(b, c) for k, b in enumerate(cands) for c in cands[k + 1:]]
-            tables.append(same_jvm_table(a, results, pairs))
-        return "\n".join(tables)
-    if a.data:
-        return report_pair(a, results, "hpm", "hpm-data")
-    # Each patched-JVM sampler against the global-safepoint baseline, and isps against sps.
-    pairs = [("jvmti", c) for c in a.samplers if c != "jvmti" and "jvmti" in a.samplers]
-    if "sps" in a.samplers and "isps" in a.samplers:
-        pairs.append(("sps", "isps"))
-    return "\n".join(report_pair(a, results, b, c) for b, c in pairs)
-
-
-def attribution_report(a):
-    """--attribute: per workload and interval, each cell's CPU per iteration by group, the mean
-    over runs."""
-    out = [f"CPU per measured iteration (ms), by thread group and code, from `perf record -k CLOCK_REALTIME -e "
-           f"cpu-clock -c {bench_attribute.PERIOD_MS}ms` of each JVM; the mean over runs "
-           "(each run's tables and its collections per iteration: runs/WORKLOAD/same-jvm-INTERVAL/RUN/attribution.md).",
-           ""]
-    order = ["off"] + a.samplers
-    for (w, i), runs in sorted(a.attributions.items()):
-        mean = {c: {g: statistics.mean(r.get(c, {}).get(g, 0.0) for r in runs) for g in bench_attribute.GROUPS}
-                for c in order}
-        out += [f"{w} at {i} ({len(runs)} runs):", "", bench_attribute.table(mean, order), ""]
-    return "\n".join(out)
-
-
-def same_jvm_table(a, results, pairs):
-    """--same-jvm: each pair's CPU compared run by run, inside the same JVMs (the cells' lists are
-    aligned by run: a run gives every cell or none)."""
-    lines = ["Same JVM, profiler against profiler: per run, the CPU of A's iterations over B's (the JVM's "
-             "unsampled iterations cancel out), minus 1; median (q1 / q3) over runs, in how many runs A cost "
-             "less, and where the median lies with 90% confidence (the sign test's interval: a cell whose interval "
-             "holds 0 does not rank the two); the geometric mean over workloads of the medians:", "",
-             "| workload | interval | " + " | ".join(f"{x} vs {y}" for x, y in pairs) + " |",
-             "|" + " --- |" * (len(pairs) + 2)]
-    for i in a.intervals:
-        gm = {}
-        for w in a.workloads:
-            row = []
-            for x, y in pairs:
-                xs, ys = results.get((w.name, x, i), []), results.get((w.name, y, i), [])
-                rs = [(1 + p["cpu"]) / (1 + q["cpu"]) - 1 for p, q in zip(xs, ys)]
-                if not rs:
-                    row.append("—")
-                    continue
-                q1, med, q3 = quartiles(rs)
-                gm.setdefault((x, y), []).append(1 + med)
-                ci = median_interval(rs)
-                row.append(f"{pct(med)} ({pct(q1)} / {pct(q3)}), {sum(r < 0 for r in rs)}/{len(rs)} less"
-                           + (f", 90%: {pct(ci[0])} to {pct(ci[1])}" if ci else ""))
-            lines.append(f"| {w.name} | {i} | " + " | ".join(row) + " |")
-        g = [pct(geomean(gm[p]) - 1) if len(gm.get(p, [])) == len(a.workloads) else "—" for p in pairs]
-        lines.append(f"| **geometric mean** | {i} | " + " | ".join(f"**{x}**" for x in g) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def floor_table(a, results, cands):
-    """CPU overhead per cell with the kernel's floor (perf record without call chains) beside it."""
-    cols = cands + ["async-profiler", "perf"]
-    lines = ["Kernel floor: `perf record -e cpu-clock -c PERIOD` (IP, TID, time; no call chains) enabled around the "
-             "same iterations. CPU overhead of the JVM process (perf's own reader process is not in it), median over "
-             "runs:", "",
-             "| workload | interval | " + " | ".join(cols) + " |", "|" + " --- |" * (len(cols) + 2)]
-    for i in a.intervals:
-        gm = {}
-        for w in a.workloads:
-            row = []
-            for s in cols:
-                xs = [o["cpu"] for o in results.get((w.name, s, i), [])]
-                if xs:
-                    gm.setdefault(s, []).append(statistics.median(xs))
-                row.append(pct(statistics.median(xs)) if xs else "—")
-            lines.append(f"| {w.name} | {i} | " + " | ".join(row) + " |")
-        g = [pct(geomean([1 + x for x in gm[s]]) - 1) if len(gm.get(s, [])) == len(a.workloads) else "—" for s in cols]
-        lines.append(f"| **geometric mean** | {i} | " + " | ".join(f"**{x}**" for x in g) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def warmup_words(a):
-    """How each run's iterations were measured, for the tables' first line."""
-    measured = a.iterations - a.warmup
-    if getattr(a, "quiet_jit", 0) > 0:
-        return (f"{measured} measured iterations each after a warm-up of at least {a.warmup} that went on until the "
-                f"JIT compilers' time over 10 iterations was at most {a.quiet_jit:g}% of their wall time (at most "
-                f"{a.max_warmup} iterations; each run's in its stdout.txt, `hpm-bench warmed-up`)")
-    return f"{a.iterations} iterations each, the first {a.warmup} not measured"
-
-
-def report_pair(a, results, base, cand):
-    what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
-            "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
-    lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {warmup_words(a)}; "
-             "overhead = sampled iterations / unsampled ones in the same JVM, "
-             "median (q1 / q3) over runs.", "",
-             f"| workload | interval | {base} wall | {cand} wall | {cand} / {base} (wall) | {base} CPU | {cand} CPU | "
-             f"{cand} / {base} (CPU) | latency {base} / {cand} (us) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-
-    def cell(w, s, i, m):
-        xs = [o[m] for o in results.get((w, s, i), [])]
-        return quartiles(xs) if xs else None
-
-    def fmt(q):
-        return f"{pct(q[1])} ({pct(q[0])} / {pct(q[2])})" if q else "—"
-
-    def ratio(j, s):
-        if not (j and s):
-            return "—"
-        return f"{s[1] / j[1]:.2f}" if j[1] > 0 else f"n/a ({base} ≤ 0)"
-
-    for i in a.intervals:
-        gm = {}
-        for w in a.workloads:
-            row = {}
-            for s in (base, cand):
-                for m in ("wall", "cpu"):
-                    row[s, m] = cell(w.name, s, i, m)
-                    if row[s, m]:
-                        gm.setdefault((s, m), []).append(row[s, m][1])
-            lat = [[o["latency_us"] for o in results.get((w.name, s, i), []) if o["latency_us"]] for s in (base, cand)]
-            lat = " / ".join(f"{statistics.median(x):.0f}" if x else "—" for x in lat)
-            lines.append(f"| {w.name} | {i} | {fmt(row[base, 'wall'])} | {fmt(row[cand, 'wall'])} | "
-                         f"{ratio(row[base, 'wall'], row[cand, 'wall'])} | {fmt(row[base, 'cpu'])} | "
-                         f"{fmt(row[cand, 'cpu'])} | {ratio(row[base, 'cpu'], row[cand, 'cpu'])} | "
-                         f"{lat} |")
-        g = {k: geomean([1 + x for x in v]) - 1 for k, v in gm.items() if len(v) == len(a.workloads)}
-        if len(g) == 4:
-            lines.append(f"| **geometric mean** | {i} | **{pct(g[base, 'wall'])}** | **{pct(g[cand, 'wall'])}** | "
-                         f"**{ratio((0, g[base, 'wall'], 0), (0, g[cand, 'wall'], 0))}** | **{pct(g[base, 'cpu'])}** | "
-                         f"**{pct(g[cand, 'cpu'])}** | **{ratio((0, g[base, 'cpu'], 0), (0, g[cand, 'cpu'], 0))}** | |")
-    return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":
-    main()

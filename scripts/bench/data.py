@@ -1,14 +1,13 @@
-#!/usr/bin/env python3
-"""What `data` finds on real programs (issue 13, docs/benchmarks.md "Objects from data
+"""What `data` finds on real programs (docs/benchmarks.md, "Objects from data
 addresses"): one run per program at 1 ms with `data`, JDK 17 by default; from the agent's
 summary the data-address line (how many samples' instructions gave an address), the objects
 line (identification rate and why the rest failed) and the cost per sample (handler +
 processing); from the recording, `hpm report --by class` and `--by field` (top rows).
 A second run of each program without `data` gives the cost per sample it is compared with
 (separate JVMs: the per-sample figures, not the programs' run times; the run-time overhead is
-`scripts/bench-paired.py --data`, paired in one JVM).
+`python3 scripts/bench paired --data`, paired in one JVM).
 
-    python3 scripts/bench-data.py [--workloads h2,lucene,sunflow] [--java PATH] [--top 5]
+    python3 scripts/bench data [--workloads h2,lucene,sunflow] [--java PATH] [--top 5]
 """
 import argparse
 import os
@@ -17,9 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent  # noqa: E402
-from bench_workloads import programs  # noqa: E402
+from .common import build_agent
+from .workloads import programs
 
 COST = re.compile(r"per sample ([\d.]+) \+ ([\d.]+) us")
 
@@ -36,12 +34,12 @@ def table(hpm, jfr, by, top):
     return out[out.index("\n== Data"):].strip() if "\n== Data" in out else "(no data table)"
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench data", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default="h2,lucene,sunflow")
     ap.add_argument("--java", default="java")
     ap.add_argument("--top", type=int, default=5)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     agent, hpm = build_agent()
     with tempfile.TemporaryDirectory() as tmp:
         for name, cp, main_class, args in programs(a.workloads, []):
@@ -66,7 +64,3 @@ def main():
             print()
             print(table(hpm, jfr, "field", a.top))
             print("```\n", flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Where the agent's heap goes in a steady session, by the agent's function that allocated it.
 
 Runs one suite program under heaptrack, attaches a session after its warm-up (1 ms, a collapsed
-output alone, as `bench-cost.py --steady` does), prints `status` when the session has run
+output alone, as `bench cost --steady` does), prints `status` when the session has run
 --seconds, then kills the JVM with SIGKILL: what the agent had allocated and not freed by then
 is heaptrack's "leaked", and is summed here by the innermost function of hpm's own code that
 was not inlined (heaptrack lists a frame's inlined callees before it; the allocator's and hash
@@ -11,7 +10,7 @@ was killed is lost: the sum is checked against `status`'s "agent heap" printed j
 heaptrack is installed with apt when missing (root only). A benchmark, not a test: a few
 minutes. sunflow's JVM aborts under heaptrack here with no agent at all; ecj runs.
 
-    python3 -B scripts/bench-heap.py --workload ecj --seconds 180
+    python3 -B scripts/bench heap --workload ecj --seconds 180
 """
 import argparse
 import collections
@@ -24,9 +23,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent  # noqa: E402
-from bench_workloads import STEADY_WARM, programs  # noqa: E402
+from .common import build_agent
+from .workloads import STEADY_WARM, programs
 
 # Frames that say how, not what, was allocated.
 PLUMBING = re.compile(r"heap\.rs|Counting|rust_alloc|RecentMap|hash\.rs")
@@ -60,13 +58,13 @@ def by_function(collapsed):
     return sums, total, outside
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench heap", description=__doc__.splitlines()[0])
     ap.add_argument("--workload", default="ecj", choices=sorted(STEADY_WARM))
     ap.add_argument("--seconds", type=float, default=180)
     ap.add_argument("--agent", default="", help="a libhpm.so (default: this tree's build)")
     ap.add_argument("--top", type=int, default=15)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     ensure_heaptrack()
     agent, hpm = build_agent()
     agent = a.agent or agent
@@ -123,7 +121,3 @@ def main():
     print(f"| the agent's other functions | {rest / mb:.1f} |")
     print(f"| the agent's, in all | {(total - outside) / mb:.1f} |")
     shutil.rmtree(out, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    main()

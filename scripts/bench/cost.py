@@ -1,5 +1,4 @@
-#!/usr/bin/env python3
-"""The agent's own cost per sample (issue 12, "Agent cost per sample") at each program's stack
+"""The agent's own cost per sample (docs/benchmarks.md, "Agent cost per sample") at each program's stack
 depth: one run per program at 1 ms (default options: hpm's own walker), the summary line's
 "per sample H + P us" (signal handler, without the handlers that were preempted inside, + the
 processing thread's resolving, without its start, the outputs it makes, and what a process
@@ -16,7 +15,7 @@ program reaches, apart from what a short run names for the first time.
 
 With --steady SECONDS, the steady state of the suite's programs themselves instead: each runs
 without a profiler past its warm-up (the iteration after which bench-paired's --quiet-jit 10
-ended its warm-ups in docs/benchmarks.md, "In steady state"), then `hpm attach` starts a session
+ended its warm-ups in docs/benchmarks.md, "Agent cost per sample"), then `hpm attach` starts a session
 at 1 ms for SECONDS and stops it; the same columns from that session's summary. A run's
 figures vary by 10-20% from one JVM to the next here: --runs N repeats every program N times
 and adds the median of each column's per-sample cost; --agents A.so,B.so compares agents
@@ -25,8 +24,8 @@ B; round 2...), so that a slower stretch of the machine weighs on both alike. --
 prints the agent's own heap (`status`) every N seconds of each session: what a long session
 holds as its memos and tree fill up to their bounds.
 
-    python3 scripts/bench-cost.py [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
-    python3 scripts/bench-cost.py --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so] [--heap-every 60]
+    python3 scripts/bench cost [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
+    python3 scripts/bench cost --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so] [--heap-every 60]
 """
 import argparse
 import os
@@ -39,9 +38,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent, collapsed  # noqa: E402
-from bench_workloads import STEADY_WARM, WORKLOADS, programs  # noqa: E402
+from .common import build_agent, collapsed
+from .workloads import STEADY_WARM, WORKLOADS, programs
 
 
 def depth(path):
@@ -158,8 +156,8 @@ def steady_round(a, hpm, agent, tmp):
             yield label, summary_row(label, text, out), handler, processing, phases[-1] if phases else None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench cost", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS))
     ap.add_argument("--java", default="java")
     ap.add_argument("--demo-seconds", default="8")
@@ -172,7 +170,7 @@ def main():
                     "(NAME-N.collapsed, N counting the files there)")
     ap.add_argument("--agents", default="", help="--steady: libhpm.so paths to compare, comma-separated "
                     "(default: this tree's build)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     agent, hpm = build_agent()
     header = ("| program | samples | frames per sample | distinct stacks | methods named | handler, us per sample | "
               "processing, us per sample | read once, ms | walker's blobs from its last walk / the shared cache |\n"
@@ -200,7 +198,3 @@ def main():
             if r.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr}")
             print(summary_row(name, r.stderr, out), flush=True)
-
-
-if __name__ == "__main__":
-    main()

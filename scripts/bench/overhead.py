@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Overhead of the hpm agent on a fixed-work multi-threaded program (the demo with a fixed
 number of order batches per worker): wall time and CPU time (user+sys of the JVM process) of
 interleaved runs without a profiler, with hpm and with async-profiler (from Maven Central,
 `tools.profiler:async-profiler`, same perf cpu-clock event) at 10ms and 1ms. Prints a Markdown
 table with medians, quartiles and the median ratios, plus the command and the machine.
 
-    scripts/bench-overhead.py [--runs 9] [--batches 1200] [--workers 2] [--java java]
+    python3 scripts/bench overhead [--runs 9] [--batches 1200] [--workers 2] [--java java]
 
 Timings are a benchmark, never a test: nothing here fails on a number.
 """
@@ -18,7 +17,8 @@ import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-from benchlib import ROOT, async_profiler, build_agent, quartiles, run as measure_run
+from .common import ROOT, async_profiler, build_agent, run as measure_run
+from .stats import quartiles
 
 
 LATENCY = re.compile(r"latency per sample median ([0-9.]+) us, p95 ([0-9.]+) us")
@@ -31,8 +31,8 @@ def run(cmd):
     return r.wall, r.cpu, latency
 
 
-def main():
-    ap = argparse.ArgumentParser()
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench overhead")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--batches", type=int, default=1200)
     ap.add_argument("--workers", type=int, default=2)
@@ -40,7 +40,7 @@ def main():
     ap.add_argument("--async-profiler", default="4.2", help="version from Maven Central; '' to leave it out")
     ap.add_argument("--samplers", action="store_true",
                     help="compare sampler=jvmti and sampler=sps instead (give the patched JDK's java with --java)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     agent, _ = build_agent()
     classes = os.path.join(ROOT, "target/demo")
     os.makedirs(classes, exist_ok=True)
@@ -79,7 +79,7 @@ def main():
     none_cpu = statistics.median(results["none"][1])
     java_version = subprocess.run([a.java, "-version"], capture_output=True, text=True).stderr.splitlines()[0]
     which = "--samplers" if a.samplers else f"--async-profiler '{a.async_profiler}'"
-    print(f"Command: `scripts/bench-overhead.py --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} {which}`\n")
+    print(f"Command: `python3 scripts/bench overhead --runs {a.runs} --batches {a.batches} --workers {a.workers} --java {a.java} {which}`\n")
     print(f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, {java_version}; "
           f"workload: `java Demo 0 {a.batches} {a.workers}` ({a.workers} worker threads, fixed work), {a.runs} interleaved runs per configuration.\n")
     lat_col = a.samplers
@@ -97,7 +97,3 @@ def main():
             row += (f" {statistics.median(l[0] for l in lat):.0f} / {statistics.median(l[1] for l in lat):.0f} |"
                     if lat else " |")
         print(row)
-
-
-if __name__ == "__main__":
-    main()

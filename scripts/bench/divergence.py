@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """How far a collapsed profile's stacks leave the paths the others share.
 
 For each line of a collapsed-stacks file (root first, `;`-separated, count last), the frames
@@ -7,13 +6,13 @@ is shared). Prints the quartiles, the 90th percentile and the mean: how many fra
 known stack a new stack of the program brings (docs/design.md, "New callers above a known
 stack of their own callers").
 
-usage: divergence.py FILE.collapsed
+usage: python3 scripts/bench divergence FILE.collapsed
 """
 import collections
 import sys
 
 
-def main(path):
+def divergence(path):
     paths = []
     with open(path) as f:
         for line in f:
@@ -38,7 +37,8 @@ def main(path):
     )
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
         sys.exit(__doc__)
-    main(sys.argv[1])
+    divergence(argv[0])

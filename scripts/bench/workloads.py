@@ -1,4 +1,4 @@
-"""The third-party workloads of scripts/bench-suite.py: which Debian packages each needs,
+"""The third-party workloads of python3 scripts/bench suite: which Debian packages each needs,
 which jars go on its class path, its driver in bench/src and the fixed arguments (iterations
 first). Packages are fetched by bench/fetch.sh (apt-get download + dpkg -x, no install)."""
 import glob
@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from benchlib import ROOT, target_dir
+from .common import ROOT, target_dir
 
 
 class Workload:

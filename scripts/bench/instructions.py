@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Schneider & Gross's Figures 4-5 on the suite: how concentrated the samples are on compiled
 code's instructions. Each workload runs once under the agent (cpu-clock at INTERVAL, default
 1ms, sampler=asgct unless --hpm-options says otherwise) into a .jfr; `hpm report --instructions
 --top 100` then gives the samples in compiled code, the distinct instructions, the share the
 top 10 and top 100 hold, and the hottest instruction. The agent's summary gives the compiled
 code it held for this. Usage:
-  scripts/instructions-suite.py [--workloads h2,lucene,sunflow,ecj,xalan] [--interval 1ms]
+  python3 scripts/bench instructions [--workloads h2,lucene,sunflow,ecj,xalan] [--interval 1ms]
                                 [--hpm-options sampler=chain] [--out target/bench-results/instructions]
 A benchmark (a table for docs/benchmarks.md), not a test."""
 import argparse
@@ -14,18 +13,17 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent, target_dir  # noqa: E402
-from bench_workloads import programs  # noqa: E402
+from .common import build_agent, target_dir
+from .workloads import programs
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench instructions", description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="h2,lucene,sunflow,ecj,xalan")
     ap.add_argument("--interval", default="1ms")
     ap.add_argument("--hpm-options", default="")
     ap.add_argument("--out", default=os.path.join(target_dir(), "bench-results", "instructions"))
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     a.out = os.path.abspath(a.out)
     agent, hpm = build_agent()
     os.makedirs(a.out, exist_ok=True)
@@ -59,7 +57,3 @@ def main():
         held = re.search(r"compiled code: ([\d.]+) MB of instructions held", run.stderr)
         print(f"| {label} | {head.group(1)} ({head.group(2)}%) | {head.group(4)} | {top10} | {top100.group(1)}% "
               f"| {hottest} | {held.group(1) if held else '-'} MB |")
-
-
-if __name__ == "__main__":
-    main()

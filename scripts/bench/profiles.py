@@ -4,11 +4,11 @@ profiler's command-line options, sample counts, iteration markers, the known-sha
 import os
 import re
 import shutil
-import statistics
 import subprocess
 
-from benchlib import measure
-from bench_workloads import classes_dir
+from .common import measure
+from .stats import seconds
+from .workloads import classes_dir
 
 ROW_FIELDS = ["workload", "cell", "profiler", "interval", "group", "run", "ok", "error", "wall_s", "cpu_s",
               "rss_mib", "steady_s", "iterations", "samples", "profile", "lat_med_us", "lat_p95_us"]
@@ -16,13 +16,6 @@ ROW_FIELDS = ["workload", "cell", "profiler", "interval", "group", "run", "ok", 
 LATENCY = re.compile(r"latency per sample median ([0-9.]+) us, p95 ([0-9.]+) us")
 MARKER = re.compile(r"^hpm-bench iteration (\d+) (\d+) ([0-9.]+)$", re.M)
 SAMPLES = re.compile(r"\((\d+) samples")
-
-
-def seconds(interval):
-    m = re.fullmatch(r"([0-9.]+)(ms|us|s)", interval)
-    if not m:
-        raise SystemExit(f"bad interval `{interval}`: use e.g. 10ms, 1ms, 100us")
-    return float(m.group(1)) * {"s": 1, "ms": 1e-3, "us": 1e-6}[m.group(2)]
 
 
 def jfr_period(interval):

@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
-"""Java stack completeness at 1 ms (issue 12, item 2): on the demo and each suite workload, one
+"""Java stack completeness at 1 ms (docs/benchmarks.md, "Complete Java stacks"): on the demo and each suite workload, one
 run with stack=compare (hpm's walker and AsyncGetCallTrace on the same samples) per JDK. Prints
 a Markdown table: samples, share kept without a Java frame with hpm's walker (the profile's
 `[no Java stack: …]` samples; ASGCT's share of samples of Java threads without Java frames from
 the comparison line), with a partial stack, agreement where both found frames.
 
-    python3 scripts/bench-stacks.py [--workloads sunflow,h2,...] [--java PATH ...]
+    python3 scripts/bench stacks [--workloads sunflow,h2,...] [--java PATH ...]
 """
 import argparse
 import os
@@ -14,9 +13,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import build_agent, collapsed  # noqa: E402
-from bench_workloads import WORKLOADS, programs  # noqa: E402
+from .common import build_agent, collapsed
+from .workloads import WORKLOADS, programs
 
 
 def collapsed_counts(path):
@@ -45,12 +43,12 @@ def parse(stderr):
     return (m.groups() if m else ("?", "?", "?")), (int(partial.group(1).replace(",", "")) if partial else 0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="bench stacks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", default=",".join(w.name for w in WORKLOADS))
     ap.add_argument("--java", action="append", help="java binaries (default: java, and Temurin 25 if installed)")
     ap.add_argument("--demo-seconds", default="8")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     javas = a.java or ["java"] + [j for j in ["/usr/lib/jvm/temurin-25-jdk-amd64/bin/java"] if os.path.exists(j)]
     agent = build_agent()[0]
     jobs = programs(a.workloads, [("demo", [a.demo_seconds])])
@@ -66,7 +64,3 @@ def main():
                 (vm, asgct, same), partial = parse(stderr)
                 print(f"| {jdk} | {name} | {total:,} | {100.0 * none / max(total, 1):.2f}% | "
                       f"{100.0 * partial / max(total, 1):.2f}% | {vm}% / {asgct}% | {same}% |", flush=True)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,17 +1,15 @@
-"""Shared pieces of the benchmark scripts (bench-overhead.py, bench-suite.py): running a
-command with its CPU time and peak RSS from wait4, async-profiler from Maven Central, the
-agent build, quartiles, and the machine line. Timings are benchmarks, never tests."""
-import math
+"""What the benchmark subcommands share besides their statistics (stats.py): running a command
+with its CPU time and peak RSS from wait4, async-profiler from Maven Central, the agent build,
+the patched JDK, and the machine line. Timings are benchmarks, never tests."""
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import zipfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def target_dir():
@@ -76,29 +74,6 @@ def async_profiler(version):
         with zipfile.ZipFile(jar) as z:
             z.extract("linux-x64/libasyncProfiler.so", out)
     return lib
-
-
-def quartiles(xs):
-    """(q1, median, q3) of xs, inclusive method; a single value gives (x, x, x)."""
-    if len(xs) == 1:
-        return xs[0], xs[0], xs[0]
-    q = statistics.quantiles(xs, n=4, method="inclusive")
-    return q[0], statistics.median(xs), q[2]
-
-
-def median_interval(xs, level=0.9):
-    """A distribution-free interval holding the median of what xs were drawn from with at least
-    `level` probability: (x(k), x(n+1-k)) of the sorted xs, k as large as that allows (the sign
-    test's interval: each x falls below the median with probability 1/2). None if even the
-    smallest and largest do not reach `level` (fewer than 5 values at 90%)."""
-    n, xs = len(xs), sorted(xs)
-    best = None
-    for k in range(1, n // 2 + 1):
-        outside = 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
-        if 1 - outside < level:
-            break
-        best = (xs[k - 1], xs[n - k])
-    return best
 
 
 def patched_java(home=None):
