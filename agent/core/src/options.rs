@@ -3,6 +3,7 @@
 //! Parsing is JVM-free so every error message is unit-tested. Each error is one line that
 //! names the problem and the valid choices; the agent prints it and refuses to start.
 
+use crate::perf_record::MAX_COUNTERS;
 use std::fmt;
 
 /// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
@@ -451,9 +452,6 @@ impl Default for Options {
         }
     }
 }
-
-/// Maximum number of counters read with every sample (a PMU has 4–8 programmable counters).
-pub const MAX_COUNTERS: usize = 8;
 
 impl Options {
     /// The period actually programmed into perf for the sampling event.
