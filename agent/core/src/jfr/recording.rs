@@ -329,7 +329,7 @@ impl Builder {
         if let Some(&i) = self.drop_index.get(reason) {
             return i;
         }
-        self.rec.drops.push((reason.to_string(), 0));
+        self.rec.drops.push((DropReason::from_name(reason), 0));
         self.drop_index.insert(reason.to_string(), self.rec.drops.len() - 1);
         self.rec.drops.len() - 1
     }

@@ -69,7 +69,7 @@ pub fn encode_chunk_keyed(
     write_config(&mut out, rec, chunk.start_ticks);
     for (reason, count) in &rec.drops {
         let mut e = EventBuf::new(EVENT_HPM_DROPS);
-        e.long(chunk.end_ticks).string(Some(reason)).long(*count);
+        e.long(chunk.end_ticks).string(Some(&reason.name())).long(*count);
         e.finish(&mut out);
     }
 
