@@ -210,9 +210,9 @@ pub struct Sample {
     pub ip: u64,
     pub component: VmComponent,
     /// The thread's state when sampled (running, sleeping, waiting on a lock...), an index into
-    /// [`Recording::states`]. `None` where the sampler records none, which today is every
-    /// sampler: CPU samples are of running threads. Wall-clock sampling is to fill it; the
-    /// report's thread table then shows each thread's shares per state.
+    /// [`Recording::states`]. `None` where the sampler records none: the CPU samplers' samples
+    /// are of running threads. `sampler=wall` fills it; the report's thread table then shows
+    /// each thread's shares per state.
     pub state: Option<StateIdx>,
 }
 
@@ -542,8 +542,8 @@ pub struct EventInfo {
     pub unit: PeriodUnit,
     /// Why the requested event was replaced, if it was.
     pub fallback: Option<String>,
-    /// Stack sampler used: `asgct`, `jvmti`, `sps`.
-    pub sampler: String,
+    /// The stack sampler used.
+    pub sampler: StackSampler,
     /// How kernel-mode time is in the profile.
     pub kernel: KernelMode,
     /// `alloc`: the mean allocation sampling interval in bytes (0: none, or not recorded).
@@ -590,10 +590,77 @@ impl Default for EventInfo {
             period: 10_000_000,
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: "asgct".into(),
+            sampler: StackSampler::Asgct,
             kernel: KernelMode::Excluded,
             alloc_interval: 0,
         }
+    }
+}
+
+/// The stack sampler a recording was made with ([`EventInfo::sampler`]), by the name the
+/// outputs show and the recording stores (`hpm.Config`'s `sampler`): the agent's `sampler=`
+/// choices, and what a recording made without a sampler or by the JDK says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StackSampler {
+    /// AsyncGetCallTrace or hpm's walker in the perf overflow signal.
+    #[default]
+    Asgct,
+    /// GetThreadListStackTraces of all threads at the interval.
+    Jvmti,
+    /// Partial safepoints with self-sampling (patched JVM).
+    Sps,
+    /// Partial safepoints with incremental stack tracing (patched JVM).
+    Isps,
+    /// Every Java thread at the interval, whatever its state.
+    Wall,
+    /// CallerChaining: perf samples with a copy of the stack, walked by the processor.
+    Chain,
+    /// No sampling event (`event=alloc` or `event=lock` alone).
+    None,
+    /// The JDK's own sampler: a recording made by JFR.
+    Jfr,
+    /// A name this version does not know, kept as read; empty when the recording names none.
+    Other(String),
+}
+
+impl StackSampler {
+    const NAMED: [(StackSampler, &'static str); 8] = [
+        (StackSampler::Asgct, "asgct"),
+        (StackSampler::Jvmti, "jvmti"),
+        (StackSampler::Sps, "sps"),
+        (StackSampler::Isps, "isps"),
+        (StackSampler::Wall, "wall"),
+        (StackSampler::Chain, "chain"),
+        (StackSampler::None, "none"),
+        (StackSampler::Jfr, "jfr"),
+    ];
+
+    pub fn name(&self) -> &str {
+        match self {
+            StackSampler::Other(name) => name,
+            known => Self::NAMED.iter().find(|(s, _)| s == known).map_or("", |(_, name)| name),
+        }
+    }
+
+    /// The sampler of a stored name; its [`StackSampler::name`] is the name read.
+    pub fn from_name(name: &str) -> StackSampler {
+        match Self::NAMED.iter().find(|(_, n)| *n == name) {
+            Some((s, _)) => s.clone(),
+            None => StackSampler::Other(name.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for StackSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a stored name: [`StackSampler::from_name`].
+impl From<&str> for StackSampler {
+    fn from(name: &str) -> StackSampler {
+        StackSampler::from_name(name)
     }
 }
 
@@ -1005,6 +1072,17 @@ mod tests {
         }
         for c in VmComponent::ALL {
             assert_eq!(VmComponent::from_name(c.name()), c);
+        }
+    }
+
+    #[test]
+    fn sampler_names_round_trip() {
+        for (s, name) in StackSampler::NAMED {
+            assert_eq!((StackSampler::from_name(name), s.name()), (s.clone(), name));
+        }
+        for name in ["", "a newer sampler"] {
+            assert_eq!(StackSampler::from_name(name), StackSampler::Other(name.into()));
+            assert_eq!(StackSampler::from_name(name).name(), name);
         }
     }
 

@@ -304,6 +304,21 @@ pub enum Sampler {
     Chain,
 }
 
+/// The sampler a recording names, as the outputs show it.
+impl From<Sampler> for crate::model::StackSampler {
+    fn from(s: Sampler) -> crate::model::StackSampler {
+        use crate::model::StackSampler as Recorded;
+        match s {
+            Sampler::Asgct => Recorded::Asgct,
+            Sampler::Jvmti => Recorded::Jvmti,
+            Sampler::Sps => Recorded::Sps,
+            Sampler::Isps => Recorded::Isps,
+            Sampler::Wall => Recorded::Wall,
+            Sampler::Chain => Recorded::Chain,
+        }
+    }
+}
+
 impl Sampler {
     pub fn name(self) -> &'static str {
         match self {

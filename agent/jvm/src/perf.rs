@@ -733,7 +733,7 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                     period,
                     unit: if event.is_clock { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
                     fallback,
-                    sampler: opts.sampler.name().to_string(),
+                    sampler: opts.sampler.into(),
                     kernel,
                     alloc_interval: 0,
                 };

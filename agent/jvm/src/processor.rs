@@ -470,7 +470,8 @@ impl Processor {
         let mut resolver = SampleResolver::default();
         resolver.counter_periods = inputs.counter_periods.clone();
         resolver.cpu_clock = Some(thread_cpu_ns);
-        resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
+        resolver.data_addresses =
+            inputs.opts.event.data_address && inputs.event.sampler == hpm_core::model::StackSampler::Asgct;
         resolver.decode_instructions = inputs.opts.data;
         // A uprobe on ObjectMonitor: the monitors' objects are named, with or without `data`.
         let probe = inputs.opts.event.probe.is_some() && inputs.event.name == inputs.opts.event.name;

@@ -167,7 +167,7 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .long(ev.period)
         .string(Some(ev.unit.name()))
         .string(Some(&rec.counters.join(",")))
-        .string(Some(&ev.sampler))
+        .string(Some(ev.sampler.name()))
         .string(Some(&rec.jvm))
         .long(rec.pid as u64)
         .string(Some(ev.kernel.name()))

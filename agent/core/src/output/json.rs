@@ -171,7 +171,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         str_lit(&ev.requested),
         ev.period,
         ev.unit.name(),
-        str_lit(&ev.sampler),
+        str_lit(ev.sampler.name()),
         opt_str(ev.fallback.as_deref())
     );
     out.push_str("\"counters\":[");

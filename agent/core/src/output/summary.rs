@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use crate::cct::Cct;
-use crate::model::{DropClass, EventInfo, KernelMode, PeriodUnit, Recording, Sample, StateIdx, VmComponent};
+use crate::model::{
+    DropClass, EventInfo, KernelMode, PeriodUnit, Recording, Sample, StackSampler, StateIdx, VmComponent,
+};
 
 use super::methods::method_rows;
 use super::threads::ThreadRow;
@@ -51,7 +53,7 @@ pub fn event_line(rec: &Recording) -> String {
     if e.alloc_interval > 0 {
         let _ = write!(s, ", allocations sampled every {} KiB", e.alloc_interval / 1024);
     }
-    if !e.sampler.is_empty() {
+    if !e.sampler.name().is_empty() {
         let _ = write!(s, ", sampler {}", e.sampler);
     }
     s
@@ -91,7 +93,7 @@ pub fn sampling_line(event: &EventInfo, alloc: Option<u64>, lock: Option<u64>) -
 
 /// How kernel time is in a recording made by the agent's perf sampler (`None` for the others).
 pub(crate) fn kernel_line(rec: &Recording) -> Option<String> {
-    if rec.event.sampler != "asgct" {
+    if rec.event.sampler != StackSampler::Asgct {
         return None;
     }
     Some(
