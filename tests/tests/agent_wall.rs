@@ -84,7 +84,12 @@ fn kept_and_accounted(
     rec: &hpm_core::model::Recording,
     worker: impl Fn(&str) -> bool,
 ) -> (u64, u64, Vec<(String, f64)>) {
-    let dropped = rec.drops.iter().filter(|(r, _)| r == "no free sample buffer").map(|(_, n)| n).sum::<u64>();
+    let dropped = rec
+        .drops
+        .iter()
+        .filter(|(r, _)| *r == hpm_core::model::DropReason::NoFreeSampleBuffer)
+        .map(|(_, n)| n)
+        .sum::<u64>();
     let mut per: HashMap<String, (u64, u64)> = HashMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     for s in &rec.samples {

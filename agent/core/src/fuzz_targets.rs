@@ -1,4 +1,4 @@
-//! The fuzzing targets' bodies (issue 11, item 14): every reader of input a user may be handed —
+//! The fuzzing targets' bodies: every reader of input a user may be handed —
 //! the agent's option string, `.jfr` recordings, collapsed stacks, CallerChaining quadruples,
 //! phase traces (text and binary) and `.ccmap` dumps — fed arbitrary bytes. `fuzz/` runs them
 //! under libFuzzer (cargo-fuzz, nightly); `fuzz_targets_tests.rs` replays every committed corpus

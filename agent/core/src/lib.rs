@@ -2,6 +2,10 @@
 //! interface — the profile model, the code map, option parsing, record decoding, the file
 //! formats and the analyses from the papers. Tested without a JVM.
 
+// Test support: hostile inputs and the fuzz targets' bodies, for the unit tests, the
+// end-to-end tests and fuzz/ (which enable the `test-support` feature); the agent and the CLI
+// are built without them.
+#[cfg(any(test, feature = "test-support"))]
 pub mod adversarial;
 pub mod analysis;
 pub mod batch;
@@ -12,6 +16,7 @@ pub mod claim;
 pub mod codemap;
 pub mod component;
 pub mod filter;
+#[cfg(any(test, feature = "test-support"))]
 pub mod fuzz_targets;
 #[cfg(test)]
 mod fuzz_targets_tests;

@@ -6,6 +6,7 @@
 //! AsyncGetCallTrace order them. Timestamps are "ticks": nanoseconds of `CLOCK_MONOTONIC`,
 //! the clock the agent also asks the kernel to stamp perf samples with.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// What kind of code a frame executes. Mirrors JFR's `jdk.types.FrameType` values, plus the
@@ -209,9 +210,9 @@ pub struct Sample {
     pub ip: u64,
     pub component: VmComponent,
     /// The thread's state when sampled (running, sleeping, waiting on a lock...), an index into
-    /// [`Recording::states`]. `None` where the sampler records none, which today is every
-    /// sampler: CPU samples are of running threads. Wall-clock sampling is to fill it; the
-    /// report's thread table then shows each thread's shares per state.
+    /// [`Recording::states`]. `None` where the sampler records none: the CPU samplers' samples
+    /// are of running threads. `sampler=wall` fills it; the report's thread table then shows
+    /// each thread's shares per state.
     pub state: Option<StateIdx>,
 }
 
@@ -541,8 +542,8 @@ pub struct EventInfo {
     pub unit: PeriodUnit,
     /// Why the requested event was replaced, if it was.
     pub fallback: Option<String>,
-    /// Stack sampler used: `asgct`, `jvmti`, `sps`.
-    pub sampler: String,
+    /// The stack sampler used.
+    pub sampler: StackSampler,
     /// How kernel-mode time is in the profile.
     pub kernel: KernelMode,
     /// `alloc`: the mean allocation sampling interval in bytes (0: none, or not recorded).
@@ -589,10 +590,77 @@ impl Default for EventInfo {
             period: 10_000_000,
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: "asgct".into(),
+            sampler: StackSampler::Asgct,
             kernel: KernelMode::Excluded,
             alloc_interval: 0,
         }
+    }
+}
+
+/// The stack sampler a recording was made with ([`EventInfo::sampler`]), by the name the
+/// outputs show and the recording stores (`hpm.Config`'s `sampler`): the agent's `sampler=`
+/// choices, and what a recording made without a sampler or by the JDK says.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum StackSampler {
+    /// AsyncGetCallTrace or hpm's walker in the perf overflow signal.
+    #[default]
+    Asgct,
+    /// GetThreadListStackTraces of all threads at the interval.
+    Jvmti,
+    /// Partial safepoints with self-sampling (patched JVM).
+    Sps,
+    /// Partial safepoints with incremental stack tracing (patched JVM).
+    Isps,
+    /// Every Java thread at the interval, whatever its state.
+    Wall,
+    /// CallerChaining: perf samples with a copy of the stack, walked by the processor.
+    Chain,
+    /// No sampling event (`event=alloc` or `event=lock` alone).
+    None,
+    /// The JDK's own sampler: a recording made by JFR.
+    Jfr,
+    /// A name this version does not know, kept as read; empty when the recording names none.
+    Other(String),
+}
+
+impl StackSampler {
+    const NAMED: [(StackSampler, &'static str); 8] = [
+        (StackSampler::Asgct, "asgct"),
+        (StackSampler::Jvmti, "jvmti"),
+        (StackSampler::Sps, "sps"),
+        (StackSampler::Isps, "isps"),
+        (StackSampler::Wall, "wall"),
+        (StackSampler::Chain, "chain"),
+        (StackSampler::None, "none"),
+        (StackSampler::Jfr, "jfr"),
+    ];
+
+    pub fn name(&self) -> &str {
+        match self {
+            StackSampler::Other(name) => name,
+            known => Self::NAMED.iter().find(|(s, _)| s == known).map_or("", |(_, name)| name),
+        }
+    }
+
+    /// The sampler of a stored name; its [`StackSampler::name`] is the name read.
+    pub fn from_name(name: &str) -> StackSampler {
+        match Self::NAMED.iter().find(|(_, n)| *n == name) {
+            Some((s, _)) => s.clone(),
+            None => StackSampler::Other(name.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for StackSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a stored name: [`StackSampler::from_name`].
+impl From<&str> for StackSampler {
+    fn from(name: &str) -> StackSampler {
+        StackSampler::from_name(name)
     }
 }
 
@@ -715,13 +783,138 @@ pub fn count_reason(list: &mut Vec<(String, u64)>, reason: &str, n: u64) {
     }
 }
 
-/// Reasons in [`Recording::drops`] that start with this prefix count samples that were kept
-/// with a pseudo-frame instead of their Java stack (degraded), not samples that were lost.
-pub const KEPT_PREFIX: &str = "kept without Java stack: ";
-/// Prefix of the counts of samples kept with the top of their Java stack only (hpm's own
-/// walker stopped before the bottom, for the reason named after it): neither lost nor
-/// without a Java frame.
-pub const PARTIAL_PREFIX: &str = "kept with a partial Java stack: ";
+/// What became of the samples counted under a [`DropReason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropClass {
+    /// Lost: not in the profile.
+    Lost,
+    /// In the profile under a pseudo-frame instead of their Java stack (degraded).
+    KeptWithoutJavaStack,
+    /// In the profile with the top of their Java stack only (hpm's own walker stopped before
+    /// the bottom): neither lost nor without a Java frame.
+    Partial,
+}
+
+/// Why samples were lost or degraded: the key of [`Recording::drops`]. Each reason has a
+/// stable text name ([`DropReason::name`]), the one the recording (`hpm.Drops`), the JSON and
+/// the pprof comments store; [`DropReason::from_name`] reads it back, a name this version does
+/// not know included ([`DropReason::Other`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// The sample pool was empty when the sampler had a sample.
+    NoFreeSampleBuffer,
+    /// The kernel's perf ring was full (`PERF_RECORD_LOST`).
+    KernelRingOverflow,
+    /// A ring record could not be decoded.
+    CorruptRingRecord,
+    /// The signal came for a thread no longer in the session.
+    SignalForDetachedThread,
+    /// A counter's overflow whose group values could not be read.
+    CounterGroupUnread,
+    /// hpm's signal was taken by another handler.
+    SignalTaken,
+    /// The Java bridge's marks found their queue full.
+    BridgeMarksDropped,
+    /// The JVM's events (`alloc`, `lock`) found their queue full.
+    JvmEventsDropped,
+    /// A thread that could not be profiled, for the reason given (lost).
+    ThreadNotProfiled(String),
+    /// Kept without its Java stack, for the walk's failure named (`coalesced_signal`, an
+    /// ASGCT error, a walker stop).
+    NoJavaStack(String),
+    /// Kept with the top of its stack: deep frames waiting over the processor's bound.
+    DeepFramesOverBound,
+    /// Kept with the top of its stack: `sampler=chain`'s stack copy ended and no caller was known.
+    StackCopyEnded,
+    /// Kept with the top of its stack: the walker stopped where named.
+    WalkStopped(String),
+    /// A name this version does not know (a newer agent's), kept as read and counted as lost.
+    Other(String),
+}
+
+impl DropReason {
+    /// The name prefixes that carry a reason's class in its stable name.
+    const KEPT: &'static str = "kept without Java stack: ";
+    const PARTIAL: &'static str = "kept with a partial Java stack: ";
+    const THREAD: &'static str = "thread not profiled: ";
+
+    /// The reasons of a fixed name, with it (the partial ones under [`Self::PARTIAL`]).
+    const FIXED: [(DropReason, &'static str); 10] = [
+        (DropReason::NoFreeSampleBuffer, "no free sample buffer"),
+        (DropReason::KernelRingOverflow, "kernel ring overflow"),
+        (DropReason::CorruptRingRecord, "corrupt ring record"),
+        (DropReason::SignalForDetachedThread, "signal for a detached thread"),
+        (DropReason::CounterGroupUnread, "counter overflow whose group could not be read"),
+        (DropReason::SignalTaken, "hpm's signal taken by another handler"),
+        (DropReason::BridgeMarksDropped, "bridge marks dropped (queue full)"),
+        (DropReason::JvmEventsDropped, "JVM events dropped (queue full)"),
+        (DropReason::DeepFramesOverBound, "deep frames waiting over the bound"),
+        (DropReason::StackCopyEnded, "stack copy ended, no caller known"),
+    ];
+
+    pub fn class(&self) -> DropClass {
+        match self {
+            DropReason::NoJavaStack(_) => DropClass::KeptWithoutJavaStack,
+            DropReason::DeepFramesOverBound | DropReason::StackCopyEnded | DropReason::WalkStopped(_) => {
+                DropClass::Partial
+            }
+            _ => DropClass::Lost,
+        }
+    }
+
+    /// The reason within its class, as the summary and the report list it under the class's
+    /// heading: the stable name without the prefix that names the class (`coalesced_signal`,
+    /// `kernel ring overflow`).
+    pub fn label(&self) -> Cow<'_, str> {
+        match self {
+            DropReason::NoJavaStack(why) | DropReason::WalkStopped(why) | DropReason::Other(why) => why.into(),
+            DropReason::ThreadNotProfiled(why) => format!("{}{why}", Self::THREAD).into(),
+            fixed => Self::FIXED.iter().find(|(r, _)| r == fixed).map_or("", |(_, name)| name).into(),
+        }
+    }
+
+    /// The stable name: what the files store and [`DropReason::from_name`] reads.
+    pub fn name(&self) -> Cow<'_, str> {
+        match self.class() {
+            DropClass::Lost => self.label(),
+            DropClass::KeptWithoutJavaStack => format!("{}{}", Self::KEPT, self.label()).into(),
+            DropClass::Partial => format!("{}{}", Self::PARTIAL, self.label()).into(),
+        }
+    }
+
+    /// The reason of a stable name; any name is one ([`DropReason::Other`] if unknown), and
+    /// its [`DropReason::name`] is the name read.
+    pub fn from_name(name: &str) -> DropReason {
+        if let Some(why) = name.strip_prefix(Self::KEPT) {
+            return DropReason::NoJavaStack(why.to_string());
+        }
+        if let Some(why) = name.strip_prefix(Self::THREAD) {
+            return DropReason::ThreadNotProfiled(why.to_string());
+        }
+        let (fixed, partial) = match name.strip_prefix(Self::PARTIAL) {
+            Some(why) => (why, true),
+            None => (name, false),
+        };
+        match Self::FIXED.iter().find(|(r, n)| *n == fixed && (r.class() == DropClass::Partial) == partial) {
+            Some((r, _)) => r.clone(),
+            None if partial => DropReason::WalkStopped(fixed.to_string()),
+            None => DropReason::Other(name.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// Reads a stored name: [`DropReason::from_name`].
+impl From<&str> for DropReason {
+    fn from(name: &str) -> DropReason {
+        DropReason::from_name(name)
+    }
+}
 
 /// One profiling run. The agent appends samples and periodically hands them to the JFR writer
 /// and the calling context tree, then clears `samples`; readers fill it from a file.
@@ -758,8 +951,8 @@ pub struct Recording {
     /// The JFR event types the allocations of `events` were read from, where not hpm's and the
     /// JDK's `jdk.ObjectAllocationSample` (empty): another recorder's TLAB events.
     pub alloc_source: String,
-    /// Samples lost, per reason (`ring full`, `no java frame`, ...), in a stable order.
-    pub drops: Vec<(String, u64)>,
+    /// Samples lost or degraded, per reason, in a stable order (first seen first).
+    pub drops: Vec<(DropReason, u64)>,
     /// Compiled code that samples were taken in, each blob once per chunk (the agent appends
     /// a blob at its first sample of a chunk, its instructions once per session, and clears
     /// the list with every chunk written; readers keep one entry per blob, with the
@@ -811,20 +1004,27 @@ impl Recording {
         self.methods.get(i)
     }
 
-    pub fn add_drops(&mut self, reason: &str, n: u64) {
-        count_reason(&mut self.drops, reason, n);
+    pub fn add_drops(&mut self, reason: impl Into<DropReason>, n: u64) {
+        let reason = reason.into();
+        match self.drops.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, c)) => *c += n,
+            None => self.drops.push((reason, n)),
+        }
     }
 
     pub fn total_drops(&self) -> u64 {
         self.drops.iter().map(|(_, c)| c).sum()
     }
 
-    /// Samples lost, and samples kept without their Java stack (see [`KEPT_PREFIX`]); samples
-    /// with a partial stack ([`PARTIAL_PREFIX`]) are neither.
+    /// The samples of one class of [`Recording::drops`].
+    pub fn drops_of(&self, class: DropClass) -> u64 {
+        self.drops.iter().filter(|(r, _)| r.class() == class).map(|(_, c)| c).sum()
+    }
+
+    /// Samples lost, and samples kept without their Java stack; samples with a partial stack
+    /// are neither.
     pub fn lost_and_kept(&self) -> (u64, u64) {
-        let sum = |prefix: &str| self.drops.iter().filter(|(r, _)| r.starts_with(prefix)).map(|(_, c)| c).sum::<u64>();
-        let kept = sum(KEPT_PREFIX);
-        (self.total_drops() - kept - sum(PARTIAL_PREFIX), kept)
+        (self.drops_of(DropClass::Lost), self.drops_of(DropClass::KeptWithoutJavaStack))
     }
 
     /// Display names of a sample's frames, root first: the order of collapsed stacks.
@@ -876,6 +1076,17 @@ mod tests {
     }
 
     #[test]
+    fn sampler_names_round_trip() {
+        for (s, name) in StackSampler::NAMED {
+            assert_eq!((StackSampler::from_name(name), s.name()), (s.clone(), name));
+        }
+        for name in ["", "a newer sampler"] {
+            assert_eq!(StackSampler::from_name(name), StackSampler::Other(name.into()));
+            assert_eq!(StackSampler::from_name(name).name(), name);
+        }
+    }
+
+    #[test]
     fn class_names_convert_both_ways() {
         for (sig, java, internal) in [
             ("Ljava/lang/String;", "java.lang.String", "java/lang/String"),
@@ -895,7 +1106,39 @@ mod tests {
         r.add_drops("ring full", 2);
         r.add_drops("no java frame", 1);
         r.add_drops("ring full", 3);
-        assert_eq!(r.drops, vec![("ring full".to_string(), 5), ("no java frame".to_string(), 1)]);
+        assert_eq!(r.drops, vec![("ring full".into(), 5), ("no java frame".into(), 1)]);
         assert_eq!(r.total_drops(), 6);
+    }
+
+    /// Every name reads back as a reason whose name it is, in the class its prefix says; the
+    /// agent's reasons are read back as themselves.
+    #[test]
+    fn drop_reasons_round_trip_through_their_names() {
+        let reasons = DropReason::FIXED.iter().map(|(r, _)| r.clone()).chain([
+            DropReason::ThreadNotProfiled("perf_event_open: EMFILE".into()),
+            DropReason::NoJavaStack("coalesced_signal".into()),
+            DropReason::WalkStopped("frame_lost".into()),
+            DropReason::Other("ring full".into()),
+        ]);
+        for r in reasons {
+            assert_eq!(DropReason::from_name(&r.name()), r, "{r}");
+        }
+        for (name, class, label) in [
+            ("kept without Java stack: ticks_unknown_Java", DropClass::KeptWithoutJavaStack, "ticks_unknown_Java"),
+            ("kept with a partial Java stack: frame_lost", DropClass::Partial, "frame_lost"),
+            (
+                "kept with a partial Java stack: deep frames waiting over the bound",
+                DropClass::Partial,
+                "deep frames waiting over the bound",
+            ),
+            ("thread not profiled: too many threads", DropClass::Lost, "thread not profiled: too many threads"),
+            ("kernel ring overflow", DropClass::Lost, "kernel ring overflow"),
+            ("a newer agent's reason", DropClass::Lost, "a newer agent's reason"),
+            ("", DropClass::Lost, ""),
+        ] {
+            let r = DropReason::from_name(name);
+            assert_eq!((r.name().as_ref(), r.class(), r.label().as_ref()), (name, class, label));
+        }
+        assert_eq!(DropReason::from_name("deep frames waiting over the bound").class(), DropClass::Lost);
     }
 }

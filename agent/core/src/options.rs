@@ -3,6 +3,7 @@
 //! Parsing is JVM-free so every error message is unit-tested. Each error is one line that
 //! names the problem and the valid choices; the agent prints it and refuses to start.
 
+use crate::perf_record::MAX_COUNTERS;
 use std::fmt;
 
 /// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
@@ -303,6 +304,21 @@ pub enum Sampler {
     Chain,
 }
 
+/// The sampler a recording names, as the outputs show it.
+impl From<Sampler> for crate::model::StackSampler {
+    fn from(s: Sampler) -> crate::model::StackSampler {
+        use crate::model::StackSampler as Recorded;
+        match s {
+            Sampler::Asgct => Recorded::Asgct,
+            Sampler::Jvmti => Recorded::Jvmti,
+            Sampler::Sps => Recorded::Sps,
+            Sampler::Isps => Recorded::Isps,
+            Sampler::Wall => Recorded::Wall,
+            Sampler::Chain => Recorded::Chain,
+        }
+    }
+}
+
 impl Sampler {
     pub fn name(self) -> &'static str {
         match self {
@@ -451,9 +467,6 @@ impl Default for Options {
         }
     }
 }
-
-/// Maximum number of counters read with every sample (a PMU has 4–8 programmable counters).
-pub const MAX_COUNTERS: usize = 8;
 
 impl Options {
     /// The period actually programmed into perf for the sampling event.

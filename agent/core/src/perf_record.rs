@@ -4,7 +4,10 @@
 //! The ring's data area is a power-of-two byte array that records wrap around; [`Ring`] reads
 //! little-endian integers at any offset modulo its size.
 
-use crate::options::MAX_COUNTERS;
+/// Counters read with every sample besides the sampling event, at most (a PMU has 4–8
+/// programmable counters): the size of [`RawSample::values`], so the option grammar bounds
+/// `counters=` by it.
+pub const MAX_COUNTERS: usize = 8;
 
 pub const PERF_RECORD_LOST: u32 = 2;
 pub const PERF_RECORD_THROTTLE: u32 = 5;

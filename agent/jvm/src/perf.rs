@@ -578,18 +578,20 @@ impl RingPtr {
 /// buffer on the stack, async-signal-safe. `read_format` is the group's (`Layout::read_format`:
 /// group, ids, both times). False if the read failed or the format was not that.
 pub fn read_group(fd: RawFd, read_format: u64, raw: &mut hpm_core::perf_record::RawSample) -> bool {
-    use hpm_core::perf_record::{FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING};
+    use hpm_core::perf_record::{
+        FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING, MAX_COUNTERS,
+    };
     const ALL: u64 = FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;
     if read_format != ALL {
         return false;
     }
     // { nr, time_enabled, time_running, { value, id } [nr] }
-    let mut buf = [0u64; 3 + 2 * (options::MAX_COUNTERS + 1)];
+    let mut buf = [0u64; 3 + 2 * (MAX_COUNTERS + 1)];
     // SAFETY: reading at most the buffer's size into it from a perf descriptor of the thread's
     // group, which stays open while its slot is entered.
     let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), std::mem::size_of_val(&buf)) };
     let Ok(n) = usize::try_from(n) else { return false };
-    let nr = (buf[0] as usize).min(options::MAX_COUNTERS + 1).min(raw.values.len());
+    let nr = (buf[0] as usize).min(MAX_COUNTERS + 1).min(raw.values.len());
     if n < 8 * (3 + 2 * nr) {
         return false;
     }
@@ -731,7 +733,7 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                     period,
                     unit: if event.is_clock { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
                     fallback,
-                    sampler: opts.sampler.name().to_string(),
+                    sampler: opts.sampler.into(),
                     kernel,
                     alloc_interval: 0,
                 };

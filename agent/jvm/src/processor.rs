@@ -470,7 +470,8 @@ impl Processor {
         let mut resolver = SampleResolver::default();
         resolver.counter_periods = inputs.counter_periods.clone();
         resolver.cpu_clock = Some(thread_cpu_ns);
-        resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
+        resolver.data_addresses =
+            inputs.opts.event.data_address && inputs.event.sampler == hpm_core::model::StackSampler::Asgct;
         resolver.decode_instructions = inputs.opts.data;
         // A uprobe on ObjectMonitor: the monitors' objects are named, with or without `data`.
         let probe = inputs.opts.event.probe.is_some() && inputs.event.name == inputs.opts.event.name;
@@ -784,22 +785,20 @@ impl Processor {
     fn update_drops(&mut self) {
         let inputs = &self.inputs;
         let s = inputs.stats;
-        let mut drops: Vec<(String, u64)> = vec![
-            ("no free sample buffer".into(), inputs.sink.pool.dropped()),
-            (
-                format!("{}deep frames waiting over the bound", hpm_core::model::PARTIAL_PREFIX),
-                inputs.sink.deep_refused.load(Ordering::Relaxed),
-            ),
-            ("kernel ring overflow".into(), s.kernel_lost.load(Ordering::Relaxed)),
-            ("corrupt ring record".into(), s.corrupt_ring.load(Ordering::Relaxed)),
-            ("signal for a detached thread".into(), s.no_slot.load(Ordering::Relaxed)),
-            ("counter overflow whose group could not be read".into(), s.counter_unread.load(Ordering::Relaxed)),
-            ("hpm's signal taken by another handler".into(), s.taken_lost.load(Ordering::Relaxed)),
-            ("bridge marks dropped (queue full)".into(), inputs.live.dropped.load(Ordering::Relaxed)),
-            ("JVM events dropped (queue full)".into(), inputs.events.dropped.load(Ordering::Relaxed)),
+        use hpm_core::model::DropReason;
+        let mut drops: Vec<(DropReason, u64)> = vec![
+            (DropReason::NoFreeSampleBuffer, inputs.sink.pool.dropped()),
+            (DropReason::DeepFramesOverBound, inputs.sink.deep_refused.load(Ordering::Relaxed)),
+            (DropReason::KernelRingOverflow, s.kernel_lost.load(Ordering::Relaxed)),
+            (DropReason::CorruptRingRecord, s.corrupt_ring.load(Ordering::Relaxed)),
+            (DropReason::SignalForDetachedThread, s.no_slot.load(Ordering::Relaxed)),
+            (DropReason::CounterGroupUnread, s.counter_unread.load(Ordering::Relaxed)),
+            (DropReason::SignalTaken, s.taken_lost.load(Ordering::Relaxed)),
+            (DropReason::BridgeMarksDropped, inputs.live.dropped.load(Ordering::Relaxed)),
+            (DropReason::JvmEventsDropped, inputs.events.dropped.load(Ordering::Relaxed)),
         ];
         for (reason, n) in &self.resolver.stats.failed {
-            drops.push((format!("{}{reason}", hpm_core::model::KEPT_PREFIX), *n));
+            drops.push((DropReason::NoJavaStack(reason.clone()), *n));
         }
         for (reason, n) in &self.resolver.stats.partial {
             // `sampler=chain`'s walks end where the stack copy does: counted below, after the
@@ -807,13 +806,13 @@ impl Processor {
             if self.chain.is_some() && reason == "frame_lost" {
                 continue;
             }
-            drops.push((format!("{}{reason}", hpm_core::model::PARTIAL_PREFIX), *n));
+            drops.push((DropReason::WalkStopped(reason.clone()), *n));
         }
         if let Some(c) = &self.chain {
-            drops.push((format!("{}stack copy ended, no caller known", hpm_core::model::PARTIAL_PREFIX), c.partial()));
+            drops.push((DropReason::StackCopyEnded, c.partial()));
         }
         for (reason, n) in inputs.threads.failures().by_reason {
-            drops.push((format!("thread not profiled: {reason}"), n));
+            drops.push((DropReason::ThreadNotProfiled(reason), n));
         }
         drops.retain(|(_, n)| *n > 0);
         self.rec.drops = drops;

@@ -84,7 +84,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             period: 0,
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: "none".into(),
+            sampler: hpm_core::model::StackSampler::None,
             kernel: KernelMode::Excluded,
             alloc_interval: 0,
         };
@@ -100,7 +100,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             period: opts.period(),
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: opts.sampler.name().to_string(),
+            sampler: opts.sampler.into(),
             // A timer picks threads by their JVM state; kernel time is not told apart.
             kernel: KernelMode::Excluded,
             alloc_interval: 0,

@@ -329,7 +329,7 @@ impl Builder {
         if let Some(&i) = self.drop_index.get(reason) {
             return i;
         }
-        self.rec.drops.push((reason.to_string(), 0));
+        self.rec.drops.push((DropReason::from_name(reason), 0));
         self.drop_index.insert(reason.to_string(), self.rec.drops.len() - 1);
         self.rec.drops.len() - 1
     }
@@ -357,7 +357,7 @@ impl Builder {
                 PeriodUnit::Nanoseconds
             },
             fallback: Some(s("fallback")).filter(|f| !f.is_empty()),
-            sampler: s("sampler"),
+            sampler: StackSampler::from_name(&s("sampler")),
             kernel: KernelMode::from_name(&s("kernel")),
             alloc_interval: e.i64("allocInterval").unwrap_or(0).max(0) as u64,
         };
@@ -391,7 +391,7 @@ impl Builder {
             period: self.jdk_period_ns.unwrap_or(0),
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: "jfr".into(),
+            sampler: StackSampler::Jfr,
             // The JDK's sampler walks Java threads at a timer; kernel time is not separated.
             kernel: KernelMode::Excluded,
             alloc_interval: 0,

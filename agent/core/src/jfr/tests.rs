@@ -212,7 +212,7 @@ fn several_chunks_concatenated() {
     assert_eq!(chunks.len(), 3);
     let p = write_temp("multi.jfr", &file);
     let back = read_recording(&p).unwrap().recording;
-    assert_eq!(back.drops, vec![("ring full".to_string(), 6), ("no java frame".to_string(), 1)]);
+    assert_eq!(back.drops, vec![("ring full".into(), 6), ("no java frame".into(), 1)]);
     assert_eq!(back.end_ticks, 8_000_000_000);
     let expected = Recording { samples: all, ..rec };
     assert_same_samples(&expected, &back);

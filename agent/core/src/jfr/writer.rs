@@ -69,7 +69,7 @@ pub fn encode_chunk_keyed(
     write_config(&mut out, rec, chunk.start_ticks);
     for (reason, count) in &rec.drops {
         let mut e = EventBuf::new(EVENT_HPM_DROPS);
-        e.long(chunk.end_ticks).string(Some(reason)).long(*count);
+        e.long(chunk.end_ticks).string(Some(&reason.name())).long(*count);
         e.finish(&mut out);
     }
 
@@ -167,7 +167,7 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .long(ev.period)
         .string(Some(ev.unit.name()))
         .string(Some(&rec.counters.join(",")))
-        .string(Some(&ev.sampler))
+        .string(Some(ev.sampler.name()))
         .string(Some(&rec.jvm))
         .long(rec.pid as u64)
         .string(Some(ev.kernel.name()))

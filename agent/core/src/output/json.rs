@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use crate::hash::{FastBuild, IntMap};
 use std::fmt::Write;
 
-use crate::model::{MethodIdx, Recording};
+use crate::model::{DropClass, MethodIdx, Recording};
 use crate::options::EVENTS;
 
 use super::cpi_counters;
@@ -171,7 +171,7 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         str_lit(&ev.requested),
         ev.period,
         ev.unit.name(),
-        str_lit(&ev.sampler),
+        str_lit(ev.sampler.name()),
         opt_str(ev.fallback.as_deref())
     );
     out.push_str("\"counters\":[");
@@ -181,12 +181,12 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
     }
     let _ = write!(out, "],\"samples\":{},\"drops\":[", stacks.total_samples());
     for (i, (reason, n)) in rec.drops.iter().enumerate() {
-        let kept = reason.starts_with(crate::model::KEPT_PREFIX) || reason.starts_with(crate::model::PARTIAL_PREFIX);
+        let kept = reason.class() != DropClass::Lost;
         let _ = write!(
             out,
             "{}{{\"reason\":{},\"count\":{n},\"kept\":{kept}}}",
             if i > 0 { "," } else { "" },
-            str_lit(reason)
+            str_lit(&reason.name())
         );
     }
     out.push_str("]},\n\"ratios\":[");

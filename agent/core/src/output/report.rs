@@ -6,11 +6,12 @@
 //! print as `-`.
 
 use crate::hash::IntMap;
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::cct::{Cct, NodeId, ROOT};
 use crate::filter::Applied;
-use crate::model::{Recording, VmComponent};
+use crate::model::{DropClass, Recording, VmComponent};
 
 use super::collapsed::CountBy;
 use super::cpi_counters;
@@ -474,19 +475,18 @@ fn indent(depth: usize) -> String {
 }
 
 fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
-    use crate::model::{KEPT_PREFIX, PARTIAL_PREFIX};
     let (lost, kept) = rec.lost_and_kept();
     let attempted = taken + lost;
     // Samples lost, then samples kept without their Java stack: two tables, since only the
     // first are missing from the profile.
-    let partial = rec.drops.iter().filter(|(r, _)| r.starts_with(PARTIAL_PREFIX)).map(|(_, n)| n).sum::<u64>();
-    for (title, want_kept, sum) in [("Dropped samples", false, lost), ("Samples kept without Java stack", true, kept)] {
-        let rows: Vec<(&str, u64)> = rec
-            .drops
-            .iter()
-            .filter(|(r, n)| *n > 0 && !r.starts_with(PARTIAL_PREFIX) && r.starts_with(KEPT_PREFIX) == want_kept)
-            .map(|(r, n)| (r.strip_prefix(KEPT_PREFIX).unwrap_or(r), *n))
-            .collect();
+    let partial = rec.drops_of(DropClass::Partial);
+    for (title, class, sum) in [
+        ("Dropped samples", DropClass::Lost, lost),
+        ("Samples kept without Java stack", DropClass::KeptWithoutJavaStack, kept),
+    ] {
+        let want_kept = class == DropClass::KeptWithoutJavaStack;
+        let rows: Vec<(Cow<str>, u64)> =
+            rec.drops.iter().filter(|(r, n)| *n > 0 && r.class() == class).map(|(r, n)| (r.label(), *n)).collect();
         let _ = writeln!(out, "\n== {title} ==");
         if rows.is_empty() {
             out.push_str("(none)\n");
@@ -509,8 +509,8 @@ fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
     if partial > 0 {
         let _ = writeln!(out, "\n== Samples with the top of their Java stack only ==");
         let _ = writeln!(out, "{:<32} {:>10} {:>12}", "walk stopped at", "samples", "% taken");
-        for (r, n) in rec.drops.iter().filter_map(|(r, n)| r.strip_prefix(PARTIAL_PREFIX).map(|r| (r, *n))) {
-            let _ = writeln!(out, "{:<32} {:>10} {:>12}", r, group(n), pct(n, taken));
+        for (r, n) in rec.drops.iter().filter(|(r, _)| r.class() == DropClass::Partial) {
+            let _ = writeln!(out, "{:<32} {:>10} {:>12}", r.label(), group(*n), pct(*n, taken));
         }
     }
 }

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use crate::cct::Cct;
-use crate::model::{EventInfo, KernelMode, PeriodUnit, Recording, Sample, StateIdx, VmComponent};
+use crate::model::{
+    DropClass, EventInfo, KernelMode, PeriodUnit, Recording, Sample, StackSampler, StateIdx, VmComponent,
+};
 
 use super::methods::method_rows;
 use super::threads::ThreadRow;
@@ -51,7 +53,7 @@ pub fn event_line(rec: &Recording) -> String {
     if e.alloc_interval > 0 {
         let _ = write!(s, ", allocations sampled every {} KiB", e.alloc_interval / 1024);
     }
-    if !e.sampler.is_empty() {
+    if !e.sampler.name().is_empty() {
         let _ = write!(s, ", sampler {}", e.sampler);
     }
     s
@@ -91,7 +93,7 @@ pub fn sampling_line(event: &EventInfo, alloc: Option<u64>, lock: Option<u64>) -
 
 /// How kernel time is in a recording made by the agent's perf sampler (`None` for the others).
 pub(crate) fn kernel_line(rec: &Recording) -> Option<String> {
-    if rec.event.sampler != "asgct" {
+    if rec.event.sampler != StackSampler::Asgct {
         return None;
     }
     Some(
@@ -121,30 +123,26 @@ pub(crate) fn fallback_line(rec: &Recording) -> Option<String> {
 /// `12 dropped (ring full: 10, no java frame: 2)` or `none dropped`.
 pub(crate) fn drops_line(rec: &Recording) -> String {
     let (lost, kept) = rec.lost_and_kept();
-    let list = |want_kept: bool| -> String {
+    let list = |class: DropClass| -> String {
         rec.drops
             .iter()
-            .filter(|(r, n)| *n > 0 && !r.starts_with(crate::model::PARTIAL_PREFIX))
-            .filter(|(r, _)| r.starts_with(crate::model::KEPT_PREFIX) == want_kept)
-            .map(|(r, n)| format!("{}: {}", r.strip_prefix(crate::model::KEPT_PREFIX).unwrap_or(r), group(*n)))
+            .filter(|(r, n)| *n > 0 && r.class() == class)
+            .map(|(r, n)| format!("{}: {}", r.label(), group(*n)))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let mut s =
-        if lost == 0 { "none dropped".to_string() } else { format!("{} dropped ({})", group(lost), list(false)) };
+    let mut s = if lost == 0 {
+        "none dropped".to_string()
+    } else {
+        format!("{} dropped ({})", group(lost), list(DropClass::Lost))
+    };
     if kept > 0 {
-        s.push_str(&format!("; {} kept without Java stack ({})", group(kept), list(true)));
+        s.push_str(&format!("; {} kept without Java stack ({})", group(kept), list(DropClass::KeptWithoutJavaStack)));
     }
-    let partial: Vec<(&str, u64)> = rec
-        .drops
-        .iter()
-        .filter_map(|(r, n)| r.strip_prefix(crate::model::PARTIAL_PREFIX).map(|r| (r, *n)))
-        .filter(|(_, n)| *n > 0)
-        .collect();
-    if !partial.is_empty() {
-        let n: u64 = partial.iter().map(|(_, n)| n).sum();
-        let why = partial.iter().map(|(r, n)| format!("{r}: {}", group(*n))).collect::<Vec<_>>().join(", ");
-        s.push_str(&format!("; {} with the top of the Java stack only ({why})", group(n)));
+    let partial = rec.drops_of(DropClass::Partial);
+    if partial > 0 {
+        let why = list(DropClass::Partial);
+        s.push_str(&format!("; {} with the top of the Java stack only ({why})", group(partial)));
     }
     s
 }
