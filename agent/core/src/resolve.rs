@@ -97,8 +97,8 @@ pub struct JavaNames {
     vm_frames: VmFrames,
     interner: crate::interned::StackInterner,
     collections: u64,
-    /// The stacks were named for `sampler=chain` (with each frame's group).
-    chain: bool,
+    /// The stacks were named with their frame groups ([`ResolverConfig::frame_groups`]).
+    grouped: bool,
 }
 
 /// Methods a session hands to the next at most: past it the next starts anew (the table, and
@@ -134,18 +134,25 @@ const MAX_SHARED_WALKS: usize = 4096;
 /// walk only if the bound was not met meanwhile, and is counted `coalesced_signal` otherwise.
 const SHARED_WALK_AGE_NS: u64 = 10_000_000_000;
 
-/// See [`SampleResolver::chain_groups`].
+/// How the last sample's walk was named (kept when [`ResolverConfig::frame_groups`]): where
+/// its walked frames start in the stack, and how many frames each physical frame became (a
+/// compiled frame one per inline scope). A stack completer keys frames by their stack depths
+/// with it.
 #[derive(Default, Debug, Clone)]
-pub struct ChainGroups {
+pub struct FrameGroups {
     pub first: usize,
     pub sizes: Vec<u16>,
 }
 
+/// What a [`SampleResolver`] is built with: the session's event, options and VM layouts as
+/// resolution needs them.
 #[derive(Default)]
-pub struct SampleResolver {
-    pub timeline: CodeTimeline,
-    pub symbolizer: Symbolizer,
-    pub stats: WalkStats,
+pub struct ResolverConfig {
+    /// Per counter (`Recording::counter_periods`): non-zero for a counter that samples itself.
+    pub counter_periods: Vec<u64>,
+    /// The processing thread's CPU clock in ns: what is read once per process (kernel and
+    /// library symbol tables) is timed apart from the per-sample work.
+    pub cpu_clock: Option<fn() -> u64>,
     /// Whether the sampling event reports data addresses.
     pub data_addresses: bool,
     /// `data`: samples' instructions are captured, to be decoded into the address they touch.
@@ -155,11 +162,25 @@ pub struct SampleResolver {
     /// A uprobe on HotSpot's ObjectMonitor functions: the offset of `ObjectMonitor::_object`;
     /// each sample's monitor (its `this`) is named by its object's class.
     pub monitor_object: Option<u64>,
-    /// `sampler=chain`: how the last sample's walk was named (where its frames start in the
-    /// stack, and how many frames each physical frame became), for its frames' depths.
-    pub chain_groups: Option<ChainGroups>,
-    /// Per counter (`Recording::counter_periods`): non-zero for a counter that samples itself.
-    pub counter_periods: Vec<u64>,
+    /// Keep each walk's [`FrameGroups`] (for a stack completer): raw stacks are then named
+    /// whole, each entry with its groups.
+    pub frame_groups: bool,
+}
+
+/// Turns captured records into samples (see the module doc); built from a [`ResolverConfig`].
+#[derive(Default)]
+pub struct SampleResolver {
+    pub timeline: CodeTimeline,
+    pub symbolizer: Symbolizer,
+    pub stats: WalkStats,
+    /// The fields up to `frame_groups` are the [`ResolverConfig`]'s.
+    data_addresses: bool,
+    decode_instructions: bool,
+    objects: Option<crate::objects::Identifier>,
+    monitor_object: Option<u64>,
+    /// The last walk's groups, when the config asks for them.
+    frame_groups: Option<FrameGroups>,
+    counter_periods: Vec<u64>,
     methods: IntMap<u64, MethodIdx>,
     last_counters: IntMap<ThreadIdx, Vec<u64>>,
     /// Kernel function names, read at the first kernel call chain.
@@ -198,9 +219,8 @@ pub struct SampleResolver {
     stack_buf: Vec<Frame>,
     /// A pseudo-frame's name being built ([`Self::pseudo_bracketed`]).
     name_buf: String,
-    /// The processing thread's CPU clock in ns (the agent sets it): what is read once per
-    /// process (kernel and library symbol tables) is timed apart from the per-sample work.
-    pub cpu_clock: Option<fn() -> u64>,
+    /// The config's clock for what is read once per process.
+    cpu_clock: Option<fn() -> u64>,
     /// CPU time spent reading symbol tables (by `cpu_clock`).
     pub tables_ns: u64,
     /// Pseudo-frames' methods by name (`[kernel]`, native functions, stubs).
@@ -212,6 +232,40 @@ pub struct SampleResolver {
 }
 
 impl SampleResolver {
+    /// A resolver for one session, with nothing named yet (see [`Self::set_native`] and
+    /// [`Self::set_java`] for what earlier sessions named).
+    pub fn new(config: ResolverConfig) -> SampleResolver {
+        let ResolverConfig {
+            counter_periods,
+            cpu_clock,
+            data_addresses,
+            decode_instructions,
+            objects,
+            monitor_object,
+            frame_groups,
+        } = config;
+        SampleResolver {
+            counter_periods,
+            cpu_clock,
+            data_addresses,
+            decode_instructions,
+            objects,
+            monitor_object,
+            frame_groups: frame_groups.then(FrameGroups::default),
+            ..Default::default()
+        }
+    }
+
+    /// The last sample's [`FrameGroups`], when the config asks for them.
+    pub fn frame_groups(&self) -> Option<&FrameGroups> {
+        self.frame_groups.as_ref()
+    }
+
+    /// What identifies the objects of `data`'s addresses, with its statistics.
+    pub fn objects(&self) -> Option<&crate::objects::Identifier> {
+        self.objects.as_ref()
+    }
+
     /// Resolves against `timeline` from now on (the blobs found in the last one forgotten).
     pub fn set_timeline(&mut self, timeline: CodeTimeline) {
         self.timeline = timeline;
@@ -281,20 +335,20 @@ impl SampleResolver {
             vm_frames,
             interner,
             collections: self.collections,
-            chain: self.chain_groups.is_some(),
+            grouped: self.frame_groups.is_some(),
         })
     }
 
     /// Starts from what an earlier session named of Java code (after [`Self::set_native`]: the
     /// kernel's names are that session's too); returns the method table the new recording
     /// starts from. Names resting on `Method*`s are asked again at their first use. Stacks named
-    /// for another sampler's grouping are dropped.
+    /// with other frame groups are dropped.
     pub fn set_java(&mut self, n: JavaNames) -> MethodTable {
         self.pseudo_ids = n.pseudo_ids;
         self.kernel_frames = n.kernel_frames;
         self.vm_frames = n.vm_frames;
         self.interner = n.interner;
-        if n.chain == self.chain_groups.is_some() {
+        if n.grouped == self.frame_groups.is_some() {
             self.vm_stacks = n.vm_stacks;
             self.hasher = n.hasher;
         }
@@ -427,7 +481,7 @@ impl SampleResolver {
         // hpm's own walker's frames go straight below the leaf; a shared walk (below) is only
         // for records that were not walked, so it never meets them.
         let mut vm_copy = None;
-        if let Some(g) = &mut self.chain_groups {
+        if let Some(g) = &mut self.frame_groups {
             g.first = stack.len();
             g.sizes.clear();
         }

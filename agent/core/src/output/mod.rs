@@ -6,6 +6,7 @@
 //! name, so the same tree always renders to the same bytes.
 
 pub mod collapsed;
+pub mod cost;
 pub mod data;
 pub mod flame_html;
 pub mod flame_svg;

@@ -166,7 +166,7 @@ impl SampleResolver {
             if copy_known {
                 out.extend_from_slice(&e.frames);
             }
-            if let Some(g) = &mut self.chain_groups {
+            if let Some(g) = &mut self.frame_groups {
                 g.sizes.extend_from_slice(&e.groups);
             }
             let known = e.frames.clone();
@@ -178,7 +178,7 @@ impl SampleResolver {
         // bytecode alone: the callers are looked up as a stack of their own, and only the
         // leaf frame is named (not with `sampler=chain`, whose entries keep each frame's group).
         let leaf = keys.leaf_slots as usize;
-        let (frames, methods, shared) = if self.chain_groups.is_none() && leaf < n {
+        let (frames, methods, shared) = if self.frame_groups.is_none() && leaf < n {
             self.name_above_callers(rec, jm, c, n, &keys)
         } else {
             let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.kinds[..n], true);
@@ -189,7 +189,7 @@ impl SampleResolver {
         // A stack with code the map does not have yet is named again next time.
         let shared = shared?;
         let unnamed = self.stats.unnamed_frames - before;
-        let groups = self.chain_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
+        let groups = self.frame_groups.as_ref().map(|g| g.sizes.as_slice().into()).unwrap_or_default();
         self.enter_stack(keys.hash, &shared, unnamed, methods, groups);
         timer.stop(if self.interner.made != made { Phase::RawNewStackNew } else { Phase::RawNewStackKnown });
         Some(shared)
@@ -379,7 +379,7 @@ impl SampleResolver {
                     self.vm_frames.insert(key, NamedFrame { frames, valid });
                 }
             }
-            if let Some(g) = &mut self.chain_groups {
+            if let Some(g) = &mut self.frame_groups {
                 g.sizes.push(u16::try_from(out.len() - start).unwrap_or(u16::MAX));
             }
         }

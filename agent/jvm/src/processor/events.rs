@@ -7,9 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES, WALK_NOT_ATTEMPTED};
-use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind};
+use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind, Recording};
+use hpm_core::options::Options;
+use hpm_core::resolve::SampleResolver;
 
-use super::Processor;
+use super::sinks::{Named, ProfileSink};
+use crate::methods::JvmtiMethods;
+use crate::sampler::jvmevents::JvmEvents;
 
 /// Class names the events share at most (then started again).
 const MAX_CLASS_NAMES: usize = 1 << 16;
@@ -29,21 +33,27 @@ impl EventState {
     pub(super) fn count(&self) -> u64 {
         self.totals.iter().map(|t| t.0).sum()
     }
-}
 
-impl Processor {
-    pub(super) fn add_jvm_events(&mut self) {
-        let pending = self.inputs.events.take();
+    /// Takes the events `from` queued since `start_ticks` into the recording, their stacks
+    /// resolved; `sinks` take them too when given (a session without a CPU event).
+    pub(super) fn take(
+        &mut self,
+        from: &JvmEvents,
+        start_ticks: u64,
+        resolver: &mut SampleResolver,
+        methods: &mut JvmtiMethods,
+        rec: &mut Recording,
+        mut sinks: Option<&mut dyn ProfileSink>,
+    ) {
+        let pending = from.take();
         if pending.is_empty() {
             return;
         }
-        let Some(mut methods) = self.methods.take() else { return };
-        let cpu = self.inputs.opts.cpu;
         for p in pending {
-            if p.time < self.inputs.start_ticks {
+            if p.time < start_ticks {
                 continue;
             }
-            let c = self.events.record.get_or_insert_with(Box::default);
+            let c = self.record.get_or_insert_with(Box::default);
             c.raw = Default::default();
             c.raw.time = p.time;
             c.thread = p.thread;
@@ -53,7 +63,7 @@ impl Processor {
             c.state = 0;
             c.deep = 0;
             // Walked up to the events' depth: the stack may go on.
-            c.depth_cut = p.frames.len() >= self.inputs.events.max_depth() as usize;
+            c.depth_cut = p.frames.len() >= from.max_depth() as usize;
             c.exact_kinds = true;
             c.vm_walk = p.walk.is_some();
             c.raw_key = None;
@@ -74,18 +84,18 @@ impl Processor {
                 c.kinds[i] = if native { FrameKind::Native } else { FrameKind::Unknown };
             }
             c.num_frames = n as i32;
-            let s = self.resolver.resolve(&mut self.rec, &mut methods, c);
+            let s = resolver.resolve(rec, methods, c);
             let (name, loader) = p.class.map(|c| (c.name, c.loader)).unzip();
-            let class = name.map(|name| match self.events.classes.get(&name) {
+            let class = name.map(|name| match self.classes.get(&name) {
                 Some(a) => a.clone(),
                 None => {
                     let a: Arc<str> = name.as_str().into();
                     // Shared names only: a program that spins classes (hidden ones are named
                     // with their address) brings new names without end.
-                    if self.events.classes.len() >= MAX_CLASS_NAMES {
-                        self.events.classes.clear();
+                    if self.classes.len() >= MAX_CLASS_NAMES {
+                        self.classes.clear();
                     }
-                    self.events.classes.insert(name, a.clone());
+                    self.classes.insert(name, a.clone());
                     a
                 }
             });
@@ -104,31 +114,28 @@ impl Processor {
                 until: p.until,
             };
             let k = JvmEventKind::ALL.iter().position(|&x| x == ev.kind).unwrap_or(0);
-            self.events.totals[k].0 += 1;
-            self.events.totals[k].1 = self.events.totals[k].1.saturating_add(ev.weight);
-            if hpm_core::output::idle::waits_for_work(&self.rec, &ev) {
-                self.events.idle.0 += 1;
-                self.events.idle.1 = self.events.idle.1.saturating_add(ev.weight);
+            self.totals[k].0 += 1;
+            self.totals[k].1 = self.totals[k].1.saturating_add(ev.weight);
+            if hpm_core::output::idle::waits_for_work(rec, &ev) {
+                self.idle.0 += 1;
+                self.idle.1 = self.idle.1.saturating_add(ev.weight);
             }
-            if !cpu {
-                let s = hpm_core::output::jvmevents::as_sample(&mut self.rec, &ev);
-                self.tree.add(&s, &self.rec, self.resolver.interner());
+            if let Some(sinks) = sinks.as_mut() {
+                let s = hpm_core::output::jvmevents::as_sample(rec, &ev);
+                sinks.add(&s, &Named { rec, interner: resolver.interner() });
             }
-            self.rec.events.push(ev);
+            rec.events.push(ev);
         }
-        self.methods = Some(methods);
     }
 
     /// The summary's line for the JVM events, if the session recorded any kind.
-    pub(super) fn events_line(&self) -> Option<String> {
-        let o = &self.inputs.opts;
+    pub(super) fn line(&self, o: &Options, ev: &JvmEvents) -> Option<String> {
         if o.alloc.is_none() && o.lock.is_none() {
             return None;
         }
-        let [(na, wa), (nm, wm), (np, wp)] = self.events.totals;
+        let [(na, wa), (nm, wm), (np, wp)] = self.totals;
         let mut parts = Vec::new();
         if o.alloc.is_some() {
-            let ev = self.inputs.events;
             let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed);
             let cost = match ev.alloc_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3 {
                 _ if calls == 0 => String::new(),
@@ -138,8 +145,8 @@ impl Processor {
                 .push(format!("{na} allocation samples standing for {:.1} MiB{cost}", wa as f64 / (1u64 << 20) as f64));
         }
         if o.lock.is_some() {
-            let short = self.inputs.events.short_waits.load(std::sync::atomic::Ordering::Relaxed);
-            let (ni, wi) = self.events.idle;
+            let short = ev.short_waits.load(std::sync::atomic::Ordering::Relaxed);
+            let (ni, wi) = self.idle;
             let idle = match ni {
                 0 => String::new(),
                 _ => format!("; {ni} of them idle pool threads waiting for work, {:.1} ms", wi as f64 / 1e6),
@@ -149,14 +156,14 @@ impl Processor {
                 wm as f64 / 1e6,
                 wp as f64 / 1e6
             ));
-            let retakes = self.inputs.events.park_retakes.load(std::sync::atomic::Ordering::Relaxed);
+            let retakes = ev.park_retakes.load(std::sync::atomic::Ordering::Relaxed);
             if retakes > 0 {
                 parts.push(format!(
                     "Unsafe.park taken from hpm by another agent in this JVM (times: {retakes}; the parks while it had it are missing, see the lines above)"
                 ));
             }
         }
-        let slow = self.inputs.events.slow_stacks.load(std::sync::atomic::Ordering::Relaxed);
+        let slow = ev.slow_stacks.load(std::sync::atomic::Ordering::Relaxed);
         if slow > 0 {
             parts.push(format!("{slow} stacks by GetStackTrace (AsyncGetCallTrace could not walk them)"));
         }

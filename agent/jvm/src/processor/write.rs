@@ -1,28 +1,35 @@
 //! The processor's outputs: every format but JFR rendered from the tree or the stack table,
 //! the session's files at stop, and dumps of the profile so far.
 
-use hpm_core::jfr::memory::ChunkMemory;
-use hpm_core::jfr::writer::JfrFileWriter;
 use hpm_core::model::Recording;
 use hpm_core::options::OutputFormat;
 use hpm_core::outfile::{OutputError, Target};
 use hpm_core::output;
 use hpm_core::output::collapsed::CountBy;
 use hpm_core::output::stacks::StackTable;
+use hpm_core::tree_feed::TreeFeed;
 
-use super::{Processor, Written, JFR_MEMORY_LIMIT};
-use crate::os::now_ticks;
+use super::sinks::jfr::{JfrSink, JFR_MEMORY_LIMIT};
+use super::{Output, Written};
 
-impl Processor {
+/// The profile the outputs are made of: the recording with its tree and stack table.
+pub(super) struct Profile<'a> {
+    pub rec: &'a Recording,
+    pub tree: &'a TreeFeed,
+    /// Whether the session has a CPU event (else the tree holds the JVM events).
+    pub cpu: bool,
+}
+
+impl Profile<'_> {
     /// Renders the profile in any format but JFR (which is written chunk by chunk).
     pub(super) fn render(&self, format: OutputFormat) -> Vec<u8> {
-        let title = format!("hpm: {}", output::report::event_line(&self.rec));
+        let title = format!("hpm: {}", output::report::event_line(self.rec));
         // Without a CPU event the tree holds the JVM events, weighted by bytes or ns waited.
-        let by = if self.inputs.opts.cpu { CountBy::Samples } else { CountBy::Weight };
+        let by = if self.cpu { CountBy::Samples } else { CountBy::Weight };
         match format {
             OutputFormat::Jfr => Vec::new(),
             // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof | OutputFormat::Json => from_table(&self.rec, &self.tree.stacks, format),
+            OutputFormat::Pprof | OutputFormat::Json => from_table(self.rec, &self.tree.stacks, format),
             OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.tree.cct, by).into_bytes(),
             OutputFormat::Html => output::flame_html::flame_html(
                 &self.tree.cct,
@@ -37,33 +44,22 @@ impl Processor {
         }
     }
 
-    /// Writes the session's outputs and prints the summary; returns the files written and why
-    /// the others were not.
-    pub(super) fn write_outputs(&mut self) -> Written {
-        self.tree_ready();
-        let mut written = Written::default();
+    /// Writes the session's other `outputs` (the sinks wrote theirs in `written`) and prints
+    /// the summary unless `quiet`.
+    pub(super) fn write_outputs(&self, outputs: Vec<Output>, quiet: bool, written: &mut Written) {
         let failed = |e: OutputError| {
             eprintln!("hpm: {e}");
             e.to_string()
         };
-        for mut w in std::mem::take(&mut self.jfr) {
-            match w.finish() {
-                Ok(()) => written.files.push(w.path().display().to_string()),
-                Err(e) => written.failed.push(failed(e)),
-            }
-            // Kept open for dumps after stop, read through its descriptor whatever became of
-            // its name.
-            self.jfr_done.push(w);
-        }
-        for o in std::mem::take(&mut self.outputs) {
+        for o in outputs {
             match o.target.write_all(&self.render(o.format)) {
                 Ok(()) => written.files.push(o.path),
                 Err(e) => written.failed.push(failed(e)),
             }
         }
-        if !self.inputs.opts.quiet {
-            eprint!("{}", output::summary(&self.rec, &self.tree.cct, &self.tree.components));
-            if let Some(states) = output::states_line(&self.rec, &self.tree.states) {
+        if !quiet {
+            eprint!("{}", output::summary(self.rec, &self.tree.cct, &self.tree.components));
+            if let Some(states) = output::states_line(self.rec, &self.tree.states) {
                 eprintln!("hpm: thread states: {states}");
             }
             eprintln!(
@@ -71,17 +67,27 @@ impl Processor {
                 if written.files.is_empty() { "nothing".into() } else { written.files.join(", ") }
             );
         }
-        written
     }
 
-    /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far plus
-    /// one with the samples since, copied from the session's own JFR). Returns a line saying
-    /// what was written.
-    pub(super) fn dump(&mut self, path: &str, format: OutputFormat, target: Target) -> Result<String, String> {
-        self.tree_ready();
+    /// Whether [`Self::dump`] in `format` reads the session's JFR (whose samples not yet in
+    /// a chunk are flushed first).
+    pub(super) fn dump_reads_jfr(&self, format: OutputFormat) -> bool {
+        format == OutputFormat::Jfr
+            || (!self.tree.keeps_table() && matches!(format, OutputFormat::Pprof | OutputFormat::Json))
+    }
+
+    /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far, from
+    /// the session's own JFR in `jfr`). Returns a line saying what was written.
+    pub(super) fn dump(
+        &self,
+        path: &str,
+        format: OutputFormat,
+        target: Target,
+        jfr: &JfrSink,
+    ) -> Result<String, String> {
         let mut note = String::new();
         if format == OutputFormat::Jfr {
-            let jfr = self.jfr_so_far(&mut note)?;
+            let jfr = jfr.so_far(&mut note)?;
             let mut failed = None;
             target
                 .write_with(|out| {
@@ -96,7 +102,7 @@ impl Processor {
             // start): the profile is read back from its JFR chunks, as `hpm convert` does. That
             // holds the JFR whole in the JVM's memory, and its recording beside: refused past
             // the bound of the JFR kept for dumps (a long session's JFR file may be gigabytes).
-            let kept = self.jfr_so_far(&mut note)?;
+            let kept = jfr.so_far(&mut note)?;
             if kept.bytes() > JFR_MEMORY_LIMIT as u64 {
                 return Err(format!(
                     "not written: {path} would be converted from the session's {} MB of JFR inside the JVM, over the \
@@ -118,58 +124,6 @@ impl Processor {
             target.write_all(&self.render(format)).map_err(|e| e.to_string())?;
         }
         Ok(format!("wrote {path} ({} samples){note}", self.tree.cct.total_samples()))
-    }
-
-    /// Where the JFR so far is, the samples not yet in a chunk flushed first; `note` says what
-    /// the bound on the JFR kept for dumps dropped.
-    fn jfr_so_far(&mut self, note: &mut String) -> Result<KeptJfr<'_>, String> {
-        if !self.rec.samples.is_empty() || self.chunks == 0 {
-            self.flush_chunk(now_ticks());
-        }
-        if let Some(m) = &self.jfr_mem {
-            if m.dropped() > 0 {
-                *note = format!(
-                    "; the oldest {} chunks were dropped, with the compiled code's instructions written in them (without \
-                     file=*.jfr hpm keeps at most {} MB of JFR for dumps)",
-                    m.dropped(),
-                    m.limit() >> 20
-                );
-            }
-            return Ok(KeptJfr::Memory(m));
-        }
-        self.jfr
-            .first()
-            .or_else(|| self.jfr_done.first())
-            .map(KeptJfr::File)
-            .ok_or_else(|| "no JFR data recorded".into())
-    }
-}
-
-/// The session's JFR so far: the chunks it keeps for dumps, or a JFR file it writes (read
-/// through the descriptor it was created with).
-enum KeptJfr<'a> {
-    Memory(&'a ChunkMemory),
-    File(&'a JfrFileWriter),
-}
-
-impl KeptJfr<'_> {
-    /// Bytes [`Self::copy_to`] writes.
-    fn bytes(&self) -> u64 {
-        match self {
-            KeptJfr::Memory(m) => {
-                let now = m.now();
-                (now.heap + now.on_disk) as u64
-            }
-            KeptJfr::File(w) => w.bytes(),
-        }
-    }
-
-    /// Copies it to `out` through a bounded buffer.
-    fn copy_to(&self, out: &mut dyn std::io::Write) -> Result<(), String> {
-        match self {
-            KeptJfr::Memory(m) => m.copy_to(out),
-            KeptJfr::File(w) => w.copy_to(out).map_err(|e| format!("cannot copy {}: {e}", w.part_path().display())),
-        }
     }
 }
 
