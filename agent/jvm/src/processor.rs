@@ -724,11 +724,11 @@ impl Processor {
             }
             self.last_resolved = self.last_resolved.max(t);
             let c = &pool.get(&self.pending[bi].0).filled()[j];
-            let s = if c.deep == 0 {
+            let s = if c.deep() == 0 {
                 self.resolver.resolve(&mut self.rec, &mut methods, c)
             } else {
-                let deep = inputs.sink.take_deep(c.deep);
-                self.resolver.resolve_deep(&mut self.rec, &mut methods, c, &deep)
+                let deep = inputs.sink.take_deep(c.deep());
+                self.resolver.resolve_with_deep(&mut self.rec, &mut methods, c, &deep)
             };
             let mut top = None;
             if let Some(ch) = &mut self.chain {
