@@ -516,6 +516,28 @@ mod tests {
     }
 
     #[test]
+    fn asgct_results_become_typed_outcomes() {
+        assert_eq!(Asgct::from_num_frames(3, true, false), Asgct::Frames { n: 3, from_caller: true, depth_cut: false });
+        assert_eq!(Asgct::from_num_frames(0, false, false), Asgct::Failed(AsgctError::NoJavaFrame));
+        assert_eq!(Asgct::from_num_frames(-3, false, false), Asgct::Failed(AsgctError::UnknownNotJava));
+        assert_eq!(Asgct::from_num_frames(-10, false, false).frames(), 0);
+        assert_eq!(AsgctError::from_code(-6).name(), "not_walkable_Java");
+        assert_eq!(AsgctError::from_code(-42).name(), "unknown_error");
+    }
+
+    #[test]
+    fn a_record_reads_its_frames_by_its_kind() {
+        let mut c = Captured::default();
+        assert!(c.java_frames().is_empty() && c.raw_walk().is_none());
+        c.stack = StackKind::RawWalk(RawWalk { slots: 3, stop: 0, key: None, depth_cut: false });
+        assert!(c.java_frames().is_empty(), "raw slots are not Java frames");
+        assert_eq!(c.raw_walk().map(|(_, f, s)| (f.len(), s.len())), Some((3, 3)));
+        c.stack = StackKind::JvmFrames(JvmFrames { n: 2, depth_cut: false, deep: 7 });
+        assert_eq!((c.java_frames().len(), c.deep()), (2, 7));
+        assert!(c.raw_walk().is_none());
+    }
+
+    #[test]
     fn periods_follow_the_clock_without_drift() {
         let p = 1_000_000;
         let mut acc = 0;
