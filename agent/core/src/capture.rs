@@ -1,5 +1,7 @@
-//! The fixed-size record the signal handler fills for each sample: the decoded perf record plus
-//! the raw Java stack from AsyncGetCallTrace. Plain data, no pointers the handler must chase
+//! The fixed-size record a sampler fills for each sample (the signal handler in place, with no
+//! allocation): the decoded perf record, and the stack with a [`StackKind`] saying what it is
+//! (not walked, shared with the record before, AsyncGetCallTrace's frames or error, hpm's
+//! walker's raw slots, frames the JVM gave). Plain data, no pointers the handler must chase
 //! later, so batches of them can be recorded and replayed in tests.
 
 use crate::model::FrameKind;
@@ -19,25 +21,61 @@ pub struct CallFrame {
 
 pub const BCI_NATIVE_FRAME: i32 = -3;
 
-/// AsyncGetCallTrace's `ticks_unknown_not_Java`, which hpm's handler gives too for a thread it
-/// must not walk (a VM thread, or one the JVM has not set up yet).
-pub const TICKS_UNKNOWN_NOT_JAVA: i32 = -3;
+/// AsyncGetCallTrace's failure (`num_frames <= 0`), by HotSpot's codes in forte.cpp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsgctError {
+    NoJavaFrame,
+    NoClassLoad,
+    GcActive,
+    /// `ticks_unknown_not_Java`: a thread that is not a Java thread (a VM thread).
+    UnknownNotJava,
+    NotWalkableNotJava,
+    /// `ticks_unknown_Java`: typically a frameless stub or a compiled method's prologue.
+    UnknownJava,
+    NotWalkableJava,
+    UnknownState,
+    ThreadExit,
+    Deopt,
+    Safepoint,
+    /// A code forte.cpp does not have.
+    Other,
+}
 
-/// AsyncGetCallTrace's failure codes (`num_frames <= 0`), from HotSpot's forte.cpp.
-pub fn asgct_error_name(code: i32) -> &'static str {
-    match code {
-        0 => "no_Java_frame",
-        -1 => "no_class_load",
-        -2 => "GC_active",
-        TICKS_UNKNOWN_NOT_JAVA => "unknown_not_Java",
-        -4 => "not_walkable_not_Java",
-        -5 => "unknown_Java",
-        -6 => "not_walkable_Java",
-        -7 => "unknown_state",
-        -8 => "thread_exit",
-        -9 => "deopt",
-        -10 => "safepoint",
-        _ => "unknown_error",
+impl AsgctError {
+    /// The error of ASGCT's `num_frames` (a code <= 0).
+    pub fn from_code(code: i32) -> AsgctError {
+        match code {
+            0 => AsgctError::NoJavaFrame,
+            -1 => AsgctError::NoClassLoad,
+            -2 => AsgctError::GcActive,
+            -3 => AsgctError::UnknownNotJava,
+            -4 => AsgctError::NotWalkableNotJava,
+            -5 => AsgctError::UnknownJava,
+            -6 => AsgctError::NotWalkableJava,
+            -7 => AsgctError::UnknownState,
+            -8 => AsgctError::ThreadExit,
+            -9 => AsgctError::Deopt,
+            -10 => AsgctError::Safepoint,
+            _ => AsgctError::Other,
+        }
+    }
+
+    /// forte.cpp's name (less its `ticks_` prefix): a drop reason.
+    pub fn name(self) -> &'static str {
+        match self {
+            AsgctError::NoJavaFrame => "no_Java_frame",
+            AsgctError::NoClassLoad => "no_class_load",
+            AsgctError::GcActive => "GC_active",
+            AsgctError::UnknownNotJava => "unknown_not_Java",
+            AsgctError::NotWalkableNotJava => "not_walkable_not_Java",
+            AsgctError::UnknownJava => "unknown_Java",
+            AsgctError::NotWalkableJava => "not_walkable_Java",
+            AsgctError::UnknownState => "unknown_state",
+            AsgctError::ThreadExit => "thread_exit",
+            AsgctError::Deopt => "deopt",
+            AsgctError::Safepoint => "safepoint",
+            AsgctError::Other => "unknown_error",
+        }
     }
 }
 
@@ -45,15 +83,117 @@ pub fn asgct_error_name(code: i32) -> &'static str {
 /// fills the slots below).
 pub const COMPARE_SPLIT: usize = MAX_FRAMES / 2;
 
-/// Stack-walk outcome recorded with the sample.
-pub const WALK_NOT_ATTEMPTED: i32 = i32::MIN;
-/// Taken in the same stay in the kernel as the walked record before it on this thread (one
-/// signal for several kernel-mode samples, delivered on the return to user mode): its user
-/// stack is that record's, kept by the resolver when the record has `shares_walk`.
-pub const WALK_SHARED: i32 = i32::MIN + 1;
-/// Taken while another handler held the signal hpm sampled with (its notification went there),
-/// found by the thread's first handler after hpm moved to another signal: no walk was made.
-pub const WALK_SIGNAL_TAKEN: i32 = i32::MIN + 2;
+/// What a record's stack is, and so what its `frames` (and `kinds` or `slots`) hold. Set by
+/// whoever writes the record (the signal handler, a timer sampler, the events' processor);
+/// the resolver dispatches on it, one kind to a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StackKind {
+    /// Not walked: a record coalesced into a signal that was for another one (only its IP),
+    /// or no walker to walk it with.
+    NotWalked,
+    /// Taken while another handler held the signal hpm sampled with (its notification went
+    /// there), found by the thread's first handler after hpm moved to another signal: no walk.
+    SignalTaken,
+    /// Taken in the same stay in the kernel as the walked record before it on this thread (one
+    /// signal for several kernel-mode samples, delivered on the return to user mode): its user
+    /// stack is that record's, kept by the resolver for it ([`Captured::shares_walk`]).
+    SharedWithPrevious,
+    /// A thread hpm must not walk.
+    NotJava(NotJava),
+    /// AsyncGetCallTrace's walk: frames in `frames[..n]` (kinds inferred by the resolver), or
+    /// its error.
+    Asgct(Asgct),
+    /// hpm's own walker's raw slots in `frames` and `slots`.
+    RawWalk(RawWalk),
+    /// Frames the JVM gave (GetStackTrace, the patched JVM's samplers): `frames` with their
+    /// kinds, as the JVM told them, in `kinds`.
+    JvmFrames(JvmFrames),
+    /// `stack=compare`: hpm's walk in the slots below [`COMPARE_SPLIT`], AsyncGetCallTrace's of
+    /// the same moment from there on; the walk is the record's stack, the pair is counted.
+    Compare { walk: RawWalk, asgct: Asgct },
+}
+
+/// Why a thread was not walked ([`StackKind::NotJava`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotJava {
+    /// The handler may not enter the JVM on it: a VM thread, or one the JVM has not set up yet.
+    NotEntered,
+    /// The JVM gave it no JNI environment: not a Java thread.
+    NoEnv,
+}
+
+/// AsyncGetCallTrace's outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asgct {
+    Frames {
+        /// Frames filled (> 0).
+        n: u16,
+        /// The first walk failed in a frameless stub or method prologue and the frames come
+        /// from a second walk started at the caller (return address at the stack pointer); the
+        /// frame the IP is in is not among them.
+        from_caller: bool,
+        /// Every frame asked for was filled: the stack is cut at `jstackdepth` (or ends there).
+        depth_cut: bool,
+    },
+    Failed(AsgctError),
+}
+
+impl Asgct {
+    /// The outcome of ASGCT's `num_frames`.
+    pub fn from_num_frames(num_frames: i32, from_caller: bool, depth_cut: bool) -> Asgct {
+        match u16::try_from(num_frames) {
+            Ok(n) if n > 0 => Asgct::Frames { n, from_caller, depth_cut },
+            _ => Asgct::Failed(AsgctError::from_code(num_frames)),
+        }
+    }
+
+    /// Frames filled (0 when it failed).
+    pub fn frames(&self) -> usize {
+        match *self {
+            Asgct::Frames { n, .. } => usize::from(n),
+            Asgct::Failed(_) => 0,
+        }
+    }
+}
+
+/// hpm's walker's raw stack ([`crate::hotspot::FrameSink`]): `slots` slots of `frames`, each
+/// tagged in `Captured::slots`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawWalk {
+    pub slots: u16,
+    /// How the walk ended (`hotspot::Stop` as u8; 0 = it reached the bottom of the stack).
+    pub stop: u8,
+    /// The raw stack's key, when the signal handler made it (the resolver makes it otherwise).
+    pub key: Option<RawKey>,
+    /// The walk was asked for fewer slots than the stack had (the JVM events' depth).
+    pub depth_cut: bool,
+}
+
+/// Frames the JVM gave: `frames[..n]`, their kinds in `Captured::kinds`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JvmFrames {
+    pub n: u16,
+    /// The sampler asked for fewer frames than the stack had (the stack is cut at
+    /// `jstackdepth`), as the JVM told it.
+    pub depth_cut: bool,
+    /// Frames past [`MAX_FRAMES`] (`jstackdepth` up to [`MAX_DEEP_FRAMES`]), kept apart by the
+    /// sink under this key; 0 = none.
+    pub deep: u32,
+}
+
+/// A slot of hpm's walker's raw stack: what its [`CallFrame`] holds. The values are those of
+/// the [`FrameKind`]s the slots were once tagged with (raw stack keys hash them).
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    /// A compiled frame's pc (`method_id`), `lineno` 1 when it is the frame interrupted.
+    Pc = FrameKind::JitCompiled as u8,
+    /// A compiled frame's `Method*` (after its pc); also a slot not filled.
+    Method = FrameKind::Unknown as u8,
+    /// An interpreted frame's `Method*`, with its bytecode pointer's low 32 bits in `lineno`.
+    Interpreted = FrameKind::Interpreted as u8,
+}
+
 /// At most this many periods of kernel time are expanded from one sample (`kernel_periods`).
 pub const MAX_KERNEL_PERIODS: u32 = 1 << 16;
 
@@ -128,59 +268,46 @@ pub fn state_from_jvmti(bits: i32) -> u8 {
     }
 }
 
+/// One sample as its sampler captured it: what is common to all (the perf record, or the
+/// part of it a timer sampler fills, and the thread), the stack with [`StackKind`] saying what
+/// it is, and what only some samplers fill. Fixed-size and `Copy`: written in place in a
+/// preallocated batch slot by the signal handler, which never allocates.
 #[derive(Clone, Copy)]
 pub struct Captured {
     pub raw: RawSample,
     /// Index of the thread in the recording (assigned when the thread was attached).
     pub thread: u32,
-    /// ASGCT's `num_frames`: > 0 frames, <= 0 an error code, [`WALK_NOT_ATTEMPTED`] when the
-    /// record was not the one the signal was for (coalesced signals carry only their IP).
-    pub num_frames: i32,
-    /// The first walk failed in a frameless stub or method prologue and the frames come from
-    /// a second walk started at the caller (return address at the stack pointer); the frame
-    /// the IP is in is not among them.
-    pub walk_from_caller: bool,
-    /// Records after this one (`WALK_SHARED`) have its user stack (on a `WALK_SHARED` record
-    /// itself: more of them follow).
+    /// What `frames` (with `kinds` or `slots`) hold.
+    pub stack: StackKind,
+    /// Records after this one ([`StackKind::SharedWithPrevious`]) have its user stack (on
+    /// such a record itself: more of them follow).
     pub shares_walk: bool,
-    /// Periods of the clock event the thread spent in the kernel since its previous sample,
-    /// when kernel mode is counted but not sampled (`KernelMode::Counted`).
-    pub kernel_periods: u32,
-    /// The thread's state (a [`THREAD_STATES`] code), from wall-clock sampling; 0 = none.
-    pub state: u8,
-    /// The timer samplers' frames past [`MAX_FRAMES`] (`jstackdepth` up to
-    /// [`MAX_DEEP_FRAMES`]), kept apart by the sink under this key; 0 = none. Signal-path
-    /// records never have any.
-    pub deep: u32,
-    /// The sampler asked for fewer frames than the stack had (the stack is cut at
-    /// `jstackdepth`), as the JVM told it.
-    pub depth_cut: bool,
     pub frames: [CallFrame; MAX_FRAMES],
-    /// Frame types reported by the JVM itself (the patched JVM's sampler); when false the
-    /// resolver infers them.
-    pub exact_kinds: bool,
-    /// The frames are raw frames of hpm's own walker (`hotspot::raw_frames`: pcs and
-    /// `Method*`s, tagged in `kinds`), named by the resolver; `num_frames` counts slots.
-    pub vm_walk: bool,
-    /// `vm_walk`: the raw stack's key, when the signal handler made it (the resolver makes it
-    /// otherwise).
-    pub raw_key: Option<RawKey>,
-    /// How that walk ended (`hotspot::Stop` as u8; 0 = it reached the bottom of the stack).
-    pub vm_stop: u8,
-    /// `stack=compare`: AsyncGetCallTrace's `num_frames` for the same sample, its frames in
-    /// the upper half of `frames` (from [`COMPARE_SPLIT`]); [`WALK_NOT_ATTEMPTED`] otherwise.
-    pub asgct_frames: i32,
+    /// [`StackKind::JvmFrames`]: each frame's type as the JVM reported it.
     pub kinds: [FrameKind; MAX_FRAMES],
+    /// [`StackKind::RawWalk`] and [`StackKind::Compare`]: what each slot of the walk holds.
+    pub slots: [SlotKind; MAX_FRAMES],
+    /// Perf samplers with kernel mode counted but not sampled (`KernelMode::Counted`): periods
+    /// of the clock event the thread spent in the kernel since its previous sample.
+    pub kernel_periods: u32,
+    /// Wall-clock sampling: the thread's state (a [`THREAD_STATES`] code); 0 = none.
+    pub state: u8,
     /// `data`: the sampled instruction's bytes and the registers before it ran (empty when not
     /// captured), decoded by the resolver into the address it touches.
     pub data: DataCapture,
-    /// `sampler=chain` (read only in its sessions, whose records the chain drain writes whole):
-    /// the record is an anchor, a deep stack copy walked for the tree's structure only, not a
+    /// `sampler=chain` only (read in its sessions, whose records the chain drain writes whole).
+    pub chain: ChainMarks,
+}
+
+/// What `sampler=chain` adds to a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainMarks {
+    /// The record is an anchor, a deep stack copy walked for the tree's structure only, not a
     /// sample of the profile.
-    pub chain_anchor: bool,
-    /// `sampler=chain`: the stack depth (bytes from the thread's stack base to the activation
-    /// address, `hotspot::FrameSink::addrs`) of each physical Java frame of the walk, in walk
-    /// order; 0 where unknown (an interpreter frame being entered) or past [`CHAIN_DEPTHS`].
+    pub anchor: bool,
+    /// The stack depth (bytes from the thread's stack base to the activation address,
+    /// `hotspot::FrameSink::addrs`) of each physical Java frame of the walk, in walk order; 0
+    /// where unknown (an interpreter frame being entered) or past [`CHAIN_DEPTHS`].
     pub depths: [u32; CHAIN_DEPTHS],
 }
 
@@ -265,23 +392,15 @@ impl Default for Captured {
         Captured {
             raw: RawSample::default(),
             thread: 0,
-            num_frames: WALK_NOT_ATTEMPTED,
-            walk_from_caller: false,
+            stack: StackKind::NotWalked,
             shares_walk: false,
+            frames: [CallFrame::default(); MAX_FRAMES],
+            kinds: [FrameKind::Unknown; MAX_FRAMES],
+            slots: [SlotKind::Method; MAX_FRAMES],
             kernel_periods: 0,
             state: 0,
-            deep: 0,
-            depth_cut: false,
-            frames: [CallFrame::default(); MAX_FRAMES],
-            exact_kinds: false,
-            vm_walk: false,
-            raw_key: None,
-            vm_stop: 0,
-            asgct_frames: WALK_NOT_ATTEMPTED,
-            kinds: [FrameKind::Unknown; MAX_FRAMES],
             data: DataCapture::default(),
-            chain_anchor: false,
-            depths: [0; CHAIN_DEPTHS],
+            chain: ChainMarks { anchor: false, depths: [0; CHAIN_DEPTHS] },
         }
     }
 }
@@ -312,10 +431,8 @@ impl Captured {
     pub fn prefetch(&self) {
         prefetch(&self.raw.time);
         prefetch(&self.raw.user_ip);
-        prefetch(&self.raw_key);
-        prefetch(&self.num_frames);
-        prefetch(&self.vm_walk);
-        prefetch(self.kinds.as_ptr());
+        prefetch(&self.stack);
+        prefetch(self.slots.as_ptr());
         // Four frames to a line.
         for f in self.frames[..PREFETCH_FRAMES].iter().step_by(4) {
             prefetch(f);
@@ -329,30 +446,44 @@ impl Captured {
     pub fn begin_perf_sample(&mut self, raw: &RawSample, thread: u32, kernel_periods: u32) {
         self.raw.copy_used_from(raw);
         self.thread = thread;
-        self.exact_kinds = false;
-        self.vm_walk = false;
-        self.raw_key = None;
-        self.walk_from_caller = false;
-        self.asgct_frames = WALK_NOT_ATTEMPTED;
+        self.stack = StackKind::NotWalked;
         self.kernel_periods = kernel_periods;
         self.state = 0;
-        self.deep = 0;
-        self.depth_cut = false;
         self.shares_walk = false;
         self.data.code_len = 0;
         self.data.heap.space = 0;
         self.data.stack_slot = None;
     }
 
+    /// The Java frames with their meaning given by [`Self::stack`]: ASGCT's or the JVM's.
     pub fn java_frames(&self) -> &[CallFrame] {
-        if self.num_frames > 0 {
-            &self.frames[..(self.num_frames as usize).min(MAX_FRAMES)]
-        } else {
-            &[]
+        let n = match self.stack {
+            StackKind::Asgct(a) => a.frames(),
+            StackKind::JvmFrames(f) => usize::from(f.n),
+            _ => 0,
+        };
+        &self.frames[..n.min(MAX_FRAMES)]
+    }
+
+    /// hpm's walker's raw stack, its slots and their tags (for a walk or a compared pair).
+    pub fn raw_walk(&self) -> Option<(&RawWalk, &[CallFrame], &[SlotKind])> {
+        match &self.stack {
+            StackKind::RawWalk(w) | StackKind::Compare { walk: w, .. } => {
+                let n = usize::from(w.slots).min(MAX_FRAMES);
+                Some((w, &self.frames[..n], &self.slots[..n]))
+            }
+            _ => None,
+        }
+    }
+
+    /// The key of the sink's frames past [`MAX_FRAMES`] (0: none).
+    pub fn deep(&self) -> u32 {
+        match self.stack {
+            StackKind::JvmFrames(f) => f.deep,
+            _ => 0,
         }
     }
 }
-
 /// A walk's raw stack as the resolver knows it (made by `hotspot::raw_stack_key`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawKey {
@@ -382,6 +513,28 @@ mod tests {
         assert_eq!(name(0x1 | 0x80 | 0x20 | 0x200), "STATE_PARKED_TIMED");
         assert_eq!(name(0x1 | 0x80 | 0x10 | 0x200), "STATE_PARKED");
         assert_eq!(name(0x2), "");
+    }
+
+    #[test]
+    fn asgct_results_become_typed_outcomes() {
+        assert_eq!(Asgct::from_num_frames(3, true, false), Asgct::Frames { n: 3, from_caller: true, depth_cut: false });
+        assert_eq!(Asgct::from_num_frames(0, false, false), Asgct::Failed(AsgctError::NoJavaFrame));
+        assert_eq!(Asgct::from_num_frames(-3, false, false), Asgct::Failed(AsgctError::UnknownNotJava));
+        assert_eq!(Asgct::from_num_frames(-10, false, false).frames(), 0);
+        assert_eq!(AsgctError::from_code(-6).name(), "not_walkable_Java");
+        assert_eq!(AsgctError::from_code(-42).name(), "unknown_error");
+    }
+
+    #[test]
+    fn a_record_reads_its_frames_by_its_kind() {
+        let mut c = Captured::default();
+        assert!(c.java_frames().is_empty() && c.raw_walk().is_none());
+        c.stack = StackKind::RawWalk(RawWalk { slots: 3, stop: 0, key: None, depth_cut: false });
+        assert!(c.java_frames().is_empty(), "raw slots are not Java frames");
+        assert_eq!(c.raw_walk().map(|(_, f, s)| (f.len(), s.len())), Some((3, 3)));
+        c.stack = StackKind::JvmFrames(JvmFrames { n: 2, depth_cut: false, deep: 7 });
+        assert_eq!((c.java_frames().len(), c.deep()), (2, 7));
+        assert!(c.raw_walk().is_none());
     }
 
     #[test]

@@ -30,8 +30,7 @@
 use std::collections::HashMap;
 
 use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_LOG2};
-use crate::capture::{CallFrame, RawKey};
-use crate::model::FrameKind;
+use crate::capture::{CallFrame, RawKey, SlotKind};
 
 /// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
 /// constants, by `Type::_field` / type name / constant name.
@@ -437,7 +436,8 @@ pub enum RawFrame {
 /// bytecode pointer: with the method's bytecode start, that gives the bytecode index).
 pub struct FrameSink<'a> {
     pub frames: &'a mut [CallFrame],
-    pub kinds: &'a mut [FrameKind],
+    /// What each of `frames` holds.
+    pub slots: &'a mut [SlotKind],
     pub len: usize,
     /// `data`: which frame holds a stack address.
     pub probe: Probe,
@@ -490,17 +490,12 @@ impl Probe {
     }
 }
 
-/// Slot tags in `kinds`: a compiled frame's pc slot, its method slot, an interpreted frame.
-pub(crate) const TAG_PC: FrameKind = FrameKind::JitCompiled;
-const TAG_METHOD: FrameKind = FrameKind::Unknown;
-const TAG_INTERPRETED: FrameKind = FrameKind::Interpreted;
-
 impl<'a> FrameSink<'a> {
-    /// A sink filling `frames` and `kinds`, with no probe and no activation addresses.
-    pub fn new(frames: &'a mut [CallFrame], kinds: &'a mut [FrameKind]) -> FrameSink<'a> {
+    /// A sink filling `frames` and `slots`, with no probe and no activation addresses.
+    pub fn new(frames: &'a mut [CallFrame], slots: &'a mut [SlotKind]) -> FrameSink<'a> {
         FrameSink {
             frames,
-            kinds,
+            slots,
             len: 0,
             probe: Probe::default(),
             addrs: None,
@@ -528,16 +523,16 @@ impl<'a> FrameSink<'a> {
     }
 
     fn push(&mut self, f: RawFrame) -> bool {
-        let cap = self.frames.len().min(self.kinds.len());
+        let cap = self.frames.len().min(self.slots.len());
         match f {
             RawFrame::Compiled { pc, method, interrupted } => {
                 if self.len + 2 > cap {
                     return false;
                 }
                 self.frames[self.len] = CallFrame { lineno: i32::from(interrupted), method_id: pc };
-                self.kinds[self.len] = TAG_PC;
+                self.slots[self.len] = SlotKind::Pc;
                 self.frames[self.len + 1] = CallFrame { lineno: 0, method_id: method };
-                self.kinds[self.len + 1] = TAG_METHOD;
+                self.slots[self.len + 1] = SlotKind::Method;
                 self.len += 2;
             }
             RawFrame::Interpreted { method, bcp } => {
@@ -545,7 +540,7 @@ impl<'a> FrameSink<'a> {
                     return false;
                 }
                 self.frames[self.len] = CallFrame { lineno: bcp as u32 as i32, method_id: method };
-                self.kinds[self.len] = TAG_INTERPRETED;
+                self.slots[self.len] = SlotKind::Interpreted;
                 self.len += 1;
             }
         }
@@ -563,15 +558,15 @@ impl<'a> FrameSink<'a> {
 /// stack's, made differently, is never one of them. A word per compiled frame keeps it cheap
 /// enough for the signal handler, which keys the slots it just wrote, still in its cache: the
 /// resolver then reads none of a known stack's slots.
-pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> RawKey {
-    let n = frames.len().min(kinds.len());
-    let leaf = leaf_slots(&kinds[..n]);
+pub fn raw_stack_key(seed: u64, frames: &[CallFrame], slots: &[SlotKind]) -> RawKey {
+    let n = frames.len().min(slots.len());
+    let leaf = leaf_slots(&slots[..n]);
     let mut interpreted = false;
     let mut h = crate::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[leaf..n], &kinds[leaf..n], &mut interpreted);
+    key_slots(&mut h, &frames[leaf..n], &slots[leaf..n], &mut interpreted);
     let callers = h.finish();
     let mut h = crate::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[..leaf], &kinds[..leaf], &mut interpreted);
+    key_slots(&mut h, &frames[..leaf], &slots[..leaf], &mut interpreted);
     h.write(callers.0);
     h.write(callers.1);
     RawKey { hash: h.finish(), callers, leaf_slots: leaf as u32, interpreted }
@@ -579,23 +574,23 @@ pub fn raw_stack_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> Ra
 
 /// The key of a range of slots as the callers of some stack ([`RawKey::callers`]): the same
 /// whichever stack's callers they are, so the resolver finds a stack's deeper callers by it.
-pub fn slots_key(seed: u64, frames: &[CallFrame], kinds: &[FrameKind]) -> (u64, u64) {
-    let n = frames.len().min(kinds.len());
+pub fn slots_key(seed: u64, frames: &[CallFrame], slots: &[SlotKind]) -> (u64, u64) {
+    let n = frames.len().min(slots.len());
     let mut h = crate::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[..n], &kinds[..n], &mut false);
+    key_slots(&mut h, &frames[..n], &slots[..n], &mut false);
     h.finish()
 }
 
-fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], kinds: &[FrameKind], interpreted: &mut bool) {
-    for (f, &k) in frames.iter().zip(kinds) {
+fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], slots: &[SlotKind], interpreted: &mut bool) {
+    for (f, &k) in frames.iter().zip(slots) {
         match k {
-            TAG_METHOD => {}
+            SlotKind::Method => {}
             // A user-space pc is below 2^48: the top byte (1 or 2) marks the word as a pc's.
-            TAG_PC if f.method_id >> 48 == 0 && (f.lineno == 0 || f.lineno == 1) => {
+            SlotKind::Pc if f.method_id >> 48 == 0 && (f.lineno == 0 || f.lineno == 1) => {
                 h.write(f.method_id | (1 + f.lineno as u64) << 56)
             }
             _ => {
-                *interpreted |= k == TAG_INTERPRETED;
+                *interpreted |= k == SlotKind::Interpreted;
                 h.write(f.method_id);
                 h.write(u64::from(f.lineno as u32) | (k as u64) << 32 | 0xff << 56);
             }
@@ -603,27 +598,27 @@ fn key_slots(h: &mut crate::hash::Hash128, frames: &[CallFrame], kinds: &[FrameK
     }
 }
 
-/// The slots the first raw frame of `kinds` takes (see [`raw_frames`]): a compiled frame's pc
+/// The slots the first raw frame of `slots` takes (see [`raw_frames`]): a compiled frame's pc
 /// and `Method*`, an interpreted frame's one; all of them when there is no frame.
-pub fn leaf_slots(kinds: &[FrameKind]) -> usize {
-    match kinds.iter().position(|&k| k == TAG_PC || k == TAG_INTERPRETED) {
-        Some(i) if kinds[i] == TAG_PC => i + 1 + usize::from(kinds.get(i + 1) == Some(&TAG_METHOD)),
+pub fn leaf_slots(slots: &[SlotKind]) -> usize {
+    match slots.iter().position(|&k| k == SlotKind::Pc || k == SlotKind::Interpreted) {
+        Some(i) if slots[i] == SlotKind::Pc => i + 1 + usize::from(slots.get(i + 1) == Some(&SlotKind::Method)),
         Some(i) => i + 1,
-        None => kinds.len(),
+        None => slots.len(),
     }
 }
 
 /// The raw frames of a filled capture, top first (see [`FrameSink`]); `bcp` of an interpreted
 /// frame holds only the low 32 bits.
-pub fn raw_frames<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = RawFrame> + 'a {
+pub fn raw_frames<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<Item = RawFrame> + 'a {
     let mut i = 0;
     std::iter::from_fn(move || {
-        while i < frames.len().min(kinds.len()) {
+        while i < frames.len().min(slots.len()) {
             let k = i;
             i += 1;
-            match kinds[k] {
-                TAG_PC => {
-                    let method = if i < frames.len() && kinds.get(i) == Some(&TAG_METHOD) {
+            match slots[k] {
+                SlotKind::Pc => {
+                    let method = if i < frames.len() && slots.get(i) == Some(&SlotKind::Method) {
                         i += 1;
                         frames[i - 1].method_id
                     } else {
@@ -635,7 +630,7 @@ pub fn raw_frames<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl I
                         interrupted: frames[k].lineno == 1,
                     });
                 }
-                TAG_INTERPRETED => {
+                SlotKind::Interpreted => {
                     return Some(RawFrame::Interpreted {
                         method: frames[k].method_id,
                         bcp: u64::from(frames[k].lineno as u32),
@@ -649,10 +644,10 @@ pub fn raw_frames<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl I
 }
 
 /// The `Method*`s of the interpreted frames among a filled capture's raw frames, top first
-/// (what [`raw_frames`] gives as `RawFrame::Interpreted`, found from the kinds alone: a
+/// (what [`raw_frames`] gives as `RawFrame::Interpreted`, found from the slots alone: a
 /// compiled frame's method slot is tagged apart).
-pub fn interpreted_methods<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = u64> + 'a {
-    kinds.iter().zip(frames).filter(|(k, _)| **k == TAG_INTERPRETED).map(|(_, f)| f.method_id)
+pub fn interpreted_methods<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<Item = u64> + 'a {
+    slots.iter().zip(frames).filter(|(k, _)| **k == SlotKind::Interpreted).map(|(_, f)| f.method_id)
 }
 
 /// The walker: a layout, the code cache and one thread's stack.

@@ -9,20 +9,25 @@ use std::sync::Arc;
 use crate::hash::IntMap;
 
 use crate::capture::{
-    asgct_error_name, CallFrame, Captured, BCI_NATIVE_FRAME, COMPARE_SPLIT, MAX_FRAMES, WALK_NOT_ATTEMPTED,
-    WALK_SHARED, WALK_SIGNAL_TAKEN,
+    Asgct, AsgctError, CallFrame, Captured, RawKey, RawWalk, SlotKind, StackKind, BCI_NATIVE_FRAME, COMPARE_SPLIT,
+    MAX_FRAMES,
 };
 use crate::codemap::{BlobKind, CodeMap, CodeTimeline};
 use crate::component::{classify, is_kernel_address, IpSite};
 use crate::kallsyms::KernelSymbols;
 use crate::model::{
-    DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, MethodTable, Recording, Sample, Stack, ThreadIdx,
+    DataTarget, Frame, FrameKind, MethodIdx, MethodInfo, MethodTable, Recording, Sample, Stack, ThreadIdx, VmComponent,
 };
 use crate::operand::MemoryAccess;
 use crate::symbols::Symbolizer;
 
+mod asgct;
+mod compare;
 mod data;
+mod jvm_frames;
 mod place;
+mod raw_walk;
+mod shared;
 mod stats;
 mod walker;
 
@@ -133,6 +138,19 @@ const MAX_SHARED_WALKS: usize = 4096;
 /// apart; one more than this apart (the thread slept in the kernel in between) finds its
 /// walk only if the bound was not met meanwhile, and is counted `coalesced_signal` otherwise.
 const SHARED_WALK_AGE_NS: u64 = 10_000_000_000;
+
+/// What a stack kind's resolver made of a record's Java stack (its frames pushed below the
+/// leaf when found).
+enum JavaStack {
+    /// Found, with their shared copy when hpm's walker's stack was named whole.
+    Found(Option<Stack>),
+    /// The thread is not a Java thread: its component is the root.
+    NotJava,
+    /// None, for this reason (a thread that is not Java gets its component instead).
+    Missing(&'static str),
+    /// None that can be trusted, for this reason, whichever the thread.
+    Untrusted(&'static str),
+}
 
 /// How the last sample's walk was named (kept when [`ResolverConfig::frame_groups`]): where
 /// its walked frames start in the stack, and how many frames each physical frame became (a
@@ -411,18 +429,18 @@ impl SampleResolver {
         &self.interner
     }
 
-    /// Resolves one captured sample. `counters` is the number of counters in the group.
+    /// Resolves one captured sample.
     pub fn resolve(&mut self, rec: &mut Recording, jm: &mut dyn JavaMethods, c: &Captured) -> Sample {
         let timer = Timer::start();
-        let s = self.resolve_deep(rec, jm, c, &[]);
+        let s = self.resolve_with_deep(rec, jm, c, &[]);
         timer.stop(Phase::Resolve);
         s
     }
 
-    /// [`Self::resolve`] for a timer sampler's record with frames past
+    /// [`Self::resolve`] for a record of frames the JVM gave with frames past
     /// [`crate::capture::MAX_FRAMES`] (`deep`, the record's [`Captured::deep`] frames, root
     /// side last as in the record).
-    pub fn resolve_deep(
+    pub fn resolve_with_deep(
         &mut self,
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
@@ -470,118 +488,50 @@ impl SampleResolver {
             self.push_native_frame(rec, &entered, &mut stack);
         }
 
-        // A walk restarted at the caller (return address taken from the stack pointer) is only
-        // right where the code is frameless: a stub. In a compiled method's prologue the frame
-        // may already be half built, the word at the stack pointer is not the return address,
-        // and the "caller" stack can skip frames; such samples keep the compiled method's exact
-        // frames and count as walks that failed.
-        let untrusted_retry = c.walk_from_caller && matches!(native, Placed::Jit(_));
-        let java = if untrusted_retry || c.vm_walk { &[][..] } else { c.java_frames() };
+        // The Java frames go below the leaf, named by the kind of stack the record holds.
         let leaf_frames = stack.len();
-        // hpm's own walker's frames go straight below the leaf; a shared walk (below) is only
-        // for records that were not walked, so it never meets them.
-        let mut vm_copy = None;
         if let Some(g) = &mut self.frame_groups {
             g.first = stack.len();
             g.sizes.clear();
         }
-        if c.vm_walk && c.num_frames > 0 {
-            // The frames are needed apart from their shared copy below a leaf frame, to be
-            // compared, or kept for the records that share this walk.
-            let copy = leaf_frames > 0 || c.asgct_frames != WALK_NOT_ATTEMPTED || c.shares_walk;
-            vm_copy = self.vm_java_frames(rec, jm, c, &mut stack, copy);
-        }
-        let vm_found = stack.len() > leaf_frames || vm_copy.as_ref().is_some_and(|s| !s.is_empty());
-        if c.vm_walk && c.asgct_frames != WALK_NOT_ATTEMPTED && is_java {
-            let n = (c.asgct_frames.max(0) as usize).min(MAX_FRAMES - COMPARE_SPLIT);
-            let asgct: Vec<MethodIdx> = c.frames[COMPARE_SPLIT..COMPARE_SPLIT + n]
-                .iter()
-                .map(|f| self.method_idx(rec, jm, f.method_id))
-                .collect();
-            let vm: Vec<MethodIdx> = stack[leaf_frames..].iter().map(|f| f.method).collect();
-            let cut = c.vm_stop == crate::hotspot::Stop::Full as u8 || n >= MAX_FRAMES - COMPARE_SPLIT;
-            self.stats.compare.record(&vm, &asgct, cut);
-        }
+        let jit = matches!(native, Placed::Jit(_));
         // A thread's shared walk serves the records right after it only.
-        let shared = self.shared_walks.remove(&c.thread).filter(|_| c.num_frames == WALK_SHARED);
-        if let Some((_, frames)) = shared {
-            // Same stay in the kernel as the walked record before it: the same user stack,
-            // kept for the next record only if one more follows.
-            self.stats.java_ok += 1;
-            stack.extend_from_slice(&frames);
-            if c.shares_walk {
-                self.keep_shared_walk(c.thread, raw.time, frames);
+        let shared = self.shared_walks.remove(&c.thread);
+        let java = match &c.stack {
+            StackKind::NotWalked => JavaStack::Missing("coalesced_signal"),
+            StackKind::SignalTaken => JavaStack::Missing("signal_taken_by_another_handler"),
+            StackKind::SharedWithPrevious => shared::shared_stack(shared, &mut stack),
+            StackKind::NotJava(_) => JavaStack::NotJava,
+            StackKind::Asgct(a) => self.asgct_stack(rec, jm, c, a, (ip, jit), &mut stack),
+            // The walk's frames are needed apart from their shared copy below a leaf frame, or
+            // kept for the records that share this walk.
+            StackKind::RawWalk(w) => self.raw_walk_stack(rec, jm, c, w, leaf_frames > 0 || c.shares_walk, &mut stack),
+            StackKind::JvmFrames(_) => self.jvm_frames_stack(rec, jm, c, deep, &mut stack),
+            StackKind::Compare { walk, asgct } => self.compare_stack(rec, jm, c, (walk, asgct), is_java, &mut stack),
+        };
+        let mut walk_copy = None;
+        match java {
+            JavaStack::Found(copy) => {
+                self.stats.java_ok += 1;
+                if c.shares_walk {
+                    self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
+                }
+                walk_copy = copy;
             }
-        } else if vm_found {
-            self.stats.java_ok += 1;
-            let stop = crate::hotspot::Stop::from_u8(c.vm_stop);
-            if stop != crate::hotspot::Stop::Bottom {
-                crate::model::count_reason(&mut self.stats.partial, stop.name(), 1);
+            JavaStack::NotJava => self.vm_thread_stack(rec, &native, component, &mut stack),
+            JavaStack::Missing(_) if !is_java => self.vm_thread_stack(rec, &native, component, &mut stack),
+            JavaStack::Missing(reason) | JavaStack::Untrusted(reason) => {
+                crate::model::count_reason(&mut self.stats.failed, reason, 1);
+                if jit {
+                    self.push_compiled_frames(rec, jm, ip, &mut stack);
+                }
+                stack.push(self.pseudo_bracketed(rec, &["[no Java stack: ", reason, "]"]));
             }
-            if c.shares_walk {
-                self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
-            }
-        } else if !java.is_empty() {
-            self.stats.java_ok += 1;
-            // The walk started at the caller of the stub the IP is in (its leaf frame above).
-            let mut kinds_ip = ip;
-            if c.walk_from_caller {
-                self.stats.from_caller += 1;
-                kinds_ip = 0;
-            }
-            let kinds = if c.exact_kinds {
-                c.kinds[..java.len()].to_vec()
-            } else {
-                frame_kinds(&self.timeline.map, kinds_ip, java)
-            };
-            // Only the timer samplers' records (exact kinds) go deeper than the record.
-            let deep = if c.exact_kinds { deep } else { &[] };
-            let frames = java.iter().copied().zip(kinds).chain(deep.iter().copied());
-            for (f, kind) in frames {
-                let method = self.method_idx(rec, jm, f.method_id);
-                // A compiled frame stopped at its entry has bci -1 (InvocationEntryBci), as in
-                // the code map: it is about to run bytecode 0, so that is its position and line.
-                let (bci, line) = if f.lineno == BCI_NATIVE_FRAME {
-                    (-1, -1)
-                } else {
-                    (f.lineno.max(0), jm.line(f.method_id, f.lineno.max(0)))
-                };
-                stack.push(Frame { method, bci, line, kind });
-            }
-            if c.shares_walk {
-                self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
-            }
-        } else if !untrusted_retry && (!is_java || c.num_frames == -3) {
-            // A VM thread (GC worker, compiler, VM thread): its component is the root.
-            self.stats.vm_thread += 1;
-            if stack.is_empty() {
-                stack.push(self.pseudo_bracketed(rec, &["[", site_name(&native), "]"]));
-            }
-            stack.push(self.pseudo_bracketed(rec, &["[", component.name(), "]"]));
-        } else {
-            let reason = if untrusted_retry {
-                "in_compiled_prologue"
-            } else if c.num_frames == WALK_NOT_ATTEMPTED || c.num_frames == WALK_SHARED {
-                "coalesced_signal"
-            } else if c.num_frames == WALK_SIGNAL_TAKEN {
-                "signal_taken_by_another_handler"
-            } else if c.vm_walk && c.num_frames > 0 {
-                "no_named_Java_frame"
-            } else if c.vm_walk {
-                crate::hotspot::Stop::from_u8(c.vm_stop).name()
-            } else {
-                asgct_error_name(c.num_frames)
-            };
-            crate::model::count_reason(&mut self.stats.failed, reason, 1);
-            if let Placed::Jit(_) = native {
-                self.push_compiled_frames(rec, jm, ip, &mut stack);
-            }
-            stack.push(self.pseudo_bracketed(rec, &["[no Java stack: ", reason, "]"]));
         }
 
         // Most samples are in Java code: their stack is the walker's frames alone, already
         // shared (an empty `stack` with a non-empty copy: the copy was not made).
-        let shared_stack = match vm_copy {
+        let shared_stack = match walk_copy {
             Some(s) if s.len() == stack.len() || stack.is_empty() => s,
             // A stub, native or kernel leaf above the walker's frames.
             Some(s) if leaf_frames + s.len() == stack.len() => self.interner.intern_above(&stack[..leaf_frames], &s),
@@ -595,15 +545,19 @@ impl SampleResolver {
                 data = o.monitor(c.raw.intr[7], off, &mut Metadata(jm)).map(Box::new);
             }
         }
-        if let (Some(t), Some(slot)) = (data.as_deref_mut(), c.data.stack_slot.filter(|_| c.vm_walk)) {
+        if let (Some(t), Some(slot)) = (data.as_deref_mut(), c.data.stack_slot.filter(|_| c.raw_walk().is_some())) {
             self.name_stack_frame(rec, jm, c, slot as usize, t);
         }
+        let truncated = match &c.stack {
+            StackKind::Asgct(a) => asgct::truncated(a, jit),
+            StackKind::RawWalk(w) | StackKind::Compare { walk: w, .. } => raw_walk::truncated(w),
+            StackKind::JvmFrames(f) => f.depth_cut,
+            _ => false,
+        };
         Sample {
             time: raw.time,
             thread: c.thread,
-            truncated: c.depth_cut
-                || (!c.exact_kinds && java.len() >= crate::capture::MAX_FRAMES)
-                || (c.vm_walk && c.vm_stop == crate::hotspot::Stop::Full as u8),
+            truncated,
             stack: shared_stack,
             // Records without a period (software events: see `Layout::without_period`) weigh
             // the period set.
@@ -627,21 +581,41 @@ impl SampleResolver {
         }
     }
 
-    /// Keeps `frames` for the records of `thread`'s signal that share them, used last at `time`.
-    /// Past [`MAX_SHARED_WALKS`] threads, the walks older than [`SHARED_WALK_AGE_NS`] are
-    /// dropped (left behind), and all of them if that leaves more than half: the next bound is
-    /// then at least half the bound's inserts away, so the scans cost O(1) an insert. A walk
-    /// dropped while still shared makes its next records `coalesced_signal`. `thread` has no
-    /// entry here: its record took it (`resolve_deep`).
-    fn keep_shared_walk(&mut self, thread: ThreadIdx, time: u64, frames: Vec<Frame>) {
-        let walks = &mut self.shared_walks;
-        if walks.len() >= MAX_SHARED_WALKS {
-            walks.retain(|_, (t, _)| time.saturating_sub(*t) < SHARED_WALK_AGE_NS);
-            if walks.len() > MAX_SHARED_WALKS / 2 {
-                walks.clear();
-            }
+    /// A VM thread's stack (GC worker, compiler, VM thread): its component is the root.
+    fn vm_thread_stack(
+        &mut self,
+        rec: &mut Recording,
+        native: &Placed,
+        component: VmComponent,
+        stack: &mut Vec<Frame>,
+    ) {
+        self.stats.vm_thread += 1;
+        if stack.is_empty() {
+            stack.push(self.pseudo_bracketed(rec, &["[", site_name(native), "]"]));
         }
-        walks.insert(thread, (time, frames));
+        stack.push(self.pseudo_bracketed(rec, &["[", component.name(), "]"]));
+    }
+
+    /// Pushes Java frames given by jmethodID and bytecode index (ASGCT's, the JVM's), with
+    /// their kinds.
+    fn push_call_frames(
+        &mut self,
+        rec: &mut Recording,
+        jm: &mut dyn JavaMethods,
+        frames: impl Iterator<Item = (CallFrame, FrameKind)>,
+        stack: &mut Vec<Frame>,
+    ) {
+        for (f, kind) in frames {
+            let method = self.method_idx(rec, jm, f.method_id);
+            // A compiled frame stopped at its entry has bci -1 (InvocationEntryBci), as in
+            // the code map: it is about to run bytecode 0, so that is its position and line.
+            let (bci, line) = if f.lineno == BCI_NATIVE_FRAME {
+                (-1, -1)
+            } else {
+                (f.lineno.max(0), jm.line(f.method_id, f.lineno.max(0)))
+            };
+            stack.push(Frame { method, bci, line, kind });
+        }
     }
 
     /// Distinct stacks made so far (each named, shared and counted once; the samples after

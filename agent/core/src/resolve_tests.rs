@@ -28,7 +28,7 @@ fn captured(thread: u32, time: u64, ip: u64, frames: &[(u64, i32)]) -> Captured 
     c.raw.time = time;
     c.raw.ip = ip;
     c.raw.period = 1_000_000;
-    c.num_frames = frames.len() as i32;
+    c.stack = StackKind::Asgct(Asgct::from_num_frames(frames.len() as i32, false, false));
     for (i, &(m, bci)) in frames.iter().enumerate() {
         c.frames[i] = CallFrame { lineno: bci, method_id: m };
     }
@@ -72,7 +72,7 @@ fn reused_code_address_resolves_to_the_code_of_the_sample_time() {
     let mut t = table();
     // Both walks failed, so the method comes from the code map alone.
     let mut early = captured(0, 10, 0x1010, &[]);
-    early.num_frames = -6;
+    early.stack = StackKind::Asgct(Asgct::Failed(AsgctError::NotWalkableJava));
     let mut late = early;
     late.raw.time = 40;
     let a = res.resolve(&mut rec, &mut t, &early);
@@ -99,7 +99,7 @@ fn a_placed_pc_holds_while_only_other_code_leaves() {
     let mut rec = recording();
     let mut t = table();
     let mut c = captured(0, 10, 0x1010, &[]);
-    c.num_frames = -6;
+    c.stack = StackKind::Asgct(Asgct::Failed(AsgctError::NotWalkableJava));
     let mut at = |time: u64| {
         c.raw.time = time;
         let s = res.resolve(&mut rec, &mut t, &c);
@@ -147,7 +147,7 @@ fn vm_threads_get_their_component_root_and_native_leaf() {
     );
     let mut rec = recording();
     let mut c = captured(1, 10, 0x7f0000000150, &[]);
-    c.num_frames = -3;
+    c.stack = StackKind::NotJava(crate::capture::NotJava::NotEntered);
     let s = res.resolve(&mut rec, &mut table(), &c);
     assert_eq!(names(&rec, &s), ["G1ParScanThreadState::trim_queue", "[GC]"]);
     assert_eq!(s.stack[0].kind, FrameKind::Cpp);
@@ -211,7 +211,7 @@ fn a_walk_from_the_caller_of_a_stub_keeps_the_stub_as_leaf() {
     res.timeline.push(CodeEvent::Load(CodeBlob::dynamic("jbyte_disjoint_arraycopy", 0x1000, 0x100, 5)));
     let mut rec = recording();
     let mut c = captured(0, 10, 0x1008, &[(2, 5), (1, 9)]);
-    c.walk_from_caller = true;
+    c.stack = StackKind::Asgct(Asgct::from_num_frames(2, true, false));
     let s = res.resolve(&mut rec, &mut table(), &c);
     assert_eq!(names(&rec, &s), ["jbyte_disjoint_arraycopy", "Main.outer", "Main.run"]);
     assert_eq!(res.stats.from_caller, 1);
@@ -226,7 +226,7 @@ fn a_walk_from_the_caller_of_compiled_code_is_not_trusted() {
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(3, 0x1000, 0x100, scopes, 5)));
     let mut rec = recording();
     let mut c = captured(0, 10, 0x1008, &[(1, 9)]);
-    c.walk_from_caller = true;
+    c.stack = StackKind::Asgct(Asgct::from_num_frames(1, true, false));
     let s = res.resolve(&mut rec, &mut table(), &c);
     assert_eq!(names(&rec, &s), ["Main.leaf", "Main.inner", "[no Java stack: in_compiled_prologue]"]);
     let kinds: Vec<FrameKind> = s.stack.iter().map(|f| f.kind).collect();
@@ -255,7 +255,7 @@ fn a_failed_walk_in_compiled_code_keeps_its_inline_chain_and_lines() {
     res.timeline.push(CodeEvent::Load(CodeBlob::compiled(2, 0x1000, 0x100, scopes, 5)));
     let mut rec = recording();
     let mut c = captured(0, 10, 0x1030, &[]);
-    c.num_frames = -5;
+    c.stack = StackKind::Asgct(Asgct::Failed(AsgctError::UnknownJava));
     let s = res.resolve(&mut rec, &mut table(), &c);
     assert_eq!(names(&rec, &s), ["Main.leaf", "Main.outer", "[no Java stack: unknown_Java]"]);
     assert_eq!((s.stack[0].bci, s.stack[0].line), (3, 103));
@@ -295,7 +295,7 @@ fn records_of_one_kernel_stay_share_the_walked_user_stack() {
     let mut first = captured(0, 10, k, &[(4, 3), (1, 20)]);
     first.shares_walk = true;
     let mut later = captured(0, 11, k, &[]);
-    later.num_frames = WALK_SHARED;
+    later.stack = StackKind::SharedWithPrevious;
     later.shares_walk = true;
     let mut last = later;
     last.shares_walk = false;
@@ -325,7 +325,7 @@ fn a_record_sampled_while_another_handler_held_the_signal_is_kept_and_counted_as
     let mut res = SampleResolver::default();
     let mut rec = recording();
     let mut c = captured(0, 10, 0x5000, &[]);
-    c.num_frames = WALK_SIGNAL_TAKEN;
+    c.stack = StackKind::SignalTaken;
     let s = res.resolve(&mut rec, &mut table(), &c);
     let names = names(&rec, &s);
     assert!(names.iter().any(|n| n == "[no Java stack: signal_taken_by_another_handler]"), "{names:?}");
@@ -345,7 +345,7 @@ fn kernel_stay(
     let frames: &[(u64, i32)] = if shared { &[] } else { &[(4, 3), (1, 20)] };
     let mut c = captured(thread, time, 0xffff_ffff_8100_1008, frames);
     if shared {
-        c.num_frames = WALK_SHARED;
+        c.stack = StackKind::SharedWithPrevious;
     }
     c.shares_walk = more;
     res.resolve(rec, &mut table(), &c)
@@ -462,16 +462,23 @@ impl JavaMethods for Pointers {
     }
 }
 
+/// Sets the key of a capture of hpm's walker, as the signal handler makes it.
+fn set_key(c: &mut Captured, seed: u64) {
+    let key = c.raw_walk().map(|(_, frames, slots)| crate::hotspot::raw_stack_key(seed, frames, slots));
+    if let StackKind::RawWalk(w) = &mut c.stack {
+        w.key = key;
+    }
+}
+
 /// A capture of hpm's walker: `raw` frames top first.
 fn vm_captured(time: u64, ip: u64, raw: &[crate::hotspot::RawFrame], stop: crate::hotspot::Stop) -> Captured {
     let mut c = captured(0, time, ip, &[]);
-    let mut sink = crate::hotspot::FrameSink::new(&mut c.frames, &mut c.kinds);
+    let mut sink = crate::hotspot::FrameSink::new(&mut c.frames, &mut c.slots);
     for &f in raw {
         crate::hotspot::tests_support::push(&mut sink, f);
     }
-    c.num_frames = sink.len as i32;
-    c.vm_walk = true;
-    c.vm_stop = stop as u8;
+    let slots = sink.len as u16;
+    c.stack = StackKind::RawWalk(RawWalk { slots, stop: stop as u8, key: None, depth_cut: false });
     c
 }
 
@@ -526,9 +533,8 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     assert_eq!(jm.1, asked);
     // Keyed by the signal handler (under the process's seed), the same entry: no frame named.
     let mut keyed = vm_captured(12, 0x1040, &raw, Stop::Bottom);
-    let n = keyed.num_frames as usize;
     let seed = crate::hash::seed_if_made().expect("the resolver made the seed");
-    keyed.raw_key = Some(crate::hotspot::raw_stack_key(seed, &keyed.frames[..n], &keyed.kinds[..n]));
+    set_key(&mut keyed, seed);
     let named = res.stats.frames_named;
     let again = res.resolve(&mut rec, &mut jm, &keyed);
     assert!(std::sync::Arc::ptr_eq(&again.stack, &s.stack));
@@ -551,8 +557,7 @@ fn walker_frames_are_named_by_inline_scope_and_method_pointer() {
     let raw = [RawFrame::Interpreted { method: 0x6666, bcp: 1 }];
     let s = res.resolve(&mut rec, &mut jm, &vm_captured(14, 0x1040, &raw, Stop::BadInterpreterFrame));
     assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: no_named_Java_frame]"));
-    let mut c = vm_captured(15, 0x1040, &[], Stop::BadInterpreterFrame);
-    c.num_frames = 0;
+    let c = vm_captured(15, 0x1040, &[], Stop::BadInterpreterFrame);
     let s = res.resolve(&mut rec, &mut jm, &c);
     assert_eq!(names(&rec, &s).last().map(String::as_str), Some("[no Java stack: interpreter_frame_not_set_up]"));
 }
@@ -798,24 +803,23 @@ fn deep_frames_follow_the_record_and_cut_stacks_are_truncated() {
     let mut res = SampleResolver::default();
     let mut rec = recording();
     let own: Vec<(u64, i32)> = (0..MAX_FRAMES).map(|_| (3, 7)).collect();
-    let mut c = captured(0, 10, 0, &own);
-    c.exact_kinds = true;
-    c.kinds = [FrameKind::Interpreted; MAX_FRAMES];
-    c.frames[0] = CallFrame { lineno: 3, method_id: 4 };
+    let mut c = captured(0, 10, 0, &[]);
+    let mut frames: Vec<(u64, i32, FrameKind)> = own.iter().map(|&(m, bci)| (m, bci, FrameKind::Interpreted)).collect();
+    frames[0] = (4, 3, FrameKind::Interpreted);
+    jvm_frames::set_jvm_frames(&mut c, &frames, false);
     let mut deep: Vec<(CallFrame, FrameKind)> =
         (0..1000).map(|_| (CallFrame { lineno: 7, method_id: 3 }, FrameKind::JitCompiled)).collect();
     deep.push((CallFrame { lineno: 20, method_id: 1 }, FrameKind::Interpreted));
-    let s = res.resolve_deep(&mut rec, &mut table(), &c, &deep);
+    let s = res.resolve_with_deep(&mut rec, &mut table(), &c, &deep);
     let n = names(&rec, &s);
     assert_eq!(n.len(), MAX_FRAMES + 1001);
     assert_eq!((n[0].as_str(), n[n.len() - 1].as_str()), ("Main.leaf", "Main.run"));
     assert_eq!(s.stack[MAX_FRAMES].kind, FrameKind::JitCompiled, "the deep frames keep their kinds");
     assert!(!s.truncated, "a whole stack of 1,513 frames");
-    c.depth_cut = true;
-    assert!(res.resolve_deep(&mut rec, &mut table(), &c, &deep).truncated, "cut at jstackdepth");
+    jvm_frames::set_jvm_frames(&mut c, &frames, true);
+    assert!(res.resolve_with_deep(&mut rec, &mut table(), &c, &deep).truncated, "cut at jstackdepth");
     // A signal sampler's record filled to the brim is cut (AsyncGetCallTrace stops there).
-    let mut full = captured(0, 20, 0, &own);
-    full.depth_cut = false;
+    let full = captured(0, 20, 0, &own);
     assert!(res.resolve(&mut rec, &mut table(), &full).truncated);
 }
 
@@ -858,15 +862,7 @@ fn a_rounds_interpreted_methods_are_asked_for_at_once() {
             Some(MethodPointer { id: method, code_start: 0, code_size: 0 })
         }
     }
-    let walk = |frames: &[crate::hotspot::RawFrame]| {
-        let mut c = Captured { vm_walk: true, ..Default::default() };
-        let mut sink = crate::hotspot::FrameSink::new(&mut c.frames, &mut c.kinds);
-        for &f in frames {
-            crate::hotspot::tests_support::push(&mut sink, f);
-        }
-        c.num_frames = sink.len as i32;
-        c
-    };
+    let walk = |frames: &[crate::hotspot::RawFrame]| vm_captured(0, 0, frames, crate::hotspot::Stop::Bottom);
     use crate::hotspot::RawFrame::{Compiled, Interpreted};
     let a = walk(&[Compiled { pc: 0x10, method: 0x9000, interrupted: true }, Interpreted { method: 0x5000, bcp: 1 }]);
     let b = walk(&[Interpreted { method: 0x6000, bcp: 2 }, Interpreted { method: 0x5000, bcp: 3 }]);
@@ -880,8 +876,7 @@ fn a_rounds_interpreted_methods_are_asked_for_at_once() {
     // A raw stack named since the last collection: its methods not asked for again (its slots
     // not read); after a collection they are.
     let keyed = |mut c: Captured| {
-        let n = c.num_frames as usize;
-        c.raw_key = Some(crate::hotspot::raw_stack_key(res.hasher.seed(), &c.frames[..n], &c.kinds[..n]));
+        set_key(&mut c, res.hasher.seed());
         c
     };
     let (a, b) = (keyed(a), keyed(b));

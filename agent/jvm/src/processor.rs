@@ -481,11 +481,11 @@ impl Processor {
         let due = intake.due(&inputs.sink, watermark);
         self.resolver.prefetch_methods(&mut methods, intake.records(&inputs.sink, &due));
         intake.drain(&inputs.sink, due, |c| {
-            let s = if c.deep == 0 {
+            let s = if c.deep() == 0 {
                 self.resolver.resolve(&mut self.rec, &mut methods, c)
             } else {
-                let deep = inputs.sink.take_deep(c.deep);
-                self.resolver.resolve_deep(&mut self.rec, &mut methods, c, &deep)
+                let deep = inputs.sink.take_deep(c.deep());
+                self.resolver.resolve_with_deep(&mut self.rec, &mut methods, c, &deep)
             };
             if let Some(completer) = &mut self.completer {
                 if !completer.observe(&s, c, self.resolver.frame_groups()) {

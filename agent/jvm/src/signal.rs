@@ -1,5 +1,5 @@
-//! The perf overflow signal handler: empties the thread's ring, walks the Java stack with
-//! AsyncGetCallTrace straight into a preallocated batch slot, and hands full batches to the
+//! The perf overflow signal handler: empties the thread's ring, walks the Java stack (with
+//! hpm's own walker, or AsyncGetCallTrace without one) straight into a preallocated batch slot, and hands full batches to the
 //! processor. It never allocates, locks or blocks; whatever cannot be recorded is counted.
 //!
 //! Which signal: one nobody else holds ([`SAMPLE_SIGNALS`], SIGURG first), never shared. Two users
@@ -24,9 +24,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{
-    Captured, COMPARE_SPLIT, MAX_FRAMES, TICKS_UNKNOWN_NOT_JAVA, WALK_NOT_ATTEMPTED, WALK_SHARED, WALK_SIGNAL_TAKEN,
-};
+use hpm_core::capture::{Asgct, AsgctError, Captured, NotJava, RawWalk, StackKind, COMPARE_SPLIT, MAX_FRAMES};
 use hpm_core::component::is_kernel_address;
 use hpm_core::hotspot::{CodeView, FrameSink, Probe};
 use hpm_core::model::KernelMode;
@@ -382,7 +380,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     // The thread's first drain since hpm moved to another signal: what it finds was sampled
     // while the notifications went to the handler that took the signal; no walk was made then.
     let after_move = inside.first_drain_since(threads.moves());
-    let unwalked = if after_move { WALK_SIGNAL_TAKEN } else { WALK_NOT_ATTEMPTED };
+    let unwalked = if after_move { StackKind::SignalTaken } else { StackKind::NotWalked };
     let (mut tail, head, data) = ring.pending();
     let view = Ring::new(data);
     let thread = inside.thread_idx();
@@ -420,13 +418,13 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                     // (the handler's GetEnv allocated the TLS block while the interrupted
                     // start-up held malloc's lock). Without the key, ThreadStart's word or
                     // the VM's list is all there is.
-                    c.num_frames = if i < walks.at {
+                    c.stack = if i < walks.at {
                         unwalked
                     } else if i > walks.at {
                         // More records of the stay after this one: the resolver keeps the walk
                         // for them, and lets it go with the last.
                         c.shares_walk = i < walks.last;
-                        WALK_SHARED
+                        StackKind::SharedWithPrevious
                     } else if ctx.vm.may_enter_jvm_here(inside.is_java()) {
                         c.shares_walk = walks.at < walks.last;
                         // One view of the code cache for the data capture and the walk.
@@ -447,7 +445,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         }
                         walk(ctx, stats, c, ucontext, &inside, code.as_ref())
                     } else {
-                        TICKS_UNKNOWN_NOT_JAVA // a VM thread, or one not yet set up
+                        StackKind::NotJava(NotJava::NotEntered) // a VM thread, or one not yet set up
                     };
                     if let Some(d) = ctx.data.filter(|d| d.precise) {
                         // Every record has its own instruction, address and registers.
@@ -507,11 +505,11 @@ fn counter_sample(
     let thread = inside.thread_idx();
     let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
         c.begin_perf_sample(&raw, thread, 0);
-        c.num_frames = if ctx.vm.may_enter_jvm_here(inside.is_java()) {
+        c.stack = if ctx.vm.may_enter_jvm_here(inside.is_java()) {
             let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
             walk(ctx, stats, c, ucontext, inside, code.as_ref())
         } else {
-            TICKS_UNKNOWN_NOT_JAVA
+            StackKind::NotJava(NotJava::NotEntered)
         };
         true
     });
@@ -562,7 +560,7 @@ fn timed_capture(stats: &SignalStats, capture: impl FnOnce()) {
     stats.data_captures.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Walks the interrupted thread's Java stack into `c` (whose walk fields the caller reset).
+/// Walks the interrupted thread's Java stack into `c`'s frames; returns what they hold.
 /// `slot`: the thread's slot, which remembers the `Thread*` a GetEnv proved to be a JavaThread;
 /// `code`: the code cache's view (present whenever hpm's walker is); `stats` counts its blob
 /// cache's hits.
@@ -573,7 +571,7 @@ fn walk(
     ucontext: *mut c_void,
     slot: &Entered,
     code: Option<&CodeView>,
-) -> i32 {
+) -> StackKind {
     // A JNIEnv makes the thread's HotSpot Thread* a JavaThread*. GetEnv costs ~0.4 us per sample
     // (TLS lookups and a thread-kind check), so hpm's walker asks it once per thread: a
     // `Thread*` it proved is remembered, and the key's value is compared with it after. (The
@@ -584,11 +582,12 @@ fn walk(
     if let (Some(layout), Some(code)) = (ctx.walker.filter(|_| thread != 0), code) {
         if thread != slot.proven_java_thread() {
             if ctx.vm.env().is_none() {
-                return TICKS_UNKNOWN_NOT_JAVA; // not a Java thread
+                return StackKind::NotJava(NotJava::NoEnv);
             }
             slot.remember_java_thread(thread);
         }
         let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
+        let mut compared = None;
         if ctx.compare {
             if let (Some(asgct), Some(env)) = (ctx.asgct, ctx.vm.env()) {
                 let upper = &mut c.frames[COMPARE_SPLIT..];
@@ -596,12 +595,12 @@ fn walk(
                 let n = (ctx.max_depth as usize).min(upper.len()) as c_int;
                 // SAFETY: as in the ASGCT walk below, on the upper half of the frames.
                 unsafe { asgct(&mut trace, n, ucontext) };
-                c.asgct_frames = trace.num_frames;
+                compared = Some(Asgct::from_num_frames(trace.num_frames, false, false));
             }
         }
         // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
         let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
-        let mut sink = FrameSink { probe, ..FrameSink::new(&mut c.frames[..depth], &mut c.kinds[..depth]) };
+        let mut sink = FrameSink { probe, ..FrameSink::new(&mut c.frames[..depth], &mut c.slots[..depth]) };
         let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, slot.walk_memo(), &mut sink);
         let (len, slot) = (sink.len, sink.probe.slot);
         if sink.blob_lookups > 0 {
@@ -610,39 +609,38 @@ fn walk(
             stats.blob_hits.fetch_add(u64::from(sink.blob_hits), Ordering::Relaxed);
         }
         c.data.stack_slot = slot;
-        c.vm_walk = true;
         // Keyed here, over the slots just written (still in this CPU's cache), not by the
         // processing thread reading them all again; not before any hasher was made (the
         // seed is made once, outside a signal handler).
-        c.raw_key = hpm_core::hash::seed_if_made()
-            .map(|seed| hpm_core::hotspot::raw_stack_key(seed, &c.frames[..len], &c.kinds[..len]));
-        c.vm_stop = stop as u8;
-        return len as i32;
+        let key = hpm_core::hash::seed_if_made()
+            .map(|seed| hpm_core::hotspot::raw_stack_key(seed, &c.frames[..len], &c.slots[..len]));
+        let walk = RawWalk { slots: len as u16, stop: stop as u8, key, depth_cut: false };
+        return match compared {
+            Some(asgct) => StackKind::Compare { walk, asgct },
+            None => StackKind::RawWalk(walk),
+        };
     }
     let Some(env) = ctx.vm.env() else {
-        return TICKS_UNKNOWN_NOT_JAVA; // not a Java thread
+        return StackKind::NotJava(NotJava::NoEnv);
     };
-    let Some(asgct) = ctx.asgct else { return WALK_NOT_ATTEMPTED };
+    let Some(asgct) = ctx.asgct else { return StackKind::NotWalked };
     let mut trace = CallTrace { env_id: env, num_frames: 0, frames: c.frames.as_mut_ptr() };
     let depth = (ctx.max_depth as usize).min(MAX_FRAMES) as c_int;
     // SAFETY: `trace.frames` points at MAX_FRAMES >= depth preallocated frames; `ucontext` is
     // the context the kernel passed to this handler; ASGCT is designed to run in signal
     // handlers of the thread it walks.
     unsafe { asgct(&mut trace, depth, ucontext) };
-    if matches!(trace.num_frames, -5 | -6) {
+    if matches!(AsgctError::from_code(trace.num_frames), AsgctError::UnknownJava | AsgctError::NotWalkableJava) {
         // unknown_Java / not_walkable_Java: typically a frameless stub (arraycopy) or a
         // compiled method's prologue, where the return address is still at the stack pointer.
         // Walk again from the caller, on a copy of the context (the kernel restores the
         // original on return).
         if let Some(n) = walk_from_caller(asgct, &mut trace, depth, ucontext) {
-            c.walk_from_caller = true;
-            c.depth_cut = n >= depth;
-            return n;
+            return StackKind::Asgct(Asgct::from_num_frames(n, true, n >= depth));
         }
     }
     // Every frame asked for filled: the stack is cut at `jstackdepth` (or ends just there).
-    c.depth_cut = trace.num_frames >= depth;
-    trace.num_frames
+    StackKind::Asgct(Asgct::from_num_frames(trace.num_frames, false, trace.num_frames >= depth))
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -281,14 +281,34 @@ pub fn libjvm_file() -> Option<String> {
 /// walker (the thread's stack and the code cache's committed ranges: see
 /// `hpm_core::hotspot::Memory`) and `javaheap::capture` (the VM's permanent structures and
 /// committed heap around the address: see its module comment).
-struct Direct;
+///
+/// A `Memory` that dereferences whatever address it is given: reading an unmapped one faults.
+/// Hence it is `unsafe` to make ([`Direct::new`]): the one who makes it answers for every read
+/// through it.
+struct Direct {
+    _proof: (),
+}
+
+impl Direct {
+    /// # Safety
+    ///
+    /// Every address read through the value (by `word`, `byte` or `int`, for the widths they
+    /// read) must be mapped and readable for as long as it is used: the reader it is handed
+    /// to must check each address against memory it knows is mapped (a thread's live stack,
+    /// the code cache's committed ranges, the heap's committed regions) before reading it.
+    unsafe fn new() -> Direct {
+        Direct { _proof: () }
+    }
+}
 
 impl Memory for Direct {
     fn word(&self, addr: u64) -> u64 {
-        // SAFETY: the walker reads only inside the interrupted thread's stack (between its
-        // stack pointer and its base) or committed code-cache memory; `javaheap::capture` only
-        // the region table, region and space objects, and a heap region or space in use (or
-        // the page the interrupted instruction is about to touch): all mapped.
+        // SAFETY: whoever made this `Direct` vouched for every address read through it
+        // (`Direct::new`): the walker reads only inside the interrupted thread's stack
+        // (between its stack pointer and its base) or committed code-cache memory;
+        // `javaheap::capture` only the region table, region and space objects, and a heap
+        // region or space in use (or the page the interrupted instruction is about to
+        // touch): all mapped.
         unsafe { std::ptr::read_volatile(addr as *const u64) }
     }
     fn byte(&self, addr: u64) -> u8 {
@@ -351,7 +371,10 @@ pub fn walk_here(
         anchor_pc: vm_word(anchor + layout.anchor_pc),
         anchor_fp: vm_word(anchor + layout.anchor_fp),
     };
-    let stop = Walker { layout, code, thread: &view, mem: &Direct, cache: BLOB_CACHE.get(), memo }.walk(regs, out);
+    // SAFETY: the walker reads only inside the thread's stack (between its stack pointer and
+    // `view.stack_base`) and the code cache's committed ranges, checking each address first.
+    let mem = unsafe { Direct::new() };
+    let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
 }
@@ -367,7 +390,10 @@ pub fn walk_copy(
     regs: Regs,
     out: &mut FrameSink,
 ) -> Stop {
-    hpm_core::hotspot::walk_copy(layout, code, &Direct, copy, regs, out)
+    // SAFETY: `walk_copy` reads the stack from the copy only and, through this, the code
+    // cache's committed ranges, which stay mapped.
+    let mem = unsafe { Direct::new() };
+    hpm_core::hotspot::walk_copy(layout, code, &mem, copy, regs, out)
 }
 
 /// A `JavaThread*`'s kernel thread id and stack base (the highest address), read without
@@ -453,7 +479,10 @@ pub fn capture_instruction(
     let Some(heap) = heap else { return };
     let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &Direct, code, &e, stack, true, &mut out.heap);
+    // SAFETY: `javaheap::capture` reads only the VM's permanent structures and the committed
+    // heap around the address, each checked against the layout's committed ranges first.
+    let mem = unsafe { Direct::new() };
+    hpm_core::javaheap::capture(heap, &mem, code, &e, stack, true, &mut out.heap);
 }
 
 /// `data` for a precise memory sample (PEBS, IBS): the record's own instruction address, data
@@ -483,7 +512,10 @@ pub fn capture_record(
         _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
     };
     let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
-    hpm_core::javaheap::capture(heap, &Direct, code, &e, stack, false, &mut out.heap);
+    // SAFETY: `javaheap::capture` reads only the VM's permanent structures and the committed
+    // heap around the address, each checked against the layout's committed ranges first.
+    let mem = unsafe { Direct::new() };
+    hpm_core::javaheap::capture(heap, &mem, code, &e, stack, false, &mut out.heap);
 }
 
 #[cfg(not(target_arch = "x86_64"))]

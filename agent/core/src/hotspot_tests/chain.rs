@@ -100,7 +100,7 @@ impl Fake {
             walk_copy(&self.layout, &self.code, &self.mem, StackCopy { sp: regs.sp, bytes: &bytes }, regs, &mut sink);
         let len = sink.len;
         assert_eq!(*self.mem.violations.borrow(), vec![], "the live stack was read");
-        let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != FrameKind::Unknown).collect();
+        let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != SlotKind::Method).collect();
         (raw_frames(&frames[..len], &kinds[..len]).collect(), firsts.iter().map(|&i| addrs[i]).collect(), stop)
     }
 }

@@ -53,7 +53,8 @@ const INTERP_RET: u64 = INTERP_LO + 0x234;
 
 /// Unwritten slots of a sink keep these, so a test sees any write past `len`.
 const SENTINEL: CallFrame = CallFrame { lineno: -77, method_id: 0xdead_beef };
-const SENTINEL_KIND: FrameKind = FrameKind::Kernel;
+/// (A method tag: a pc or interpreted tag past `len` is a write past it.)
+const SENTINEL_KIND: SlotKind = SlotKind::Method;
 
 /// JDK 17's layout (the offsets the fake is built with).
 fn layout() -> Layout {
@@ -325,10 +326,10 @@ impl Fake {
         assert!(len <= cap, "{len} slots filled of {cap}");
         assert!(frames[len..].iter().all(|f| *f == SENTINEL), "a slot past the frames was written");
         assert!(kinds[len..].iter().all(|k| *k == SENTINEL_KIND), "a kind past the frames was written");
-        let tags = [FrameKind::JitCompiled, FrameKind::Unknown, FrameKind::Interpreted];
+        let tags = [SlotKind::Pc, SlotKind::Method, SlotKind::Interpreted];
         assert!(kinds[..len].iter().all(|k| tags.contains(k)), "kinds {:?}", &kinds[..len]);
         // Each frame's activation address sits at its first slot; the others stay unwritten.
-        let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != FrameKind::Unknown).collect();
+        let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != SlotKind::Method).collect();
         assert!(
             (0..cap).all(|i| firsts.contains(&i) || addrs[i] == u64::MAX),
             "an address was written outside a frame's first slot"

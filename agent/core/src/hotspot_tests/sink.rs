@@ -77,16 +77,7 @@ fn raw_frames_round_trip() {
     assert!(sink.push(interpreted(5, 6)));
     assert!(!sink.push(interpreted(7, 8)));
     assert_eq!(sink.len, 8);
-    assert_eq!(
-        kinds[..5],
-        [
-            FrameKind::JitCompiled,
-            FrameKind::Unknown,
-            FrameKind::Interpreted,
-            FrameKind::JitCompiled,
-            FrameKind::Unknown
-        ]
-    );
+    assert_eq!(kinds[..5], [SlotKind::Pc, SlotKind::Method, SlotKind::Interpreted, SlotKind::Pc, SlotKind::Method]);
     assert_eq!(frames[0], CallFrame { lineno: 1, method_id: 0x1000_0040 });
     assert_eq!(frames[1], CallFrame { lineno: 0, method_id: M_A });
     // The bytecode pointer keeps its low 32 bits (here with the sign bit set).
@@ -112,14 +103,7 @@ fn raw_frames_of_odd_slots() {
     // A pc slot without its method slot (at the end, or followed by another pc), and slots of
     // other kinds, which are skipped.
     let frames = [f(1), f(2), f(3), f(4), f(5), f(6)];
-    let kinds = [
-        FrameKind::Native,
-        FrameKind::JitCompiled,
-        FrameKind::JitCompiled,
-        FrameKind::Unknown,
-        FrameKind::Unknown,
-        FrameKind::JitCompiled,
-    ];
+    let kinds = [SlotKind::Method, SlotKind::Pc, SlotKind::Pc, SlotKind::Method, SlotKind::Method, SlotKind::Pc];
     let back: Vec<RawFrame> = raw_frames(&frames, &kinds).collect();
     assert_eq!(back, vec![compiled(2, 0, false), compiled(3, 4, false), compiled(6, 0, false)]);
     // Kinds shorter than frames: only the slots with both.
@@ -163,7 +147,7 @@ fn the_probe_finds_the_frame_between_its_sp_and_its_caller_s() {
 
 fn key_of(frames: &[RawFrame]) -> RawKey {
     let mut slots = [CallFrame::default(); 16];
-    let mut kinds = [FrameKind::Unknown; 16];
+    let mut kinds = [SlotKind::Method; 16];
     let mut sink = FrameSink::new(&mut slots, &mut kinds);
     for &f in frames {
         assert!(sink.push(f));
@@ -192,7 +176,7 @@ fn raw_key_tells_apart_what_names_a_frame() {
     // A compiled frame's Method* slot is not keyed: its pc names it.
     assert_eq!(key_of(&[compiled(0x1040, 0, true), base[1], base[2]]).hash, k.hash);
     // Under another seed, another key.
-    let (mut slots, mut kinds) = ([CallFrame::default(); 8], [FrameKind::Unknown; 8]);
+    let (mut slots, mut kinds) = ([CallFrame::default(); 8], [SlotKind::Method; 8]);
     let mut sink = FrameSink::new(&mut slots, &mut kinds);
     sink.push(base[0]);
     let n = sink.len;
@@ -203,7 +187,7 @@ fn raw_key_tells_apart_what_names_a_frame() {
 #[test]
 fn a_range_of_slots_has_one_key_whichever_stack_it_is_the_callers_of() {
     let callers = [compiled(0x2060, M_A, false), interpreted(0x7000, 0x9010)];
-    let (mut slots, mut kinds) = ([CallFrame::default(); 16], [FrameKind::Unknown; 16]);
+    let (mut slots, mut kinds) = ([CallFrame::default(); 16], [SlotKind::Method; 16]);
     let mut sink = FrameSink::new(&mut slots, &mut kinds);
     for f in [compiled(0x1040, M_A, true), compiled(0x1080, M_A, false)].into_iter().chain(callers) {
         assert!(sink.push(f));

@@ -23,17 +23,18 @@ impl SampleResolver {
         slot: usize,
         t: &mut DataTarget,
     ) {
-        let n = usize::try_from(c.num_frames.max(0)).unwrap_or(0).min(MAX_FRAMES);
+        let Some((_, frames, slots)) = c.raw_walk() else { return };
+        let n = frames.len();
         if slot >= n {
             return;
         }
-        let method = if c.kinds[slot] == crate::hotspot::TAG_PC {
+        let method = if slots[slot] == SlotKind::Pc {
             if slot + 1 >= n {
                 return;
             }
-            c.frames[slot + 1].method_id
+            frames[slot + 1].method_id
         } else {
-            c.frames[slot].method_id
+            frames[slot].method_id
         };
         let Some(p) = (method != 0).then(|| jm.by_pointer(method)).flatten() else { return };
         let idx = self.method_idx(rec, jm, p.id);

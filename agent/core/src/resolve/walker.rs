@@ -76,15 +76,15 @@ impl Validity {
 }
 
 /// The pcs of compiled code among raw frames' slots.
-fn raw_pcs<'a>(frames: &'a [CallFrame], kinds: &'a [FrameKind]) -> impl Iterator<Item = u64> + 'a {
-    kinds.iter().zip(frames).filter(|(k, _)| **k == crate::hotspot::TAG_PC).map(|(_, f)| f.method_id)
+fn raw_pcs<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<Item = u64> + 'a {
+    slots.iter().zip(frames).filter(|(k, _)| **k == SlotKind::Pc).map(|(_, f)| f.method_id)
 }
 
-/// The key of a capture's first `n` raw frames: the signal handler's, or made here.
-fn raw_stack_key(hasher: &crate::hash::FastBuild, c: &Captured, n: usize) -> crate::capture::RawKey {
-    match c.raw_key {
+/// The key of a raw walk: the signal handler's, or made here.
+fn raw_stack_key(hasher: &crate::hash::FastBuild, w: &RawWalk, frames: &[CallFrame], slots: &[SlotKind]) -> RawKey {
+    match w.key {
         Some(k) => k,
-        None => crate::hotspot::raw_stack_key(hasher.seed(), &c.frames[..n], &c.kinds[..n]),
+        None => crate::hotspot::raw_stack_key(hasher.seed(), frames, slots),
     }
 }
 
@@ -157,10 +157,11 @@ impl SampleResolver {
         out: &mut Vec<Frame>,
         copy_known: bool,
     ) -> Option<Stack> {
-        let n = (c.num_frames.max(0) as usize).min(crate::capture::MAX_FRAMES);
+        let (w, frames, slots) = c.raw_walk()?;
+        let n = frames.len();
         let timer = Timer::start();
-        let keys = raw_stack_key(&self.hasher, c, n);
-        let pcs = raw_pcs(&c.frames[..n], &c.kinds[..n]);
+        let keys = raw_stack_key(&self.hasher, w, frames, slots);
+        let pcs = raw_pcs(&c.frames[..n], &c.slots[..n]);
         if let Some(e) = named_still(&mut self.vm_stacks, keys.hash, &self.timeline.map, pcs, self.collections, jm) {
             self.stats.unnamed_frames += e.unnamed;
             if copy_known {
@@ -181,7 +182,7 @@ impl SampleResolver {
         let (frames, methods, shared) = if self.frame_groups.is_none() && leaf < n {
             self.name_above_callers(rec, jm, c, n, &keys)
         } else {
-            let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.kinds[..n], true);
+            let (frames, methods, complete) = self.name_vm_frames(rec, jm, &c.frames[..n], &c.slots[..n], true);
             let shared = complete.then(|| self.interner.intern(&frames));
             (frames, methods, shared)
         };
@@ -209,7 +210,7 @@ impl SampleResolver {
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, Option<Stack>) {
         let k = keys.leaf_slots as usize;
         let mut timer = Timer::start();
-        let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.kinds[..k], false);
+        let (leaf, mut methods, leaf_complete) = self.name_vm_frames(rec, jm, &c.frames[..k], &c.slots[..k], false);
         timer.lap(Phase::Leaf);
         let callers = match self.name_callers(rec, jm, c, (k, n), keys.callers, &mut methods) {
             Ok(stack) => stack,
@@ -252,7 +253,7 @@ impl SampleResolver {
         key: (u64, u64),
         methods: &mut Vec<(u64, MethodPointer)>,
     ) -> Result<Stack, Vec<Frame>> {
-        let (frames, kinds) = (&c.frames[..n], &c.kinds[..n]);
+        let (frames, kinds) = (&c.frames[..n], &c.slots[..n]);
         // The first slot of the level looked up, and its key: the callers, their callers, ...
         let (mut s, mut level_key) = (start, key);
         let mut below = None;
@@ -323,7 +324,7 @@ impl SampleResolver {
         rec: &mut Recording,
         jm: &mut dyn JavaMethods,
         slots: &[CallFrame],
-        kinds: &[FrameKind],
+        kinds: &[SlotKind],
         keep_pcs: bool,
     ) -> (Vec<Frame>, Vec<(u64, MethodPointer)>, bool) {
         let mut complete = true;
@@ -483,7 +484,7 @@ impl SampleResolver {
     /// Tells `jm` the `Method*`s of the interpreted frames hpm's walker found in `captures`
     /// (a round's records, before they are resolved one by one), each once.
     pub fn prefetch_methods<'c>(&mut self, jm: &mut dyn JavaMethods, captures: impl IntoIterator<Item = &'c Captured>) {
-        // Only the kinds are scanned (a byte per frame): in steady state nearly every method
+        // Only the slots' tags are scanned (a byte per frame): in steady state nearly every method
         // is current and nothing is read, so the scan is all this costs each round.
         let mut seen: IntMap<u64, ()> = IntMap::default();
         let mut methods = Vec::new();
@@ -491,17 +492,17 @@ impl SampleResolver {
         // last collection needs none asked for (its names hold as they are, `Validity::check`):
         // its slots, which resolving it does not read either, are left alone.
         let (stacks, collections) = (&self.vm_stacks, self.collections);
-        let asks = |c: &&Captured| {
-            c.raw_key.is_none_or(|k| {
+        let asks = |w: &RawWalk| {
+            w.key.is_none_or(|k| {
                 k.interpreted
                     && !stacks
                         .peek(&k.hash.0)
                         .is_some_and(|(check, e)| *check == k.hash.1 && e.valid.collections == collections)
             })
         };
-        for c in captures.into_iter().filter(|c| c.vm_walk && c.num_frames > 0).filter(asks) {
-            let n = (c.num_frames as usize).min(crate::capture::MAX_FRAMES);
-            for method in crate::hotspot::interpreted_methods(&c.frames[..n], &c.kinds[..n]) {
+        let walks = captures.into_iter().filter_map(Captured::raw_walk).filter(|(w, ..)| w.slots > 0 && asks(w));
+        for (_, frames, slots) in walks {
+            for method in crate::hotspot::interpreted_methods(frames, slots) {
                 if seen.insert(method, ()).is_none() {
                     methods.push(method);
                 }

@@ -39,22 +39,23 @@ impl ChainCompleter {
     /// sample), else the sample's outermost key (none when its walk reached the stack's
     /// bottom: complete already).
     fn key(&mut self, s: &Sample, c: &Captured, groups: Option<&FrameGroups>) -> Option<Top> {
-        let n = (c.num_frames.max(0) as usize).min(hpm_core::capture::MAX_FRAMES);
-        let physical = hpm_core::hotspot::raw_frames(&c.frames[..n], &c.kinds[..n]).count();
+        let raw = c.raw_walk();
+        let physical = raw.map_or(0, |(_, frames, slots)| hpm_core::hotspot::raw_frames(frames, slots).count());
         self.phys.clear();
-        self.phys.extend((0..physical).map(|j| c.depths.get(j).copied().unwrap_or(0)));
-        let top = match groups {
-            Some(g) if c.vm_walk => {
+        self.phys.extend((0..physical).map(|j| c.chain.depths.get(j).copied().unwrap_or(0)));
+        let top = match (groups, raw) {
+            (Some(g), Some(_)) => {
                 let walk = Walk { first: g.first, groups: &g.sizes, phys: &self.phys };
-                self.rec.observe(&s.stack, walk, c.chain_anchor)
+                self.rec.observe(&s.stack, walk, c.chain.anchor)
             }
             _ => None,
         };
-        if c.chain_anchor {
+        if c.chain.anchor {
             return None;
         }
-        self.ended_in_copy += u64::from(c.vm_stop == Stop::Lost as u8);
-        Some(if c.vm_stop == Stop::Bottom as u8 { None } else { top })
+        let stop = raw.map_or(0, |(w, ..)| w.stop);
+        self.ended_in_copy += u64::from(stop == Stop::Lost as u8);
+        Some(if stop == Stop::Bottom as u8 { None } else { top })
     }
 
     /// Samples with the top of their stack only: the walk ended with the copy and the tree

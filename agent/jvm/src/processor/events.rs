@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES, WALK_NOT_ATTEMPTED};
+use hpm_core::capture::{CallFrame, Captured, JvmFrames, RawWalk, SlotKind, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind, Recording};
 use hpm_core::options::Options;
 use hpm_core::resolve::SampleResolver;
@@ -57,25 +57,18 @@ impl EventState {
             c.raw = Default::default();
             c.raw.time = p.time;
             c.thread = p.thread;
-            c.walk_from_caller = false;
             c.shares_walk = false;
             c.kernel_periods = 0;
             c.state = 0;
-            c.deep = 0;
             // Walked up to the events' depth: the stack may go on.
-            c.depth_cut = p.frames.len() >= from.max_depth() as usize;
-            c.exact_kinds = true;
-            c.vm_walk = p.walk.is_some();
-            c.raw_key = None;
-            c.vm_stop = p.walk.as_ref().map_or(0, |w| w.1);
-            c.asgct_frames = WALK_NOT_ATTEMPTED;
+            let depth_cut = p.frames.len() >= from.max_depth() as usize;
             c.data = Default::default();
             let n = p.frames.len().min(MAX_FRAMES);
             for (i, &(m, bci)) in p.frames[..n].iter().enumerate() {
-                if let Some((kinds, _)) = &p.walk {
+                if let Some((slots, _)) = &p.walk {
                     // hpm's walker's raw frames, as the signal handler records them.
                     c.frames[i] = CallFrame { lineno: bci, method_id: m };
-                    c.kinds[i] = kinds.get(i).copied().unwrap_or(FrameKind::Unknown);
+                    c.slots[i] = slots.get(i).copied().unwrap_or(SlotKind::Method);
                     continue;
                 }
                 let native = bci < 0;
@@ -83,7 +76,10 @@ impl EventState {
                 // JVMTI does not say how a frame runs: Java frames of unknown kind.
                 c.kinds[i] = if native { FrameKind::Native } else { FrameKind::Unknown };
             }
-            c.num_frames = n as i32;
+            c.stack = match &p.walk {
+                Some((_, stop)) => StackKind::RawWalk(RawWalk { slots: n as u16, stop: *stop, key: None, depth_cut }),
+                None => StackKind::JvmFrames(JvmFrames { n: n as u16, depth_cut, deep: 0 }),
+            };
             let s = resolver.resolve(rec, methods, c);
             let (name, loader) = p.class.map(|c| (c.name, c.loader)).unzip();
             let class = name.map(|name| match self.classes.get(&name) {

@@ -10,10 +10,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hpm_core::capture::{Captured, CHAIN_DEPTHS, MAX_FRAMES};
+use hpm_core::capture::{Captured, ChainMarks, RawWalk, SlotKind, StackKind, CHAIN_DEPTHS, MAX_FRAMES};
 use hpm_core::hash::IntMap;
 use hpm_core::hotspot::{FrameSink, Regs, StackCopy, Stop};
-use hpm_core::model::{FrameKind, KernelMode};
+use hpm_core::model::KernelMode;
 use hpm_core::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
 
 use crate::code::CodeEvents;
@@ -176,25 +176,21 @@ impl ChainSampler {
         let (copy, addrs) = (&st.copy[..copied], &mut st.addrs);
         let _ = self.sink.timer_queue.push_with(&self.sink.pool, |c: &mut Captured| {
             c.begin_perf_sample(raw, idx, kernel_periods);
-            c.chain_anchor = anchor;
-            c.depths = [0; CHAIN_DEPTHS];
-            c.vm_walk = true;
-            c.num_frames = 0;
-            c.vm_stop = Stop::Lost as u8;
+            c.chain = ChainMarks { anchor, depths: [0; CHAIN_DEPTHS] };
+            c.stack = StackKind::RawWalk(RawWalk { slots: 0, stop: Stop::Lost as u8, key: None, depth_cut: false });
             let (Some(layout), Some(code), true) = (self.walker, code, raw.regs_abi != 0) else {
                 return true;
             };
             let regs = Regs { pc: raw.user_ip, sp: raw.sp, fp: raw.bp, method_reg: 0 };
             addrs.iter_mut().for_each(|a| *a = 0);
-            let mut sink = FrameSink { addrs: Some(&mut addrs[..]), ..FrameSink::new(&mut c.frames, &mut c.kinds) };
+            let mut sink = FrameSink { addrs: Some(&mut addrs[..]), ..FrameSink::new(&mut c.frames, &mut c.slots) };
             let stop =
                 crate::vmstructs::walk_copy(layout, code, StackCopy { sp: raw.sp, bytes: copy }, regs, &mut sink);
             let len = sink.len;
-            c.num_frames = len as i32;
-            c.vm_stop = stop as u8;
+            c.stack = StackKind::RawWalk(RawWalk { slots: len as u16, stop: stop as u8, key: None, depth_cut: false });
             // Each physical frame starts at a pc or interpreted slot (a method slot follows a pc).
-            let starts = c.kinds[..len].iter().zip(addrs.iter()).filter(|(k, _)| **k != FrameKind::Unknown);
-            for (d, (_, &a)) in c.depths.iter_mut().zip(starts) {
+            let starts = c.slots[..len].iter().zip(addrs.iter()).filter(|(k, _)| **k != SlotKind::Method);
+            for (d, (_, &a)) in c.chain.depths.iter_mut().zip(starts) {
                 *d = if base != 0 && a != 0 && a < base { u32::try_from(base - a).unwrap_or(0) } else { 0 };
             }
             if base == 0 && len > 0 {

@@ -31,8 +31,8 @@ use hpm_core::model::{java_class_name, ClassLoaderName, JvmEventKind};
 use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 
 use hpm_core::capture::CallFrame;
+use hpm_core::capture::SlotKind;
 use hpm_core::hotspot::FrameSink;
-use hpm_core::model::FrameKind;
 
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{FrameInfo, Jvmti};
@@ -54,7 +54,7 @@ pub struct Pending {
     pub frames: Vec<(u64, i32)>,
     /// The frames are hpm's walker's raw frames (pcs and `Method*`s tagged by these kinds),
     /// with how the walk ended; else (jmethodID, bci) pairs.
-    pub walk: Option<(Vec<FrameKind>, u8)>,
+    pub walk: Option<(Vec<SlotKind>, u8)>,
     /// The object's, monitor's or blocker's class.
     pub class: Option<EventClass>,
     pub weight: u64,
@@ -111,7 +111,7 @@ struct Walkers {
 }
 
 /// A stack as [`own_stack`] took it.
-type Walked = (Vec<(u64, i32)>, Option<(Vec<FrameKind>, u8)>);
+type Walked = (Vec<(u64, i32)>, Option<(Vec<SlotKind>, u8)>);
 
 impl Default for JvmEvents {
     fn default() -> Self {
@@ -306,7 +306,7 @@ thread_local! {
     /// This thread's frame buffers for GetStackTrace and AsyncGetCallTrace.
     static FRAMES: RefCell<Vec<FrameInfo>> = const { RefCell::new(Vec::new()) };
     static CALL_FRAMES: RefCell<Vec<CallFrame>> = const { RefCell::new(Vec::new()) };
-    static WALK: RefCell<(Vec<CallFrame>, Vec<FrameKind>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    static WALK: RefCell<(Vec<CallFrame>, Vec<SlotKind>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     static WAITING: RefCell<Option<Waiting>> = const { RefCell::new(None) };
     /// This thread's allocation callbacks, for timing one in [`COST_EVERY`].
     static COST_CALL: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -330,7 +330,7 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
             let (frames, kinds) = &mut *b;
             if frames.len() < max {
                 frames.resize(max, CallFrame::default());
-                kinds.resize(max, FrameKind::Unknown);
+                kinds.resize(max, SlotKind::Method);
             }
             let mut sink = FrameSink::new(&mut frames[..max], &mut kinds[..max]);
             // The walk starts in this (native) frame: not Java code, so the anchor is taken.

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hpm_core::capture::{CallFrame, Captured, BCI_NATIVE_FRAME, MAX_FRAMES};
+use hpm_core::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
 use jni::sys::{jobject, JNIEnv};
@@ -576,16 +576,9 @@ fn push(
         c.raw.tid = tid;
         c.raw.period = period;
         c.thread = thread;
-        c.walk_from_caller = false;
         c.shares_walk = false;
         c.kernel_periods = 0;
         c.state = state;
-        c.exact_kinds = true;
-        c.vm_walk = false;
-        c.raw_key = None;
-        c.asgct_frames = hpm_core::capture::WALK_NOT_ATTEMPTED;
-        c.depth_cut = cut;
-        c.deep = 0;
         let frame = |(m, bci, kind): (u64, i32, FrameKind)| {
             let native = kind == FrameKind::Native || bci < 0;
             (CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m }, kind)
@@ -597,15 +590,16 @@ fn push(
             c.kinds[n] = kind;
             n += 1;
         }
-        c.num_frames = n as i32;
+        let mut jvm = JvmFrames { n: n as u16, depth_cut: cut, deep: 0 };
         // Deeper stacks (`jstackdepth` past MAX_FRAMES): the rest waits in the sink.
         let deep: Vec<_> = frames.collect();
         if !deep.is_empty() {
             match p.sink.put_deep(deep) {
-                Some(key) => c.deep = key,
-                None => c.depth_cut = true,
+                Some(key) => jvm.deep = key,
+                None => jvm.depth_cut = true,
             }
         }
+        c.stack = StackKind::JvmFrames(jvm);
         n > 0
     });
 }
