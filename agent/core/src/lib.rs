@@ -11,6 +11,7 @@ pub mod cct;
 pub mod claim;
 pub mod codemap;
 pub mod component;
+pub mod duration;
 pub mod filter;
 pub mod fuzz_targets;
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::duration::{Accept, DurationError};
+
 /// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
 /// kernel ABI, so they live here rather than behind the perf bindings.
 pub const PERF_TYPE_HARDWARE: u32 = 0;
@@ -692,20 +694,15 @@ fn parse_bytes(v: &str) -> Result<u64, OptionError> {
         })
 }
 
-/// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds; more than 64 bits hold is `u64::MAX`,
-/// which every option's range refuses (so the message names the range, not the syntax).
-pub fn parse_duration(t: &str) -> Option<u64> {
-    let units: [(&str, u64); 5] =
-        [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
-    for (suffix, mult) in units {
-        if let Some(num) = t.strip_suffix(suffix) {
-            let too_many = !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit());
-            if let Some(n) = num.parse::<u64>().ok().or(too_many.then_some(u64::MAX)) {
-                return Some(n.saturating_mul(mult)).filter(|&v| v > 0);
-            }
-        }
+/// A time option's value ([`crate::duration`]'s grammar, a unit required) in nanoseconds,
+/// `None` for zero or no duration; more than 64 bits hold is `u64::MAX`, which every option's
+/// range refuses (so the message names the range, not the syntax).
+fn parse_duration(t: &str) -> Option<u64> {
+    match crate::duration::parse_duration(t, Accept::UNIT_REQUIRED) {
+        Ok(ns) => Some(ns).filter(|&ns| ns > 0),
+        Err(DurationError::TooLong) => Some(u64::MAX),
+        Err(DurationError::Syntax) => None,
     }
-    None
 }
 
 fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
