@@ -1,13 +1,14 @@
 //! The processor's outputs: every format but JFR rendered from the tree or the stack table,
 //! the session's files at stop, and dumps of the profile so far.
 
+use hpm_core::cct::Measure;
 use hpm_core::jfr::memory::ChunkMemory;
 use hpm_core::jfr::writer::JfrFileWriter;
 use hpm_core::model::Recording;
 use hpm_core::options::OutputFormat;
 use hpm_core::outfile::{OutputError, Target};
 use hpm_core::output;
-use hpm_core::output::collapsed::CountBy;
+use hpm_core::output::format::{render, Look, Profile};
 use hpm_core::output::stacks::StackTable;
 
 use super::{Processor, Written, JFR_MEMORY_LIMIT};
@@ -18,23 +19,9 @@ impl Processor {
     pub(super) fn render(&self, format: OutputFormat) -> Vec<u8> {
         let title = format!("hpm: {}", output::report::event_line(&self.rec));
         // Without a CPU event the tree holds the JVM events, weighted by bytes or ns waited.
-        let by = if self.inputs.opts.cpu { CountBy::Samples } else { CountBy::Weight };
-        match format {
-            OutputFormat::Jfr => Vec::new(),
-            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof | OutputFormat::Json => from_table(&self.rec, &self.tree.stacks, format),
-            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.tree.cct, by).into_bytes(),
-            OutputFormat::Html => output::flame_html::flame_html(
-                &self.tree.cct,
-                &output::flame_html::HtmlOptions { title, by, ..Default::default() },
-            )
-            .into_bytes(),
-            OutputFormat::Svg => output::flame_svg::flame_svg(
-                &self.tree.cct,
-                &output::flame_svg::SvgOptions { title, by, ..Default::default() },
-            )
-            .into_bytes(),
-        }
+        let by = if self.inputs.opts.cpu { Measure::Samples } else { Measure::Weight };
+        let profile = Profile { tree: Some(&self.tree.cct), table: Some((&self.rec, &self.tree.stacks)) };
+        render(format, profile, &Look { title, by, ..Look::default() }).unwrap_or_default()
     }
 
     /// Writes the session's outputs and prints the summary; returns the files written and why
@@ -175,9 +162,5 @@ impl KeptJfr<'_> {
 
 /// pprof or JSON (the formats built from a stack table) of `rec` with its table.
 fn from_table(rec: &Recording, table: &StackTable, format: OutputFormat) -> Vec<u8> {
-    if format == OutputFormat::Pprof {
-        output::pprof::pprof_gz(rec, table)
-    } else {
-        output::json::to_json(rec, table).into_bytes()
-    }
+    render(format, Profile { tree: None, table: Some((rec, table)) }, &Look::default()).unwrap_or_default()
 }
