@@ -4,9 +4,7 @@
 
 use std::path::Path;
 
-use hpm_core::options::OutputFormat;
-use hpm_core::output::json::to_json;
-use hpm_core::output::pprof::pprof_gz;
+use hpm_core::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
 use hpm_core::output::stacks::StackTable;
 
 use crate::input::SampleArgs;
@@ -25,9 +23,8 @@ pub struct Args {
 
 pub fn main(a: Args) -> Result<(), String> {
     let (input, output) = (a.input.as_str(), a.output.as_str());
-    let pprof = match OutputFormat::from_path(output) {
-        Ok(OutputFormat::Pprof) => true,
-        Ok(OutputFormat::Json) => false,
+    let format = match Format::of_path(output, Txt::Refused) {
+        Some(f) if f.built_from() == BuiltFrom::Table => f,
         _ => {
             return Err(format!(
                 "output `{output}`: use .pb.gz (pprof) or .json (hpm-profile/1); for flame graphs and collapsed stacks use `hpm flamegraph`"
@@ -60,7 +57,8 @@ pub fn main(a: Args) -> Result<(), String> {
     }
     let filtered = filter.apply(&mut rec)?.map(|f| format!("; {}", f.describe())).unwrap_or_default();
     let stacks = StackTable::from_recording(&rec);
-    let data = if pprof { pprof_gz(&rec, &stacks) } else { to_json(&rec, &stacks).into_bytes() };
+    let data =
+        render(format, Profile { tree: None, table: Some((&rec, &stacks)) }, &Look::default()).unwrap_or_default();
     hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
     // The JVM's events are counted as events (their weights are in the file).
     let counted = if a.samples.event.is_some() { "events" } else { "samples" };

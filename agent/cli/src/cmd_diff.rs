@@ -7,15 +7,16 @@
 use std::path::Path;
 
 use hpm_core::analysis::diff::{diff, diff_report, shared_event, DiffOptions, SortBy};
-use hpm_core::cct::Cct;
+use hpm_core::cct::{Cct, Measure};
 use hpm_core::output::flame_html::{flame_html_diff, HtmlOptions};
 use hpm_core::output::flame_svg::{flame_svg_diff, SvgOptions};
 use hpm_core::output::jvmevents::EventSel;
 use hpm_core::text::Unit;
 
-use crate::cmd_flamegraph::{output_format, Format};
+use crate::cmd_flamegraph::output_format;
 use crate::input::{warn, Input, SampleArgs};
 use crate::values::positive;
+use hpm_core::output::format::Format;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -155,7 +156,7 @@ fn load_pair(a: &Args) -> Result<(Cct, Cct, Unit), String> {
     }
     // The JVM's events are compared by what they weigh (bytes, ns waited), as reported.
     Ok(match event {
-        Some(sel) => (pa.cct.weight_as_samples(), pb.cct.weight_as_samples(), sel.unit()),
+        Some(sel) => (pa.cct.counted_by(Measure::Weight), pb.cct.counted_by(Measure::Weight), sel.unit()),
         None => (pa.cct, pb.cct, Unit::Samples),
     })
 }

@@ -3,9 +3,8 @@
 
 use std::path::Path;
 
-use hpm_core::output::collapsed::{to_collapsed, CountBy};
-use hpm_core::output::flame_html::{flame_html, HtmlOptions};
-use hpm_core::output::flame_svg::{flame_svg, SvgOptions};
+use hpm_core::cct::Measure;
+use hpm_core::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
 use hpm_core::output::report::event_line;
 
 use crate::input::{load_input, SampleArgs};
@@ -34,21 +33,13 @@ pub struct Args {
     samples: SampleArgs,
 }
 
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Format {
-    Html,
-    Svg,
-    Collapsed,
-}
-
-/// The format of an output from its extension; the error says which ones there are.
+/// The format of a graph or stacks output from its extension (`.txt` is collapsed stacks);
+/// the error says which ones there are.
 pub(crate) fn output_format(out: &str) -> Result<Format, String> {
-    let ext = Path::new(out).extension().and_then(|e| e.to_str()).unwrap_or("");
-    match ext {
-        "html" | "htm" => Ok(Format::Html),
-        "svg" => Ok(Format::Svg),
-        "collapsed" | "folded" | "txt" => Ok(Format::Collapsed),
+    match Format::of_path(out, Txt::Collapsed) {
+        Some(f) if f.built_from() == BuiltFrom::Tree => Ok(f),
         _ => {
+            let ext = Path::new(out).extension().and_then(|e| e.to_str()).unwrap_or("");
             let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
             Err(format!("output `{out}` {what}; use .html (interactive), .svg (static) or .collapsed (stacks)"))
         }
@@ -58,7 +49,7 @@ pub(crate) fn output_format(out: &str) -> Result<Format, String> {
 pub fn main(a: Args) -> Result<(), String> {
     let (input, output, threads) = (a.input.as_str(), a.output.as_str(), a.threads);
     // The JVM's events are drawn by what they stand for: bytes or time waited.
-    let by = if a.weight || a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
+    let by = if a.weight || a.samples.event.is_some() { Measure::Weight } else { Measure::Samples };
     let title = a.title.as_deref();
     let format = output_format(output)?;
     let loaded = load_input(input, threads, None, &a.samples, a.by, false)?;
@@ -76,12 +67,9 @@ pub fn main(a: Args) -> Result<(), String> {
         s
     });
     let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
-    let text = match format {
-        Format::Html => flame_html(&loaded.cct, &HtmlOptions { title, subtitle, by, unit, ..Default::default() }),
-        Format::Svg => flame_svg(&loaded.cct, &SvgOptions { title, subtitle, by, unit, ..Default::default() }),
-        Format::Collapsed => to_collapsed(&loaded.cct, by),
-    };
-    hpm_core::outfile::write(output, text.as_bytes()).map_err(|e| e.to_string())?;
+    let look = Look { title, subtitle, by, unit };
+    let text = render(format, Profile { tree: Some(&loaded.cct), table: None }, &look).unwrap_or_default();
+    hpm_core::outfile::write(output, &text).map_err(|e| e.to_string())?;
     let filtered = loaded.filtered.as_ref().map(|f| format!("; {}", f.describe())).unwrap_or_default();
     // The JVM's events are counted as events, and said with what they weigh.
     let counted = match a.samples.event {

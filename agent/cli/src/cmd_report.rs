@@ -4,7 +4,7 @@
 //! (`.collapsed`); with `--by`, the table of what the samples' data addresses touched; with
 //! `--instructions`, the samples per instruction of compiled code.
 
-use hpm_core::output::collapsed::CountBy;
+use hpm_core::cct::Measure;
 use hpm_core::output::data::DataBy;
 use hpm_core::output::instructions::InstructionOptions;
 use hpm_core::output::report::{data_report, full_report, ReportOptions};
@@ -60,7 +60,7 @@ pub fn main(a: Args) -> Result<(), String> {
     }
     let top = a.top.unwrap_or(20);
     // The JVM's events are counted by what they weigh (bytes, ns waited), as flame graphs draw them.
-    let by = if a.samples.event.is_some() { CountBy::Weight } else { CountBy::Samples };
+    let by = if a.samples.event.is_some() { Measure::Weight } else { Measure::Samples };
     let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
     let opts = ReportOptions {
         top,

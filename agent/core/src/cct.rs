@@ -34,6 +34,56 @@ pub struct CctNode {
     pub kinds: u8,
 }
 
+impl CctNode {
+    /// What the node's own frame carries (its self samples and weight).
+    pub fn self_amounts(&self) -> Amounts {
+        Amounts { samples: self.self_samples, weight: self.self_weight }
+    }
+
+    /// What the node carries with its callees.
+    pub fn total_amounts(&self) -> Amounts {
+        Amounts { samples: self.total_samples, weight: self.total_weight }
+    }
+}
+
+/// What a node, or a sample, carries besides its counters: samples, and the weight they stand
+/// for (the sampling period in ns or events, bytes allocated, ns waited). Read through a
+/// [`Measure`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Amounts {
+    pub samples: u64,
+    pub weight: u64,
+}
+
+/// What the user asked to weigh by: which of the [`Amounts`] a frame's width, a collapsed
+/// line's count or a table's cell shows. Every output reads a tree through one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Measure {
+    /// Number of samples.
+    #[default]
+    Samples,
+    /// Event weight: the sampling period the samples stand for (ns for clock events), or
+    /// what the JVM's events weigh (bytes, ns waited).
+    Weight,
+}
+
+impl Measure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Measure::Samples => "samples",
+            Measure::Weight => "weight",
+        }
+    }
+
+    /// The amount this measure reads.
+    pub fn of(self, a: Amounts) -> u64 {
+        match self {
+            Measure::Samples => a.samples,
+            Measure::Weight => a.weight,
+        }
+    }
+}
+
 /// The path the last stack of one thread took through a [`Cct`] (see [`Cct::add_sample_ids`]):
 /// the node it hangs under and, root first, each frame's name id and node.
 #[derive(Clone, Debug, Default)]
@@ -133,11 +183,12 @@ impl Cct {
         self.root().total_samples
     }
 
-    /// The tree counted by weight: each node's samples become its weight (the JVM's events,
-    /// `--event`: bytes or ns waited), for the analyses that count samples.
-    pub fn weight_as_samples(mut self) -> Cct {
+    /// The tree with `measure` as its samples, for the analyses that count samples (method
+    /// tables, call tree, diff): by weight, each node's samples become its weight (the JVM's
+    /// events, `--event`: bytes or ns waited).
+    pub fn counted_by(mut self, measure: Measure) -> Cct {
         for n in &mut self.nodes {
-            (n.self_samples, n.total_samples) = (n.self_weight, n.total_weight);
+            (n.self_samples, n.total_samples) = (measure.of(n.self_amounts()), measure.of(n.total_amounts()));
         }
         self
     }
@@ -712,7 +763,7 @@ mod tests {
         let mut c = Cct::default();
         c.add_stack(&["main", "park"], 2, 3_000, &[]);
         c.add_stack(&["main", "monitor"], 6, 60, &[]);
-        let w = c.weight_as_samples();
+        let w = c.counted_by(Measure::Weight);
         assert_eq!(w.total_samples(), 3_060);
         let t = w.method_totals();
         assert_eq!((t["park"].self_samples, t["monitor"].self_samples), (3_000, 60));

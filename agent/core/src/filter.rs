@@ -13,6 +13,7 @@
 
 use regex::{Regex, RegexBuilder};
 
+use crate::duration::{parse_duration, Accept, DurationError};
 use crate::model::Recording;
 use crate::text::{duration_ns, group};
 
@@ -23,7 +24,7 @@ const PATTERN_SIZE_LIMIT: usize = 1 << 20;
 /// Longest TIME accepted, in bytes.
 const MAX_TIME_BYTES: usize = 64;
 /// Largest time offset accepted: about 31 years in nanoseconds, far from `u64::MAX`.
-const MAX_OFFSET_NS: f64 = 1e18;
+const MAX_OFFSET_NS: u64 = 1_000_000_000_000_000_000;
 
 /// A point in time as the user gave it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,8 +35,9 @@ pub enum TimePoint {
     Wall(u64),
 }
 
-/// Parses TIME: `2.5s`, `1500ms`, `250us`, `100ns`, `2m`, `3` (seconds), or an ISO 8601 time
-/// with a zone (`2024-05-01T12:00:02.5Z`, `2024-05-01 14:00:02+02:00`).
+/// Parses TIME: a duration from the recording's start ([`crate::duration`]'s grammar, where a
+/// bare number is seconds: `2.5s`, `1500ms`, `250us`, `100ns`, `2m`, `3`), or an ISO 8601
+/// time with a zone (`2024-05-01T12:00:02.5Z`, `2024-05-01 14:00:02+02:00`).
 pub fn parse_time(s: &str) -> Result<TimePoint, String> {
     let t = s.trim();
     if t.len() > MAX_TIME_BYTES {
@@ -45,22 +47,13 @@ pub fn parse_time(s: &str) -> Result<TimePoint, String> {
     if looks_iso {
         return parse_iso(t).map(TimePoint::Wall);
     }
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit.trim() {
-        "" | "s" | "sec" => 1e9,
-        "ms" => 1e6,
-        "us" | "µs" => 1e3,
-        "ns" => 1.0,
-        "m" | "min" => 60e9,
-        _ => return Err(time_help(s)),
-    };
-    let v: f64 = num.parse().map_err(|_| time_help(s))?;
-    let ns = v * scale;
-    if !ns.is_finite() || ns > MAX_OFFSET_NS {
-        return Err(format!("`{s}` is later than any recording runs; give seconds from the start such as 2.5s"));
+    match parse_duration(t, Accept::OFFSET) {
+        Ok(ns) if ns <= MAX_OFFSET_NS => Ok(TimePoint::Offset(ns)),
+        Err(DurationError::Syntax) => Err(time_help(s)),
+        Ok(_) | Err(DurationError::TooLong) => {
+            Err(format!("`{s}` is later than any recording runs; give seconds from the start such as 2.5s"))
+        }
     }
-    Ok(TimePoint::Offset(ns.round() as u64))
 }
 
 fn time_help(s: &str) -> String {

@@ -17,8 +17,9 @@ use crate::analysis::ccmap::CcMap;
 use crate::analysis::phases::CallGraph;
 use crate::analysis::{parse_binary_trace, parse_text_trace};
 use crate::cct::Cct;
+use crate::cct::Measure;
 use crate::load::parse_collapsed;
-use crate::output::collapsed::{to_collapsed, CountBy};
+use crate::output::collapsed::to_collapsed;
 use crate::output::report::{full_report, ReportOptions, Tallies};
 use crate::output::stacks::StackTable;
 
@@ -67,7 +68,7 @@ pub fn jfr(data: &[u8], scratch: &Path) {
 pub fn collapsed(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Ok(cct) = parse_collapsed(text) else { return };
-    let again = parse_collapsed(&to_collapsed(&cct, CountBy::Samples)).expect("our own collapsed output reads back");
+    let again = parse_collapsed(&to_collapsed(&cct, Measure::Samples)).expect("our own collapsed output reads back");
     assert_eq!(again.total_samples(), cct.total_samples(), "the round trip changed the sample count");
     let _ = full_report(None, &cct, &Tallies::default(), &ReportOptions::default());
     let _ = CcMap::from_cct_within(&cct, crate::limits::ccmap_max_contexts(data.len() as u64));

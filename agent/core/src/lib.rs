@@ -15,6 +15,7 @@ pub mod cct;
 pub mod claim;
 pub mod codemap;
 pub mod component;
+pub mod duration;
 pub mod filter;
 #[cfg(any(test, feature = "test-support"))]
 pub mod fuzz_targets;

@@ -14,7 +14,7 @@ use crate::jfr::{recording_from_chunks, ReadErrorKind};
 use crate::limits::{LimitError, MAX_STACK_DEPTH};
 use crate::load::{parse_collapsed, CollapsedError};
 use crate::model::Recording;
-use crate::output::{flame_html, flame_svg, to_collapsed, CountBy, HtmlOptions, SvgOptions};
+use crate::output::{flame_html, flame_svg, to_collapsed, HtmlOptions, Measure, SvgOptions};
 
 fn read(bytes: &[u8]) -> Recording {
     recording_from_chunks(&parse_chunks(bytes, &|_| true).unwrap()).unwrap()
@@ -54,7 +54,7 @@ fn flame_graphs_of_a_deep_stack_are_linear() {
     assert_eq!(svg.matches("<rect").count(), 1 + depth + 1, "background, root, one per frame");
     let html = flame_html(&cct, &HtmlOptions::default());
     assert!(html.len() < 200 * depth, "{} bytes", html.len());
-    let collapsed = to_collapsed(&cct, CountBy::Samples);
+    let collapsed = to_collapsed(&cct, Measure::Samples);
     assert_eq!(collapsed.lines().count(), 1);
 }
 

@@ -340,8 +340,7 @@ mod tests {
         // reads back whole.
         let c = parse_collapsed("#x;a 2\nb 1\n").unwrap();
         assert_eq!(c.total_samples(), 3);
-        let again =
-            parse_collapsed(&crate::output::collapsed::to_collapsed(&c, crate::output::collapsed::CountBy::Samples));
+        let again = parse_collapsed(&crate::output::collapsed::to_collapsed(&c, crate::cct::Measure::Samples));
         assert_eq!(again.unwrap().total_samples(), 3);
     }
 

@@ -6,6 +6,9 @@
 use crate::perf_record::MAX_COUNTERS;
 use std::fmt;
 
+use crate::duration::{Accept, DurationError};
+use crate::output::format::Txt;
+
 /// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
 /// kernel ABI, so they live here rather than behind the perf bindings.
 pub const PERF_TYPE_HARDWARE: u32 = 0;
@@ -233,36 +236,16 @@ pub fn parse_event(name: &str) -> Result<EventDef, OptionError> {
     Err(OptionError(format!("unknown event `{name}`; valid events: {}", valid_event_list())))
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputFormat {
-    Jfr,
-    Collapsed,
-    Html,
-    Svg,
-    /// gzip-compressed pprof profile.proto (`.pb.gz`, `.pprof`).
-    Pprof,
-    /// JSON, schema `hpm-profile/1` (docs/json.md).
-    Json,
-}
+/// The format of a `file=` ([`crate::output::format`]'s table).
+pub use crate::output::format::Format as OutputFormat;
 
-impl OutputFormat {
-    pub fn from_path(path: &str) -> Result<OutputFormat, OptionError> {
-        let ext = path.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-        if path.to_ascii_lowercase().ends_with(".pb.gz") {
-            return Ok(OutputFormat::Pprof);
-        }
-        match ext.as_str() {
-            "jfr" => Ok(OutputFormat::Jfr),
-            "collapsed" | "folded" => Ok(OutputFormat::Collapsed),
-            "html" | "htm" => Ok(OutputFormat::Html),
-            "svg" => Ok(OutputFormat::Svg),
-            "pprof" => Ok(OutputFormat::Pprof),
-            "json" => Ok(OutputFormat::Json),
-            _ => Err(OptionError(format!(
-                "file={path}: cannot tell the format from the extension; use .jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"
-            ))),
-        }
-    }
+/// The format `file=PATH` names; `.txt` could be any text, and is refused.
+pub fn output_format(path: &str) -> Result<OutputFormat, OptionError> {
+    OutputFormat::of_path(path, Txt::Refused).ok_or_else(|| {
+        OptionError(format!(
+            "file={path}: cannot tell the format from the extension; use .jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"
+        ))
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -535,7 +518,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             }
             "file" => {
                 let path = need_value(key, value)?;
-                o.files.push(OutputFile { pattern: path.to_string(), format: OutputFormat::from_path(path)? });
+                o.files.push(OutputFile { pattern: path.to_string(), format: output_format(path)? });
             }
             "threads" => o.per_thread = flag(key, value)?,
             "quiet" => o.quiet = flag(key, value)?,
@@ -705,20 +688,15 @@ fn parse_bytes(v: &str) -> Result<u64, OptionError> {
         })
 }
 
-/// `10ms`, `100us`, `1s`, `500000ns` to nanoseconds; more than 64 bits hold is `u64::MAX`,
-/// which every option's range refuses (so the message names the range, not the syntax).
-pub fn parse_duration(t: &str) -> Option<u64> {
-    let units: [(&str, u64); 5] =
-        [("ns", 1), ("us", 1_000), ("ms", 1_000_000), ("s", 1_000_000_000), ("m", 60_000_000_000)];
-    for (suffix, mult) in units {
-        if let Some(num) = t.strip_suffix(suffix) {
-            let too_many = !num.is_empty() && num.bytes().all(|b| b.is_ascii_digit());
-            if let Some(n) = num.parse::<u64>().ok().or(too_many.then_some(u64::MAX)) {
-                return Some(n.saturating_mul(mult)).filter(|&v| v > 0);
-            }
-        }
+/// A time option's value ([`crate::duration`]'s grammar, a unit required) in nanoseconds,
+/// `None` for zero or no duration; more than 64 bits hold is `u64::MAX`, which every option's
+/// range refuses (so the message names the range, not the syntax).
+fn parse_duration(t: &str) -> Option<u64> {
+    match crate::duration::parse_duration(t, Accept::UNIT_REQUIRED) {
+        Ok(ns) => Some(ns).filter(|&ns| ns > 0),
+        Err(DurationError::TooLong) => Some(u64::MAX),
+        Err(DurationError::Syntax) => None,
     }
-    None
 }
 
 fn parse_interval(t: &str, event: &EventDef) -> Result<Interval, OptionError> {
@@ -922,10 +900,10 @@ mod tests {
         assert!(e.contains("cpu-clock is a clock event"), "{e}");
         let e = parse("file=out.txt").unwrap_err().0;
         assert!(e.contains(".jfr, .collapsed, .html, .svg, .pb.gz (pprof) or .json"), "{e}");
-        assert_eq!(OutputFormat::from_path("out/p.pb.gz").unwrap(), OutputFormat::Pprof);
-        assert_eq!(OutputFormat::from_path("p.pprof").unwrap(), OutputFormat::Pprof);
-        assert_eq!(OutputFormat::from_path("p.json").unwrap(), OutputFormat::Json);
-        assert!(OutputFormat::from_path("p.gz").is_err());
+        assert_eq!(output_format("out/p.pb.gz").unwrap(), OutputFormat::Pprof);
+        assert_eq!(output_format("p.pprof").unwrap(), OutputFormat::Pprof);
+        assert_eq!(output_format("p.json").unwrap(), OutputFormat::Json);
+        assert!(output_format("p.gz").is_err());
         let e = parse("sampler=jvmti,event=page-faults").unwrap_err().0;
         assert!(e.contains("samples on a timer"), "{e}");
         let o = parse("sampler=sps,interval=1ms,spsthreads=4,spswaiting").unwrap();

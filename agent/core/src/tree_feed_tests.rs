@@ -1,6 +1,7 @@
 use super::*;
+use crate::cct::Measure;
 use crate::model::{DataTarget, FrameKind, MethodInfo, Space, Stack, ThreadInfo};
-use crate::output::collapsed::{to_collapsed, CountBy};
+use crate::output::collapsed::to_collapsed;
 use crate::output::stacks::TableLimit;
 
 /// xorshift64*: the same stacks on every run.
@@ -197,7 +198,7 @@ fn renamed_threads_hang_anew_and_a_reset_starts_from_nothing() {
     let roots = |feed: &mut TreeFeed| {
         feed.cct.fill_totals();
         let mut roots = std::collections::BTreeMap::new();
-        for line in to_collapsed(&feed.cct, CountBy::Samples).lines() {
+        for line in to_collapsed(&feed.cct, Measure::Samples).lines() {
             let (stack, n) = line.rsplit_once(' ').unwrap();
             *roots.entry(stack.split(';').next().unwrap().to_string()).or_insert(0) += n.parse::<u64>().unwrap();
         }

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use hpm_core::model::PeriodUnit;
-use hpm_core::options::{self, OutputFile, OutputFormat};
+use hpm_core::options::{self, OutputFile};
 
 use crate::os::{now_ticks, now_wall_ns};
 use crate::processor::{Finished, Output};
@@ -234,7 +234,7 @@ fn check_files(rest: &str, verb: &str, running: Option<&Session>) -> Result<Vec<
         let Some(path) = item.strip_prefix("file=").filter(|p| !p.is_empty()) else {
             return Err(format!("{verb} takes only file=PATH (repeatable), not `{item}`"));
         };
-        let format = OutputFormat::from_path(path).map_err(|e| e.to_string())?;
+        let format = options::output_format(path).map_err(|e| e.to_string())?;
         let f = OutputFile { pattern: path.to_string(), format };
         files.push((f.path(std::process::id(), now_wall_ns() / 1_000_000_000), format));
     }

@@ -20,6 +20,7 @@ use super::parser::for_each_chunk;
 use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
+use crate::duration::{parse_duration, Accept};
 use crate::hash::IntMap;
 use crate::limits::{
     checked_sum, LimitError, MAX_CODE_BYTES, MAX_FILE_COUNTERS, MAX_NAME_BYTES, MAX_STACK_DEPTH, MAX_THREAD_NAME_BYTES,
@@ -649,21 +650,9 @@ fn source_files<'c>(c: &'c Chunk, names: &mut ByPlace<'c, Arc<str>>) -> Result<H
     Ok(out)
 }
 
-/// Parses a JFR setting duration such as `10 ms`, `20ms`, `1 s`, `500 us`, `100 ns`.
+/// Parses a JFR setting duration such as `10 ms`, `20ms`, `1 s` ([`crate::duration`]'s
+/// grammar, a unit required); `None` for other settings (`everyChunk`) and for more
+/// nanoseconds than 64 bits hold.
 pub fn parse_duration_ns(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num.parse().ok()?;
-    let mult = match unit.trim() {
-        "ns" => 1,
-        "us" | "µs" => 1_000,
-        "ms" => 1_000_000,
-        "s" => 1_000_000_000,
-        "m" | "min" => 60_000_000_000,
-        "h" => 3_600_000_000_000,
-        "d" => 86_400_000_000_000,
-        _ => return None,
-    };
-    n.checked_mul(mult)
+    parse_duration(s, Accept::UNIT_REQUIRED).ok()
 }

@@ -4,26 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::cct::{Cct, ROOT};
-
-/// What a frame's width (or a collapsed line's count) measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CountBy {
-    /// Number of samples.
-    #[default]
-    Samples,
-    /// Event weight: the sampling period the samples stand for (ns for clock events).
-    Weight,
-}
-
-impl CountBy {
-    pub fn name(self) -> &'static str {
-        match self {
-            CountBy::Samples => "samples",
-            CountBy::Weight => "weight",
-        }
-    }
-}
+use crate::cct::{Cct, Measure, ROOT};
 
 /// Name written for samples that had no frames at all (self samples of the root).
 pub const NO_FRAMES: &str = "[no frames]";
@@ -42,13 +23,10 @@ pub fn sanitize_frame(name: &str) -> String {
 
 /// The collapsed lines as (stack, count), sorted by stack text; stacks that become equal
 /// after [`sanitize_frame`] are merged. Zero counts are left out.
-pub fn collapsed_lines(cct: &Cct, by: CountBy) -> Vec<(String, u64)> {
+pub fn collapsed_lines(cct: &Cct, by: Measure) -> Vec<(String, u64)> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     for (id, node) in cct.nodes.iter().enumerate() {
-        let count = match by {
-            CountBy::Samples => node.self_samples,
-            CountBy::Weight => node.self_weight,
-        };
+        let count = by.of(node.self_amounts());
         if count == 0 {
             continue;
         }
@@ -65,7 +43,7 @@ pub fn collapsed_lines(cct: &Cct, by: CountBy) -> Vec<(String, u64)> {
 
 /// Writes the tree as collapsed stacks: one line per call path with self samples (or self
 /// weight), `frame;frame;frame count`, sorted for reproducible output.
-pub fn write_collapsed<W: Write>(cct: &Cct, by: CountBy, out: &mut W) -> io::Result<()> {
+pub fn write_collapsed<W: Write>(cct: &Cct, by: Measure, out: &mut W) -> io::Result<()> {
     for (stack, count) in collapsed_lines(cct, by) {
         writeln!(out, "{stack} {count}")?;
     }
@@ -73,7 +51,7 @@ pub fn write_collapsed<W: Write>(cct: &Cct, by: CountBy, out: &mut W) -> io::Res
 }
 
 /// [`write_collapsed`] into a string.
-pub fn to_collapsed(cct: &Cct, by: CountBy) -> String {
+pub fn to_collapsed(cct: &Cct, by: Measure) -> String {
     let mut s = String::new();
     for (stack, count) in collapsed_lines(cct, by) {
         s.push_str(&stack);
@@ -108,22 +86,22 @@ mod tests {
 
     #[test]
     fn deterministic_regardless_of_insertion_order() {
-        let a = to_collapsed(&sample_tree(false), CountBy::Samples);
-        let b = to_collapsed(&sample_tree(true), CountBy::Samples);
+        let a = to_collapsed(&sample_tree(false), Measure::Samples);
+        let b = to_collapsed(&sample_tree(true), Measure::Samples);
         assert_eq!(a, b);
         assert_eq!(a, "[GC] 4\nmain;a 2\nmain;a;y 1\nmain;b;x 3\n");
         let mut buf = Vec::new();
-        write_collapsed(&sample_tree(true), CountBy::Samples, &mut buf).unwrap();
+        write_collapsed(&sample_tree(true), Measure::Samples, &mut buf).unwrap();
         assert_eq!(String::from_utf8(buf).unwrap(), a);
     }
 
     #[test]
     fn weight_option_and_round_trip() {
         let c = sample_tree(false);
-        assert_eq!(to_collapsed(&c, CountBy::Weight), "[GC] 40\nmain;a 20\nmain;a;y 10\nmain;b;x 30\n");
-        let back = parse_collapsed(&to_collapsed(&c, CountBy::Samples)).unwrap();
+        assert_eq!(to_collapsed(&c, Measure::Weight), "[GC] 40\nmain;a 20\nmain;a;y 10\nmain;b;x 30\n");
+        let back = parse_collapsed(&to_collapsed(&c, Measure::Samples)).unwrap();
         assert_eq!(back.total_samples(), c.total_samples());
-        assert_eq!(to_collapsed(&back, CountBy::Samples), to_collapsed(&c, CountBy::Samples));
+        assert_eq!(to_collapsed(&back, Measure::Samples), to_collapsed(&c, Measure::Samples));
     }
 
     #[test]
@@ -131,7 +109,7 @@ mod tests {
         let mut c = Cct::default();
         c.add_stack(&["a;b", "line\nbreak", "with space"], 1, 1, &[]);
         c.add_stack::<&str>(&[], 2, 2, &[]);
-        let s = to_collapsed(&c, CountBy::Samples);
+        let s = to_collapsed(&c, Measure::Samples);
         assert_eq!(s, "[no frames] 2\na:b;line break;with space 1\n");
         let back = parse_collapsed(&s).unwrap();
         assert_eq!(back.total_samples(), 3);

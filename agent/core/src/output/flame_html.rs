@@ -11,7 +11,7 @@ use std::fmt::Write;
 use crate::cct::{Cct, ROOT};
 
 use super::flat::{flatten, threshold, total_of};
-use super::{cpi_counters, node_family, CountBy, FrameBaseline, FrameFamily};
+use super::{cpi_counters, node_family, FrameBaseline, FrameFamily, Measure};
 use crate::text::{escape_xml, group, pct, push_json_string};
 
 const CSS: &str = include_str!("flame.css");
@@ -22,7 +22,7 @@ pub struct HtmlOptions {
     pub title: String,
     /// A second header line (event, period, ...), if any.
     pub subtitle: Option<String>,
-    pub by: CountBy,
+    pub by: Measure,
     /// What the widths count, when the tree's samples are the JVM's events made to weigh
     /// (`--event`: bytes allocated, ns waited); `Unit::Samples` names them after `by`.
     pub unit: crate::text::Unit,
@@ -38,7 +38,7 @@ impl Default for HtmlOptions {
         HtmlOptions {
             title: "Flame Graph".into(),
             subtitle: None,
-            by: CountBy::Samples,
+            by: Measure::Samples,
             unit: crate::text::Unit::Samples,
             min_share: 1e-6,
             max_nodes: 300_000,
@@ -71,7 +71,7 @@ struct Built {
 
 fn build(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> Built {
     // A differential graph compares sample shares: A's values are samples.
-    let by = if base.is_some() { CountBy::Samples } else { opts.by };
+    let by = if base.is_some() { Measure::Samples } else { opts.by };
     let root_total = total_of(cct, ROOT, by);
     let min_total = threshold(cct, by, opts.min_share, opts.max_nodes);
     let flat = flatten(cct, by, min_total);
@@ -180,7 +180,7 @@ pub fn flame_html_diff(b: &Cct, base: &FrameBaseline, opts: &HtmlOptions) -> Str
 }
 
 /// What a graph's widths count: the events' unit when given, else samples or weight.
-pub(crate) fn unit_name(by: CountBy, unit: crate::text::Unit) -> &'static str {
+pub(crate) fn unit_name(by: Measure, unit: crate::text::Unit) -> &'static str {
     if unit == crate::text::Unit::Samples {
         by.name()
     } else {
@@ -190,7 +190,7 @@ pub(crate) fn unit_name(by: CountBy, unit: crate::text::Unit) -> &'static str {
 
 fn render(cct: &Cct, opts: &HtmlOptions, base: Option<&FrameBaseline>) -> String {
     let Built { json, root_total, min_total, pruned_frames, pruned_value } = build(cct, opts, base);
-    let unit = unit_name(if base.is_some() { CountBy::Samples } else { opts.by }, opts.unit);
+    let unit = unit_name(if base.is_some() { Measure::Samples } else { opts.by }, opts.unit);
     let mut note = format!("{} {unit} in total.", group(root_total));
     if pruned_frames > 0 {
         let share = min_total as f64 * 100.0 / root_total.max(1) as f64;

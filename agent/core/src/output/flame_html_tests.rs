@@ -205,7 +205,7 @@ fn names_cannot_break_out_of_the_page() {
 
 #[test]
 fn weight_mode_and_determinism() {
-    let o = HtmlOptions { by: CountBy::Weight, ..Default::default() };
+    let o = HtmlOptions { by: Measure::Weight, ..Default::default() };
     let a = flame_html(&tree(), &o);
     assert_eq!(a, flame_html(&tree(), &o));
     let j = parse_json(embedded_json(&a)).unwrap();
@@ -315,7 +315,7 @@ fn a_differential_page_carries_a_at_every_frame() {
     let a = crate::load::parse_collapsed("main;run;alpha 50\nmain;run;common 50\n").unwrap();
     let b = crate::load::parse_collapsed("main;run;beta 160\nmain;run;common 40\n").unwrap();
     let d = diff(a, b, &DiffOptions::default());
-    let html = flame_html_diff(&d.b_tree, &d.baseline, &HtmlOptions { by: CountBy::Weight, ..Default::default() });
+    let html = flame_html_diff(&d.b_tree, &d.baseline, &HtmlOptions { by: Measure::Weight, ..Default::default() });
     let j = parse_json(embedded_json(&html)).unwrap();
     assert_eq!(j.get("diff").get("aTotal").num(), 100.0);
     assert_eq!(j.get("unit").str(), "samples", "a differential graph compares samples");

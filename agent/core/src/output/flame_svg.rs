@@ -7,7 +7,7 @@ use std::fmt::Write;
 use crate::cct::Cct;
 
 use super::flat::{flatten, threshold, total_of};
-use super::{cpi_counters, family_colour, node_family, CountBy, FrameBaseline, FrameFamily};
+use super::{cpi_counters, family_colour, node_family, FrameBaseline, FrameFamily, Measure};
 use crate::text::{clip, escape_xml, group, pct, ratio};
 
 #[derive(Clone, Debug)]
@@ -18,7 +18,7 @@ pub struct SvgOptions {
     /// Image width in pixels.
     pub width: u32,
     pub frame_height: u32,
-    pub by: CountBy,
+    pub by: Measure,
     /// What the widths count, when the tree's samples are the JVM's events made to weigh
     /// (`--event`: bytes allocated, ns waited); `Unit::Samples` names them after `by`.
     pub unit: crate::text::Unit,
@@ -33,7 +33,7 @@ impl Default for SvgOptions {
             subtitle: None,
             width: 1200,
             frame_height: 16,
-            by: CountBy::Samples,
+            by: Measure::Samples,
             unit: crate::text::Unit::Samples,
             min_width_px: 0.1,
         }
@@ -72,7 +72,7 @@ pub(crate) fn change_colour(change: f64, max: f64) -> (u8, u8, u8) {
 }
 
 fn render(cct: &Cct, opts: &SvgOptions, base: Option<&FrameBaseline>) -> String {
-    let by = if base.is_some() { CountBy::Samples } else { opts.by };
+    let by = if base.is_some() { Measure::Samples } else { opts.by };
     let root_total = total_of(cct, crate::cct::ROOT, by);
     let width = opts.width.max(200) as f64;
     let inner = width - 2.0 * PAD_X;
@@ -159,7 +159,7 @@ fn render(cct: &Cct, opts: &SvgOptions, base: Option<&FrameBaseline>) -> String 
         for (k, cname) in cct.counters.iter().enumerate() {
             let v = n.counters.get(k).copied().unwrap_or(0);
             let _ = write!(tip, "\n{cname}: {} ({})", group(v), pct(v, root_counters[k]));
-            if cpi.is_none() && by == CountBy::Samples {
+            if cpi.is_none() && by == Measure::Samples {
                 let _ = write!(tip, ", {}/sample", ratio(v, n.total));
             }
         }

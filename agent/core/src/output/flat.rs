@@ -2,9 +2,7 @@
 //! siblings sorted by name (as FlameGraph does), and subtrees below a threshold folded into
 //! their parent's self value.
 
-use crate::cct::{Cct, NodeId, ROOT};
-
-use super::CountBy;
+use crate::cct::{Cct, Measure, NodeId, ROOT};
 
 pub struct FlatNode<'a> {
     /// The node in the tree.
@@ -31,26 +29,18 @@ pub struct Flat<'a> {
     pub max_depth: u32,
 }
 
-pub fn total_of(cct: &Cct, id: NodeId, by: CountBy) -> u64 {
-    let n = cct.node(id);
-    match by {
-        CountBy::Samples => n.total_samples,
-        CountBy::Weight => n.total_weight,
-    }
+pub fn total_of(cct: &Cct, id: NodeId, by: Measure) -> u64 {
+    by.of(cct.node(id).total_amounts())
 }
 
-fn self_of(cct: &Cct, id: NodeId, by: CountBy) -> u64 {
-    let n = cct.node(id);
-    match by {
-        CountBy::Samples => n.self_samples,
-        CountBy::Weight => n.self_weight,
-    }
+fn self_of(cct: &Cct, id: NodeId, by: Measure) -> u64 {
+    by.of(cct.node(id).self_amounts())
 }
 
 /// The smallest total to keep so that frames below `min_share` of the root are dropped and
 /// at most `max_nodes` frames remain (totals never grow towards the leaves, so the kept set is
 /// always a connected tree).
-pub fn threshold(cct: &Cct, by: CountBy, min_share: f64, max_nodes: usize) -> u64 {
+pub fn threshold(cct: &Cct, by: Measure, min_share: f64, max_nodes: usize) -> u64 {
     let root = total_of(cct, ROOT, by);
     let mut t = ((root as f64) * min_share.max(0.0)).ceil() as u64;
     if cct.nodes.len() > max_nodes.max(1) {
@@ -64,7 +54,7 @@ pub fn threshold(cct: &Cct, by: CountBy, min_share: f64, max_nodes: usize) -> u6
 }
 
 /// Lays out the tree, keeping the root and every frame whose total is at least `min_total`.
-pub fn flatten(cct: &Cct, by: CountBy, min_total: u64) -> Flat<'_> {
+pub fn flatten(cct: &Cct, by: Measure, min_total: u64) -> Flat<'_> {
     let mut flat = Flat { nodes: Vec::new(), pruned_frames: 0, pruned_value: 0, min_total, max_depth: 0 };
     let mut stack: Vec<(NodeId, u32)> = vec![(ROOT, 0)];
     while let Some((id, depth)) = stack.pop() {
@@ -128,7 +118,7 @@ mod tests {
     #[test]
     fn preorder_sorted_by_name() {
         let c = tree();
-        let f = flatten(&c, CountBy::Samples, 1);
+        let f = flatten(&c, Measure::Samples, 1);
         let names: Vec<_> = f.nodes.iter().map(|n| (n.name, n.depth)).collect();
         assert_eq!(
             names,
@@ -151,7 +141,7 @@ mod tests {
     #[test]
     fn pruning_folds_into_parent_self() {
         let c = tree();
-        let f = flatten(&c, CountBy::Samples, 3);
+        let f = flatten(&c, Measure::Samples, 3);
         let a = f.nodes.iter().find(|n| n.name == "a").unwrap();
         assert_eq!((a.total, a.self_value), (41, 41));
         let main = f.nodes.iter().find(|n| n.name == "main").unwrap();
@@ -166,8 +156,8 @@ mod tests {
     #[test]
     fn node_cap_bounds_the_count() {
         let c = tree();
-        let t = threshold(&c, CountBy::Samples, 0.0, 4);
-        let f = flatten(&c, CountBy::Samples, t);
+        let t = threshold(&c, Measure::Samples, 0.0, 4);
+        let f = flatten(&c, Measure::Samples, t);
         assert!(f.nodes.len() <= 4, "{} nodes", f.nodes.len());
         assert!(f.nodes.len() >= 3);
     }

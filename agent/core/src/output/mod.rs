@@ -10,6 +10,7 @@ pub mod cost;
 pub mod data;
 pub mod flame_html;
 pub mod flame_svg;
+pub mod format;
 pub mod idle;
 pub mod instructions;
 pub mod json;
@@ -23,7 +24,8 @@ mod flat;
 mod methods;
 mod summary;
 
-pub use collapsed::{to_collapsed, write_collapsed, CountBy};
+pub use crate::cct::Measure;
+pub use collapsed::{to_collapsed, write_collapsed};
 pub use flame_html::{flame_html, flame_html_diff, HtmlOptions};
 pub use flame_svg::{flame_svg, flame_svg_diff, SvgOptions};
 pub use report::{component_counts, full_report, summary, ReportOptions, Tallies};

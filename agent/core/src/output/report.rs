@@ -9,11 +9,10 @@ use crate::hash::IntMap;
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use crate::cct::{Cct, NodeId, ROOT};
+use crate::cct::{Cct, Measure, NodeId, ROOT};
 use crate::filter::Applied;
 use crate::model::{DropClass, Recording, VmComponent};
 
-use super::collapsed::CountBy;
 use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
@@ -35,7 +34,7 @@ pub struct ReportOptions {
     pub filtered: Option<Applied>,
     /// What the method tables and the call tree count: samples, or (`--event`: the JVM's
     /// events) what they weigh, bytes or ns waited.
-    pub by: CountBy,
+    pub by: Measure,
     /// What a weight is (`--event`: bytes allocated, ns waited), for the titles and cells.
     pub unit: Unit,
 }
@@ -47,7 +46,7 @@ impl Default for ReportOptions {
             min_percent: 1.0,
             threads: false,
             filtered: None,
-            by: CountBy::Samples,
+            by: Measure::Samples,
             unit: Unit::Samples,
         }
     }
@@ -57,17 +56,17 @@ impl ReportOptions {
     /// What the tables count, in their titles.
     fn counted(&self) -> &'static str {
         match (self.by, self.unit) {
-            (CountBy::Samples, _) => "samples",
-            (CountBy::Weight, Unit::Samples) => "weight",
-            (CountBy::Weight, u) => u.noun(),
+            (Measure::Samples, _) => "samples",
+            (Measure::Weight, Unit::Samples) => "weight",
+            (Measure::Weight, u) => u.noun(),
         }
     }
 
     /// A table cell of what the tables count: a time for ns waited.
     fn cell(&self, v: u64) -> String {
         match self.by {
-            CountBy::Samples => group(v),
-            CountBy::Weight => self.unit.cell(v),
+            Measure::Samples => group(v),
+            Measure::Weight => self.unit.cell(v),
         }
     }
 }
@@ -118,9 +117,9 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     // (the header above keeps the samples' count).
     let weighed;
     let cct = match opts.by {
-        CountBy::Samples => cct,
-        CountBy::Weight => {
-            weighed = cct.clone().weight_as_samples();
+        Measure::Samples => cct,
+        Measure::Weight => {
+            weighed = cct.clone().counted_by(Measure::Weight);
             &weighed
         }
     };
@@ -131,8 +130,8 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     if let Some(rec) = rec {
         let weighed;
         let threads = match opts.by {
-            CountBy::Samples => &tallies.threads,
-            CountBy::Weight => {
+            Measure::Samples => &tallies.threads,
+            Measure::Weight => {
                 weighed = super::threads::by_weight(&tallies.threads);
                 &weighed
             }
@@ -268,7 +267,7 @@ fn top_methods(out: &mut String, cct: &Cct, rows: &[Row], opts: &ReportOptions, 
     }
     let widths: Vec<usize> = cct.counters.iter().map(|c| (c.len() + 1).max(8)).collect();
     // Weights (bytes, ns waited) run to more digits than sample counts.
-    let n = if opts.by == CountBy::Weight { 16 } else { 10 };
+    let n = if opts.by == Measure::Weight { 16 } else { 10 };
     let mut h = format!("{:>8} {:>n$} {:>8} {:>n$}", "self%", "self", "total%", "total");
     for (c, w) in cct.counters.iter().zip(&widths) {
         let _ = write!(h, " {:>w$}", format!("{c}%"));

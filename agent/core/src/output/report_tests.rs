@@ -289,7 +289,7 @@ fn events_are_counted_by_weight_when_asked() {
     let mut cct = Cct::default();
     cct.add_stack(&["main", "FutureTask"], 2, 2_992_000_000, &[]);
     cct.add_stack(&["main", "int[]"], 6, 60_000_000, &[]);
-    let by_weight = ReportOptions { by: CountBy::Weight, ..Default::default() };
+    let by_weight = ReportOptions { by: Measure::Weight, ..Default::default() };
     let r = full_report(None, &cct, &Tallies::default(), &by_weight);
     let top = table_rows(&r, "== Top 20 methods by self weight");
     assert!(top[0].ends_with("FutureTask") && top[0].trim_start().starts_with("98.03%"), "{r}");

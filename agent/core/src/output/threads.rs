@@ -65,7 +65,7 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
 const NAME_WIDTH: usize = 60;
 
 /// The rows as [`thread_table`] counts them by weight
-/// ([`super::collapsed::CountBy::Weight`]): each row's samples are its weight, heaviest first.
+/// ([`crate::cct::Measure::Weight`]): each row's samples are its weight, heaviest first.
 pub(crate) fn by_weight(rows: &[ThreadRow]) -> Vec<ThreadRow> {
     let mut rows: Vec<ThreadRow> = rows.iter().map(|r| ThreadRow { samples: r.weight, ..r.clone() }).collect();
     sort_rows(&mut rows);

@@ -1,11 +1,12 @@
 //! The processor's outputs: every format but JFR rendered from the tree or the stack table,
 //! the session's files at stop, and dumps of the profile so far.
 
+use hpm_core::cct::Measure;
 use hpm_core::model::Recording;
 use hpm_core::options::OutputFormat;
 use hpm_core::outfile::{OutputError, Target};
 use hpm_core::output;
-use hpm_core::output::collapsed::CountBy;
+use hpm_core::output::format::{render, Look, Profile as Sources};
 use hpm_core::output::stacks::StackTable;
 use hpm_core::tree_feed::TreeFeed;
 
@@ -25,23 +26,9 @@ impl Profile<'_> {
     pub(super) fn render(&self, format: OutputFormat) -> Vec<u8> {
         let title = format!("hpm: {}", output::report::event_line(self.rec));
         // Without a CPU event the tree holds the JVM events, weighted by bytes or ns waited.
-        let by = if self.cpu { CountBy::Samples } else { CountBy::Weight };
-        match format {
-            OutputFormat::Jfr => Vec::new(),
-            // pprof (`.pb.gz`) and JSON are built from the stack table (file and line per frame).
-            OutputFormat::Pprof | OutputFormat::Json => from_table(self.rec, &self.tree.stacks, format),
-            OutputFormat::Collapsed => output::collapsed::to_collapsed(&self.tree.cct, by).into_bytes(),
-            OutputFormat::Html => output::flame_html::flame_html(
-                &self.tree.cct,
-                &output::flame_html::HtmlOptions { title, by, ..Default::default() },
-            )
-            .into_bytes(),
-            OutputFormat::Svg => output::flame_svg::flame_svg(
-                &self.tree.cct,
-                &output::flame_svg::SvgOptions { title, by, ..Default::default() },
-            )
-            .into_bytes(),
-        }
+        let by = if self.cpu { Measure::Samples } else { Measure::Weight };
+        let profile = Sources { tree: Some(&self.tree.cct), table: Some((self.rec, &self.tree.stacks)) };
+        render(format, profile, &Look { title, by, ..Look::default() }).unwrap_or_default()
     }
 
     /// Writes the session's other `outputs` (the sinks wrote theirs in `written`) and prints
@@ -129,9 +116,5 @@ impl Profile<'_> {
 
 /// pprof or JSON (the formats built from a stack table) of `rec` with its table.
 fn from_table(rec: &Recording, table: &StackTable, format: OutputFormat) -> Vec<u8> {
-    if format == OutputFormat::Pprof {
-        output::pprof::pprof_gz(rec, table)
-    } else {
-        output::json::to_json(rec, table).into_bytes()
-    }
+    render(format, Sources { tree: None, table: Some((rec, table)) }, &Look::default()).unwrap_or_default()
 }
