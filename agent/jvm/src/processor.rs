@@ -32,9 +32,9 @@ use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::methods::JvmtiMethods;
 use crate::os::{now_ticks, thread_cpu_ns};
-use crate::sampler::Sampler;
 use crate::signal::SignalStats;
 use crate::sink::Sink;
+use crate::source::Sampler;
 use crate::threads::Threads;
 
 mod chain;
@@ -94,7 +94,7 @@ pub struct Inputs {
     pub jvmti: Jvmti,
     pub vm: Vm,
     /// `alloc` / `lock`: the JVM's events queued by the callbacks.
-    pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }

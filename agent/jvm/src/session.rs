@@ -19,13 +19,13 @@ use crate::live::Live;
 use crate::os::{now_ticks, now_wall_ns};
 use crate::perf::{self, PerfSpec};
 use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle, Written};
-use crate::sampler::asgct::AsgctSampler;
-use crate::sampler::chain::ChainSampler;
-use crate::sampler::isps::{self, Isps};
-use crate::sampler::timer::{self, Kind, Sps, TimerSampler};
-use crate::sampler::Sampler;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{AsgctFn, SignalCtx, Sink};
+use crate::source::asgct::AsgctSampler;
+use crate::source::chain::ChainSampler;
+use crate::source::isps::{self, Isps};
+use crate::source::timer::{self, Kind, Sps, TimerSampler};
+use crate::source::Sampler;
 use crate::threads::Threads;
 
 /// The parts of the agent a session works with (all alive for the process).
@@ -39,7 +39,7 @@ pub struct Parts {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
-    pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -251,7 +251,7 @@ pub struct Session {
     sampler: Arc<dyn Sampler>,
     processor: ProcessorHandle,
     /// `alloc` / `lock`: turned off at stop, before the processor's last round.
-    events: Option<(&'static crate::sampler::jvmevents::JvmEvents, Jvmti)>,
+    events: Option<(&'static crate::source::jvmevents::JvmEvents, Jvmti)>,
 }
 
 /// The session's sample pool, from the rate its sampler brings samples
@@ -317,7 +317,7 @@ impl Session {
             })
         };
         let sampler: Arc<dyn Sampler> = match opts.sampler {
-            _ if !opts.cpu => Arc::new(crate::sampler::Idle {
+            _ if !opts.cpu => Arc::new(crate::source::Idle {
                 threads: parts.threads,
                 code: parts.code,
                 jvmti: parts.jvmti,
@@ -398,7 +398,7 @@ impl Session {
             if opts.alloc.is_none() && opts.lock.is_none() {
                 return Ok(());
             }
-            let with = crate::sampler::jvmevents::Setup {
+            let with = crate::source::jvmevents::Setup {
                 jvmti: &parts.jvmti,
                 threads: parts.threads,
                 vm: parts.vm,
