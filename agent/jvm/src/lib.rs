@@ -31,6 +31,7 @@ mod session;
 mod signal;
 mod sink;
 mod source;
+mod stack_source;
 mod threads;
 mod vmstructs;
 

@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use hpm_core::options::{self, Sampler};
+use hpm_core::options;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 
 use crate::agent::{self, Agent};
@@ -40,7 +40,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
     let agent =
         agent::install(jvmti, Vm::new(vm)).map_err(|_| "the agent is already loaded in this JVM".to_string())?;
     register(agent).map_err(|e| e.to_string())?;
-    if plan.opts.sampler == Sampler::Asgct {
+    if plan.traits.code_at_load {
         // The code-map events from the start; VMInit replays what start-up made before.
         agent.code.enable(&agent.jvmti, None).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
     }

@@ -34,7 +34,7 @@ use crate::methods::JvmtiMethods;
 use crate::os::{now_ticks, thread_cpu_ns};
 use crate::signal::SignalStats;
 use crate::sink::Sink;
-use crate::source::Sampler;
+use crate::source::EventSource;
 use crate::threads::Threads;
 
 mod chain;
@@ -82,7 +82,7 @@ pub struct Inputs {
     pub start_wall_ns: u64,
     pub start_ticks: u64,
     pub sink: Arc<Sink>,
-    pub sampler: Arc<dyn Sampler>,
+    pub sampler: Arc<dyn EventSource>,
     pub threads: &'static Threads,
     pub code: &'static CodeEvents,
     /// hpm's own stack walker's layout, when it walks this session's stacks.
@@ -305,7 +305,7 @@ fn round_units(opts: &Options, period: u64, unit: PeriodUnit, cpus: u64) -> u64 
     let slow_clock = opts.cpu
         && opts.alloc.is_none()
         && opts.lock.is_none()
-        && matches!(opts.sampler, hpm_core::options::Sampler::Asgct)
+        && crate::source::traits(opts).stretch_rounds
         && matches!(opts.interval, Interval::Fixed(_))
         && unit == PeriodUnit::Nanoseconds;
     let mut units = if slow_clock { MAX_ROUND_UNITS } else { 1 };
@@ -470,7 +470,7 @@ impl Processor {
         let mut resolver = SampleResolver::default();
         resolver.counter_periods = inputs.counter_periods.clone();
         resolver.cpu_clock = Some(thread_cpu_ns);
-        resolver.data_addresses = inputs.opts.event.data_address && inputs.event.sampler == "asgct";
+        resolver.data_addresses = inputs.opts.event.data_address && crate::source::traits(&inputs.opts).data_addresses;
         resolver.decode_instructions = inputs.opts.data;
         // A uprobe on ObjectMonitor: the monitors' objects are named, with or without `data`.
         let probe = inputs.opts.event.probe.is_some() && inputs.event.name == inputs.opts.event.name;
@@ -513,7 +513,7 @@ impl Processor {
             .is_empty()
             .then(|| ChunkMemory::new(JFR_MEMORY_LIMIT, Spill::open(inputs.spill_dirs, JFR_MEMORY_LIMIT)));
         let keep_table = inputs.opts.data
-            || inputs.opts.sampler == hpm_core::options::Sampler::Chain
+            || crate::source::traits(&inputs.opts).completes_stacks
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
         let tuner = (inputs.opts.interval == Interval::Auto).then(|| tuner_for(&inputs)).flatten();
         let walker = inputs.walker.map(|l| (inputs.code, l));
@@ -524,7 +524,7 @@ impl Processor {
         methods.preload();
         let methods = Some(methods);
         inputs.sink.grow(inputs.sink.start_batches.max(POOL_STEP));
-        let chain = (inputs.opts.sampler == hpm_core::options::Sampler::Chain).then(|| {
+        let chain = crate::source::traits(&inputs.opts).completes_stacks.then(|| {
             resolver.chain_groups = Some(Default::default());
             chain::ChainState::default()
         });
