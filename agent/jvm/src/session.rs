@@ -1,8 +1,8 @@
-//! A profiling session: one run of sampling with its own options, event, outputs, sampler and
+//! A profiling session: one run of sampling with its own options, event, outputs, event sources and
 //! processor, started and stopped within one JVM (by -agentpath at VMInit/VMDeath, by `hpm
 //! attach` and by the Java bridge, through `control`). It works with the narrow [`Parts`] of the
 //! agent it needs; everything it owns is released when it stops (the sink with its batches once
-//! every sampler has stopped and the processor has drained it).
+//! every source has stopped and the processor has drained it).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
