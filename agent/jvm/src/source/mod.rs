@@ -35,6 +35,8 @@ pub mod extension;
 pub mod idle;
 pub mod isps;
 pub mod jvmevents;
+#[cfg(test)]
+mod test_source;
 pub mod timer;
 
 /// Every event source, one line each, in the order they start (and stop in reverse: the JVM's
@@ -46,6 +48,8 @@ pub const SOURCES: &[SourceDef] = &[
     isps::SOURCE,      // the timer thread with incremental stack tracing
     idle::SOURCE,      // no CPU event: the threads named only
     jvmevents::SOURCE, // alloc, lock
+    #[cfg(test)]
+    test_source::SOURCE, // synthetic samples, for tests
 ];
 
 /// One event source as the session finds it.
