@@ -33,7 +33,7 @@ pub struct Agent {
     pub stats: SignalStats,
     pub asgct: Option<AsgctFn>,
     /// `alloc` and `lock`: what the JVM's allocation, monitor and park events record.
-    pub events: crate::sampler::jvmevents::JvmEvents,
+    pub events: crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump` ([`Spill::default_dirs`]),
     /// read from the environment once, when the agent is set up (at `-agentpath`'s load no
     /// other thread runs yet): reading it races a native library's `setenv` in another thread.

@@ -15,7 +15,7 @@ use crate::agent::{self, Agent};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{event, jthread, EventCallbacks, Jvmti, JvmtiEnvPtr};
 use crate::os::{gettid, now_ticks};
-use crate::sampler::jvmevents;
+use crate::source::jvmevents;
 use crate::threads::Threads;
 
 /// Events on from the start (the code-map ones are turned on by `CodeEvents::enable`).

@@ -27,10 +27,11 @@ mod methods;
 mod os;
 mod perf;
 mod processor;
-mod sampler;
 mod session;
 mod signal;
 mod sink;
+mod source;
+mod stack_source;
 mod threads;
 mod vmstructs;
 

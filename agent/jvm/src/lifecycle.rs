@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use hpm_core::options::{self, Sampler};
+use hpm_core::options;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 
 use crate::agent::{self, Agent};
@@ -40,7 +40,7 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
     let agent =
         agent::install(jvmti, Vm::new(vm)).map_err(|_| "the agent is already loaded in this JVM".to_string())?;
     register(agent).map_err(|e| e.to_string())?;
-    if plan.opts.sampler == Sampler::Asgct {
+    if plan.traits.code_at_load {
         // The code-map events from the start; VMInit replays what start-up made before.
         agent.code.enable(&agent.jvmti, None).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;
     }
@@ -69,7 +69,7 @@ pub fn on_attach(vm: *mut JavaVM, command: &str) -> (jint, String) {
 /// a thread attached to the VM. Starts no session: `control::execute("start,...")` does.
 ///
 /// What a late start cannot see: samples before it (threads that started earlier are named by
-/// the kernel ids their `JavaThread`s hold, else by OS name: `sampler::java_threads`). Code
+/// the kernel ids their `JavaThread`s hold, else by OS name: `source::java_threads`). Code
 /// compiled earlier is replayed by GenerateEvents when the first signal-sampler session starts.
 pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     if let Some(a) = agent::get() {
@@ -113,7 +113,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
 }
 
 /// The capabilities of `alloc` and `lock` (HotSpot grants them at load and in the live phase;
-/// tags name the classes of allocation samples: see `sampler::jvmevents::class_name`).
+/// tags name the classes of allocation samples: see `source::jvmevents::class_name`).
 /// Held from the start: neither costs anything until a session enables its events. A JVM that
 /// refuses one makes the option fail with its own message when asked for.
 fn add_event_capabilities(jvmti: &Jvmti) {

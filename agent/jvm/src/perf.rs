@@ -678,8 +678,9 @@ impl Counting {
 /// PMU falls back to cpu-clock (sampling) or is left out (counters), with one line each;
 /// permission problems are errors that say which sysctl value is needed. Kernel mode is
 /// sampled where perf allows it (`kernel=auto`); where it does not, a clock event counts it
-/// at the user stack (`KernelMode::Counted`). One line says which is in force.
-pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
+/// at the user stack (`KernelMode::Counted`). One line says which is in force. `ring`: the
+/// rings are drained by the processor, without signals ([`PerfSpec::for_chain`]).
+pub fn choose_events(opts: &Options, ring: bool) -> Result<(PerfSpec, EventInfo, Vec<String>), String> {
     let mut notes = Vec::new();
     let requested = opts.event;
     let mut event = opts.event;
@@ -721,7 +722,7 @@ pub fn choose_events(opts: &Options) -> Result<(PerfSpec, EventInfo, Vec<String>
                 *p = 0;
             }
         }
-        if opts.sampler == options::Sampler::Chain {
+        if ring {
             spec = spec.for_chain();
         }
         match probe(&spec).map_err(|b| *b) {

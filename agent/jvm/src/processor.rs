@@ -28,9 +28,9 @@ use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::methods::JvmtiMethods;
 use crate::os::{now_ticks, thread_cpu_ns};
-use crate::sampler::Sampler;
 use crate::signal::SignalStats;
 use crate::sink::Sink;
+use crate::source::EventSource;
 use crate::threads::Threads;
 
 mod chain;
@@ -74,7 +74,7 @@ pub struct Inputs {
     pub start_wall_ns: u64,
     pub start_ticks: u64,
     pub sink: Arc<Sink>,
-    pub sampler: Arc<dyn Sampler>,
+    pub sampler: Arc<dyn EventSource>,
     pub threads: &'static Threads,
     pub code: &'static CodeEvents,
     /// hpm's own stack walker's layout, when it walks this session's stacks.
@@ -86,7 +86,7 @@ pub struct Inputs {
     pub jvmti: Jvmti,
     pub vm: Vm,
     /// `alloc` / `lock`: the JVM's events queued by the callbacks.
-    pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -324,7 +324,7 @@ fn resolver_config(inputs: &Inputs, frame_groups: bool) -> ResolverConfig {
     ResolverConfig {
         counter_periods: inputs.counter_periods.clone(),
         cpu_clock: Some(thread_cpu_ns),
-        data_addresses: inputs.opts.event.data_address && inputs.event.sampler == hpm_core::model::StackSampler::Asgct,
+        data_addresses: inputs.opts.event.data_address && crate::source::traits(&inputs.opts).data_addresses,
         decode_instructions: inputs.opts.data,
         objects,
         monitor_object,
@@ -345,7 +345,8 @@ impl Processor {
             counter_periods: inputs.counter_periods.clone(),
             ..Default::default()
         };
-        let completer: Option<Box<dyn StackCompleter>> = (inputs.opts.sampler == hpm_core::options::Sampler::Chain)
+        let completer: Option<Box<dyn StackCompleter>> = crate::source::traits(&inputs.opts)
+            .completes_stacks
             .then(|| Box::new(chain::ChainCompleter::new(inputs.opts.quiet)) as Box<dyn StackCompleter>);
         let frame_groups = completer.as_ref().is_some_and(|c| c.needs_frame_groups());
         let mut resolver = SampleResolver::new(resolver_config(&inputs, frame_groups));

@@ -1,14 +1,14 @@
-//! A profiling session: one run of sampling with its own options, event, outputs, sampler and
+//! A profiling session: one run of sampling with its own options, event, outputs, event sources and
 //! processor, started and stopped within one JVM (by -agentpath at VMInit/VMDeath, by `hpm
 //! attach` and by the Java bridge, through `control`). It works with the narrow [`Parts`] of the
 //! agent it needs; everything it owns is released when it stops (the sink with its batches once
-//! every sampler has stopped and the processor has drained it).
+//! every source has stopped and the processor has drained it).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
-use hpm_core::options::{self, Options, OutputFormat, Sampler as SamplerKind, StackWalker};
+use hpm_core::model::{EventInfo, PeriodUnit};
+use hpm_core::options::{self, Options, OutputFormat};
 use hpm_core::outfile::{Clash, Target, TargetId, PART_SUFFIX};
 use hpm_core::pool_size::PoolSize;
 
@@ -17,15 +17,12 @@ use crate::jnienv::Vm;
 use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::os::{now_ticks, now_wall_ns};
-use crate::perf::{self, PerfSpec};
+use crate::perf::PerfSpec;
 use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle, Written};
-use crate::sampler::asgct::AsgctSampler;
-use crate::sampler::chain::ChainSampler;
-use crate::sampler::isps::{self, Isps};
-use crate::sampler::timer::{self, Kind, Sps, TimerSampler};
-use crate::sampler::Sampler;
 use crate::signal::{SignalSetup, SignalStats};
-use crate::sink::{AsgctFn, SignalCtx, Sink};
+use crate::sink::{AsgctFn, Sink};
+use crate::source::{self, EventSource, SourceTraits, Sources};
+use crate::stack_source::{self, StackSource};
 use crate::threads::Threads;
 
 /// The parts of the agent a session works with (all alive for the process).
@@ -39,7 +36,7 @@ pub struct Parts {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
-    pub events: &'static crate::sampler::jvmevents::JvmEvents,
+    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -49,118 +46,38 @@ pub struct Parts {
 /// yet: the outputs are checked targets.
 pub struct Plan {
     pub opts: Options,
+    /// What the selected event sources declared, together.
+    pub traits: SourceTraits,
+    /// The selected event sources, planned, in start order.
+    pub sources: Vec<source::Planned>,
     pub event: EventInfo,
     pub spec: PerfSpec,
-    pub sps: Option<Sps>,
-    pub isps: Option<Isps>,
     /// Lines to print once (fallbacks, counters left out).
     pub notes: Vec<String>,
     pub outputs: Vec<Output>,
     pub start_wall_ns: u64,
-    /// hpm's own stack walker's layout, when it walks the Java stacks (`stack=vm`).
-    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    /// Who walks the Java stacks.
+    pub stack: StackSource,
     /// `data`: the code cache's layout, to copy each sample's instruction in Java code.
     pub data: Option<crate::vmstructs::DataLayouts>,
 }
 
-/// Parses and checks `option_string`: output files writable without following another user's
-/// link, perf events usable (with the hardware fallback), the sps extension present.
+/// Parses and checks `option_string`: the event sources it selects planned (perf events
+/// usable, with the hardware fallback; the patched JVM's extension present), output files
+/// writable without following another user's link, the stack source chosen.
 pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let mut opts = options::parse(option_string).map_err(|e| e.to_string())?;
     let start_wall_ns = now_wall_ns();
-    let sps = match opts.sampler {
-        SamplerKind::Sps => Some(timer::find_sps(jvmti)?),
-        _ => None,
-    };
-    let isps = match opts.sampler {
-        SamplerKind::Isps => Some(isps::find_isps(jvmti)?),
-        _ => None,
-    };
-    let (spec, event, mut notes) = if !opts.cpu {
-        // event=alloc / event=lock alone: no sampling event at all.
-        let info = EventInfo {
-            name: "none".into(),
-            requested: "none".into(),
-            period: 0,
-            unit: PeriodUnit::Nanoseconds,
-            fallback: None,
-            sampler: hpm_core::model::StackSampler::None,
-            kernel: KernelMode::Excluded,
-            alloc_interval: 0,
-        };
-        (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
-    } else if matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain) {
-        perf::choose_events(&opts)?
-    } else {
-        // Timer samplers: no perf groups; the "event" is the sampling clock.
-        let name = if opts.sampler == SamplerKind::Wall { "wall" } else { "timer" };
-        let info = EventInfo {
-            name: name.into(),
-            requested: name.into(),
-            period: opts.period(),
-            unit: PeriodUnit::Nanoseconds,
-            fallback: None,
-            sampler: opts.sampler.into(),
-            // A timer picks threads by their JVM state; kernel time is not told apart.
-            kernel: KernelMode::Excluded,
-            alloc_interval: 0,
-        };
-        (PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded), info, Vec::new())
-    };
-    if opts.max_depth as usize > hpm_core::capture::MAX_FRAMES {
-        let max = hpm_core::capture::MAX_FRAMES;
-        let signal_path = opts.cpu && matches!(opts.sampler, SamplerKind::Asgct | SamplerKind::Chain);
-        if signal_path {
-            notes.push(format!(
-                "jstackdepth={}: sampler={} keeps at most {max} frames per sample (sampler=jvmti, sps or wall \
-                 walk off the signal path and keep up to {})",
-                opts.max_depth,
-                opts.sampler.name(),
-                hpm_core::capture::MAX_DEEP_FRAMES
-            ));
-        }
-        if opts.alloc.is_some() || opts.lock.is_some() {
-            notes.push(format!("jstackdepth={}: the alloc and lock events keep at most {max} frames", opts.max_depth));
-        }
-    }
+    let traits = source::traits(&opts);
+    let mut sources = source::plan(&opts, jvmti)?;
+    let mut notes: Vec<String> = sources.iter_mut().flat_map(|s| std::mem::take(&mut s.notes)).collect();
+    let (spec, event) = sources.iter_mut().find_map(|s| s.event.take()).ok_or("the options select no event source")?;
     // Checked last (after the options and perf); nothing is created before the session starts.
     let files: Vec<(String, OutputFormat)> =
         opts.outputs().iter().map(|f| (f.path(std::process::id(), start_wall_ns / 1_000_000_000), f.format)).collect();
     let outputs = check_outputs(files, &[])?;
-    let walker = match (opts.sampler, opts.stack) {
-        (SamplerKind::Asgct, StackWalker::Vm | StackWalker::Compare) => match crate::vmstructs::walker_layout() {
-            Ok(l) if opts.stack == StackWalker::Compare => {
-                notes.push("Java stacks: hpm's own walker, and AsyncGetCallTrace on every sample to compare".into());
-                Some(l)
-            }
-            Ok(l) => {
-                notes.push(
-                    "Java stacks: hpm's own walker over HotSpot's frames (stack=asgct: AsyncGetCallTrace)".into(),
-                );
-                Some(l)
-            }
-            Err(e) => {
-                notes.push(format!("Java stacks: AsyncGetCallTrace; hpm's own walker cannot read this JVM ({e})"));
-                None
-            }
-        },
-        (SamplerKind::Chain, _) => match crate::vmstructs::walker_layout() {
-            Ok(l) => {
-                notes.push(
-                    "Java stacks: no walk in the sampled thread; the processor walks each sample's copy of the top \
-                     of the stack and completes it from the frames' stack depths (sampler=chain)"
-                        .into(),
-                );
-                Some(l)
-            }
-            Err(e) => return Err(format!("sampler=chain needs hpm's own walker, which cannot read this JVM ({e})")),
-        },
-        (SamplerKind::Asgct, StackWalker::Asgct) => {
-            notes.push("Java stacks: AsyncGetCallTrace (stack=asgct)".into());
-            None
-        }
-        _ => None,
-    };
+    let (stack, note) = stack_source::choose(&opts, traits.stacks, crate::vmstructs::walker_layout)?;
+    notes.extend(note);
     let data = match opts.data {
         false => None,
         true if spec.event.hardware && !spec.event.memory => {
@@ -196,7 +113,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             Some(crate::vmstructs::DataLayouts { code, heap: None, precise })
         }
     };
-    Ok(Plan { opts, event, spec, sps, isps, notes, outputs, start_wall_ns, walker, data })
+    Ok(Plan { opts, traits, sources, event, spec, notes, outputs, start_wall_ns, stack, data })
 }
 
 /// Checks every output of one request before any is created. Two outputs that would write one
@@ -248,31 +165,29 @@ pub struct Session {
     pub file_ids: Vec<(String, TargetId)>,
     pub start_ticks: u64,
     sink: Arc<Sink>,
-    sampler: Arc<dyn Sampler>,
+    sources: Arc<dyn EventSource>,
     processor: ProcessorHandle,
-    /// `alloc` / `lock`: turned off at stop, before the processor's last round.
-    events: Option<(&'static crate::sampler::jvmevents::JvmEvents, Jvmti)>,
 }
 
-/// The session's sample pool, from the rate its sampler brings samples
-/// ([`hpm_core::pool_size::PoolSize::for_rate`]): the signal samplers one per period per CPU
-/// (a thousand a second per CPU for events counted, not timed), the wall sampler up to
-/// [`timer::WALL_THREADS_PER_TICK`] stacks per tick, whatever the CPUs. More samples than the
+/// The session's sample pool, from the rate its sources bring samples
+/// ([`hpm_core::pool_size::PoolSize::for_rate`]): one per period per CPU (a thousand a second
+/// per CPU for events counted, not timed), or a source's threads per tick whatever the CPUs
+/// (the wall sampler's [`crate::source::timer::WALL_THREADS_PER_TICK`]). More samples than the
 /// pool holds are dropped and counted ("no free sample buffer"), except by the wall sampler,
 /// which waits for the processor instead (see `timer::pace`).
-fn pool_size(event: &EventInfo, sampler: SamplerKind) -> PoolSize {
+fn pool_size(event: &EventInfo, traits: SourceTraits) -> PoolSize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let per_second = match (sampler, event.unit) {
-        (SamplerKind::Wall, _) => timer::WALL_THREADS_PER_TICK as u64 * (1_000_000_000 / event.period.max(10_000)),
-        (_, PeriodUnit::Nanoseconds) => cpus * (1_000_000_000 / event.period.max(10_000)),
-        (_, PeriodUnit::Events) => cpus * 1_000,
+    let per_second = match (traits.threads_per_tick, event.unit) {
+        (Some(n), _) => n as u64 * (1_000_000_000 / event.period.max(10_000)),
+        (None, PeriodUnit::Nanoseconds) => cpus * (1_000_000_000 / event.period.max(10_000)),
+        (None, PeriodUnit::Events) => cpus * 1_000,
     };
     PoolSize::for_rate(per_second, processor::ROUND.as_nanos() as u64)
 }
 
 impl Session {
     /// Starts sampling: the processor first (so batches drain from the first sample), then the
-    /// sampler, which attaches the threads.
+    /// sources, which attach the threads.
     pub fn start(parts: Parts, mut plan: Plan) -> Result<Session, String> {
         if let Some(d) = plan.data.as_mut() {
             d.heap = match crate::vmstructs::heap_layout() {
@@ -294,82 +209,32 @@ impl Session {
             eprintln!("hpm: {n}");
         }
         let opts = plan.opts;
-        // The signal samplers' and the JVM events' records hold MAX_FRAMES frames; the timer
-        // samplers walk off the signal path and keep the rest apart (up to MAX_DEEP_FRAMES).
-        let max_depth = opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32);
-        let timer_depth = opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32);
-        let sink: Arc<Sink> = Arc::new(Sink::new(pool_size(&plan.event, opts.sampler)));
+        let sink: Arc<Sink> = Arc::new(Sink::new(pool_size(&plan.event, plan.traits)));
         parts.stats.reset();
         // Code freed while no session ran is not looked up in the walker's cache.
         crate::vmstructs::code_changed();
-        // The perf samplers' context, published with each thread's slot.
-        let signal_ctx = |asgct, compare, data| {
-            Arc::new(SignalCtx {
-                sink: sink.clone(),
-                layout: plan.spec.layout,
-                kernel: plan.spec.kernel,
-                max_depth,
-                asgct,
-                walker: plan.walker,
-                compare,
-                vm: parts.vm,
-                data,
-            })
+        let start = source::Start {
+            jvmti: parts.jvmti,
+            vm: parts.vm,
+            threads: parts.threads,
+            code: parts.code,
+            signals: parts.signals,
+            stats: parts.stats,
+            asgct: parts.asgct,
+            events: parts.events,
+            opts: &opts,
+            sink: &sink,
+            spec: &plan.spec,
+            period: plan.event.period,
+            stack: plan.stack,
+            data: plan.data,
+            // Records hold MAX_FRAMES frames; sources that walk off the signal path keep the
+            // rest apart (up to MAX_DEEP_FRAMES).
+            max_depth: opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32),
+            deep_depth: opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32),
         };
-        let sampler: Arc<dyn Sampler> = match opts.sampler {
-            _ if !opts.cpu => Arc::new(crate::sampler::Idle {
-                threads: parts.threads,
-                code: parts.code,
-                jvmti: parts.jvmti,
-                vm: parts.vm,
-            }),
-            SamplerKind::Asgct => Arc::new(AsgctSampler {
-                threads: parts.threads,
-                code: parts.code,
-                setup: parts.signals,
-                stats: parts.stats,
-                jvmti: parts.jvmti,
-                vm: parts.vm,
-                spec: plan.spec.clone(),
-                ctx: signal_ctx(parts.asgct, opts.stack == StackWalker::Compare, plan.data),
-            }),
-            SamplerKind::Chain => Arc::new(ChainSampler {
-                threads: parts.threads,
-                code: parts.code,
-                jvmti: parts.jvmti,
-                vm: parts.vm,
-                spec: plan.spec.clone(),
-                // Published with the slots, never used by a handler: no ASGCT, no data.
-                ctx: signal_ctx(None, false, None),
-                sink: sink.clone(),
-                walker: plan.walker,
-                state: Default::default(),
-                signal_stats: parts.stats,
-                stats: Default::default(),
-            }),
-            SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Isps | SamplerKind::Wall => {
-                Arc::new(TimerSampler::new(timer::Parts {
-                    threads: parts.threads,
-                    jvmti: parts.jvmti,
-                    vm: parts.vm,
-                    sink: sink.clone(),
-                    kind: match (plan.sps, plan.isps, opts.sampler) {
-                        (Some(sps), ..) => Kind::Sps { sps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                        (_, Some(isps), _) => Kind::Isps { isps, threads: opts.sps_threads, waiting: opts.sps_waiting },
-                        (.., SamplerKind::Wall) => Kind::Wall,
-                        _ => Kind::Jvmti,
-                    },
-                    period: plan.event.period,
-                    max_depth: timer_depth,
-                    quiet: opts.quiet,
-                    thread_filter: opts
-                        .thread_filter
-                        .as_deref()
-                        .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
-                        .transpose()?,
-                }))
-            }
-        };
+        let built: Result<Vec<_>, String> = plan.sources.into_iter().map(|p| (p.build)(&start)).collect();
+        let sources: Arc<dyn EventSource> = Arc::new(Sources(built?));
         let start_ticks = now_ticks();
         let files = plan.outputs.iter().map(|o| o.path.clone()).collect();
         let file_ids = plan.outputs.iter().filter_map(|o| Some((o.path.clone(), o.target.id().ok()?))).collect();
@@ -381,10 +246,10 @@ impl Session {
             start_wall_ns: plan.start_wall_ns,
             start_ticks,
             sink: sink.clone(),
-            sampler: sampler.clone(),
+            sampler: sources.clone(),
             threads: parts.threads,
             code: parts.code,
-            walker: plan.walker,
+            walker: plan.stack.walker(),
             heap: plan.data.and_then(|d| d.heap),
             live: parts.live,
             stats: parts.stats,
@@ -394,44 +259,19 @@ impl Session {
             spill_dirs: parts.spill_dirs,
         };
         let processor = processor::start(inputs, plan.outputs)?;
-        let started = sampler.start().and_then(|()| {
-            if opts.alloc.is_none() && opts.lock.is_none() {
-                return Ok(());
-            }
-            let with = crate::sampler::jvmevents::Setup {
-                jvmti: &parts.jvmti,
-                threads: parts.threads,
-                vm: parts.vm,
-                jni: parts.vm.env(),
-                asgct: parts.asgct,
-                walker: crate::vmstructs::walker_layout().ok(),
-            };
-            let notes = parts.events.start(with, opts.alloc, opts.lock, max_depth)?;
-            if !opts.quiet {
-                for n in notes {
-                    eprintln!("hpm: {n}");
-                }
-            }
-            Ok(())
-        });
-        if let Err(e) = started {
-            parts.events.stop(&parts.jvmti);
-            sampler.stop();
+        if let Err(e) = sources.start() {
+            sources.stop();
             let _ = processor.finish(Vec::new());
             return Err(e);
         }
-        let events = (opts.alloc.is_some() || opts.lock.is_some()).then_some((parts.events, parts.jvmti));
-        Ok(Session { opts, event: plan.event, files, file_ids, start_ticks, sink, sampler, processor, events })
+        Ok(Session { opts, event: plan.event, files, file_ids, start_ticks, sink, sources, processor })
     }
 
     /// Stops sampling, then lets the processor do its last round and write the outputs (plus
     /// `extra` files) and the summary. Returns the files written and the profile (for dumps
     /// after stop).
     pub fn stop(self, extra: Vec<Output>) -> Result<(Written, Finished), String> {
-        if let Some((events, jvmti)) = self.events {
-            events.stop(&jvmti);
-        }
-        let lines = self.sampler.stop();
+        let lines = self.sources.stop();
         if !self.opts.quiet {
             for l in lines {
                 eprintln!("hpm: {l}");

@@ -13,7 +13,7 @@ use hpm_core::resolve::SampleResolver;
 
 use super::sinks::{Named, ProfileSink};
 use crate::methods::JvmtiMethods;
-use crate::sampler::jvmevents::JvmEvents;
+use crate::source::jvmevents::JvmEvents;
 
 /// Class names the events share at most (then started again).
 const MAX_CLASS_NAMES: usize = 1 << 16;

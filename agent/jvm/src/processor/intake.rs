@@ -144,7 +144,7 @@ pub(super) fn round_units(opts: &Options, period: u64, unit: PeriodUnit, cpus: u
     let slow_clock = opts.cpu
         && opts.alloc.is_none()
         && opts.lock.is_none()
-        && matches!(opts.sampler, hpm_core::options::Sampler::Asgct)
+        && crate::source::traits(opts).stretch_rounds
         && matches!(opts.interval, Interval::Fixed(_))
         && unit == PeriodUnit::Nanoseconds;
     let mut units = if slow_clock { MAX_ROUND_UNITS } else { 1 };

@@ -9,11 +9,11 @@ use hpm_core::options::Interval;
 
 use super::ProfileSink;
 use crate::processor::Inputs;
-use crate::sampler::Sampler;
+use crate::source::EventSource;
 
 pub(in crate::processor) struct TunerSink {
     tuner: SelfTuner,
-    sampler: Arc<dyn Sampler>,
+    sampler: Arc<dyn EventSource>,
     quiet: bool,
 }
 

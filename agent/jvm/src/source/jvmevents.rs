@@ -33,11 +33,14 @@ use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 use hpm_core::capture::CallFrame;
 use hpm_core::capture::SlotKind;
 use hpm_core::hotspot::FrameSink;
+use hpm_core::options::Options;
 
+use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{FrameInfo, Jvmti};
 use crate::os::{gettid, now_ticks, thread_cpu_ns};
 use crate::sink::{AsgctFn, CallTrace};
+use crate::stack_source::StackSite;
 use crate::threads::Threads;
 
 /// Events kept while the processor has not taken them; later ones are counted and dropped.
@@ -156,6 +159,70 @@ pub fn allocation_weight(size: u64, interval: u64) -> u64 {
         return interval;
     }
     (size as f64 / p).round() as u64
+}
+
+/// `alloc` / `lock` beside the CPU source, or alone (then `idle` names the threads).
+pub const SOURCE: SourceDef = SourceDef {
+    traits: |opts| (opts.alloc.is_some() || opts.lock.is_some()).then_some(SourceTraits::plain(StackSite::InThread)),
+    plan,
+};
+
+fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
+    let max = hpm_core::capture::MAX_FRAMES;
+    let notes = (opts.max_depth as usize > max)
+        .then(|| format!("jstackdepth={}: the alloc and lock events keep at most {max} frames", opts.max_depth));
+    let build = |s: &Start| {
+        Ok(Arc::new(EventsSource {
+            events: s.events,
+            jvmti: s.jvmti,
+            threads: s.threads,
+            vm: s.vm,
+            asgct: s.asgct,
+            alloc: s.opts.alloc,
+            lock: s.opts.lock,
+            max_depth: s.max_depth,
+            quiet: s.opts.quiet,
+        }) as Arc<dyn EventSource>)
+    };
+    Ok(Planned { event: None, notes: notes.into_iter().collect(), build: Box::new(build) })
+}
+
+/// The JVM's events of one session, turned on at its start and off at its stop.
+struct EventsSource {
+    events: &'static JvmEvents,
+    jvmti: Jvmti,
+    threads: &'static Threads,
+    vm: Vm,
+    asgct: Option<AsgctFn>,
+    alloc: Option<u64>,
+    lock: Option<u64>,
+    max_depth: u32,
+    quiet: bool,
+}
+
+impl EventSource for EventsSource {
+    fn start(&self) -> Result<(), String> {
+        let with = Setup {
+            jvmti: &self.jvmti,
+            threads: self.threads,
+            vm: self.vm,
+            jni: self.vm.env(),
+            asgct: self.asgct,
+            walker: crate::vmstructs::walker_layout().ok(),
+        };
+        let notes = self.events.start(with, self.alloc, self.lock, self.max_depth)?;
+        if !self.quiet {
+            for n in notes {
+                eprintln!("hpm: {n}");
+            }
+        }
+        Ok(())
+    }
+
+    fn stop(&self) -> Vec<String> {
+        self.events.stop(&self.jvmti);
+        Vec::new()
+    }
 }
 
 impl JvmEvents {

@@ -4,13 +4,50 @@
 
 use std::sync::Arc;
 
+use hpm_core::options::{Options, Sampler};
+
+use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
 use crate::jvmti::Jvmti;
 use crate::perf::PerfSpec;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::SignalCtx;
+use crate::stack_source::StackSite;
 use crate::threads::Threads;
+
+pub const SOURCE: SourceDef = SourceDef {
+    traits: |opts| {
+        (opts.cpu && opts.sampler == Sampler::Asgct).then_some(SourceTraits {
+            // One sample per period per CPU, through the pool alone.
+            stretch_rounds: true,
+            // The handler has the interrupted registers.
+            data_addresses: true,
+            // The code-map events from the start; VMInit replays what start-up made before.
+            code_at_load: true,
+            ..SourceTraits::plain(StackSite::InThread)
+        })
+    },
+    plan,
+};
+
+fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
+    let (spec, event, mut notes) = crate::perf::choose_events(opts, false)?;
+    notes.extend(super::depth_note(opts));
+    let build = |s: &Start| {
+        Ok(Arc::new(AsgctSampler {
+            threads: s.threads,
+            code: s.code,
+            setup: s.signals,
+            stats: s.stats,
+            jvmti: s.jvmti,
+            vm: s.vm,
+            spec: s.spec.clone(),
+            ctx: s.signal_ctx(s.asgct, s.data),
+        }) as Arc<dyn EventSource>)
+    };
+    Ok(Planned { event: Some((spec, event)), notes, build: Box::new(build) })
+}
 
 pub struct AsgctSampler {
     pub threads: &'static Threads,
@@ -23,7 +60,7 @@ pub struct AsgctSampler {
     pub ctx: Arc<SignalCtx>,
 }
 
-impl super::Sampler for AsgctSampler {
+impl EventSource for AsgctSampler {
     fn start(&self) -> Result<(), String> {
         self.setup.ensure_installed(self.threads, self.stats)?;
         if self.ctx.asgct.is_none() {

@@ -21,16 +21,77 @@ use std::time::Duration;
 
 use hpm_core::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_core::latency::Histogram;
-use hpm_core::model::FrameKind;
+use hpm_core::model::{EventInfo, FrameKind, KernelMode, PeriodUnit};
+use hpm_core::options::{Options, Sampler};
 use jni::sys::{jobject, JNIEnv};
 
 use super::extension;
 use super::isps::{self, Isps, IspsBuffers};
+use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
 use crate::os::now_ticks;
+use crate::perf::PerfSpec;
 use crate::sink::Sink;
+use crate::stack_source::StackSite;
 use crate::threads::{Mode, Threads};
+
+/// `sampler=jvmti`, `sps` and `event=wall` (`isps` is its own source on this thread).
+pub const SOURCE: SourceDef = SourceDef {
+    traits: |opts| {
+        let wall = opts.sampler == Sampler::Wall;
+        (opts.cpu && matches!(opts.sampler, Sampler::Jvmti | Sampler::Sps | Sampler::Wall)).then_some(SourceTraits {
+            threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
+            ..SourceTraits::plain(StackSite::Jvm)
+        })
+    },
+    plan,
+};
+
+fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
+    let kind = match opts.sampler {
+        Sampler::Sps => Kind::Sps { sps: find_sps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting },
+        Sampler::Wall => Kind::Wall,
+        _ => Kind::Jvmti,
+    };
+    Ok(planned(opts, kind))
+}
+
+/// A timer source of `kind` planned: its "event" is the sampling clock.
+pub fn planned(opts: &Options, kind: Kind) -> Planned {
+    let name = if matches!(kind, Kind::Wall) { "wall" } else { "timer" };
+    let info = EventInfo {
+        name: name.into(),
+        requested: name.into(),
+        period: opts.period(),
+        unit: PeriodUnit::Nanoseconds,
+        fallback: None,
+        sampler: opts.sampler.into(),
+        // A timer picks threads by their JVM state; kernel time is not told apart.
+        kernel: KernelMode::Excluded,
+        alloc_interval: 0,
+    };
+    let spec = PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded);
+    let build = move |s: &Start| {
+        Ok(Arc::new(TimerSampler::new(Parts {
+            threads: s.threads,
+            jvmti: s.jvmti,
+            vm: s.vm,
+            sink: s.sink.clone(),
+            kind,
+            period: s.period,
+            max_depth: s.deep_depth,
+            quiet: s.opts.quiet,
+            thread_filter: s
+                .opts
+                .thread_filter
+                .as_deref()
+                .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
+                .transpose()?,
+        })) as Arc<dyn EventSource>)
+    };
+    Planned { event: Some((spec, info)), notes: Vec::new(), build: Box::new(build) }
+}
 
 pub const SPS_SAMPLE_ID: &str = "com.github.hpm.sps.Sample";
 
@@ -135,7 +196,7 @@ impl TimerSampler {
     }
 }
 
-impl super::Sampler for TimerSampler {
+impl EventSource for TimerSampler {
     fn start(&self) -> Result<(), String> {
         let p = &self.parts;
         // Java threads only, by kernel id (sps) and Java id (jvmti); the ones running now are

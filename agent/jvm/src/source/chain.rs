@@ -14,14 +14,47 @@ use hpm_core::capture::{Captured, ChainMarks, RawWalk, SlotKind, StackKind, CHAI
 use hpm_core::hash::IntMap;
 use hpm_core::hotspot::{FrameSink, Regs, StackCopy, Stop};
 use hpm_core::model::KernelMode;
+use hpm_core::options::{Options, Sampler};
 use hpm_core::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
 
+use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
 use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 use crate::perf::{PerfSpec, RingPtr};
 use crate::sink::{SignalCtx, Sink};
+use crate::stack_source::StackSite;
 use crate::threads::Threads;
+
+pub const SOURCE: SourceDef = SourceDef {
+    traits: |opts| {
+        (opts.cpu && opts.sampler == Sampler::Chain)
+            .then_some(SourceTraits { completes_stacks: true, ..SourceTraits::plain(StackSite::Copied) })
+    },
+    plan,
+};
+
+fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
+    let (spec, event, mut notes) = crate::perf::choose_events(opts, true)?;
+    notes.extend(super::depth_note(opts));
+    let build = |s: &Start| {
+        Ok(Arc::new(ChainSampler {
+            threads: s.threads,
+            code: s.code,
+            jvmti: s.jvmti,
+            vm: s.vm,
+            spec: s.spec.clone(),
+            // Published with the slots, never used by a handler: no ASGCT, no data.
+            ctx: s.signal_ctx(None, None),
+            sink: s.sink.clone(),
+            walker: s.stack.walker(),
+            state: Default::default(),
+            signal_stats: s.stats,
+            stats: Default::default(),
+        }) as Arc<dyn EventSource>)
+    };
+    Ok(Planned { event: Some((spec, event)), notes, build: Box::new(build) })
+}
 
 /// Rounds between two lookups of the Java threads' stack bases while some thread lacks one.
 const LOOKUP_EVERY: u64 = 10;
@@ -201,7 +234,7 @@ impl ChainSampler {
     }
 }
 
-impl super::Sampler for ChainSampler {
+impl EventSource for ChainSampler {
     fn start(&self) -> Result<(), String> {
         if self.walker.is_none() {
             return Err("sampler=chain walks stack copies with hpm's own walker, which cannot read this JVM's \
