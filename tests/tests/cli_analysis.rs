@@ -186,6 +186,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
             stack: vec![frame(callee, 0), frame(run, site)].into(),
             truncated: false,
             weight: 10_000_000,
+            repeat: 1,
             counters: vec![],
             data_addr: None,
             data: None,

@@ -20,6 +20,7 @@ fn recording_with_phases() -> PathBuf {
         stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into(),
         truncated: false,
         weight: 1_000_000,
+        repeat: 1,
         counters: Vec::new(),
         data_addr: None,
         data: None,

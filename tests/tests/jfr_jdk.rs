@@ -185,6 +185,7 @@ fn write_recording(path: &Path) -> Written {
                     stack: stack.into(),
                     truncated: i == 7,
                     weight: 500_000 + n,
+                    repeat: 1,
                     counters: vec![1_000 + n, 2_000_000 + 7 * n, n % 4],
                     data_addr: if i % 2 == 0 { Some(0x10_0000 + n) } else { None },
                     data: (i % 2 == 0).then(|| {

@@ -67,6 +67,7 @@ pub fn stack(rec: &mut Recording, depth: usize, names: Names) -> Stack {
 pub fn samples_of(stack: &Stack, n: usize, t0: u64, weight: u64, counters: &[u64]) -> Vec<Sample> {
     (0..n)
         .map(|i| Sample {
+            repeat: 1,
             time: t0 + i as u64 * 1_000_000,
             thread: 0,
             stack: stack.clone(),

@@ -197,8 +197,14 @@ pub struct Sample {
     /// The stack was cut at the maximum depth.
     pub truncated: bool,
     /// Amount of the sampling event this sample stands for (the period: ns for clock events,
-    /// event counts otherwise).
+    /// event counts otherwise), over all its [`Sample::repeat`] samples.
     pub weight: u64,
+    /// How many samples of the sampling event this one stands for, alike in everything (time,
+    /// thread, stack, each `weight / repeat`): 1, or with `kernel=counted` the periods a thread
+    /// spent in the kernel since its previous sample, one sample each. Everything that counts
+    /// samples counts `repeat` of them ([`Sample::count`]); the JFR writer writes `repeat`
+    /// events (JDK tools count events). Never 0.
+    pub repeat: u32,
     /// Counter values aligned with `Recording::counters`: deltas since the thread's previous
     /// sample (interval-attributed counters), or a sampled counter's count since its own
     /// previous overflow sample ([`Recording::counter_periods`]).
@@ -226,6 +232,7 @@ impl Sample {
             stack,
             truncated: false,
             weight: 1,
+            repeat: 1,
             counters: Vec::new(),
             data_addr: None,
             data: None,
@@ -241,10 +248,24 @@ impl Sample {
         self.weight == 0 && self.counters.iter().any(|&c| c > 0)
     }
 
-    /// How many samples of the sampling event this one is: 1, or 0 for a counter's own
-    /// sample, which adds to the counter's column and to no sample count.
+    /// How many samples of the sampling event this one is: its [`Sample::repeat`], or 0 for a
+    /// counter's own sample, which adds to the counter's column and to no sample count.
     pub fn count(&self) -> u64 {
-        u64::from(!self.is_counter_sample())
+        if self.is_counter_sample() {
+            0
+        } else {
+            self.repeats()
+        }
+    }
+
+    /// How many samples this one stands for, counter samples included: its [`Sample::repeat`].
+    pub fn repeats(&self) -> u64 {
+        u64::from(self.repeat.max(1))
+    }
+
+    /// The weight of each of the [`Sample::repeat`] samples this one stands for.
+    pub fn weight_each(&self) -> u64 {
+        self.weight / self.repeats()
     }
 }
 

@@ -555,6 +555,7 @@ impl SampleResolver {
             _ => false,
         };
         Sample {
+            repeat: 1,
             time: raw.time,
             thread: c.thread,
             truncated,

@@ -110,14 +110,15 @@ impl TreeFeed {
     /// Adds a resolved sample of `rec` (whose method table names its frames) to the tree and the
     /// stack table; `bases` is the interner that made its stack (its bases are found there).
     pub fn add(&mut self, s: &Sample, rec: &Recording, bases: &StackInterner) {
+        let n = s.repeats();
         match self.components.iter_mut().find(|(k, _)| *k == s.component) {
-            Some(e) => e.1 += 1,
-            None => self.components.push((s.component, 1)),
+            Some(e) => e.1 += n,
+            None => self.components.push((s.component, n)),
         }
         if let Some(state) = s.state {
             match self.states.iter_mut().find(|(k, _)| *k == state) {
-                Some(e) => e.1 += 1,
-                None => self.states.push((state, 1)),
+                Some(e) => e.1 += n,
+                None => self.states.push((state, n)),
             }
         }
         // The thread and component are part of the key only where the node or entry depends on

@@ -230,3 +230,82 @@ fn renamed_threads_hang_anew_and_a_reset_starts_from_nothing() {
     assert_eq!(feed.components.iter().map(|e| e.1).sum::<u64>(), components as u64, "counted anew");
     assert_eq!(feed.entered.known + feed.entered.above + feed.entered.root, n, "counted anew");
 }
+
+/// Each third record of `own` with kernel time counted before it (1 to 7 periods, one record
+/// 65,536): the samples as the processor adds them, in the former form (`clones`: one sample
+/// per period) or as one sample standing for them all ([`Sample::repeat`]).
+fn with_kernel_time(rec: &mut Recording, interner: &mut StackInterner, own: &[Sample], clones: bool) -> Vec<Sample> {
+    let kernel = rec.methods.intern(MethodInfo::native("[kernel]"));
+    let mut out = Vec::new();
+    for (i, s) in own.iter().enumerate() {
+        if i % 3 == 0 {
+            let periods = if i == 42 { 1 << 16 } else { 1 + (i as u32 / 3) % 7 };
+            let mut stack = vec![Frame { method: kernel, bci: -1, line: -1, kind: FrameKind::Kernel }];
+            stack.extend_from_slice(&s.stack);
+            let k = Sample {
+                stack: interner.intern(&stack),
+                counters: vec![0; s.counters.len()],
+                data: None,
+                component: VmComponent::Kernel,
+                ..s.clone()
+            };
+            if clones {
+                out.extend(std::iter::repeat_n(k, periods as usize));
+            } else {
+                out.push(Sample { weight: k.weight * u64::from(periods), repeat: periods, ..k });
+            }
+        }
+        out.push(s.clone());
+    }
+    out
+}
+
+/// Kernel time counted (`kernel=counted`) is one sample per record standing for its periods:
+/// the tree, the stack table, the tallies, every output, the summary, the report and the JFR
+/// chunk are byte for byte those of the former form, one cloned sample per period; and the
+/// recording holds two samples for such a record, not 65,537.
+#[test]
+fn counted_kernel_periods_make_the_outputs_of_their_clones() {
+    use crate::output::format::{render, Format, Look, Profile};
+    let mut rec = recording(3);
+    let mut interner = StackInterner::default();
+    let own = samples(11, 300, 3, &mut interner);
+    rec.counters = vec!["c".to_string()];
+    let forms: Vec<Vec<Sample>> =
+        [true, false].iter().map(|&c| with_kernel_time(&mut rec, &mut interner, &own, c)).collect();
+    assert_eq!(forms[1].len(), own.len() + own.len().div_ceil(3), "one kernel sample per record");
+    assert!(forms[0].len() > 1 << 16);
+    let outputs = |samples: &[Sample]| {
+        let mut rec = rec.clone();
+        let mut feed = TreeFeed::new(Cct::new(rec.counters.clone()), table(&mut rec, true, 1 << 16), true, false);
+        for s in samples {
+            feed.add(s, &rec, &interner);
+        }
+        feed.cct.fill_totals();
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        for by in [Measure::Samples, Measure::Weight] {
+            for format in [Format::Collapsed, Format::Html, Format::Svg, Format::Pprof, Format::Json] {
+                let profile = Profile { tree: Some(&feed.cct), table: Some((&rec, &feed.stacks)) };
+                out.push(render(format, profile, &Look { by, ..Look::default() }).expect("rendered"));
+            }
+        }
+        out.push(crate::output::summary(&rec, &feed.cct, &feed.components).into_bytes());
+        out.push(format!("{:?} {:?}", feed.components, feed.cct.total_samples()).into_bytes());
+        // The report as `hpm report` makes it of a recording.
+        rec.samples = samples.to_vec();
+        let cct = Cct::from_recording(&rec, false);
+        let opts = crate::output::ReportOptions::default();
+        out.push(crate::output::full_report(Some(&rec), &cct, &crate::output::Tallies::of(&rec), &opts).into_bytes());
+        let times = crate::jfr::writer::ChunkTimes { start_ticks: 0, end_ticks: 1_000, start_wall_ns: 0 };
+        out.push(crate::jfr::writer::encode_chunk(&rec, samples, times));
+        out
+    };
+    let (cloned, repeated) = (outputs(&forms[0]), outputs(&forms[1]));
+    assert_eq!(cloned.len(), repeated.len());
+    for (i, (a, b)) in cloned.iter().zip(&repeated).enumerate() {
+        assert!(a == b, "output {i} differs:\n{}\n---\n{}", String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    }
+    // JDK tools read an event per period.
+    let back = crate::jfr::recording_from_bytes(repeated.last().unwrap(), "repeated.jfr").expect("read back");
+    assert_eq!(back.samples.len(), forms[0].len());
+}

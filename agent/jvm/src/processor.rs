@@ -302,6 +302,14 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
     let _ = reply.send((written, Finished(p)));
 }
 
+/// The sample of a record's kernel time counted (`kernel=counted`): `k`, its stack below
+/// `[kernel]` and its weight one period's, made to stand for `periods` of them.
+fn kernel_time(mut k: Sample, periods: u32) -> Sample {
+    k.weight = k.weight.saturating_mul(u64::from(periods));
+    k.repeat = periods.max(1);
+    k
+}
+
 /// The resolver's config for the session (`frame_groups` when its stack completer needs them).
 fn resolver_config(inputs: &Inputs, frame_groups: bool) -> ResolverConfig {
     // A uprobe on ObjectMonitor: the monitors' objects are named, with or without `data`.
@@ -495,11 +503,10 @@ impl Processor {
                 }
             }
             if c.kernel_periods > 0 {
-                // Kernel time counted, not sampled: one sample per period spent there.
+                // Kernel time counted, not sampled: one sample standing for each period spent
+                // there (`Sample::repeat`), the weight theirs together.
                 let k = self.resolver.kernel_time_sample(&mut self.rec, &s);
-                for _ in 0..c.kernel_periods {
-                    self.add(k.clone(), false);
-                }
+                self.add(kernel_time(k, c.kernel_periods), false);
             }
             self.sinks.observe(&s, &mut self.rec);
             self.add(s, true);
@@ -656,5 +663,24 @@ impl Processor {
             intake: &self.intake,
             events: &self.events,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record with the most kernel periods counted adds one sample for them, not one each.
+    #[test]
+    fn kernel_periods_are_one_sample_that_counts_them() {
+        let periods = hpm_core::capture::MAX_KERNEL_PERIODS;
+        let mut own = Sample::of_stack(std::sync::Arc::from(Vec::new()));
+        own.weight = 1_000_000;
+        let mut rec = Recording::default();
+        rec.samples.push(kernel_time(own.clone(), periods));
+        rec.samples.push(own);
+        assert_eq!(rec.samples.len(), 2);
+        let k = &rec.samples[0];
+        assert_eq!((k.count(), k.weight, k.weight_each()), (u64::from(periods), 1_000_000 << 16, 1_000_000));
     }
 }

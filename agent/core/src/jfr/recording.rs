@@ -415,6 +415,7 @@ impl Builder {
             stack,
             truncated,
             weight: 0,
+            repeat: 1,
             counters: Vec::new(),
             data_addr: None,
             data: None,

@@ -77,6 +77,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
                 stack: stack.into(),
                 truncated: i % 5 == 4,
                 weight: 1_000_003 + i as u64,
+                repeat: 1,
                 counters: vec![1_000_000 + i as u64, 2_000_000 + 3 * i as u64, i as u64 % 3],
                 data_addr: if i % 2 == 0 { Some(0x7f00_0000_1000 + i as u64) } else { None },
                 data: match i % 4 {

@@ -157,6 +157,7 @@ fn bench_encode_and_read() {
                 .into(),
             truncated: false,
             weight: 1,
+            repeat: 1,
             counters: vec![1, 2, 3],
             data_addr: None,
             data: None,

@@ -73,45 +73,15 @@ pub fn encode_chunk_keyed(
         e.finish(&mut out);
     }
 
-    let ncounters = rec.counters.len();
     let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
     for s in samples {
         let thread = pools.thread(s.thread);
         let stack = pools.stack(s);
-        if s.state.is_some() {
-            // A wall-clock sample (any state): not a CPU sample for JMC's method profiling.
-            e.restart(EVENT_WALL_CLOCK_SAMPLE);
-            e.long(s.time).long(thread).long(stack).long(pools.state(s.state)).long(1);
-            e.finish(&mut out);
-        } else if !s.is_counter_sample() {
-            // A counter's own sample is no CPU sample either: hpm.Sample alone carries it.
-            e.restart(EVENT_EXECUTION_SAMPLE);
-            e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
-            e.finish(&mut out);
+        // A sample standing for several (kernel periods counted) is written as that many
+        // events, each with its share of the weight: JDK tools and JMC count events.
+        for i in 0..s.repeat.max(1) {
+            write_sample(&mut out, &mut e, &mut pools, rec, s, (thread, stack), i == 0);
         }
-
-        e.restart(EVENT_HPM_SAMPLE);
-        e.long(s.time).long(thread).long(stack);
-        e.string_ref(pools.event_name()).long(s.weight).string_ref(pools.component(s.component));
-        e.long(s.data_addr.unwrap_or(0)).long(s.ip);
-        e.string(Some(s.state.and_then(|i| rec.states.get(i as usize)).map_or("", String::as_str)));
-        match s.data.as_deref() {
-            Some(d) => {
-                e.string(Some(d.space.name())).string(Some(d.class.as_deref().unwrap_or("")));
-                e.string(Some(d.field.as_deref().unwrap_or(""))).long(d.offset);
-                // An int: -1 (none) is five bytes as a varint, where a long's would be ten.
-                e.long(d.index.map_or(NO_INDEX, |i| i.min(i32::MAX as u64)));
-                e.string(Some(d.source.as_deref().unwrap_or(""))).long(d.latency);
-            }
-            None => {
-                e.string(Some("")).string(Some("")).string(Some("")).long(0).long(NO_INDEX);
-                e.string(Some("")).long(0);
-            }
-        }
-        for i in 0..ncounters {
-            e.long(s.counters.get(i).copied().unwrap_or(0));
-        }
-        e.finish(&mut out);
     }
     let mut hex = String::new();
     for c in &rec.code {
@@ -155,6 +125,54 @@ pub fn encode_chunk_keyed(
     debug_assert_eq!(h.len(), HEADER_SIZE);
     out[..HEADER_SIZE].copy_from_slice(&h);
     out
+}
+
+/// The events of one of a sample's [`Sample::repeat`]s (`first` of them or not): the JDK's
+/// execution or wall-clock sample, then `hpm.Sample` with the weight of one.
+fn write_sample(
+    out: &mut Vec<u8>,
+    e: &mut EventBuf,
+    pools: &mut Pools,
+    rec: &Recording,
+    s: &Sample,
+    (thread, stack): (u64, u64),
+    first: bool,
+) {
+    if s.state.is_some() {
+        // A wall-clock sample (any state): not a CPU sample for JMC's method profiling.
+        e.restart(EVENT_WALL_CLOCK_SAMPLE);
+        e.long(s.time).long(thread).long(stack).long(pools.state(s.state)).long(1);
+        e.finish(out);
+    } else if !s.is_counter_sample() {
+        // A counter's own sample is no CPU sample either: hpm.Sample alone carries it.
+        e.restart(EVENT_EXECUTION_SAMPLE);
+        e.long(s.time).long(thread).long(stack).long(pools.runnable_state());
+        e.finish(out);
+    }
+
+    e.restart(EVENT_HPM_SAMPLE);
+    e.long(s.time).long(thread).long(stack);
+    e.string_ref(pools.event_name()).long(s.weight_each()).string_ref(pools.component(s.component));
+    e.long(s.data_addr.unwrap_or(0)).long(s.ip);
+    e.string(Some(s.state.and_then(|i| rec.states.get(i as usize)).map_or("", String::as_str)));
+    match s.data.as_deref() {
+        Some(d) => {
+            e.string(Some(d.space.name())).string(Some(d.class.as_deref().unwrap_or("")));
+            e.string(Some(d.field.as_deref().unwrap_or(""))).long(d.offset);
+            // An int: -1 (none) is five bytes as a varint, where a long's would be ten.
+            e.long(d.index.map_or(NO_INDEX, |i| i.min(i32::MAX as u64)));
+            e.string(Some(d.source.as_deref().unwrap_or(""))).long(d.latency);
+        }
+        None => {
+            e.string(Some("")).string(Some("")).string(Some("")).long(0).long(NO_INDEX);
+            e.string(Some("")).long(0);
+        }
+    }
+    // The counters are the sum over the repeats: carried by the first.
+    for i in 0..rec.counters.len() {
+        e.long(if first { s.counters.get(i).copied().unwrap_or(0) } else { 0 });
+    }
+    e.finish(out);
 }
 
 fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {

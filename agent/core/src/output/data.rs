@@ -252,7 +252,7 @@ pub fn cct_by(rec: &Recording, by: DataBy) -> crate::cct::Cct {
             order.push(key);
             (i, 0, 0, Vec::new())
         });
-        g.1 += 1;
+        g.1 += s.repeats();
         g.2 = g.2.saturating_add(s.weight);
         crate::model::add_counters(&mut g.3, &s.counters);
     }

@@ -21,6 +21,7 @@ fn rec_with(counters: &[&str]) -> Recording {
             stack: stack.into(),
             truncated: false,
             weight: 10,
+            repeat: 1,
             counters: c.to_vec(),
             data_addr: None,
             data: None,

@@ -100,6 +100,7 @@ fn recording() -> Recording {
         stack: stack.into(),
         truncated: false,
         weight: 10_000_000,
+        repeat: 1,
         counters,
         data_addr: None,
         data: None,

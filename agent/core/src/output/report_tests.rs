@@ -38,6 +38,7 @@ fn recording(counters: &[&str]) -> Recording {
                 stack: stack.clone().into(),
                 truncated: false,
                 weight: 1_000_000,
+                repeat: 1,
                 counters: per[..n].to_vec(),
                 data_addr: None,
                 data: None,

@@ -172,7 +172,7 @@ impl StackTable {
                 groups.len() - 1
             });
             let g = &mut groups[g];
-            g.1 += 1;
+            g.1 += s.repeats();
             g.2 = g.2.saturating_add(s.weight);
             if g.3.len() < s.counters.len() {
                 g.3.resize(s.counters.len(), 0);
@@ -235,6 +235,7 @@ mod tests {
                 .collect(),
             truncated: false,
             weight: 10,
+            repeat: 1,
             counters: counters.to_vec(),
             data_addr: None,
             data: None,

@@ -18,7 +18,7 @@ pub fn component_counts(samples: &[Sample]) -> Vec<(VmComponent, u64)> {
     let mut counts = [0u64; VmComponent::ALL.len()];
     for s in samples {
         if let Some(i) = VmComponent::ALL.iter().position(|&c| c == s.component) {
-            counts[i] += 1;
+            counts[i] += s.repeats();
         }
     }
     VmComponent::ALL.iter().zip(counts).filter(|(_, n)| *n > 0).map(|(&c, n)| (c, n)).collect()

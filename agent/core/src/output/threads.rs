@@ -167,6 +167,7 @@ mod tests {
                     stack: stack.clone(),
                     truncated: false,
                     weight: 1,
+                    repeat: 1,
                     counters: counters.to_vec(),
                     data_addr: None,
                     data: None,

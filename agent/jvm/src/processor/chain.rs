@@ -21,7 +21,7 @@ pub(super) struct ChainCompleter {
     rec: ChainRecorder,
     /// The outermost key of each held sample (`Recording::samples`, same index).
     tops: Vec<Top>,
-    /// The last observed record's (the kernel-time samples added before it get none).
+    /// The last observed record's (the kernel-time sample added before it gets none).
     next: Top,
     phys: Vec<u32>,
     abandoned: bool,
