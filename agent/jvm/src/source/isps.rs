@@ -2,31 +2,18 @@
 //! jvm-patches/hpm_sps.h, interface version 3). Each tick requests samples of up to N threads,
 //! which decode only their top frames; every [`ISPS_RETRIEVE_NS`] the JVM completes the pending
 //! traces (the rest of each stack, once for all of its traces) and hands them out as trees,
-//! which are expanded here into ordinary stacks for the processor.
+//! which are expanded here into ordinary stacks for the processor. Driven by the timer source's
+//! thread (`timer::Kind::Isps`), which plans it.
 
 use std::ffi::c_void;
 
 use hpm_core::latency::Histogram;
 use hpm_core::model::FrameKind;
-use hpm_core::options::{Options, Sampler};
 
-use super::{extension, Planned, SourceDef, SourceTraits};
+use super::extension;
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
 use crate::os::now_ticks;
-use crate::stack_source::StackSite;
 use crate::threads::Threads;
-
-/// Driven by the timer source's thread ([`super::timer::Kind::Isps`]).
-pub const SOURCE: SourceDef = SourceDef {
-    traits: |opts| (opts.cpu && opts.sampler == Sampler::Isps).then_some(SourceTraits::plain(StackSite::Jvm)),
-    plan,
-};
-
-fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
-    let kind =
-        super::timer::Kind::Isps { isps: find_isps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting };
-    Ok(super::timer::planned(opts, kind))
-}
 
 pub const ISPS_SAMPLE_ID: &str = "com.github.hpm.sps.IspsSample";
 pub const ISPS_RETRIEVE_ID: &str = "com.github.hpm.sps.IspsRetrieve";

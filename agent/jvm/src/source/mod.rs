@@ -44,8 +44,7 @@ pub mod timer;
 pub const SOURCES: &[SourceDef] = &[
     asgct::SOURCE,     // perf overflow signals, stacks walked in the handler
     chain::SOURCE,     // perf rings without signals, stacks walked by the processor
-    timer::SOURCE,     // a timer thread: jvmti, wall, sps
-    isps::SOURCE,      // the timer thread with incremental stack tracing
+    timer::SOURCE,     // a timer thread: jvmti, wall, sps, isps (incremental stack tracing)
     idle::SOURCE,      // no CPU event: the threads named only
     jvmevents::SOURCE, // alloc, lock
     #[cfg(test)]

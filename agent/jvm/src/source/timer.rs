@@ -40,10 +40,12 @@ use crate::threads::{Mode, Threads};
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
         let wall = opts.sampler == Sampler::Wall;
-        (opts.cpu && matches!(opts.sampler, Sampler::Jvmti | Sampler::Sps | Sampler::Wall)).then_some(SourceTraits {
-            threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
-            ..SourceTraits::plain(StackSite::Jvm)
-        })
+        (opts.cpu && matches!(opts.sampler, Sampler::Jvmti | Sampler::Sps | Sampler::Isps | Sampler::Wall)).then_some(
+            SourceTraits {
+                threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
+                ..SourceTraits::plain(StackSite::Jvm)
+            },
+        )
     },
     plan,
 };
@@ -51,6 +53,9 @@ pub const SOURCE: SourceDef = SourceDef {
 fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
     let kind = match opts.sampler {
         Sampler::Sps => Kind::Sps { sps: find_sps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting },
+        Sampler::Isps => {
+            Kind::Isps { isps: isps::find_isps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting }
+        }
         Sampler::Wall => Kind::Wall,
         _ => Kind::Jvmti,
     };
@@ -58,7 +63,7 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
 }
 
 /// A timer source of `kind` planned: its "event" is the sampling clock.
-pub fn planned(opts: &Options, kind: Kind) -> Planned {
+fn planned(opts: &Options, kind: Kind) -> Planned {
     let name = if matches!(kind, Kind::Wall) { "wall" } else { "timer" };
     let info = EventInfo {
         name: name.into(),
