@@ -161,7 +161,7 @@ fn context_switches_count_what_the_kernel_counts() {
             .lines()
             .find_map(|l| l.strip_prefix("switches switcher ").and_then(|n| n.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{}: the workload printed no switch count:\n{}", jdk.name, run.stdout));
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let k = rec.counters.iter().position(|c| c == "context-switches").expect("the counter is recorded");
         let counted: u64 = rec
             .samples

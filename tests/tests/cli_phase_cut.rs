@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use hpm_core::jfr::marks::Mark;
-use hpm_core::jfr::{encode_chunk_with_marks, ChunkTimes};
-use hpm_core::model::*;
+use hpm_profile::jfr::marks::Mark;
+use hpm_profile::jfr::{encode_chunk_with_marks, ChunkTimes};
+use hpm_profile::model::*;
 
 fn recording_with_phases() -> PathBuf {
     let mut rec = Recording { start_ticks: 1_000, end_ticks: 1_000, counters: Vec::new(), ..Default::default() };

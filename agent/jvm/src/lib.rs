@@ -24,6 +24,7 @@ mod jvmti;
 mod lifecycle;
 mod live;
 mod methods;
+pub mod options;
 mod os;
 mod perf;
 mod processor;
@@ -93,7 +94,7 @@ pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserve
     let delivered = reply.is_some_and(|path| {
         catch_unwind(|| {
             use std::io::Write;
-            hpm_core::outfile::create_new(path)
+            hpm_profile::outfile::create_new(path)
                 .ok()
                 .is_some_and(|mut f| f.write_all(format!("{}\n", message.trim_end()).as_bytes()).is_ok())
         })

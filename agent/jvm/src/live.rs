@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use hpm_core::cct::Cct;
-use hpm_core::jfr::marks::Mark;
+use hpm_profile::cct::Cct;
+use hpm_profile::jfr::marks::Mark;
 
 /// Marks kept while no processor drains them; later ones are counted and dropped.
 const MAX_PENDING: usize = 100_000;

@@ -14,9 +14,9 @@ use std::time::Duration;
 use ::jni::sys::{
     jboolean, jclass, jint, jlong, jlongArray, jobjectArray, jstring, JNIEnv, JavaVM, JNI_FALSE, JNI_TRUE,
 };
-use hpm_core::analysis::hot;
-use hpm_core::jfr::marks::Mark;
-use hpm_core::model::ThreadInfo;
+use hpm_profile::analysis::hot;
+use hpm_profile::jfr::marks::Mark;
+use hpm_profile::model::ThreadInfo;
 
 use crate::agent::{self, Agent};
 use crate::jnienv as jni;

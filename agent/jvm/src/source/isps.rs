@@ -6,9 +6,9 @@
 
 use std::ffi::c_void;
 
-use hpm_core::latency::Histogram;
-use hpm_core::model::FrameKind;
-use hpm_core::options::{Options, Sampler};
+use crate::options::{Options, Sampler};
+use hpm_capture::latency::Histogram;
+use hpm_profile::model::FrameKind;
 
 use super::{extension, Planned, SourceDef, SourceTraits};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};

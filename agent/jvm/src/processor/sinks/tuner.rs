@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
-use hpm_core::model::{PeriodUnit, Recording, Sample};
-use hpm_core::options::Interval;
+use crate::options::Interval;
+use hpm_profile::analysis::tuner::{SelfTuner, TunerConfig};
+use hpm_profile::model::{PeriodUnit, Recording, Sample};
 
 use super::ProfileSink;
 use crate::processor::Inputs;
