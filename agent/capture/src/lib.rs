@@ -6,10 +6,11 @@
 //!
 //! # The async-signal-safety contract
 //!
-//! Every function of this crate that a handler calls (the walker's `Walker::walk` and
-//! `FrameSink`, `hotspot::raw_stack_key`, `Claim`, `ThreadQueue`/`Batch`, `BlobCache`'s
-//! lookups and inserts, `perf_record::Record` and `Ring` reads, `operand::effective_address`,
-//! `javaheap::capture`, `perf_record::is_kernel_address`):
+//! Every function of this crate that a handler calls (filling a `capture::Captured` and its
+//! `StackKind`, the walker's `Walker::walk` and `FrameSink`, `hotspot::raw_stack_key`,
+//! `Claim`, `ThreadQueue`/`Batch`, `BlobCache`'s lookups and inserts, `perf_record::Record`
+//! and `Ring` reads, `operand::effective_address`, `javaheap::capture`,
+//! `perf_record::is_kernel_address`):
 //! - never allocates, frees, locks or blocks, and makes no system call: it writes only into
 //!   fixed-size, `Copy` records and preallocated storage handed to it;
 //! - reads foreign memory only through `hotspot::Memory`, whose implementation (the agent's)
@@ -24,9 +25,10 @@
 //! `hotspot::Layout::from_table`, `javaheap::HeapLayout`), the readers of the walker's raw
 //! slots beside their writer (`hotspot::raw_frames`, `slots_key`, `leaf_slots`), the
 //! resolver's decoding of a captured instruction (`operand::sampled_access`, `DataStats`),
-//! sizing (`pool_size`) and the timer samplers' histogram (`latency`). This crate uses only
-//! hpm-profile's plain data types (`model::FrameKind`, `model::Space`, `hash::Hash128`) in a
-//! handler; none of them allocates.
+//! sizing (`pool_size`) and the timer samplers' histogram (`latency`). In a handler this crate
+//! uses only hpm-profile's plain data types (`model::FrameKind`, `model::Space`,
+//! `hash::Hash128`), none of which allocates; the agent's handler also reads
+//! `hash::seed_if_made` (a load of an initialised `OnceLock`, never its initialisation).
 
 pub mod batch;
 pub mod blob_cache;
