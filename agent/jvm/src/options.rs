@@ -3,11 +3,17 @@
 //! Parsing is JVM-free so every error message is unit-tested. Each error is one line that
 //! names the problem and the valid choices; the agent prints it and refuses to start.
 
-use hpm_capture::perf_record::MAX_COUNTERS;
 use std::fmt;
 
+use hpm_capture::perf_record::MAX_COUNTERS;
 use hpm_profile::duration::{Accept, DurationError};
+use hpm_profile::events::hw;
 use hpm_profile::output::format::Txt;
+
+/// The perf event table, for the agent's modules that name events through the grammar.
+pub use hpm_profile::events::{
+    EventDef, EVENTS, PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
+};
 
 /// Resolves a sysfs event description (`event=0xcd,umask=0x1,ldlat=3`) with its PMU's format
 /// files (`format(term)`: `config:0-7`, `config1:0-15`, `config:21`) into `(config, config1)`.
@@ -105,10 +111,6 @@ pub fn parse_event(name: &str) -> Result<EventDef, OptionError> {
     Err(OptionError(format!("unknown event `{name}`; valid events: {}", valid_event_list())))
 }
 
-use hpm_profile::events::hw;
-pub use hpm_profile::events::{
-    EventDef, EVENTS, PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
-};
 /// The format of a `file=` ([`hpm_profile::output::format`]'s table).
 pub use hpm_profile::output::format::Format as OutputFormat;
 

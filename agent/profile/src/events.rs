@@ -4,11 +4,8 @@
 /// The kernel's perf event types (`PERF_TYPE_*` in linux/perf_event.h). These numbers are
 /// kernel ABI, so they live here rather than behind the perf bindings.
 pub const PERF_TYPE_HARDWARE: u32 = 0;
-
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
-
 pub const PERF_TYPE_HW_CACHE: u32 = 3;
-
 pub const PERF_TYPE_RAW: u32 = 4;
 
 /// One perf event as the kernel knows it.
@@ -58,7 +55,7 @@ impl EventDef {
     }
 }
 
-pub const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
+const fn hw_cache(cache: u64, op: u64, result: u64) -> u64 {
     cache | (op << 8) | (result << 16)
 }
 
@@ -93,15 +90,15 @@ pub const EVENTS: &[EventDef] = &[
     probe("monitor-spin", &["_ZN13ObjectMonitor7TrySpinEP10JavaThread", "_ZN13ObjectMonitor8try_spinEP10JavaThread"]),
 ];
 
-pub const fn probe(name: &'static str, symbols: &'static [&'static str]) -> EventDef {
+const fn probe(name: &'static str, symbols: &'static [&'static str]) -> EventDef {
     EventDef { hardware: false, probe: Some(symbols), sysfs: Some(("uprobe", "")), ..sw(name, 0, false, false, 1) }
 }
 
-pub const fn mem(name: &'static str, pmu: &'static str, event: &'static str, ldlat: u64, period: u64) -> EventDef {
+const fn mem(name: &'static str, pmu: &'static str, event: &'static str, ldlat: u64, period: u64) -> EventDef {
     EventDef { memory: true, sysfs: Some((pmu, event)), config1: ldlat, ..hw(name, PERF_TYPE_RAW, 0, true, period) }
 }
 
-pub const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period: u64) -> EventDef {
+const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, period: u64) -> EventDef {
     EventDef {
         name,
         type_: PERF_TYPE_SOFTWARE,
@@ -118,6 +115,7 @@ pub const fn sw(name: &'static str, config: u64, is_clock: bool, addr: bool, per
     }
 }
 
+/// A hardware event (the grammar makes raw `rXXXX` events with it).
 pub const fn hw(name: &'static str, type_: u32, config: u64, addr: bool, period: u64) -> EventDef {
     EventDef {
         name,

@@ -3,6 +3,9 @@
 //! SVG flame graphs, pprof, JSON), loading, filtering, the reports and the analyses from the
 //! papers. The `hpm` command depends on this crate alone; the agent builds its profile with it.
 
+// Test support: hostile inputs, the fuzz targets' bodies and scratch files, for the unit tests,
+// the other crates' tests, the end-to-end tests and fuzz/ (which enable the `test-support`
+// feature); the agent and the CLI are built without them.
 #[cfg(any(test, feature = "test-support"))]
 pub mod adversarial;
 pub mod analysis;

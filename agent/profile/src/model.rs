@@ -1033,7 +1033,6 @@ impl Recording {
     }
 }
 
-/// Cached klasses at most before the cache starts again.
 /// The field of a [`DataTarget`] that is the store of a new object's class word.
 pub const NEW_OBJECT: &str = "<new>";
 
