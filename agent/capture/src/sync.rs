@@ -1,6 +1,6 @@
 //! The atomics of the lock-free hand-over code (batch pool, slot claims): std's, or loom's when
 //! built with `RUSTFLAGS="--cfg loom"` so the model checker can explore their interleavings
-//! (`cargo test -p hpm-core --release --lib loom`, run by scripts/test.sh).
+//! (`cargo test -p hpm-capture --release --lib loom`, run by scripts/test.sh).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};

@@ -102,7 +102,7 @@ fn setting_durations_parse() {
 #[test]
 #[ignore]
 fn dump_metadata() {
-    // JFR_DUMP=file.jfr cargo test -p hpm-core jfr::tests::dump_metadata -- --ignored --nocapture
+    // JFR_DUMP=file.jfr cargo test -p hpm-profile jfr::tests::dump_metadata -- --ignored --nocapture
     let p = std::env::var("JFR_DUMP").unwrap();
     let (chunks, _) = parser::read_chunks(std::path::Path::new(&p), &|_| true).unwrap();
     for c in &chunks {
@@ -115,7 +115,7 @@ fn dump_metadata() {
 #[test]
 #[ignore]
 fn write_sample_file() {
-    // JFR_OUT=/tmp/x.jfr cargo test -p hpm-core jfr::tests::write_sample_file -- --ignored
+    // JFR_OUT=/tmp/x.jfr cargo test -p hpm-profile jfr::tests::write_sample_file -- --ignored
     // Two chunks of 20 samples, for checking with other tools.
     let mut rec = sample_recording();
     let mut bytes = Vec::new();
@@ -130,7 +130,7 @@ fn write_sample_file() {
 #[test]
 #[ignore]
 fn bench_encode_and_read() {
-    // cargo test --release -p hpm-core jfr::tests::bench -- --ignored --nocapture
+    // cargo test --release -p hpm-profile jfr::tests::bench -- --ignored --nocapture
     let mut rec = sample_recording();
     let methods: Vec<MethodIdx> = (0..50_000)
         .map(|i| rec.methods.intern(MethodInfo::java(&format!("p{}.C{}", i % 300, i % 5000), &format!("m{i}"), "(I)V")))

@@ -269,7 +269,7 @@ fn a_wall_summary_gives_thread_states_not_unclassified_components() {
     assert!(s.contains("hpm: components: Java 75.00%, Unknown 25.00%"), "{s}");
 }
 
-/// `cargo test -p hpm-core print_example_report -- --ignored --nocapture` shows the layout.
+/// `cargo test -p hpm-profile print_example_report -- --ignored --nocapture` shows the layout.
 #[test]
 #[ignore]
 fn print_example_report() {
