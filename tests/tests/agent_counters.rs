@@ -18,7 +18,7 @@ use hpm_tests::*;
 fn fault_shares(rec: &Recording, k: usize) -> (u64, u64, u64, u64) {
     let alternator = |t: u32| rec.threads.get(t as usize).is_some_and(|t| t.name == "alternator");
     let (mut total, mut math, mut faults, mut own) = (0, 0, 0, 0);
-    for s in rec.samples.iter().filter(|s| alternator(s.thread)) {
+    for s in rec.samples.iter().filter(|s| alternator(s.thread.0)) {
         let n = s.counters.get(k).copied().unwrap_or(0);
         if n == 0 {
             continue;

@@ -166,7 +166,7 @@ fn context_switches_count_what_the_kernel_counts() {
         let counted: u64 = rec
             .samples
             .iter()
-            .filter(|s| rec.threads.get(s.thread as usize).is_some_and(|t| t.name == "switcher"))
+            .filter(|s| rec.threads.get(s.thread.0 as usize).is_some_and(|t| t.name == "switcher"))
             .map(|s| s.counters.get(k).copied().unwrap_or(0))
             .sum();
         eprintln!("{}: switcher: {counted} context switches counted with its samples, /proc {truth}", jdk.name);

@@ -75,14 +75,14 @@ fn the_trial_servers_cpu_alloc_and_lock_profiles_name_its_cache_on_both_jdks() {
         // CPU: the cache's method holds most of the server threads' samples (it is nearly all
         // their work; the HTTP exchange and the summaries are the rest).
         let (cpu, n) =
-            cache_share(&rec, rec.samples.iter().filter(|s| worker(&rec, s.thread)).map(|s| (&s.stack[..], 1)));
+            cache_share(&rec, rec.samples.iter().filter(|s| worker(&rec, s.thread.0)).map(|s| (&s.stack[..], 1)));
         // Allocation: 8 KiB of the cache's per request, beside the server's buffers and the
         // request's objects.
         let (alloc, na) = cache_share(
             &rec,
             rec.events
                 .iter()
-                .filter(|e| e.kind == JvmEventKind::Allocation && worker(&rec, e.thread))
+                .filter(|e| e.kind == JvmEventKind::Allocation && worker(&rec, e.thread.0))
                 .map(|e| (&e.stack[..], e.weight)),
         );
         // Lock: the report's table of the server threads' waits, as the user reads it.

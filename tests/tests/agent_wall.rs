@@ -25,7 +25,7 @@ fn wall_clock_samples_every_thread_in_every_state() {
         // Per thread name: samples per state name.
         let mut by_thread: HashMap<&str, HashMap<String, u64>> = HashMap::new();
         for s in &rec.samples {
-            let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+            let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
             let state = s.state.map_or("(none)".to_string(), |i| rec.states[i as usize].clone());
             *by_thread.entry(name).or_default().entry(state).or_default() += 1;
         }
@@ -65,7 +65,7 @@ fn wall_thread_filter_keeps_only_matching_threads() {
         let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let mut by_thread: HashMap<String, u64> = HashMap::new();
         for s in &rec.samples {
-            let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+            let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
             *by_thread.entry(name.to_string()).or_default() += 1;
         }
         eprintln!("{}: {by_thread:?}", jdk.name);
@@ -93,7 +93,7 @@ fn kept_and_accounted(
     let mut per: HashMap<String, (u64, u64)> = HashMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     for s in &rec.samples {
-        let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+        let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
         if worker(name) {
             let e = per.entry(name.to_string()).or_default();
             e.0 += 1;

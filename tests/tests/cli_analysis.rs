@@ -182,7 +182,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     for (i, (callee, site)) in [(f, 5), (g, 9), (f, 5), (f, 5)].into_iter().enumerate() {
         rec.samples.push(Sample {
             time: 1_000 + i as u64,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack: vec![frame(callee, 0), frame(run, site)].into(),
             truncated: false,
             weight: 10_000_000,

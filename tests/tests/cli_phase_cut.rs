@@ -16,7 +16,7 @@ fn recording_with_phases() -> PathBuf {
     let steady = rec.methods.intern(MethodInfo::java("Steady", "run", "()V"));
     let sample = |time: u64, method: MethodIdx| Sample {
         time,
-        thread: 0,
+        thread: ThreadIdx(0),
         stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into(),
         truncated: false,
         weight: 1_000_000,
@@ -32,7 +32,7 @@ fn recording_with_phases() -> PathBuf {
     samples.extend((0..20).map(|i| sample(3_000 + i, steady)));
     let phases = [(0, 1_999), (1, 2_999), (2, 3_010)].map(|(index, time)| Mark::Phase {
         time,
-        thread: 0,
+        thread: ThreadIdx(0),
         name: "iteration".into(),
         index,
     });

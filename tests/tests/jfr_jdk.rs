@@ -208,9 +208,9 @@ fn write_recording(path: &Path) -> Written {
         rec.add_drops("no java frame", 1);
         if c == chunks as u64 - 1 {
             // Threads get their Java names late; the last chunk must show the new name.
-            rec.threads[worker as usize].name = "renamed-worker".into();
+            rec.threads[worker.0 as usize].name = "renamed-worker".into();
         }
-        names.extend(batch.iter().map(|s| rec.threads[s.thread as usize].name.clone()));
+        names.extend(batch.iter().map(|s| rec.threads[s.thread.0 as usize].name.clone()));
         let times = ChunkTimes {
             start_ticks: start,
             end_ticks: start + 1_000_000_000,

@@ -68,7 +68,7 @@ pub fn samples_of(stack: &Stack, n: usize, t0: u64, weight: u64, counters: &[u64
     (0..n)
         .map(|i| Sample {
             time: t0 + i as u64 * 1_000_000,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack: stack.clone(),
             truncated: false,
             weight,

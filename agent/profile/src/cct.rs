@@ -495,7 +495,7 @@ impl Cct {
 
     /// A frame's name id by `name_ids` (see [`Self::add_sample_ids`]).
     fn frame_name_id(&mut self, f: &Frame, name_ids: &[u32]) -> u32 {
-        match name_ids.get(f.method as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
+        match name_ids.get(f.method.0 as usize).copied().filter(|&n| (n as usize) < self.names.len()) {
             Some(n) => n,
             None => self.name_id("[?]"),
         }
@@ -647,7 +647,7 @@ pub fn group_samples(samples: &[Sample], per_thread: bool) -> Vec<SampleGroup> {
     let mut index: IntMap<(usize, usize, ThreadIdx), usize> = IntMap::default();
     let mut groups: Vec<SampleGroup> = Vec::new();
     for (i, s) in samples.iter().enumerate() {
-        let key = (s.stack.as_ptr() as usize, s.stack.len(), if per_thread { s.thread } else { 0 });
+        let key = (s.stack.as_ptr() as usize, s.stack.len(), if per_thread { s.thread } else { ThreadIdx(0) });
         let g = *index.entry(key).or_insert_with(|| {
             groups.push(SampleGroup { first: i, samples: 0, weight: 0, counters: Vec::new() });
             groups.len() - 1
@@ -716,7 +716,7 @@ impl MethodNames {
     }
 
     fn id(&mut self, cct: &mut Cct, rec: &Recording, m: crate::model::MethodIdx) -> u32 {
-        let i = m as usize;
+        let i = m.0 as usize;
         if i >= self.ids.len() {
             self.ids.resize(i + 1, u32::MAX);
         }
@@ -729,7 +729,7 @@ impl MethodNames {
 
 /// Name of the per-thread pseudo-frame used with the `threads` option.
 pub fn thread_frame_name(rec: &Recording, t: crate::model::ThreadIdx) -> String {
-    match rec.threads.get(t as usize) {
+    match rec.threads.get(t.0 as usize) {
         Some(ti) => format!("[{} tid={}]", ti.name, ti.os_tid),
         None => format!("[thread #{t}]"),
     }
@@ -803,8 +803,8 @@ mod tests {
         let mut hint = PathHint::default();
         let mut above_hint = PathHint::default();
         let ids: Vec<u32> =
-            (0..rec.methods.len() as u32).map(|m| agent.name_id(&rec.method(m).display_name())).collect();
-        for name in (0..rec.methods.len() as u32).map(|m| rec.method(m).display_name()) {
+            (0..rec.methods.len() as u32).map(|m| agent.name_id(&rec.method(MethodIdx(m)).display_name())).collect();
+        for name in (0..rec.methods.len() as u32).map(|m| rec.method(MethodIdx(m)).display_name()) {
             above.name_id(&name);
         }
         let mut leaves = vec![None; stacks.len()];
@@ -850,7 +850,7 @@ mod tests {
         use crate::model::*;
         let mut rec = Recording::default();
         let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
-        let m: Vec<u32> =
+        let m: Vec<MethodIdx> =
             ["A", "B", "C", "D"].iter().map(|c| rec.methods.intern(MethodInfo::java(c, "f", "()V"))).collect();
         let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
         let (j, i, n, k) = (FrameKind::JitCompiled, FrameKind::Inlined, FrameKind::Interpreted, FrameKind::Kernel);
@@ -861,8 +861,9 @@ mod tests {
         for per_thread in [false, true] {
             let mut readers = Cct::default();
             let mut agent = Cct::default();
-            let ids: Vec<u32> =
-                (0..rec.methods.len() as u32).map(|x| agent.name_id(&rec.method(x).display_name())).collect();
+            let ids: Vec<u32> = (0..rec.methods.len() as u32)
+                .map(|x| agent.name_id(&rec.method(MethodIdx(x)).display_name()))
+                .collect();
             let root = per_thread.then(|| thread_frame_name(&rec, t));
             let mut samples = [Sample::of_stack(known.clone().into()), Sample::of_stack(above.clone().into())];
             for (w, s) in samples.iter_mut().enumerate() {
@@ -905,7 +906,7 @@ mod tests {
         use crate::model::*;
         let mut rec = Recording::default();
         let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
-        let methods: Vec<u32> =
+        let methods: Vec<MethodIdx> =
             (0..40).map(|i| rec.methods.intern(MethodInfo::java("C", &format!("m{i}"), "()V"))).collect();
         let limit = 50;
         let mut agent = Cct::with_limit(Vec::new(), limit);

@@ -263,11 +263,11 @@ impl SampleFilter {
             let matched = keep_thread.as_ref().map_or(0, |k| k.iter().filter(|&&m| m).count());
             (re.as_str().to_string(), matched, rec.threads.len())
         });
-        if before > 0 && !rec.samples.iter().any(|s| thread_ok(s.thread) && time_ok(s.time)) {
+        if before > 0 && !rec.samples.iter().any(|s| thread_ok(s.thread.0) && time_ok(s.time)) {
             return Err(self.nothing_left(rec, &thread_ok, &time_ok, from, to));
         }
-        rec.samples.retain(|s| thread_ok(s.thread) && time_ok(s.time));
-        rec.events.retain(|e| thread_ok(e.thread) && time_ok(e.time));
+        rec.samples.retain(|s| thread_ok(s.thread.0) && time_ok(s.time));
+        rec.events.retain(|e| thread_ok(e.thread.0) && time_ok(e.time));
         let offset = |t: u64| t.saturating_sub(rec.start_ticks);
         Ok(Some(Applied {
             samples_before: before,
@@ -320,7 +320,7 @@ impl SampleFilter {
             }
         };
         if let Some(re) = &self.thread {
-            if !rec.samples.iter().any(|s| thread_ok(s.thread)) {
+            if !rec.samples.iter().any(|s| thread_ok(s.thread.0)) {
                 let mut names: Vec<&str> = rec.threads.iter().map(|t| t.name.as_str()).collect();
                 names.sort_unstable();
                 names.dedup();
@@ -337,7 +337,7 @@ impl SampleFilter {
                 return format!(
                     "the threads matching `{}` have no samples {range}; theirs lie between {}",
                     re.as_str(),
-                    span(&mut rec.samples.iter().filter(|s| thread_ok(s.thread)).map(|s| s.time))
+                    span(&mut rec.samples.iter().filter(|s| thread_ok(s.thread.0)).map(|s| s.time))
                 );
             }
         }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::ThreadIdx;
 use crate::model::{Frame, FrameKind, MethodInfo, Sample, ThreadInfo};
 
 const START: u64 = 5_000_000_000;
@@ -21,7 +22,11 @@ fn recording() -> Recording {
     let stack: crate::model::Stack = vec![Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into();
     for k in 0..10u64 {
         for t in 0..3u32 {
-            rec.samples.push(Sample { time: START + k * 100_000_000, thread: t, ..Sample::of_stack(stack.clone()) });
+            rec.samples.push(Sample {
+                time: START + k * 100_000_000,
+                thread: ThreadIdx(t),
+                ..Sample::of_stack(stack.clone())
+            });
         }
     }
     rec
@@ -70,7 +75,7 @@ fn iso_times_parse_with_their_zone() {
 fn threads_are_selected_by_name() {
     let (rec, a) = apply(Some("^worker-"), None, None).unwrap();
     assert_eq!(rec.samples.len(), 20);
-    assert!(rec.samples.iter().all(|s| s.thread != 0));
+    assert!(rec.samples.iter().all(|s| s.thread != ThreadIdx(0)));
     let a = a.unwrap();
     assert_eq!((a.samples_before, a.samples_kept), (30, 20));
     assert_eq!(a.describe(), "threads matching `^worker-` (2 of 3); 20 of 30 samples kept");
@@ -117,7 +122,7 @@ fn nothing_left_is_an_error_that_says_why() {
     let e = apply(None, Some("5s"), None).unwrap_err();
     assert!(e.contains("no samples from 5 s on") && e.contains("lie between 0 ns and 900 ms"), "{e}");
     let mut rec = recording();
-    rec.samples.retain(|s| s.thread != 1 || s.time < START + 300_000_000);
+    rec.samples.retain(|s| s.thread != ThreadIdx(1) || s.time < START + 300_000_000);
     let e = SampleFilter::new(Some("worker-1"), Some("500ms"), None).unwrap().apply(&mut rec).unwrap_err();
     assert!(e.contains("threads matching `worker-1` have no samples from 500 ms on") && e.contains("200 ms"), "{e}");
     // An empty recording is not an error: there was nothing to select from.

@@ -238,9 +238,10 @@ impl<V: Copy> ByStack<V> {
 mod tests {
     use super::*;
     use crate::model::FrameKind;
+    use crate::model::MethodIdx;
 
     fn frames(ms: &[u32]) -> Vec<Frame> {
-        ms.iter().map(|&m| Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }).collect()
+        ms.iter().map(|&m| Frame { method: MethodIdx(m), bci: 0, line: 1, kind: FrameKind::JitCompiled }).collect()
     }
 
     #[test]

@@ -158,8 +158,24 @@ impl MethodInfo {
     }
 }
 
-pub type MethodIdx = u32;
-pub type ThreadIdx = u32;
+/// Index into [`Recording::methods`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MethodIdx(pub u32);
+/// Index into [`Recording::threads`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadIdx(pub u32);
+
+impl std::fmt::Display for MethodIdx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for ThreadIdx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 /// Index into [`Recording::states`].
 pub type StateIdx = u16;
 
@@ -222,7 +238,7 @@ impl Sample {
     pub fn of_stack(stack: Stack) -> Sample {
         Sample {
             time: 0,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack,
             truncated: false,
             weight: 1,
@@ -443,7 +459,7 @@ impl JvmEvent {
             kind,
             time: 0,
             duration: 0,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack,
             truncated: false,
             class: None,
@@ -721,7 +737,7 @@ impl MethodTable {
     pub fn intern(&mut self, m: MethodInfo) -> MethodIdx {
         use std::hash::BuildHasher;
         let h = crate::hash::FastBuild::default().hash_one(&m);
-        if let Some(&i) = self.index.get(&h).and_then(|same| same.iter().find(|&&i| self.methods[i as usize] == m)) {
+        if let Some(&i) = self.index.get(&h).and_then(|same| same.iter().find(|&&i| self.methods[i.0 as usize] == m)) {
             return i;
         }
         // Full: not even its hash is kept.
@@ -729,7 +745,7 @@ impl MethodTable {
             self.past_limit += 1;
             return self.intern(MethodInfo::native(METHOD_TABLE_FULL));
         }
-        let i = self.methods.len() as MethodIdx;
+        let i = MethodIdx(self.methods.len() as u32);
         self.index.entry(h).or_default().push(i);
         self.methods.push(m);
         i
@@ -748,7 +764,7 @@ impl MethodTable {
     }
 
     pub fn get(&self, i: MethodIdx) -> &MethodInfo {
-        &self.methods[i as usize]
+        &self.methods[i.0 as usize]
     }
 
     pub fn len(&self) -> usize {
@@ -760,7 +776,7 @@ impl MethodTable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (MethodIdx, &MethodInfo)> {
-        self.methods.iter().enumerate().map(|(i, m)| (i as MethodIdx, m))
+        self.methods.iter().enumerate().map(|(i, m)| (MethodIdx(i as u32), m))
     }
 }
 
@@ -997,7 +1013,7 @@ impl Recording {
 
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {
         self.threads.push(t);
-        (self.threads.len() - 1) as ThreadIdx
+        ThreadIdx((self.threads.len() - 1) as u32)
     }
 
     pub fn method(&self, i: MethodIdx) -> &MethodInfo {

@@ -126,8 +126,8 @@ impl TreeFeed {
         // sample with a data target: the stack table keys its entries by the target's class
         // and field too.
         let extra = match (self.keep_table, self.per_thread) {
-            (true, _) => u64::from(s.thread) | (s.component as u64) << 32,
-            (false, true) => u64::from(s.thread),
+            (true, _) => u64::from(s.thread.0) | (s.component as u64) << 32,
+            (false, true) => u64::from(s.thread.0),
             (false, false) => 0,
         };
         let memo = s.data.is_none();
@@ -161,10 +161,10 @@ impl TreeFeed {
                 let thread_root = self.per_thread.then(|| crate::cct::thread_frame_name(rec, s.thread));
                 // A hint is a shortcut only: a process that starts thread after thread (the
                 // soak test: 18,000 in a minute) would otherwise keep one per thread forever.
-                if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread) {
+                if self.path_hints.len() >= MAX_PATH_HINTS && !self.path_hints.contains_key(&s.thread.0) {
                     self.path_hints.clear();
                 }
-                let hint = self.path_hints.entry(s.thread).or_default();
+                let hint = self.path_hints.entry(s.thread.0).or_default();
                 self.cct.add_sample_ids(s, thread_root.as_deref(), &self.name_ids, hint)
             }
         };
@@ -201,7 +201,7 @@ impl TreeFeed {
             self.name_ids.resize(len, u32::MAX);
         }
         for f in frames {
-            if let Some(id) = self.name_ids.get_mut(f.method as usize).filter(|id| **id == u32::MAX) {
+            if let Some(id) = self.name_ids.get_mut(f.method.0 as usize).filter(|id| **id == u32::MAX) {
                 *id = self.cct.name_id(&rec.method(f.method).display_name());
             }
         }

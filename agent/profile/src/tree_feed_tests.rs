@@ -1,6 +1,7 @@
 use super::*;
 use crate::cct::Measure;
 use crate::model::{DataTarget, FrameKind, MethodInfo, Space, Stack, ThreadInfo};
+use crate::model::{MethodIdx, ThreadIdx};
 use crate::output::collapsed::to_collapsed;
 use crate::output::stacks::TableLimit;
 
@@ -43,7 +44,7 @@ fn frames(rng: &mut Rng, max: usize) -> Vec<Frame> {
     (0..n)
         .map(|_| {
             let kind = if rng.below(4) == 0 { FrameKind::Inlined } else { FrameKind::JitCompiled };
-            Frame { method: rng.below(METHODS as usize) as u32, bci: rng.below(3) as i32, line: 1, kind }
+            Frame { method: MethodIdx(rng.below(METHODS as usize) as u32), bci: rng.below(3) as i32, line: 1, kind }
         })
         .collect()
 }
@@ -86,7 +87,7 @@ fn samples(seed: u64, n: usize, threads: usize, interner: &mut StackInterner) ->
         };
         made.push(stack.clone());
         let mut s = Sample::of_stack(stack);
-        s.thread = rng.below(threads) as u32;
+        s.thread = ThreadIdx(rng.below(threads) as u32);
         s.weight = 1 + rng.below(5) as u64;
         s.counters = vec![rng.below(100) as u64];
         s.component = COMPONENTS[rng.below(COMPONENTS.len())];

@@ -496,7 +496,7 @@ impl SampleResolver {
         }
         let jit = matches!(native, Placed::Jit(_));
         // A thread's shared walk serves the records right after it only.
-        let shared = self.shared_walks.remove(&c.thread);
+        let shared = self.shared_walks.remove(&ThreadIdx(c.thread));
         let java = match &c.stack {
             StackKind::NotWalked => JavaStack::Missing("coalesced_signal"),
             StackKind::SignalTaken => JavaStack::Missing("signal_taken_by_another_handler"),
@@ -514,7 +514,7 @@ impl SampleResolver {
             JavaStack::Found(copy) => {
                 self.stats.java_ok += 1;
                 if c.shares_walk {
-                    self.keep_shared_walk(c.thread, raw.time, stack[leaf_frames..].to_vec());
+                    self.keep_shared_walk(ThreadIdx(c.thread), raw.time, stack[leaf_frames..].to_vec());
                 }
                 walk_copy = copy;
             }
@@ -556,7 +556,7 @@ impl SampleResolver {
         };
         Sample {
             time: raw.time,
-            thread: c.thread,
+            thread: ThreadIdx(c.thread),
             truncated,
             stack: shared_stack,
             // Records without a period (software events: see `Layout::without_period`) weigh
@@ -642,7 +642,7 @@ impl SampleResolver {
             }
         };
         let now: Vec<u64> = raw.values[1..raw.nvalues as usize].iter().map(|&v| scale(v)).collect();
-        let last = self.last_counters.entry(c.thread).or_insert_with(|| vec![0; now.len()]);
+        let last = self.last_counters.entry(ThreadIdx(c.thread)).or_insert_with(|| vec![0; now.len()]);
         last.resize(now.len(), 0);
         counter_deltas(&now, last, &self.counter_periods, raw.source)
     }

@@ -735,7 +735,7 @@ fn stacks_past_the_bound_are_not_carried() {
             if res.interner.len() >= held {
                 break;
             }
-            let f = Frame { method: 0, bci: i, line: -1, kind: FrameKind::Interpreted };
+            let f = Frame { method: MethodIdx(0), bci: i, line: -1, kind: FrameKind::Interpreted };
             res.interner.intern(&[f]);
         }
         s

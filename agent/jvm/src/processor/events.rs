@@ -16,6 +16,7 @@ use hpm_resolve::resolve::SampleResolver;
 use super::sinks::{Named, ProfileSink};
 use crate::methods::JvmtiMethods;
 use crate::source::jvmevents::JvmEvents;
+use hpm_profile::model::ThreadIdx;
 
 /// Class names the events share at most (then started again).
 const MAX_CLASS_NAMES: usize = 1 << 16;
@@ -101,7 +102,7 @@ impl EventState {
                 kind: p.kind,
                 time: p.time,
                 duration: p.duration,
-                thread: p.thread,
+                thread: ThreadIdx(p.thread),
                 stack: s.stack,
                 truncated: s.truncated,
                 class,

@@ -254,7 +254,7 @@ impl CcMap {
             let stack = &rec.samples[g.first].stack;
             ids.clear();
             for f in stack.iter() {
-                let m = f.method as usize;
+                let m = f.method.0 as usize;
                 if m >= by_method.len() {
                     by_method.resize(m + 1, u32::MAX);
                 }

@@ -1,9 +1,9 @@
 use super::*;
 
-fn f(method: MethodIdx, kind: FrameKind) -> Frame {
-    Frame { method, bci: -1, line: 10 + method as i32, kind }
+fn f(method: u32, kind: FrameKind) -> Frame {
+    Frame { method: MethodIdx(method), bci: -1, line: 10 + method as i32, kind }
 }
-fn jit(m: MethodIdx) -> Frame {
+fn jit(m: u32) -> Frame {
     f(m, FrameKind::JitCompiled)
 }
 
@@ -46,7 +46,7 @@ fn samples_are_completed_from_the_tree_of_their_outermost_frame() {
     let mut r = recorder();
     let s1 = [jit(3), jit(2)];
     let top = r.observe(&s1, walk(0, &[1, 1], &[300, 200]), false);
-    assert_eq!(top, Some((1, (2, 200 * SCOPES))));
+    assert_eq!(top, Some((1, (MethodIdx(2), 200 * SCOPES))));
     let s2 = [jit(3), jit(4)];
     let top2 = r.observe(&s2, walk(0, &[1, 1], &[280, 200]), false);
     let (_, stats) = r.tree().unwrap();

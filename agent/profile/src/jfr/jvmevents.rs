@@ -101,12 +101,13 @@ mod tests {
     use crate::jfr::parser::parse_chunks;
     use crate::jfr::tests::{sample_batch, sample_recording, times};
     use crate::jfr::writer::encode_chunk;
+    use crate::model::ThreadIdx;
 
     fn events_of(rec: &mut Recording) -> Vec<JvmEvent> {
         let stack = sample_batch(rec, 5_000_000_000, 1)[0].stack.clone();
         let mut alloc = JvmEvent::of(JvmEventKind::Allocation, stack.clone());
         alloc.time = 5_000_000_100;
-        alloc.thread = 1;
+        alloc.thread = ThreadIdx(1);
         alloc.class = Some("byte[]".into());
         alloc.weight = 524_288;
         let mut monitor = JvmEvent::of(JvmEventKind::MonitorEnter, stack.clone());
@@ -147,7 +148,7 @@ mod tests {
             );
             assert_eq!((a.address, a.timeout, a.until), (b.address, b.timeout, b.until));
             assert_eq!(read.stack_names_root_first(&Sample::of_stack(b.stack.clone())).len(), a.stack.len());
-            assert_eq!(read.threads[b.thread as usize].name, rec.threads[a.thread as usize].name);
+            assert_eq!(read.threads[b.thread.0 as usize].name, rec.threads[a.thread.0 as usize].name);
         }
         // The class as the JDK names it: internal form, arrays as descriptors.
         let a = chunks[0].events_named("jdk.ObjectAllocationSample").next().unwrap();

@@ -174,15 +174,15 @@ mod tests {
     fn regions_and_phases_read_back_with_their_fields() {
         let rec = sample_recording();
         let marks = vec![
-            Mark::Phase { time: 5_000_000_100, thread: 1, name: "iteration".into(), index: 3 },
+            Mark::Phase { time: 5_000_000_100, thread: ThreadIdx(1), name: "iteration".into(), index: 3 },
             Mark::Region {
                 start: 5_000_000_200,
                 end: 5_000_900_200,
-                thread: 0,
+                thread: ThreadIdx(0),
                 name: "parse".into(),
                 counters: vec![("task-clock".into(), 850_000), ("page-faults".into(), 7), ("r01c2".into(), 9)],
             },
-            Mark::Phase { time: 5_000_000_300, thread: 0, name: "warm-up".into(), index: -1 },
+            Mark::Phase { time: 5_000_000_300, thread: ThreadIdx(0), name: "warm-up".into(), index: -1 },
         ];
         let bytes = encode_chunk_with_marks(&rec, &[], &marks, times(5_000_000_000, 5_001_000_000));
         let chunk = &parse_chunks(&bytes, &|_| true).unwrap()[0];
@@ -223,9 +223,9 @@ mod tests {
         let samples = crate::jfr::tests::sample_batch(&mut rec, 5_000_000_000, 40);
         let t = |i: usize| samples[i].time;
         let marks = vec![
-            Mark::Phase { time: t(0), thread: 0, name: "warm-up".into(), index: -1 },
-            Mark::Phase { time: t(10), thread: 0, name: "iteration".into(), index: 0 },
-            Mark::Phase { time: t(25), thread: 0, name: "iteration".into(), index: 1 },
+            Mark::Phase { time: t(0), thread: ThreadIdx(0), name: "warm-up".into(), index: -1 },
+            Mark::Phase { time: t(10), thread: ThreadIdx(0), name: "iteration".into(), index: 0 },
+            Mark::Phase { time: t(25), thread: ThreadIdx(0), name: "iteration".into(), index: 1 },
         ];
         let bytes = encode_chunk_with_marks(&rec, &samples, &marks, times(5_000_000_000, t(39) + 1));
         let chunks = parse_chunks(&bytes, &|_| true).unwrap();

@@ -51,7 +51,7 @@ fn native_class_key(i: usize) -> u64 {
 /// kind (hpm names a symbol by its name alone, and one name can be found in the JVM and in
 /// another library), the same in every chunk, above the method table's keys.
 fn native_method_key(m: MethodIdx, i: usize) -> u64 {
-    (1 << 44) | (i as u64) << 32 | u64::from(m)
+    (1 << 44) | (i as u64) << 32 | u64::from(m.0)
 }
 
 /// Whether a frame is Java code, for the JDK's `RecordedFrame.isJavaFrame()` (which reads a
@@ -85,7 +85,7 @@ pub fn thread_key(t: ThreadIdx, info: &ThreadInfo) -> u64 {
     b.extend_from_slice(&info.os_tid.to_le_bytes());
     b.extend_from_slice(&info.java_id.map_or(0, |i| i + 1).to_le_bytes());
     b.push(info.is_java as u8);
-    ((t as u64 + 1) << 16) | (fnv64(&b) & 0xffff)
+    ((t.0 as u64 + 1) << 16) | (fnv64(&b) & 0xffff)
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -141,7 +141,7 @@ impl TableKeys {
         // A class's internal name and package are made once per class (by its Java name), not
         // once per method.
         for mi in self.scanned..upto {
-            let m = rec.method(mi as MethodIdx);
+            let m = rec.method(MethodIdx(mi as u32));
             let class = match self.by_java_name.get(&*m.class_name) {
                 Some(&k) => k,
                 None => {
@@ -224,7 +224,7 @@ fn stack_hash(frames: &[Frame], truncated: bool) -> u64 {
     };
     eat(truncated as u64);
     for f in frames {
-        eat(f.method as u64);
+        eat(f.method.0 as u64);
         eat(f.bci as u32 as u64 | (f.line as u32 as u64) << 32);
         eat(frame_type_key(f.kind));
     }
@@ -288,13 +288,13 @@ impl<'a> Pools<'a> {
 
     /// Key of a sample's thread (0, i.e. null, if the index is out of range).
     pub fn thread(&mut self, t: ThreadIdx) -> u64 {
-        if t as usize >= self.rec.threads.len() {
+        if t.0 as usize >= self.rec.threads.len() {
             return 0;
         }
         if self.thread_seen.insert(t, ()).is_none() {
             self.threads.push(t);
         }
-        thread_key(t, &self.rec.threads[t as usize])
+        thread_key(t, &self.rec.threads[t.0 as usize])
     }
 
     /// Key of a sample's stack trace, deduplicated by content.
@@ -369,13 +369,13 @@ impl<'a> Pools<'a> {
     /// The [`NATIVE_CLASSES`] entry of a frame of a native symbol of that kind; None for Java
     /// frames and pseudo-frames.
     fn native_class(&self, f: &Frame) -> Option<usize> {
-        let native = (f.method as usize) < self.rec.methods.len() && !is_java_frame(self.rec.method(f.method));
+        let native = (f.method.0 as usize) < self.rec.methods.len() && !is_java_frame(self.rec.method(f.method));
         native.then(|| NATIVE_CLASSES.iter().position(|(k, _)| *k == f.kind)).flatten()
     }
 
     /// Key of a method a frame or an event names, registered for the method pool.
     pub fn method(&mut self, m: MethodIdx) -> u64 {
-        if (m as usize) < self.rec.methods.len() {
+        if (m.0 as usize) < self.rec.methods.len() {
             if self.method_seen.insert(m, ()).is_none() {
                 self.methods.push(m);
             }
@@ -386,8 +386,8 @@ impl<'a> Pools<'a> {
     }
 
     fn method_key(&self, m: MethodIdx) -> u64 {
-        if (m as usize) < self.rec.methods.len() {
-            m as u64 + 1
+        if (m.0 as usize) < self.rec.methods.len() {
+            m.0 as u64 + 1
         } else {
             INVALID_METHOD_KEY
         }
@@ -428,7 +428,7 @@ impl<'a> Pools<'a> {
         self.encode_threads(&mut pools);
         self.encode_stacks(&mut pools);
         let natives = self.native_methods.iter().map(|&(m, _)| m);
-        let upto = self.methods.iter().copied().chain(natives).map(|m| m as usize + 1).max().unwrap_or(0);
+        let upto = self.methods.iter().copied().chain(natives).map(|m| m.0 as usize + 1).max().unwrap_or(0);
         keys.extend(self.rec, upto);
         let names = &*keys;
         let mut symbols = Symbols { names, seen: HashSet::default(), entries: Vec::new() };
@@ -460,7 +460,7 @@ impl<'a> Pools<'a> {
     fn encode_threads(&self, pools: &mut PoolsOut) {
         let mut b = Vec::new();
         for &t in &self.threads {
-            let ti = &self.rec.threads[t as usize];
+            let ti = &self.rec.threads[t.0 as usize];
             put_varint(&mut b, thread_key(t, ti));
             put_string(&mut b, Some(&ti.name)); // osName
             put_i64(&mut b, ti.os_tid as i64);
@@ -487,7 +487,7 @@ impl<'a> Pools<'a> {
                 put_i32(&mut b, f.line);
                 put_i32(&mut b, f.bci);
                 put_varint(&mut b, frame_type_key(f.kind));
-                let java = (f.method as usize) < self.rec.methods.len() && is_java_frame(self.rec.method(f.method));
+                let java = (f.method.0 as usize) < self.rec.methods.len() && is_java_frame(self.rec.method(f.method));
                 put_bool(&mut b, java && native.is_none());
             }
         }
@@ -501,13 +501,13 @@ impl<'a> Pools<'a> {
         let mut b = Vec::new();
         for &mi in &self.methods {
             let m = self.rec.method(mi);
-            let class = names.method_class[mi as usize];
+            let class = names.method_class[mi.0 as usize];
             if class_seen.insert(class) {
                 classes.push((class, internal_name(&m.class_name)));
             }
             let name = symbols.key(&m.name);
             let desc = symbols.key(descriptor_of(&m.descriptor));
-            write_method(&mut b, [mi as u64 + 1, class, name, desc], m.modifiers, m.hidden);
+            write_method(&mut b, [mi.0 as u64 + 1, class, name, desc], m.modifiers, m.hidden);
         }
         for &(mi, i) in &self.native_methods {
             let m = self.rec.method(mi);
@@ -545,7 +545,7 @@ impl<'a> Pools<'a> {
         for &mi in &self.methods {
             let m = self.rec.method(mi);
             let Some(file) = m.source_file.as_deref().filter(|f| !f.is_empty()) else { continue };
-            let class = names.method_class[mi as usize];
+            let class = names.method_class[mi.0 as usize];
             if seen.insert(class) {
                 put_varint(&mut b, class);
                 put_varint(&mut b, class);

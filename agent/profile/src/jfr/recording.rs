@@ -449,7 +449,7 @@ impl Builder {
         let idx = match self.threads.get(&id) {
             Some(&i) => {
                 // Same thread, renamed since: keep the latest name.
-                let t = &mut self.rec.threads[i as usize];
+                let t = &mut self.rec.threads[i.0 as usize];
                 if !info.name.is_empty() && t.name != info.name {
                     t.name = info.name;
                     t.is_java |= info.is_java;

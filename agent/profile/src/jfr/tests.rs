@@ -63,10 +63,10 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
     let kernel = frame(rec, MethodInfo::native("do_syscall_64"), -1, -1, FrameKind::Kernel);
     let gc = frame(rec, MethodInfo::native("[GC]"), -1, -1, FrameKind::Unknown);
     let stacks: Vec<(ThreadIdx, Vec<Frame>, VmComponent)> = vec![
-        (0, vec![inl, spin, main], VmComponent::Java),
-        (0, vec![spin, main], VmComponent::Java),
-        (1, vec![kernel, libc, jni, lambda, dflt], VmComponent::Kernel),
-        (2, vec![cpp, gc], VmComponent::Gc),
+        (ThreadIdx(0), vec![inl, spin, main], VmComponent::Java),
+        (ThreadIdx(0), vec![spin, main], VmComponent::Java),
+        (ThreadIdx(1), vec![kernel, libc, jni, lambda, dflt], VmComponent::Kernel),
+        (ThreadIdx(2), vec![cpp, gc], VmComponent::Gc),
     ];
     (0..n)
         .map(|i| {
@@ -121,7 +121,7 @@ fn assert_same_samples(a: &Recording, b: &Recording) {
     assert_eq!(a.samples.len(), b.samples.len());
     for (x, y) in a.samples.iter().zip(&b.samples) {
         assert_eq!(x.time, y.time);
-        assert_eq!(a.threads[x.thread as usize], b.threads[y.thread as usize]);
+        assert_eq!(a.threads[x.thread.0 as usize], b.threads[y.thread.0 as usize]);
         assert_eq!(x.truncated, y.truncated);
         assert_eq!(x.weight, y.weight);
         assert_eq!(x.counters, y.counters);
@@ -347,14 +347,14 @@ fn each_chunk_has_the_metadata_of_its_own_counters_when_they_change_between_chun
 fn out_of_range_indices_are_written_as_placeholders() {
     let mut rec = sample_recording();
     let mut samples = sample_batch(&mut rec, 5_000_000_000, 2);
-    samples[0].thread = 99;
+    samples[0].thread = ThreadIdx(99);
     let mut frames = samples[0].stack.to_vec();
-    frames[0].method = 9_999;
+    frames[0].method = MethodIdx(9_999);
     samples[0].stack = frames.into();
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     let back = recording_from_chunks(&parse_chunks(&bytes, &|_| true).unwrap()).unwrap();
     let s = &back.samples[0];
-    assert_eq!(back.threads[s.thread as usize].name, "[unknown thread]");
+    assert_eq!(back.threads[s.thread.0 as usize].name, "[unknown thread]");
     assert_eq!(back.method(s.stack[0].method).display_name(), "[unknown method]");
     assert_eq!(back.stack_names_root_first(&back.samples[1]), rec.stack_names_root_first(&samples[1]));
 }

@@ -145,7 +145,7 @@ fn bench_encode_and_read() {
     let samples: Vec<Sample> = (0..20_000)
         .map(|i| Sample {
             time: 5_000_000_000 + i,
-            thread: (next() % 3) as u32,
+            thread: ThreadIdx((next() % 3) as u32),
             stack: (0..30)
                 .map(|_| Frame {
                     method: methods[(next() % 2000) as usize],

@@ -319,7 +319,7 @@ pub fn data_table(out: &mut String, rec: &Recording, t: &DataTallies, by: DataBy
             .take(TOP_METHODS)
             .map(|&(m, n)| {
                 let name =
-                    if (m as usize) < rec.methods.len() { rec.methods.get(m).display_name() } else { "?".into() };
+                    if (m.0 as usize) < rec.methods.len() { rec.methods.get(m).display_name() } else { "?".into() };
                 format!("{name} {}", pct(n, r.samples).trim())
             })
             .collect();

@@ -54,7 +54,7 @@ fn samples_group_by_class_field_and_space() {
     assert_eq!(keys(DataBy::Space), [("eden", 7), ("old", 3), ("stack", 1)]);
     let node = &t.by_class[0];
     assert_eq!(node.counters, [120]);
-    assert_eq!(node.methods, [(0, 6), (1, 2)], "the leaf methods, most samples first");
+    assert_eq!(node.methods, [(MethodIdx(0), 6), (MethodIdx(1), 2)], "the leaf methods, most samples first");
 }
 
 #[test]

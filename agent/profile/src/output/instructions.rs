@@ -101,7 +101,7 @@ pub fn histogram(rec: &Recording, method: Option<&Regex>) -> Histogram {
         };
         let leaf = s.stack.iter().find(|f| f.kind.is_java()).copied();
         if let Some(re) = method {
-            let leaf_method = leaf.map_or(usize::MAX, |f| f.method as usize);
+            let leaf_method = leaf.map_or(usize::MAX, |f| f.method.0 as usize);
             let keep = *selected.entry((code, leaf_method)).or_insert_with(|| {
                 re.is_match(&rec.method(rec.code[code].method).display_name())
                     || leaf.is_some_and(|f| re.is_match(&rec.method(f.method).display_name()))

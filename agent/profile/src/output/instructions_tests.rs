@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::model::MethodIdx;
 use crate::model::{FrameKind, MethodInfo, Sample};
 
 /// `add rax, rbx; mov rax, [rbx+0x10]; ret` at 0x1000, `Hot.loop` (method 0), inlining
@@ -10,7 +11,7 @@ const CODE_A: &[u8] = &[0x48, 0x01, 0xd8, 0x48, 0x8b, 0x43, 0x10, 0xc3];
 const CODE_B: &[u8] = &[0x90, 0xc3];
 
 fn frame(method: u32, bci: i32, line: i32) -> Frame {
-    Frame { method, bci, line, kind: FrameKind::JitCompiled }
+    Frame { method: MethodIdx(method), bci, line, kind: FrameKind::JitCompiled }
 }
 
 fn sample(time: u64, ip: u64, leaf: Frame, counter: u64) -> Sample {
@@ -22,8 +23,8 @@ fn recording() -> Recording {
     for (class, name) in [("Hot", "loop"), ("Util", "get"), ("Other", "run")] {
         rec.methods.intern(MethodInfo::java(class, name, "()V"));
     }
-    rec.code.push(CompiledCode { method: 0, start: 0x1000, size: 8, loaded_at: 10, bytes: CODE_A.into() });
-    rec.code.push(CompiledCode { method: 2, start: 0x1000, size: 2, loaded_at: 100, bytes: CODE_B.into() });
+    rec.code.push(CompiledCode { method: MethodIdx(0), start: 0x1000, size: 8, loaded_at: 10, bytes: CODE_A.into() });
+    rec.code.push(CompiledCode { method: MethodIdx(2), start: 0x1000, size: 2, loaded_at: 100, bytes: CODE_B.into() });
     // Before the reuse: 3 at the add, 5 at the load (inlined Util.get), 1 in the interpreter.
     for t in 0..3 {
         rec.samples.push(sample(20 + t, 0x1000, frame(0, 7, 42), 0));
@@ -118,7 +119,13 @@ fn missing_ips_and_missing_code_are_said_plainly() {
 
 #[test]
 fn ips_outside_or_between_instructions_do_not_panic() {
-    let code = CompiledCode { method: 0, start: 0x1000, size: 4, loaded_at: 0, bytes: [0x48, 0x8b, 0x43, 0x10].into() };
+    let code = CompiledCode {
+        method: MethodIdx(0),
+        start: 0x1000,
+        size: 4,
+        loaded_at: 0,
+        bytes: [0x48, 0x8b, 0x43, 0x10].into(),
+    };
     assert_eq!(disassemble(&code, 0x0fff), "(outside the code)");
     assert_eq!(disassemble(&code, 0x1004), "(outside the code)");
     // A cut instruction: `adc` without its operand byte.
@@ -128,7 +135,13 @@ fn ips_outside_or_between_instructions_do_not_panic() {
 #[test]
 fn forged_code_extents_do_not_overflow() {
     let mut rec = recording();
-    rec.code.push(CompiledCode { method: 0, start: u64::MAX - 4, size: u64::MAX, loaded_at: 0, bytes: [0x90].into() });
+    rec.code.push(CompiledCode {
+        method: MethodIdx(0),
+        start: u64::MAX - 4,
+        size: u64::MAX,
+        loaded_at: 0,
+        bytes: [0x90].into(),
+    });
     rec.samples.push(sample(300, u64::MAX - 2, frame(0, 1, 41), 0));
     let h = histogram(&rec, None);
     let forged = h.rows.iter().find(|r| r.ip == u64::MAX - 2).expect("the sample is in the forged blob");

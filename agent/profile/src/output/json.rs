@@ -252,11 +252,9 @@ pub fn to_json(rec: &Recording, stacks: &StackTable) -> String {
         out.push('}');
         let mut kids = node.children.clone();
         kids.sort_by(|&a, &b| {
-            nodes[a]
-                .total
-                .samples
-                .cmp(&nodes[b].total.samples)
-                .then(id_of[&nodes[b].method.unwrap_or(0)].cmp(&id_of[&nodes[a].method.unwrap_or(0)]))
+            nodes[a].total.samples.cmp(&nodes[b].total.samples).then(
+                id_of[&nodes[b].method.unwrap_or(MethodIdx(0))].cmp(&id_of[&nodes[a].method.unwrap_or(MethodIdx(0))]),
+            )
         });
         stack.extend(kids); // lightest pushed first, so the heaviest is popped next
     }

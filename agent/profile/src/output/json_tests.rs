@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::ThreadIdx;
 use crate::model::{EventInfo, Frame, FrameKind, MethodInfo, Sample, VmComponent};
 
 fn rec_with(counters: &[&str]) -> Recording {
@@ -17,7 +18,7 @@ fn rec_with(counters: &[&str]) -> Recording {
     let mut push = |stack: Vec<Frame>, c: &[u64]| {
         rec.samples.push(Sample {
             time: 0,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack: stack.into(),
             truncated: false,
             weight: 10,

@@ -34,7 +34,7 @@ fn merge_threads(stacks: &StackTable) -> Vec<StackEntry> {
         let k = (std::sync::Arc::as_ptr(&e.key.frames) as *const u8 as usize, e.key.component, e.key.data.clone());
         let i = *index.entry(k).or_insert_with(|| {
             let mut key = e.key.clone();
-            key.thread = crate::model::ThreadIdx::MAX;
+            key.thread = crate::model::ThreadIdx(u32::MAX);
             out.push(StackEntry { key, samples: 0, weight: 0, counters: Vec::new() });
             out.len() - 1
         });
@@ -206,7 +206,7 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
             .into_iter()
             .chain((0..rec.counters.len()).map(|i| e.counters.get(i).copied().unwrap_or(0)));
         s.packed(2, values);
-        if let Some(t) = rec.threads.get(e.key.thread as usize).filter(|_| !merged) {
+        if let Some(t) = rec.threads.get(e.key.thread.0 as usize).filter(|_| !merged) {
             s.message(3, label(&mut st, "thread", Some(&t.name), None));
             s.message(3, label(&mut st, "tid", None, Some(i64::from(t.os_tid))));
         }

@@ -1,6 +1,7 @@
 use std::io::Read;
 
 use super::*;
+use crate::model::ThreadIdx;
 use crate::model::{EventInfo, Frame, FrameKind, MethodInfo, Sample, ThreadInfo, VmComponent};
 
 /// A field as read back: number and either a varint or the bytes of a length-delimited field.
@@ -96,7 +97,7 @@ fn recording() -> Recording {
     let frame = |method, line| Frame { method, bci: 3, line, kind: FrameKind::JitCompiled };
     let sample = |stack: Vec<Frame>, counters: Vec<u64>, component| Sample {
         time: 0,
-        thread: 0,
+        thread: ThreadIdx(0),
         stack: stack.into(),
         truncated: false,
         weight: 10_000_000,

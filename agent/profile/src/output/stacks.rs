@@ -141,7 +141,7 @@ impl StackTable {
             if let Some(&i) = self.index.get(&key) {
                 return i;
             }
-            let thread = if next >= 2 * l.entries { ThreadIdx::MAX } else { thread };
+            let thread = if next >= 2 * l.entries { ThreadIdx(u32::MAX) } else { thread };
             key = (self.frames_id(&[(l.full, -1)]), thread, component, None);
         }
         // One hash of the key, found or not (until the table is full).
@@ -228,10 +228,10 @@ mod tests {
     pub(crate) fn sample(frames: &[(u32, i32)], thread: u32, counters: &[u64]) -> Sample {
         Sample {
             time: 0,
-            thread,
+            thread: ThreadIdx(thread),
             stack: frames
                 .iter()
-                .map(|&(m, l)| Frame { method: m, bci: 0, line: l, kind: FrameKind::JitCompiled })
+                .map(|&(m, l)| Frame { method: MethodIdx(m), bci: 0, line: l, kind: FrameKind::JitCompiled })
                 .collect(),
             truncated: false,
             weight: 10,
@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn past_the_bound_new_stacks_become_one_frame() {
         let full = 99;
-        let mut t = StackTable::with_limit(TableLimit { entries: 4, frames: 1000, full });
+        let mut t = StackTable::with_limit(TableLimit { entries: 4, frames: 1000, full: MethodIdx(full) });
         let mut n = 0;
         for i in 0..100u32 {
             // Distinct stacks of 3 frames, 3 threads; the first one again every time.
@@ -274,16 +274,16 @@ mod tests {
             assert!(t.entries.len() <= 2 * 4 + 1, "{} entries", t.entries.len());
         }
         assert_eq!(t.total_samples(), n);
-        assert_eq!(*t.entries[0].key.frames, [(0, 1), (1, 2), (0, 3)]);
+        assert_eq!(*t.entries[0].key.frames, [(MethodIdx(0), 1), (MethodIdx(1), 2), (MethodIdx(0), 3)]);
         assert_eq!(t.entries[0].samples, 101);
         assert_eq!(t.cut_samples(), 100 - 4);
         // Frames bound the table as entries do (deep stacks).
-        let mut t = StackTable::with_limit(TableLimit { entries: 1000, frames: 10, full });
+        let mut t = StackTable::with_limit(TableLimit { entries: 1000, frames: 10, full: MethodIdx(full) });
         let deep: Vec<(u32, i32)> = (0..6).map(|m| (m, 0)).collect();
         t.add(&sample(&deep, 0, &[]));
         t.add(&sample(&deep[1..], 0, &[]));
         assert_eq!(t.entries.len(), 2);
-        assert_eq!(*t.entries[1].key.frames, [(full, -1)]);
+        assert_eq!(*t.entries[1].key.frames, [(MethodIdx(full), -1)]);
         assert_eq!(t.cut_samples(), 1);
     }
 

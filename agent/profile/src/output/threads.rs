@@ -36,7 +36,7 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
     let (k, nstates) = (rec.counters.len(), rec.states.len());
     for s in &rec.samples {
         let i = *index.entry(s.thread).or_insert_with(|| {
-            let (name, os_tid, is_java) = match rec.threads.get(s.thread as usize) {
+            let (name, os_tid, is_java) = match rec.threads.get(s.thread.0 as usize) {
                 Some(t) => (t.name.clone(), t.os_tid, t.is_java),
                 None => (format!("[thread #{}]", s.thread), 0, false),
             };
@@ -176,9 +176,9 @@ mod tests {
                 });
             }
         };
-        push(0, 6, [300, 100], None);
-        push(1, 3, [100, 100], None);
-        push(7, 1, [0, 0], None);
+        push(ThreadIdx(0), 6, [300, 100], None);
+        push(ThreadIdx(1), 3, [100, 100], None);
+        push(ThreadIdx(7), 1, [0, 0], None);
         rec
     }
 
@@ -218,7 +218,7 @@ mod tests {
     fn states_get_a_column_each_when_samples_carry_them() {
         let mut r = rec(&["STATE_RUNNABLE", "STATE_WAITING", "STATE_BLOCKED"]);
         for (i, s) in r.samples.iter_mut().enumerate() {
-            s.state = Some(if s.thread == 0 && i < 3 { 1 } else { 0 });
+            s.state = Some(if s.thread == ThreadIdx(0) && i < 3 { 1 } else { 0 });
         }
         let mut out = String::new();
         thread_table(&mut out, &thread_rows(&r), &[], &r.states, 10, "samples");
@@ -236,7 +236,7 @@ mod tests {
     fn rows_by_weight_rank_and_share_by_weight() {
         let mut r = rec(&[]);
         for s in r.samples.iter_mut() {
-            s.weight = if s.thread == 1 { 1_000 } else { 100 };
+            s.weight = if s.thread == ThreadIdx(1) { 1_000 } else { 100 };
         }
         let rows = by_weight(&thread_rows(&r));
         let mut out = String::new();

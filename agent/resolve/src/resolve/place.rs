@@ -161,7 +161,7 @@ impl SampleResolver {
         let shared_stack = self.interner.intern(&stack);
         self.stack_buf = stack;
         let in_gc = self.gc_active(s.time);
-        let thread = rec.threads.get(s.thread as usize);
+        let thread = rec.threads.get(s.thread.0 as usize);
         let is_java = thread.is_some_and(|t| t.is_java);
         Sample {
             stack: shared_stack,
