@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of fuzz/ (cargo-fuzz, nightly) for SECONDS each (default 20), starting
 # from the committed seeds (fuzz/corpus/TARGET, with the hostile shapes of
-# hpm_core::adversarial) and the regressions, into a working corpus under target/fuzz-corpus
+# hpm_profile::adversarial) and the regressions, into a working corpus under target/fuzz-corpus
 # (never committed). A crash, leak, timeout or out-of-memory fails the step (libFuzzer exits
 # non-zero) and leaves the input in fuzz/artifacts/TARGET/. The limits are tight for inputs of
 # at most 64 KiB, whose reading takes milliseconds and a few MB: an input that takes seconds

@@ -62,7 +62,7 @@ step() {
   fi
 }
 # (steps are added below this line, one per suite)
-step loom bash scripts/loom.sh  # the claim and batch-pool models over every interleaving (hpm-core, --cfg loom)
+step loom bash scripts/loom.sh  # the claim and batch-pool models over every interleaving (hpm-capture, --cfg loom)
 step fuzz bash scripts/fuzz.sh 20  # every reader under libFuzzer, 20 s per target from the committed seeds (docs/design.md, "Fuzzing")
 step bench-unit bash scripts/bench/test.sh  # the benchmark harness's statistics (unittest, under a second)
 step bench-quick bash bench/ci-quick.sh  # the benchmark harness end to end (python3 scripts/bench suite --quick); never judged on timings

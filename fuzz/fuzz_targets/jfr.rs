@@ -1,5 +1,5 @@
 #![no_main]
-// The body is hpm_core::fuzz_targets::jfr (shared with the stable replay of the corpus).
+// The body is hpm_profile::fuzz_targets::jfr (shared with the stable replay of the corpus).
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    hpm_core::fuzz_targets::run("jfr", data, &std::env::temp_dir());
+    hpm_profile::fuzz_targets::run("jfr", data, &std::env::temp_dir());
 });

@@ -52,7 +52,7 @@ def by_function(collapsed):
         if not any("hpm" in f for f in frames):
             outside += v
             continue
-        # hpm's own frames (the crates hpm, hpm_core, hpm_agent), innermost last.
+        # hpm's own frames (crates hpm, hpm_agent, hpm_profile/capture/resolve), innermost last.
         own = [f for f in frames if "hpm" in f and not PLUMBING.search(f)]
         sums[own[-1] if own else "(no hpm frame of its own)"] += v
     return sums, total, outside

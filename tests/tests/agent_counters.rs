@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use hpm_core::model::Recording;
+use hpm_profile::model::Recording;
 use hpm_tests::*;
 
 /// Page faults charged to the alternator's samples: (total, under FaultsOrMath.math, under
@@ -18,7 +18,7 @@ use hpm_tests::*;
 fn fault_shares(rec: &Recording, k: usize) -> (u64, u64, u64, u64) {
     let alternator = |t: u32| rec.threads.get(t as usize).is_some_and(|t| t.name == "alternator");
     let (mut total, mut math, mut faults, mut own) = (0, 0, 0, 0);
-    for s in rec.samples.iter().filter(|s| alternator(s.thread)) {
+    for s in rec.samples.iter().filter(|s| alternator(s.thread.0)) {
         let n = s.counters.get(k).copied().unwrap_or(0);
         if n == 0 {
             continue;
@@ -49,7 +49,7 @@ fn page_faults_are_charged_to_the_method_that_faults() {
             .lines()
             .find_map(|l| l.strip_prefix("touched ").and_then(|n| n.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{}: the workload printed no page count:\n{}", jdk.name, run.stdout));
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let index: HashMap<&str, usize> = rec.counters.iter().enumerate().map(|(i, c)| (c.as_str(), i)).collect();
         let (clock, k) = (index["task-clock"], index["page-faults"]);
         assert_eq!(rec.counter_periods.get(clock).copied().unwrap_or(0), 0, "{}: task-clock is a count", jdk.name);

@@ -60,8 +60,8 @@ fn decoded_addresses_agree_with_the_kernels_fault_addresses() {
 
 // ---- Objects: class, field and space of the sampled addresses (tests/workloads/DataTargets.java)
 
-use hpm_core::javaheap::Space;
-use hpm_core::output::data::{DataBy, DataTallies};
+use hpm_capture::javaheap::Space;
+use hpm_profile::output::data::{DataBy, DataTallies};
 
 /// Records `DataTargets MODE` for 3 s of its CPU time with `data` and returns the data tallies
 /// (and the run). `array` runs 6 s: only 11-16% of its loop's samples have a memory operand, so
@@ -73,7 +73,7 @@ fn record_targets(jdk: &Jdk, jvm_args: &[&str], mode: &str, tag: &str) -> (DataT
     let secs = if mode == "array" { "6" } else { "3" };
     let run = run_java(jdk, Some(&opts), jvm_args, "DataTargets", &[mode, secs]);
     run.assert_ok(&format!("DataTargets {mode} ({tag})"));
-    let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{tag} {mode}: {e}"));
+    let (rec, _) = hpm_profile::load::load_recording(&file).unwrap_or_else(|e| panic!("{tag} {mode}: {e}"));
     let t = DataTallies::of(&rec);
     let line = run.stderr.lines().find(|l| l.starts_with("hpm: objects: ")).unwrap_or("hpm: (no objects line)");
     eprintln!("{tag} {mode}: {}", line.trim_start_matches("hpm: "));
@@ -92,7 +92,7 @@ fn record_targets(jdk: &Jdk, jvm_args: &[&str], mode: &str, tag: &str) -> (DataT
     let interpreter: u64 = t
         .by_field
         .iter()
-        .filter(|r| r.key == hpm_core::output::data::INTERPRETER_INTERNAL)
+        .filter(|r| r.key == hpm_profile::output::data::INTERPRETER_INTERNAL)
         .map(|r| r.spaces[Space::Stack as usize])
         .sum();
     let named = framed + interpreter;

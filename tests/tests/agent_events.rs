@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use hpm_core::model::{JvmEventKind, Recording};
+use hpm_profile::model::{JvmEventKind, Recording};
 use hpm_tests::*;
 
 /// `truth bytes allocLarge=N allocSmall=N allocInts=N` from the program's output, as shares.
@@ -45,7 +45,7 @@ fn allocation_and_lock_profiles_match_the_truth_on_both_jdks() {
         let opts = format!("event=cpu,alloc,lock,file={}", file.display());
         let run = run_java(&jdk, Some(&opts), &[], "AllocLocks", &["both", "4"]);
         run.assert_ok("AllocLocks both");
-        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let (rec, _) = hpm_profile::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
         let count = |k: JvmEventKind| rec.events.iter().filter(|e| e.kind == k).count() as u64;
 
         // Allocations: bytes per site within 5 points of what the program counted.
@@ -91,7 +91,7 @@ fn allocation_and_lock_profiles_match_the_truth_on_both_jdks() {
             })
             .collect();
         assert!(parks.len() >= 100, "{}: {} parks on the ReentrantLock", jdk.name, parks.len());
-        let site = hpm_core::output::jvmevents::site(&rec, parks[0]);
+        let site = hpm_profile::output::jvmevents::site(&rec, parks[0]);
         assert!(site.starts_with("AllocLocks.parkOn"), "{}: park site {site}", jdk.name);
 
         // The CPU event beside them, and the JDK's reader counting the same events.
@@ -149,8 +149,8 @@ fn creation_samples_name_the_classes_being_allocated() {
         let file = dir.join("creation.jfr");
         let opts = format!("event=cpu,interval=200us,data,alloc,file={}", file.display());
         run_java(&jdk, Some(&opts), &[], "AllocLocks", &["alloc", "3"]).assert_ok("AllocLocks alloc with data");
-        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
-        let c = hpm_core::output::jvmevents::Creation::of(&rec);
+        let (rec, _) = hpm_profile::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let c = hpm_profile::output::jvmevents::Creation::of(&rec);
         eprintln!("{}: {}", jdk.name, c.report(5));
         let [samples, allocs] = c.samples;
         assert!(samples >= 20, "{}: {samples} creation samples", jdk.name);
@@ -184,7 +184,7 @@ fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
         let opts = format!("event=monitor-contended,lock=0,file={}", file.display());
         let run = run_java(&jdk, Some(&opts), &[], "AllocLocks", &["handoff", &ROUNDS.to_string()]);
         run.assert_ok("AllocLocks handoff with a uprobe");
-        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let (rec, _) = hpm_profile::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
         assert_eq!(rec.event.name, "monitor-contended", "{}: fell back:\n{}", jdk.name, run.stderr);
         let mut probes: HashMap<String, u64> = HashMap::new();
         let mut jvmti: HashMap<String, u64> = HashMap::new();
@@ -244,7 +244,7 @@ fn parks_are_recorded_beside_async_profilers_lock_mode_in_either_order() {
             cmd.args(&agents).arg("-cp").arg(workloads()).args(["AllocLocks", "lock", &SECONDS.to_string()]);
             let run = run_command(cmd);
             run.assert_ok(&format!("{}: AllocLocks beside async-profiler, {order}", jdk.name));
-            let (rec, _) = hpm_core::load::load_recording(&hpm_out).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+            let (rec, _) = hpm_profile::load::load_recording(&hpm_out).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
             let parked: f64 = rec
                 .events
                 .iter()

@@ -161,12 +161,12 @@ fn context_switches_count_what_the_kernel_counts() {
             .lines()
             .find_map(|l| l.strip_prefix("switches switcher ").and_then(|n| n.trim().parse().ok()))
             .unwrap_or_else(|| panic!("{}: the workload printed no switch count:\n{}", jdk.name, run.stdout));
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let k = rec.counters.iter().position(|c| c == "context-switches").expect("the counter is recorded");
         let counted: u64 = rec
             .samples
             .iter()
-            .filter(|s| rec.threads.get(s.thread as usize).is_some_and(|t| t.name == "switcher"))
+            .filter(|s| rec.threads.get(s.thread.0 as usize).is_some_and(|t| t.name == "switcher"))
             .map(|s| s.counters.get(k).copied().unwrap_or(0))
             .sum();
         eprintln!("{}: switcher: {counted} context switches counted with its samples, /proc {truth}", jdk.name);

@@ -4,7 +4,7 @@
 //! /dev/null (libc `write`) and one whose CPU goes into libc's memset (zlib clearing its hash
 //! table in Deflater.reset), at 1 ms, on every JDK.
 
-use hpm_core::symbols::{parse_maps, DebugSearch, SymbolTable};
+use hpm_resolve::symbols::{parse_maps, DebugSearch, SymbolTable};
 use hpm_tests::*;
 
 /// Samples of the thread named `thread` (the root frame `[NAME tid=N]` of a `threads`

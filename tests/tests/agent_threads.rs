@@ -15,7 +15,7 @@ fn every_busy_thread_is_sampled() {
         let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "10", "0.6"]);
         run.assert_ok("Threads busy");
         // The profile's Java thread ids are the JVM's own (`Thread.getId()`).
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let ids: Vec<(&str, &str)> =
             run.stdout.lines().filter_map(|l| l.strip_prefix("thread ")?.split_once(" id=")).collect();
         assert_eq!(ids.len(), 10, "{}: {}", jdk.name, run.stdout);
@@ -85,7 +85,7 @@ fn vm_threads_are_named_in_full() {
         // run (and a JVM always has one from its start).
         let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "2", "0.3"]);
         run.assert_ok("Threads busy");
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let names: Vec<&str> = rec.threads.iter().map(|t| t.name.as_str()).collect();
         assert!(
             names.iter().any(|n| *n == "C2 CompilerThread0" || *n == "C1 CompilerThread0"),

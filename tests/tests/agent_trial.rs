@@ -14,7 +14,7 @@
 
 use std::process::Command;
 
-use hpm_core::model::{JvmEventKind, Recording};
+use hpm_profile::model::{JvmEventKind, Recording};
 use hpm_tests::*;
 
 const CACHE: &str = "HttpServerTrial$PriceCache.price";
@@ -25,7 +25,7 @@ fn worker(rec: &Recording, thread: u32) -> bool {
 }
 
 /// Share (%) of `weights` whose stack has the cache's method.
-fn cache_share<'a>(rec: &Recording, items: impl Iterator<Item = (&'a [hpm_core::model::Frame], u64)>) -> (f64, u64) {
+fn cache_share<'a>(rec: &Recording, items: impl Iterator<Item = (&'a [hpm_profile::model::Frame], u64)>) -> (f64, u64) {
     let (mut all, mut cache, mut n) = (0u64, 0u64, 0u64);
     for (stack, w) in items {
         n += 1;
@@ -70,19 +70,19 @@ fn the_trial_servers_cpu_alloc_and_lock_profiles_name_its_cache_on_both_jdks() {
         let opts = format!("event=cpu,interval=2ms,alloc,lock,file={}", file.display());
         let run = run_java(&jdk, Some(&opts), &[], "HttpServerTrial", &["3", audit.to_str().unwrap()]);
         run.assert_ok(&format!("{}: HttpServerTrial", jdk.name));
-        let (rec, _) = hpm_core::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
+        let (rec, _) = hpm_profile::load::load_recording(&file).unwrap_or_else(|e| panic!("{}: {e}", jdk.name));
 
         // CPU: the cache's method holds most of the server threads' samples (it is nearly all
         // their work; the HTTP exchange and the summaries are the rest).
         let (cpu, n) =
-            cache_share(&rec, rec.samples.iter().filter(|s| worker(&rec, s.thread)).map(|s| (&s.stack[..], 1)));
+            cache_share(&rec, rec.samples.iter().filter(|s| worker(&rec, s.thread.0)).map(|s| (&s.stack[..], 1)));
         // Allocation: 8 KiB of the cache's per request, beside the server's buffers and the
         // request's objects.
         let (alloc, na) = cache_share(
             &rec,
             rec.events
                 .iter()
-                .filter(|e| e.kind == JvmEventKind::Allocation && worker(&rec, e.thread))
+                .filter(|e| e.kind == JvmEventKind::Allocation && worker(&rec, e.thread.0))
                 .map(|e| (&e.stack[..], e.weight)),
         );
         // Lock: the report's table of the server threads' waits, as the user reads it.

@@ -20,12 +20,12 @@ fn wall_clock_samples_every_thread_in_every_state() {
         let jfr = dir.join("wall.jfr");
         let opts = format!("event=wall,interval=10ms,quiet,file={}", jfr.display());
         run_java(&jdk, Some(&opts), &[], "WallStates", &["3"]).assert_ok("WallStates");
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         assert_eq!(rec.event.name, "wall", "{}", jdk.name);
         // Per thread name: samples per state name.
         let mut by_thread: HashMap<&str, HashMap<String, u64>> = HashMap::new();
         for s in &rec.samples {
-            let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+            let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
             let state = s.state.map_or("(none)".to_string(), |i| rec.states[i as usize].clone());
             *by_thread.entry(name).or_default().entry(state).or_default() += 1;
         }
@@ -62,10 +62,10 @@ fn wall_thread_filter_keeps_only_matching_threads() {
         let jfr = dir.join("wall.jfr");
         let opts = format!("event=wall,interval=10ms,quiet,thread=^(spin|park)$,file={}", jfr.display());
         run_java(&jdk, Some(&opts), &[], "WallStates", &["2"]).assert_ok("WallStates");
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let mut by_thread: HashMap<String, u64> = HashMap::new();
         for s in &rec.samples {
-            let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+            let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
             *by_thread.entry(name.to_string()).or_default() += 1;
         }
         eprintln!("{}: {by_thread:?}", jdk.name);
@@ -81,19 +81,19 @@ fn wall_thread_filter_keeps_only_matching_threads() {
 /// (their weights) against the time the recording saw the workers live (from their first
 /// sample to their last, on the agent's clock).
 fn kept_and_accounted(
-    rec: &hpm_core::model::Recording,
+    rec: &hpm_profile::model::Recording,
     worker: impl Fn(&str) -> bool,
 ) -> (u64, u64, Vec<(String, f64)>) {
     let dropped = rec
         .drops
         .iter()
-        .filter(|(r, _)| *r == hpm_core::model::DropReason::NoFreeSampleBuffer)
+        .filter(|(r, _)| *r == hpm_profile::model::DropReason::NoFreeSampleBuffer)
         .map(|(_, n)| n)
         .sum::<u64>();
     let mut per: HashMap<String, (u64, u64)> = HashMap::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
     for s in &rec.samples {
-        let name = rec.threads.get(s.thread as usize).map_or("", |t| t.name.as_str());
+        let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
         if worker(name) {
             let e = per.entry(name.to_string()).or_default();
             e.0 += 1;
@@ -119,7 +119,7 @@ fn worker(thread: &str) -> bool {
 /// lived: within 10% on average, 25% each (the weights are the time between visits; lost
 /// samples, or ticks later than the interval counted as on time, make the sums short; which
 /// ticks visit a thread makes each sum vary).
-fn assert_kept(rec: &hpm_core::model::Recording, threads: usize, worker: impl Fn(&str) -> bool, what: &str) {
+fn assert_kept(rec: &hpm_profile::model::Recording, threads: usize, worker: impl Fn(&str) -> bool, what: &str) {
     let (kept, dropped, ratios) = kept_and_accounted(rec, worker);
     let all = rec.samples.len() as u64 + dropped;
     eprintln!("{what}: {kept} worker samples, {dropped} of {all} dropped; weight/time per worker {ratios:?}");
@@ -153,7 +153,7 @@ fn wall_at_1ms_on_forty_threads_keeps_its_samples() {
         let line = run.stderr.lines().find(|l| l.starts_with("hpm: wall: ")).unwrap_or_default();
         eprintln!("{what}: {line}");
         assert!(line.contains("up to ") && line.contains(" 0 dropped"), "{what}: no wall line:\n{}", run.stderr);
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{what}: {e}")).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{what}: {e}")).recording;
         assert_kept(&rec, 40, worker, &what);
     }
 }
@@ -174,7 +174,7 @@ fn wall_at_1ms_attached_to_forty_threads_keeps_its_samples() {
         assert_eq!(jvm.say("work 1000"), "worked");
         attach_ok(jvm.pid, "stop");
         jvm.finish(&what);
-        let rec = hpm_core::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{what}: {e}")).recording;
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{what}: {e}")).recording;
         assert_kept(&rec, 40, worker, &what);
     }
 }

@@ -169,8 +169,8 @@ fn phases_reads_binary_traces_too() {
 
 #[test]
 fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
-    use hpm_core::jfr::{ChunkTimes, JfrFileWriter};
-    use hpm_core::model::*;
+    use hpm_profile::jfr::{ChunkTimes, JfrFileWriter};
+    use hpm_profile::model::*;
     let mut rec = Recording::default();
     rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true });
     let run = rec.methods.intern(MethodInfo::java("p.Main", "run", "()V"));
@@ -182,7 +182,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     for (i, (callee, site)) in [(f, 5), (g, 9), (f, 5), (f, 5)].into_iter().enumerate() {
         rec.samples.push(Sample {
             time: 1_000 + i as u64,
-            thread: 0,
+            thread: ThreadIdx(0),
             stack: vec![frame(callee, 0), frame(run, site)].into(),
             truncated: false,
             weight: 10_000_000,

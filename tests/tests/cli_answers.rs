@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hpm_core::jfr::{ChunkTimes, JfrFileWriter};
-use hpm_core::model::*;
+use hpm_profile::jfr::{ChunkTimes, JfrFileWriter};
+use hpm_profile::model::*;
 
 const START: u64 = 1_000_000_000;
 const WALL: u64 = 1_714_564_800_000_000_000; // 2024-05-01T12:00:00Z

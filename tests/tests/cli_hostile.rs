@@ -1,5 +1,5 @@
 //! Every reading command on hostile input, as a user would run it: files made to be multiplied
-//! by a naive reader (`hpm_core::adversarial::hostile`, and a deep collapsed stack of distinct
+//! by a naive reader (`hpm_profile::adversarial::hostile`, and a deep collapsed stack of distinct
 //! methods) cost at most [`BUDGET`] bytes of memory per byte of input, and special files (a
 //! named pipe, a link to `/dev/zero`) are refused with one line. No JVM.
 //!
@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use hpm_core::adversarial::{self, hostile, Names};
+use hpm_profile::adversarial::{self, hostile, Names};
 use hpm_tests::{hpm_bin, scratch};
 
 /// Bytes of peak memory per byte of input a reading command may take.

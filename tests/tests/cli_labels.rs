@@ -7,8 +7,8 @@
 
 use std::path::PathBuf;
 
-use hpm_core::jfr::{ChunkTimes, JfrFileWriter};
-use hpm_core::model::*;
+use hpm_profile::jfr::{ChunkTimes, JfrFileWriter};
+use hpm_profile::model::*;
 use hpm_tests::*;
 
 const START: u64 = 1_000_000_000;

@@ -1,5 +1,5 @@
 //! Every command that reads a profile, run as a user would on adversarial input from
-//! `hpm_core::adversarial`: a 100,000-frame stack completes with linear-size output, a file cut
+//! `hpm_profile::adversarial`: a 100,000-frame stack completes with linear-size output, a file cut
 //! inside its last chunk is read up to that chunk with one warning naming what was lost, and
 //! the limits refuse with the one-line errors the README's Troubleshooting table lists. No JVM.
 //! (How fast is the benchmark's business: `bench-readers`, docs/design.md.)
@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hpm_core::adversarial::{self, Names};
+use hpm_profile::adversarial::{self, Names};
 use hpm_tests::{hpm_bin, scratch};
 
 const DEPTH: usize = 100_000;
@@ -146,7 +146,7 @@ fn limits_are_refused_with_one_line() {
     let weights = write(&dir, "weights.jfr", &adversarial::huge_weights_jfr());
     let err = refused(&["report", s(&weights)]);
     assert!(err.contains("chunk 0: the sample weights (periods) add up to more than"), "{err}");
-    let deep = format!("{} 1\n", vec!["f"; hpm_core::limits::MAX_STACK_DEPTH + 1].join(";"));
+    let deep = format!("{} 1\n", vec!["f"; hpm_profile::limits::MAX_STACK_DEPTH + 1].join(";"));
     let deep = write(&dir, "deep.collapsed", deep.as_bytes());
     let err = refused(&["flamegraph", s(&deep), "-o", s(&dir.join("x.svg"))]);
     assert!(err.contains("deep.collapsed:1: a stack of 1000001 frames is deeper than hpm reads"), "{err}");

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use hpm_core::jfr::marks::Mark;
-use hpm_core::jfr::{encode_chunk_with_marks, ChunkTimes};
-use hpm_core::model::*;
+use hpm_profile::jfr::marks::Mark;
+use hpm_profile::jfr::{encode_chunk_with_marks, ChunkTimes};
+use hpm_profile::model::*;
 
 fn recording_with_phases() -> PathBuf {
     let mut rec = Recording { start_ticks: 1_000, end_ticks: 1_000, counters: Vec::new(), ..Default::default() };
@@ -16,7 +16,7 @@ fn recording_with_phases() -> PathBuf {
     let steady = rec.methods.intern(MethodInfo::java("Steady", "run", "()V"));
     let sample = |time: u64, method: MethodIdx| Sample {
         time,
-        thread: 0,
+        thread: ThreadIdx(0),
         stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into(),
         truncated: false,
         weight: 1_000_000,
@@ -33,7 +33,7 @@ fn recording_with_phases() -> PathBuf {
     samples.extend((0..20).map(|i| sample(3_000 + i, steady)));
     let phases = [(0, 1_999), (1, 2_999), (2, 3_010)].map(|(index, time)| Mark::Phase {
         time,
-        thread: 0,
+        thread: ThreadIdx(0),
         name: "iteration".into(),
         index,
     });

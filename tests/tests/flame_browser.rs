@@ -19,7 +19,7 @@ use hpm_tests::browser::Browser;
 /// One Chromium at a time: the machine has two cores.
 static ONE_BROWSER: Mutex<()> = Mutex::new(());
 
-/// The page's row height in CSS pixels (`FRAME_H` in agent/core/src/output/flame.js).
+/// The page's row height in CSS pixels (`FRAME_H` in agent/profile/src/output/flame.js).
 const FRAME_H: f64 = 16.0;
 /// The colour of a frame that matches the search (flame.js draws matches `#e03ce0`).
 const MATCH_RGB: [u64; 3] = [0xe0, 0x3c, 0xe0];

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hpm_core::jfr::{self, counter_field_names, ChunkTimes, JfrFileWriter};
-use hpm_core::model::*;
+use hpm_profile::jfr::{self, counter_field_names, ChunkTimes, JfrFileWriter};
+use hpm_profile::model::*;
 
 // ---------------------------------------------------------------------------------------------
 // JDKs and processes
@@ -127,7 +127,7 @@ fn write_recording(path: &Path) -> Written {
             unit: PeriodUnit::Events,
             fallback: None,
             sampler: "asgct".into(),
-            kernel: hpm_core::model::KernelMode::Sampled,
+            kernel: hpm_profile::model::KernelMode::Sampled,
             alloc_interval: 0,
         },
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
@@ -189,8 +189,8 @@ fn write_recording(path: &Path) -> Written {
                     counters: vec![1_000 + n, 2_000_000 + 7 * n, n % 4],
                     data_addr: if i % 2 == 0 { Some(0x10_0000 + n) } else { None },
                     data: (i % 2 == 0).then(|| {
-                        Box::new(hpm_core::model::DataTarget {
-                            space: hpm_core::javaheap::Space::Old,
+                        Box::new(hpm_profile::model::DataTarget {
+                            space: hpm_capture::javaheap::Space::Old,
                             class: Some("java.lang.Object[]".into()),
                             field: Some("[]".into()),
                             offset: 16 + 4 * i,
@@ -209,9 +209,9 @@ fn write_recording(path: &Path) -> Written {
         rec.add_drops("no java frame", 1);
         if c == chunks as u64 - 1 {
             // Threads get their Java names late; the last chunk must show the new name.
-            rec.threads[worker as usize].name = "renamed-worker".into();
+            rec.threads[worker.0 as usize].name = "renamed-worker".into();
         }
-        names.extend(batch.iter().map(|s| rec.threads[s.thread as usize].name.clone()));
+        names.extend(batch.iter().map(|s| rec.threads[s.thread.0 as usize].name.clone()));
         let times = ChunkTimes {
             start_ticks: start,
             end_ticks: start + 1_000_000_000,

@@ -3,7 +3,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hpm_core::text::terminal_safe;
+use hpm_profile::text::terminal_safe;
 
 use crate::attach::{self, Target};
 

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use hpm_core::analysis::callerchain::{load_events, load_quads, quad_events, ChainTree};
+use hpm_profile::analysis::callerchain::{load_events, load_quads, quad_events, ChainTree};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -35,7 +35,7 @@ pub fn main(a: Args) -> Result<(), String> {
         None => quad_events(&quads),
     };
     let tree = ChainTree::build(&quads).map_err(|m| format!("{file}: {m}"))?;
-    print!("{}", hpm_core::text::terminal_safe(&tree.render()));
+    print!("{}", hpm_profile::text::terminal_safe(&tree.render()));
     let s = tree.stats(&events);
     println!();
     println!("nodes: {}", s.nodes);

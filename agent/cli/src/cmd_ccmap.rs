@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use hpm_core::analysis::ccmap::{CcMap, SingleTarget};
+use hpm_profile::analysis::ccmap::{CcMap, SingleTarget};
 
 use crate::input::load_profile;
 use crate::values::positive;
@@ -29,13 +29,14 @@ fn load(path: &str) -> Result<CcMap, String> {
     // The map's contexts are bounded by the input's size (limits.rs).
     let max = || {
         let bytes = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-        hpm_core::limits::ccmap_max_contexts(bytes)
+        hpm_profile::limits::ccmap_max_contexts(bytes)
     };
-    let too_many = |max| format!("{path}: {}", hpm_core::limits::LimitError::TooManyContexts { max });
+    let too_many = |max| format!("{path}: {}", hpm_profile::limits::LimitError::TooManyContexts { max });
     match p.extension().and_then(|e| e.to_str()) {
         Some("ccmap") => CcMap::load(p).map_err(|e| e.to_string()),
-        _ if hpm_core::load::is_jfr_path(p) => {
-            let (rec, notes) = hpm_core::load::load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        _ if hpm_profile::load::is_jfr_path(p) => {
+            let (rec, notes) =
+                hpm_profile::load::load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
             crate::input::warn(&notes);
             if rec.samples.is_empty() {
                 return Err(format!("{path}: the recording has no samples"));
@@ -65,7 +66,7 @@ fn targets(title: &str, v: &[SingleTarget], top: usize) {
         println!(
             "  {:>8}  {}",
             t.count,
-            hpm_core::text::terminal_safe(&format!("{ctx}{}", call(caller, t.offset, &t.callee)))
+            hpm_profile::text::terminal_safe(&format!("{ctx}{}", call(caller, t.offset, &t.callee)))
         );
     }
 }
@@ -90,7 +91,7 @@ pub fn main(a: Args) -> Result<(), String> {
     );
     println!("\nhottest methods (executions, on top of stack):");
     for m in map.hottest_methods(top) {
-        println!("  {:>8}  {:>8}  {}", m.total, m.top, hpm_core::text::terminal_safe(&m.name));
+        println!("  {:>8}  {:>8}  {}", m.total, m.top, hpm_profile::text::terminal_safe(&m.name));
     }
     println!("\nhottest paths (calls in that context, then the callers it occurs below):");
     let paths = map.hottest_paths(top);
@@ -98,14 +99,14 @@ pub fn main(a: Args) -> Result<(), String> {
         println!("  (none: no sample had three or more frames)");
     }
     for p in &paths {
-        println!("  {:>8}  {}", p.count, hpm_core::text::terminal_safe(&p.methods.join(" -> ")));
+        println!("  {:>8}  {}", p.count, hpm_profile::text::terminal_safe(&p.methods.join(" -> ")));
         let names: Vec<&str> = p.methods.iter().map(String::as_str).collect();
         if let Some(ctx) = map.path_contexts(&names) {
             let mut parts: Vec<String> = ctx.callers.iter().map(|(m, n)| format!("{m} {n}")).collect();
             if ctx.without_caller > 0 {
                 parts.push(format!("no caller seen {}", ctx.without_caller));
             }
-            println!("  {:>8}  below: {}", "", hpm_core::text::terminal_safe(&parts.join(", ")));
+            println!("  {:>8}  below: {}", "", hpm_profile::text::terminal_safe(&parts.join(", ")));
         }
     }
     targets("single-target call sites (calls)", &map.single_target_sites(), top);

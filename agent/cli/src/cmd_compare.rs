@@ -2,7 +2,7 @@
 //! are. Prints `name: value` lines: overlap, hot-edge coverage, method correlation, then
 //! further metrics.
 
-use hpm_core::analysis::compare::{compare, CompareOptions, Weight};
+use hpm_profile::analysis::compare::{compare, CompareOptions, Weight};
 
 use crate::input::load_profile;
 

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use hpm_core::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
-use hpm_core::output::stacks::StackTable;
+use hpm_profile::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
+use hpm_profile::output::stacks::StackTable;
 
 use crate::input::SampleArgs;
 
@@ -31,7 +31,7 @@ pub fn main(a: Args) -> Result<(), String> {
             ))
         }
     };
-    if !hpm_core::load::is_jfr_path(std::path::Path::new(input)) {
+    if !hpm_profile::load::is_jfr_path(std::path::Path::new(input)) {
         return Err(format!(
             "input `{input}` is not a .jfr recording; `hpm convert` needs one (collapsed stacks carry no source lines)"
         ));
@@ -41,15 +41,15 @@ pub fn main(a: Args) -> Result<(), String> {
     }
     let filter = a.samples.filter()?;
     let (mut rec, notes) =
-        hpm_core::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
+        hpm_profile::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
     if filter.no_idle {
-        hpm_core::output::idle::leave_out(&mut rec);
+        hpm_profile::output::idle::leave_out(&mut rec);
     }
     filter.keep_lock_classes(&mut rec);
     if let Some(sel) = a.samples.event {
         // The JVM's events as the samples, weighted by bytes or time waited.
-        if hpm_core::output::jvmevents::project(&mut rec, sel) == 0 {
+        if hpm_profile::output::jvmevents::project(&mut rec, sel) == 0 {
             return Err(format!(
                 "--event: `{input}` has no such events; record them with the agent options alloc, lock"
             ));
@@ -59,7 +59,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let stacks = StackTable::from_recording(&rec);
     let data =
         render(format, Profile { tree: None, table: Some((&rec, &stacks)) }, &Look::default()).unwrap_or_default();
-    hpm_core::outfile::write(output, &data).map_err(|e| e.to_string())?;
+    hpm_profile::outfile::write(output, &data).map_err(|e| e.to_string())?;
     // The JVM's events are counted as events (their weights are in the file).
     let counted = if a.samples.event.is_some() { "events" } else { "samples" };
     eprintln!(

@@ -6,17 +6,17 @@
 
 use std::path::Path;
 
-use hpm_core::analysis::diff::{diff, diff_report, shared_event, DiffOptions, SortBy};
-use hpm_core::cct::{Cct, Measure};
-use hpm_core::output::flame_html::{flame_html_diff, HtmlOptions};
-use hpm_core::output::flame_svg::{flame_svg_diff, SvgOptions};
-use hpm_core::output::jvmevents::EventSel;
-use hpm_core::text::Unit;
+use hpm_profile::analysis::diff::{diff, diff_report, shared_event, DiffOptions, SortBy};
+use hpm_profile::cct::{Cct, Measure};
+use hpm_profile::output::flame_html::{flame_html_diff, HtmlOptions};
+use hpm_profile::output::flame_svg::{flame_svg_diff, SvgOptions};
+use hpm_profile::output::jvmevents::EventSel;
+use hpm_profile::text::Unit;
 
 use crate::cmd_flamegraph::output_format;
 use crate::input::{warn, Input, SampleArgs};
 use crate::values::positive;
-use hpm_core::output::format::Format;
+use hpm_profile::output::format::Format;
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -93,7 +93,7 @@ pub fn main(a: Args) -> Result<(), String> {
     };
     let (ca, cb, unit) = load_pair(&a)?;
     let d = diff(ca, cb, &DiffOptions { by, normalize: !a.exact_names });
-    print!("{}", hpm_core::text::terminal_safe(&diff_report(&d, &a.a, &a.b, by, a.top, unit)));
+    print!("{}", hpm_profile::text::terminal_safe(&diff_report(&d, &a.a, &a.b, by, a.top, unit)));
     if let (Some(out), Some(format)) = (a.output.as_deref(), format) {
         let name = |p: &str| Path::new(p).file_name().and_then(|f| f.to_str()).unwrap_or(p).to_string();
         let title = a.title.clone().unwrap_or_else(|| format!("hpm diff: {} -> {}", name(&a.a), name(&a.b)));
@@ -110,7 +110,7 @@ pub fn main(a: Args) -> Result<(), String> {
             }
             _ => flame_html_diff(&d.b_tree, &d.baseline, &HtmlOptions { title, subtitle, unit, ..Default::default() }),
         };
-        hpm_core::outfile::write(out, text.as_bytes()).map_err(|e| e.to_string())?;
+        hpm_profile::outfile::write(out, text.as_bytes()).map_err(|e| e.to_string())?;
         eprintln!(
             "hpm: wrote {out} (differential flame graph: {} frames of B; {} frames only in A, {} of them listed)",
             d.b_tree.nodes.len().saturating_sub(1),
@@ -128,7 +128,7 @@ pub fn main(a: Args) -> Result<(), String> {
 fn load_pair(a: &Args) -> Result<(Cct, Cct, Unit), String> {
     let filter = a.samples.filter()?;
     let load = |path: &str, event: Option<EventSel>| {
-        hpm_core::load::load_profile(path, false, None, &filter, None, event, false)
+        hpm_profile::load::load_profile(path, false, None, &filter, None, event, false)
     };
     let (mut pa, mut pb) = (load(&a.a, a.samples.event)?, load(&a.b, a.samples.event)?);
     let mut event = a.samples.event;

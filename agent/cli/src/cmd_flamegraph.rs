@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use hpm_core::cct::Measure;
-use hpm_core::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
-use hpm_core::output::report::event_line;
+use hpm_profile::cct::Measure;
+use hpm_profile::output::format::{render, BuiltFrom, Format, Look, Profile, Txt};
+use hpm_profile::output::report::event_line;
 
 use crate::input::{load_input, SampleArgs};
 
@@ -27,8 +27,8 @@ pub struct Args {
     weight: bool,
     /// A root frame per class, field or space the samples' data addresses touched (agent
     /// option `data`; .jfr only): class, field or space
-    #[arg(long, value_name = "WHAT", value_parser = hpm_core::output::data::DataBy::parse, conflicts_with = "threads")]
-    by: Option<hpm_core::output::data::DataBy>,
+    #[arg(long, value_name = "WHAT", value_parser = hpm_profile::output::data::DataBy::parse, conflicts_with = "threads")]
+    by: Option<hpm_profile::output::data::DataBy>,
     #[command(flatten)]
     samples: SampleArgs,
 }
@@ -66,19 +66,19 @@ pub fn main(a: Args) -> Result<(), String> {
         }
         s
     });
-    let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
+    let unit = a.samples.event.map_or(hpm_profile::text::Unit::Samples, |e| e.unit());
     let look = Look { title, subtitle, by, unit };
     let text = render(format, Profile { tree: Some(&loaded.cct), table: None }, &look).unwrap_or_default();
-    hpm_core::outfile::write(output, &text).map_err(|e| e.to_string())?;
+    hpm_profile::outfile::write(output, &text).map_err(|e| e.to_string())?;
     let filtered = loaded.filtered.as_ref().map(|f| format!("; {}", f.describe())).unwrap_or_default();
     // The JVM's events are counted as events, and said with what they weigh.
     let counted = match a.samples.event {
         Some(_) => format!(
             "{} events, {}",
-            hpm_core::text::group(loaded.cct.total_samples()),
+            hpm_profile::text::group(loaded.cct.total_samples()),
             unit.amount(loaded.cct.root().total_weight)
         ),
-        None => format!("{} samples", hpm_core::text::group(loaded.cct.total_samples())),
+        None => format!("{} samples", hpm_profile::text::group(loaded.cct.total_samples())),
     };
     eprintln!("hpm: wrote {output} ({counted}, {} frames{filtered})", loaded.cct.nodes.len().saturating_sub(1));
     Ok(())

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use hpm_core::analysis::load_trace;
-use hpm_core::analysis::phases::{parse_metric_pairs, CallGraph, MetricSummary, PhaseMetrics};
+use hpm_profile::analysis::load_trace;
+use hpm_profile::analysis::phases::{parse_metric_pairs, CallGraph, MetricSummary, PhaseMetrics};
 
 use crate::values::{percent_fraction, positive};
 
@@ -43,10 +43,10 @@ fn pct_precise(x: f64) -> String {
 }
 
 fn print_summary(s: &MetricSummary) {
-    println!("\nmetric {}:", hpm_core::text::terminal_safe(&s.metric));
+    println!("\nmetric {}:", hpm_profile::text::terminal_safe(&s.metric));
     for (phase, n, mean, cov) in &s.per_phase {
         let cov = cov.map_or("n/a".to_string(), |c| format!("{c:.4}"));
-        println!("  {:<30} n={n:<6} mean {mean:.4}  CoV {cov}", hpm_core::text::terminal_safe(phase));
+        println!("  {:<30} n={n:<6} mean {mean:.4}  CoV {cov}", hpm_profile::text::terminal_safe(phase));
     }
     match s.weighted_cov {
         Some(c) => println!("  weighted CoV: {c:.4}"),
@@ -62,7 +62,7 @@ pub fn main(a: Args) -> Result<(), String> {
     let (file, weight, grain, top) = (&a.trace, a.weight, a.grain, a.top);
     let metrics = match &a.metrics {
         Some(m) => {
-            let text = hpm_core::infile::read_regular_text(Path::new(m)).map_err(|e| format!("{m}: {e}"))?;
+            let text = hpm_profile::infile::read_regular_text(Path::new(m)).map_err(|e| format!("{m}: {e}"))?;
             Some(parse_metric_pairs(&text).map_err(|(l, msg)| format!("{m}:{l}: {msg}"))?)
         }
         None => None,
@@ -77,7 +77,7 @@ pub fn main(a: Args) -> Result<(), String> {
     })?;
     let sel = graph.select(weight, grain);
     let unit = &trace.counters[0];
-    let unit = hpm_core::text::terminal_safe(unit);
+    let unit = hpm_profile::text::terminal_safe(unit);
     println!("total time: {} {unit}", sel.total_time);
     println!("invocations: {}", sel.all_invocations);
     if graph.unclosed > 0 {
@@ -88,7 +88,7 @@ pub fn main(a: Args) -> Result<(), String> {
     for s in stats.iter().take(top) {
         println!(
             "  {:<30} {:>14} {:>14.1} {:>10}",
-            hpm_core::text::terminal_safe(&s.name),
+            hpm_profile::text::terminal_safe(&s.name),
             s.total,
             s.average(),
             s.calls
@@ -103,7 +103,7 @@ pub fn main(a: Args) -> Result<(), String> {
     for p in &sel.phases {
         println!(
             "  {:<30} total {:>8}  average {:>8}  calls {}",
-            hpm_core::text::terminal_safe(&p.stats.name),
+            hpm_profile::text::terminal_safe(&p.stats.name),
             pct(p.total_share),
             pct(p.average_share),
             p.stats.calls

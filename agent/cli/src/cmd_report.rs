@@ -4,12 +4,12 @@
 //! (`.collapsed`); with `--by`, the table of what the samples' data addresses touched; with
 //! `--instructions`, the samples per instruction of compiled code.
 
-use hpm_core::cct::Measure;
-use hpm_core::output::data::DataBy;
-use hpm_core::output::instructions::InstructionOptions;
-use hpm_core::output::report::{data_report, full_report, ReportOptions};
+use hpm_profile::cct::Measure;
+use hpm_profile::output::data::DataBy;
+use hpm_profile::output::instructions::InstructionOptions;
+use hpm_profile::output::report::{data_report, full_report, ReportOptions};
 
-use hpm_core::text::terminal_safe;
+use hpm_profile::text::terminal_safe;
 
 use crate::input::{load_input, SampleArgs};
 use crate::values::{percent_value, positive};
@@ -55,13 +55,13 @@ pub fn main(a: Args) -> Result<(), String> {
         let Some(rec) = input.rec.as_ref() else {
             return Err(format!("--instructions needs a .jfr recording: `{}` has no instruction pointers", a.file));
         };
-        print!("{}", terminal_safe(&hpm_core::output::instructions::report(rec, &instructions)?));
+        print!("{}", terminal_safe(&hpm_profile::output::instructions::report(rec, &instructions)?));
         return Ok(());
     }
     let top = a.top.unwrap_or(20);
     // The JVM's events are counted by what they weigh (bytes, ns waited), as flame graphs draw them.
     let by = if a.samples.event.is_some() { Measure::Weight } else { Measure::Samples };
-    let unit = a.samples.event.map_or(hpm_core::text::Unit::Samples, |e| e.unit());
+    let unit = a.samples.event.map_or(hpm_profile::text::Unit::Samples, |e| e.unit());
     let opts = ReportOptions {
         top,
         min_percent: a.min_percent,
@@ -78,7 +78,7 @@ pub fn main(a: Args) -> Result<(), String> {
             print!("{}", terminal_safe(&full_report(rec, &input.cct, &input.tallies, &opts)));
             // The JVM's events, by class and by site (unless --event made them the samples).
             if let (Some(rec), None) = (rec, a.samples.event) {
-                print!("{}", terminal_safe(&hpm_core::output::jvmevents::report(rec, top)));
+                print!("{}", terminal_safe(&hpm_profile::output::jvmevents::report(rec, top)));
                 if let Some(c) = &input.creation {
                     print!("{}", terminal_safe(&c.report(top)));
                 }

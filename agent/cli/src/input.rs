@@ -2,13 +2,13 @@
 
 use std::path::Path;
 
-use hpm_core::cct::Cct;
-use hpm_core::filter::SampleFilter;
+use hpm_profile::cct::Cct;
+use hpm_profile::filter::SampleFilter;
 
 /// A loaded profile: metadata when the source has any, the tree, and component counts.
-pub(crate) type Input = hpm_core::load::Profile;
+pub(crate) type Input = hpm_profile::load::Profile;
 
-/// `--thread`, `--from`, `--to`: the samples a reading command looks at (hpm_core::filter).
+/// `--thread`, `--from`, `--to`: the samples a reading command looks at (hpm_profile::filter).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub(crate) struct SampleArgs {
     /// Only samples of threads whose name matches REGEX, e.g. 'worker-[0-9]+' or '^main$'
@@ -25,8 +25,8 @@ pub(crate) struct SampleArgs {
     /// The JVM's events instead of the CPU samples, weighted by bytes or time waited (agent
     /// options `alloc`, `lock`; JFR's own events too): alloc, lock (monitor enters and parks),
     /// monitor or park (.jfr only)
-    #[arg(long, value_name = "KIND", value_parser = hpm_core::output::jvmevents::EventSel::parse, display_order = 0)]
-    pub(crate) event: Option<hpm_core::output::jvmevents::EventSel>,
+    #[arg(long, value_name = "KIND", value_parser = hpm_profile::output::jvmevents::EventSel::parse, display_order = 0)]
+    pub(crate) event: Option<hpm_profile::output::jvmevents::EventSel>,
     /// Leave out the parks of idle pool threads waiting for work (ThreadPoolExecutor.getTask,
     /// ForkJoinPool.awaitWork, Jetty's idle threads), which by default are summed in a row of
     /// their own, `(idle: waiting for work)` (.jfr only)
@@ -57,12 +57,12 @@ pub(crate) fn load_input(
     threads: bool,
     from_phase: Option<&str>,
     samples: &SampleArgs,
-    data_root: Option<hpm_core::output::data::DataBy>,
+    data_root: Option<hpm_profile::output::data::DataBy>,
     keep_samples: bool,
 ) -> Result<Input, String> {
     let filter = samples.filter()?;
     let input =
-        hpm_core::load::load_profile(path, threads, from_phase, &filter, data_root, samples.event, keep_samples)?;
+        hpm_profile::load::load_profile(path, threads, from_phase, &filter, data_root, samples.event, keep_samples)?;
     warn(&input.notes);
     Ok(input)
 }
@@ -70,14 +70,14 @@ pub(crate) fn load_input(
 /// Prints the loaders' warnings, one line each.
 pub(crate) fn warn(notes: &[String]) {
     for n in notes {
-        eprintln!("hpm: {}", hpm_core::text::terminal_safe(n));
+        eprintln!("hpm: {}", hpm_profile::text::terminal_safe(n));
     }
 }
 
 /// Loads a profile as a calling context tree, refusing empty ones.
 pub(crate) fn load_profile(path: &str) -> Result<Cct, String> {
     let p = Path::new(path);
-    let (cct, notes) = hpm_core::load::load_cct(p).map_err(|e| e.to_string())?;
+    let (cct, notes) = hpm_profile::load::load_cct(p).map_err(|e| e.to_string())?;
     warn(&notes);
     if cct.total_samples() == 0 {
         return Err(format!("{path}: the profile has no samples"));

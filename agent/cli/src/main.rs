@@ -80,7 +80,7 @@ fn main() {
     };
     if let Err(msg) = result {
         // Messages quote names from files and peers: their control characters are shown, not obeyed.
-        eprintln!("hpm: {}", hpm_core::text::terminal_safe(&msg));
+        eprintln!("hpm: {}", hpm_profile::text::terminal_safe(&msg));
         std::process::exit(2);
     }
 }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use hpm_core::jfr::memory::Spill;
+use hpm_profile::jfr::memory::Spill;
 
 use crate::code::CodeEvents;
 use crate::control::Sessions;

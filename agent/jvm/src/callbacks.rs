@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 
-use hpm_core::codemap::{CodeBlob, CodeBytes, CodeEvent, PcScope};
-use hpm_core::model::ThreadInfo;
+use hpm_profile::codemap::{CodeBlob, CodeBytes, CodeEvent, PcScope};
+use hpm_profile::model::ThreadInfo;
 use jni::sys::{jclass, jint, jlong, jmethodID, jobject, JNIEnv};
 
 use crate::agent::{self, Agent};

@@ -11,9 +11,9 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
-use hpm_core::codemap::{CodeEvent, CodeTimeline};
-use hpm_core::jfr::TableKeys;
-use hpm_core::resolve::{JavaNames, NativeCode};
+use hpm_profile::codemap::{CodeEvent, CodeTimeline};
+use hpm_profile::jfr::TableKeys;
+use hpm_resolve::resolve::{JavaNames, NativeCode};
 use jni::sys::JNIEnv;
 
 use crate::jnienv;
@@ -201,7 +201,7 @@ pub fn replay(jvmti: &Jvmti, jni: *mut JNIEnv, code: &CodeEvents) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hpm_core::codemap::CodeBlob;
+    use hpm_profile::codemap::CodeBlob;
 
     fn load(method: u64, start: u64, time: u64) -> CodeEvent {
         CodeEvent::Load(CodeBlob::compiled(method, start, 0x100, vec![], time))

@@ -19,8 +19,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use hpm_core::model::PeriodUnit;
-use hpm_core::options::{self, OutputFile};
+use crate::options::{self, OutputFile};
+use hpm_profile::model::PeriodUnit;
 
 use crate::os::{now_ticks, now_wall_ns};
 use crate::processor::{Finished, Output};
@@ -203,13 +203,13 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
 }
 
 /// `status`'s line on the JFR a session without a JFR file keeps for `dump`, if it keeps any.
-fn kept_line(kept: Option<hpm_core::jfr::memory::KeptNow>) -> String {
+fn kept_line(kept: Option<hpm_profile::jfr::memory::KeptNow>) -> String {
     kept.map(|k| k.line(crate::processor::JFR_MEMORY_LIMIT) + "\n").unwrap_or_default()
 }
 
 /// What the session samples: its event, allocations, lock waits.
 fn describe(s: &Session) -> String {
-    hpm_core::output::report::sampling_line(&s.event, s.opts.alloc, s.opts.lock)
+    hpm_profile::output::report::sampling_line(&s.event, s.opts.alloc, s.opts.lock)
 }
 
 fn elapsed_secs(s: &Session) -> f64 {

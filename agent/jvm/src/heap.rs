@@ -76,9 +76,9 @@ pub fn live_and_peak() -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use hpm_core::hotspot::{CodeView, Memory};
-    use hpm_core::javaheap::{capture, Collector, G1Layout, HeaderLayout, HeapCapture, HeapLayout};
-    use hpm_core::operand::{effective_address, Gprs};
+    use hpm_capture::hotspot::{CodeView, Memory};
+    use hpm_capture::javaheap::{capture, Collector, G1Layout, HeaderLayout, HeapCapture, HeapLayout};
+    use hpm_capture::operand::{effective_address, Gprs};
 
     /// Memory as a vector of words from `.1` on (unaligned ints read from their word).
     struct Words(Vec<u64>, u64);
@@ -118,7 +118,7 @@ mod tests {
             length: 1,
             bottom: 0,
             end: 8,
-            tag: hpm_core::hotspot::Int { off: 188, width: 4 },
+            tag: hpm_capture::hotspot::Int { off: 188, width: 4 },
             eden: 2,
             survivor: 3,
             starts_humongous: 12,
@@ -148,7 +148,7 @@ mod tests {
         let code = [0x8b, 0x43, 0x10, 0x90]; // mov eax, [rbx+0x10]
         let mut out = HeapCapture::default();
         // As the agent does before sampling with `data`: the decoder's tables, built once.
-        hpm_core::operand::prepare();
+        hpm_capture::operand::prepare();
         let before = super::allocations_here();
         for _ in 0..1000 {
             let e = effective_address(&code, 0x7000, &regs).expect("an address");

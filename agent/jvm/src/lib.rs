@@ -1,10 +1,12 @@
-//! libhpm.so — the JVMTI agent. Only JVM and kernel glue lives here; the profile model,
-//! formats and analyses are in `hpm-core`.
+//! libhpm.so — the JVMTI agent. Only JVM and kernel glue and the option grammar live here;
+//! the profile model, formats and analyses are in `hpm-profile`, what runs in a signal handler
+//! in `hpm-capture`, the resolving of captured records in `hpm-resolve`.
 //!
 //! Modules, from the leaves up (no module imports one above it; docs/design.md has the picture):
-//! - leaves: `os` (clocks, thread id, checked reads of our own memory), `jnienv` (every JNI
-//!   call), `jvmti` (every JVMTI call), `perf` (every perf syscall), `vmstructs` (every read of
-//!   HotSpot's own structures: VMStructs, and the stack walker's reads in the signal);
+//! - leaves: `options` (the option grammar, JVM-free; public for fuzz/), `os` (clocks, thread
+//!   id, checked reads of our own memory), `jnienv` (every JNI call), `jvmti` (every JVMTI
+//!   call), `perf` (every perf syscall), `vmstructs` (every read of HotSpot's own structures:
+//!   VMStructs, and the stack walker's reads in the signal);
 //! - `threads` (slots, fd table, registry), `signal` (the handler), `code` (code and GC events),
 //!   `live` (the bridge's marks and queries), `methods` (names and lines for the processor);
 //! - `sampler` (one module per sampler behind one trait), `processor`, `session`, `control`;
@@ -24,6 +26,7 @@ mod jvmti;
 mod lifecycle;
 mod live;
 mod methods;
+pub mod options;
 mod os;
 mod perf;
 mod processor;
@@ -93,7 +96,7 @@ pub extern "C" fn Agent_OnAttach(vm: *mut JavaVM, options: *mut c_char, _reserve
     let delivered = reply.is_some_and(|path| {
         catch_unwind(|| {
             use std::io::Write;
-            hpm_core::outfile::create_new(path)
+            hpm_profile::outfile::create_new(path)
                 .ok()
                 .is_some_and(|mut f| f.write_all(format!("{}\n", message.trim_end()).as_bytes()).is_ok())
         })

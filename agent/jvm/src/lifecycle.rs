@@ -5,7 +5,7 @@
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use hpm_core::options;
+use crate::options;
 use jni::sys::{jint, JNIEnv, JavaVM, JNI_ERR, JNI_OK};
 
 use crate::agent::{self, Agent};

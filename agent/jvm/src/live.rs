@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use hpm_core::cct::Cct;
-use hpm_core::jfr::marks::Mark;
+use hpm_profile::cct::Cct;
+use hpm_profile::jfr::marks::Mark;
 
 /// Marks kept while no processor drains them; later ones are counted and dropped.
 const MAX_PENDING: usize = 100_000;
@@ -111,6 +111,7 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hpm_profile::model::ThreadIdx;
 
     #[test]
     fn a_query_is_served_by_the_next_round() {
@@ -175,7 +176,7 @@ mod tests {
     fn the_queue_is_bounded() {
         let live = Live::default();
         for i in 0..MAX_PENDING + 5 {
-            live.push(Mark::Phase { time: i as u64, thread: 0, name: String::new(), index: -1 });
+            live.push(Mark::Phase { time: i as u64, thread: ThreadIdx(0), name: String::new(), index: -1 });
         }
         assert_eq!(live.dropped.load(Ordering::Relaxed), 5);
         assert_eq!(live.take_marks().len(), MAX_PENDING);

@@ -2,10 +2,10 @@
 
 use std::sync::Mutex;
 
-use hpm_core::hash::IntMap;
-use hpm_core::hotspot::Layout;
-use hpm_core::model::MethodInfo;
-use hpm_core::resolve::{JavaMethods, MethodPointer};
+use hpm_capture::hotspot::Layout;
+use hpm_profile::hash::IntMap;
+use hpm_profile::model::MethodInfo;
+use hpm_resolve::resolve::{JavaMethods, MethodPointer};
 use jni::sys::{jmethodID, JNIEnv};
 
 use crate::code::CodeEvents;
@@ -514,7 +514,7 @@ fn line_for_bci(table: &[(i64, i32)], bci: i32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hpm_core::hotspot::{CodeStart, Int, NmethodTest};
+    use hpm_capture::hotspot::{CodeStart, Int, NmethodTest};
 
     /// JDK 17's layout on x86-64; only the `Method` and `ConstMethod` fields matter here.
     fn layout() -> Layout {

@@ -7,9 +7,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
-use hpm_core::options::{self, EventDef, Kernel, Options};
-use hpm_core::perf_record::{Layout, MAX_KERNEL_FRAMES};
+use crate::options::{self, EventDef, Kernel, Options};
+use hpm_capture::perf_record::{Layout, MAX_KERNEL_FRAMES};
+use hpm_profile::model::{EventInfo, KernelMode, PeriodUnit};
 use perf_event_open_sys as sys;
 
 /// Data pages of each thread's ring (plus one metadata page). Small on purpose: the signal
@@ -73,7 +73,7 @@ impl PerfSpec {
             KernelMode::Counted => layout = layout.with_read(),
             KernelMode::Excluded => {}
         }
-        if event.type_ == hpm_core::options::PERF_TYPE_SOFTWARE && !event.is_clock {
+        if event.type_ == crate::options::PERF_TYPE_SOFTWARE && !event.is_clock {
             layout = layout.without_period();
         }
         if event.memory {
@@ -132,7 +132,7 @@ impl PerfSpec {
     pub fn anchor_layout(&self) -> Option<Layout> {
         let (bytes, _) = self.anchor?;
         let mut l = self.layout.with_user_stack(bytes);
-        l.sample_type &= !hpm_core::perf_record::SAMPLE_READ;
+        l.sample_type &= !hpm_capture::perf_record::SAMPLE_READ;
         Some(l)
     }
 }
@@ -274,7 +274,7 @@ pub fn resolve_sysfs(ev: EventDef) -> Result<EventDef, String> {
         (0, 0)
     } else {
         let desc = read(dir.join("events").join(name))?;
-        hpm_core::options::sysfs_config(&desc, ev.config1, |term| read(dir.join("format").join(term)).ok())
+        crate::options::sysfs_config(&desc, ev.config1, |term| read(dir.join("format").join(term)).ok())
             .map_err(|e| format!("{}/events/{name}: {e}", dir.display()))?
     };
     Ok(EventDef { type_, config, config1, ..ev })
@@ -291,7 +291,7 @@ pub fn resolve_probe(ev: EventDef) -> Result<EventDef, String> {
         .as_ref()
         .ok_or("libjvm.so's path is unknown")?;
     let file = std::path::Path::new(path.to_str().map_err(|_| "libjvm.so's path is not UTF-8")?);
-    let offset = symbols.iter().find_map(|s| hpm_core::symbols::symbol_file_offset(file, s)).ok_or_else(|| {
+    let offset = symbols.iter().find_map(|s| hpm_resolve::symbols::symbol_file_offset(file, s)).ok_or_else(|| {
         format!("{} has none of {} in its symbol table (a stripped JVM)", file.display(), symbols.join(", "))
     })?;
     Ok(EventDef { config1: path.as_ptr() as u64, config2: offset, ..ev })
@@ -577,8 +577,8 @@ impl RingPtr {
 /// enabled/running times) into `raw`, for a counter's own overflow sample: one read(2) of a
 /// buffer on the stack, async-signal-safe. `read_format` is the group's (`Layout::read_format`:
 /// group, ids, both times). False if the read failed or the format was not that.
-pub fn read_group(fd: RawFd, read_format: u64, raw: &mut hpm_core::perf_record::RawSample) -> bool {
-    use hpm_core::perf_record::{
+pub fn read_group(fd: RawFd, read_format: u64, raw: &mut hpm_capture::perf_record::RawSample) -> bool {
+    use hpm_capture::perf_record::{
         FORMAT_GROUP, FORMAT_ID, FORMAT_TOTAL_TIME_ENABLED, FORMAT_TOTAL_TIME_RUNNING, MAX_COUNTERS,
     };
     const ALL: u64 = FORMAT_GROUP | FORMAT_ID | FORMAT_TOTAL_TIME_ENABLED | FORMAT_TOTAL_TIME_RUNNING;

@@ -1,7 +1,7 @@
 //! The background processing thread (Chilingarova & Safonov's "manager"): one runs per
 //! profiling session, with the narrow [`Inputs`] the session gives it. It is a pipeline of
 //! parts, each in its own module: the [`intake`] takes the sample batches and hands their
-//! records on in time order up to a watermark; the resolver (`hpm_core::resolve`, built from
+//! records on in time order up to a watermark; the resolver (`hpm_resolve::resolve`, built from
 //! its config here) names them against the code map; a stack completer ([`complete`]), when
 //! the session has one, may hold the samples to complete their stacks at the end; the
 //! [`sinks`] (calling context tree, JFR chunks, the self-tuner) take the samples; at the end
@@ -15,12 +15,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use hpm_core::codemap::CodeEvent;
-use hpm_core::jfr::writer::ChunkTimes;
-use hpm_core::model::{EventInfo, Recording, Sample};
-use hpm_core::options::{Options, OutputFormat};
-use hpm_core::outfile::Target;
-use hpm_core::resolve::{ResolverConfig, SampleResolver};
+use crate::options::{Options, OutputFormat};
+use hpm_profile::codemap::CodeEvent;
+use hpm_profile::jfr::writer::ChunkTimes;
+use hpm_profile::model::{EventInfo, Recording, Sample};
+use hpm_profile::outfile::Target;
+use hpm_resolve::resolve::{ResolverConfig, SampleResolver};
 
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
@@ -78,9 +78,9 @@ pub struct Inputs {
     pub threads: &'static Threads,
     pub code: &'static CodeEvents,
     /// hpm's own stack walker's layout, when it walks this session's stacks.
-    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    pub walker: Option<&'static hpm_capture::hotspot::Layout>,
     /// `data` with the heap's layout: samples' objects are identified.
-    pub heap: Option<&'static hpm_core::javaheap::HeapLayout>,
+    pub heap: Option<&'static hpm_capture::javaheap::HeapLayout>,
     pub live: &'static Live,
     pub stats: &'static SignalStats,
     pub jvmti: Jvmti,
@@ -164,7 +164,7 @@ impl Finished {
     }
 
     /// The JFR the session kept for `dump` when it had no JFR file: how much, and where.
-    pub fn jfr_kept(&self) -> Option<hpm_core::jfr::memory::KeptNow> {
+    pub fn jfr_kept(&self) -> Option<hpm_profile::jfr::memory::KeptNow> {
         self.0.sinks.jfr.memory.as_ref().map(|m| m.now())
     }
 }
@@ -188,7 +188,7 @@ struct Processor {
     outputs: Vec<Output>,
     chunk_start: u64,
     /// Regions and phase markers from the Java bridge, written with the next chunk.
-    marks: Vec<hpm_core::jfr::marks::Mark>,
+    marks: Vec<hpm_profile::jfr::marks::Mark>,
     /// `alloc` / `lock`: a record to resolve the JVM events' stacks through (as the timer
     /// samplers' stacks are), class names shared, and totals per kind for the summary.
     events: events::EventState,
@@ -321,8 +321,8 @@ fn resolver_config(inputs: &Inputs, frame_groups: bool) -> ResolverConfig {
     let objects = heap.and_then(|h| {
         let narrow_oops = crate::vmstructs::flag("UseCompressedOops").unwrap_or(0) != 0;
         let t = crate::vmstructs::table().ok()?;
-        match hpm_core::objects::ClassLayout::from_table(t, narrow_oops) {
-            Ok(c) => Some(hpm_core::objects::Identifier::new(h.header, c)),
+        match hpm_resolve::objects::ClassLayout::from_table(t, narrow_oops) {
+            Ok(c) => Some(hpm_resolve::objects::Identifier::new(h.header, c)),
             Err(e) => {
                 eprintln!("hpm: data objects: not identified: {e}");
                 None
@@ -369,7 +369,7 @@ impl Processor {
         let mut methods = JvmtiMethods::new(inputs.jvmti, attached.env(), walker);
         // Before the sampler starts (the session waits for it): a first round that read them
         // instead took ~150 ms while the threads' samples filled the pool.
-        resolver.preload(inputs.event.kernel == hpm_core::model::KernelMode::Sampled);
+        resolver.preload(inputs.event.kernel == hpm_profile::model::KernelMode::Sampled);
         methods.preload();
         inputs.sink.grow(inputs.sink.start_batches.max(POOL_STEP));
         // After the config's frame groups: stacks named with other groups are not reused.
@@ -474,7 +474,7 @@ impl Processor {
             } else {
                 self.resolver.gc_finish(t);
                 if let Some(m) = &mut self.methods {
-                    hpm_core::resolve::JavaMethods::collected(m);
+                    hpm_resolve::resolve::JavaMethods::collected(m);
                 }
             }
         }
@@ -533,7 +533,7 @@ impl Processor {
     }
 
     /// The tree as the outputs and queries read it: every sample in it, the totals filled
-    /// (each sample adds to its leaf alone: [`hpm_core::cct::Cct::add_self_at`]).
+    /// (each sample adds to its leaf alone: [`hpm_profile::cct::Cct::add_self_at`]).
     fn tree_ready(&mut self) {
         self.release_held();
         self.sinks.tree.feed.cct.fill_totals();
@@ -567,7 +567,7 @@ impl Processor {
     fn update_drops(&mut self) {
         let inputs = &self.inputs;
         let s = inputs.stats;
-        use hpm_core::model::DropReason;
+        use hpm_profile::model::DropReason;
         let mut drops: Vec<(DropReason, u64)> = vec![
             (DropReason::NoFreeSampleBuffer, inputs.sink.pool.dropped()),
             (DropReason::DeepFramesOverBound, inputs.sink.deep_refused.load(Ordering::Relaxed)),
@@ -654,7 +654,7 @@ impl Processor {
     }
 
     /// The agent's cost, for the summary.
-    fn cost_report(&self) -> hpm_core::output::cost::CostReport {
+    fn cost_report(&self) -> hpm_profile::output::cost::CostReport {
         self.cost.report(cost::Seen {
             inputs: &self.inputs,
             resolver: &self.resolver,
@@ -673,7 +673,7 @@ mod tests {
     /// A record with the most kernel periods counted adds one sample for them, not one each.
     #[test]
     fn kernel_periods_are_one_sample_that_counts_them() {
-        let periods = hpm_core::capture::MAX_KERNEL_PERIODS;
+        let periods = hpm_capture::capture::MAX_KERNEL_PERIODS;
         let mut own = Sample::of_stack(std::sync::Arc::from(Vec::new()));
         own.weight = 1_000_000;
         let mut rec = Recording::default();

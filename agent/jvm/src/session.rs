@@ -7,10 +7,10 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use hpm_core::model::{EventInfo, PeriodUnit};
-use hpm_core::options::{self, Options, OutputFormat};
-use hpm_core::outfile::{Clash, Target, TargetId, PART_SUFFIX};
-use hpm_core::pool_size::PoolSize;
+use crate::options::{self, Options, OutputFormat};
+use hpm_capture::pool_size::PoolSize;
+use hpm_profile::model::{EventInfo, PeriodUnit};
+use hpm_profile::outfile::{Clash, Target, TargetId, PART_SUFFIX};
 
 use crate::code::CodeEvents;
 use crate::jnienv::Vm;
@@ -96,7 +96,7 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
             let code = crate::vmstructs::walker_layout()
                 .map_err(|e| format!("data needs the code cache's layout from the JVM's VMStructs: {e}"))?;
             // Before any handler decodes: the decoder builds its tables on first use.
-            hpm_core::operand::prepare();
+            hpm_capture::operand::prepare();
             let precise = spec.event.memory;
             notes.push(if precise {
                 format!(
@@ -170,7 +170,7 @@ pub struct Session {
 }
 
 /// The session's sample pool, from the rate its sources bring samples
-/// ([`hpm_core::pool_size::PoolSize::for_rate`]): one per period per CPU (a thousand a second
+/// ([`hpm_capture::pool_size::PoolSize::for_rate`]): one per period per CPU (a thousand a second
 /// per CPU for events counted, not timed), or a source's threads per tick whatever the CPUs
 /// (the wall sampler's [`crate::source::timer::WALL_THREADS_PER_TICK`]). More samples than the
 /// pool holds are dropped and counted ("no free sample buffer"), except by the wall sampler,
@@ -230,8 +230,8 @@ impl Session {
             data: plan.data,
             // Records hold MAX_FRAMES frames; sources that walk off the signal path keep the
             // rest apart (up to MAX_DEEP_FRAMES).
-            max_depth: opts.max_depth.min(hpm_core::capture::MAX_FRAMES as u32),
-            deep_depth: opts.max_depth.min(hpm_core::capture::MAX_DEEP_FRAMES as u32),
+            max_depth: opts.max_depth.min(hpm_capture::capture::MAX_FRAMES as u32),
+            deep_depth: opts.max_depth.min(hpm_capture::capture::MAX_DEEP_FRAMES as u32),
         };
         let built: Result<Vec<_>, String> = plan.sources.into_iter().map(|p| (p.build)(&start)).collect();
         let sources: Arc<dyn EventSource> = Arc::new(Sources(built?));
@@ -297,7 +297,7 @@ impl Session {
 
     /// JFR kept for `dump` (a session without a JFR file): how much and where; `None` before
     /// the first chunk or with a JFR file.
-    pub fn jfr_kept(&self) -> Option<hpm_core::jfr::memory::KeptNow> {
+    pub fn jfr_kept(&self) -> Option<hpm_profile::jfr::memory::KeptNow> {
         self.sink.jfr_kept.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

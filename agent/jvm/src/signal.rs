@@ -24,11 +24,11 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use hpm_core::capture::{Asgct, AsgctError, Captured, NotJava, RawWalk, StackKind, COMPARE_SPLIT, MAX_FRAMES};
-use hpm_core::component::is_kernel_address;
-use hpm_core::hotspot::{CodeView, FrameSink, Probe};
-use hpm_core::model::KernelMode;
-use hpm_core::perf_record::{RawSample, Record, Ring};
+use hpm_capture::capture::{Asgct, AsgctError, Captured, NotJava, RawWalk, StackKind, COMPARE_SPLIT, MAX_FRAMES};
+use hpm_capture::hotspot::{CodeView, FrameSink, Probe};
+use hpm_capture::perf_record::is_kernel_address;
+use hpm_capture::perf_record::{RawSample, Record, Ring};
+use hpm_profile::model::KernelMode;
 
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
 use crate::threads::{Caller, Entered, Refused, Threads};
@@ -83,7 +83,7 @@ pub struct SignalStats {
     pub data_ns: AtomicU64,
     pub data_captures: AtomicU64,
     /// hpm's walker: blobs looked up, and of those found in the thread's last walk and in the
-    /// shared cache (`hpm_core::blob_cache`).
+    /// shared cache (`hpm_capture::blob_cache`).
     pub blob_lookups: AtomicU64,
     pub blob_memo_hits: AtomicU64,
     pub blob_hits: AtomicU64,
@@ -481,7 +481,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
 /// A counter's own overflow (`source`: the group's member of descriptor `fd`, thread `tid`):
 /// one sample of the stack it interrupted, with the group's values read now; the resolver
 /// charges that counter's count since its previous own sample to this stack
-/// (`hpm_core::resolve::counter_deltas`). After the ring's records: a notification of the
+/// (`hpm_resolve::resolve::counter_deltas`). After the ring's records: a notification of the
 /// leader merged into this one (one standard signal pending) left them there.
 fn counter_sample(
     ctx: &SignalCtx,
@@ -612,8 +612,8 @@ fn walk(
         // Keyed here, over the slots just written (still in this CPU's cache), not by the
         // processing thread reading them all again; not before any hasher was made (the
         // seed is made once, outside a signal handler).
-        let key = hpm_core::hash::seed_if_made()
-            .map(|seed| hpm_core::hotspot::raw_stack_key(seed, &c.frames[..len], &c.slots[..len]));
+        let key = hpm_profile::hash::seed_if_made()
+            .map(|seed| hpm_capture::hotspot::raw_stack_key(seed, &c.frames[..len], &c.slots[..len]));
         let walk = RawWalk { slots: len as u16, stop: stop as u8, key, depth_cut: false };
         return match compared {
             Some(asgct) => StackKind::Compare { walk, asgct },

@@ -6,11 +6,11 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
-use hpm_core::batch::{Batch, BatchPool, ThreadQueue};
-use hpm_core::capture::{CallFrame, Captured};
-use hpm_core::model::FrameKind;
-use hpm_core::perf_record::Layout;
-use hpm_core::pool_size::PoolSize;
+use hpm_capture::batch::{Batch, BatchPool, ThreadQueue};
+use hpm_capture::capture::{CallFrame, Captured};
+use hpm_capture::perf_record::Layout;
+use hpm_capture::pool_size::PoolSize;
+use hpm_profile::model::FrameKind;
 
 use crate::jnienv::Vm;
 
@@ -36,14 +36,14 @@ pub struct Sink {
     pub resolved: AtomicU64,
     /// JFR the processor keeps for `dump` (a session without a JFR file), for `status`: how
     /// much and where, as of its last chunk (none before the first).
-    pub jfr_kept: Mutex<Option<hpm_core::jfr::memory::KeptNow>>,
-    /// The timer samplers' frames past [`hpm_core::capture::MAX_FRAMES`], until the processor takes them.
+    pub jfr_kept: Mutex<Option<hpm_profile::jfr::memory::KeptNow>>,
+    /// The timer samplers' frames past [`hpm_capture::capture::MAX_FRAMES`], until the processor takes them.
     deep: Mutex<DeepFrames>,
-    /// Records cut at [`hpm_core::capture::MAX_FRAMES`] because [`MAX_DEEP_HELD`] frames were waiting already.
+    /// Records cut at [`hpm_capture::capture::MAX_FRAMES`] because [`MAX_DEEP_HELD`] frames were waiting already.
     pub deep_refused: AtomicU64,
 }
 
-/// Frames past [`hpm_core::capture::MAX_FRAMES`] waiting for the processor at most: 64 MB.
+/// Frames past [`hpm_capture::capture::MAX_FRAMES`] waiting for the processor at most: 64 MB.
 pub const MAX_DEEP_HELD: usize = (64 << 20) / std::mem::size_of::<(CallFrame, FrameKind)>();
 
 struct DeepFrames {
@@ -51,7 +51,7 @@ struct DeepFrames {
     held: usize,
     /// [`MAX_DEEP_HELD`] (smaller in tests).
     bound: usize,
-    by_key: hpm_core::hash::IntMap<u32, Vec<(CallFrame, FrameKind)>>,
+    by_key: hpm_profile::hash::IntMap<u32, Vec<(CallFrame, FrameKind)>>,
 }
 
 /// Batches of ended sessions, for the next one's pool: a session's pool of 32 batches (each
@@ -83,7 +83,7 @@ impl Sink {
         }
     }
 
-    /// Keeps a record's frames past [`hpm_core::capture::MAX_FRAMES`] (a timer sampler's thread, never a signal
+    /// Keeps a record's frames past [`hpm_capture::capture::MAX_FRAMES`] (a timer sampler's thread, never a signal
     /// handler: this locks and allocates); the key for [`Captured::deep`], or `None` (counted)
     /// when too many wait already.
     pub fn put_deep(&self, frames: Vec<(CallFrame, FrameKind)>) -> Option<u32> {
@@ -133,11 +133,11 @@ pub struct SignalCtx {
     pub sink: Arc<Sink>,
     pub layout: Layout,
     /// How kernel time is recorded: shared walks (sampled) or counted periods (counted).
-    pub kernel: hpm_core::model::KernelMode,
+    pub kernel: hpm_profile::model::KernelMode,
     pub max_depth: u32,
     pub asgct: Option<AsgctFn>,
     /// hpm's own stack walker's layout of this JVM (`stack=vm`); None walks with ASGCT.
-    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    pub walker: Option<&'static hpm_capture::hotspot::Layout>,
     /// `stack=compare`: AsyncGetCallTrace walks each sample too.
     pub compare: bool,
     pub vm: Vm,

@@ -3,8 +3,8 @@
 //! [`choose`] picks the stack source for that site from `stack=` and the JVM, and says which in
 //! one "Java stacks: ..." note.
 
-use hpm_core::hotspot::Layout;
-use hpm_core::options::{Options, StackWalker};
+use crate::options::{Options, StackWalker};
+use hpm_capture::hotspot::Layout;
 
 /// Where an event source's samples can have their stacks taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn each_site_names_its_stack_source_in_one_note() {
-        let opts = |s: &str| hpm_core::options::parse(s).unwrap();
+        let opts = |s: &str| crate::options::parse(s).unwrap();
         let (s, note) = choose(&opts(""), StackSite::InThread, no_walker).unwrap();
         assert!(matches!(s, StackSource::Asgct));
         assert_eq!(

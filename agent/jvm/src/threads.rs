@@ -13,8 +13,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hpm_core::batch::BatchHandle;
-use hpm_core::model::ThreadInfo;
+use hpm_capture::batch::BatchHandle;
+use hpm_profile::model::ThreadInfo;
 
 use crate::perf::{PerfError, PerfSpec, ThreadEvents};
 use crate::sink::SignalCtx;
@@ -65,7 +65,7 @@ pub struct AttachFailures {
 
 impl AttachFailures {
     fn add(&mut self, reason: String) {
-        hpm_core::model::count_reason(&mut self.by_reason, &reason, 1);
+        hpm_profile::model::count_reason(&mut self.by_reason, &reason, 1);
     }
 }
 
@@ -577,7 +577,7 @@ impl Threads {
                     None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
                 }
             });
-            let cut = !info.is_java && hpm_core::thread_dump::may_be_cut(&info.name);
+            let cut = !info.is_java && hpm_resolve::thread_dump::may_be_cut(&info.name);
             if (info.is_java || !java_only) && self.attach(tid, info).is_ok() {
                 n += 1;
                 if cut {

@@ -2,16 +2,16 @@
 //! libjvm.so exports for the Serviceability Agent (`gHotSpotVMStructs`, `gHotSpotVMTypes`,
 //! `gHotSpotVMIntConstants`, `gHotSpotVMLongConstants`, each with its entry layout exported
 //! beside it). Read once, off any signal path, into a table the frame walker's layout is built
-//! from (`hpm_core::hotspot::Layout::from_table`): what a JVM does not export leaves the walker
+//! from (`hpm_capture::hotspot::Layout::from_table`): what a JVM does not export leaves the walker
 //! off, with one line, instead of guessing.
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::OnceLock;
 
-use hpm_core::blob_cache::{BlobCache, WalkMemo};
-use hpm_core::capture::DataCapture;
-use hpm_core::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
-use hpm_core::javaheap::HeapLayout;
+use hpm_capture::blob_cache::{BlobCache, WalkMemo};
+use hpm_capture::capture::DataCapture;
+use hpm_capture::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
+use hpm_capture::javaheap::HeapLayout;
 
 /// libjvm.so's handle (already loaded: the agent runs inside the JVM).
 fn libjvm() -> *mut c_void {
@@ -171,7 +171,7 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
     layout
 }
 
-/// What the handlers' walks learnt of the code blobs they walked through (`hpm_core::blob_cache`).
+/// What the handlers' walks learnt of the code blobs they walked through (`hpm_capture::blob_cache`).
 static BLOB_CACHE: OnceLock<BlobCache> = OnceLock::new();
 
 /// Code may have been freed or reused (an unload, a collection's end, a session's start): the
@@ -262,7 +262,7 @@ pub fn heap_layout() -> Result<&'static HeapLayout, String> {
 /// from libjvm's symbol table, past its offset-to-top and RTTI words.
 fn nmethod_vtable() -> Option<u64> {
     let (path, base) = libjvm_loaded()?;
-    let vaddr = hpm_core::symbols::symbol_address(std::path::Path::new(&path), "_ZTV7nmethod")?;
+    let vaddr = hpm_resolve::symbols::symbol_address(std::path::Path::new(&path), "_ZTV7nmethod")?;
     Some(base + vaddr + 16)
 }
 
@@ -279,7 +279,7 @@ pub fn libjvm_file() -> Option<String> {
 
 /// Direct reads, for the two readers that prove every address mapped before they read: the
 /// walker (the thread's stack and the code cache's committed ranges: see
-/// `hpm_core::hotspot::Memory`) and `javaheap::capture` (the VM's permanent structures and
+/// `hpm_capture::hotspot::Memory`) and `javaheap::capture` (the VM's permanent structures and
 /// committed heap around the address: see its module comment).
 ///
 /// A `Memory` that dereferences whatever address it is given: reading an unmapped one faults.
@@ -380,20 +380,20 @@ pub fn walk_here(
 }
 
 /// `sampler=chain`: walks the frames a sample's stack copy holds
-/// (`hpm_core::hotspot::walk_copy`), on the processor thread long after the sample: the stack
+/// (`hpm_capture::hotspot::walk_copy`), on the processor thread long after the sample: the stack
 /// is read from the copy only, the code cache in place (its committed ranges stay mapped; a
 /// blob freed since gives a wrong frame, never a fault).
 pub fn walk_copy(
     layout: &Layout,
     code: &CodeView,
-    copy: hpm_core::hotspot::StackCopy,
+    copy: hpm_capture::hotspot::StackCopy,
     regs: Regs,
     out: &mut FrameSink,
 ) -> Stop {
     // SAFETY: `walk_copy` reads the stack from the copy only and, through this, the code
     // cache's committed ranges, which stay mapped.
     let mem = unsafe { Direct::new() };
-    hpm_core::hotspot::walk_copy(layout, code, &mem, copy, regs, out)
+    hpm_capture::hotspot::walk_copy(layout, code, &mem, copy, regs, out)
 }
 
 /// A `JavaThread*`'s kernel thread id and stack base (the highest address), read without
@@ -429,7 +429,7 @@ fn read_word(addr: u64) -> Option<u64> {
 /// are a record's only if it was taken in user mode at the IP the signal interrupted) and in
 /// the code cache (Java code, the interpreter, stubs); bytes only up to the end of its page,
 /// which is committed code. With `heap`, the address the instruction touches is computed here
-/// and the words an object header can be found in copied (`hpm_core::javaheap::capture`:
+/// and the words an object header can be found in copied (`hpm_capture::javaheap::capture`:
 /// objects cannot move while this thread runs Java code). `thread`: its `JavaThread*` when
 /// proven one (its stack then tells stack addresses), else 0. Async-signal-safe: no
 /// allocation, no lock, bounded.
@@ -477,12 +477,12 @@ pub fn capture_instruction(
         *slot = g[r as usize] as u64;
     }
     let Some(heap) = heap else { return };
-    let Some(e) = hpm_core::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
-    let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
+    let Some(e) = hpm_capture::operand::effective_address(&out.code[..n], pc, &out.regs) else { return };
+    let stack = hpm_capture::javaheap::ThreadRanges::of(heap, thread, vm_word);
     // SAFETY: `javaheap::capture` reads only the VM's permanent structures and the committed
     // heap around the address, each checked against the layout's committed ranges first.
     let mem = unsafe { Direct::new() };
-    hpm_core::javaheap::capture(heap, &mem, code, &e, stack, true, &mut out.heap);
+    hpm_capture::javaheap::capture(heap, &mem, code, &e, stack, true, &mut out.heap);
 }
 
 /// `data` for a precise memory sample (PEBS, IBS): the record's own instruction address, data
@@ -494,7 +494,7 @@ pub fn capture_instruction(
 pub fn capture_record(
     code: &CodeView,
     heap: Option<&HeapLayout>,
-    raw: &hpm_core::perf_record::RawSample,
+    raw: &hpm_capture::perf_record::RawSample,
     thread: u64,
     out: &mut DataCapture,
 ) {
@@ -506,23 +506,23 @@ pub fn capture_record(
     let Some(n) = copy_code(code, raw.ip, out) else { return };
     out.regs.0 = raw.intr;
     let (Some(heap), true) = (heap, raw.addr != 0) else { return };
-    let decoded = hpm_core::operand::effective_address(&out.code[..n], raw.ip, &out.regs);
+    let decoded = hpm_capture::operand::effective_address(&out.code[..n], raw.ip, &out.regs);
     let e = match decoded {
         Some(d) if d.address == raw.addr => d,
-        _ => hpm_core::operand::Effective { address: raw.addr, ..Default::default() },
+        _ => hpm_capture::operand::Effective { address: raw.addr, ..Default::default() },
     };
-    let stack = hpm_core::javaheap::ThreadRanges::of(heap, thread, vm_word);
+    let stack = hpm_capture::javaheap::ThreadRanges::of(heap, thread, vm_word);
     // SAFETY: `javaheap::capture` reads only the VM's permanent structures and the committed
     // heap around the address, each checked against the layout's committed ranges first.
     let mem = unsafe { Direct::new() };
-    hpm_core::javaheap::capture(heap, &mem, code, &e, stack, false, &mut out.heap);
+    hpm_capture::javaheap::capture(heap, &mem, code, &e, stack, false, &mut out.heap);
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 pub fn capture_record(
     _: &CodeView,
     _: Option<&HeapLayout>,
-    _: &hpm_core::perf_record::RawSample,
+    _: &hpm_capture::perf_record::RawSample,
     _: u64,
     out: &mut DataCapture,
 ) {

@@ -7,7 +7,7 @@
 //!     [--hpm PATH] [--timeout SECS] [--mem-gib G] [--out DIR] [--runs N] [--hostile BYTES]
 //! ```
 //!
-//! `--hostile BYTES` measures the hostile `.jfr` shapes of `hpm_core::adversarial::hostile`
+//! `--hostile BYTES` measures the hostile `.jfr` shapes of `hpm_profile::adversarial::hostile`
 //! instead, each made about BYTES long, through `hpm report` (with the options that reach what
 //! the shape attacks) and `hpm ccmap`: peak memory per byte of input is the figure to watch.
 //!
@@ -18,13 +18,13 @@
 //! `--hpm` runs another build (an older one, for a before/after table); every command runs
 //! with an address-space limit of `--mem-gib` (default 8) and is killed after `--timeout`
 //! seconds (default 60), so a quadratic build cannot take the machine down. The inputs come
-//! from `hpm_core::adversarial`, like the tests'.
+//! from `hpm_profile::adversarial`, like the tests'.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use hpm_core::adversarial::{self, Names};
+use hpm_profile::adversarial::{self, Names};
 
 struct Opts {
     depth: usize,
@@ -84,7 +84,7 @@ fn run(opts: &Opts, args: &[String]) -> (Option<i32>, Duration, Duration, u64) {
 
 /// The table of `--hostile`: each shape through `hpm report` and `hpm ccmap`.
 fn hostile(opts: &Opts, bytes: usize) {
-    use hpm_core::adversarial::hostile::SHAPES;
+    use hpm_profile::adversarial::hostile::SHAPES;
     println!("hpm: {}", opts.hpm.display());
     println!("least CPU of {} runs each", opts.runs);
     println!("\n| shape | bytes | command | exit | CPU s | peak RSS MiB | RSS bytes per input byte |\n|---|---|---|---|---|---|---|");

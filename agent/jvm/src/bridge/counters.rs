@@ -4,8 +4,8 @@
 
 use std::cell::RefCell;
 
-use hpm_core::jfr::marks::REGION_COUNTERS;
-use hpm_core::options;
+use crate::options;
+use hpm_profile::jfr::marks::REGION_COUNTERS;
 
 use crate::perf::Counting;
 

@@ -14,9 +14,9 @@ use std::time::Duration;
 use ::jni::sys::{
     jboolean, jclass, jint, jlong, jlongArray, jobjectArray, jstring, JNIEnv, JavaVM, JNI_FALSE, JNI_TRUE,
 };
-use hpm_core::analysis::hot;
-use hpm_core::jfr::marks::Mark;
-use hpm_core::model::ThreadInfo;
+use hpm_profile::analysis::hot;
+use hpm_profile::jfr::marks::Mark;
+use hpm_profile::model::{ThreadIdx, ThreadInfo};
 
 use crate::agent::{self, Agent};
 use crate::jnienv as jni;
@@ -156,7 +156,7 @@ pub extern "system" fn Java_io_github_hpm_Native_nativeRegion(
         a.live.push(Mark::Region {
             start: start[0] as u64,
             end: (end[0] as u64).max(start[0] as u64),
-            thread,
+            thread: ThreadIdx(thread),
             name,
             counters,
         });
@@ -181,7 +181,7 @@ pub extern "system" fn Java_io_github_hpm_Native_nativePhase(
             return Ok(());
         }
         let Some(thread) = this_thread(a, java_id, tname) else { return Ok(()) };
-        a.live.push(Mark::Phase { time: crate::os::now_ticks(), thread, name, index });
+        a.live.push(Mark::Phase { time: crate::os::now_ticks(), thread: ThreadIdx(thread), name, index });
         Ok(())
     })
 }

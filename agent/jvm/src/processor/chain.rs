@@ -1,14 +1,14 @@
 //! `sampler=chain`'s stack completer: each resolved record's frames keyed by their stack
-//! depths (`hpm_core::analysis::chaining`), the samples held until the last round, and there
+//! depths (`hpm_profile::analysis::chaining`), the samples held until the last round, and there
 //! their stacks completed from the run's tree (the processor then rebuilds the outputs' tree
 //! and tables from them).
 
-use hpm_core::analysis::chaining::{ChainRecorder, Top, Walk};
-use hpm_core::capture::Captured;
-use hpm_core::hotspot::Stop;
-use hpm_core::interned::StackInterner;
-use hpm_core::model::{DropReason, Sample};
-use hpm_core::resolve::FrameGroups;
+use hpm_capture::capture::Captured;
+use hpm_capture::hotspot::Stop;
+use hpm_profile::analysis::chaining::{ChainRecorder, Top, Walk};
+use hpm_profile::interned::StackInterner;
+use hpm_profile::model::{DropReason, Sample};
+use hpm_resolve::resolve::FrameGroups;
 
 use super::complete::StackCompleter;
 
@@ -40,7 +40,7 @@ impl ChainCompleter {
     /// bottom: complete already).
     fn key(&mut self, s: &Sample, c: &Captured, groups: Option<&FrameGroups>) -> Option<Top> {
         let raw = c.raw_walk();
-        let physical = raw.map_or(0, |(_, frames, slots)| hpm_core::hotspot::raw_frames(frames, slots).count());
+        let physical = raw.map_or(0, |(_, frames, slots)| hpm_capture::hotspot::raw_frames(frames, slots).count());
         self.phys.clear();
         self.phys.extend((0..physical).map(|j| c.chain.depths.get(j).copied().unwrap_or(0)));
         let top = match (groups, raw) {

@@ -3,9 +3,9 @@
 //! While it holds samples, the sinks that need final stacks take them only when something
 //! reads the profile or a chunk is written; the processor knows no more of it than this trait.
 
-use hpm_core::capture::Captured;
-use hpm_core::model::Sample;
-use hpm_core::resolve::FrameGroups;
+use hpm_capture::capture::Captured;
+use hpm_profile::model::Sample;
+use hpm_resolve::resolve::FrameGroups;
 
 pub(super) trait StackCompleter: Send {
     /// Whether the resolver must keep each walk's [`FrameGroups`] for [`Self::observe`].
@@ -30,5 +30,5 @@ pub(super) trait StackCompleter: Send {
     /// true when it did, and the sinks must take them again.
     fn complete(&mut self, samples: &mut [Sample]) -> bool;
     /// Edits the drop reasons for the summary (after the resolver's).
-    fn drops(&self, drops: &mut Vec<(hpm_core::model::DropReason, u64)>);
+    fn drops(&self, drops: &mut Vec<(hpm_profile::model::DropReason, u64)>);
 }

@@ -3,11 +3,11 @@
 
 use std::sync::atomic::Ordering;
 
-use hpm_core::codemap::CodeBytes;
-use hpm_core::model::{PeriodUnit, Recording};
-use hpm_core::output::cost::{Bounds, CostReport, Handler, Processing};
-use hpm_core::resolve::SampleResolver;
-use hpm_core::tree_feed::TreeFeed;
+use hpm_profile::codemap::CodeBytes;
+use hpm_profile::model::{PeriodUnit, Recording};
+use hpm_profile::output::cost::{Bounds, CostReport, Handler, Processing};
+use hpm_profile::tree_feed::TreeFeed;
+use hpm_resolve::resolve::SampleResolver;
 
 use super::events::EventState;
 use super::intake::{Intake, SETTLE_NS};
@@ -88,14 +88,14 @@ impl CostClock {
             bounds: Bounds {
                 methods_past: rec.methods.past_limit(),
                 max_methods: MAX_SESSION_METHODS,
-                method_table_full: hpm_core::model::METHOD_TABLE_FULL,
+                method_table_full: hpm_profile::model::METHOD_TABLE_FULL,
                 table_cut: tree.stacks.cut_samples(),
                 max_table_entries: MAX_TABLE_ENTRIES,
                 max_table_frames: MAX_TABLE_FRAMES,
-                stack_table_full: hpm_core::output::stacks::STACK_TABLE_FULL,
+                stack_table_full: hpm_profile::output::stacks::STACK_TABLE_FULL,
                 tree_cut: tree.cct.cut_samples(),
                 max_tree_nodes: MAX_TREE_NODES,
-                tree_full: hpm_core::cct::TREE_FULL,
+                tree_full: hpm_profile::cct::TREE_FULL,
             },
             compare: resolver.stats.compare.line(),
             data: resolver.stats.data.line(),
@@ -104,7 +104,7 @@ impl CostClock {
             translated: resolver.objects().map_or(0, |o| o.stats.spaces.iter().sum::<u64>()),
             unnamed_frames: resolver.stats.unnamed_frames,
             code_held: CodeBytes::held(),
-            code_budget: hpm_core::codemap::CODE_BYTES_BUDGET,
+            code_budget: hpm_profile::codemap::CODE_BYTES_BUDGET,
             code_not_copied: CodeBytes::not_copied(),
             ..Default::default()
         };
@@ -112,7 +112,7 @@ impl CostClock {
             // The JVM's events (`alloc`, `lock`) have stacks named as the samples' are.
             let (stacks, events) = (resolver.stacks_made(), events.count());
             report.first_sightings = Some(resolver.stats.first_sightings_line(stacks, samples, events));
-            report.phase_timing = hpm_core::phase_timing::take_line(samples);
+            report.phase_timing = hpm_profile::phase_timing::take_line(samples);
         }
         report
     }

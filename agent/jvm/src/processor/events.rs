@@ -6,14 +6,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hpm_core::capture::{CallFrame, Captured, JvmFrames, RawWalk, SlotKind, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
-use hpm_core::model::{FrameKind, JvmEvent, JvmEventKind, Recording};
-use hpm_core::options::Options;
-use hpm_core::resolve::SampleResolver;
+use crate::options::Options;
+use hpm_capture::capture::{
+    CallFrame, Captured, JvmFrames, RawWalk, SlotKind, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES,
+};
+use hpm_profile::model::{FrameKind, JvmEvent, JvmEventKind, Recording};
+use hpm_resolve::resolve::SampleResolver;
 
 use super::sinks::{Named, ProfileSink};
 use crate::methods::JvmtiMethods;
 use crate::source::jvmevents::JvmEvents;
+use hpm_profile::model::ThreadIdx;
 
 /// Class names the events share at most (then started again).
 const MAX_CLASS_NAMES: usize = 1 << 16;
@@ -24,7 +27,7 @@ pub(super) struct EventState {
     record: Option<Box<Captured>>,
     classes: HashMap<String, Arc<str>>,
     totals: [(u64, u64); 3],
-    /// Parks of idle pool threads waiting for work (hpm_core::output::idle): events, ns.
+    /// Parks of idle pool threads waiting for work (hpm_profile::output::idle): events, ns.
     idle: (u64, u64),
 }
 
@@ -99,7 +102,7 @@ impl EventState {
                 kind: p.kind,
                 time: p.time,
                 duration: p.duration,
-                thread: p.thread,
+                thread: ThreadIdx(p.thread),
                 stack: s.stack,
                 truncated: s.truncated,
                 class,
@@ -112,12 +115,12 @@ impl EventState {
             let k = JvmEventKind::ALL.iter().position(|&x| x == ev.kind).unwrap_or(0);
             self.totals[k].0 += 1;
             self.totals[k].1 = self.totals[k].1.saturating_add(ev.weight);
-            if hpm_core::output::idle::waits_for_work(rec, &ev) {
+            if hpm_profile::output::idle::waits_for_work(rec, &ev) {
                 self.idle.0 += 1;
                 self.idle.1 = self.idle.1.saturating_add(ev.weight);
             }
             if let Some(sinks) = sinks.as_mut() {
-                let s = hpm_core::output::jvmevents::as_sample(rec, &ev);
+                let s = hpm_profile::output::jvmevents::as_sample(rec, &ev);
                 sinks.add(&s, &Named { rec, interner: resolver.interner() });
             }
             rec.events.push(ev);

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use hpm_core::batch::BatchHandle;
-use hpm_core::capture::Captured;
-use hpm_core::model::PeriodUnit;
-use hpm_core::options::{Interval, Options};
+use crate::options::{Interval, Options};
+use hpm_capture::batch::BatchHandle;
+use hpm_capture::capture::Captured;
+use hpm_profile::model::PeriodUnit;
 
 use crate::sink::Sink;
 use crate::threads::Threads;
@@ -26,8 +26,8 @@ const MAX_ROUND_UNITS: u64 = 4;
 /// rounds stay at [`ROUND`].
 const STRETCH_SAMPLES: usize = 2 * POOL_STEP;
 /// Batches allocated when a session starts at least, and added at a time
-/// ([`hpm_core::pool_size::to_grow`]).
-pub(super) const POOL_STEP: usize = hpm_core::pool_size::STEP;
+/// ([`hpm_capture::pool_size::to_grow`]).
+pub(super) const POOL_STEP: usize = hpm_capture::pool_size::STEP;
 
 /// Records due for resolution: (time, batch, index), in time order.
 pub(super) struct Due(Vec<(u64, usize, usize)>);
@@ -123,7 +123,7 @@ impl Intake {
         if free < self.stretched_free {
             sink.grow(self.stretched_free - free);
         }
-        let grow = hpm_core::pool_size::to_grow(pool.free_batches(), taken);
+        let grow = hpm_capture::pool_size::to_grow(pool.free_batches(), taken);
         if grow > 0 {
             sink.grow(grow);
         }
@@ -190,7 +190,7 @@ mod tests {
             ("event=cpu,lock,interval=10ms", 10_000_000, ns, 2, 1),
         ];
         for (options, period, unit, cpus, want) in cases {
-            let opts = hpm_core::options::parse(options).expect(options);
+            let opts = crate::options::parse(options).expect(options);
             assert_eq!(round_units(&opts, period, unit, cpus), want, "{options} on {cpus} CPUs");
         }
     }

@@ -1,14 +1,14 @@
 //! The processor's outputs: every format but JFR rendered from the tree or the stack table,
 //! the session's files at stop, and dumps of the profile so far.
 
-use hpm_core::cct::Measure;
-use hpm_core::model::Recording;
-use hpm_core::options::OutputFormat;
-use hpm_core::outfile::{OutputError, Target};
-use hpm_core::output;
-use hpm_core::output::format::{render, Look, Profile as Sources};
-use hpm_core::output::stacks::StackTable;
-use hpm_core::tree_feed::TreeFeed;
+use crate::options::OutputFormat;
+use hpm_profile::cct::Measure;
+use hpm_profile::model::Recording;
+use hpm_profile::outfile::{OutputError, Target};
+use hpm_profile::output;
+use hpm_profile::output::format::{render, Look, Profile as Sources};
+use hpm_profile::output::stacks::StackTable;
+use hpm_profile::tree_feed::TreeFeed;
 
 use super::sinks::jfr::{JfrSink, JFR_MEMORY_LIMIT};
 use super::{Output, Written};
@@ -101,7 +101,7 @@ impl Profile<'_> {
             }
             let mut jfr = Vec::new();
             kept.copy_to(&mut jfr)?;
-            let rec = hpm_core::jfr::recording_from_bytes(&jfr, path)
+            let rec = hpm_profile::jfr::recording_from_bytes(&jfr, path)
                 .map_err(|e| format!("cannot read back the JFR chunks: {e}"))?;
             drop(jfr);
             target

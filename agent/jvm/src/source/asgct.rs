@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hpm_core::options::{Options, Sampler};
+use crate::options::{Options, Sampler};
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;

@@ -3,19 +3,19 @@
 //! [`crate::perf::CHAIN_STACK`] bytes of the stack, and the processor thread drains the rings
 //! every round, walking each copy as far as it reaches (`hotspot::walk_copy`). The sampled
 //! thread pays the kernel's sample and nothing else. Each walked frame's depth below its
-//! thread's stack base keys the tree the processor rebuilds (`hpm_core::analysis::chaining`);
+//! thread's stack base keys the tree the processor rebuilds (`hpm_profile::analysis::chaining`);
 //! an anchor event per thread copies [`crate::perf::ANCHOR_STACK`] bytes every
 //! [`crate::perf::ANCHOR_EVERY`] periods, so whole stacks root the tree.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hpm_core::capture::{Captured, ChainMarks, RawWalk, SlotKind, StackKind, CHAIN_DEPTHS, MAX_FRAMES};
-use hpm_core::hash::IntMap;
-use hpm_core::hotspot::{FrameSink, Regs, StackCopy, Stop};
-use hpm_core::model::KernelMode;
-use hpm_core::options::{Options, Sampler};
-use hpm_core::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
+use crate::options::{Options, Sampler};
+use hpm_capture::capture::{Captured, ChainMarks, RawWalk, SlotKind, StackKind, CHAIN_DEPTHS, MAX_FRAMES};
+use hpm_capture::hotspot::{FrameSink, Regs, StackCopy, Stop};
+use hpm_capture::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
+use hpm_profile::hash::IntMap;
+use hpm_profile::model::KernelMode;
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
@@ -68,7 +68,7 @@ pub struct ChainSampler {
     /// Published with each thread's slot, as the registry wants; no handler ever uses it.
     pub ctx: Arc<SignalCtx>,
     pub sink: Arc<Sink>,
-    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    pub walker: Option<&'static hpm_capture::hotspot::Layout>,
     pub state: Mutex<State>,
     /// The session's sample and drop counts (samples read, kernel losses, corrupt rings).
     pub signal_stats: &'static crate::signal::SignalStats,
@@ -141,7 +141,7 @@ impl ChainSampler {
     fn drain_ring(
         &self,
         st: &mut State,
-        code: Option<&hpm_core::hotspot::CodeView>,
+        code: Option<&hpm_capture::hotspot::CodeView>,
         tid: i32,
         idx: u32,
         ring: &RingPtr,
@@ -182,7 +182,7 @@ impl ChainSampler {
     fn push(
         &self,
         st: &mut State,
-        code: Option<&hpm_core::hotspot::CodeView>,
+        code: Option<&hpm_capture::hotspot::CodeView>,
         tid: i32,
         idx: u32,
         raw: &RawSample,
@@ -195,7 +195,7 @@ impl ChainSampler {
             self.signal_stats.samples.fetch_add(1, Ordering::Relaxed);
         }
         let kernel_periods = if !anchor && self.spec.kernel == KernelMode::Counted && raw.nvalues > 0 {
-            hpm_core::capture::kernel_periods(st.accounted.entry(tid).or_default(), raw.values[0], raw.period)
+            hpm_capture::capture::kernel_periods(st.accounted.entry(tid).or_default(), raw.values[0], raw.period)
         } else {
             0
         };

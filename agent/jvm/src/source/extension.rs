@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use hpm_core::model::FrameKind;
+use hpm_profile::model::FrameKind;
 
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use hpm_core::model::{EventInfo, KernelMode, PeriodUnit};
-use hpm_core::options::Options;
+use crate::options::Options;
+use hpm_profile::model::{EventInfo, KernelMode, PeriodUnit};
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
@@ -27,7 +27,7 @@ fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
         period: 0,
         unit: PeriodUnit::Nanoseconds,
         fallback: None,
-        sampler: hpm_core::model::StackSampler::None,
+        sampler: hpm_profile::model::StackSampler::None,
         kernel: KernelMode::Excluded,
         alloc_interval: 0,
     };

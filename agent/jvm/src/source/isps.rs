@@ -7,8 +7,8 @@
 
 use std::ffi::c_void;
 
-use hpm_core::latency::Histogram;
-use hpm_core::model::FrameKind;
+use hpm_capture::latency::Histogram;
+use hpm_profile::model::FrameKind;
 
 use super::extension;
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};

@@ -27,13 +27,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hpm_core::model::{java_class_name, ClassLoaderName, JvmEventKind};
+use hpm_profile::model::{java_class_name, ClassLoaderName, JvmEventKind};
 use jni::sys::{jboolean, jclass, jlong, jobject, JNIEnv};
 
-use hpm_core::capture::CallFrame;
-use hpm_core::capture::SlotKind;
-use hpm_core::hotspot::FrameSink;
-use hpm_core::options::Options;
+use crate::options::Options;
+use hpm_capture::capture::CallFrame;
+use hpm_capture::capture::SlotKind;
+use hpm_capture::hotspot::FrameSink;
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jnienv::{self, Vm};
@@ -46,7 +46,7 @@ use crate::threads::Threads;
 /// Events kept while the processor has not taken them; later ones are counted and dropped.
 const MAX_PENDING: usize = 100_000;
 /// Deepest stack recorded with an event (the session's `jstackdepth` may ask for less).
-pub const MAX_EVENT_FRAMES: usize = hpm_core::capture::MAX_FRAMES;
+pub const MAX_EVENT_FRAMES: usize = hpm_capture::capture::MAX_FRAMES;
 
 /// One event as a callback saw it: frames are (jmethodID, bytecode index or -1).
 pub struct Pending {
@@ -109,7 +109,7 @@ const MAX_CLASS_NAMES: usize = 1 << 16;
 /// hpm's own walker (its layout, and the VM to find the thread) and AsyncGetCallTrace.
 struct Walkers {
     vm: Vm,
-    layout: Option<&'static hpm_core::hotspot::Layout>,
+    layout: Option<&'static hpm_capture::hotspot::Layout>,
     asgct: Option<AsgctFn>,
 }
 
@@ -145,7 +145,7 @@ pub struct Setup<'a> {
     pub jni: Option<*mut JNIEnv>,
     pub asgct: Option<AsgctFn>,
     /// hpm's own stack walker's layout of this JVM, if it has one.
-    pub walker: Option<&'static hpm_core::hotspot::Layout>,
+    pub walker: Option<&'static hpm_capture::hotspot::Layout>,
 }
 
 /// `alloc` weight: the bytes a sample of an object of `size` bytes stands for when the mean
@@ -168,7 +168,7 @@ pub const SOURCE: SourceDef = SourceDef {
 };
 
 fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
-    let max = hpm_core::capture::MAX_FRAMES;
+    let max = hpm_capture::capture::MAX_FRAMES;
     let notes = (opts.max_depth as usize > max)
         .then(|| format!("jstackdepth={}: the alloc and lock events keep at most {max} frames", opts.max_depth));
     let build = |s: &Start| {

@@ -17,8 +17,8 @@
 
 use std::sync::Arc;
 
-use hpm_core::model::{EventInfo, ThreadInfo};
-use hpm_core::options::Options;
+use crate::options::Options;
+use hpm_profile::model::{EventInfo, ThreadInfo};
 
 use crate::code::CodeEvents;
 use crate::jnienv::{self, Vm};
@@ -151,8 +151,8 @@ pub struct Start<'a> {
     pub stack: StackSource,
     /// `data`: the layouts the handler decodes with.
     pub data: Option<crate::vmstructs::DataLayouts>,
-    /// `jstackdepth` within a record ([`hpm_core::capture::MAX_FRAMES`]), and within what a
-    /// source walking off the signal path keeps ([`hpm_core::capture::MAX_DEEP_FRAMES`]).
+    /// `jstackdepth` within a record ([`hpm_capture::capture::MAX_FRAMES`]), and within what a
+    /// source walking off the signal path keeps ([`hpm_capture::capture::MAX_DEEP_FRAMES`]).
     pub max_depth: u32,
     pub deep_depth: u32,
 }
@@ -215,17 +215,17 @@ impl EventSource for Sources {
     }
 }
 
-/// The note of a source whose records hold at most [`hpm_core::capture::MAX_FRAMES`] frames,
+/// The note of a source whose records hold at most [`hpm_capture::capture::MAX_FRAMES`] frames,
 /// when `jstackdepth` asks for more.
 pub fn depth_note(opts: &Options) -> Option<String> {
-    let max = hpm_core::capture::MAX_FRAMES;
+    let max = hpm_capture::capture::MAX_FRAMES;
     (opts.max_depth as usize > max).then(|| {
         format!(
             "jstackdepth={}: sampler={} keeps at most {max} frames per sample (sampler=jvmti, sps or wall \
              walk off the signal path and keep up to {})",
             opts.max_depth,
             opts.sampler.name(),
-            hpm_core::capture::MAX_DEEP_FRAMES
+            hpm_capture::capture::MAX_DEEP_FRAMES
         )
     })
 }

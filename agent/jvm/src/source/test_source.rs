@@ -6,7 +6,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use hpm_core::options::Options;
+use crate::options::Options;
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jvmti::Jvmti;
@@ -64,12 +64,12 @@ mod tests {
 
     #[test]
     fn the_listed_source_is_selected_and_writes_its_samples_into_the_sink() {
-        let opts = hpm_core::options::parse("interval=10ms").unwrap();
+        let opts = crate::options::parse("interval=10ms").unwrap();
         assert!(traits(&opts).stretch_rounds, "asgct alone stretches the processor's rounds");
         SAMPLES.set(3);
         // Selected through the listing: the session's traits are now both sources' together.
         assert!(!traits(&opts).stretch_rounds, "a source beside asgct that did not allow it");
-        let sink = Arc::new(Sink::new(hpm_core::pool_size::PoolSize { start: 1, capacity: 1 }));
+        let sink = Arc::new(Sink::new(hpm_capture::pool_size::PoolSize { start: 1, capacity: 1 }));
         sink.grow(1);
         let sources = Sources(vec![Arc::new(Synthetic { sink: sink.clone(), n: SAMPLES.get() })]);
         sources.start().unwrap();

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use hpm_core::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
-use hpm_core::latency::Histogram;
-use hpm_core::model::{EventInfo, FrameKind, KernelMode, PeriodUnit};
-use hpm_core::options::{Options, Sampler};
+use crate::options::{Options, Sampler};
+use hpm_capture::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
+use hpm_capture::latency::Histogram;
+use hpm_profile::model::{EventInfo, FrameKind, KernelMode, PeriodUnit};
 use jni::sys::{jobject, JNIEnv};
 
 use super::extension;
@@ -91,7 +91,7 @@ fn planned(opts: &Options, kind: Kind) -> Planned {
                 .opts
                 .thread_filter
                 .as_deref()
-                .map(|p| hpm_core::filter::compile_thread_pattern_for("thread=", p))
+                .map(|p| hpm_profile::filter::compile_thread_pattern_for("thread=", p))
                 .transpose()?,
         })) as Arc<dyn EventSource>)
     };
@@ -342,7 +342,7 @@ struct Buffers {
 
 impl Buffers {
     fn new(depth: usize) -> Buffers {
-        let depth = depth.min(hpm_core::capture::MAX_DEEP_FRAMES);
+        let depth = depth.min(hpm_capture::capture::MAX_DEEP_FRAMES);
         let cap = 64;
         let mut frames = vec![SpsFrame { method: std::ptr::null_mut(), bci: 0, type_: 0 }; cap * depth];
         let mut traces: Vec<SpsTrace> = (0..cap)
@@ -533,7 +533,7 @@ impl WallSummary {
     /// 544 batches (8.4 of 47.8 MiB); paced 3 times (12 ms in all), 0 dropped`.
     fn line(&self, period: u64, sink: &Sink) -> String {
         let mib = |batches: usize| {
-            let bytes = batches * hpm_core::batch::BATCH_SIZE * std::mem::size_of::<Captured>();
+            let bytes = batches * hpm_capture::batch::BATCH_SIZE * std::mem::size_of::<Captured>();
             format!("{:.1}", bytes as f64 / f64::from(1 << 20))
         };
         let (used, cap) = (sink.pool.allocated(), sink.pool.capacity());
@@ -541,9 +541,9 @@ impl WallSummary {
             0 => "never paced".to_string(),
             n => format!(
                 "paced {} {} ({} in all, waiting for the processor to free batches)",
-                hpm_core::text::group(n),
+                hpm_profile::text::group(n),
                 if n == 1 { "time" } else { "times" },
-                hpm_core::text::duration_ns(self.paced_ns)
+                hpm_profile::text::duration_ns(self.paced_ns)
             ),
         };
         format!(
@@ -551,10 +551,10 @@ impl WallSummary {
              {paced}, {} dropped",
             self.most_threads,
             self.most_threads.min(WALL_THREADS_PER_TICK),
-            hpm_core::text::duration_ns(period),
+            hpm_profile::text::duration_ns(period),
             mib(used),
             mib(cap),
-            hpm_core::text::group(sink.pool.dropped())
+            hpm_profile::text::group(sink.pool.dropped())
         )
     }
 }
@@ -565,7 +565,7 @@ impl WallSummary {
 /// handler must drop a sample, it may wait. Its next tick's samples then stand for the time
 /// waited too (`WallState::last_tick`), so the profile's time stays whole, in fewer samples.
 fn pace(p: &Parts, w: &mut WallState, stop: &AtomicBool) {
-    let need = hpm_core::pool_size::batches_for(WALL_THREADS_PER_TICK as u64);
+    let need = hpm_capture::pool_size::batches_for(WALL_THREADS_PER_TICK as u64);
     if p.sink.pool.free_batches() >= need {
         return;
     }
@@ -605,7 +605,7 @@ fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogr
         if state & ALIVE == 0 || frames.is_empty() {
             continue;
         }
-        push_jvmti_stack(p, jni, thread, time, (weight, hpm_core::capture::state_from_jvmti(state)), &frames);
+        push_jvmti_stack(p, jni, thread, time, (weight, hpm_capture::capture::state_from_jvmti(state)), &frames);
     }
 }
 

@@ -4,7 +4,7 @@
 //! processor thread only, once per round at most, only when the scan attached a thread whose
 //! kernel name is exactly 15 bytes, and never again after it failed once.
 
-use hpm_core::thread_dump::{full_name, thread_names, MAX_DUMP_BYTES, MAX_THREADS_TO_DUMP};
+use hpm_resolve::thread_dump::{full_name, thread_names, MAX_DUMP_BYTES, MAX_THREADS_TO_DUMP};
 use jni::sys::JNIEnv;
 
 use super::Threads;

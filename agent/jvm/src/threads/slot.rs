@@ -3,7 +3,7 @@
 //! reference never sees freed memory.
 //!
 //! A handler may use a slot only inside [`Slot::enter`], which succeeds only while the slot is
-//! live (published by attach, retired by detach: `hpm_core::claim`) and only on the thread the
+//! live (published by attach, retired by detach: `hpm_capture::claim`) and only on the thread the
 //! slot belongs to. That makes three races of issue 11 (item 5) impossible by construction: a
 //! handler reading a ring being unmapped (retire waits for it), a delayed handler draining a
 //! slot that detach+attach gave to another thread (the thread check), and a stale `si_fd` whose
@@ -12,9 +12,9 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use hpm_core::batch::ThreadQueue;
-use hpm_core::blob_cache::WalkMemo;
-use hpm_core::claim::{Claim, Inside};
+use hpm_capture::batch::ThreadQueue;
+use hpm_capture::blob_cache::WalkMemo;
+use hpm_capture::claim::{Claim, Inside};
 
 use crate::perf::RingPtr;
 use crate::sink::SignalCtx;
@@ -52,7 +52,7 @@ pub struct Slot {
     /// The registry's move count (`Threads::moves`) when this slot's thread last drained its
     /// ring, or when the slot was published: written only by its own handler after that.
     drained_at_move: AtomicU64,
-    /// hpm's walker: this slot's thread's last walk (`hpm_core::blob_cache::WalkMemo`), made
+    /// hpm's walker: this slot's thread's last walk (`hpm_capture::blob_cache::WalkMemo`), made
     /// at the slot's first publish (never in the handler) and kept with the slot.
     memo: OnceLock<WalkMemo>,
 }
@@ -93,7 +93,7 @@ impl Entered<'_> {
     /// so a dropped sample is never taken for kernel time.
     pub fn kernel_periods(&self, value: u64, period: u64) -> u32 {
         let mut accounted = self.slot.clock_accounted.load(Ordering::Relaxed);
-        let periods = hpm_core::capture::kernel_periods(&mut accounted, value, period);
+        let periods = hpm_capture::capture::kernel_periods(&mut accounted, value, period);
         self.slot.clock_accounted.store(accounted, Ordering::Relaxed);
         periods
     }

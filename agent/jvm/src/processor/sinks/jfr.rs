@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use hpm_core::jfr::memory::{ChunkMemory, Spill};
-use hpm_core::jfr::writer::JfrFileWriter;
-use hpm_core::jfr::TableKeys;
-use hpm_core::options::OutputFormat;
+use crate::options::OutputFormat;
+use hpm_profile::jfr::memory::{ChunkMemory, Spill};
+use hpm_profile::jfr::writer::JfrFileWriter;
+use hpm_profile::jfr::TableKeys;
 
 use super::{Chunk, ProfileSink};
 use crate::processor::{Inputs, Output, Written};
@@ -89,7 +89,7 @@ impl ProfileSink for JfrSink {
             return;
         }
         let rec = chunk.rec;
-        let data = hpm_core::jfr::encode_chunk_keyed(rec, &rec.samples, chunk.marks, chunk.times, &mut self.keys);
+        let data = hpm_profile::jfr::encode_chunk_keyed(rec, &rec.samples, chunk.marks, chunk.times, &mut self.keys);
         for w in &mut self.files {
             if let Err(e) = w.write_encoded(&data) {
                 eprintln!("hpm: {e}");

@@ -3,10 +3,10 @@
 //! same calls in the same order and does not ask which sinks there are; the outputs read the
 //! two that hold the profile (the tree and the JFR chunks) by name.
 
-use hpm_core::interned::StackInterner;
-use hpm_core::jfr::marks::Mark;
-use hpm_core::jfr::writer::ChunkTimes;
-use hpm_core::model::{Recording, Sample};
+use hpm_profile::interned::StackInterner;
+use hpm_profile::jfr::marks::Mark;
+use hpm_profile::jfr::writer::ChunkTimes;
+use hpm_profile::model::{Recording, Sample};
 
 use super::{Inputs, Output, Written};
 

@@ -1,11 +1,11 @@
-//! The calling context tree and the stack table (`hpm_core::tree_feed`), bounded: every output
+//! The calling context tree and the stack table (`hpm_profile::tree_feed`), bounded: every output
 //! but JFR, the summary and the live queries read them.
 
-use hpm_core::cct::Cct;
-use hpm_core::model::{Recording, Sample};
-use hpm_core::options::OutputFormat;
-use hpm_core::output::stacks::StackTable;
-use hpm_core::tree_feed::TreeFeed;
+use crate::options::OutputFormat;
+use hpm_profile::cct::Cct;
+use hpm_profile::model::{Recording, Sample};
+use hpm_profile::output::stacks::StackTable;
+use hpm_profile::tree_feed::TreeFeed;
 
 use super::{Named, ProfileSink};
 use crate::processor::{Inputs, Output};
@@ -63,8 +63,9 @@ fn new_table(rec: &mut Recording, keep_table: bool) -> StackTable {
     if !keep_table {
         return StackTable::default();
     }
-    let full = rec.methods.intern(hpm_core::model::MethodInfo::native(hpm_core::output::stacks::STACK_TABLE_FULL));
-    StackTable::with_limit(hpm_core::output::stacks::TableLimit {
+    let full =
+        rec.methods.intern(hpm_profile::model::MethodInfo::native(hpm_profile::output::stacks::STACK_TABLE_FULL));
+    StackTable::with_limit(hpm_profile::output::stacks::TableLimit {
         entries: MAX_TABLE_ENTRIES,
         frames: MAX_TABLE_FRAMES,
         full,

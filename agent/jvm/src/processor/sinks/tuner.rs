@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use hpm_core::analysis::tuner::{SelfTuner, TunerConfig};
-use hpm_core::model::{PeriodUnit, Recording, Sample};
-use hpm_core::options::Interval;
+use crate::options::Interval;
+use hpm_profile::analysis::tuner::{SelfTuner, TunerConfig};
+use hpm_profile::model::{PeriodUnit, Recording, Sample};
 
 use super::ProfileSink;
 use crate::processor::Inputs;
@@ -42,7 +42,7 @@ impl TunerSink {
 impl ProfileSink for TunerSink {
     fn observe(&mut self, s: &Sample, rec: &mut Recording) {
         let Some(top) = s.stack.first() else { return };
-        if let Some(change) = self.tuner.observe(u64::from(s.thread), u64::from(top.method)) {
+        if let Some(change) = self.tuner.observe(u64::from(s.thread.0), u64::from(top.method.0)) {
             let refused = self.sampler.set_period(change.new);
             rec.event.period = change.new;
             if !self.quiet {
