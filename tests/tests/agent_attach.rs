@@ -151,7 +151,7 @@ fn agent_threads(jdk: &Jdk, pid: u32) -> Vec<String> {
     String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with("\"hpm-")).map(str::to_string).collect()
 }
 
-/// Sessions one after another in one JVM (issue 11, items 7 and 8): each resolves its samples
+/// Sessions one after another in one JVM: each resolves its samples
 /// like the first (the code map outlives a session: a second session used to see ~98% of its
 /// samples as unknown), and no session leaves its processing or sampling thread attached to the
 /// JVM (each used to stay as a zombie JavaThread).

@@ -1,4 +1,4 @@
-//! Per-method counters charged where the counted events happen (issue 51, item 5). One thread
+//! Per-method counters charged where the counted events happen. One thread
 //! alternates short turns of `FaultsOrMath.faults`, whose every store is a page fault, and
 //! `FaultsOrMath.math`, arithmetic that touches no new page: by construction math's share of
 //! the thread's page faults is ~0, and faults' ~100%. `counters=page-faults` samples itself

@@ -1,4 +1,4 @@
-//! Data addresses from the sampled instruction (issue 13, the software twin): checked against
+//! Data addresses from the sampled instruction (the software twin): checked against
 //! the kernel's own address. A page-fault sample carries the faulting address (PERF_SAMPLE_ADDR)
 //! and interrupts the thread at the faulting instruction, before it runs again, so decoding
 //! that instruction with the interrupted registers must give the same address.
@@ -243,8 +243,8 @@ fn in_method(row: &(String, u64), method: &str) -> u64 {
 /// A method the interpreter runs (kept from the compilers) reading a heap array at random:
 /// its data samples outside the heap are the interpreter's own accesses (its bytecode fetches
 /// and dispatch table, the locals in its frame) and are set apart in `(interpreter internal)`,
-/// not charged to the method in `(native)`, `(stack)` or `(metadata)` rows (issue 51, item 6:
-/// `--by class` was led by those rows for an interpreted method). A timer's sample names the
+/// not charged to the method in `(native)`, `(stack)` or `(metadata)` rows
+/// (`--by class` was led by those rows for an interpreted method). A timer's sample names the
 /// instruction after the one that stalled, which after an interpreted array load is the next
 /// bytecode's fetch: the array's own samples are few, and printed. Read through `hpm report`,
 /// so that HPM_TEST_BUILD=<an older build> shows the older tables.

@@ -1,4 +1,4 @@
-//! Deep stacks (issue 16): `jstackdepth` up to 4096 for the samplers that walk off the signal
+//! Deep stacks: `jstackdepth` up to 4096 for the samplers that walk off the signal
 //! path (`jvmti`, `wall`, and `sps` on the patched JDK), every frame kept in the outputs. The
 //! truth is known by construction: `Deep` spins at the bottom of a recursion of known depth.
 

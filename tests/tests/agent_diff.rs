@@ -1,4 +1,4 @@
-//! Issue 12, item 5: `hpm diff` of two runs of a program whose hot method changes between them
+//! `hpm diff` of two runs of a program whose hot method changes between them
 //! names that method first. tests/workloads/Moves.java spends half its CPU in `alpha` and half
 //! in `common` with `alpha`, four fifths in `beta` and one fifth in `common` with `beta`: from
 //! the first run to the second, `beta` grows by about 80 points of the samples, `alpha` shrinks
@@ -55,7 +55,7 @@ fn diff_of_two_runs_names_the_method_that_became_hot_first() {
     }
 }
 
-/// Issue 51, item 4: recordings of the JVM's events alone (agent options `alloc`, `lock`, no
+/// Recordings of the JVM's events alone (agent options `alloc`, `lock`, no
 /// CPU event) have no samples; `hpm diff` compares them on the events both have, without a
 /// flag, and its header names what the numbers are (bytes allocated, time waited), never
 /// "samples". Two recordings with both kinds: allocations, with a note naming `--event lock`.

@@ -1,4 +1,4 @@
-//! Allocation and lock profiles from the JVM's events (`alloc`, `lock`; issue 14), against a
+//! Allocation and lock profiles from the JVM's events (`alloc`, `lock`), against a
 //! truth known by construction (tests/workloads/AllocLocks.java): the bytes each allocation
 //! site allocates (counted by the program), and monitor waits whose shares follow from the
 //! threads per monitor (each monitor always held by one thread while the others wait: four
@@ -219,7 +219,7 @@ fn uprobes_on_the_contended_monitor_path_count_what_jvmti_reports() {
     }
 }
 
-/// Parks beside async-profiler's lock mode (issue 51, item 8). async-profiler re-registers
+/// Parks beside async-profiler's lock mode. async-profiler re-registers
 /// `Unsafe.park` with its own hook at every start, calling the JVM's own function, which it
 /// found by tracing `Unsafe.registerNatives` (lockTracer.cpp): loaded after hpm, it took the
 /// park from hpm's hook without a word, and hpm recorded 0 parks. hpm now sees the takeover and

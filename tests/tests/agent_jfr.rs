@@ -154,7 +154,7 @@ fn json_frames(jdk: &Jdk, file: &std::path::Path, event: &str) -> Vec<(String, S
     frames
 }
 
-/// Native, C++ and kernel frames as the JDK's tools read them (issue 51, item 9): hpm wrote a
+/// Native, C++ and kernel frames as the JDK's tools read them: hpm wrote a
 /// native symbol's method in a class with no name, which `jfr print` showed as
 /// `.__memset_avx2_unaligned_erms()`, and JDK 25's `jfr view hot-methods` ("Java Methods that
 /// Execute the Most") listed libc's and the kernel's functions as Java methods. Now they are in
@@ -226,7 +226,7 @@ fn native_frames_are_named_and_not_taken_for_java_methods() {
     }
 }
 
-/// Lock events write what hpm knows and leave out what it cannot (issue 51, item 9): the
+/// Lock events write what hpm knows and leave out what it cannot: the
 /// monitor's class has its loader (the application's, `app`; hpm wrote null), and the JDK's
 /// previous owner and monitor address, which JVMTI's contended-enter events do not give, are
 /// left out (hpm wrote them as `N/A` and 0, which read as known).

@@ -1,4 +1,4 @@
-//! Kernel time in the CPU profile (issue 12, item 1). Two threads use equal CPU time, one in
+//! Kernel time in the CPU profile. Two threads use equal CPU time, one in
 //! Java arithmetic and one in 1-byte writes to /dev/null (mostly in the kernel). Each thread's
 //! share of the samples must be within 3 points of its share of utime+stime in /proc, and the
 //! writer's kernel samples within 8 points of its stime share (itself a sampled figure): with

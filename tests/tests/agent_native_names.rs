@@ -1,4 +1,4 @@
-//! Native frames named (issue 12): a thread in libc shows the libc function's name, internal
+//! Native frames named: a thread in libc shows the libc function's name, internal
 //! ones included, which only libc's debug file names (Debian: libc6-dbg, installed by
 //! scripts/setup.sh). tests/workloads/LibcCalls.java runs a thread writing single bytes to
 //! /dev/null (libc `write`) and one whose CPU goes into libc's memset (zlib clearing its hash

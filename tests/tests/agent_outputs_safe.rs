@@ -1,5 +1,5 @@
-//! The agent's outputs cannot be redirected, and a refused request touches no file (issue 11,
-//! item 1), end to end: -agentpath's `file=`, a refused start, `stop,file=` without a session,
+//! The agent's outputs cannot be redirected, and a refused request touches no file,
+//! end to end: -agentpath's `file=`, a refused start, `stop,file=` without a session,
 //! and `dump,file=` through `hpm attach`; two outputs of one file. (hpm_profile::outfile's own
 //! tests cover the primitive.)
 

@@ -1,4 +1,4 @@
-//! The long-running-service case (issue 11, item 9): sessions on and off for a while, with
+//! The long-running-service case: sessions on and off for a while, with
 //! threads, classes and compiled code coming and going all the time (tests/workloads/Soak.java).
 //! The agent's own heap (counted by its allocator, `status`) and the process's descriptors must
 //! stay flat after warm-up; resident memory is reported and checked loosely (it also holds the

@@ -1,4 +1,4 @@
-//! Complete Java stacks (issue 12, item 2): on the bundled demo at 1 ms, hpm's own walker over
+//! Complete Java stacks: on the bundled demo at 1 ms, hpm's own walker over
 //! HotSpot's frames (`stack=vm`, the default) leaves at most 0.5% of the samples without a
 //! Java frame (AsyncGetCallTrace left 8.2% there: arraycopy stubs, compiled prologues and
 //! epilogues, VM leaf calls), and where both walkers find frames on the same sample

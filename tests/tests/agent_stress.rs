@@ -1,4 +1,4 @@
-//! The agent's core under stress (issue 11, item 5): threads start and end continuously while
+//! The agent's core under stress: threads start and end continuously while
 //! sessions start and stop back to back through the Java bridge, sampling every millisecond on
 //! every thread (tests/workloads/Churn.java). The handler/detach hand-over, slot reuse and the
 //! batch pool are exercised at once; the JVM must finish normally, every session must write its

@@ -1,4 +1,4 @@
-//! The trial program of issue 51 (tests/workloads/HttpServerTrial.java): an embedded HTTP server
+//! A new user's trial program (tests/workloads/HttpServerTrial.java): an embedded HTTP server
 //! with a synchronized price cache, `String.format` summaries and an audit file, loaded by 12
 //! HttpClient requesters in the same JVM, recorded with `event=cpu,alloc,lock` on both JDKs. The
 //! truth by construction: every request runs `PriceCache.price`, a synchronized method that
@@ -9,8 +9,8 @@
 //!
 //! Each profile of the server's threads (`--thread 'price-worker-.*'`) must name the cache:
 //! the CPU profile and the allocation profile by its share, and the lock profile with the cache's
-//! monitor among its top rows and at least a quarter of the contended waits. Before issue 51 the
-//! idle pool's parks (`ConditionObject (park)`) held 89.5% of the lock table and the cache 8.8%.
+//! monitor among its top rows and at least a quarter of the contended waits. Before idle threads had
+//! a row of their own, the idle pool's parks (`ConditionObject (park)`) held 89.5% of the lock table and the cache 8.8%.
 
 use std::process::Command;
 

@@ -1,4 +1,4 @@
-//! `event=wall` (issue 12, item 4): every Java thread is sampled at the interval whatever its
+//! `event=wall`: every Java thread is sampled at the interval whatever its
 //! state. Four threads of `WallStates` spend the run spinning, sleeping, blocked on a monitor
 //! and parked: each gets about a quarter of their samples, each sample with its state, on
 //! every JDK. Read back from the JFR the agent wrote (`profiler.WallClockSample` + `hpm.Sample`).

@@ -1,5 +1,5 @@
 //! `hpm attach` against a planted trigger link, a socket someone else serves, and a JVM whose
-//! /tmp is an absolute link inside its own root (issue 11, items 2-4). Each JVM is fresh, so its
+//! /tmp is an absolute link inside its own root. Each JVM is fresh, so its
 //! attach listener is not running yet and hpm has to go through the trigger and the socket.
 //! Then against a process that serves its own attach socket without being a JVM
 //! (tests/src/bin/fake_jvm.rs): what it maps, what it answers and how slowly.

@@ -1,4 +1,4 @@
-//! Issue 12, item 5 ("answers, not just trees") run as a user would, no JVM: the report's
+//! Answers, not just trees, run as a user would, no JVM: the report's
 //! thread table, `--thread`, `--from` and `--to` on report, flamegraph and convert, on a
 //! recording written with our JFR writer; `hpm diff` on collapsed stacks and recordings.
 

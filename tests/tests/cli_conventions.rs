@@ -1,4 +1,4 @@
-//! The `hpm` command behaves as command-line users expect (issue 11, items 13 and 17): a
+//! The `hpm` command behaves as command-line users expect: a
 //! version, `help SUB`, the parser's errors, output cut by a closed pipe ending quietly, and
 //! `hpm run` refusing to put `-agentpath` in front of something that is not java. No JVM needed.
 

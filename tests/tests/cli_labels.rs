@@ -1,4 +1,4 @@
-//! Labels that agree (issue 51, item 10): `hpm attach PID start,event=alloc` says what the
+//! Labels that agree: `hpm attach PID start,event=alloc` says what the
 //! session samples (not `event none every 0ms`); the report's `samples:` line counts what
 //! `--thread`, `--from` and `--from-phase` kept, of how many; its threads are those with samples
 //! of the threads seen, as many as the agent's exit summary says it saw. The truth: a recording

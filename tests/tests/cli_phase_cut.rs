@@ -66,7 +66,7 @@ fn report_from_an_iteration_leaves_warm_up_out() {
     assert!(ok, "{err}");
     assert!(cut.contains("Steady.run") && !cut.contains("Warm.up"), "{cut}");
     assert!(err.contains("20 samples kept, 30 before it left out"), "{err}");
-    // The header counts what the phase kept, of all (issue 51, item 10).
+    // The header counts what the phase kept, of all.
     assert!(cut.contains("\nsamples:    20 of 50 (filter below); in the whole recording none dropped\n"), "{cut}");
     assert!(cut.contains("\nfilter:     from phase `iteration=1` on; 20 of 50 samples kept\n"), "{cut}");
 

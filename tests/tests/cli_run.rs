@@ -1,4 +1,4 @@
-//! `hpm run` under a signal (issue 51, item 1): SIGTERM, SIGHUP or SIGINT sent to hpm, or
+//! `hpm run` under a signal: SIGTERM, SIGHUP or SIGINT sent to hpm, or
 //! SIGINT sent to its whole process group as a terminal's Ctrl-C is, ends the JVM too (no
 //! orphan: the kernel says the process is gone, through a pidfd taken while it ran), hpm
 //! returns only once the JVM wrote its outputs (they exist, the `.part` does not), with the

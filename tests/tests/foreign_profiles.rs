@@ -1,4 +1,4 @@
-//! Profiles other tools wrote, read by hpm as its own (issue 51, items 7 and 10):
+//! Profiles other tools wrote, read by hpm as its own:
 //! - the allocation events of the JDK's Flight Recorder and of async-profiler 4.6
 //!   (`jdk.ObjectAllocationInNewTLAB`, `jdk.ObjectAllocationOutsideTLAB`, weighed as those tools
 //!   weigh them), against a truth known by construction: tests/workloads/AllocLocks.java

@@ -402,7 +402,7 @@ fn jdk_tools_accept_hpm_recordings() {
                 let m = w.rec.method(f.method);
                 assert_eq!(jf.at(&["method", "name"]).str(), Some(&*m.name));
                 // Native symbols in a class named by their kind, and not Java frames to the
-                // JDK's `isJavaFrame()` (pseudo-frames neither), issue 51 item 9.
+                // JDK's `isJavaFrame()` (pseudo-frames neither).
                 let class = match (m.class_name.is_empty(), f.kind) {
                     (true, FrameKind::Native) => "native".to_string(),
                     (true, FrameKind::Cpp) => "libjvm.so".to_string(),

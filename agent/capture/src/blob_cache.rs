@@ -1,5 +1,5 @@
 //! What hpm's walker learnt of the code blobs it walked through, kept for the next samples
-//! (issue 12, "Agent cost per sample").
+//! ("Agent cost per sample").
 //!
 //! Finding the blob of a pc costs the walker a read of the code heap's segment map (one or more
 //! hops back), of the block header and of the blob's header, and for an nmethod of its

@@ -1,5 +1,5 @@
-//! The hand-over between a signal handler and the thread that retires what the handler uses
-//! (issue 11, item 5): a profiled thread's slot (its perf ring, batch queue, session context) is
+//! The hand-over between a signal handler and the thread that retires what the handler uses:
+//! a profiled thread's slot (its perf ring, batch queue, session context) is
 //! entered by that thread's handler and torn down by whoever detaches the thread.
 //!
 //! Both facts the two sides must see of each other — "the slot is live" and "a handler is

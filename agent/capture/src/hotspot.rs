@@ -1,4 +1,4 @@
-//! hpm's own walker over HotSpot's frames (issue 12, item 2): from the registers a signal
+//! hpm's own walker over HotSpot's frames: from the registers a signal
 //! interrupted, the Java frames of the thread, without AsyncGetCallTrace.
 //!
 //! AsyncGetCallTrace walks with HotSpot's own `frame::sender`, which assumes a frame that is

@@ -1,4 +1,4 @@
-//! The Java heap as the `data` option sees it (issue 13; Inoue & Nakatani §4.2-4.3): where a
+//! The Java heap as the `data` option sees it (Inoue & Nakatani §4.2-4.3): where a
 //! sampled address lies (G1 region kind, Parallel/Serial space, a thread's stack, code, class
 //! metadata, other native memory) and, for an address in the heap, the words an object's
 //! header can be found in.

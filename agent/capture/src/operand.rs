@@ -1,4 +1,4 @@
-//! The memory access of a sampled instruction (issue 13, "the software twin"): the bytes at the
+//! The memory access of a sampled instruction ("the software twin"): the bytes at the
 //! sampled IP, decoded with iced-x86, and the interrupted thread's registers give the address
 //! the instruction was about to touch. A timer sample interrupts the thread *before* the
 //! instruction at its IP runs, so the registers are those the address is computed from.

@@ -7,7 +7,7 @@
 //!    followed by the command's output.
 //!
 //! hpm attach often runs as root against another user's JVM, through directories that user (or
-//! anyone, `/tmp`) can write. So (issue 11, items 2-4):
+//! anyone, `/tmp`) can write. So:
 //! - root first becomes the JVM's user entirely (supplementary groups, real, effective and saved
 //!   ids): whatever a planted link makes hpm touch, it touches with that user's rights only;
 //! - every path is resolved inside the JVM's own root: `/tmp` through `openat2(RESOLVE_IN_ROOT)`

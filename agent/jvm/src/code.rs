@@ -3,10 +3,10 @@
 //! collections, classes loaded. JVMTI callbacks record here; the running session's processor
 //! drains it each round and applies the events in time order.
 //!
-//! The code map outlives sessions (issue 11, item 8): a session's processor takes it at start
+//! The code map outlives sessions: a session's processor takes it at start
 //! and gives it back at stop, so the next session resolves like the first. Between sessions the
 //! callbacks apply code events to it directly, so nothing piles up while no session runs
-//! (item 9): its size follows the code installed, not the time elapsed.
+//! (its size follows the code installed, not the time elapsed).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;

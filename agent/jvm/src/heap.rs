@@ -1,6 +1,6 @@
 //! The agent's own heap, counted (leaf module): libhpm.so's global allocator is the system one
 //! with two counters, so `status` can say how much the agent holds and the soak test can show it
-//! stays flat in a long-running JVM (issue 11, item 9) — a measure free of the JVM's own noise,
+//! stays flat in a long-running JVM — a measure free of the JVM's own noise,
 //! which resident memory is not. The signal handler never allocates, so it never runs this.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -235,7 +235,7 @@ pub struct Options {
     pub stack: StackWalker,
     /// `thread=REGEX` (event=wall): only threads whose name matches are sampled.
     pub thread_filter: Option<String>,
-    /// `data`: each sample's data address from its instruction (issue 13).
+    /// `data`: each sample's data address from its instruction.
     pub data: bool,
     /// Whether the sampling event (CPU, or what `event=` names) runs: false for `event=alloc`
     /// or `event=lock` alone.

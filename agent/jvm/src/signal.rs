@@ -11,7 +11,7 @@
 //! keeps it: the processing thread checks every round ([`SignalSetup::check`]), moves hpm's perf
 //! groups to the next free signal and says so in one line; what was sampled meanwhile is counted.
 //!
-//! Which signals are ours (issue 11, item 6): the perf groups deliver the signal through F_SETSIG,
+//! Which signals are ours: the perf groups deliver the signal through F_SETSIG,
 //! which the kernel sends with `si_code` POLL_IN..POLL_HUP and `si_fd` set. One from anything else
 //! (kill(2), a timer, another profiler's perf events) fails that test or names no slot of this
 //! thread, and is ignored, counted (no handler held the signal before hpm's, and ignored it is

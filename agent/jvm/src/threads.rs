@@ -4,7 +4,7 @@
 //! ThreadStart, VM threads from scanning /proc/self/task), detached at thread end so no
 //! descriptor outlives its thread.
 //!
-//! Bounded by construction (issue 11, item 9): the registry holds live threads and the running
+//! Bounded by construction: the registry holds live threads and the running
 //! session's thread list only (reset when a session starts); the processor copies the entries
 //! that changed since its last round, not the whole list.
 

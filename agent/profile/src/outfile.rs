@@ -1,4 +1,4 @@
-//! Output files that another user cannot redirect (issue 11, item 1). hpm often runs as root
+//! Output files that another user cannot redirect. hpm often runs as root
 //! inside production JVMs and writes to paths that pass through shared directories (`/tmp`,
 //! the JVM's working directory), so every file it writes follows these rules:
 //!

@@ -1,4 +1,4 @@
-//! From a sample's data address to the Java object it touched (issue 13; Inoue & Nakatani
+//! From a sample's data address to the Java object it touched (Inoue & Nakatani
 //! §4.3, Figure 2): the class, the field at the offset (or an array's element type and index)
 //! and the heap space, from the words the signal handler copied at sample time
 //! ([`hpm_capture::javaheap::HeapCapture`]).

@@ -484,7 +484,7 @@ fn class_name(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv, class: jclass) ->
 }
 
 /// The loader of `class` as JFR's `jdk.types.ClassLoader` names it (its class and name); none
-/// for the bootstrap loader's classes (issue 51, item 9: JDK tools showed `classLoader = null`
+/// for the bootstrap loader's classes (JDK tools showed `classLoader = null`
 /// for the application's classes).
 fn loader_of(jvmti: &Jvmti, jni: *mut JNIEnv, class: jclass) -> Option<Arc<ClassLoaderName>> {
     let loader = jvmti.class_loader(class).ok().filter(|l| !l.is_null())?;

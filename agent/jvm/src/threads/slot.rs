@@ -4,7 +4,7 @@
 //!
 //! A handler may use a slot only inside [`Slot::enter`], which succeeds only while the slot is
 //! live (published by attach, retired by detach: `hpm_capture::claim`) and only on the thread the
-//! slot belongs to. That makes three races of issue 11 (item 5) impossible by construction: a
+//! slot belongs to. That makes three races impossible by construction: a
 //! handler reading a ring being unmapped (retire waits for it), a delayed handler draining a
 //! slot that detach+attach gave to another thread (the thread check), and a stale `si_fd` whose
 //! number now names another thread's group (the same check).

@@ -155,7 +155,7 @@ mod tests {
         assert_eq!(a.object("objectClass").and_then(|c| c.str("name")), Some("[B"));
         let m = chunks[1].events_named("jdk.JavaMonitorEnter").next().unwrap();
         assert_eq!(m.object("monitorClass").and_then(|c| c.str("name")), Some("com/example/Account"));
-        // Its loader, as the JDK writes the application class loader (issue 51, item 9).
+        // Its loader, as the JDK writes the application class loader.
         let loader = m.object("monitorClass").and_then(|c| c.object("classLoader")).expect("a class loader");
         assert_eq!(loader.str("name"), Some("app"));
         let loader_class = loader.object("type").and_then(|t| t.str("name"));
@@ -163,7 +163,7 @@ mod tests {
     }
 
     /// What hpm cannot know is left out, not written as a null owner or a 0 address that
-    /// readers would take for known (issue 51, item 9).
+    /// readers would take for known.
     #[test]
     fn lock_events_leave_out_the_owner_and_address_hpm_cannot_know() {
         let mut rec = sample_recording();

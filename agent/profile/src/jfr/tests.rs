@@ -516,7 +516,7 @@ fn a_blob_listed_in_several_chunks_is_read_with_the_instructions_one_of_them_has
 /// Native, C++ and kernel frames are written as async-profiler writes them (a class named by
 /// their kind, `ACC_NATIVE`) and marked as not Java for the JDK's `isJavaFrame()`, which `jfr
 /// view hot-methods` and `jfr print` read; Java frames, a Java `native` method's included, are
-/// Java frames (issue 51, item 9). hpm reads them back as the native symbols they were.
+/// Java frames. hpm reads them back as the native symbols they were.
 #[test]
 fn native_cpp_and_kernel_frames_are_not_java_frames() {
     let mut rec = sample_recording();

@@ -77,7 +77,7 @@ pub const INTERPRETER_INTERNAL: &str = "(interpreter internal)";
 /// method's locals and expression stack (its frame, on the thread's stack) and the thread;
 /// compiled code keeps those in registers or leaves them out, so charging them to the method's
 /// rows led `--by class` with `(native)`, `(stack)` and `(metadata)` for any method that ran
-/// interpreted (issue 51, item 6). Its heap accesses are the bytecode's own (a field, an array
+/// interpreted. Its heap accesses are the bytecode's own (a field, an array
 /// element) and stay in the object's row.
 pub fn interpreter_internal(component: VmComponent, space: Space) -> bool {
     component == VmComponent::Interpreter && !space.in_heap()
