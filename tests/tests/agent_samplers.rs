@@ -1,4 +1,4 @@
-//! The timer-driven samplers of the partial-safepoints issue. `jvmti` (GetThreadListStackTraces,
+//! The timer-driven samplers (Hofer et al.'s partial safepoints). `jvmti` (GetThreadListStackTraces,
 //! a global safepoint per sample) runs on every JDK; `sps` (partial safepoints with
 //! self-sampling) needs the patched JDK built by `jvm-patches/build.sh`, found through
 //! `HPM_SPS_JDK` or the build's default location. Without it those tests say why and stop.

@@ -25,10 +25,13 @@
 //! `hotspot::Layout::from_table`, `javaheap::HeapLayout`), the readers of the walker's raw
 //! slots beside their writer (`hotspot::raw_frames`, `slots_key`, `leaf_slots`), the
 //! resolver's decoding of a captured instruction (`operand::sampled_access`, `DataStats`),
-//! sizing (`pool_size`) and the timer samplers' histogram (`latency`). In a handler this crate
-//! uses only hpm-profile's plain data types (`model::FrameKind`, `model::Space`,
-//! `hash::Hash128`), none of which allocates; the agent's handler also reads
-//! `hash::seed_if_made` (a load of an initialised `OnceLock`, never its initialisation).
+//! sizing (`pool_size`), the timer samplers' histogram (`latency`) and the test encoders of
+//! perf records (`perf_record::encode_sample*`). `operand::effective_address` builds its
+//! decoder's tables on first use: the session calls `operand::prepare()` before any handler
+//! can decode. In a handler this crate uses from hpm-profile only `model::FrameKind`,
+//! `model::Space` and `hash::Hash128`'s hashing of a stack (a pure function over the frames
+//! handed to it), none of which allocates; the agent's handler also reads `hash::seed_if_made`
+//! (a load of an initialised `OnceLock`, never its initialisation).
 
 pub mod batch;
 pub mod blob_cache;

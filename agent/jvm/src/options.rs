@@ -563,7 +563,7 @@ fn parse_bytes(v: &str) -> Result<u64, OptionError> {
         })
 }
 
-/// A time option's value ([`crate::duration`]'s grammar, a unit required) in nanoseconds,
+/// A time option's value (`hpm_profile::duration`'s grammar, a unit required) in nanoseconds,
 /// `None` for zero or no duration; more than 64 bits hold is `u64::MAX`, which every option's
 /// range refuses (so the message names the range, not the syntax).
 fn parse_duration(t: &str) -> Option<u64> {

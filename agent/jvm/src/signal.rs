@@ -1,6 +1,7 @@
 //! The perf overflow signal handler: empties the thread's ring, walks the Java stack (with
-//! hpm's own walker, or AsyncGetCallTrace without one) straight into a preallocated batch slot, and hands full batches to the
-//! processor. It never allocates, locks or blocks; whatever cannot be recorded is counted.
+//! hpm's own walker, or AsyncGetCallTrace without one) straight into a preallocated batch
+//! slot, and hands full batches to the processor. It never allocates, locks or blocks;
+//! whatever cannot be recorded is counted.
 //!
 //! Which signal: one nobody else holds ([`SAMPLE_SIGNALS`], SIGURG first), never shared. Two users
 //! of perf notifications on one standard signal lose each other's: a notification that finds the

@@ -1,5 +1,6 @@
 //! `sampler=asgct`: every thread (Java, GC, JIT) gets a perf group whose overflow signal walks
-//! its stack with AsyncGetCallTrace in the handler (signal.rs). Threads come from ThreadStart
+//! its stack in the handler (signal.rs), with the session's stack source: hpm's own walker, or
+//! AsyncGetCallTrace with `stack=asgct`. Threads come from ThreadStart
 //! and from a scan of /proc/self/task every other processor round.
 
 use std::sync::Arc;

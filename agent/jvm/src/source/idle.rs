@@ -15,8 +15,12 @@ use crate::stack_source::StackSite;
 use crate::threads::Threads;
 
 pub const SOURCE: SourceDef = SourceDef {
-    // The JVM events' stacks are walked in their threads.
-    traits: |opts| (!opts.cpu).then_some(SourceTraits::plain(StackSite::InThread)),
+    // The JVM events' stacks are walked in their threads, by hpm's walker, which names methods
+    // by the ids the code events make the JVM create: on from the JVM's load, as for the signal
+    // sampler (at VMInit start-up's code is replayed either way).
+    traits: |opts| {
+        (!opts.cpu).then_some(SourceTraits { code_at_load: true, ..SourceTraits::plain(StackSite::InThread) })
+    },
     plan,
 };
 

@@ -2,7 +2,7 @@
 //!
 //! A thread pool's idle workers park in the queue they take tasks from (a `ConditionObject`
 //! of `LinkedBlockingQueue`, a `SynchronousQueue`, `ForkJoinPool.awaitWork`), and on a server
-//! they wait far longer than any contended lock: on the Jetty server 70% of the time
+//! they wait far longer than any contended lock: on a Jetty server tried by a new user 70% of the time
 //! waited was Jetty's idle `awaitNanos`. That time is no contention, so the lock tables and
 //! `--event lock|park` set it apart in a row of its own, [`IDLE_ROW`], and `--no-idle` leaves
 //! it out ([`leave_out`]).
@@ -192,7 +192,7 @@ mod tests {
         assert!(!idle(JvmEventKind::MonitorEnter, &tpe));
     }
 
-    /// The Jetty server: idle parks 70% of the time waited, a Semaphore 12%, the
+    /// A Jetty server as a new user tried it: idle parks 70% of the time waited, a Semaphore 12%, the
     /// program's contended monitor 12%.
     fn server() -> Recording {
         let mut rec = Recording::default();
