@@ -143,51 +143,13 @@ pub fn format_timestamp(secs: u64) -> String {
     format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sampler {
-    /// AsyncGetCallTrace in the perf overflow signal (stock JVM).
-    Asgct,
-    /// GetThreadListStackTraces of all threads at the interval (global safepoint baseline).
-    Jvmti,
-    /// Partial safepoints with self-sampling (patched JVM).
-    Sps,
-    /// Partial safepoints with incremental stack tracing (patched JVM): each sample decodes the
-    /// top frames, the rest as the thread returns into them, each frame once.
-    Isps,
-    /// `event=wall`: every Java thread at the interval, whatever its state (a bounded number
-    /// of threads per tick), the state recorded with each sample.
-    Wall,
-    /// CallerChaining (Inoue & Nakatani §6): perf samples with the registers and a few hundred
-    /// bytes of stack, no signal, walked by the processor; contexts from (method, depth).
-    Chain,
-}
+/// The stack sampler a session runs: its kinds and names are the model's, one list for the
+/// option grammar, the outputs and the recordings.
+pub use hpm_profile::model::SamplerKind;
 
-/// The sampler a recording names, as the outputs show it.
-impl From<Sampler> for hpm_profile::model::StackSampler {
-    fn from(s: Sampler) -> hpm_profile::model::StackSampler {
-        use hpm_profile::model::StackSampler as Recorded;
-        match s {
-            Sampler::Asgct => Recorded::Asgct,
-            Sampler::Jvmti => Recorded::Jvmti,
-            Sampler::Sps => Recorded::Sps,
-            Sampler::Isps => Recorded::Isps,
-            Sampler::Wall => Recorded::Wall,
-            Sampler::Chain => Recorded::Chain,
-        }
-    }
-}
-
-impl Sampler {
-    pub fn name(self) -> &'static str {
-        match self {
-            Sampler::Asgct => "asgct",
-            Sampler::Jvmti => "jvmti",
-            Sampler::Sps => "sps",
-            Sampler::Isps => "isps",
-            Sampler::Wall => "wall",
-            Sampler::Chain => "chain",
-        }
-    }
+/// Whether `sampler=NAME` chooses a kind: every kind but the one `event=wall` chooses.
+fn by_sampler_option(kind: SamplerKind) -> bool {
+    kind != SamplerKind::Wall
 }
 
 /// `kernel=`: whether kernel-mode time is sampled.
@@ -220,7 +182,7 @@ pub struct Options {
     pub per_thread: bool,
     pub quiet: bool,
     pub help: bool,
-    pub sampler: Sampler,
+    pub sampler: SamplerKind,
     /// Maximum Java frames per sample.
     pub max_depth: u32,
     /// Seconds between JFR chunk flushes.
@@ -310,7 +272,7 @@ impl Default for Options {
             per_thread: false,
             quiet: false,
             help: false,
-            sampler: Sampler::Asgct,
+            sampler: SamplerKind::Asgct,
             max_depth: 256,
             flush_secs: 5,
             sps_threads: 0,
@@ -369,7 +331,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             None => (item, None),
         };
         match key {
-            "event" if value == Some("wall") => o.sampler = Sampler::Wall,
+            "event" if value == Some("wall") => o.sampler = SamplerKind::Wall,
             "event" if value == Some("alloc") => {
                 o.cpu = false;
                 o.alloc.get_or_insert(DEFAULT_ALLOC_INTERVAL);
@@ -412,18 +374,12 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             }
             "help" => o.help = true,
             "sampler" => {
-                o.sampler = match need_value(key, value)? {
-                    "asgct" => Sampler::Asgct,
-                    "jvmti" => Sampler::Jvmti,
-                    "sps" => Sampler::Sps,
-                    "isps" => Sampler::Isps,
-                    "chain" => Sampler::Chain,
-                    other => {
-                        return Err(OptionError(format!(
-                            "unknown sampler `{other}`; valid samplers: asgct, jvmti, sps, isps, chain"
-                        )))
-                    }
-                }
+                let name = need_value(key, value)?;
+                o.sampler = SamplerKind::from_name(name).filter(|&k| by_sampler_option(k)).ok_or_else(|| {
+                    let valid: Vec<&str> =
+                        SamplerKind::ALL.into_iter().filter(|&k| by_sampler_option(k)).map(SamplerKind::name).collect();
+                    OptionError(format!("unknown sampler `{name}`; valid samplers: {}", valid.join(", ")))
+                })?
             }
             "kernel" => {
                 o.kernel = match need_value(key, value)? {
@@ -469,14 +425,14 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         None => Interval::Fixed(o.event.default_period),
         Some(ref t) => parse_interval(t, &o.event)?,
     };
-    if o.thread_filter.is_some() && o.sampler != Sampler::Wall {
+    if o.thread_filter.is_some() && o.sampler != SamplerKind::Wall {
         return Err(OptionError(
             "thread=REGEX selects the threads event=wall samples; for a CPU profile, keep every thread and select \
              with `hpm report --thread REGEX`"
                 .into(),
         ));
     }
-    if o.sampler == Sampler::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
+    if o.sampler == SamplerKind::Wall && (o.event != cpu_clock() || !o.counters.is_empty()) {
         return Err(OptionError("event=wall samples on a timer; it takes no other event= and no counters=".into()));
     }
     if !o.cpu && (o.data || !o.counters.is_empty() || interval_text.is_some()) {
@@ -486,7 +442,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                 .into(),
         ));
     }
-    if o.data && o.sampler != Sampler::Asgct {
+    if o.data && o.sampler != SamplerKind::Asgct {
         return Err(OptionError(format!(
             "data reads the address each sample's instruction touches from the registers the perf signal \
              interrupted; sampler={} has none: use the default sampler",
@@ -494,7 +450,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         )));
     }
     // The chain sampler is a perf sampler too: any event, counters and interval=auto.
-    if !matches!(o.sampler, Sampler::Asgct | Sampler::Chain) {
+    if !matches!(o.sampler, SamplerKind::Asgct | SamplerKind::Chain) {
         if !o.event.is_clock || !o.counters.is_empty() {
             return Err(OptionError(format!(
                 "sampler={} samples on a timer; event= and counters= need sampler=asgct",
@@ -682,7 +638,7 @@ mod tests {
     #[test]
     fn event_wall_is_the_wall_clock_sampler() {
         let o = parse("event=wall,interval=20ms").unwrap();
-        assert_eq!((o.sampler, o.period()), (Sampler::Wall, 20_000_000));
+        assert_eq!((o.sampler, o.period()), (SamplerKind::Wall, 20_000_000));
         let e = parse("event=wall,counters=task-clock").unwrap_err().0;
         assert!(e.contains("event=wall"), "{e}");
         assert!(parse("event=wall,interval=auto").is_err());
@@ -782,15 +738,41 @@ mod tests {
         let e = parse("sampler=jvmti,event=page-faults").unwrap_err().0;
         assert!(e.contains("samples on a timer"), "{e}");
         let o = parse("sampler=sps,interval=1ms,spsthreads=4,spswaiting").unwrap();
-        assert_eq!((o.sampler, o.sps_threads, o.sps_waiting), (Sampler::Sps, 4, true));
+        assert_eq!((o.sampler, o.sps_threads, o.sps_waiting), (SamplerKind::Sps, 4, true));
         let o = parse("sampler=isps,interval=1ms,spsthreads=2,jstackdepth=4096").unwrap();
-        assert_eq!((o.sampler, o.sps_threads, o.max_depth), (Sampler::Isps, 2, 4096));
+        assert_eq!((o.sampler, o.sps_threads, o.max_depth), (SamplerKind::Isps, 2, 4096));
         let e = parse("sampler=magic").unwrap_err().0;
         assert!(e.contains("asgct, jvmti, sps"), "{e}");
         let e = parse("interval=1us").unwrap_err().0;
         assert!(e.contains("below 10us"), "{e}");
         let e = parse("event=").unwrap_err().0;
         assert!(e.contains("needs a value"), "{e}");
+    }
+
+    /// `sampler=` takes every kind's name but `wall` (chosen by `event=wall`), and the error
+    /// lists exactly those names.
+    #[test]
+    fn sampler_names_are_the_kinds_names() {
+        for (text, kind) in [
+            ("", SamplerKind::Asgct),
+            ("sampler=asgct", SamplerKind::Asgct),
+            ("sampler=jvmti", SamplerKind::Jvmti),
+            ("sampler=sps", SamplerKind::Sps),
+            ("sampler=isps", SamplerKind::Isps),
+            ("sampler=chain", SamplerKind::Chain),
+            ("event=wall", SamplerKind::Wall),
+        ] {
+            assert_eq!(parse(text).unwrap().sampler, kind, "{text}");
+        }
+        for name in ["magic", "wall", "none", "jfr", ""] {
+            let e = parse(&format!("sampler={name}")).unwrap_err().0;
+            let want = if name.is_empty() {
+                "option `sampler` needs a value".to_string()
+            } else {
+                format!("unknown sampler `{name}`; valid samplers: asgct, jvmti, sps, isps, chain")
+            };
+            assert!(e.contains(&want), "{e}");
+        }
     }
 
     /// Every option that is a time or a count is refused outside its range, with one line that

@@ -627,64 +627,116 @@ impl Default for EventInfo {
             period: 10_000_000,
             unit: PeriodUnit::Nanoseconds,
             fallback: None,
-            sampler: StackSampler::Asgct,
+            sampler: StackSampler::Kind(SamplerKind::Asgct),
             kernel: KernelMode::Excluded,
             alloc_interval: 0,
         }
     }
 }
 
-/// The stack sampler a recording was made with ([`EventInfo::sampler`]), by the name the
-/// outputs show and the recording stores (`hpm.Config`'s `sampler`): the agent's `sampler=`
-/// choices, and what a recording made without a sampler or by the JDK says.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum StackSampler {
-    /// AsyncGetCallTrace or hpm's walker in the perf overflow signal.
+/// A stack sampler hpm's agent runs, by its stable name: the name `sampler=` (or `event=wall`)
+/// chooses it by, that the outputs show, and that a recording stores (`hpm.Config`'s
+/// `sampler`). A new sampler is a variant here and its name in [`SamplerKind::name`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SamplerKind {
+    /// AsyncGetCallTrace or hpm's walker in the perf overflow signal (stock JVM).
     #[default]
     Asgct,
-    /// GetThreadListStackTraces of all threads at the interval.
+    /// GetThreadListStackTraces of all threads at the interval (global safepoint baseline).
     Jvmti,
     /// Partial safepoints with self-sampling (patched JVM).
     Sps,
-    /// Partial safepoints with incremental stack tracing (patched JVM).
+    /// Partial safepoints with incremental stack tracing (patched JVM): each sample decodes the
+    /// top frames, the rest as the thread returns into them, each frame once.
     Isps,
-    /// Every Java thread at the interval, whatever its state.
+    /// `event=wall`: every Java thread at the interval, whatever its state (a bounded number
+    /// of threads per tick), the state recorded with each sample.
     Wall,
-    /// CallerChaining: perf samples with a copy of the stack, walked by the processor.
+    /// CallerChaining (Inoue & Nakatani §6): perf samples with the registers and a few hundred
+    /// bytes of stack, no signal, walked by the processor; contexts from (method, depth).
     Chain,
-    /// No sampling event (`event=alloc` or `event=lock` alone).
+}
+
+impl SamplerKind {
+    /// Every kind, in the order the option grammar lists them.
+    pub const ALL: [SamplerKind; 6] = [
+        SamplerKind::Asgct,
+        SamplerKind::Jvmti,
+        SamplerKind::Sps,
+        SamplerKind::Isps,
+        SamplerKind::Wall,
+        SamplerKind::Chain,
+    ];
+
+    /// The stable name (stored in recordings: never change one).
+    pub fn name(self) -> &'static str {
+        match self {
+            SamplerKind::Asgct => "asgct",
+            SamplerKind::Jvmti => "jvmti",
+            SamplerKind::Sps => "sps",
+            SamplerKind::Isps => "isps",
+            SamplerKind::Wall => "wall",
+            SamplerKind::Chain => "chain",
+        }
+    }
+
+    /// The kind of a name, if it is one's [`SamplerKind::name`].
+    pub fn from_name(name: &str) -> Option<SamplerKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl std::fmt::Display for SamplerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The stack sampler a recording was made with ([`EventInfo::sampler`]), by the name the
+/// outputs show and the recording stores: one of the agent's kinds, or what a recording made
+/// without a sampler or by the JDK says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StackSampler {
+    /// One of the agent's samplers.
+    Kind(SamplerKind),
+    /// No sampling event (`event=alloc` or `event=lock` alone): `none`.
     None,
-    /// The JDK's own sampler: a recording made by JFR.
+    /// The JDK's own sampler, a recording made by JFR: `jfr`.
     Jfr,
     /// A name this version does not know, kept as read; empty when the recording names none.
     Other(String),
 }
 
-impl StackSampler {
-    const NAMED: [(StackSampler, &'static str); 8] = [
-        (StackSampler::Asgct, "asgct"),
-        (StackSampler::Jvmti, "jvmti"),
-        (StackSampler::Sps, "sps"),
-        (StackSampler::Isps, "isps"),
-        (StackSampler::Wall, "wall"),
-        (StackSampler::Chain, "chain"),
-        (StackSampler::None, "none"),
-        (StackSampler::Jfr, "jfr"),
-    ];
+impl Default for StackSampler {
+    fn default() -> StackSampler {
+        StackSampler::Kind(SamplerKind::default())
+    }
+}
 
+impl StackSampler {
     pub fn name(&self) -> &str {
         match self {
+            StackSampler::Kind(kind) => kind.name(),
+            StackSampler::None => "none",
+            StackSampler::Jfr => "jfr",
             StackSampler::Other(name) => name,
-            known => Self::NAMED.iter().find(|(s, _)| s == known).map_or("", |(_, name)| name),
         }
     }
 
     /// The sampler of a stored name; its [`StackSampler::name`] is the name read.
     pub fn from_name(name: &str) -> StackSampler {
-        match Self::NAMED.iter().find(|(_, n)| *n == name) {
-            Some((s, _)) => s.clone(),
-            None => StackSampler::Other(name.to_string()),
+        match (SamplerKind::from_name(name), name) {
+            (Some(kind), _) => StackSampler::Kind(kind),
+            (None, "none") => StackSampler::None,
+            (None, "jfr") => StackSampler::Jfr,
+            (None, other) => StackSampler::Other(other.to_string()),
         }
+    }
+}
+
+impl From<SamplerKind> for StackSampler {
+    fn from(kind: SamplerKind) -> StackSampler {
+        StackSampler::Kind(kind)
     }
 }
 
@@ -1117,9 +1169,13 @@ mod tests {
 
     #[test]
     fn sampler_names_round_trip() {
-        for (s, name) in StackSampler::NAMED {
-            assert_eq!((StackSampler::from_name(name), s.name()), (s.clone(), name));
+        let kinds = SamplerKind::ALL.map(StackSampler::Kind);
+        for s in kinds.into_iter().chain([StackSampler::None, StackSampler::Jfr]) {
+            assert_eq!(StackSampler::from_name(s.name()), s);
         }
+        let names: Vec<&str> = SamplerKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["asgct", "jvmti", "sps", "isps", "wall", "chain"]);
+        assert_eq!((StackSampler::None.name(), StackSampler::Jfr.name()), ("none", "jfr"));
         for name in ["", "a newer sampler"] {
             assert_eq!(StackSampler::from_name(name), StackSampler::Other(name.into()));
             assert_eq!(StackSampler::from_name(name).name(), name);

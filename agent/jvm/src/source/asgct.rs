@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::options::{Options, Sampler};
+use crate::options::{Options, SamplerKind};
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
@@ -19,7 +19,7 @@ use crate::threads::Threads;
 
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
-        (opts.cpu && opts.sampler == Sampler::Asgct).then_some(SourceTraits {
+        (opts.cpu && opts.sampler == SamplerKind::Asgct).then_some(SourceTraits {
             // One sample per period per CPU, through the pool alone.
             stretch_rounds: true,
             // The handler has the interrupted registers.

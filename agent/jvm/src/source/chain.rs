@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::options::{Options, Sampler};
+use crate::options::{Options, SamplerKind};
 use hpm_capture::capture::{Captured, ChainMarks, RawWalk, SlotKind, StackKind, CHAIN_DEPTHS, MAX_FRAMES};
 use hpm_capture::hotspot::{FrameSink, Regs, StackCopy, Stop};
 use hpm_capture::perf_record::{Layout, RawSample, Record, Ring, MAX_STACK_USER};
@@ -28,7 +28,7 @@ use crate::threads::Threads;
 
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
-        (opts.cpu && opts.sampler == Sampler::Chain)
+        (opts.cpu && opts.sampler == SamplerKind::Chain)
             .then_some(SourceTraits { completes_stacks: true, ..SourceTraits::plain(StackSite::Copied) })
     },
     plan,

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::options::{Options, Sampler};
+use crate::options::{Options, SamplerKind};
 use hpm_capture::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_capture::latency::Histogram;
 use hpm_profile::model::{EventInfo, FrameKind, KernelMode, PeriodUnit};
@@ -39,24 +39,24 @@ use crate::threads::{Mode, Threads};
 /// `sampler=jvmti`, `sps` and `event=wall` (`isps` is its own source on this thread).
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
-        let wall = opts.sampler == Sampler::Wall;
-        (opts.cpu && matches!(opts.sampler, Sampler::Jvmti | Sampler::Sps | Sampler::Isps | Sampler::Wall)).then_some(
-            SourceTraits {
-                threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
-                ..SourceTraits::plain(StackSite::Jvm)
-            },
-        )
+        let wall = opts.sampler == SamplerKind::Wall;
+        (opts.cpu
+            && matches!(opts.sampler, SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Isps | SamplerKind::Wall))
+        .then_some(SourceTraits {
+            threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
+            ..SourceTraits::plain(StackSite::Jvm)
+        })
     },
     plan,
 };
 
 fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
     let kind = match opts.sampler {
-        Sampler::Sps => Kind::Sps { sps: find_sps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting },
-        Sampler::Isps => {
+        SamplerKind::Sps => Kind::Sps { sps: find_sps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting },
+        SamplerKind::Isps => {
             Kind::Isps { isps: isps::find_isps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting }
         }
-        Sampler::Wall => Kind::Wall,
+        SamplerKind::Wall => Kind::Wall,
         _ => Kind::Jvmti,
     };
     Ok(planned(opts, kind))

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::cct::Cct;
 use crate::model::{
-    DropClass, EventInfo, KernelMode, PeriodUnit, Recording, Sample, StackSampler, StateIdx, VmComponent,
+    DropClass, EventInfo, KernelMode, PeriodUnit, Recording, Sample, SamplerKind, StackSampler, StateIdx, VmComponent,
 };
 
 use super::methods::method_rows;
@@ -93,7 +93,7 @@ pub fn sampling_line(event: &EventInfo, alloc: Option<u64>, lock: Option<u64>) -
 
 /// How kernel time is in a recording made by the agent's perf sampler (`None` for the others).
 pub(crate) fn kernel_line(rec: &Recording) -> Option<String> {
-    if rec.event.sampler != StackSampler::Asgct {
+    if rec.event.sampler != StackSampler::Kind(SamplerKind::Asgct) {
         return None;
     }
     Some(
