@@ -30,7 +30,7 @@ use crate::methods::JvmtiMethods;
 use crate::os::{now_ticks, thread_cpu_ns};
 use crate::signal::SignalStats;
 use crate::sink::Sink;
-use crate::source::EventSource;
+use crate::source::{EventSource, SourceTraits};
 use crate::threads::Threads;
 
 mod chain;
@@ -67,6 +67,8 @@ pub struct Output {
 /// Everything the processor works with, and nothing else.
 pub struct Inputs {
     pub opts: Options,
+    /// What the session's event sources declared, together (the session's plan).
+    pub traits: SourceTraits,
     pub event: EventInfo,
     pub counters: Vec<String>,
     /// Per counter: its own samples' period, 0 if interval-attributed (`PerfSpec`).
@@ -228,7 +230,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
         }
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let units = intake::round_units(&inputs.opts, inputs.event.period, inputs.event.unit, cpus);
+    let units = intake::round_units(&inputs.opts, inputs.traits, inputs.event.period, inputs.event.unit, cpus);
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
     // Stretched rounds keep a free batch for each sample a round may bring, with a margin: a
     // round may sleep longer than asked, and each thread's clock carries part of a period
@@ -332,7 +334,7 @@ fn resolver_config(inputs: &Inputs, frame_groups: bool) -> ResolverConfig {
     ResolverConfig {
         counter_periods: inputs.counter_periods.clone(),
         cpu_clock: Some(thread_cpu_ns),
-        data_addresses: inputs.opts.event.data_address && crate::source::traits(&inputs.opts).data_addresses,
+        data_addresses: inputs.opts.event.data_address && inputs.traits.data_addresses,
         decode_instructions: inputs.opts.data,
         objects,
         monitor_object,
@@ -353,7 +355,8 @@ impl Processor {
             counter_periods: inputs.counter_periods.clone(),
             ..Default::default()
         };
-        let completer: Option<Box<dyn StackCompleter>> = crate::source::traits(&inputs.opts)
+        let completer: Option<Box<dyn StackCompleter>> = inputs
+            .traits
             .completes_stacks
             .then(|| Box::new(chain::ChainCompleter::new(inputs.opts.quiet)) as Box<dyn StackCompleter>);
         let frame_groups = completer.as_ref().is_some_and(|c| c.needs_frame_groups());

@@ -240,6 +240,7 @@ impl Session {
         let file_ids = plan.outputs.iter().filter_map(|o| Some((o.path.clone(), o.target.id().ok()?))).collect();
         let inputs = Inputs {
             opts: opts.clone(),
+            traits: plan.traits,
             event: plan.event.clone(),
             counters: plan.spec.counters.iter().map(|c| c.name.to_string()).collect(),
             counter_periods: plan.spec.counter_periods.clone(),
