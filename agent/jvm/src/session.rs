@@ -36,7 +36,6 @@ pub struct Parts {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
-    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -221,7 +220,6 @@ impl Session {
             signals: parts.signals,
             stats: parts.stats,
             asgct: parts.asgct,
-            events: parts.events,
             opts: &opts,
             sink: &sink,
             spec: &plan.spec,
@@ -256,7 +254,6 @@ impl Session {
             stats: parts.stats,
             jvmti: parts.jvmti,
             vm: parts.vm,
-            events: parts.events,
             spill_dirs: parts.spill_dirs,
         };
         let processor = processor::start(inputs, plan.outputs)?;
