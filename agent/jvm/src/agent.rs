@@ -32,8 +32,6 @@ pub struct Agent {
     pub signals: SignalSetup,
     pub stats: SignalStats,
     pub asgct: Option<AsgctFn>,
-    /// `alloc` and `lock`: what the JVM's allocation, monitor and park events record.
-    pub events: crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump` ([`Spill::default_dirs`]),
     /// read from the environment once, when the agent is set up (at `-agentpath`'s load no
     /// other thread runs yet): reading it races a native library's `setenv` in another thread.
@@ -62,7 +60,6 @@ pub fn install(jvmti: Jvmti, vm: Vm) -> Result<&'static Agent, &'static Agent> {
             signals: SignalSetup::default(),
             stats: SignalStats::default(),
             asgct: signal::find_asgct(),
-            events: Default::default(),
             spill_dirs: Spill::default_dirs(),
         }
     });
@@ -85,7 +82,6 @@ impl Agent {
             signals: &self.signals,
             stats: &self.stats,
             asgct: self.asgct,
-            events: &self.events,
             spill_dirs: &self.spill_dirs,
         }
     }

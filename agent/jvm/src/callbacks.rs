@@ -215,14 +215,16 @@ unsafe extern "C" fn sampled_object_alloc(
     size: jlong,
 ) {
     guarded("SampledObjectAlloc", |a| {
-        jvmevents::allocated(&a.events, &a.jvmti, &a.threads, jni, thread, klass, size.max(0) as u64)
+        jvmevents::allocated(&jvmevents::EVENTS, &a.jvmti, &a.threads, jni, thread, klass, size.max(0) as u64)
     });
 }
 
 unsafe extern "C" fn monitor_contended_enter(_env: JvmtiEnvPtr, jni: *mut JNIEnv, _thread: jthread, object: jobject) {
-    guarded("MonitorContendedEnter", |a| jvmevents::monitor_waiting(&a.events, &a.jvmti, jni, object));
+    guarded("MonitorContendedEnter", |a| jvmevents::monitor_waiting(&jvmevents::EVENTS, &a.jvmti, jni, object));
 }
 
 unsafe extern "C" fn monitor_contended_entered(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthread, _object: jobject) {
-    guarded("MonitorContendedEntered", |a| jvmevents::monitor_entered(&a.events, &a.jvmti, &a.threads, jni, thread));
+    guarded("MonitorContendedEntered", |a| {
+        jvmevents::monitor_entered(&jvmevents::EVENTS, &a.jvmti, &a.threads, jni, thread)
+    });
 }

@@ -2,8 +2,9 @@
 //! profiling session, with the narrow [`Inputs`] the session gives it. It is a pipeline of
 //! parts, each in its own module: the [`intake`] takes the sample batches and hands their
 //! records on in time order up to a watermark; the resolver (`hpm_resolve::resolve`, built from
-//! its config here) names them against the code map; a stack completer ([`complete`]), when
-//! the session has one, may hold the samples to complete their stacks at the end; the
+//! its config here) names them against the code map; the feeds of the sources' own records
+//! ([`crate::feed`]) join the recording through it; a stack completer ([`crate::complete`]),
+//! when a source gives one, may hold the samples to complete their stacks at the end; the
 //! [`sinks`] (calling context tree, JFR chunks, the self-tuner) take the samples; at the end
 //! the outputs are written ([`write`]) and the agent's cost is reported ([`cost`]). It answers
 //! `dump` requests while it runs, does the session's last round and writes its files on its
@@ -23,6 +24,8 @@ use hpm_profile::outfile::Target;
 use hpm_resolve::resolve::{ResolverConfig, SampleResolver};
 
 use crate::code::CodeEvents;
+use crate::complete::StackCompleter;
+use crate::feed::{EventFeed, FeedCtx};
 use crate::jnienv::Vm;
 use crate::jvmti::Jvmti;
 use crate::live::Live;
@@ -30,18 +33,14 @@ use crate::methods::JvmtiMethods;
 use crate::os::{now_ticks, thread_cpu_ns};
 use crate::signal::SignalStats;
 use crate::sink::Sink;
-use crate::source::EventSource;
+use crate::source::{EventSource, SourceTraits};
 use crate::threads::Threads;
 
-mod chain;
-mod complete;
 mod cost;
-mod events;
 mod intake;
 mod sinks;
 mod write;
 
-use complete::StackCompleter;
 pub(crate) use intake::ROUND;
 use intake::{Intake, POOL_STEP, SETTLE_NS};
 pub use sinks::jfr::JFR_MEMORY_LIMIT;
@@ -67,6 +66,8 @@ pub struct Output {
 /// Everything the processor works with, and nothing else.
 pub struct Inputs {
     pub opts: Options,
+    /// What the session's event sources declared, together (the session's plan).
+    pub traits: SourceTraits,
     pub event: EventInfo,
     pub counters: Vec<String>,
     /// Per counter: its own samples' period, 0 if interval-attributed (`PerfSpec`).
@@ -85,8 +86,6 @@ pub struct Inputs {
     pub stats: &'static SignalStats,
     pub jvmti: Jvmti,
     pub vm: Vm,
-    /// `alloc` / `lock`: the JVM's events queued by the callbacks.
-    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -175,7 +174,8 @@ struct Processor {
     resolver: SampleResolver,
     /// Method names and lines through JVMTI; only on the processor thread, dropped at the end.
     methods: Option<JvmtiMethods>,
-    /// `sampler=chain`: completes the held samples' stacks at the end.
+    /// The sources' stack completer (`sampler=chain`'s): completes the held samples' stacks at
+    /// the end.
     completer: Option<Box<dyn StackCompleter>>,
     /// The samples, events and code of the chunk being made, and the session's tables.
     rec: Recording,
@@ -189,9 +189,8 @@ struct Processor {
     chunk_start: u64,
     /// Regions and phase markers from the Java bridge, written with the next chunk.
     marks: Vec<hpm_profile::jfr::marks::Mark>,
-    /// `alloc` / `lock`: a record to resolve the JVM events' stacks through (as the timer
-    /// samplers' stacks are), class names shared, and totals per kind for the summary.
-    events: events::EventState,
+    /// The sources' feeds of their own records (`alloc` / `lock`), drained each round.
+    feeds: Vec<Box<dyn EventFeed>>,
     cost: cost::CostClock,
     inputs: Arc<Inputs>,
 }
@@ -228,7 +227,7 @@ fn run(inputs: Arc<Inputs>, outputs: Vec<Output>, inbox: Receiver<Request>, star
         }
     };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
-    let units = intake::round_units(&inputs.opts, inputs.event.period, inputs.event.unit, cpus);
+    let units = intake::round_units(&inputs.opts, inputs.traits, inputs.event.period, inputs.event.unit, cpus);
     let mut p = Processor::new(inputs.clone(), outputs, &attached);
     // Stretched rounds keep a free batch for each sample a round may bring, with a margin: a
     // round may sleep longer than asked, and each thread's clock carries part of a period
@@ -332,7 +331,7 @@ fn resolver_config(inputs: &Inputs, frame_groups: bool) -> ResolverConfig {
     ResolverConfig {
         counter_periods: inputs.counter_periods.clone(),
         cpu_clock: Some(thread_cpu_ns),
-        data_addresses: inputs.opts.event.data_address && crate::source::traits(&inputs.opts).data_addresses,
+        data_addresses: inputs.opts.event.data_address && inputs.traits.data_addresses,
         decode_instructions: inputs.opts.data,
         objects,
         monitor_object,
@@ -353,9 +352,7 @@ impl Processor {
             counter_periods: inputs.counter_periods.clone(),
             ..Default::default()
         };
-        let completer: Option<Box<dyn StackCompleter>> = crate::source::traits(&inputs.opts)
-            .completes_stacks
-            .then(|| Box::new(chain::ChainCompleter::new(inputs.opts.quiet)) as Box<dyn StackCompleter>);
+        let completer = inputs.sampler.completer();
         let frame_groups = completer.as_ref().is_some_and(|c| c.needs_frame_groups());
         let mut resolver = SampleResolver::new(resolver_config(&inputs, frame_groups));
         resolver.set_native(inputs.code.take_native());
@@ -396,7 +393,7 @@ impl Processor {
             outputs,
             chunk_start: inputs.start_ticks,
             marks: Vec::new(),
-            events: events::EventState::default(),
+            feeds: inputs.sampler.feeds(),
             cost: cost::CostClock::default(),
             inputs,
         }
@@ -424,19 +421,7 @@ impl Processor {
         if !last {
             self.intake.refill(&inputs.sink, taken);
         }
-        if let Some(methods) = self.methods.as_mut() {
-            let sinks = (!inputs.opts.cpu).then_some(&mut self.sinks as &mut dyn ProfileSink);
-            let (from, start) = (inputs.events, inputs.start_ticks);
-            self.events.take(from, start, &mut self.resolver, methods, &mut self.rec, sinks);
-        }
-        // Another agent may have taken Unsafe.park from hpm's function since the last round.
-        if inputs.opts.lock.is_some() && !last {
-            if let Some(note) = inputs.vm.env().and_then(|env| inputs.events.keep_park(env)) {
-                if !inputs.opts.quiet {
-                    eprintln!("hpm: {note}");
-                }
-            }
-        }
+        self.drain_feeds();
         // Debug files found but refused while naming native frames (once per library).
         for note in self.resolver.symbolizer.take_notes() {
             if !inputs.opts.quiet {
@@ -477,6 +462,25 @@ impl Processor {
                     hpm_resolve::resolve::JavaMethods::collected(m);
                 }
             }
+        }
+    }
+
+    /// Takes the sources' own records pending since the last round into the recording.
+    fn drain_feeds(&mut self) {
+        let Some(methods) = self.methods.as_mut() else { return };
+        let sinks = &mut self.sinks;
+        let mut add = |s: &Sample, rec: &Recording, interner: &hpm_profile::interned::StackInterner| {
+            sinks.add(s, &Named { rec, interner })
+        };
+        let mut ctx = FeedCtx {
+            start_ticks: self.inputs.start_ticks,
+            resolver: &mut self.resolver,
+            methods,
+            rec: &mut self.rec,
+            sinks: &mut add,
+        };
+        for feed in &mut self.feeds {
+            feed.drain(&mut ctx);
         }
     }
 
@@ -577,8 +581,10 @@ impl Processor {
             (DropReason::CounterGroupUnread, s.counter_unread.load(Ordering::Relaxed)),
             (DropReason::SignalTaken, s.taken_lost.load(Ordering::Relaxed)),
             (DropReason::BridgeMarksDropped, inputs.live.dropped.load(Ordering::Relaxed)),
-            (DropReason::JvmEventsDropped, inputs.events.dropped.load(Ordering::Relaxed)),
         ];
+        for feed in &self.feeds {
+            feed.drops(&mut drops);
+        }
         for (reason, n) in &self.resolver.stats.failed {
             drops.push((DropReason::NoJavaStack(reason.clone()), *n));
         }
@@ -661,7 +667,7 @@ impl Processor {
             rec: &self.rec,
             tree: &self.sinks.tree.feed,
             intake: &self.intake,
-            events: &self.events,
+            feeds: &self.feeds,
         })
     }
 }

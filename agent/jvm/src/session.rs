@@ -36,7 +36,6 @@ pub struct Parts {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
-    pub events: &'static crate::source::jvmevents::JvmEvents,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
 }
@@ -221,7 +220,6 @@ impl Session {
             signals: parts.signals,
             stats: parts.stats,
             asgct: parts.asgct,
-            events: parts.events,
             opts: &opts,
             sink: &sink,
             spec: &plan.spec,
@@ -240,6 +238,7 @@ impl Session {
         let file_ids = plan.outputs.iter().filter_map(|o| Some((o.path.clone(), o.target.id().ok()?))).collect();
         let inputs = Inputs {
             opts: opts.clone(),
+            traits: plan.traits,
             event: plan.event.clone(),
             counters: plan.spec.counters.iter().map(|c| c.name.to_string()).collect(),
             counter_periods: plan.spec.counter_periods.clone(),
@@ -255,7 +254,6 @@ impl Session {
             stats: parts.stats,
             jvmti: parts.jvmti,
             vm: parts.vm,
-            events: parts.events,
             spill_dirs: parts.spill_dirs,
         };
         let processor = processor::start(inputs, plan.outputs)?;

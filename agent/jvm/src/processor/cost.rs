@@ -9,10 +9,10 @@ use hpm_profile::output::cost::{Bounds, CostReport, Handler, Processing};
 use hpm_profile::tree_feed::TreeFeed;
 use hpm_resolve::resolve::SampleResolver;
 
-use super::events::EventState;
 use super::intake::{Intake, SETTLE_NS};
 use super::sinks::tree::{MAX_TABLE_ENTRIES, MAX_TABLE_FRAMES, MAX_TREE_NODES};
 use super::{Inputs, MAX_SESSION_METHODS};
+use crate::feed::EventFeed;
 use crate::methods::JvmtiMethods;
 use crate::signal::SignalStats;
 
@@ -48,13 +48,13 @@ pub(super) struct Seen<'a> {
     pub rec: &'a Recording,
     pub tree: &'a TreeFeed,
     pub intake: &'a Intake,
-    pub events: &'a EventState,
+    pub feeds: &'a [Box<dyn EventFeed>],
 }
 
 impl CostClock {
     /// The session's cost report. Reads (and resets) the resolver's phase timing: once.
     pub(super) fn report(&self, seen: Seen<'_>) -> CostReport {
-        let Seen { inputs, resolver, rec, tree, intake, events } = seen;
+        let Seen { inputs, resolver, rec, tree, intake, feeds } = seen;
         let stats = inputs.stats;
         let load = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
         let samples = load(&stats.samples);
@@ -81,7 +81,7 @@ impl CostClock {
                 early_chunks: self.early_chunks,
                 early_chunks_ns: self.early_chunks_ns,
             },
-            events: events.line(&inputs.opts, inputs.events),
+            events: feeds.iter().filter_map(|f| f.line()).reduce(|a, b| format!("{a}; {b}")),
             signals: signal_line(stats, inputs.threads.signal()),
             late: intake.late,
             settle_ms: SETTLE_NS / 1_000_000,
@@ -109,8 +109,8 @@ impl CostClock {
             ..Default::default()
         };
         if samples > 0 {
-            // The JVM's events (`alloc`, `lock`) have stacks named as the samples' are.
-            let (stacks, events) = (resolver.stacks_made(), events.count());
+            // The feeds' records (`alloc`, `lock`) have stacks named as the samples' are.
+            let (stacks, events) = (resolver.stacks_made(), feeds.iter().map(|f| f.records()).sum());
             report.first_sightings = Some(resolver.stats.first_sightings_line(stacks, samples, events));
             report.phase_timing = hpm_profile::phase_timing::take_line(samples);
         }

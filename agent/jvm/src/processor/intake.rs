@@ -11,6 +11,7 @@ use hpm_capture::capture::Captured;
 use hpm_profile::model::PeriodUnit;
 
 use crate::sink::Sink;
+use crate::source::SourceTraits;
 use crate::threads::Threads;
 
 /// Samples younger than this wait a round, so late code events (JVMTI posts them from the
@@ -140,11 +141,10 @@ impl Intake {
 /// CPU) finds a free batch of its own: at most [`STRETCH_SAMPLES`]. The other samplers keep [`ROUND`]:
 /// `sampler=chain`'s rings, the timer samplers' queues and `interval=auto`'s changing rate are
 /// sized for it.
-pub(super) fn round_units(opts: &Options, period: u64, unit: PeriodUnit, cpus: u64) -> u64 {
+pub(super) fn round_units(opts: &Options, traits: SourceTraits, period: u64, unit: PeriodUnit, cpus: u64) -> u64 {
+    // The JVM's events (`alloc`, `lock`) do not allow it: `traits` says so.
     let slow_clock = opts.cpu
-        && opts.alloc.is_none()
-        && opts.lock.is_none()
-        && crate::source::traits(opts).stretch_rounds
+        && traits.stretch_rounds
         && matches!(opts.interval, Interval::Fixed(_))
         && unit == PeriodUnit::Nanoseconds;
     let mut units = if slow_clock { MAX_ROUND_UNITS } else { 1 };
@@ -191,7 +191,11 @@ mod tests {
         ];
         for (options, period, unit, cpus, want) in cases {
             let opts = crate::options::parse(options).expect(options);
-            assert_eq!(round_units(&opts, period, unit, cpus), want, "{options} on {cpus} CPUs");
+            assert_eq!(
+                round_units(&opts, crate::source::traits(&opts), period, unit, cpus),
+                want,
+                "{options} on {cpus} CPUs"
+            );
         }
     }
 }

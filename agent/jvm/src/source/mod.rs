@@ -1,7 +1,10 @@
 //! Event sources: each is one module that plans itself from the options and the VM
 //! ([`SourceDef`], listed once in [`SOURCES`]), declares what the session and the processor must
 //! know about it in one value ([`SourceTraits`]), and once started writes `Captured` records into
-//! the session's sink, which the processor drains ([`EventSource`]). A session runs every
+//! the session's sink, which the processor drains ([`EventSource`]). A source may also give the
+//! processor parts of its own: a feed of its own records ([`crate::feed::EventFeed`]) and a
+//! stack completer ([`crate::complete::StackCompleter`]); the processor knows them by their
+//! traits alone. A session runs every
 //! source its options select: one for the CPU event and the JVM's own events beside it.
 //! - `asgct`: perf overflow signals per thread, the stack walked in the handler (signal.rs);
 //! - `chain`: perf samples with a copy of the top of the stack and no signal, drained and
@@ -21,6 +24,8 @@ use crate::options::Options;
 use hpm_profile::model::{EventInfo, ThreadInfo};
 
 use crate::code::CodeEvents;
+use crate::complete::StackCompleter;
+use crate::feed::EventFeed;
 use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 use crate::perf::PerfSpec;
@@ -142,7 +147,6 @@ pub struct Start<'a> {
     pub signals: &'static SignalSetup,
     pub stats: &'static SignalStats,
     pub asgct: Option<AsgctFn>,
-    pub events: &'static jvmevents::JvmEvents,
     pub opts: &'a Options,
     pub sink: &'a Arc<Sink>,
     /// The sampled event's perf setup and period (the sampling clock's for a timer).
@@ -187,6 +191,16 @@ pub trait EventSource: Send + Sync {
     fn set_period(&self, _period: u64) -> usize {
         0
     }
+    /// The feeds of its own records, which the processor drains each round (asked once, when
+    /// the processor starts).
+    fn feeds(&self) -> Vec<Box<dyn EventFeed>> {
+        Vec::new()
+    }
+    /// The part that completes its samples' stacks at the end, if they need one (asked once,
+    /// when the processor starts; its traits say `completes_stacks`).
+    fn completer(&self) -> Option<Box<dyn StackCompleter>> {
+        None
+    }
     /// Stops sampling: when this returns nothing writes into the sink any more. Returns lines
     /// for the summary.
     fn stop(&self) -> Vec<String>;
@@ -208,6 +222,15 @@ impl EventSource for Sources {
 
     fn set_period(&self, period: u64) -> usize {
         self.0.iter().map(|s| s.set_period(period)).sum()
+    }
+
+    fn feeds(&self) -> Vec<Box<dyn EventFeed>> {
+        self.0.iter().flat_map(|s| s.feeds()).collect()
+    }
+
+    /// The first source's that has one.
+    fn completer(&self) -> Option<Box<dyn StackCompleter>> {
+        self.0.iter().find_map(|s| s.completer())
     }
 
     fn stop(&self) -> Vec<String> {

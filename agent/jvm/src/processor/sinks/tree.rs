@@ -33,7 +33,7 @@ impl TreeSink {
     /// `outputs` (see [`TreeFeed`]).
     pub(in crate::processor) fn new(inputs: &Inputs, rec: &mut Recording, outputs: &[Output]) -> TreeSink {
         let keep_table = inputs.opts.data
-            || crate::source::traits(&inputs.opts).completes_stacks
+            || inputs.traits.completes_stacks
             || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
         let stacks = new_table(rec, keep_table);
         TreeSink { feed: TreeFeed::new(new_tree(rec), stacks, keep_table, inputs.opts.per_thread) }

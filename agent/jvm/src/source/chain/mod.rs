@@ -19,12 +19,15 @@ use hpm_profile::model::KernelMode;
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
+use crate::complete::StackCompleter;
 use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 use crate::perf::{PerfSpec, RingPtr};
 use crate::sink::{SignalCtx, Sink};
 use crate::stack_source::StackSite;
 use crate::threads::Threads;
+
+mod complete;
 
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
@@ -51,6 +54,7 @@ fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
             state: Default::default(),
             signal_stats: s.stats,
             stats: Default::default(),
+            quiet: s.opts.quiet,
         }) as Arc<dyn EventSource>)
     };
     Ok(Planned { event: Some((spec, event)), notes, build: Box::new(build) })
@@ -73,6 +77,8 @@ pub struct ChainSampler {
     /// The session's sample and drop counts (samples read, kernel losses, corrupt rings).
     pub signal_stats: &'static crate::signal::SignalStats,
     pub stats: ChainStats,
+    /// No summary lines (the completer's).
+    pub quiet: bool,
 }
 
 /// Counts for the summary line.
@@ -256,6 +262,12 @@ impl EventSource for ChainSampler {
 
     fn set_period(&self, period: u64) -> usize {
         self.threads.set_period(period)
+    }
+
+    /// The samples' stacks end where the copy does: they are completed at the end from the
+    /// run's tree of (method, depth) keys.
+    fn completer(&self) -> Option<Box<dyn StackCompleter>> {
+        Some(Box::new(complete::ChainCompleter::new(self.quiet)))
     }
 
     fn stop(&self) -> Vec<String> {

@@ -1,5 +1,7 @@
 //! A stack completer: a part that learns from the resolved records and, at the session's end,
 //! completes the stacks of the samples it held (callers added above their outermost frame).
+//! The event source whose stacks need one gives it to the processor
+//! (`source::EventSource::completer`); `sampler=chain`'s is `source::chain::complete`.
 //! While it holds samples, the sinks that need final stacks take them only when something
 //! reads the profile or a chunk is written; the processor knows no more of it than this trait.
 
@@ -7,7 +9,7 @@ use hpm_capture::capture::Captured;
 use hpm_profile::model::Sample;
 use hpm_resolve::resolve::FrameGroups;
 
-pub(super) trait StackCompleter: Send {
+pub trait StackCompleter: Send {
     /// Whether the resolver must keep each walk's [`FrameGroups`] for [`Self::observe`].
     fn needs_frame_groups(&self) -> bool {
         false

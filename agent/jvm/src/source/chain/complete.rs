@@ -10,7 +10,7 @@ use hpm_profile::interned::StackInterner;
 use hpm_profile::model::{DropReason, Sample};
 use hpm_resolve::resolve::FrameGroups;
 
-use super::complete::StackCompleter;
+use crate::complete::StackCompleter;
 
 /// Samples held for completion at most (about 400 MB); past it the session's JFR chunks are
 /// written as usual and no stack is completed (said once).

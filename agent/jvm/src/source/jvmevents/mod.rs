@@ -14,12 +14,12 @@
 //!   `Method`'s native entry through VMStructs) and records the park blocker's class (see
 //!   docs/design.md, "Allocation and lock profiles"). Another agent may re-register it too
 //!   (async-profiler's lock mode does at each start, calling the JVM's own function and so
-//!   leaving hpm's out): the processor checks the entry each round and takes it back, calling
+//!   leaving hpm's out): the source's tick checks the entry each round and takes it back, calling
 //!   the other agent's function inside hpm's ([`JvmEvents::keep_park`]).
 //!
 //! The callbacks run on the Java threads, outside any signal: they may allocate and lock. They
-//! queue [`Pending`] events (bounded; more are counted and dropped); the processor resolves the
-//! stacks each round.
+//! queue [`Pending`] events (bounded; more are counted and dropped) in the process's [`EVENTS`];
+//! the session's feed (`feed`, a [`crate::feed::EventFeed`]) resolves their stacks each round.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -36,6 +36,7 @@ use hpm_capture::capture::SlotKind;
 use hpm_capture::hotspot::FrameSink;
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
+use crate::feed::EventFeed;
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{FrameInfo, Jvmti};
 use crate::os::{gettid, now_ticks, thread_cpu_ns};
@@ -45,6 +46,8 @@ use crate::threads::Threads;
 
 /// Events kept while the processor has not taken them; later ones are counted and dropped.
 const MAX_PENDING: usize = 100_000;
+mod feed;
+
 /// Deepest stack recorded with an event (the session's `jstackdepth` may ask for less).
 pub const MAX_EVENT_FRAMES: usize = hpm_capture::capture::MAX_FRAMES;
 
@@ -116,8 +119,11 @@ struct Walkers {
 /// A stack as [`own_stack`] took it.
 type Walked = (Vec<(u64, i32)>, Option<(Vec<SlotKind>, u8)>);
 
-impl Default for JvmEvents {
-    fn default() -> Self {
+/// What the callbacks record into, for the life of the process.
+pub static EVENTS: JvmEvents = JvmEvents::new();
+
+impl JvmEvents {
+    const fn new() -> Self {
         JvmEvents {
             queue: Mutex::new(Vec::new()),
             dropped: AtomicU64::new(0),
@@ -173,7 +179,7 @@ fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
         .then(|| format!("jstackdepth={}: the alloc and lock events keep at most {max} frames", opts.max_depth));
     let build = |s: &Start| {
         Ok(Arc::new(EventsSource {
-            events: s.events,
+            events: &EVENTS,
             jvmti: s.jvmti,
             threads: s.threads,
             vm: s.vm,
@@ -182,6 +188,7 @@ fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
             lock: s.opts.lock,
             max_depth: s.max_depth,
             quiet: s.opts.quiet,
+            cpu: s.opts.cpu,
         }) as Arc<dyn EventSource>)
     };
     Ok(Planned { event: None, notes: notes.into_iter().collect(), build: Box::new(build) })
@@ -198,6 +205,8 @@ struct EventsSource {
     lock: Option<u64>,
     max_depth: u32,
     quiet: bool,
+    /// The session has a CPU event: the events do not feed the profile's tree.
+    cpu: bool,
 }
 
 impl EventSource for EventsSource {
@@ -217,6 +226,22 @@ impl EventSource for EventsSource {
             }
         }
         Ok(())
+    }
+
+    /// Another agent may have taken Unsafe.park from hpm's function since the last round.
+    fn tick(&self, _round: u64, _scan: bool) {
+        if self.lock.is_none() {
+            return;
+        }
+        if let Some(note) = self.vm.env().and_then(|env| self.events.keep_park(env)) {
+            if !self.quiet {
+                eprintln!("hpm: {note}");
+            }
+        }
+    }
+
+    fn feeds(&self) -> Vec<Box<dyn EventFeed>> {
+        vec![Box::new(feed::JvmEventsFeed::new(self.events, self.alloc.is_some(), self.lock.is_some(), self.cpu))]
     }
 
     fn stop(&self) -> Vec<String> {
@@ -300,7 +325,7 @@ impl JvmEvents {
         }
     }
 
-    /// The processor, once per round: the events queued since the last call.
+    /// The feed, once per round: the events queued since the last call.
     pub fn take(&self) -> Vec<Pending> {
         std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()))
     }
@@ -314,7 +339,7 @@ impl JvmEvents {
         }
     }
 
-    /// The processor, each round of a session with `lock`: whether `Unsafe.park` is still hpm's.
+    /// The source's tick, each round of a session with `lock`: whether `Unsafe.park` is still hpm's.
     /// If another agent re-registered it since, hpm registers its own again, calling that agent's
     /// function inside (so both see the parks), at most [`MAX_PARK_RETAKES`] times a process.
     /// Returns a line for the user when it found a takeover.

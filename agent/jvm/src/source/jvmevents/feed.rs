@@ -1,29 +1,32 @@
-//! The processor's part of `alloc` and `lock`: each round, the JVM events the callbacks queued
-//! get their stacks resolved (through a record like the timer samplers', so frames are named
+//! The feed of `alloc` and `lock` ([`crate::feed::EventFeed`]): each round, the JVM events the
+//! callbacks queued get their stacks resolved (through a record like the timer samplers', so frames are named
 //! and lined the same way) and join the recording; without a CPU event they also feed the tree
 //! and the stack table, weighted by bytes or time waited, so every output shows them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::options::Options;
 use hpm_capture::capture::{
     CallFrame, Captured, JvmFrames, RawWalk, SlotKind, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES,
 };
-use hpm_profile::model::{FrameKind, JvmEvent, JvmEventKind, Recording};
-use hpm_resolve::resolve::SampleResolver;
+use hpm_profile::model::{FrameKind, JvmEvent, JvmEventKind};
 
-use super::sinks::{Named, ProfileSink};
-use crate::methods::JvmtiMethods;
-use crate::source::jvmevents::JvmEvents;
+use super::JvmEvents;
+use crate::feed::{EventFeed, FeedCtx};
 use hpm_profile::model::ThreadIdx;
 
 /// Class names the events share at most (then started again).
 const MAX_CLASS_NAMES: usize = 1 << 16;
 
-/// Per kind: events and their summed weight.
-#[derive(Default)]
-pub(super) struct EventState {
+/// The feed of one session: a record to resolve the events' stacks through, class names
+/// shared, and per kind the events and their summed weight.
+pub(super) struct JvmEventsFeed {
+    events: &'static JvmEvents,
+    /// What the session records (`alloc`, `lock`), and whether it has a CPU event: without
+    /// one, the events feed the sinks too.
+    alloc: bool,
+    lock: bool,
+    cpu: bool,
     record: Option<Box<Captured>>,
     classes: HashMap<String, Arc<str>>,
     totals: [(u64, u64); 3],
@@ -31,23 +34,33 @@ pub(super) struct EventState {
     idle: (u64, u64),
 }
 
-impl EventState {
+impl JvmEventsFeed {
+    pub(super) fn new(events: &'static JvmEvents, alloc: bool, lock: bool, cpu: bool) -> JvmEventsFeed {
+        JvmEventsFeed {
+            events,
+            alloc,
+            lock,
+            cpu,
+            record: None,
+            classes: HashMap::new(),
+            totals: Default::default(),
+            idle: (0, 0),
+        }
+    }
+}
+
+impl EventFeed for JvmEventsFeed {
     /// The JVM's events taken so far, of every kind.
-    pub(super) fn count(&self) -> u64 {
+    fn records(&self) -> u64 {
         self.totals.iter().map(|t| t.0).sum()
     }
 
-    /// Takes the events `from` queued since `start_ticks` into the recording, their stacks
-    /// resolved; `sinks` take them too when given (a session without a CPU event).
-    pub(super) fn take(
-        &mut self,
-        from: &JvmEvents,
-        start_ticks: u64,
-        resolver: &mut SampleResolver,
-        methods: &mut JvmtiMethods,
-        rec: &mut Recording,
-        mut sinks: Option<&mut dyn ProfileSink>,
-    ) {
+    /// Takes the events queued since the session's start into the recording, their stacks
+    /// resolved; the sinks take them too in a session without a CPU event.
+    fn drain(&mut self, ctx: &mut FeedCtx<'_>) {
+        let from = self.events;
+        let FeedCtx { start_ticks, resolver, methods, rec, sinks } = ctx;
+        let start_ticks = *start_ticks;
         let pending = from.take();
         if pending.is_empty() {
             return;
@@ -83,7 +96,7 @@ impl EventState {
                 Some((_, stop)) => StackKind::RawWalk(RawWalk { slots: n as u16, stop: *stop, key: None, depth_cut }),
                 None => StackKind::JvmFrames(JvmFrames { n: n as u16, depth_cut, deep: 0 }),
             };
-            let s = resolver.resolve(rec, methods, c);
+            let s = resolver.resolve(rec, *methods, c);
             let (name, loader) = p.class.map(|c| (c.name, c.loader)).unzip();
             let class = name.map(|name| match self.classes.get(&name) {
                 Some(a) => a.clone(),
@@ -119,22 +132,28 @@ impl EventState {
                 self.idle.0 += 1;
                 self.idle.1 = self.idle.1.saturating_add(ev.weight);
             }
-            if let Some(sinks) = sinks.as_mut() {
+            if !self.cpu {
                 let s = hpm_profile::output::jvmevents::as_sample(rec, &ev);
-                sinks.add(&s, &Named { rec, interner: resolver.interner() });
+                sinks(&s, rec, resolver.interner());
             }
             rec.events.push(ev);
         }
     }
 
+    fn drops(&self, drops: &mut Vec<(hpm_profile::model::DropReason, u64)>) {
+        let dropped = self.events.dropped.load(std::sync::atomic::Ordering::Relaxed);
+        drops.push((hpm_profile::model::DropReason::JvmEventsDropped, dropped));
+    }
+
     /// The summary's line for the JVM events, if the session recorded any kind.
-    pub(super) fn line(&self, o: &Options, ev: &JvmEvents) -> Option<String> {
-        if o.alloc.is_none() && o.lock.is_none() {
+    fn line(&self) -> Option<String> {
+        let ev = self.events;
+        if !self.alloc && !self.lock {
             return None;
         }
         let [(na, wa), (nm, wm), (np, wp)] = self.totals;
         let mut parts = Vec::new();
-        if o.alloc.is_some() {
+        if self.alloc {
             let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed);
             let cost = match ev.alloc_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e3 {
                 _ if calls == 0 => String::new(),
@@ -143,7 +162,7 @@ impl EventState {
             parts
                 .push(format!("{na} allocation samples standing for {:.1} MiB{cost}", wa as f64 / (1u64 << 20) as f64));
         }
-        if o.lock.is_some() {
+        if self.lock {
             let short = ev.short_waits.load(std::sync::atomic::Ordering::Relaxed);
             let (ni, wi) = self.idle;
             let idle = match ni {
