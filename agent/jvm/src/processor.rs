@@ -377,7 +377,7 @@ impl Processor {
         });
         rec.methods.set_limit(MAX_SESSION_METHODS);
         // The JFR files grow as PATH.part from now on; the other outputs wait for the end.
-        let (mut sinks, outputs) = Sinks::new(&inputs, &mut rec, all_outputs);
+        let (mut sinks, outputs) = Sinks::new(&inputs, &mut rec, all_outputs, completer.is_some());
         if let Some(keys) = carried_keys {
             sinks.jfr.keys = keys;
         }

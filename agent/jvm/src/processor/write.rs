@@ -6,7 +6,7 @@ use hpm_profile::cct::Measure;
 use hpm_profile::model::Recording;
 use hpm_profile::outfile::{OutputError, Target};
 use hpm_profile::output;
-use hpm_profile::output::format::{render, Look, Profile as Sources};
+use hpm_profile::output::format::{render, BuiltFrom, Look, Profile as Sources};
 use hpm_profile::output::stacks::StackTable;
 use hpm_profile::tree_feed::TreeFeed;
 
@@ -59,8 +59,13 @@ impl Profile<'_> {
     /// Whether [`Self::dump`] in `format` reads the session's JFR (whose samples not yet in
     /// a chunk are flushed first).
     pub(super) fn dump_reads_jfr(&self, format: OutputFormat) -> bool {
-        format == OutputFormat::Jfr
-            || (!self.tree.keeps_table() && matches!(format, OutputFormat::Pprof | OutputFormat::Json))
+        format == OutputFormat::Jfr || self.table_from_jfr(format)
+    }
+
+    /// `format` is built from a stack table, which this session does not keep: it is read back
+    /// from the session's JFR chunks.
+    fn table_from_jfr(&self, format: OutputFormat) -> bool {
+        format.built_from() == BuiltFrom::Table && !self.tree.keeps_table()
     }
 
     /// Writes the profile so far to `target` (a JFR file gets every chunk flushed so far, from
@@ -84,7 +89,7 @@ impl Profile<'_> {
                     })
                 })
                 .map_err(|e| failed.unwrap_or_else(|| e.to_string()))?;
-        } else if !self.tree.keeps_table() && matches!(format, OutputFormat::Pprof | OutputFormat::Json) {
+        } else if self.table_from_jfr(format) {
             // This session keeps no stack table (no pprof or JSON output was asked for at its
             // start): the profile is read back from its JFR chunks, as `hpm convert` does. That
             // holds the JFR whole in the JVM's memory, and its recording beside: refused past

@@ -74,9 +74,6 @@ pub struct SourceTraits {
     pub stretch_rounds: bool,
     /// Its records carry the sampled instruction's registers: data addresses are decoded.
     pub data_addresses: bool,
-    /// Its stacks are completed by the processor at the end: samples are held and the stack
-    /// table kept until then.
-    pub completes_stacks: bool,
     /// The compiled-code events are on from the JVM's load (VMInit replays only start-up's).
     pub code_at_load: bool,
     /// Samples a tick brings: `None` one per period per CPU, `Some(n)` up to n threads a tick
@@ -92,7 +89,6 @@ impl SourceTraits {
         SourceTraits {
             stretch_rounds: false,
             data_addresses: false,
-            completes_stacks: false,
             code_at_load: false,
             threads_per_tick: None,
             stacks,
@@ -104,7 +100,6 @@ impl SourceTraits {
         SourceTraits {
             stretch_rounds: self.stretch_rounds && other.stretch_rounds,
             data_addresses: self.data_addresses || other.data_addresses,
-            completes_stacks: self.completes_stacks || other.completes_stacks,
             code_at_load: self.code_at_load || other.code_at_load,
             threads_per_tick: self.threads_per_tick.or(other.threads_per_tick),
             stacks: self.stacks,
@@ -197,7 +192,8 @@ pub trait EventSource: Send + Sync {
         Vec::new()
     }
     /// The part that completes its samples' stacks at the end, if they need one (asked once,
-    /// when the processor starts; its traits say `completes_stacks`).
+    /// when the processor starts: its samples are then held, and the stack table kept, until
+    /// completion).
     fn completer(&self) -> Option<Box<dyn StackCompleter>> {
         None
     }

@@ -56,9 +56,15 @@ pub(super) struct Sinks {
 impl Sinks {
     /// The session's sinks; `outputs` are split between the JFR sink (its files grow from now
     /// on) and the ones written at the end, returned.
-    pub(super) fn new(inputs: &Inputs, rec: &mut Recording, outputs: Vec<Output>) -> (Sinks, Vec<Output>) {
+    /// `completed`: a stack completer holds the session's samples until the end.
+    pub(super) fn new(
+        inputs: &Inputs,
+        rec: &mut Recording,
+        outputs: Vec<Output>,
+        completed: bool,
+    ) -> (Sinks, Vec<Output>) {
         let (jfr, rest) = jfr::JfrSink::new(inputs, outputs);
-        let tree = tree::TreeSink::new(inputs, rec, &rest);
+        let tree = tree::TreeSink::new(inputs, rec, &rest, completed);
         let mut others: Vec<Box<dyn ProfileSink>> = Vec::new();
         others.extend(tuner::TunerSink::new(inputs).map(|t| Box::new(t) as Box<dyn ProfileSink>));
         (Sinks { tree, jfr, others }, rest)

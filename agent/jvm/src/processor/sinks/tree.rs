@@ -1,9 +1,9 @@
 //! The calling context tree and the stack table (`hpm_profile::tree_feed`), bounded: every output
 //! but JFR, the summary and the live queries read them.
 
-use crate::options::OutputFormat;
 use hpm_profile::cct::Cct;
 use hpm_profile::model::{Recording, Sample};
+use hpm_profile::output::format::BuiltFrom;
 use hpm_profile::output::stacks::StackTable;
 use hpm_profile::tree_feed::TreeFeed;
 
@@ -29,12 +29,16 @@ pub(in crate::processor) struct TreeSink {
 }
 
 impl TreeSink {
-    /// The table is kept (filled) for `data`, `sampler=chain` and a pprof or JSON output among
-    /// `outputs` (see [`TreeFeed`]).
-    pub(in crate::processor) fn new(inputs: &Inputs, rec: &mut Recording, outputs: &[Output]) -> TreeSink {
-        let keep_table = inputs.opts.data
-            || inputs.traits.completes_stacks
-            || outputs.iter().any(|o| matches!(o.format, OutputFormat::Pprof | OutputFormat::Json));
+    /// The table is kept (filled) for `data`, for a source's stack completer (`completed`:
+    /// `sampler=chain`) and for a pprof or JSON output among `outputs` (see [`TreeFeed`]).
+    pub(in crate::processor) fn new(
+        inputs: &Inputs,
+        rec: &mut Recording,
+        outputs: &[Output],
+        completed: bool,
+    ) -> TreeSink {
+        let keep_table =
+            inputs.opts.data || completed || outputs.iter().any(|o| o.format.built_from() == BuiltFrom::Table);
         let stacks = new_table(rec, keep_table);
         TreeSink { feed: TreeFeed::new(new_tree(rec), stacks, keep_table, inputs.opts.per_thread) }
     }

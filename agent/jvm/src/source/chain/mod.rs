@@ -30,10 +30,7 @@ use crate::threads::Threads;
 mod complete;
 
 pub const SOURCE: SourceDef = SourceDef {
-    traits: |opts| {
-        (opts.cpu && opts.sampler == SamplerKind::Chain)
-            .then_some(SourceTraits { completes_stacks: true, ..SourceTraits::plain(StackSite::Copied) })
-    },
+    traits: |opts| (opts.cpu && opts.sampler == SamplerKind::Chain).then_some(SourceTraits::plain(StackSite::Copied)),
     plan,
 };
 
