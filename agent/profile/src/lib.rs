@@ -27,6 +27,7 @@ pub mod limits;
 mod limits_tests;
 pub mod load;
 pub mod model;
+pub mod otlp;
 pub mod outfile;
 pub mod output;
 pub mod phase_timing;
