@@ -35,6 +35,17 @@ else
   tail -n 20 target/async-profiler-fetch.log || true
   status=1
 fi
+# The OpenTelemetry Collector the push tests send profiles to (tests/tests/push_collector.rs),
+# built from Go modules by its own builder and cached by its manifest's hash: ~10 minutes once,
+# nothing after. Without it those tests print NOT RUN, and the run fails.
+if col=$(bash scripts/otelcol/build.sh 2>target/otelcol-build.log | tail -n 1) && [ -x "$col" ]; then
+  export HPM_OTELCOL="$col"
+  echo "test: OpenTelemetry Collector at $HPM_OTELCOL"
+else
+  echo "test: THE OPENTELEMETRY COLLECTOR DID NOT BUILD; its tests will print NOT RUN and the run fails. Last lines of target/otelcol-build.log:"
+  tail -n 20 target/otelcol-build.log || true
+  status=1
+fi
 # Guardrails (principle 2): formatting and lints, over every target (tests and benches too).
 # `clippy::undocumented_unsafe_blocks` is denied in Cargo.toml's [workspace.lints].
 echo "test: == lint (cargo fmt --check; cargo clippy --workspace --all-targets -- -D warnings)"

@@ -33,6 +33,10 @@ fi
 
 command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || die "Go is not installed: run scripts/setup.sh"
 export PATH=$PATH:/usr/local/go/bin
+# The builder's module names a newer Go than Debian's: Go 1.21 and later fetch it themselves
+# (GOTOOLCHAIN, from the module proxy); older ones cannot.
+gov=$(go env GOVERSION | sed 's/^go//')
+case $gov in 1.1[0-9]*|1.20*|1.[0-9]) die "Go $gov is too old to build the collector (1.21 or later fetches the Go it needs): install a newer Go";; esac
 T0=$(date +%s)
 mkdir -p "$CACHE"
 WORK=$(mktemp -d "$CACHE/otelcol-build.XXXXXX")

@@ -11,6 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 mod attachee;
 pub mod browser;
+pub mod collector;
 pub mod measure;
 pub use attachee::{attach_ok, hpm, usage_error, Attachee};
 
