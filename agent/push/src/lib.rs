@@ -15,7 +15,7 @@
 //!
 //! An answer 2xx delivers the period; 408, 429, 5xx, 3xx (redirects are not followed), connection
 //! errors and timeouts keep it for a retry after a capped exponential backoff with jitter
-//! (`Retry-After` seconds honoured, within the same bounds); any other 4xx refuses it (counted,
+//! (`Retry-After` in seconds honoured, within the same bounds; a date is ignored); any other 4xx refuses it (counted,
 //! not retried: the body is wrong for that backend). There is no TLS: `https://` is refused
 //! (push to an OpenTelemetry Collector on the host, which forwards with TLS and credentials), and
 //! no proxy from the environment is used.
@@ -25,7 +25,7 @@
 //! | bound | default | what it bounds |
 //! |---|---|---|
 //! | `max_periods` | 8 | periods queued (plus the one being sent); the oldest is dropped first |
-//! | `max_bytes` | 32 MiB | bytes queued (plus the one being sent and its encoded copy) |
+//! | `max_bytes` | 32 MiB | bytes queued (plus the one being sent and its encoded copy); a larger period is dropped |
 //! | `connect_timeout` | 2 s | resolving and connecting (never more than `io_timeout`) |
 //! | `io_timeout` | 10 s | one whole attempt: connect, send, answer, answer's body |
 //! | `backoff_min`..`backoff_max` | 1 s..60 s | the wait after a failed attempt |

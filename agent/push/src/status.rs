@@ -46,27 +46,27 @@ impl Status {
         } else {
             format!("push to {}: {} of {} delivered", target.display(), self.delivered_periods, periods(offered))
         };
-        s += &format!(" ({} samples, {})", self.delivered_samples, bytes(self.delivered_bytes));
+        s += &format!(" ({}, {})", samples(self.delivered_samples), bytes(self.delivered_bytes));
         let mut lost = Vec::new();
         if self.dropped_full_periods > 0 {
             lost.push(format!(
-                "{} ({} samples) dropped from the full queue while the backend failed",
+                "{} ({}) dropped from the full queue while the backend failed",
                 periods(self.dropped_full_periods),
-                self.dropped_full_samples
+                samples(self.dropped_full_samples)
             ));
         }
         if self.refused_periods > 0 {
             lost.push(format!(
-                "{} ({} samples) refused by the backend",
+                "{} ({}) refused by the backend",
                 periods(self.refused_periods),
-                self.refused_samples
+                samples(self.refused_samples)
             ));
         }
         if self.undelivered_periods > 0 {
             lost.push(format!(
-                "{} ({} samples) still queued at exit",
+                "{} ({}) still queued at exit",
                 periods(self.undelivered_periods),
-                self.undelivered_samples
+                samples(self.undelivered_samples)
             ));
         }
         if !lost.is_empty() {
@@ -115,10 +115,18 @@ pub(crate) fn unix_now_ns() -> u64 {
 }
 
 fn periods(n: u64) -> String {
+    plural(n, "period")
+}
+
+fn samples(n: u64) -> String {
+    plural(n, "sample")
+}
+
+fn plural(n: u64, what: &str) -> String {
     if n == 1 {
-        "1 period".into()
+        format!("1 {what}")
     } else {
-        format!("{n} periods")
+        format!("{n} {what}s")
     }
 }
 
@@ -187,7 +195,7 @@ mod tests {
             dropped_full_periods: 2,
             dropped_full_samples: 20,
             refused_periods: 1,
-            refused_samples: 5,
+            refused_samples: 1,
             undelivered_periods: 1,
             undelivered_samples: 7,
             attempts: 9,
@@ -198,7 +206,7 @@ mod tests {
             s.summary_line(&target()),
             "push to http://127.0.0.1:4318/v1development/profiles: 1 of 5 periods delivered (10 samples, 100 B); \
              not delivered: 2 periods (20 samples) dropped from the full queue while the backend failed, \
-             1 period (5 samples) refused by the backend, 1 period (7 samples) still queued at exit; \
+             1 period (1 sample) refused by the backend, 1 period (7 samples) still queued at exit; \
              last attempt: connection refused"
         );
     }
