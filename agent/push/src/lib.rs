@@ -1,46 +1,78 @@
-//! Delivering profiles to a fleet backend (skeleton: the interface the agent's push sink uses).
+//! Delivering profiles to a fleet backend: a bounded queue of periods, retries with backoff,
+//! plain HTTP (JVM-free).
+//!
+//! The crate knows nothing of profiles: a [`Period`] is a body (an OTLP profiles request's
+//! protobuf, or a JFR file) with its sample count and time range. [`Pusher::offer`] queues it
+//! without waiting on the network; one thread, `hpm-push`, takes the oldest queued period and
+//! POSTs it, keeping it and backing off while the backend fails, so the caller never blocks.
+//!
+//! - [`Format::Otlp`]: `POST {url}` (path `/v1development/profiles` unless given),
+//!   `Content-Type: application/x-protobuf`, `Content-Encoding: gzip` (gzipped on the push thread).
+//!   A 200 answer's body is read (bounded) but not parsed: OTLP partial success is not reported.
+//! - [`Format::Pyroscope`]: `POST {base}/ingest?name=APP{k=v,..}&from=S&until=S&format=jfr&spyName=hpm
+//!   &sampleRate=N`, `multipart/form-data` with the JFR in part `jfr` (as pyroscope-java sends it;
+//!   its `labels` part carries dynamic labels only and is not sent).
+//!
+//! An answer 2xx delivers the period; 408, 429, 5xx, 3xx (redirects are not followed), connection
+//! errors and timeouts keep it for a retry after a capped exponential backoff with jitter
+//! (`Retry-After` in seconds honoured, within the same bounds; a date is ignored); any other 4xx refuses it (counted,
+//! not retried: the body is wrong for that backend). There is no TLS: `https://` is refused
+//! (push to an OpenTelemetry Collector on the host, which forwards with TLS and credentials), and
+//! no proxy from the environment is used.
+//!
+//! Bounds (defaults of [`Config::new`]; the first six are fields of [`Config`]):
+//!
+//! | bound | default | what it bounds |
+//! |---|---|---|
+//! | `max_periods` | 8 | periods queued (plus the one being sent); the oldest is dropped first |
+//! | `max_bytes` | 32 MiB | bytes queued (plus the one being sent and its encoded copy); a larger period is dropped |
+//! | `connect_timeout` | 2 s | resolving and connecting (never more than `io_timeout`) |
+//! | `io_timeout` | 10 s | one whole attempt: connect, send, answer, answer's body |
+//! | `backoff_min`..`backoff_max` | 1 s..60 s | the wait after a failed attempt |
+//! | response body read | 64 KiB | [`RESPONSE_MAX`]; answer headers: 16 KiB |
+//! | URL | 2 KiB | [`URL_MAX`]; Pyroscope name and labels: [`NAME_MAX`] |
+//!
+//! [`Pusher::stop`] tries to deliver what is queued within its grace, attempting each period once
+//! (the first failure ends it: the JVM is exiting), and never takes longer than grace + `io_timeout`.
+
+mod backoff;
+mod http;
+mod pusher;
+mod queue;
+mod status;
+mod target;
 
 use std::time::Duration;
 
-/// What the backend speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// OTLP profiles over HTTP (`/v1development/profiles`), gzipped protobuf.
-    Otlp,
-    /// Pyroscope's `/ingest?format=jfr`.
-    Pyroscope,
-}
+pub use pusher::Pusher;
+pub use status::{Outcome, Status};
+pub use target::{Format, Target, URL_MAX};
 
-/// Where `push=` sends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Target {
-    pub format: Format,
-    url: String,
-}
+/// At most this much of an answer's body is read.
+pub const RESPONSE_MAX: usize = 64 << 10;
 
-impl Target {
-    pub fn parse(url: &str, format: Format) -> Result<Target, String> {
-        Ok(Target { format, url: url.to_string() })
-    }
-
-    pub fn display(&self) -> String {
-        self.url.clone()
-    }
-}
+/// At most this many bytes of Pyroscope's `name` (the application name with its labels).
+pub const NAME_MAX: usize = 1024;
 
 /// How the pusher delivers, and its bounds.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub target: Target,
+    /// Periods queued, not counting the one being sent.
     pub max_periods: usize,
+    /// Bytes of queued bodies, not counting the one being sent.
     pub max_bytes: usize,
+    /// Resolving and connecting; capped by `io_timeout`.
     pub connect_timeout: Duration,
+    /// One attempt from connecting to the end of the answer.
     pub io_timeout: Duration,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
     /// Pyroscope: the application name (`name=`) and its labels.
     pub app_name: String,
     pub labels: Vec<(String, String)>,
+    /// Pyroscope: `sampleRate=` in Hz (samples per second of CPU or wall time); 0 leaves it out.
+    pub sample_rate_hz: u32,
 }
 
 impl Config {
@@ -55,6 +87,7 @@ impl Config {
             backoff_max: Duration::from_secs(60),
             app_name,
             labels: Vec::new(),
+            sample_rate_hz: 100,
         }
     }
 }
@@ -66,66 +99,4 @@ pub struct Period {
     pub samples: u64,
     pub from_unix_ns: u64,
     pub until_unix_ns: u64,
-}
-
-/// The last attempt's outcome.
-#[derive(Clone, Debug, Default)]
-pub struct Outcome {
-    pub at_unix_ns: u64,
-    pub ok: bool,
-    pub what: String,
-}
-
-/// What the pusher did so far.
-#[derive(Clone, Debug, Default)]
-pub struct Status {
-    pub delivered_periods: u64,
-    pub delivered_samples: u64,
-    pub delivered_bytes: u64,
-    pub queued_periods: u64,
-    pub queued_bytes: u64,
-    pub dropped_full_periods: u64,
-    pub dropped_full_samples: u64,
-    pub refused_periods: u64,
-    pub refused_samples: u64,
-    pub undelivered_periods: u64,
-    pub undelivered_samples: u64,
-    pub attempts: u64,
-    pub last: Option<Outcome>,
-}
-
-impl Status {
-    pub fn summary_line(&self, target: &Target) -> String {
-        format!("pushed {} periods to {}", self.delivered_periods, target.display())
-    }
-
-    pub fn status_line(&self, target: &Target) -> String {
-        self.summary_line(target)
-    }
-}
-
-/// Delivers periods from its own thread, `hpm-push`.
-pub struct Pusher {
-    cfg: Config,
-}
-
-impl Pusher {
-    pub fn start(cfg: Config) -> std::io::Result<Pusher> {
-        Ok(Pusher { cfg })
-    }
-
-    /// Queues `p` without waiting on the network.
-    pub fn offer(&self, p: Period) {
-        let _ = (&self.cfg, p);
-    }
-
-    pub fn status(&self) -> Status {
-        Status::default()
-    }
-
-    /// Delivers what it can within `grace`, then stops.
-    pub fn stop(self, grace: Duration) -> Status {
-        let _ = grace;
-        Status::default()
-    }
 }
