@@ -263,17 +263,16 @@ fn collector_restart_loses_nothing_uncounted() {
     );
 }
 
-/// Samples the summary says were not delivered (0 when it says nothing was lost).
+/// Samples the push's summary line says were not delivered (after its "not delivered: ", each
+/// reason's "(N samples)"), 0 when it says nothing was lost.
 fn not_delivered(stderr: &str) -> u64 {
-    stderr
-        .lines()
-        .filter(|l| l.contains("not delivered") || l.contains("dropped"))
-        .filter(|l| l.contains("push"))
-        .filter_map(|l| {
-            let i = l.find(" samples")?;
-            let digits: String =
-                l[..i].chars().rev().take_while(|c| c.is_ascii_digit() || *c == ',').collect::<String>();
-            digits.chars().rev().filter(char::is_ascii_digit).collect::<String>().parse::<u64>().ok()
+    let Some(line) = stderr.lines().find(|l| l.contains("push to ")) else { panic!("no push summary:\n{stderr}") };
+    let Some((_, lost)) = line.split_once("not delivered: ") else { return 0 };
+    lost.split('(')
+        .skip(1)
+        .filter_map(|part| {
+            let (n, rest) = part.split_once(' ')?;
+            rest.starts_with("sample").then(|| n.replace(',', "").parse::<u64>().ok()).flatten()
         })
         .sum()
 }
