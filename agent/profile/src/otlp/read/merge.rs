@@ -16,11 +16,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue};
-use opentelemetry_proto::tonic::profiles::v1development::{
-    Function, KeyValueAndUnit, Location, Profile, ProfilesDictionary, Sample as OtlpSample, Stack as OtlpStack,
-};
+use opentelemetry_proto::tonic::profiles::v1development::{Profile, ProfilesDictionary, Sample as OtlpSample};
 
+use super::dict::{Dict, Val};
 use super::{format_err, Fleet, Problem};
 use crate::limits::{LimitError, MAX_FILE_COUNTERS, MAX_NAME_BYTES, MAX_STACK_DEPTH, MAX_THREAD_NAME_BYTES};
 use crate::model::{
@@ -72,69 +70,6 @@ impl Merged {
             s.push_str(&format!(" on {}", plural(self.hosts, "host", "hosts")));
         }
         s
-    }
-}
-
-/// The dictionary's tables, every index checked.
-struct Dict<'a>(&'a ProfilesDictionary);
-
-fn at<'t, T>(table: &'t [T], i: i32, what: &str) -> Result<&'t T, Problem> {
-    usize::try_from(i).ok().and_then(|i| table.get(i)).ok_or_else(|| {
-        format_err(format!(
-            "{what} index {i} is out of range (the table has {} entries); the file is damaged",
-            table.len()
-        ))
-    })
-}
-
-impl<'a> Dict<'a> {
-    fn string(&self, i: i32) -> Result<&'a str, Problem> {
-        at(&self.0.string_table, i, "string").map(String::as_str)
-    }
-    fn attr(&self, i: i32) -> Result<&'a KeyValueAndUnit, Problem> {
-        at(&self.0.attribute_table, i, "attribute")
-    }
-    fn function(&self, i: i32) -> Result<&'a Function, Problem> {
-        at(&self.0.function_table, i, "function")
-    }
-    fn location(&self, i: i32) -> Result<&'a Location, Problem> {
-        at(&self.0.location_table, i, "location")
-    }
-    fn stack(&self, i: i32) -> Result<&'a OtlpStack, Problem> {
-        at(&self.0.stack_table, i, "stack")
-    }
-
-    /// A value as text or number, however it is stored (inline or in the string table).
-    fn value(&self, v: Option<&'a AnyValue>) -> Result<Val<'a>, Problem> {
-        Ok(match v.and_then(|v| v.value.as_ref()) {
-            Some(Value::StringValue(s)) => Val::Str(s),
-            Some(Value::StringValueStrindex(i)) => Val::Str(self.string(*i)?),
-            Some(Value::IntValue(n)) => Val::Int(*n),
-            _ => Val::Other,
-        })
-    }
-}
-
-enum Val<'a> {
-    Str(&'a str),
-    Int(i64),
-    Other,
-}
-
-impl Val<'_> {
-    fn text(&self) -> Option<String> {
-        match self {
-            Val::Str(s) => Some(s.to_string()),
-            Val::Int(n) => Some(n.to_string()),
-            Val::Other => None,
-        }
-    }
-    fn int(&self) -> Option<i64> {
-        match self {
-            Val::Int(n) => Some(*n),
-            Val::Str(s) => s.parse().ok(),
-            Val::Other => None,
-        }
     }
 }
 
@@ -246,6 +181,20 @@ impl Roles {
             ..EventInfo::default()
         };
         Ok(Some(Roles { main, counts, main_counts_samples, counters, left_out, event }))
+    }
+}
+
+impl Roles {
+    /// The samples the profiles stand for, as merging would count them (negative values as 0).
+    fn samples(&self, profiles: &[Profile]) -> u64 {
+        let sum = |p: &Profile| {
+            p.samples.iter().flat_map(|s| &s.values).map(|&v| v.max(0) as u64).fold(0u64, u64::saturating_add)
+        };
+        match self.counts {
+            _ if self.main_counts_samples => sum(&profiles[self.main]),
+            Some(c) => sum(&profiles[c]),
+            None => profiles[self.main].samples.len() as u64,
+        }
     }
 }
 
@@ -599,8 +548,7 @@ impl Merger {
             for sp in &rp.scope_profiles {
                 let Some(roles) = Roles::of(&dict, &sp.profiles)? else { continue };
                 if !selected {
-                    *self.others.entry(proc.service.clone()).or_default() +=
-                        sp.profiles[roles.main].samples.len() as u64;
+                    *self.others.entry(proc.service.clone()).or_default() += roles.samples(&sp.profiles);
                     continue;
                 }
                 let g = self.groups.entry(proc.service.clone()).or_default();

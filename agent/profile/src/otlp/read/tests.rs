@@ -216,6 +216,36 @@ fn several_services_without_service_are_listed_and_a_missing_one_is_named() {
     assert_eq!(read(&p, None, Some("h2")).unwrap().merged.service, "A");
 }
 
+/// A second period of the fleet: A's first JVM now spends its time in `read`.
+fn fleet_later() -> ExportProfilesServiceRequest {
+    let mut r = Req::new();
+    r.resource("A", "h1", 100, &[(2, "main", 7, 12_000_000_000, 7), (2, "main", 7, 12_010_000_000, 5)]);
+    r.resource("A", "h2", 200, &[(1, "main", 7, 13_000_000_000, 40)]);
+    r.resource("B", "h1", 300, &[(1, "io", 9, 12_500_000_000, 1)]);
+    r.build()
+}
+
+/// tests/data/otlp/fleet/ (the CLI's tests read it) holds what this builder makes: two periods
+/// of services A (two JVMs on two hosts) and B, as .pb (framed) and .jsonl; `one.otlp` is the
+/// first period bare. `HPM_BLESS=1` writes them.
+#[test]
+fn the_checked_in_fleet_files_are_what_the_builder_makes() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/otlp/fleet");
+    let files: [(&str, Vec<u8>); 3] = [
+        ("monday.pb", framed(&[fleet()])),
+        ("today.jsonl", format!("{}\n", to_json(&fleet_later())).into_bytes()),
+        ("../one.otlp", fleet().encode_to_vec()),
+    ];
+    for (name, bytes) in files {
+        let p = dir.join(name);
+        if std::env::var_os("HPM_BLESS").is_some() {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&p, &bytes).unwrap();
+        }
+        assert_eq!(std::fs::read(&p).unwrap(), bytes, "{name}: run with HPM_BLESS=1 and review");
+    }
+}
+
 #[test]
 fn json_lines_read_as_the_same_messages() {
     // The collector's JSON as written by `format: json` for a request of each service.
