@@ -1,5 +1,6 @@
-//! `hpm convert FILE.jfr -o OUT.pb.gz|OUT.json [--thread REGEX] [--from TIME] [--to TIME]`: a
-//! recording in the formats other tools read — pprof (`go tool pprof`, speedscope, Pyroscope…)
+//! `hpm convert FILE.jfr|FLEET.pb -o OUT.pb.gz|OUT.json [--service NAME] [--host NAME] [--thread
+//! REGEX] [--from TIME] [--to TIME]`: a recording, or the merged OTLP profiles of a service, in
+//! the formats other tools read — pprof (`go tool pprof`, speedscope, Pyroscope…)
 //! and the versioned JSON of docs/json.md.
 
 use std::path::Path;
@@ -11,7 +12,7 @@ use crate::input::SampleArgs;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .jfr recording
+    /// A .jfr recording, or OTLP profiles (.otlp, .pb, .json, or a directory of them)
     input: String,
     /// OUT.pb.gz: pprof (gzip-compressed profile.proto, `go tool pprof -top OUT.pb.gz`);
     /// OUT.json: JSON, schema hpm-profile/1 (docs/json.md)
@@ -31,17 +32,19 @@ pub fn main(a: Args) -> Result<(), String> {
             ))
         }
     };
-    if !hpm_profile::load::is_jfr_path(std::path::Path::new(input)) {
+    let path = Path::new(input);
+    if !hpm_profile::load::is_jfr_path(path) && !hpm_profile::otlp::is_otlp_path(path) {
         return Err(format!(
-            "input `{input}` is not a .jfr recording; `hpm convert` needs one (collapsed stacks carry no source lines)"
+            "input `{input}` is not a .jfr recording or OTLP profiles; `hpm convert` needs one (collapsed stacks carry \
+             no source lines)"
         ));
     }
     if let Err(e) = std::fs::metadata(input) {
         return Err(format!("cannot read `{input}`: {e}; check the path"));
     }
     let filter = a.samples.filter()?;
-    let (mut rec, notes) =
-        hpm_profile::load::load_recording(Path::new(input)).map_err(|e| format!("cannot load recording: {e}"))?;
+    let (mut rec, notes) = hpm_profile::load::load_any_recording(path, &filter.fleet)
+        .map_err(|e| format!("cannot load recording: {e}"))?;
     crate::input::warn(&notes);
     if filter.no_idle {
         hpm_profile::output::idle::leave_out(&mut rec);

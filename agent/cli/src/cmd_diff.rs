@@ -39,7 +39,8 @@ have them and lock waits (say --event lock for those), else the one kind they sh
 
 Example: hpm diff before.jfr after.jfr -o diff.html")]
 pub struct Args {
-    /// The profile before: a .jfr recording or collapsed stacks (ours or async-profiler's)
+    /// The profile before: a .jfr recording, OTLP profiles (.otlp, .pb, .json, a directory) or
+    /// collapsed stacks (ours or async-profiler's)
     a: String,
     /// The profile after, compared with A
     b: String,
@@ -62,6 +63,13 @@ pub struct Args {
     /// Title of the flame graph
     #[arg(long, value_name = "T")]
     title: Option<String>,
+    /// B's service, where it is not --service's: `hpm diff fleet.pb fleet.pb --service A
+    /// --service-b B` (OTLP input only)
+    #[arg(long, value_name = "NAME")]
+    service_b: Option<String>,
+    /// B's host, where it is not --host's (OTLP input only)
+    #[arg(long, value_name = "NAME")]
+    host_b: Option<String>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -127,10 +135,14 @@ pub fn main(a: Args) -> Result<(), String> {
 /// they have both kinds.
 fn load_pair(a: &Args) -> Result<(Cct, Cct, Unit), String> {
     let filter = a.samples.filter()?;
-    let load = |path: &str, event: Option<EventSel>| {
-        hpm_profile::load::load_profile(path, false, None, &filter, None, event, false)
+    let mut filter_b = filter.clone();
+    filter_b.fleet.service = a.service_b.clone().or(filter_b.fleet.service);
+    filter_b.fleet.host = a.host_b.clone().or(filter_b.fleet.host);
+    let load = |path: &str, event: Option<EventSel>, b: bool| {
+        let filter = if b { &filter_b } else { &filter };
+        hpm_profile::load::load_profile(path, false, None, filter, None, event, false)
     };
-    let (mut pa, mut pb) = (load(&a.a, a.samples.event)?, load(&a.b, a.samples.event)?);
+    let (mut pa, mut pb) = (load(&a.a, a.samples.event, false)?, load(&a.b, a.samples.event, true)?);
     let mut event = a.samples.event;
     let empty = |p: &Input| p.cct.total_samples() == 0;
     if event.is_none() && (empty(&pa) || empty(&pb)) {
@@ -144,7 +156,7 @@ fn load_pair(a: &Args) -> Result<(Cct, Cct, Unit), String> {
         if let Some(n) = note {
             eprintln!("hpm: {n}");
         }
-        (pa, pb) = (load(&a.a, Some(sel))?, load(&a.b, Some(sel))?);
+        (pa, pb) = (load(&a.a, Some(sel), false)?, load(&a.b, Some(sel), true)?);
         event = Some(sel);
     }
     warn(&pa.notes);

@@ -11,7 +11,8 @@ use crate::input::{load_input, SampleArgs};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .jfr recording or collapsed stacks (.collapsed)
+    /// A .jfr recording, OTLP profiles (.otlp, .pb, .json, or a directory of them; --service)
+    /// or collapsed stacks (.collapsed)
     input: String,
     /// The output: .html (interactive, self-contained), .svg (static) or .collapsed (stack lines)
     #[arg(short, long, value_name = "OUT")]

@@ -16,7 +16,8 @@ use crate::values::{percent_value, positive};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A .jfr recording or collapsed stacks (.collapsed)
+    /// A .jfr recording, OTLP profiles (.otlp, .pb, .json, or a directory of them; --service)
+    /// or collapsed stacks (.collapsed)
     file: String,
     /// Rows in the method tables [default: 20; 100 with --instructions]
     #[arg(long, value_parser = positive::<usize>)]

@@ -36,6 +36,13 @@ pub(crate) struct SampleArgs {
     /// 'PriceCache' or 'ReentrantLock' (allocations stay) (.jfr only)
     #[arg(long, value_name = "REGEX")]
     lock_class: Option<String>,
+    /// Only the profiles of service NAME (its `service.name`), merged: the JVMs of a fleet as
+    /// an OpenTelemetry Collector's file exporter wrote them (OTLP input only)
+    #[arg(long, value_name = "NAME")]
+    pub(crate) service: Option<String>,
+    /// Only the profiles of host NAME (its `host.name`) (OTLP input only)
+    #[arg(long, value_name = "NAME")]
+    pub(crate) host: Option<String>,
 }
 
 impl SampleArgs {
@@ -43,11 +50,12 @@ impl SampleArgs {
         let mut f = SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())?
             .with_lock_class(self.lock_class.as_deref())?;
         f.no_idle = self.no_idle;
+        f.fleet = hpm_profile::otlp::Selection { service: self.service.clone(), host: self.host.clone() };
         Ok(f)
     }
 }
 
-/// Loads `.jfr` or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
+/// Loads `.jfr`, OTLP profiles (a file or a directory of them) or collapsed stacks. With `threads`, the tree gets a `[name tid=N]` level
 /// under the root (JFR only: collapsed stacks carry no thread information). With `from_phase`
 /// (`NAME` or `NAME=INDEX`, the Java bridge's `hpm.Phase` events; `.jfr` only), only the
 /// samples from that marker on; of those, what `samples` selects. Warnings (an incomplete

@@ -157,6 +157,9 @@ pub struct SampleFilter {
     /// `--lock-class REGEX`: only the lock waits (monitor enters, parks) whose monitor's or
     /// blocker's class matches; applied by the loader with `no_idle` ([`SampleFilter::keep_lock_classes`]).
     pub lock_class: Option<Regex>,
+    /// `--service`, `--host`: which of a fleet's profiles are read (OTLP input only; applied by
+    /// the reader, [`crate::otlp::read`]).
+    pub fleet: crate::otlp::read::Selection,
 }
 
 /// What a filter did, for the header line of a report and the notes of other commands.
@@ -209,7 +212,7 @@ impl SampleFilter {
                 return Err("--from is not before --to; give a range".into());
             }
         }
-        Ok(SampleFilter { thread, from, to, no_idle: false, lock_class: None })
+        Ok(SampleFilter { thread, from, to, no_idle: false, lock_class: None, fleet: Default::default() })
     }
 
     /// Adds `--lock-class REGEX` (bounded as `--thread` is).

@@ -1,6 +1,6 @@
 //! The fuzzing targets' bodies: every reader of input a user may be handed —
 //! the agent's option string, `.jfr` recordings, collapsed stacks, CallerChaining quadruples,
-//! phase traces (text and binary) and `.ccmap` dumps — fed arbitrary bytes. `fuzz/` runs them
+//! phase traces (text and binary), `.ccmap` dumps and OTLP profiles — fed arbitrary bytes. `fuzz/` runs them
 //! under libFuzzer (cargo-fuzz, nightly); `fuzz_targets_tests.rs` replays every committed corpus
 //! and regression input through them on stable, in the normal test run.
 //!
@@ -24,7 +24,7 @@ use crate::output::report::{full_report, ReportOptions, Tallies};
 use crate::output::stacks::StackTable;
 
 /// The target names, as `fuzz/fuzz_targets/NAME.rs` and `fuzz/corpus/NAME/`.
-pub const TARGETS: [&str; 5] = ["jfr", "collapsed", "quads", "trace", "ccmap"];
+pub const TARGETS: [&str; 6] = ["jfr", "collapsed", "quads", "trace", "ccmap", "otlp"];
 
 /// Runs target `name` on `data`; `scratch` is a directory the `jfr` target may write its file in.
 pub fn run(name: &str, data: &[u8], scratch: &Path) {
@@ -34,6 +34,7 @@ pub fn run(name: &str, data: &[u8], scratch: &Path) {
         "quads" => quads(data),
         "trace" => trace(data),
         "ccmap" => ccmap(data),
+        "otlp" => otlp(data, scratch),
         other => panic!("no fuzz target {other}"),
     }
 }
@@ -54,6 +55,27 @@ pub fn jfr(data: &[u8], scratch: &Path) {
     let _ = crate::output::pprof::pprof_gz(&rec, &stacks);
     let _ = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
     let _ = CcMap::from_recording_within(&rec, crate::limits::ccmap_max_contexts(data.len() as u64));
+}
+
+/// OTLP profiles as each framing reads them (a bare request, length-prefixed, JSON lines),
+/// any service, then the report of what was merged.
+pub fn otlp(data: &[u8], scratch: &Path) {
+    for ext in ["otlp", "pb", "jsonl"] {
+        let path = scratch.join(format!("fuzz-{}.{ext}", std::process::id()));
+        std::fs::write(&path, data).expect("write the input file");
+        let read = crate::otlp::read::read_fleet(std::slice::from_ref(&path), &Default::default());
+        let _ = std::fs::remove_file(&path);
+        let Ok(fleet) = read else { continue };
+        let rec = fleet.recording;
+        let cct = Cct::from_recording(&rec, true);
+        let stacks = StackTable::from_recording(&rec);
+        assert_eq!(
+            stacks.total_samples(),
+            rec.samples.iter().map(|s| s.repeats()).sum::<u64>(),
+            "the stack table lost samples"
+        );
+        let _ = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
+    }
 }
 
 /// Collapsed stacks: accepted input survives writing and reading back with its sample count.

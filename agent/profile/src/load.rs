@@ -1,5 +1,7 @@
-//! Loading profiles from files for the analysis commands: `.jfr` (ours or the JDK's) and
-//! collapsed stacks (`frame;frame;frame count` per line, as async-profiler and FlameGraph write).
+//! Loading profiles from files for the analysis commands: `.jfr` (ours or the JDK's), OTLP
+//! profiles a fleet pushed (`.otlp`, `.pb`, `.binpb`, `.json`, `.jsonl`, or a directory of them;
+//! [`crate::otlp::read`]) and collapsed stacks (`frame;frame;frame count` per line, as
+//! async-profiler and FlameGraph write).
 //!
 //! Loading is linear in the input: a recording's samples share their stacks, trees are built
 //! from distinct stacks, and the limits of [`crate::limits`] are checked as the input is read.
@@ -74,6 +76,44 @@ pub fn load_recording(path: &Path) -> Result<(Recording, Vec<String>), LoadError
     let notes =
         lost.map(|t| t.to_string()).into_iter().chain(notes).map(|n| format!("{}: {n}", path.display())).collect();
     Ok((recording, notes))
+}
+
+/// A recording read from a `.jfr` file or from OTLP profiles (a file or a directory of them,
+/// the profiles `sel` selects merged: [`crate::otlp::read`]), with the notes to show. `sel`
+/// must be empty for a `.jfr` file.
+pub fn load_any_recording(
+    path: &Path,
+    sel: &crate::otlp::read::Selection,
+) -> Result<(Recording, Vec<String>), LoadError> {
+    if !crate::otlp::read::is_otlp_path(path) {
+        if !sel.is_empty() {
+            return Err(LoadError::format(
+                path,
+                0,
+                "--service and --host select profiles of OTLP input (.otlp, .pb, .json, a directory); a .jfr \
+                 recording is one JVM's"
+                    .into(),
+            ));
+        }
+        return load_recording(path);
+    }
+    let fleet = crate::otlp::read::read_fleet(&[path.to_path_buf()], sel).map_err(|e| {
+        use crate::otlp::read::Problem;
+        let kind = match &e.problem {
+            Problem::Io(_) => LoadErrorKind::Io,
+            Problem::Limit(l) => LoadErrorKind::Limit(l.clone()),
+            Problem::Format(_) | Problem::Selection(_) => LoadErrorKind::Format,
+        };
+        let message = match e.message_no {
+            0 => e.problem.to_string(),
+            n => format!("message {n}: {}", e.problem),
+        };
+        LoadError { path: e.path, line: 0, message, kind }
+    })?;
+    let mut notes =
+        vec![format!("{}: {} merged from {} messages", path.display(), fleet.merged.describe(), fleet.merged.messages)];
+    notes.extend(fleet.notes.into_iter().map(|n| format!("{}: {n}", path.display())));
+    Ok((fleet.recording, notes))
 }
 
 /// Whether `path` names a JFR recording: a `.jfr` file, or the `.jfr.part` the agent writes
@@ -233,20 +273,27 @@ pub fn load_profile(
 ) -> Result<Profile, String> {
     let p = Path::new(path);
     let ext = p.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let is_jfr = is_jfr_path(p);
+    let is_otlp = crate::otlp::read::is_otlp_path(p);
+    let is_jfr = is_jfr_path(p) || is_otlp;
     if !is_jfr && !COLLAPSED_EXTS.contains(&ext) {
         let what = if ext.is_empty() { "has no extension".to_string() } else { format!("has extension `.{ext}`") };
         return Err(format!(
-            "input `{path}` {what}; give a .jfr recording or collapsed stacks (.collapsed, .folded, .txt)"
+            "input `{path}` {what}; give a .jfr recording, OTLP profiles (.otlp, .pb, .json, or a directory of \
+             them) or collapsed stacks (.collapsed, .folded, .txt)"
         ));
     }
     match open_regular(p) {
+        _ if p.is_dir() => {}
         Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Err(format!("`{path}` is {e}")),
         Err(e) => return Err(format!("cannot read `{path}`: {e}; check the path")),
         Ok(_) => {}
     }
+    if is_otlp && from_phase.is_some() {
+        return Err(format!("--from-phase needs a .jfr recording with hpm.Phase markers; `{path}` is OTLP profiles"));
+    }
     if is_jfr {
-        let (mut rec, mut notes) = load_recording(p).map_err(|e| format!("cannot load recording: {e}"))?;
+        let (mut rec, mut notes) =
+            load_any_recording(p, &filter.fleet).map_err(|e| format!("cannot load recording: {e}"))?;
         if filter.no_idle {
             let n = crate::output::idle::leave_out(&mut rec);
             notes.push(format!("--no-idle: {n} parks of idle pool threads waiting for work left out"));
@@ -300,6 +347,11 @@ pub fn load_profile(
         }
         Ok(Profile { rec: Some(rec), cct, tallies, notes, filtered, creation })
     } else {
+        if !filter.fleet.is_empty() {
+            return Err(format!(
+                "--service and --host select profiles of OTLP input; collapsed stacks like `{path}` carry no services"
+            ));
+        }
         if !filter.is_empty() {
             return Err(format!(
                 "--thread, --from and --to need a .jfr recording: collapsed stacks like `{path}` carry no \

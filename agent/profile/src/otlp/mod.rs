@@ -4,3 +4,6 @@
 pub mod encode;
 
 pub use encode::{encode_recording, PeriodBuilder, Resource};
+pub mod read;
+
+pub use read::{is_otlp_path, read_fleet, Fleet, Merged, Selection};
