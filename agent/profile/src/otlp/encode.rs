@@ -3,7 +3,7 @@
 //! sample's values; [`PeriodBuilder::finish`] makes one `Profile` per sample type of them.
 //!
 //! Memory: the period's distinct strings, functions, locations, stacks and attribute sets,
-//! plus 48 bytes per sample (and 16 per non-zero counter value): [`PeriodBuilder::approx_bytes`].
+//! plus 40 bytes per sample, 32 per JVM event and 16 per non-zero counter value: [`PeriodBuilder::approx_bytes`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

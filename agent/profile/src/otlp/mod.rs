@@ -4,7 +4,7 @@
 //!
 //! hpm's convention, shared by the encoder ([`encode`]), the reader and the agent's pusher:
 //! - One `ExportProfilesServiceRequest` per period per JVM; its `ProfilesDictionary` holds every
-//!   table, index 0 of each the zero value ([`dict`]).
+//!   table, index 0 of each the zero value (`dict.rs`).
 //! - One `ResourceProfiles` whose resource has plain string keys ([`encode::Resource`]):
 //!   `service.name`, `host.name`, `process.pid` (int), `process.runtime.name`/`.version`/
 //!   `.description`, `telemetry.sdk.name` = "hpm", `telemetry.sdk.version`; unknown values are
