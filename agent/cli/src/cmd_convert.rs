@@ -1,7 +1,7 @@
-//! `hpm convert FILE.jfr|FLEET.pb -o OUT.pb.gz|OUT.json [--service NAME] [--host NAME] [--thread
-//! REGEX] [--from TIME] [--to TIME]`: a recording, or the merged OTLP profiles of a service, in
-//! the formats other tools read — pprof (`go tool pprof`, speedscope, Pyroscope…)
-//! and the versioned JSON of docs/json.md.
+//! `hpm convert FILE.jfr|FLEET.pb -o OUT.pb.gz|OUT.json|OUT.otlp [--service NAME] [--host NAME]
+//! [--thread REGEX] [--from TIME] [--to TIME]`: a recording, or the merged OTLP profiles of a
+//! service, in the formats other tools read — pprof (`go tool pprof`, speedscope, Pyroscope…), the
+//! versioned JSON of docs/json.md, and an OTLP profiles request (an OpenTelemetry Collector).
 
 use std::path::Path;
 
@@ -15,7 +15,8 @@ pub struct Args {
     /// A .jfr recording, or OTLP profiles (.otlp, .pb, .json, or a directory of them)
     input: String,
     /// OUT.pb.gz: pprof (gzip-compressed profile.proto, `go tool pprof -top OUT.pb.gz`);
-    /// OUT.json: JSON, schema hpm-profile/1 (docs/json.md)
+    /// OUT.json: JSON, schema hpm-profile/1 (docs/json.md);
+    /// OUT.otlp: an OTLP profiles request, protobuf (POST it to a collector's /v1development/profiles)
     #[arg(short, long, value_name = "OUT")]
     output: String,
     #[command(flatten)]
@@ -28,7 +29,7 @@ pub fn main(a: Args) -> Result<(), String> {
         Some(f) if f.built_from() == BuiltFrom::Table => f,
         _ => {
             return Err(format!(
-                "output `{output}`: use .pb.gz (pprof) or .json (hpm-profile/1); for flame graphs and collapsed stacks use `hpm flamegraph`"
+                "output `{output}`: use .pb.gz (pprof) or .json (hpm-profile/1) or .otlp (OTLP profiles); for flame graphs and collapsed stacks use `hpm flamegraph`"
             ))
         }
     };

@@ -26,6 +26,8 @@ pub enum Format {
     Pprof,
     /// JSON, schema `hpm-profile/1` (docs/json.md).
     Json,
+    /// An OTLP profiles request, protobuf, uncompressed (`.otlp`; `crate::otlp`).
+    Otlp,
 }
 
 /// Whether `.txt` names collapsed stacks: only where the command writes stacks or graphs
@@ -37,13 +39,14 @@ pub enum Txt {
 }
 
 /// File name endings (compared without case) and their formats, the longest ending first.
-const TABLE: [(&str, Format); 10] = [
+const TABLE: [(&str, Format); 11] = [
     (".pb.gz", Format::Pprof),
     (".collapsed", Format::Collapsed),
     (".folded", Format::Collapsed),
     (".pprof", Format::Pprof),
     (".html", Format::Html),
     (".json", Format::Json),
+    (".otlp", Format::Otlp),
     (".htm", Format::Html),
     (".jfr", Format::Jfr),
     (".svg", Format::Svg),
@@ -62,11 +65,11 @@ impl Format {
     }
 
     /// What the format is made from: the calling context tree (collapsed stacks, flame
-    /// graphs), the stack table (pprof and JSON: file and line per frame), or neither (JFR).
+    /// graphs), the stack table (pprof, JSON, OTLP: file and line per frame), or neither (JFR).
     pub fn built_from(self) -> BuiltFrom {
         match self {
             Format::Collapsed | Format::Html | Format::Svg => BuiltFrom::Tree,
-            Format::Pprof | Format::Json => BuiltFrom::Table,
+            Format::Pprof | Format::Json | Format::Otlp => BuiltFrom::Table,
             Format::Jfr => BuiltFrom::Chunks,
         }
     }
@@ -82,7 +85,7 @@ pub enum BuiltFrom {
 }
 
 /// A profile as the formats read it: a tree for the graphs and collapsed stacks, a recording
-/// with its stack table for pprof and JSON. A caller gives what the formats it renders need.
+/// with its stack table for pprof, JSON and OTLP. A caller gives what the formats it renders need.
 #[derive(Clone, Copy, Default)]
 pub struct Profile<'a> {
     pub tree: Option<&'a Cct>,
@@ -127,6 +130,10 @@ pub fn render(format: Format, profile: Profile<'_>, look: &Look) -> Option<Vec<u
             let (rec, table) = profile.table?;
             super::json::to_json(rec, table).into_bytes()
         }
+        Format::Otlp => {
+            let (rec, table) = profile.table?;
+            super::otlp::otlp_file(rec, table)
+        }
     })
 }
 
@@ -150,6 +157,8 @@ mod tests {
             ("p.PB.GZ", Format::Pprof),
             ("p.pprof", Format::Pprof),
             ("p.json", Format::Json),
+            ("p.otlp", Format::Otlp),
+            ("P.OTLP", Format::Otlp),
             ("%p-%t.jfr", Format::Jfr),
         ] {
             assert_eq!(Format::of_path(path, Txt::Refused), Some(want), "{path}");

@@ -15,6 +15,7 @@ pub mod idle;
 pub mod instructions;
 pub mod json;
 pub mod jvmevents;
+pub mod otlp;
 pub mod pprof;
 pub mod report;
 pub mod stacks;
