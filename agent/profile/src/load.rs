@@ -110,8 +110,13 @@ pub fn load_any_recording(
         };
         LoadError { path: e.path, line: 0, message, kind }
     })?;
-    let mut notes =
-        vec![format!("{}: {} merged from {} messages", path.display(), fleet.merged.describe(), fleet.merged.messages)];
+    let mut notes = vec![format!(
+        "{}: {} merged from {} message{}",
+        path.display(),
+        fleet.merged.describe(),
+        fleet.merged.messages,
+        if fleet.merged.messages == 1 { "" } else { "s" }
+    )];
     notes.extend(fleet.notes.into_iter().map(|n| format!("{}: {n}", path.display())));
     Ok((fleet.recording, notes))
 }

@@ -315,7 +315,9 @@ impl Group {
             let count_values = counts.as_mut().map(|c| c.take(i, s));
             let counter_values: Vec<(usize, Option<&[i64]>)> =
                 counters.iter_mut().map(|(slot, c)| (*slot, c.take(i, s))).collect();
-            if counter_values.iter().any(|(_, v)| v.is_none()) || count_values.is_some_and(|v| v.is_none()) {
+            // A sample missing from a counter's profile had 0 there (producers leave zero values
+            // out, hpm's encoder among them); one missing from the count profile is one sample.
+            if count_values.is_some_and(|v| v.is_none()) {
                 self.unmatched += 1;
             }
             for j in 0..points {
@@ -637,8 +639,8 @@ impl Merger {
         }
         if g.unmatched > 0 {
             notes.push(format!(
-                "{} samples had no sample of the same stack, thread and time in every counter or count profile: \
-                 their values there are taken as 0",
+                "{} samples had no sample of the same stack, thread and time in the \"samples\" profile: each \
+                 is counted once",
                 g.unmatched
             ));
         }
