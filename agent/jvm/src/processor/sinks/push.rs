@@ -94,13 +94,17 @@ impl Push {
 
     /// Stops the pusher after at most `grace` (plus the request under way); its last status.
     fn stop(&self, grace: Duration) -> Option<Status> {
-        let pusher = match std::mem::replace(&mut *self.state(), State::Stopping) {
-            State::Running(p) => p,
-            other => {
-                *self.state() = other;
-                return self.status();
+        let running = {
+            let mut state = self.state();
+            match std::mem::replace(&mut *state, State::Stopping) {
+                State::Running(p) => Some(p),
+                other => {
+                    *state = other;
+                    None
+                }
             }
         };
+        let Some(pusher) = running else { return self.status() };
         // Outside the lock: `status` meanwhile says "stopping".
         let status = pusher.stop(grace);
         *self.state() = State::Stopped(status.clone());
@@ -336,6 +340,20 @@ mod tests {
         assert_eq!(service_name(None, None, None), UNKNOWN_SERVICE);
         assert_eq!(service_name(None, Some("a\u{1b}[2Jb"), None), "a[2Jb", "no control characters");
         assert_eq!(service_name(None, Some(&"x".repeat(1000)), None).len(), MAX_IDENTITY_LEN);
+    }
+
+    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
+    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
+    #[test]
+    fn a_push_stops_once_and_keeps_its_status() {
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let push = Push::start(&opts, Resource::default()).unwrap();
+        let first = push.stop(Duration::ZERO).expect("stopped");
+        let again = push.stop(Duration::ZERO).expect("the same status");
+        assert_eq!(first.delivered_periods, again.delivered_periods);
+        assert_eq!(push.status_line(), first.status_line(&opts.target));
+        drop(push);
     }
 
     /// A chunk of `n` samples of one stack, from `start` s to `start + 1` s.
