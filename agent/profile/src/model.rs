@@ -948,9 +948,9 @@ impl DropReason {
         (DropReason::JvmEventsDropped, "JVM events dropped (queue full)"),
         (DropReason::DeepFramesOverBound, "deep frames waiting over the bound"),
         (DropReason::StackCopyEnded, "stack copy ended, no caller known"),
-        (DropReason::PushQueueFull, "not pushed: queue full, oldest period dropped"),
-        (DropReason::PushRefused, "not pushed: refused by the backend"),
-        (DropReason::PushNotDelivered, "not pushed: not delivered at stop"),
+        (DropReason::PushQueueFull, "push queue full (oldest period dropped)"),
+        (DropReason::PushRefused, "refused by the push's backend"),
+        (DropReason::PushNotDelivered, "push not delivered at stop"),
     ];
 
     pub fn class(&self) -> DropClass {
@@ -1242,7 +1242,7 @@ mod tests {
             ),
             ("thread not profiled: too many threads", DropClass::Lost, "thread not profiled: too many threads"),
             ("kernel ring overflow", DropClass::Lost, "kernel ring overflow"),
-            ("not pushed: refused by the backend", DropClass::NotPushed, "not pushed: refused by the backend"),
+            ("refused by the push's backend", DropClass::NotPushed, "refused by the push's backend"),
             ("a newer agent's reason", DropClass::Lost, "a newer agent's reason"),
             ("", DropClass::Lost, ""),
         ] {
