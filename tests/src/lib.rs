@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 mod attachee;
+pub mod backend;
 pub mod browser;
 pub mod collector;
 pub mod measure;

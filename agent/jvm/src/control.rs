@@ -14,7 +14,8 @@
 //!   `hpm-%p.jfr`) and any `file=` given here, print the summary on the JVM's stderr.
 //! - `dump,file=PATH[,file=PATH...]` — write the profile so far without stopping (after `stop`:
 //!   the last session's profile); the format comes from the extension as for `file=`.
-//! - `status` — `state`, `sampler`, `event`, `interval`, `samples`, `duration`, `files`.
+//! - `status` — `state`, `sampler`, `event`, `interval`, `samples`, `duration`, `files`, and with
+//!   `push=` the last push result (`push`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -189,7 +190,10 @@ fn status(sessions: &Sessions, parts: Parts) -> String {
         return format!("state: idle (the last session's profile can still be dumped)\n{kept}{agent}");
     };
     let (allocated, capacity) = s.buffers();
-    let kept = kept_line(s.jfr_kept());
+    let mut kept = kept_line(s.jfr_kept());
+    if let Some(push) = s.push_line() {
+        kept = format!("push: {push}\n{kept}");
+    }
     format!(
         "state: running\nsampler: {}\nevent: {}\ninterval: {}\nsamples: {}\nduration: {:.1}s\nfiles: {}\n\
          sample buffers: {allocated} of {capacity} allocated\n{kept}{agent}",

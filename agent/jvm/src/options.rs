@@ -10,6 +10,9 @@ use hpm_profile::duration::{Accept, DurationError};
 use hpm_profile::events::hw;
 use hpm_profile::output::format::Txt;
 
+mod push;
+pub use push::PushOptions;
+
 /// The perf event table, for the agent's modules that name events through the grammar.
 pub use hpm_profile::events::{
     EventDef, EVENTS, PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE, PERF_TYPE_RAW, PERF_TYPE_SOFTWARE,
@@ -206,6 +209,9 @@ pub struct Options {
     pub alloc: Option<u64>,
     /// `lock[=DURATION]`: contended monitor enters and parks that waited at least this many ns.
     pub lock: Option<u64>,
+    /// `push=URL` (with `chunk=`, `pushformat=`, `service=`, `labels=`): each period's profile
+    /// sent to a fleet backend.
+    pub push: Option<PushOptions>,
 }
 
 /// `alloc` without a size: async-profiler's default interval.
@@ -284,6 +290,7 @@ impl Default for Options {
             cpu: true,
             alloc: None,
             lock: None,
+            push: None,
         }
     }
 }
@@ -319,12 +326,14 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, \
-                    spswaiting, kernel, stack, thread, data, alloc, lock";
+                    spswaiting, kernel, stack, thread, data, alloc, lock, push, chunk, pushformat, service, \
+                    labels";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut interval_text: Option<String> = None;
+    let mut push_text = push::PushText::default();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (key, value) = match item.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -373,6 +382,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                 })
             }
             "help" => o.help = true,
+            "push" | "chunk" | "pushformat" | "service" | "labels" => push_text.take(key, need_value(key, value)?),
             "sampler" => {
                 let name = need_value(key, value)?;
                 o.sampler = SamplerKind::from_name(name).filter(|&k| by_sampler_option(k)).ok_or_else(|| {
@@ -425,6 +435,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         None => Interval::Fixed(o.event.default_period),
         Some(ref t) => parse_interval(t, &o.event)?,
     };
+    o.push = push_text.finish(o.sampler, &mut o.flush_secs)?;
     if o.thread_filter.is_some() && o.sampler != SamplerKind::Wall {
         return Err(OptionError(
             "thread=REGEX selects the threads event=wall samples; for a CPU profile, keep every thread and select \
@@ -481,6 +492,11 @@ fn example(key: &str) -> &'static str {
         "kernel" => "kernel=auto",
         "stack" => "stack=vm",
         "thread" => "thread=worker-.*",
+        "push" => "push=http://127.0.0.1:4318",
+        "chunk" => "chunk=60s",
+        "pushformat" => "pushformat=otlp",
+        "service" => "service=orders",
+        "labels" => "labels=env=prod;region=eu",
         _ => "key=value",
     }
 }
@@ -598,6 +614,14 @@ pub fn help_text() -> String {
          \x20                   jdk.ThreadPark (hpm report --event lock); event=alloc or event=lock: these without CPU samples\n\
          \x20 jstackdepth=256   maximum Java frames per sample, 1 to 4096 (past 512 with jvmti, sps, wall only)\n\
          \x20 flush=5s          JFR chunk flush period, 1s to 1h (a killed JVM keeps what was flushed)\n\
+         \x20 push=URL          every period's profile sent to a fleet backend, never blocking the application:\n\
+         \x20                   http://HOST[:PORT][/PATH] of an OpenTelemetry Collector (OTLP profiles; path default\n\
+         \x20                   /v1development/profiles) or of Pyroscope; no TLS: push to a collector on the host\n\
+         \x20 chunk=60s         push: the period, 1s to 1h in whole seconds (flush= becomes at most this)\n\
+         \x20 pushformat=otlp   push: otlp (default) or pyroscope (the period's JFR to /ingest)\n\
+         \x20 service=NAME      push: service.name / Pyroscope's application (default: $OTEL_SERVICE_NAME, else the\n\
+         \x20                   main class or jar)\n\
+         \x20 labels=K=V;K2=V2  pushformat=pyroscope: the application's labels\n\
          \x20 quiet             no summary at exit\n\
          \x20 help              this text; the JVM then exits\n\nevents:\n",
     );

@@ -23,6 +23,19 @@ pub fn now_wall_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
+/// The host's name (`gethostname`), `None` when it cannot be read, is empty or not UTF-8.
+pub fn hostname() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is writable for the length given; gethostname writes at most that many
+    // bytes (without a NUL if the name is cut, hence the search bounded by the buffer below).
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..len]).ok().filter(|h| !h.is_empty()).map(str::to_string)
+}
+
 /// The calling thread's kernel id. Async-signal-safe (a system call).
 pub fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.

@@ -44,6 +44,7 @@ mod write;
 pub(crate) use intake::ROUND;
 use intake::{Intake, POOL_STEP, SETTLE_NS};
 pub use sinks::jfr::JFR_MEMORY_LIMIT;
+pub use sinks::push::{resource as push_resource, Push};
 use sinks::{Chunk, Named, ProfileSink, Sinks};
 
 /// Methods a session names at most (a few hundred bytes each with their names, ~64 MB): past
@@ -88,6 +89,8 @@ pub struct Inputs {
     pub vm: Vm,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
+    /// `push=`: the session's pusher, which the push sink offers each period to.
+    pub push: Option<Arc<Push>>,
 }
 
 enum Request {
@@ -594,6 +597,7 @@ impl Processor {
         if let Some(c) = &self.completer {
             c.drops(&mut drops);
         }
+        self.sinks.drops(&mut drops);
         for (reason, n) in inputs.threads.failures().by_reason {
             drops.push((DropReason::ThreadNotProfiled(reason), n));
         }
@@ -645,6 +649,8 @@ impl Processor {
         self.tree_ready();
         let mut written = Written::default();
         self.sinks.finish(&mut written);
+        // What the sinks lost at their end (a push not delivered) is in the summary.
+        self.update_drops();
         let outputs = std::mem::take(&mut self.outputs);
         self.profile().write_outputs(outputs, self.inputs.opts.quiet, &mut written);
         written

@@ -18,7 +18,7 @@ use crate::jvmti::Jvmti;
 use crate::live::Live;
 use crate::os::{now_ticks, now_wall_ns};
 use crate::perf::PerfSpec;
-use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle, Written};
+use crate::processor::{self, Finished, Inputs, Output, ProcessorHandle, Push, Written};
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{AsgctFn, Sink};
 use crate::source::{self, EventSource, SourceTraits, Sources};
@@ -166,6 +166,8 @@ pub struct Session {
     sink: Arc<Sink>,
     sources: Arc<dyn EventSource>,
     processor: ProcessorHandle,
+    /// `push=`: the pusher (for `status`).
+    push: Option<Arc<Push>>,
 }
 
 /// The session's sample pool, from the rate its sources bring samples
@@ -208,6 +210,14 @@ impl Session {
             eprintln!("hpm: {n}");
         }
         let opts = plan.opts;
+        // The pusher first: a session that cannot push does not start.
+        let push = match &opts.push {
+            Some(p) => {
+                let resource = processor::push_resource(&parts.jvmti, p.service.as_deref());
+                Some(Arc::new(Push::start(p, resource, &plan.event)?))
+            }
+            None => None,
+        };
         let sink: Arc<Sink> = Arc::new(Sink::new(pool_size(&plan.event, plan.traits)));
         parts.stats.reset();
         // Code freed while no session ran is not looked up in the walker's cache.
@@ -255,6 +265,7 @@ impl Session {
             jvmti: parts.jvmti,
             vm: parts.vm,
             spill_dirs: parts.spill_dirs,
+            push: push.clone(),
         };
         let processor = processor::start(inputs, plan.outputs)?;
         if let Err(e) = sources.start() {
@@ -262,7 +273,7 @@ impl Session {
             let _ = processor.finish(Vec::new());
             return Err(e);
         }
-        Ok(Session { opts, event: plan.event, files, file_ids, start_ticks, sink, sources, processor })
+        Ok(Session { opts, event: plan.event, files, file_ids, start_ticks, sink, sources, processor, push })
     }
 
     /// Stops sampling, then lets the processor do its last round and write the outputs (plus
@@ -291,6 +302,11 @@ impl Session {
     /// Samples resolved so far.
     pub fn resolved(&self) -> u64 {
         self.sink.resolved.load(Ordering::Relaxed)
+    }
+
+    /// `status`'s line on the push (`push=`): the last result and the totals.
+    pub fn push_line(&self) -> Option<String> {
+        self.push.as_ref().map(|p| p.status_line())
     }
 
     /// JFR kept for `dump` (a session without a JFR file): how much and where; `None` before

@@ -882,6 +882,8 @@ pub enum DropClass {
     /// In the profile with the top of their Java stack only (hpm's own walker stopped before
     /// the bottom): neither lost nor without a Java frame.
     Partial,
+    /// In the profile, but not delivered to the backend the session pushed to.
+    NotPushed,
 }
 
 /// Why samples were lost or degraded: the key of [`Recording::drops`]. Each reason has a
@@ -917,6 +919,13 @@ pub enum DropReason {
     StackCopyEnded,
     /// Kept with the top of its stack: the walker stopped where named.
     WalkStopped(String),
+    /// Not pushed: the push queue was full and its oldest period dropped (the backend down or
+    /// slow for longer than the queue holds).
+    PushQueueFull,
+    /// Not pushed: the backend refused the period (an HTTP 4xx other than 408/429, not retried).
+    PushRefused,
+    /// Not pushed: still queued, or being sent, when the session stopped.
+    PushNotDelivered,
     /// A name this version does not know (a newer agent's), kept as read and counted as lost.
     Other(String),
 }
@@ -928,7 +937,7 @@ impl DropReason {
     const THREAD: &'static str = "thread not profiled: ";
 
     /// The reasons of a fixed name, with it (the partial ones under [`Self::PARTIAL`]).
-    const FIXED: [(DropReason, &'static str); 10] = [
+    const FIXED: [(DropReason, &'static str); 13] = [
         (DropReason::NoFreeSampleBuffer, "no free sample buffer"),
         (DropReason::KernelRingOverflow, "kernel ring overflow"),
         (DropReason::CorruptRingRecord, "corrupt ring record"),
@@ -939,6 +948,9 @@ impl DropReason {
         (DropReason::JvmEventsDropped, "JVM events dropped (queue full)"),
         (DropReason::DeepFramesOverBound, "deep frames waiting over the bound"),
         (DropReason::StackCopyEnded, "stack copy ended, no caller known"),
+        (DropReason::PushQueueFull, "push queue full (oldest period dropped)"),
+        (DropReason::PushRefused, "refused by the push's backend"),
+        (DropReason::PushNotDelivered, "push not delivered at stop"),
     ];
 
     pub fn class(&self) -> DropClass {
@@ -947,6 +959,7 @@ impl DropReason {
             DropReason::DeepFramesOverBound | DropReason::StackCopyEnded | DropReason::WalkStopped(_) => {
                 DropClass::Partial
             }
+            DropReason::PushQueueFull | DropReason::PushRefused | DropReason::PushNotDelivered => DropClass::NotPushed,
             _ => DropClass::Lost,
         }
     }
@@ -965,7 +978,7 @@ impl DropReason {
     /// The stable name: what the files store and [`DropReason::from_name`] reads.
     pub fn name(&self) -> Cow<'_, str> {
         match self.class() {
-            DropClass::Lost => self.label(),
+            DropClass::Lost | DropClass::NotPushed => self.label(),
             DropClass::KeptWithoutJavaStack => format!("{}{}", Self::KEPT, self.label()).into(),
             DropClass::Partial => format!("{}{}", Self::PARTIAL, self.label()).into(),
         }
@@ -1229,6 +1242,7 @@ mod tests {
             ),
             ("thread not profiled: too many threads", DropClass::Lost, "thread not profiled: too many threads"),
             ("kernel ring overflow", DropClass::Lost, "kernel ring overflow"),
+            ("refused by the push's backend", DropClass::NotPushed, "refused by the push's backend"),
             ("a newer agent's reason", DropClass::Lost, "a newer agent's reason"),
             ("", DropClass::Lost, ""),
         ] {

@@ -512,6 +512,12 @@ fn drop_table(out: &mut String, rec: &Recording, taken: u64) {
             let _ = writeln!(out, "{:<32} {:>10} {:>12}", r.label(), group(*n), pct(*n, taken));
         }
     }
+    if rec.drops_of(DropClass::NotPushed) > 0 {
+        let _ = writeln!(out, "\n== Samples in the profile, not delivered to the push's backend ==");
+        for (r, n) in rec.drops.iter().filter(|(r, _)| r.class() == DropClass::NotPushed) {
+            let _ = writeln!(out, "{:<48} {:>10} {:>12}", r.label(), group(*n), pct(*n, taken));
+        }
+    }
 }
 
 #[cfg(test)]

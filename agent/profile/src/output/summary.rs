@@ -144,6 +144,10 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
         let why = list(DropClass::Partial);
         s.push_str(&format!("; {} with the top of the Java stack only ({why})", group(partial)));
     }
+    let not_pushed = rec.drops_of(DropClass::NotPushed);
+    if not_pushed > 0 {
+        s.push_str(&format!("; {} not pushed ({})", group(not_pushed), list(DropClass::NotPushed)));
+    }
     s
 }
 

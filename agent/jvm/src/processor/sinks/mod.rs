@@ -6,11 +6,12 @@
 use hpm_profile::interned::StackInterner;
 use hpm_profile::jfr::marks::Mark;
 use hpm_profile::jfr::writer::ChunkTimes;
-use hpm_profile::model::{Recording, Sample};
+use hpm_profile::model::{DropReason, Recording, Sample};
 
 use super::{Inputs, Output, Written};
 
 pub(super) mod jfr;
+pub(super) mod push;
 pub(super) mod tree;
 pub(super) mod tuner;
 
@@ -30,6 +31,8 @@ pub(super) trait ProfileSink: Send {
     fn restart(&mut self, _rec: &mut Recording) {}
     /// The session ends: the sink's files are completed, said in `written`.
     fn finish(&mut self, _written: &mut Written) {}
+    /// Adds the samples the sink lost, by reason, to the session's drops.
+    fn drops(&self, _drops: &mut Vec<(DropReason, u64)>) {}
 }
 
 /// What the samples' indexes name: the recording's tables and the stacks' interner.
@@ -67,6 +70,7 @@ impl Sinks {
         let tree = tree::TreeSink::new(inputs, rec, &rest, completed);
         let mut others: Vec<Box<dyn ProfileSink>> = Vec::new();
         others.extend(tuner::TunerSink::new(inputs).map(|t| Box::new(t) as Box<dyn ProfileSink>));
+        others.extend(push::PushSink::new(inputs).map(|p| Box::new(p) as Box<dyn ProfileSink>));
         (Sinks { tree, jfr, others }, rest)
     }
 
@@ -95,5 +99,11 @@ impl ProfileSink for Sinks {
 
     fn finish(&mut self, written: &mut Written) {
         self.all().for_each(|k| k.finish(written));
+    }
+
+    fn drops(&self, drops: &mut Vec<(DropReason, u64)>) {
+        self.tree.drops(drops);
+        self.jfr.drops(drops);
+        self.others.iter().for_each(|k| k.drops(drops));
     }
 }

@@ -1,0 +1,414 @@
+//! The push (`push=URL`): every period (`chunk=`) the profile of the chunks flushed during it
+//! is encoded on the processing thread — an OTLP profiles request (`hpm_profile::otlp`), or
+//! for Pyroscope the period's JFR (its chunks encoded again, concatenated: a JFR file is a
+//! sequence of chunks) — and offered to the session's `hpm_push::Pusher`, which delivers it
+//! from its own thread. Offering never waits on the network; what the pusher could not
+//! deliver is counted as the session's drops (`DropClass::NotPushed`).
+//!
+//! [`Push`] is the session's half (started with the session, so a pusher that cannot start
+//! refuses it; read by `status`); [`PushSink`] the processor's.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use hpm_profile::jfr::TableKeys;
+use hpm_profile::model::{DropReason, EventInfo, PeriodUnit, Sample};
+use hpm_profile::otlp::{PeriodBuilder, Resource};
+use hpm_push::{Config, Format, Period, Pusher, Status, Target};
+use prost::Message;
+
+use super::{Chunk, ProfileSink};
+use crate::options::PushOptions;
+use crate::os::thread_cpu_ns;
+use crate::processor::{Inputs, Written};
+
+/// At the session's end the pusher has this long to deliver what is queued (then at most one
+/// more I/O timeout for the request under way): a JVM pushing to a backend that is down or
+/// never answers still exits within seconds.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// A period ends early when what it holds passes this (half the pusher's default queue, 32
+/// MiB: a period larger than the queue could never be queued).
+pub const MAX_PERIOD_BYTES: usize = 16 << 20;
+
+/// The service name when none is given, found in the environment or in the main class (OTel's
+/// default for a process it cannot name).
+pub const UNKNOWN_SERVICE: &str = "unknown_service:java";
+
+/// The session's push: its target, who it is (the resource), and the pusher.
+pub struct Push {
+    target: Target,
+    chunk_ns: u64,
+    resource: Resource,
+    state: Mutex<State>,
+}
+
+enum State {
+    Running(Pusher),
+    /// `stop` is waiting for the pusher's grace.
+    Stopping,
+    Stopped(Status),
+}
+
+/// Samples per second of a clock event (Pyroscope's `sampleRate`), 0 for a counting one.
+fn sample_rate_hz(event: &EventInfo) -> u32 {
+    match event.unit {
+        PeriodUnit::Nanoseconds if event.period > 0 => (1_000_000_000 / event.period).min(u64::from(u32::MAX)) as u32,
+        _ => 0,
+    }
+}
+
+impl Push {
+    /// Starts the pusher's thread for `opts`, sending as `resource`; `event` is the session's
+    /// sampling event (Pyroscope is told its rate when it is a clock).
+    pub fn start(opts: &PushOptions, resource: Resource, event: &EventInfo) -> Result<Push, String> {
+        let mut cfg = Config::new(opts.target.clone(), resource.service.clone());
+        cfg.labels = opts.labels.clone();
+        cfg.sample_rate_hz = sample_rate_hz(event);
+        let pusher =
+            Pusher::start(cfg).map_err(|e| format!("push={}: cannot start its thread: {e}", opts.target.display()))?;
+        Ok(Push {
+            target: opts.target.clone(),
+            chunk_ns: opts.chunk_secs * 1_000_000_000,
+            resource,
+            state: Mutex::new(State::Running(pusher)),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// `status`'s line: the last push's result and the totals.
+    pub fn status_line(&self) -> String {
+        match &*self.state() {
+            State::Running(p) => p.status().status_line(&self.target),
+            State::Stopping => format!("stopping (delivering what is queued to {})", self.target.display()),
+            State::Stopped(s) => s.status_line(&self.target),
+        }
+    }
+
+    fn offer(&self, p: Period) {
+        if let State::Running(pusher) = &*self.state() {
+            pusher.offer(p);
+        }
+    }
+
+    fn status(&self) -> Option<Status> {
+        match &*self.state() {
+            State::Running(p) => Some(p.status()),
+            State::Stopping => None,
+            State::Stopped(s) => Some(s.clone()),
+        }
+    }
+
+    /// Stops the pusher after at most `grace` (plus the request under way); its last status.
+    fn stop(&self, grace: Duration) -> Option<Status> {
+        let running = {
+            let mut state = self.state();
+            match std::mem::replace(&mut *state, State::Stopping) {
+                State::Running(p) => Some(p),
+                other => {
+                    *state = other;
+                    None
+                }
+            }
+        };
+        let Some(pusher) = running else { return self.status() };
+        // Outside the lock: `status` meanwhile says "stopping".
+        let status = pusher.stop(grace);
+        *self.state() = State::Stopped(status.clone());
+        Some(status)
+    }
+}
+
+impl Drop for Push {
+    /// A session that failed to start after its push did: the pusher's thread ends too.
+    fn drop(&mut self) {
+        self.stop(Duration::ZERO);
+    }
+}
+
+/// Who pushes: `service=`, else `$OTEL_SERVICE_NAME`, else the main class or jar of
+/// `sun.java.command`, else [`UNKNOWN_SERVICE`]; the host; the JVM from its system properties
+/// (read through JVMTI at session start). Unknown values are left out.
+pub fn resource(jvmti: &crate::jvmti::Jvmti, service_option: Option<&str>) -> Resource {
+    let prop = |name: &str| jvmti.system_property(name).ok().map(|v| printable(&v)).filter(|v| !v.is_empty());
+    let env = std::env::var("OTEL_SERVICE_NAME").ok();
+    let command = prop("sun.java.command");
+    let description = match (prop("java.vm.name"), prop("java.vm.version")) {
+        (Some(n), Some(v)) => Some(format!("{n} {v}")),
+        (n, v) => n.or(v),
+    };
+    Resource {
+        service: service_name(service_option, env.as_deref(), command.as_deref()),
+        host: crate::os::hostname().map(|h| printable(&h)),
+        pid: std::process::id(),
+        runtime_name: prop("java.runtime.name"),
+        runtime_version: prop("java.runtime.version"),
+        runtime_description: description,
+    }
+}
+
+/// Longest text taken from the environment or the JVM for the resource.
+const MAX_IDENTITY_LEN: usize = 256;
+
+/// `s` without control characters, cut at [`MAX_IDENTITY_LEN`] characters.
+fn printable(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(MAX_IDENTITY_LEN).collect::<String>().trim().to_string()
+}
+
+/// The service's name (see [`resource`]): `command` is `sun.java.command` (main class or jar,
+/// then the program's arguments).
+fn service_name(option: Option<&str>, env: Option<&str>, command: Option<&str>) -> String {
+    let from_command = || {
+        let first = command?.split_whitespace().next()?;
+        let name = match first.strip_suffix(".jar") {
+            Some(jar) => jar.rsplit('/').next().unwrap_or(jar),
+            None => first,
+        };
+        Some(name.to_string())
+    };
+    let env = env.map(printable).filter(|e| !e.is_empty());
+    option
+        .map(str::to_string)
+        .or(env)
+        .or_else(from_command)
+        .map(|s| printable(&s))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| UNKNOWN_SERVICE.to_string())
+}
+
+/// The period being made.
+enum Held {
+    Otlp(Box<PeriodBuilder>),
+    /// Pyroscope: the period's JFR chunks, with the keys of its own chunks' strings.
+    Jfr {
+        bytes: Vec<u8>,
+        keys: Box<TableKeys>,
+        samples: u64,
+    },
+}
+
+impl Held {
+    fn samples(&self) -> u64 {
+        match self {
+            Held::Otlp(b) => b.samples(),
+            Held::Jfr { samples, .. } => *samples,
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Held::Otlp(b) => b.approx_bytes(),
+            Held::Jfr { bytes, .. } => bytes.len(),
+        }
+    }
+
+    /// Adds a chunk's samples.
+    fn add(&mut self, chunk: &Chunk<'_>) {
+        let rec = chunk.rec;
+        match self {
+            Held::Otlp(b) => b.add(rec, &rec.samples),
+            Held::Jfr { bytes, keys, samples } => {
+                if rec.samples.is_empty() {
+                    return;
+                }
+                let data = hpm_profile::jfr::encode_chunk_keyed(rec, &rec.samples, chunk.marks, chunk.times, keys);
+                bytes.extend_from_slice(&data);
+                *samples += rec.samples.iter().map(Sample::count).sum::<u64>();
+            }
+        }
+    }
+}
+
+/// The processor's half: adds each chunk to the period, and offers the period when it ends.
+pub(in crate::processor) struct PushSink {
+    push: Arc<Push>,
+    held: Held,
+    /// The period's start: ticks and wall clock (of its first chunk's start).
+    began: Option<(u64, u64)>,
+    /// The wall clock at the last chunk's end.
+    last_end_wall: u64,
+    periods: u64,
+    /// CPU time of the processing thread spent adding chunks and encoding periods.
+    encode_ns: u64,
+    quiet: bool,
+}
+
+impl PushSink {
+    /// The session's push sink, if it pushes.
+    pub(in crate::processor) fn new(inputs: &Inputs) -> Option<PushSink> {
+        let push = inputs.push.clone()?;
+        let held = new_held(push.target.format, inputs.start_wall_ns);
+        Some(PushSink {
+            push,
+            held,
+            began: None,
+            last_end_wall: inputs.start_wall_ns,
+            periods: 0,
+            encode_ns: 0,
+            quiet: inputs.opts.quiet,
+        })
+    }
+
+    /// Ends the period at `end_wall_ns` and offers it (unless it has no sample).
+    fn end_period(&mut self, end_wall_ns: u64) {
+        let Some((_, from)) = self.began.take() else { return };
+        let t = thread_cpu_ns();
+        let samples = self.held.samples();
+        let held = std::mem::replace(&mut self.held, new_held(self.push.target.format, end_wall_ns));
+        if samples > 0 {
+            let body = match held {
+                Held::Otlp(mut b) => b.finish(end_wall_ns, &self.push.resource).encode_to_vec(),
+                Held::Jfr { bytes, .. } => bytes,
+            };
+            self.push.offer(Period { body, samples, from_unix_ns: from, until_unix_ns: end_wall_ns });
+            self.periods += 1;
+        }
+        self.encode_ns += thread_cpu_ns().saturating_sub(t);
+    }
+}
+
+fn new_held(format: Format, start_wall_ns: u64) -> Held {
+    match format {
+        Format::Otlp => Held::Otlp(Box::new(PeriodBuilder::new(start_wall_ns))),
+        Format::Pyroscope => Held::Jfr { bytes: Vec::new(), keys: Box::default(), samples: 0 },
+    }
+}
+
+impl ProfileSink for PushSink {
+    fn flush(&mut self, chunk: &Chunk<'_>) {
+        let times = chunk.times;
+        // Chunks follow one another: a period begins where the last one ended.
+        let (start_ticks, _) = *self.began.get_or_insert((times.start_ticks, times.start_wall_ns));
+        let t = thread_cpu_ns();
+        self.held.add(chunk);
+        self.encode_ns += thread_cpu_ns().saturating_sub(t);
+        let end_wall = times.start_wall_ns + times.end_ticks.saturating_sub(times.start_ticks);
+        self.last_end_wall = end_wall;
+        if times.end_ticks.saturating_sub(start_ticks) >= self.push.chunk_ns || self.held.bytes() >= MAX_PERIOD_BYTES {
+            self.end_period(end_wall);
+        }
+    }
+
+    fn drops(&self, drops: &mut Vec<(DropReason, u64)>) {
+        if let Some(s) = self.push.status() {
+            drops.push((DropReason::PushQueueFull, s.dropped_full_samples));
+            drops.push((DropReason::PushRefused, s.refused_samples));
+            drops.push((DropReason::PushNotDelivered, s.undelivered_samples));
+        }
+    }
+
+    /// The last, partial period is offered, then the pusher stopped within [`STOP_GRACE`];
+    /// one line says what was pushed and what was not.
+    fn finish(&mut self, _written: &mut Written) {
+        self.end_period(self.last_end_wall);
+        let Some(status) = self.push.stop(STOP_GRACE) else { return };
+        let lost = status.dropped_full_periods + status.refused_periods + status.undelivered_periods;
+        if !self.quiet || lost > 0 {
+            let mut line = status.summary_line(&self.push.target);
+            if self.periods > 0 {
+                let each = self.encode_ns as f64 / self.periods as f64 / 1e6;
+                line.push_str(&format!("; encoding {each:.1} ms of CPU per period"));
+            }
+            eprintln!("hpm: {line}");
+        }
+    }
+}
+
+/// The JFR the Pyroscope push sends for a period: its chunks, each encoded as the JFR sink
+/// does, one after the other.
+#[cfg(test)]
+fn period_jfr(chunks: &[(&hpm_profile::model::Recording, hpm_profile::jfr::writer::ChunkTimes)]) -> Vec<u8> {
+    let mut held = new_held(Format::Pyroscope, 0);
+    for (rec, times) in chunks {
+        held.add(&Chunk { rec, marks: &[], times: *times });
+    }
+    match held {
+        Held::Jfr { bytes, .. } => bytes,
+        Held::Otlp(_) => unreachable!(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hpm_profile::jfr::writer::ChunkTimes;
+    use hpm_profile::model::{Frame, FrameKind, MethodInfo, Recording};
+
+    #[test]
+    fn the_service_is_the_option_the_environment_or_the_main_class() {
+        let cmd = Some("com.example.Main --port 8080");
+        assert_eq!(service_name(Some("orders"), Some("env"), cmd), "orders");
+        assert_eq!(service_name(None, Some("billing"), cmd), "billing");
+        assert_eq!(service_name(None, Some(""), cmd), "com.example.Main", "an empty variable is none");
+        assert_eq!(service_name(None, None, cmd), "com.example.Main");
+        assert_eq!(service_name(None, None, Some("/opt/app/lib/shop-1.2.jar arg")), "shop-1.2");
+        assert_eq!(service_name(None, None, Some("shop.jar")), "shop");
+        assert_eq!(service_name(None, None, Some("  ")), UNKNOWN_SERVICE);
+        assert_eq!(service_name(None, None, None), UNKNOWN_SERVICE);
+        assert_eq!(service_name(None, Some("a\u{1b}[2Jb"), None), "a[2Jb", "no control characters");
+        assert_eq!(service_name(None, Some(&"x".repeat(1000)), None).len(), MAX_IDENTITY_LEN);
+    }
+
+    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
+    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
+    #[test]
+    fn a_push_stops_once_and_keeps_its_status() {
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let event = hpm_profile::model::EventInfo {
+            name: "cpu-clock".into(),
+            requested: "cpu-clock".into(),
+            period: 10_000_000,
+            unit: PeriodUnit::Nanoseconds,
+            fallback: None,
+            sampler: hpm_profile::model::StackSampler::None,
+            kernel: Default::default(),
+            alloc_interval: 0,
+        };
+        assert_eq!(sample_rate_hz(&event), 100);
+        let push = Push::start(&opts, Resource::default(), &event).unwrap();
+        let first = push.stop(Duration::ZERO).expect("stopped");
+        let again = push.stop(Duration::ZERO).expect("the same status");
+        assert_eq!(first.delivered_periods, again.delivered_periods);
+        assert_eq!(push.status_line(), first.status_line(&opts.target));
+        drop(push);
+    }
+
+    /// A chunk of `n` samples of one stack, from `start` s to `start + 1` s.
+    fn chunk(rec: &mut Recording, start: u64, n: usize) -> ChunkTimes {
+        let m = rec.methods.intern(MethodInfo::java("com/example/Hot", "spin", "()V"));
+        let frame = Frame { method: m, bci: 3, line: 42, kind: FrameKind::JitCompiled };
+        rec.samples.clear();
+        for i in 0..n {
+            let mut s = Sample::of_stack(Arc::from(vec![frame]));
+            s.time = start * 1_000_000_000 + i as u64;
+            s.weight = 10_000_000;
+            rec.samples.push(s);
+        }
+        ChunkTimes {
+            start_ticks: start * 1_000_000_000,
+            end_ticks: (start + 1) * 1_000_000_000,
+            start_wall_ns: rec.start_wall_ns + start * 1_000_000_000,
+        }
+    }
+
+    /// Pyroscope's period is its chunks one after the other: a JFR file any reader takes, with
+    /// every chunk's samples.
+    #[test]
+    fn a_period_of_chunks_is_one_jfr_file() {
+        let mut a = Recording { start_wall_ns: 1_700_000_000_000_000_000, ..Default::default() };
+        let ta = chunk(&mut a, 0, 3);
+        let mut b = a.clone();
+        // The method table grew between the chunks.
+        b.methods.intern(MethodInfo::java("com/example/Cold", "wait", "()V"));
+        let tb = chunk(&mut b, 1, 5);
+        let bytes = period_jfr(&[(&a, ta), (&b, tb)]);
+        let back = hpm_profile::jfr::recording_from_bytes(&bytes, "period.jfr").expect("a JFR file");
+        assert_eq!(back.samples.len(), 8);
+        let names: Vec<String> = back.samples.iter().map(|s| back.method(s.stack[0].method).display_name()).collect();
+        assert!(names.iter().all(|n| n == "com.example.Hot.spin"), "{names:?}");
+    }
+}
