@@ -15,15 +15,21 @@ use hpm_tests::{
     agent_path, async_profiler, hpm_bin, jdks, jvm_lock, read_collapsed, scratch, workloads, Attachee, Jdk,
 };
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message;
 
 /// Attachee with hpm's `options`, its 2 workers named `PREFIX0`, `PREFIX1`.
 fn attachee(jdk: &Jdk, options: &str, prefix: &str, env: &[(&str, &str)]) -> Attachee {
+    attachee_with(jdk, options, 2, prefix, env)
+}
+
+/// Attachee with hpm's `options` and `threads` workers.
+fn attachee_with(jdk: &Jdk, options: &str, threads: u32, prefix: &str, env: &[(&str, &str)]) -> Attachee {
     let mut c = Command::new(jdk.java());
     c.arg(format!("-agentpath:{}={options}", agent_path().display()))
         .args(["-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Shares::*", "-cp"])
         .arg(workloads())
-        .args(["Attachee", "2", prefix])
+        .args(["Attachee", &threads.to_string(), prefix])
         .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         c.env(k, v);
@@ -68,11 +74,17 @@ fn periods(reqs: &[ExportProfilesServiceRequest], service: &str) -> Vec<Period> 
         let dict = r.dictionary.as_ref().expect("a dictionary");
         let s = |i: i32| dict.string_table[i as usize].clone();
         for rp in &r.resource_profiles {
-            let name = rp.resource.as_ref().and_then(|res| {
-                res.attributes.iter().find(|kv| kv.key == "service.name").and_then(|kv| kv.value.clone())
+            // The collector writes resource attributes back compacted: keys and string values
+            // as indexes into the dictionary's string table.
+            let name = rp.resource.iter().flat_map(|res| &res.attributes).find_map(|kv| {
+                let key = if kv.key.is_empty() { s(kv.key_strindex) } else { kv.key.clone() };
+                (key == "service.name").then(|| match kv.value.as_ref()?.value.as_ref()? {
+                    Value::StringValue(v) => Some(v.clone()),
+                    Value::StringValueStrindex(i) => Some(s(*i)),
+                    _ => None,
+                })?
             });
-            let name = format!("{name:?}");
-            if !name.contains(&format!("\"{service}\"")) {
+            if name.as_deref() != Some(service) {
                 continue;
             }
             let mut p = Period { times: Vec::new(), totals: HashMap::new() };
@@ -198,7 +210,9 @@ fn four_jvms_two_services_merge_per_service() {
     for (i, service) in ["svc-a", "svc-a", "svc-b", "svc-b"].iter().enumerate() {
         let jfr = dir.join(format!("{service}-{i}.jfr"));
         let opts = format!("interval=10ms,push={},chunk=1s,service={service},quiet,file={}", col.url(), jfr.display());
-        jvms.push((service, jfr, attachee(&jdk, &opts, &format!("{service}-w"), &[])));
+        // Service b has no workers: only its main thread's `spin`.
+        let workers = if *service == "svc-a" { 2 } else { 0 };
+        jvms.push((service, jfr, attachee_with(&jdk, &opts, workers, &format!("{service}-w"), &[])));
     }
     // Service a: the workers' a/b/c mix; service b: the main thread's a/b only.
     for (service, _, jvm) in &mut jvms {
@@ -292,8 +306,9 @@ fn push_into_a_black_hole_exits_normally() {
     assert_eq!(jvm.say("work 1500"), "worked");
     jvm.finish("the JVM pushing into a black hole");
     let stderr = err.join().unwrap();
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("not delivered")).collect();
-    assert_eq!(lines.len(), 1, "one line says what was not delivered:\n{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("hpm: push to ")).collect();
+    assert_eq!(lines.len(), 1, "one line says what was pushed:\n{stderr}");
+    assert!(lines[0].contains("not delivered"), "{}", lines[0]);
     assert!(not_delivered(&stderr) > 0, "{stderr}");
 }
 
@@ -305,7 +320,7 @@ fn async_profiler_and_hpm_into_one_collector() {
     let _jvm = jvm_lock();
     let col = Collector::start(&bin, &dir, 0, "peers.pb", FileFormat::Proto);
     let mut c = Command::new(jdk.java());
-    c.arg(format!("-agentpath:{}=start,event=cpu,interval=10ms,file={},otlp,loop=1s", ap.display(), col.url()))
+    c.arg(format!("-agentpath:{}=start,quiet,event=cpu,interval=10ms,file={},otlp,loop=1s", ap.display(), col.url()))
         .args(["-XX:CompileCommand=quiet", "-XX:CompileCommand=dontinline,Shares::*", "-cp"])
         .arg(workloads())
         .args(["Attachee", "2", "ap-"])

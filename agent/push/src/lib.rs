@@ -33,7 +33,8 @@
 //! | URL | 2 KiB | [`URL_MAX`]; Pyroscope name and labels: [`NAME_MAX`] |
 //!
 //! [`Pusher::stop`] tries to deliver what is queued within its grace, attempting each period once
-//! (the first failure ends it: the JVM is exiting), and never takes longer than grace + `io_timeout`.
+//! (the first failure ends it: the JVM is exiting), and returns by the grace's end: an attempt
+//! still waiting on the network then is counted undelivered and left to end on its own.
 
 mod backoff;
 mod http;

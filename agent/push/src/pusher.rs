@@ -32,6 +32,11 @@ struct State {
     status: Status,
     /// Set by `stop` (or a drop): attempt what is queued, each once, until this instant.
     stop_by: Option<Instant>,
+    /// The thread has ended (set by its last act, even a panic's unwinding).
+    ended: bool,
+    /// `stop` has taken the final counts: an attempt still in flight then (the thread left
+    /// behind) counts for nothing more.
+    counted: bool,
 }
 
 impl Shared {
@@ -67,12 +72,17 @@ impl Pusher {
                 queue: Queue::new(cfg.max_periods, cfg.max_bytes),
                 status: Status::default(),
                 stop_by: None,
+                ended: false,
+                counted: false,
             }),
             wake: Condvar::new(),
         });
         let thread = {
             let shared = shared.clone();
-            thread::Builder::new().name("hpm-push".into()).spawn(move || run(&shared, &cfg, &name))?
+            thread::Builder::new().name("hpm-push".into()).spawn(move || {
+                let _ended = Ended(&shared);
+                run(&shared, &cfg, &name)
+            })?
         };
         Ok(Pusher { shared, thread: Some(thread) })
     }
@@ -86,7 +96,7 @@ impl Pusher {
             let n = st.queue.push(p, &mut dropped);
             st.count_dropped(n);
         }
-        self.shared.wake.notify_one();
+        self.shared.wake.notify_all();
         // The dropped bodies are freed here, outside the critical section.
         drop(dropped);
     }
@@ -96,19 +106,33 @@ impl Pusher {
     }
 
     /// Tries to deliver what is queued within `grace` (a total, not per period: each period is
-    /// attempted once, and the first failure ends it), then stops the thread; what is left is
-    /// counted as undelivered. Never takes longer than `grace` + `io_timeout` (and the time to
-    /// encode one period).
+    /// attempted once, and the first failure ends it), then stops; what is left, and an attempt
+    /// still in flight at the deadline, are counted as undelivered. Returns by the deadline: a
+    /// thread still waiting on the network then (a backend that accepts and never answers) is
+    /// left to end on its own within `io_timeout`, its outcome counted for nothing.
     pub fn stop(mut self, grace: Duration) -> Status {
         let now = Instant::now();
         let by = now.checked_add(grace).unwrap_or(now + Duration::from_secs(1 << 30));
-        self.shared.lock().stop_by = Some(by);
-        self.shared.wake.notify_all();
-        if let Some(thread) = self.thread.take() {
-            // A panic in the thread leaves the counters as they were; they are reported below.
-            let _ = thread.join();
-        }
         let mut st = self.shared.lock();
+        st.stop_by = Some(by);
+        self.shared.wake.notify_all();
+        while !st.ended {
+            let now = Instant::now();
+            if now >= by {
+                break;
+            }
+            st = self.shared.wake.wait_timeout(st, by - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        if st.ended {
+            if let Some(thread) = self.thread.take() {
+                // It has ended: the join returns at once (a panic left the counters as they were).
+                let _ = thread.join();
+            }
+        } else {
+            // Detached: it ends after its attempt, and counts nothing (`counted`).
+            self.thread = None;
+        }
+        st.counted = true;
         let left = st.queue.clear();
         st.status.undelivered_periods += left.periods;
         st.status.undelivered_samples += left.samples;
@@ -126,6 +150,16 @@ impl Drop for Pusher {
     }
 }
 
+/// Marks the thread ended when dropped (its last act, also when unwinding) and wakes `stop`.
+struct Ended<'a>(&'a Shared);
+
+impl Drop for Ended<'_> {
+    fn drop(&mut self) {
+        self.0.lock().ended = true;
+        self.0.wake.notify_all();
+    }
+}
+
 /// The thread: take the oldest period, send it, count; back off after a failure.
 fn run(shared: &Shared, cfg: &Config, name: &str) {
     let agent = http::agent(cfg);
@@ -139,6 +173,10 @@ fn run(shared: &Shared, cfg: &Config, name: &str) {
         };
         let mut dropped = Vec::new();
         let mut st = shared.lock();
+        if st.counted {
+            // `stop` gave up waiting for this attempt and counted its period undelivered.
+            return;
+        }
         st.status.attempts += 1;
         let ok = attempt.verdict == Verdict::Delivered;
         st.status.last = Some(Outcome { at_unix_ns: unix_now_ns(), ok, what: attempt.what });

@@ -137,8 +137,8 @@ fn closed_port_is_counted_undelivered_at_stop() {
     assert!(line.ends_with("1 period (7 samples) still queued at exit; last attempt: connection refused"), "{line}");
 }
 
-#[test]
-fn black_hole_times_out_and_stop_returns_after_the_attempt() {
+/// A peer that accepts one connection, reads the request, and never answers until told.
+fn black_hole() -> (String, std::sync::mpsc::Receiver<Req>, std::sync::mpsc::Sender<()>, thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let (got_tx, got_rx) = channel();
@@ -150,13 +150,19 @@ fn black_hole_times_out_and_stop_returns_after_the_attempt() {
         let _ = end_rx.recv();
         drop(s);
     });
+    (base, got_rx, end_tx, hole)
+}
+
+#[test]
+fn black_hole_times_out_within_the_grace() {
+    let (base, got_rx, end_tx, hole) = black_hole();
     let mut cfg = config(&base, Format::Otlp);
     cfg.io_timeout = Duration::from_millis(300);
     let pusher = Pusher::start(cfg).unwrap();
     pusher.offer(period(1, 5));
     got_rx.recv().unwrap();
-    // The request is on the wire: a stop without grace waits for that attempt only.
-    let st = pusher.stop(Duration::ZERO);
+    // The request is on the wire; the grace outlasts its timeout: the attempt's end is counted.
+    let st = pusher.stop(Duration::from_secs(60));
     end_tx.send(()).unwrap();
     hole.join().unwrap();
 
@@ -165,6 +171,23 @@ fn black_hole_times_out_and_stop_returns_after_the_attempt() {
     let last = st.last.unwrap();
     assert!(!last.ok);
     assert_eq!(last.what, "timed out after 300 ms");
+}
+
+#[test]
+fn black_hole_stop_returns_by_its_deadline() {
+    let (base, got_rx, end_tx, hole) = black_hole();
+    let mut cfg = config(&base, Format::Otlp);
+    cfg.io_timeout = Duration::from_secs(3600);
+    let pusher = Pusher::start(cfg).unwrap();
+    pusher.offer(period(1, 5));
+    got_rx.recv().unwrap();
+    // Without grace, stop returns at once: the period on the wire is counted undelivered and
+    // the attempt, left to end on its own, counts for nothing.
+    let st = pusher.stop(Duration::ZERO);
+    assert_eq!((st.undelivered_periods, st.undelivered_samples, st.delivered_periods), (1, 5, 0));
+    assert_eq!(st.attempts, 0);
+    end_tx.send(()).unwrap();
+    hole.join().unwrap();
 }
 
 #[test]

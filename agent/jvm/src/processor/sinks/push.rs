@@ -22,9 +22,9 @@ use crate::options::PushOptions;
 use crate::os::thread_cpu_ns;
 use crate::processor::{Inputs, Written};
 
-/// At the session's end the pusher has this long to deliver what is queued (then at most one
-/// more I/O timeout for the request under way): a JVM pushing to a backend that is down or
-/// never answers still exits within seconds.
+/// At the session's end the pusher has this long to deliver what is queued (a request still
+/// under way then is counted undelivered): a JVM pushing to a backend that is down or never
+/// answers exits at most this much later.
 pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// A period ends early when what it holds passes this (half the pusher's default queue, 32
