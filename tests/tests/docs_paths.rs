@@ -14,6 +14,7 @@ const ROOTS: &[&str] = &[
     "agent/profile/src",
     "agent/capture/src",
     "agent/resolve/src",
+    "agent/push/src",
     "agent/cli/src",
     "tests/tests",
 ];

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use hpm_profile::jfr::TableKeys;
 use hpm_profile::model::{DropReason, EventInfo, PeriodUnit, Sample};
+use hpm_profile::otlp::encode::UNKNOWN_SERVICE;
 use hpm_profile::otlp::{PeriodBuilder, Resource};
 use hpm_push::{Config, Format, Period, Pusher, Status, Target};
 use prost::Message;
@@ -30,10 +31,6 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 /// A period ends early when what it holds passes this (half the pusher's default queue, 32
 /// MiB: a period larger than the queue could never be queued).
 pub const MAX_PERIOD_BYTES: usize = 16 << 20;
-
-/// The service name when none is given, found in the environment or in the main class (OTel's
-/// default for a process it cannot name).
-pub const UNKNOWN_SERVICE: &str = "unknown_service:java";
 
 /// The session's push: its target, who it is (the resource), and the pusher.
 pub struct Push {
