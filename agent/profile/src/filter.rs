@@ -159,7 +159,7 @@ pub struct SampleFilter {
     pub lock_class: Option<Regex>,
     /// `--service`, `--host`: which of a fleet's profiles are read (OTLP input only; applied by
     /// the reader, [`crate::otlp::read`]).
-    pub fleet: crate::otlp::read::Selection,
+    pub fleet: Selection,
 }
 
 /// What a filter did, for the header line of a report and the notes of other commands.
@@ -381,6 +381,20 @@ pub fn compile_thread_pattern_for(flag: &str, p: &str) -> Result<Regex, String> 
             format!("{flag} `{p}` is not a regular expression ({why}); names match as in `worker-[0-9]+` or `^main$`")
         }
     })
+}
+
+/// Which profiles are read: those of a service and a host (`--service`, `--host`); `None`
+/// takes any (several services are then an error that lists them).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub service: Option<String>,
+    pub host: Option<String>,
+}
+
+impl Selection {
+    pub fn is_empty(&self) -> bool {
+        self.service.is_none() && self.host.is_none()
+    }
 }
 
 #[cfg(test)]

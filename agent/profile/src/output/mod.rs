@@ -167,6 +167,48 @@ pub fn frame_family(name: &str) -> FrameFamily {
     FrameFamily::Native
 }
 
+/// A frame of collapsed stacks as hpm names it, with the kind of code it ran as when the name
+/// says. async-profiler writes Java classes in their internal form (`java/util/Arrays.copyOf`)
+/// and, with `ann` or for kernel code, a type after the name: `_[j]` JIT compiled, `_[1]`
+/// compiled by C1, `_[i]` inlined, `_[0]` interpreted, `_[k]` kernel. Read as hpm's own names
+/// (`java.util.Arrays.copyOf`, `finish_task_switch.isra.0`) with the type as the frame's kind,
+/// a report shows one name per method and a diff against hpm's recording lines up. A hidden
+/// class's `/0x…` stays, as the JVM (and hpm) name it; names hpm writes read back unchanged.
+pub fn collapsed_frame(f: &str) -> (std::borrow::Cow<'_, str>, u8) {
+    use crate::cct::kind_bit;
+    use crate::model::FrameKind;
+    const TYPES: [(&str, FrameKind); 5] = [
+        ("_[j]", FrameKind::JitCompiled),
+        ("_[1]", FrameKind::JitCompiled),
+        ("_[i]", FrameKind::Inlined),
+        ("_[0]", FrameKind::Interpreted),
+        ("_[k]", FrameKind::Kernel),
+    ];
+    let typed = TYPES.iter().find_map(|(suffix, k)| f.strip_suffix(suffix).map(|n| (n, *k)));
+    let (name, kind) = match typed {
+        Some((n, k)) if !n.is_empty() => (n, Some(k)),
+        _ => (f, None),
+    };
+    let java = match kind {
+        Some(k) => k.is_java(),
+        None => frame_family(name) == FrameFamily::Java,
+    };
+    let bits = kind.map_or(0, kind_bit);
+    if !java || !name.contains('/') || name.starts_with('/') {
+        return (name.into(), bits);
+    }
+    // Slashes of the package path become dots; a hidden class's `/0x` address stays.
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(i) = rest.find('/') {
+        out.push_str(&rest[..i]);
+        out.push(if rest[i + 1..].starts_with("0x") { '/' } else { '.' });
+        rest = &rest[i + 1..];
+    }
+    out.push_str(rest);
+    (out.into(), bits)
+}
+
 /// For each frame of B, A's samples at the same path: what a differential flame graph of B
 /// colours by.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -35,19 +35,7 @@ pub const FRAMES_PER_MESSAGE_BYTE: u64 = 4;
 /// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
-/// Which profiles are read: those of a service and a host (`--service`, `--host`); `None`
-/// takes any (several services are then an error that lists them).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Selection {
-    pub service: Option<String>,
-    pub host: Option<String>,
-}
-
-impl Selection {
-    pub fn is_empty(&self) -> bool {
-        self.service.is_none() && self.host.is_none()
-    }
-}
+pub use crate::filter::Selection;
 
 /// What was merged into the recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -501,7 +489,7 @@ pub(super) fn method_info(name: &str, system: &str, hint: Option<FrameKind>) -> 
         }
     }
     let family = frame_family(name);
-    let (plain, _) = crate::load::collapsed_frame(name);
+    let (plain, _) = crate::output::collapsed_frame(name);
     let kind = match (hint, family) {
         (Some(FrameKind::Native), FrameFamily::Cpp) => FrameKind::Cpp,
         (Some(k), _) => k,
