@@ -55,7 +55,7 @@ fn the_report_says_what_it_merged_and_proto_and_json_read_alike() {
         "{report}"
     );
     assert!(report.contains("counters:   cycles"), "{report}");
-    assert!(notes.contains("2 JVMs of service A on 2 hosts merged from 1 messages"), "{notes}");
+    assert!(notes.contains("2 JVMs of service A on 2 hosts merged from 1 message"), "{notes}");
     let row = report.lines().find(|l| l.ends_with("Main.work (Main.java)")).expect("Main.work's row");
     assert!(row.contains("66.67%"), "{row}");
     // The bare request of the same period reads as the same report.
