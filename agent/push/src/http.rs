@@ -226,6 +226,9 @@ fn failure(e: &ureq::Error, cfg: &Config) -> String {
         ureq::Error::Timeout(Timeout::Resolve) => "resolving the host timed out".into(),
         ureq::Error::Timeout(_) => format!("timed out after {}", duration(cfg.io_timeout)),
         ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::LargeResponseHeader(..) => {
+            format!("the answer's headers passed {} KiB; is push= an OTLP or Pyroscope backend?", HEADERS_MAX >> 10)
+        }
         ureq::Error::Io(io) => match io.kind() {
             io::ErrorKind::ConnectionRefused => "connection refused".into(),
             io::ErrorKind::ConnectionReset => "connection reset by the peer".into(),
