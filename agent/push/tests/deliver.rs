@@ -1,5 +1,7 @@
 //! hpm-push against local peers on 127.0.0.1 (ephemeral ports): what it sends, checked on the
-//! wire, and what it counts when the peer answers 200, 500, 400, never answers, or is not there.
+//! wire, and what it counts when the peer answers 200, 500, 400, never answers, or is not there;
+//! and hostile peers: an endless body or header line (read to their bounds), a redirect (not
+//! followed), a `Retry-After` of decades (waited at most `backoff_max`, and not by `stop`).
 //!
 //! No sleeps: each peer thread tells the test, over a channel, what it received before the test
 //! goes on; a test that needs the pusher to have finished calls `stop`, which joins its thread.
