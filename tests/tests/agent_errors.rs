@@ -15,6 +15,7 @@ fn refused(options: &str, env: &[(&str, &str)], expect: &[&str]) {
     for e in expect {
         assert!(line.contains(e), "`{options}`: {line:?} lacks {e:?}");
     }
+    assert!(!line.contains('\x1b'), "`{options}`: {line:?} holds an escape");
 }
 
 #[test]
@@ -33,6 +34,37 @@ fn bad_options_name_the_problem_and_the_choices() {
     refused("sampler=sps", &[], &["sampler=sps", "sampler=asgct"]);
     // Used to start, and its timer's next tick wrapped into the past: samples without pause.
     refused("sampler=jvmti,interval=18446744073709551615", &[], &["give a time from 10us to 60s"]);
+}
+
+/// The push options refuse the session as the others do, each with its one line (the unit
+/// tests of agent/jvm/src/options/push.rs hold the rest of the grammar).
+#[test]
+fn push_options_are_refused_with_one_line() {
+    refused("push=https://127.0.0.1:4318", &[], &["push=https://127.0.0.1:4318", "no TLS", "OpenTelemetry Collector"]);
+    refused("push=http://user:pw@127.0.0.1:4318/", &[], &["credentials", "refused"]);
+    refused("push=http://127.0.0.1:4318,chunk=0", &[], &["chunk=0", "from 1s to 1h"]);
+    refused("push=http://127.0.0.1:4318,chunk=2h", &[], &["chunk=2h", "from 1s to 1h"]);
+    // The control character is not echoed to the terminal as it is.
+    refused("push=http://127.0.0.1:4318,service=a\x1b[2Jb", &[], &["service=", "printable ASCII"]);
+    refused("push=http://127.0.0.1:4318,labels=env=prod", &[], &["labels=", "Pyroscope's", "resource processor"]);
+    refused("chunk=10s", &[], &["chunk=", "give push=URL too"]);
+    refused("sampler=chain,push=http://127.0.0.1:4318", &[], &["sampler=chain", "default sampler"]);
+}
+
+/// A service name Pyroscope cannot take, found in the environment, is only known when the
+/// session starts: the JVM runs without profiling, and one line says which name and how to set
+/// another (it once said the push's thread could not start).
+#[test]
+fn a_service_name_pyroscope_cannot_take_is_named_and_the_jvm_runs() {
+    let opts = "push=http://127.0.0.1:4040,pushformat=pyroscope";
+    let run = run_java_env(&jdks()[0], Some(opts), &[], "Shares", &["1", "0.1"], &[("OTEL_SERVICE_NAME", "my shop")]);
+    run.assert_ok("a service name Pyroscope cannot take");
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.contains("push=")).collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    for want in ["\"my shop\"", "Pyroscope application name", "service=NAME", "no profile will be written"] {
+        assert!(lines[0].contains(want), "{:?} lacks {want:?}", lines[0]);
+    }
+    assert!(!lines[0].contains("thread"), "{}", lines[0]);
 }
 
 #[test]

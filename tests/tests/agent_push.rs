@@ -4,6 +4,13 @@
 //! the workload's samples under the service named; a JVM pushing to a closed port runs and
 //! exits normally, with one line saying what was not delivered; `hpm attach PID
 //! start,push=...` joins a running JVM to the backend, `status` shows the push, `stop` ends it.
+//! `pushformat=pyroscope`: each request is Pyroscope's `/ingest` form, its `jfr` part a JFR that
+//! hpm and the JDK's RecordingFile read, holding the workload's methods and every sample of the
+//! session. A backend answering with an endless body harms no JVM: the answer is read to its
+//! bound, the periods are delivered, the JVM exits normally.
+
+use std::io::Write;
+use std::net::TcpListener;
 
 use hpm_tests::backend::{closed_port, Backend, Request};
 use hpm_tests::*;
@@ -73,12 +80,15 @@ fn a_jvm_pushes_every_period_to_the_backend() {
         assert!(names.iter().any(|n| n.starts_with("Shares.")), "no Shares frame in {names:?}");
     }
     // Every sample of the session went to the backend, none twice (the exit summary's count).
-    let total: u64 = run
-        .stderr
+    assert_eq!(pushed, session_samples(&run.stderr), "samples pushed and in the session");
+}
+
+/// The session's sample count, from the exit summary.
+fn session_samples(stderr: &str) -> u64 {
+    stderr
         .lines()
         .find_map(|l| l.strip_prefix("hpm: ")?.split_once(" samples, ")?.0.replace(',', "").parse().ok())
-        .unwrap_or_else(|| panic!("no sample count in the summary:\n{}", run.stderr));
-    assert_eq!(pushed, total, "samples pushed and in the session");
+        .unwrap_or_else(|| panic!("no sample count in the summary:\n{stderr}"))
 }
 
 #[test]
@@ -120,4 +130,112 @@ fn attach_joins_a_running_jvm_to_the_backend_and_stop_ends_the_push() {
     assert!(!periods.is_empty(), "nothing pushed from the attached session");
     assert!(periods.iter().any(|(_, names, _)| names.iter().any(|n| n.starts_with("Shares."))));
     jvm.finish("attached JVM with push");
+}
+
+/// The query of Pyroscope's request target, as (name, value) pairs still encoded, after
+/// checking its path.
+fn ingest_query(r: &Request) -> Vec<(String, String)> {
+    assert_eq!(r.method, "POST");
+    let (path, query) = r.path.split_once('?').unwrap_or_else(|| panic!("no query in {}", r.path));
+    assert_eq!(path, "/ingest");
+    query.split('&').map(|kv| kv.split_once('=').unwrap_or((kv, ""))).map(|(k, v)| (k.into(), v.into())).collect()
+}
+
+/// The content of the one part of a multipart form, named `name`.
+fn form_part<'a>(r: &'a Request, name: &str) -> &'a [u8] {
+    let ct = r.header("content-type").unwrap_or_default();
+    let boundary = ct.strip_prefix("multipart/form-data; boundary=").unwrap_or_else(|| panic!("{ct}"));
+    let open = format!("--{boundary}\r\n");
+    let close = format!("\r\n--{boundary}--\r\n");
+    let inner = r.body.strip_prefix(open.as_bytes()).and_then(|b| b.strip_suffix(close.as_bytes()));
+    let inner = inner.expect("one part between the boundaries");
+    let head_end = inner.windows(4).position(|w| w == b"\r\n\r\n").expect("the part's headers");
+    let head = String::from_utf8_lossy(&inner[..head_end]);
+    assert!(head.contains(&format!("Content-Disposition: form-data; name=\"{name}\"")), "{head}");
+    &inner[head_end + 4..]
+}
+
+#[test]
+fn pyroscope_push_sends_each_period_as_an_ingest_form_with_its_jfr() {
+    let jdk = &jdks()[0];
+    let backend = Backend::start(200);
+    let dir = scratch("push-pyroscope");
+    let opts = format!("push={},pushformat=pyroscope,service=app,labels=env=test;zone=a,chunk=1s", backend.url());
+    // Two threads, 2 s of CPU time each: at least two periods of 1 s.
+    let run = run_java(jdk, Some(&opts), &[], "Shares", &["2", "2", "cpu"]);
+    run.assert_ok("Shares pushing to Pyroscope");
+    let received = backend.received();
+    assert!(received.len() >= 2, "{} periods pushed:\n{}", received.len(), run.stderr);
+
+    let mut pushed = 0;
+    let mut methods = std::collections::BTreeSet::new();
+    for (i, r) in received.iter().enumerate() {
+        let q = ingest_query(r);
+        let keys: Vec<&str> = q.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["name", "from", "until", "format", "spyName", "sampleRate"], "{}", r.path);
+        // app{env=test,zone=a}, percent-encoded as hpm-push does.
+        assert_eq!(q[0].1, "app%7Benv%3Dtest%2Czone%3Da%7D");
+        let (from, until): (u64, u64) = (q[1].1.parse().unwrap(), q[2].1.parse().unwrap());
+        assert!(from > 1_600_000_000 && until >= from, "{}", r.path);
+        assert_eq!((q[3].1.as_str(), q[4].1.as_str()), ("jfr", "hpm"));
+        // The default interval, 10 ms of CPU time.
+        assert_eq!(q[5].1, "100");
+        assert_eq!(r.header("content-encoding"), None);
+
+        let jfr = dir.join(format!("period-{i}.jfr"));
+        std::fs::write(&jfr, form_part(r, "jfr")).unwrap();
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("period {i}: {e}")).recording;
+        assert!(!rec.samples.is_empty(), "period {i} without samples");
+        pushed += rec.samples.iter().map(|s| s.count()).sum::<u64>();
+        for s in &rec.samples {
+            methods.extend(s.stack.iter().map(|f| rec.method(f.method).display_name()));
+        }
+        // The JDK's own reader takes it: Pyroscope's server reads JFR as the JDK writes it.
+        let jdk_view = check_jfr(jdk, &jfr, "Shares");
+        assert!(jdk_view.get("count jdk.ExecutionSample").copied().unwrap_or(0) > 0, "period {i}: {jdk_view:?}");
+        assert!(jdk_view.keys().any(|k| k.starts_with("top Shares.")), "period {i}: {jdk_view:?}");
+    }
+    // Truth by construction: the threads run Shares.run, spending their time in a, b and c.
+    for m in ["Shares.run", "Shares.a", "Shares.b", "Shares.c"] {
+        assert!(methods.contains(m), "{m} not in the pushed JFRs: {methods:?}");
+    }
+    assert_eq!(pushed, session_samples(&run.stderr), "samples pushed and in the session");
+    let line: Vec<&str> =
+        run.stderr.lines().filter(|l| l.contains(&format!("push to {}/ingest", backend.url()))).collect();
+    assert_eq!(line.len(), 1, "{}", run.stderr);
+    assert!(!line[0].contains("not delivered"), "{}", line[0]);
+}
+
+/// A backend that answers every request with 200 and a body that never ends (no length, the
+/// connection never closed by it), writing until the client closes. Its thread outlives the test.
+fn endless_body_backend() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        let block = [b'x'; 64 << 10];
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                // The request is left unread: the answer starts at once, as a hostile peer may.
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n");
+                while conn.write_all(&block).is_ok() {}
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_backend_with_an_endless_answer_harms_no_jvm() {
+    let jdk = &jdks()[0];
+    let url = endless_body_backend();
+    let run = run_java(jdk, Some(&format!("push={url},chunk=1s")), &[], "Shares", &["1", "2", "cpu"]);
+    run.assert_ok("Shares pushing to a backend with an endless answer");
+    assert!(run.stdout.contains("cpu "), "the workload did not finish:\n{}", run.stdout);
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("hpm: ") && l.contains(&url)).collect();
+    assert_eq!(lines.len(), 1, "one push line expected:\n{}", run.stderr);
+    // Each answer is read to its 64 KiB bound and the period counts as delivered; the exit
+    // summary says so, and nothing was lost.
+    assert!(lines[0].contains(" delivered (") && !lines[0].contains("not delivered"), "{}", lines[0]);
+    assert!(!run.stderr.contains("not pushed"), "{}", run.stderr);
 }

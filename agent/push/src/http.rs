@@ -169,6 +169,7 @@ pub(crate) fn send(agent: &Agent, cfg: &Config, url: &str, req: &Request) -> Att
     };
     let code = resp.status().as_u16();
     let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    let location = resp.headers().get("location").map(|v| printable(&v.as_bytes()[..v.len().min(SHOWN_MAX)]));
     // Read whatever the peer sends within RESPONSE_MAX and the attempt's timeout; an error while
     // reading leaves what was read.
     let mut answer = Vec::new();
@@ -178,6 +179,7 @@ pub(crate) fn send(agent: &Agent, cfg: &Config, url: &str, req: &Request) -> Att
         200..=299 => Attempt { verdict: Verdict::Delivered, what: format!("HTTP {code} in {took}") },
         408 | 429 | 500..=599 => Attempt { verdict: Verdict::Retry(retry_after), what: with_body(code, &answer) },
         400..=499 => Attempt { verdict: Verdict::Refused, what: with_body(code, &answer) },
+        300..=399 => Attempt { verdict: Verdict::Retry(retry_after), what: redirect(code, location.as_deref()) },
         _ => Attempt { verdict: Verdict::Retry(retry_after), what: with_body(code, &answer) },
     }
 }
@@ -189,6 +191,15 @@ fn with_body(code: u16, answer: &[u8]) -> String {
         format!("HTTP {code}")
     } else {
         format!("HTTP {code}: {shown}")
+    }
+}
+
+/// `HTTP 301 to URL: redirects are not followed; give push= that URL`: what to do, as the
+/// pusher keeps retrying the URL given.
+fn redirect(code: u16, location: Option<&str>) -> String {
+    match location.filter(|l| !l.is_empty()) {
+        Some(to) => format!("HTTP {code} to {to}: redirects are not followed; give push= that URL"),
+        None => format!("HTTP {code}: redirects are not followed; give push= the backend's URL"),
     }
 }
 
@@ -215,6 +226,9 @@ fn failure(e: &ureq::Error, cfg: &Config) -> String {
         ureq::Error::Timeout(Timeout::Resolve) => "resolving the host timed out".into(),
         ureq::Error::Timeout(_) => format!("timed out after {}", duration(cfg.io_timeout)),
         ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::LargeResponseHeader(..) => {
+            format!("the answer's headers passed {} KiB; is push= an OTLP or Pyroscope backend?", HEADERS_MAX >> 10)
+        }
         ureq::Error::Io(io) => match io.kind() {
             io::ErrorKind::ConnectionRefused => "connection refused".into(),
             io::ErrorKind::ConnectionReset => "connection reset by the peer".into(),
@@ -267,6 +281,16 @@ mod tests {
         assert_eq!(with_body(400, b"bad\x00\x01 profile\r\n"), "HTTP 400: bad profile");
         assert_eq!(with_body(503, b""), "HTTP 503");
         assert_eq!(with_body(400, &[b'x'; 1000]).len(), "HTTP 400: ".len() + SHOWN_MAX);
+    }
+
+    #[test]
+    fn redirects_say_where_and_what_to_do() {
+        assert_eq!(
+            redirect(301, Some("http://b:4318/p")),
+            "HTTP 301 to http://b:4318/p: redirects are not followed; give push= that URL"
+        );
+        assert_eq!(redirect(307, Some("")), "HTTP 307: redirects are not followed; give push= the backend's URL");
+        assert_eq!(redirect(302, None), redirect(302, Some("")));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! hpm-push against local peers on 127.0.0.1 (ephemeral ports): what it sends, checked on the
-//! wire, and what it counts when the peer answers 200, 500, 400, never answers, or is not there.
+//! wire, and what it counts when the peer answers 200, 500, 400, never answers, or is not there;
+//! and hostile peers: an endless body or header line (read to their bounds), a redirect (not
+//! followed), a `Retry-After` of decades (waited at most `backoff_max`, and not by `stop`).
 //!
 //! No sleeps: each peer thread tells the test, over a channel, what it received before the test
 //! goes on; a test that needs the pusher to have finished calls `stop`, which joins its thread.
@@ -343,4 +345,194 @@ fn pyroscope_names_it_cannot_send_are_refused_at_start() {
     let e = Pusher::start(cfg).err().unwrap();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("label env="), "{e}");
+}
+
+/// How a hostile peer's connection ended: the bytes it wrote after the request, and whether it
+/// ended because the client closed the connection (a write failed other than by its timeout).
+#[derive(Debug)]
+struct Served {
+    written: u64,
+    client_closed: bool,
+}
+
+/// A peer that, for every connection, reads the request and then writes `head` followed by
+/// `endless` repeated until the write fails (or by nothing, when `endless` is empty); it tells
+/// the test how each connection ended. Dropping the returned guard ends its thread.
+fn hostile(head: String, endless: &'static [u8]) -> (String, Receiver<Served>, Hostile) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = channel();
+    let (end_tx, end_rx) = channel::<()>();
+    let thread = thread::spawn(move || {
+        for conn in listener.incoming() {
+            if end_rx.try_recv().is_ok() {
+                return;
+            }
+            let mut s = conn.unwrap();
+            read_request(&s);
+            // A guard, not a timing: a client that stops reading without closing ends here.
+            s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+            let mut written = 0u64;
+            let mut result = s.write_all(head.as_bytes());
+            if endless.is_empty() {
+                let _ = tx.send(Served { written: 0, client_closed: false });
+                continue;
+            }
+            while result.is_ok() {
+                result = s.write_all(endless);
+                written += endless.len() as u64;
+            }
+            let kind = result.unwrap_err().kind();
+            let client_closed = !matches!(kind, std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+            if tx.send(Served { written, client_closed }).is_err() {
+                return;
+            }
+        }
+    });
+    (format!("http://127.0.0.1:{}", addr.port()), rx, Hostile { end: end_tx, addr, thread: Some(thread) })
+}
+
+/// Ends a [`hostile`] peer's thread: told to end, then woken by one last connection.
+struct Hostile {
+    end: Sender<()>,
+    addr: std::net::SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Hostile {
+    fn drop(&mut self) {
+        let _ = self.end.send(());
+        let _ = TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A config whose timeouts are far longer than the tests take, so an attempt that ends shows a
+/// bound was enforced, not a timeout; after a failure the thread waits until `stop`.
+fn patient(base: &str) -> Config {
+    let mut cfg = config(base, Format::Otlp);
+    cfg.io_timeout = Duration::from_secs(600);
+    cfg.backoff_min = Duration::from_secs(3600);
+    cfg.backoff_max = Duration::from_secs(3600);
+    cfg
+}
+
+/// 64 KiB of the same byte, written again and again.
+static ENDLESS: [u8; 64 << 10] = [b'a'; 64 << 10];
+
+#[test]
+fn endless_body_is_read_to_its_bound_and_the_period_delivered() {
+    // 200 without a length and without an end: the body runs until the connection closes.
+    let (base, rx, peer) = hostile("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(), &ENDLESS);
+    let pusher = Pusher::start(patient(&base)).unwrap();
+    pusher.offer(period(1, 4));
+    let served = rx.recv().unwrap();
+    let st = pusher.stop(GRACE);
+    drop(peer);
+
+    // The client closed the connection after its bounded read (not a timeout, which is 10
+    // minutes here): what the peer wrote is that read plus the sockets' buffers.
+    assert!(served.client_closed, "{served:?}");
+    assert!(served.written < 64 << 20, "{served:?}");
+    assert_eq!((st.attempts, st.delivered_periods, st.delivered_samples), (1, 1, 4), "{st:?}");
+    assert!(st.last.unwrap().ok);
+}
+
+#[test]
+fn endless_header_line_is_cut_at_its_bound_and_retried() {
+    let (base, rx, peer) = hostile("HTTP/1.1 200 OK\r\nX-Endless: ".into(), &ENDLESS[..4096]);
+    let cfg = patient(&base);
+    let target = cfg.target.clone();
+    let pusher = Pusher::start(cfg).unwrap();
+    pusher.offer(period(1, 6));
+    let served = rx.recv().unwrap();
+    let st = pusher.stop(GRACE);
+    drop(peer);
+
+    assert!(served.client_closed, "{served:?}");
+    assert!(served.written < 64 << 20, "{served:?}");
+    // Not delivered: kept for a retry, then counted at stop (one more attempt may have failed).
+    assert_eq!(
+        (st.delivered_periods, st.refused_periods, st.undelivered_periods, st.undelivered_samples),
+        (0, 0, 1, 6)
+    );
+    let last = st.last.clone().unwrap();
+    assert!(!last.ok);
+    let line = st.summary_line(&target);
+    assert!(
+        line.ends_with(
+            "1 period (6 samples) still queued at exit; last attempt: the answer's headers passed 16 KiB; \
+             is push= an OTLP or Pyroscope backend?"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    let elsewhere = TcpListener::bind("127.0.0.1:0").unwrap();
+    let to = format!("http://{}/v1development/profiles", elsewhere.local_addr().unwrap());
+    let moved = format!("HTTP/1.1 301 Moved\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n");
+    let (base, rx, peer) = hostile(moved, b"");
+    let cfg = patient(&base);
+    let target = cfg.target.clone();
+    let pusher = Pusher::start(cfg).unwrap();
+    pusher.offer(period(1, 3));
+    rx.recv().unwrap();
+    let st = pusher.stop(GRACE);
+    drop(peer);
+
+    // The pusher's thread has ended: had it followed the redirect, its connection would be
+    // waiting in the other listener's backlog.
+    elsewhere.set_nonblocking(true).unwrap();
+    let followed = elsewhere.accept();
+    assert!(matches!(&followed, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock), "{followed:?}");
+    // Kept for a retry (the stop tried once more, unless it came before the first was counted).
+    assert!((1..=2).contains(&st.attempts), "{st:?}");
+    assert_eq!((st.delivered_periods, st.refused_periods, st.undelivered_periods), (0, 0, 1), "{st:?}");
+    let last = st.last.clone().unwrap();
+    assert!(!last.ok);
+    // The line says where the backend points and what to do.
+    let want = format!("last attempt: HTTP 301 to {to}: redirects are not followed; give push= that URL");
+    let line = st.summary_line(&target);
+    assert!(line.ends_with(&format!("1 period (3 samples) still queued at exit; {want}")), "{line}");
+}
+
+#[test]
+fn a_huge_retry_after_waits_at_most_backoff_max() {
+    // backoff_max is 2 ms here: the second request comes, or Retry-After silenced the pusher.
+    let (base, rx, peer) = peer(vec![
+        (429, "Retry-After: 999999999\r\n", b"slow down"),
+        (429, "Retry-After: 18446744073709551616\r\n", b""),
+        (200, "", b""),
+    ]);
+    let pusher = Pusher::start(config(&base, Format::Otlp)).unwrap();
+    pusher.offer(period(2, 8));
+    let reqs: Vec<Req> = (0..3).map(|_| rx.recv().unwrap()).collect();
+    let st = pusher.stop(GRACE);
+    peer.join().unwrap();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!((st.attempts, st.delivered_periods, st.delivered_samples), (3, 1, 8), "{st:?}");
+}
+
+#[test]
+fn a_huge_retry_after_does_not_hold_the_stop() {
+    // Default bounds: the wait after the 429 is backoff_max's minute; stop ends it at once.
+    let (base, rx, peer) =
+        hostile("HTTP/1.1 429 Busy\r\nRetry-After: 999999999\r\nContent-Length: 0\r\n\r\n".into(), b"");
+    let mut cfg = config(&base, Format::Otlp);
+    cfg.backoff_max = Duration::from_secs(60);
+    let target = cfg.target.clone();
+    let pusher = Pusher::start(cfg).unwrap();
+    pusher.offer(period(3, 5));
+    rx.recv().unwrap();
+    let st = pusher.stop(GRACE);
+    drop(peer);
+
+    assert!((1..=2).contains(&st.attempts), "{st:?}");
+    assert_eq!((st.delivered_periods, st.undelivered_periods, st.undelivered_samples), (0, 1, 5), "{st:?}");
+    let line = st.summary_line(&target);
+    assert!(line.ends_with("1 period (5 samples) still queued at exit; last attempt: HTTP 429"), "{line}");
 }

@@ -62,8 +62,11 @@ impl Push {
         let mut cfg = Config::new(opts.target.clone(), resource.service.clone());
         cfg.labels = opts.labels.clone();
         cfg.sample_rate_hz = sample_rate_hz(event);
-        let pusher =
-            Pusher::start(cfg).map_err(|e| format!("push={}: cannot start its thread: {e}", opts.target.display()))?;
+        let pusher = Pusher::start(cfg).map_err(|e| match e.kind() {
+            // A name Pyroscope cannot take (perhaps from the environment): which, why, and how.
+            std::io::ErrorKind::InvalidInput => format!("push={}: {e} (service=NAME sets it)", opts.target.display()),
+            _ => format!("push={}: cannot start its thread: {e}", opts.target.display()),
+        })?;
         Ok(Push {
             target: opts.target.clone(),
             chunk_ns: opts.chunk_secs * 1_000_000_000,
