@@ -57,7 +57,7 @@ def parse_args(argv):
     ap.add_argument("--chunk", default="10s", help="the push period (default 10s)")
     ap.add_argument("--runs", type=int, default=3, help="overhead: JVMs per interval")
     ap.add_argument("--blocks", type=int, default=1, help="overhead: blocks (off, P1, P2, P2, P1, off) per JVM")
-    ap.add_argument("--span", type=int, default=55, help="overhead: iterations per turn, one session each (default 55, ~25 s of xalan)")
+    ap.add_argument("--span", type=int, default=120, help="overhead: iterations per turn, one session each (default 120, ~20 s of xalan once warm)")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--periods", type=int, default=6, help="bytes: periods per JVM")
     ap.add_argument("--bytes-interval", default="10ms")
