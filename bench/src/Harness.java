@@ -31,14 +31,14 @@ final class Harness {
         for (int i = 0; i < total; i++) {
             String cell = toggle != null ? toggle.cell(i) : null;
             if (toggle != null) toggle.collect(i);
-            if (cell != null) toggle.start(cell);
+            if (cell != null && toggle.opens(i)) toggle.start(cell);
             long cpu = toggle != null ? Toggle.processCpuNs() : 0;
             long epoch = System.currentTimeMillis();
             long start = System.nanoTime();
             body.run(i);
             double ms = (System.nanoTime() - start) / 1e6;
             double cpuMs = toggle != null ? (Toggle.processCpuNs() - cpu) / 1e6 : 0;
-            if (cell != null) toggle.stop(cell);
+            if (cell != null && toggle.closes(i)) toggle.stop(cell);
             System.out.printf("hpm-bench iteration %d %d %.3f%n", i, epoch, ms);
             if (toggle != null && toggle.measured(i)) {
                 System.out.printf("hpm-bench paired %d %s %.3f %.3f%n", i, cell != null ? cell : "off", ms, cpuMs);

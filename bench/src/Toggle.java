@@ -26,6 +26,11 @@ import io.github.hpm.Hpm;
  * profilers are compared on the same compiled code and heap, iteration against iteration, not
  * only each against its own JVM's unsampled iterations: the difference between JVMs, larger
  * than the difference between the profilers here, drops out of their ratio.
+ *
+ * With -Dhpm.bench.span=K every turn (off or a cell) lasts K iterations, and a cell's session
+ * is started before the first of them and stopped after the last: a session then lives long
+ * enough for what happens on a timer inside it (a push every `chunk=` period) to fall into
+ * timed iterations, not only into the stop outside them.
  */
 final class Toggle {
     private final Hpm hpm;
@@ -45,6 +50,8 @@ final class Toggle {
     private static final int QUIET_WINDOW = 10;
     private java.io.OutputStream perfCtl;
     private java.io.InputStream perfAck;
+    /** hpm.bench.span: iterations per turn (1: a session per iteration). */
+    private final int span = Math.max(1, Integer.getInteger("hpm.bench.span", 1));
     /** hpm.bench.rotate: the cells, in block order; null otherwise. */
     private final Toggle[] cells;
     private final String[] names;
@@ -212,10 +219,10 @@ final class Toggle {
     /** Iteration i's cell: null for none (the warm-up, and "off"); "on" in the classic order
      *  off, on, on, off, ...; with a rotation, the name of the profiler whose turn it is. */
     String cell(int i) {
-        int k = i - first();
-        if (first() < 0 || k < 0) {
+        if (first() < 0 || i < first()) {
             return null;
         }
+        int k = (i - first()) / span;
         if (cells == null) {
             return (k % 4 == 1 || k % 4 == 2) ? "on" : null;
         }
@@ -258,6 +265,16 @@ final class Toggle {
             }
         }
         throw new IllegalArgumentException("no cell " + cell);
+    }
+
+    /** Whether iteration i's session starts before it (the first iteration of its turn). */
+    boolean opens(int i) {
+        return measured(i) && (i - first()) % span == 0;
+    }
+
+    /** Whether iteration i's session stops after it (the last iteration of its turn). */
+    boolean closes(int i) {
+        return measured(i) && (i - first()) % span == span - 1;
     }
 
     boolean measured(int i) {

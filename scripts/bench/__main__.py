@@ -20,6 +20,7 @@ COMMANDS = {
     "instructions": ("instructions", "how concentrated samples are on compiled code's instructions (Schneider & Gross)"),
     "attribute": ("attribute", "where a same-JVM run's CPU went, by thread group and code (perf record)"),
     "chain-table": ("chain_table", "the caller-chain statistics (Inoue & Nakatani's Table 1) of a paired run"),
+    "push": ("push", "the push to a collector: overhead paired in one JVM, bytes per period against async-profiler, memory while it is down"),
     "divergence": ("divergence", "frames a collapsed profile's stacks have above the paths the others share"),
 }
 
