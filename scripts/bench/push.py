@@ -42,7 +42,7 @@ from .stats import overhead, quartiles, seconds
 from .workloads import BY_NAME, compile_drivers, fetch
 
 # "hpm: push to http://...: 3 periods delivered (1,234 samples, 56.7 KiB)"
-DELIVERED = re.compile(r"push to \S+: (\d+)(?: of \d+)? periods? delivered \(([\d,]+) samples?, ([0-9.]+) (B|KiB|MiB|GiB)\)")
+DELIVERED = re.compile(r"push to \S+: (?:\d+ of )?(\d+) periods? delivered \(([\d,]+) samples?, ([0-9.]+) (B|KiB|MiB|GiB)\)")
 ENCODING = re.compile(r"encoding ([0-9.]+) ms of CPU per period")
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 # status: "push: push to URL: 0 delivered, 8 queued (1.2 MiB), 3 dropped, 0 refused, 40 attempts; ..."
@@ -65,6 +65,9 @@ def parse_args(argv):
     ap.add_argument("--async-profiler", dest="ap_version", default="4.6")
     ap.add_argument("--java", default="java")
     ap.add_argument("--out")
+    ap.add_argument("--down", action="store_true",
+                    help="overhead: the push cell pushes to a port where nothing listens (the collector down: "
+                         "every attempt refused, retried with backoff, the queue full)")
     ap.add_argument("--quick", action="store_true", help="seconds-long versions of each part (CI)")
     a = ap.parse_args(argv)
     a.parts = a.parts.split(",")
@@ -97,6 +100,7 @@ def pctq(xs):
 def overhead_part(a, agent, cp, col, csvw):
     """Each interval's runs; returns the markdown table."""
     rows = []
+    closed = free_port()  # with --down: nothing listens there
     for interval in a.intervals:
         res = {"nopush": [], "push": [], "push/nopush": []}
         pushes, per_push_ms, encoding = [], [], []
@@ -108,7 +112,8 @@ def overhead_part(a, agent, cp, col, csvw):
                 os.makedirs(sub, exist_ok=True)
                 opts = f"interval={interval},file={sub}/profile.jfr"
                 if name == "push":
-                    opts += f",push={col.url()},chunk={a.chunk},service={a.w.name}-bench"
+                    url = f"http://127.0.0.1:{closed}" if a.down else col.url()
+                    opts += f",push={url},chunk={a.chunk},service={a.w.name}-bench"
                 cells[f"c{k}"] = (name, opts)
             props = ["-Dhpm.bench.rotate=" + "|".join(f"{c}=hpm:{o}" for c, (_, o) in cells.items()),
                      f"-Dhpm.bench.seed={r}", f"-Dhpm.bench.span={a.span}"]
@@ -136,8 +141,9 @@ def overhead_part(a, agent, cp, col, csvw):
                   f"{res['push/nopush'][-1]['cpu'] * 100:+.2f}% wall {res['push/nopush'][-1]['wall'] * 100:+.2f}%, "
                   f"{timed} timed pushes", flush=True)
         rows.append((interval, res, pushes, per_push_ms, encoding))
+    down = " The push cell pushes to a closed port (the collector down)." if a.down else ""
     lines = [f"Each cell's turn: {a.span} iterations of {a.w.name}, one session; {a.blocks} block(s) of "
-             f"off, P1, P2, P2, P1, off per JVM; {a.runs} JVMs per interval; chunk={a.chunk}. Median over JVMs "
+             f"off, P1, P2, P2, P1, off per JVM; {a.runs} JVMs per interval; chunk={a.chunk}.{down} Median over JVMs "
              "(quartiles):", "",
              "| interval | hpm without push vs off, CPU | with push vs off, CPU | push vs no push, CPU | push vs no push, wall "
              "| timed pushes per session | extra CPU ms per timed push | hpm's encoding, CPU ms per period |",
