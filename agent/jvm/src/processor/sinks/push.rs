@@ -161,22 +161,37 @@ fn printable(s: &str) -> String {
 /// The service's name (see [`resource`]): `command` is `sun.java.command` (main class or jar,
 /// then the program's arguments).
 fn service_name(option: Option<&str>, env: Option<&str>, command: Option<&str>) -> String {
-    let from_command = || {
-        let first = command?.split_whitespace().next()?;
-        let name = match first.strip_suffix(".jar") {
-            Some(jar) => jar.rsplit('/').next().unwrap_or(jar),
-            None => first,
-        };
-        Some(name.to_string())
-    };
     let env = env.map(printable).filter(|e| !e.is_empty());
     option
         .map(str::to_string)
         .or(env)
-        .or_else(from_command)
+        .or_else(|| command.and_then(|c| command_name(c, |p| std::path::Path::new(p).is_file())))
         .map(|s| printable(&s))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| UNKNOWN_SERVICE.to_string())
+}
+
+/// The main class, or the jar's file name without `.jar`, of `sun.java.command`. The launcher
+/// writes the jar's path as given, spaces included, then the arguments: the path runs to the
+/// first `.jar` followed by a space or the end when the first word is not a class name (a path
+/// has `/`), or when that path is a file (`is_file`: a relative `My App.jar`).
+fn command_name(command: &str, is_file: impl Fn(&str) -> bool) -> Option<String> {
+    let command = command.trim();
+    let first = command.split_whitespace().next()?;
+    let class_name = first.bytes().all(|b| b.is_ascii_alphanumeric() || b"._$".contains(&b));
+    let jar = match first.strip_suffix(".jar") {
+        Some(_) => Some(first),
+        None => command
+            .match_indices(".jar")
+            .map(|(i, _)| &command[..i + 4])
+            .find(|p| command[p.len()..].is_empty() || command[p.len()..].starts_with(' '))
+            .filter(|p| !class_name || is_file(p)),
+    };
+    let name = match jar {
+        Some(path) => path.strip_suffix(".jar").unwrap_or(path).rsplit('/').next().unwrap_or(path),
+        None => first,
+    };
+    Some(name.to_string())
 }
 
 /// The period being made.
@@ -346,10 +361,30 @@ mod tests {
         assert_eq!(service_name(None, None, cmd), "com.example.Main");
         assert_eq!(service_name(None, None, Some("/opt/app/lib/shop-1.2.jar arg")), "shop-1.2");
         assert_eq!(service_name(None, None, Some("shop.jar")), "shop");
+        assert_eq!(service_name(None, None, Some("com.example.Main lib.jar")), "com.example.Main");
         assert_eq!(service_name(None, None, Some("  ")), UNKNOWN_SERVICE);
         assert_eq!(service_name(None, None, None), UNKNOWN_SERVICE);
         assert_eq!(service_name(None, Some("a\u{1b}[2Jb"), None), "a[2Jb", "no control characters");
         assert_eq!(service_name(None, Some(&"x".repeat(1000)), None).len(), MAX_IDENTITY_LEN);
+    }
+
+    /// A jar's path may hold spaces (`java -jar "/tmp/My App/spin.jar"`): its name is the
+    /// file's, not the path's first word.
+    #[test]
+    fn a_jar_path_with_spaces_names_the_jar() {
+        let none = |_: &str| false;
+        let name = |c: &str| command_name(c, none);
+        assert_eq!(name("/tmp/My App/spin.jar").as_deref(), Some("spin"));
+        assert_eq!(name("/tmp/My App/spin.jar --port 1").as_deref(), Some("spin"));
+        assert_eq!(name("/opt/a.jar.d/x y/app.jar").as_deref(), Some("app"), "a .jar inside a word");
+        assert_eq!(name("/opt/app.jar other.jar").as_deref(), Some("app"));
+        // A class name's arguments may name a jar: it stays the class.
+        assert_eq!(name("com.example.Main in.jar").as_deref(), Some("com.example.Main"));
+        assert_eq!(name("Main$Inner x").as_deref(), Some("Main$Inner"));
+        // A relative path with a space: the file decides.
+        assert_eq!(name("My App.jar").as_deref(), Some("My"));
+        assert_eq!(command_name("My App.jar a", |p| p == "My App.jar").as_deref(), Some("My App"));
+        assert_eq!(name("").as_deref(), None);
     }
 
     /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
