@@ -46,6 +46,8 @@ fn push_options_are_refused_with_one_line() {
     refused("push=http://127.0.0.1:4318,chunk=2h", &[], &["chunk=2h", "from 1s to 1h"]);
     // The control character is not echoed to the terminal as it is.
     refused("push=http://127.0.0.1:4318,service=a\x1b[2Jb", &[], &["service=", "printable ASCII"]);
+    refused("push=http://127.0.0.1:4318,pushformat=\x1b[2J", &[], &["pushformat=\\x1b[2J", "otlp or pyroscope"]);
+    refused("push=http://127.0.0.1:4318,chunk=\x1b[2J", &[], &["chunk=\\x1b[2J", "from 1s to 1h"]);
     refused("push=http://127.0.0.1:4318,labels=env=prod", &[], &["labels=", "Pyroscope's", "resource processor"]);
     refused("chunk=10s", &[], &["chunk=", "give push=URL too"]);
     refused("sampler=chain,push=http://127.0.0.1:4318", &[], &["sampler=chain", "default sampler"]);
