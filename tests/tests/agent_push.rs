@@ -6,8 +6,9 @@
 //! start,push=...` joins a running JVM to the backend, `status` shows the push, `stop` ends it.
 //! `pushformat=pyroscope`: each request is Pyroscope's `/ingest` form, its `jfr` part a JFR that
 //! hpm and the JDK's RecordingFile read, holding the workload's methods and every sample of the
-//! session. A backend answering with an endless body harms no JVM: the answer is read to its
-//! bound, the periods are delivered, the JVM exits normally.
+//! session, under a name Pyroscope takes (one found in the environment is made one). A backend
+//! answering with an endless body harms no JVM: the answer is read to its bound, the periods
+//! are delivered, the JVM exits normally.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -204,6 +205,30 @@ fn pyroscope_push_sends_each_period_as_an_ingest_form_with_its_jfr() {
         run.stderr.lines().filter(|l| l.contains(&format!("push to {}/ingest", backend.url()))).collect();
     assert_eq!(line.len(), 1, "{}", run.stderr);
     assert!(!line[0].contains("not delivered"), "{}", line[0]);
+}
+
+/// A service name found in the environment that Pyroscope cannot take is made one it takes,
+/// said in one line: the session runs and pushes (it once refused the session, and no profile
+/// was made at all).
+#[test]
+fn a_found_service_name_pyroscope_cannot_take_is_made_one_it_takes() {
+    let jdk = &jdks()[0];
+    let backend = Backend::start(200);
+    let dir = scratch("push-pyroscope-name");
+    let out = dir.join("p.collapsed");
+    let opts = format!("push={},pushformat=pyroscope,chunk=1s,file={}", backend.url(), out.display());
+    let env = [("OTEL_SERVICE_NAME", "order service")];
+    let run = run_java_env(jdk, Some(&opts), &[], "Shares", &["1", "0.5"], &env);
+    run.assert_ok("a service name Pyroscope cannot take");
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.contains("\"order service\"")).collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains("\"order_service\"") && lines[0].contains("service=NAME"), "{}", lines[0]);
+    let received = backend.received();
+    assert!(!received.is_empty(), "nothing pushed:\n{}", run.stderr);
+    for r in &received {
+        assert_eq!(ingest_query(r)[0], ("name".to_string(), "order_service".to_string()), "{}", r.path);
+    }
+    assert!(total(&read_collapsed(&out)) > 0, "no local profile:\n{}", run.stderr);
 }
 
 /// A backend that answers every request with 200 and a body that never ends (no length, the

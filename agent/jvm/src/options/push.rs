@@ -88,7 +88,7 @@ impl PushText {
             None => DEFAULT_CHUNK_SECS,
             Some(t) => chunk_secs(&t)?,
         };
-        let service = self.service.map(|s| service(&s)).transpose()?;
+        let service = self.service.map(|s| service(&s, format)).transpose()?;
         let labels = match self.labels {
             None => Vec::new(),
             Some(_) if format == Format::Otlp => {
@@ -125,8 +125,9 @@ fn chunk_secs(t: &str) -> Result<u64, OptionError> {
         })
 }
 
-/// `service=`: printable ASCII without braces (Pyroscope's name carries labels in them).
-fn service(s: &str) -> Result<String, OptionError> {
+/// `service=`: printable ASCII without braces (Pyroscope's name carries labels in them); for
+/// Pyroscope, a name it takes as it is (a name found, not given, is made one at session start).
+fn service(s: &str, format: Format) -> Result<String, OptionError> {
     let ok = !s.is_empty()
         && s.len() <= MAX_SERVICE_LEN
         && s.bytes().all(|b| b.is_ascii_graphic() && b != b'{' && b != b'}');
@@ -134,6 +135,14 @@ fn service(s: &str) -> Result<String, OptionError> {
         return Err(OptionError(format!(
             "service={}: expected a name of 1 to {MAX_SERVICE_LEN} printable ASCII characters, no spaces or braces",
             shown(s)
+        )));
+    }
+    if format == Format::Pyroscope && !hpm_push::pyroscope_app_ok(s) {
+        return Err(OptionError(format!(
+            "service={}: Pyroscope takes letters, digits and . _ - / : only in an application name; give one \
+             such as service={}",
+            shown(s),
+            hpm_push::pyroscope_app_name(s)
         )));
     }
     Ok(s.to_string())
@@ -199,6 +208,11 @@ mod tests {
         let o = parse("pushformat=otlp,push=http://127.0.0.1:4318/v1development/profiles").unwrap();
         assert_eq!(o.push.unwrap().chunk_secs, 60);
         assert_eq!(parse("").unwrap().push, None);
+        // OTLP takes any printable name; Pyroscope one of its characters.
+        let o = parse("push=http://127.0.0.1:4318,service=a;b$c").unwrap();
+        assert_eq!(o.push.unwrap().service.as_deref(), Some("a;b$c"));
+        let o = parse("push=http://h:1,pushformat=pyroscope,service=shop-1.2/eu:a_b").unwrap();
+        assert_eq!(o.push.unwrap().service.as_deref(), Some("shop-1.2/eu:a_b"));
     }
 
     #[test]
@@ -215,6 +229,9 @@ mod tests {
             ("push=http://h:1,pushformat=zipkin", "otlp or pyroscope"),
             ("push=http://h:1,service=my app", "printable ASCII"),
             ("push=http://h:1,service=a{b}", "no spaces or braces"),
+            ("push=http://h:1,pushformat=pyroscope,service=a;b", "service=a_b"),
+            ("push=http://h:1,pushformat=pyroscope,service=a$b", "Pyroscope takes letters"),
+            ("service=a&b,pushformat=pyroscope,push=http://h:1", "service=a_b"),
             ("push=http://h:1,labels=a=b", "Pyroscope's"),
             ("push=http://h:1,pushformat=pyroscope,labels=a", "has no `=`"),
             ("push=http://h:1,pushformat=pyroscope,labels=1a=b", "is not a name"),

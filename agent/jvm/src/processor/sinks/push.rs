@@ -55,11 +55,26 @@ fn sample_rate_hz(event: &EventInfo) -> u32 {
     }
 }
 
+/// The name the pusher sends as: the service's; for Pyroscope, a name found (the option's is
+/// checked when parsed) with the characters Pyroscope refuses made `_`, said in one line.
+fn app_name(format: Format, service: &str) -> String {
+    if format != Format::Pyroscope || hpm_push::pyroscope_app_ok(service) {
+        return service.to_string();
+    }
+    let name = hpm_push::pyroscope_app_name(service);
+    eprintln!(
+        "hpm: push: the service {:?} is sent to Pyroscope as {name:?} (letters, digits and . _ - / : only); \
+         service=NAME sets another",
+        service
+    );
+    name
+}
+
 impl Push {
     /// Starts the pusher's thread for `opts`, sending as `resource`; `event` is the session's
     /// sampling event (Pyroscope is told its rate when it is a clock).
     pub fn start(opts: &PushOptions, resource: Resource, event: &EventInfo) -> Result<Push, String> {
-        let mut cfg = Config::new(opts.target.clone(), resource.service.clone());
+        let mut cfg = Config::new(opts.target.clone(), app_name(opts.target.format, &resource.service));
         cfg.labels = opts.labels.clone();
         cfg.sample_rate_hz = sample_rate_hz(event);
         let pusher = Pusher::start(cfg).map_err(|e| match e.kind() {
@@ -387,13 +402,8 @@ mod tests {
         assert_eq!(name("").as_deref(), None);
     }
 
-    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
-    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
-    #[test]
-    fn a_push_stops_once_and_keeps_its_status() {
-        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
-        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
-        let event = hpm_profile::model::EventInfo {
+    fn cpu_clock() -> EventInfo {
+        EventInfo {
             name: "cpu-clock".into(),
             requested: "cpu-clock".into(),
             period: 10_000_000,
@@ -402,7 +412,31 @@ mod tests {
             sampler: hpm_profile::model::StackSampler::None,
             kernel: Default::default(),
             alloc_interval: 0,
-        };
+        }
+    }
+
+    /// A name found in the environment or the JVM that Pyroscope would refuse is made one it
+    /// takes (it once refused the session, so no profile was made at all); OTLP sends any.
+    #[test]
+    fn a_found_name_is_made_one_pyroscope_takes() {
+        assert_eq!(app_name(Format::Pyroscope, "order service"), "order_service");
+        assert_eq!(app_name(Format::Pyroscope, "Main$Inner"), "Main_Inner");
+        assert_eq!(app_name(Format::Pyroscope, "shop"), "shop");
+        assert_eq!(app_name(Format::Otlp, "order service"), "order service");
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Pyroscope).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let resource = Resource { service: "order service".into(), ..Resource::default() };
+        let push = Push::start(&opts, resource, &cpu_clock()).expect("the session pushes");
+        push.stop(Duration::ZERO);
+    }
+
+    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
+    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
+    #[test]
+    fn a_push_stops_once_and_keeps_its_status() {
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let event = cpu_clock();
         assert_eq!(sample_rate_hz(&event), 100);
         let push = Push::start(&opts, Resource::default(), &event).unwrap();
         let first = push.stop(Duration::ZERO).expect("stopped");
