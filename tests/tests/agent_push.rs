@@ -1,9 +1,10 @@
 //! `push=`: a real JVM pushes its profile every period to a backend that is a listener in the
 //! test (tests/src/backend.rs), not a collector. Checked against what the listener received:
 //! at least two periods, each a gzipped OTLP profiles request that decodes (prost) and holds
-//! the workload's samples under the service named; a JVM pushing to a closed port runs and
-//! exits normally, with one line saying what was not delivered; `hpm attach PID
-//! start,push=...` joins a running JVM to the backend, `status` shows the push, `stop` ends it.
+//! the workload's samples under the service named, or, sampling no CPU event, every allocation
+//! of the local JFR of the same run; a JVM pushing to a closed port runs and exits normally,
+//! with one line saying what was not delivered; `hpm attach PID start,push=...` joins a
+//! running JVM to the backend, `status` shows the push, `stop` ends it.
 //! `pushformat=pyroscope`: each request is Pyroscope's `/ingest` form, its `jfr` part a JFR that
 //! hpm and the JDK's RecordingFile read, holding the workload's methods and every sample of the
 //! session, under a name Pyroscope takes (one found in the environment is made one). A backend
@@ -82,6 +83,45 @@ fn a_jvm_pushes_every_period_to_the_backend() {
     }
     // Every sample of the session went to the backend, none twice (the exit summary's count).
     assert_eq!(pushed, session_samples(&run.stderr), "samples pushed and in the session");
+}
+
+/// The samples of the profiles of sample type `ty` among `received` (OTLP requests).
+fn typed_samples(received: &[Request], ty: &str) -> u64 {
+    let mut n = 0;
+    for r in received {
+        let req = r.otlp();
+        let dict = req.dictionary.unwrap_or_default();
+        let named = |p: &&opentelemetry_proto::tonic::profiles::v1development::Profile| {
+            p.sample_type.as_ref().and_then(|t| dict.string_table.get(t.type_strindex as usize)).map(String::as_str)
+                == Some(ty)
+        };
+        let profiles = req.resource_profiles.iter().flat_map(|rp| &rp.scope_profiles).flat_map(|s| &s.profiles);
+        n += profiles.filter(named).map(|p| p.samples.len() as u64).sum::<u64>();
+    }
+    n
+}
+
+/// A session sampling no CPU event (`event=alloc`) pushes its allocations: every allocation of
+/// the local JFR of the same run is in the backend's "alloc" profiles (it once pushed nothing
+/// and said "0 periods delivered").
+#[test]
+fn an_allocation_only_session_pushes_its_allocations() {
+    let jdk = &jdks()[0];
+    let backend = Backend::start(200);
+    let dir = scratch("push-alloc");
+    let jfr = dir.join("alloc.jfr");
+    let opts = format!("event=alloc,push={},chunk=1s,file={}", backend.url(), jfr.display());
+    let run = run_java(jdk, Some(&opts), &[], "AllocLocks", &["alloc", "1"]);
+    run.assert_ok("AllocLocks alloc with push");
+    let received = backend.received();
+    otlp_periods(&received, "an allocation-only push");
+    let (rec, _) = hpm_profile::load::load_recording(&jfr).unwrap_or_else(|e| panic!("{e}"));
+    let local = rec.events.iter().filter(|e| e.kind == hpm_profile::model::JvmEventKind::Allocation).count() as u64;
+    assert!(local > 0, "no allocation in the local JFR:\n{}", run.stderr);
+    assert_eq!(typed_samples(&received, "alloc"), local, "allocations pushed and in the local JFR");
+    let line: Vec<&str> = run.stderr.lines().filter(|l| l.contains(&backend.url())).collect();
+    assert_eq!(line.len(), 1, "{}", run.stderr);
+    assert!(line[0].contains(&format!("({local} samples,")), "{}", line[0]);
 }
 
 /// The session's sample count, from the exit summary.

@@ -3,7 +3,9 @@
 //! for Pyroscope the period's JFR (its chunks encoded again, concatenated: a JFR file is a
 //! sequence of chunks) — and offered to the session's `hpm_push::Pusher`, which delivers it
 //! from its own thread. Offering never waits on the network; what the pusher could not
-//! deliver is counted as the session's drops (`DropClass::NotPushed`).
+//! deliver is counted as the session's drops (`DropClass::NotPushed`). A period's count is
+//! its samples and its JVM events (allocations, lock waits), one each: a session sampling no
+//! CPU event (`event=alloc`) pushes its events, and what it loses counts them.
 //!
 //! [`Push`] is the session's half (started with the session, so a pusher that cannot start
 //! refuses it; read by `status`); [`PushSink`] the processor's.
@@ -211,42 +213,52 @@ fn command_name(command: &str, is_file: impl Fn(&str) -> bool) -> Option<String>
 
 /// The period being made.
 enum Held {
-    Otlp(Box<PeriodBuilder>),
+    Otlp {
+        builder: Box<PeriodBuilder>,
+        /// JVM events added (the builder counts the samples).
+        events: u64,
+    },
     /// Pyroscope: the period's JFR chunks, with the keys of its own chunks' strings.
     Jfr {
         bytes: Vec<u8>,
         keys: Box<TableKeys>,
-        samples: u64,
+        /// Samples and JVM events.
+        count: u64,
     },
 }
 
 impl Held {
-    fn samples(&self) -> u64 {
+    /// Its samples and JVM events, one each: the period is sent when it holds any.
+    fn count(&self) -> u64 {
         match self {
-            Held::Otlp(b) => b.samples(),
-            Held::Jfr { samples, .. } => *samples,
+            Held::Otlp { builder, events } => builder.samples() + events,
+            Held::Jfr { count, .. } => *count,
         }
     }
 
     fn bytes(&self) -> usize {
         match self {
-            Held::Otlp(b) => b.approx_bytes(),
+            Held::Otlp { builder, .. } => builder.approx_bytes(),
             Held::Jfr { bytes, .. } => bytes.len(),
         }
     }
 
-    /// Adds a chunk's samples.
+    /// Adds a chunk's samples and JVM events.
     fn add(&mut self, chunk: &Chunk<'_>) {
         let rec = chunk.rec;
+        let events = rec.events.len() as u64;
         match self {
-            Held::Otlp(b) => b.add(rec, &rec.samples),
-            Held::Jfr { bytes, keys, samples } => {
-                if rec.samples.is_empty() {
+            Held::Otlp { builder, events: held } => {
+                builder.add(rec, &rec.samples);
+                *held += events;
+            }
+            Held::Jfr { bytes, keys, count } => {
+                if rec.samples.is_empty() && rec.events.is_empty() {
                     return;
                 }
                 let data = hpm_profile::jfr::encode_chunk_keyed(rec, &rec.samples, chunk.marks, chunk.times, keys);
                 bytes.extend_from_slice(&data);
-                *samples += rec.samples.iter().map(Sample::count).sum::<u64>();
+                *count += rec.samples.iter().map(Sample::count).sum::<u64>() + events;
             }
         }
     }
@@ -282,18 +294,18 @@ impl PushSink {
         })
     }
 
-    /// Ends the period at `end_wall_ns` and offers it (unless it has no sample).
+    /// Ends the period at `end_wall_ns` and offers it (unless it has no sample nor event).
     fn end_period(&mut self, end_wall_ns: u64) {
         let Some((_, from)) = self.began.take() else { return };
         let t = thread_cpu_ns();
-        let samples = self.held.samples();
+        let count = self.held.count();
         let held = std::mem::replace(&mut self.held, new_held(self.push.target.format, end_wall_ns));
-        if samples > 0 {
+        if count > 0 {
             let body = match held {
-                Held::Otlp(mut b) => b.finish(end_wall_ns, &self.push.resource).encode_to_vec(),
+                Held::Otlp { mut builder, .. } => builder.finish(end_wall_ns, &self.push.resource).encode_to_vec(),
                 Held::Jfr { bytes, .. } => bytes,
             };
-            self.push.offer(Period { body, samples, from_unix_ns: from, until_unix_ns: end_wall_ns });
+            self.push.offer(Period { body, samples: count, from_unix_ns: from, until_unix_ns: end_wall_ns });
             self.periods += 1;
         }
         self.encode_ns += thread_cpu_ns().saturating_sub(t);
@@ -302,8 +314,8 @@ impl PushSink {
 
 fn new_held(format: Format, start_wall_ns: u64) -> Held {
     match format {
-        Format::Otlp => Held::Otlp(Box::new(PeriodBuilder::new(start_wall_ns))),
-        Format::Pyroscope => Held::Jfr { bytes: Vec::new(), keys: Box::default(), samples: 0 },
+        Format::Otlp => Held::Otlp { builder: Box::new(PeriodBuilder::new(start_wall_ns)), events: 0 },
+        Format::Pyroscope => Held::Jfr { bytes: Vec::new(), keys: Box::default(), count: 0 },
     }
 }
 
@@ -357,7 +369,7 @@ fn period_jfr(chunks: &[(&hpm_profile::model::Recording, hpm_profile::jfr::write
     }
     match held {
         Held::Jfr { bytes, .. } => bytes,
-        Held::Otlp(_) => unreachable!(),
+        Held::Otlp { .. } => unreachable!(),
     }
 }
 
@@ -365,7 +377,7 @@ fn period_jfr(chunks: &[(&hpm_profile::model::Recording, hpm_profile::jfr::write
 mod tests {
     use super::*;
     use hpm_profile::jfr::writer::ChunkTimes;
-    use hpm_profile::model::{Frame, FrameKind, MethodInfo, Recording};
+    use hpm_profile::model::{Frame, FrameKind, JvmEvent, JvmEventKind, MethodInfo, Recording};
 
     #[test]
     fn the_service_is_the_option_the_environment_or_the_main_class() {
@@ -462,6 +474,50 @@ mod tests {
             end_ticks: (start + 1) * 1_000_000_000,
             start_wall_ns: rec.start_wall_ns + start * 1_000_000_000,
         }
+    }
+
+    /// A chunk of `n` allocation events and no sample (a session of `event=alloc`).
+    fn alloc_chunk(rec: &mut Recording, n: usize) -> ChunkTimes {
+        let times = chunk(rec, 0, 0);
+        rec.event.sampler = hpm_profile::model::StackSampler::None;
+        let m = rec.methods.intern(MethodInfo::java("com/example/Hot", "fill", "()V"));
+        let stack: hpm_profile::model::Stack =
+            Arc::from(vec![Frame { method: m, bci: 1, line: 7, kind: FrameKind::Interpreted }]);
+        rec.events = (0..n)
+            .map(|i| JvmEvent { time: i as u64, weight: 4096, ..JvmEvent::of(JvmEventKind::Allocation, stack.clone()) })
+            .collect();
+        times
+    }
+
+    /// A period of JVM events without a sample is sent and counts them: `event=alloc` once
+    /// pushed nothing and said "0 samples".
+    #[test]
+    fn a_period_of_events_only_is_sent_with_its_count() {
+        let mut rec = Recording { start_wall_ns: 1_700_000_000_000_000_000, ..Default::default() };
+        let times = alloc_chunk(&mut rec, 4);
+        let chunk = Chunk { rec: &rec, marks: &[], times };
+
+        let mut otlp = new_held(Format::Otlp, rec.start_wall_ns);
+        otlp.add(&chunk);
+        assert_eq!(otlp.count(), 4);
+        let Held::Otlp { mut builder, .. } = otlp else { unreachable!() };
+        let req = builder.finish(rec.start_wall_ns + 1_000_000_000, &Resource::default());
+        let dict = req.dictionary.unwrap_or_default();
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        let types: Vec<&str> = profiles
+            .iter()
+            .filter_map(|p| dict.string_table.get(p.sample_type.as_ref()?.type_strindex as usize).map(String::as_str))
+            .collect();
+        assert_eq!(types, ["alloc"]);
+        assert_eq!(profiles[0].samples.len(), 4);
+
+        let mut jfr = new_held(Format::Pyroscope, rec.start_wall_ns);
+        jfr.add(&chunk);
+        assert_eq!(jfr.count(), 4);
+        let bytes = period_jfr(&[(&rec, times)]);
+        let back = hpm_profile::jfr::recording_from_bytes(&bytes, "period.jfr").expect("a JFR file");
+        assert_eq!(back.events.len(), 4);
+        assert!(back.samples.is_empty());
     }
 
     /// Pyroscope's period is its chunks one after the other: a JFR file any reader takes, with
