@@ -3,8 +3,9 @@
 //! at least two periods, each a gzipped OTLP profiles request that decodes (prost) and holds
 //! the workload's samples under the service named, or, sampling no CPU event, every allocation
 //! of the local JFR of the same run; a JVM pushing to a closed port runs and exits normally,
-//! with one line saying what was not delivered; `hpm attach PID start,push=...` joins a
-//! running JVM to the backend, `status` shows the push, `stop` ends it.
+//! with one line saying what was not delivered, its local JFR counting as many samples not
+//! pushed as the exit summary; `hpm attach PID start,push=...` joins a running JVM to the
+//! backend, `status` shows the push, `stop` ends it.
 //! `pushformat=pyroscope`: each request is Pyroscope's `/ingest` form, its `jfr` part a JFR that
 //! hpm and the JDK's RecordingFile read, holding the workload's methods and every sample of the
 //! session, under a name Pyroscope takes (one found in the environment is made one). A backend
@@ -136,13 +137,23 @@ fn session_samples(stderr: &str) -> u64 {
 fn a_jvm_pushing_to_a_closed_port_exits_normally_and_says_what_was_not_delivered() {
     let jdk = &jdks()[0];
     let url = format!("http://127.0.0.1:{}", closed_port());
-    let run = run_java(jdk, Some(&format!("push={url},chunk=1s")), &[], "Shares", &["1", "2", "cpu"]);
+    let jfr = scratch("push-closed").join("closed.jfr");
+    let opts = format!("push={url},chunk=1s,file={}", jfr.display());
+    let run = run_java(jdk, Some(&opts), &[], "Shares", &["1", "2", "cpu"]);
     run.assert_ok("Shares pushing to a closed port");
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("hpm: ") && l.contains(&url)).collect();
     assert_eq!(lines.len(), 1, "one push line expected:\n{}", run.stderr);
     assert!(lines[0].contains("not delivered"), "{}", lines[0]);
-    // The summary's drops count them too.
-    assert!(run.stderr.contains("not pushed"), "{}", run.stderr);
+    // The summary's drops count them too, and the JFR's drops as many: the pusher stops before
+    // the JFR's last chunk is written (it once said "Dropped samples (none)").
+    let not_pushed: u64 = run
+        .stderr
+        .lines()
+        .find_map(|l| l.split_once(" not pushed")?.0.rsplit("; ").next()?.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no \"not pushed\" in the summary:\n{}", run.stderr));
+    assert!(not_pushed > 0, "{}", run.stderr);
+    let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{e}")).recording;
+    assert_eq!(rec.drops_of(hpm_profile::model::DropClass::NotPushed), not_pushed, "{:?}", rec.drops);
 }
 
 #[test]

@@ -276,6 +276,8 @@ pub(in crate::processor) struct PushSink {
     /// CPU time of the processing thread spent adding chunks and encoding periods.
     encode_ns: u64,
     quiet: bool,
+    /// The pusher was stopped: no period is made any more.
+    ended: bool,
 }
 
 impl PushSink {
@@ -291,6 +293,7 @@ impl PushSink {
             periods: 0,
             encode_ns: 0,
             quiet: inputs.opts.quiet,
+            ended: false,
         })
     }
 
@@ -321,6 +324,9 @@ fn new_held(format: Format, start_wall_ns: u64) -> Held {
 
 impl ProfileSink for PushSink {
     fn flush(&mut self, chunk: &Chunk<'_>) {
+        if self.ended {
+            return;
+        }
         let times = chunk.times;
         // Chunks follow one another: a period begins where the last one ended.
         let (start_ticks, _) = *self.began.get_or_insert((times.start_ticks, times.start_wall_ns));
@@ -342,10 +348,19 @@ impl ProfileSink for PushSink {
         }
     }
 
-    /// The last, partial period is offered, then the pusher stopped within [`STOP_GRACE`];
-    /// one line says what was pushed and what was not.
+    /// The last, partial period is offered, then the pusher stopped within [`STOP_GRACE`]:
+    /// what it did not deliver is final.
+    fn end(&mut self) {
+        if !self.ended {
+            self.end_period(self.last_end_wall);
+            self.push.stop(STOP_GRACE);
+            self.ended = true;
+        }
+    }
+
+    /// One line says what was pushed and what was not (the pusher stopped by [`Self::end`]).
     fn finish(&mut self, _written: &mut Written) {
-        self.end_period(self.last_end_wall);
+        self.end();
         let Some(status) = self.push.stop(STOP_GRACE) else { return };
         let lost = status.dropped_full_periods + status.refused_periods + status.undelivered_periods;
         if !self.quiet || lost > 0 {
