@@ -46,25 +46,17 @@ fn push_options_are_refused_with_one_line() {
     refused("push=http://127.0.0.1:4318,chunk=2h", &[], &["chunk=2h", "from 1s to 1h"]);
     // The control character is not echoed to the terminal as it is.
     refused("push=http://127.0.0.1:4318,service=a\x1b[2Jb", &[], &["service=", "printable ASCII"]);
+    refused("push=http://127.0.0.1:4318,pushformat=\x1b[2J", &[], &["pushformat=\\x1b[2J", "otlp or pyroscope"]);
+    refused("push=http://127.0.0.1:4318,chunk=\x1b[2J", &[], &["chunk=\\x1b[2J", "from 1s to 1h"]);
     refused("push=http://127.0.0.1:4318,labels=env=prod", &[], &["labels=", "Pyroscope's", "resource processor"]);
     refused("chunk=10s", &[], &["chunk=", "give push=URL too"]);
     refused("sampler=chain,push=http://127.0.0.1:4318", &[], &["sampler=chain", "default sampler"]);
-}
-
-/// A service name Pyroscope cannot take, found in the environment, is only known when the
-/// session starts: the JVM runs without profiling, and one line says which name and how to set
-/// another (it once said the push's thread could not start).
-#[test]
-fn a_service_name_pyroscope_cannot_take_is_named_and_the_jvm_runs() {
-    let opts = "push=http://127.0.0.1:4040,pushformat=pyroscope";
-    let run = run_java_env(&jdks()[0], Some(opts), &[], "Shares", &["1", "0.1"], &[("OTEL_SERVICE_NAME", "my shop")]);
-    run.assert_ok("a service name Pyroscope cannot take");
-    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.contains("push=")).collect();
-    assert_eq!(lines.len(), 1, "{}", run.stderr);
-    for want in ["\"my shop\"", "Pyroscope application name", "service=NAME", "no profile will be written"] {
-        assert!(lines[0].contains(want), "{:?} lacks {want:?}", lines[0]);
-    }
-    assert!(!lines[0].contains("thread"), "{}", lines[0]);
+    // A name given that Pyroscope cannot take is refused when read, with one it takes.
+    refused(
+        "push=http://127.0.0.1:4040,pushformat=pyroscope,service=a;b",
+        &[],
+        &["service=a;b", "Pyroscope takes", "service=a_b"],
+    );
 }
 
 #[test]

@@ -1,13 +1,16 @@
 //! `push=`: a real JVM pushes its profile every period to a backend that is a listener in the
 //! test (tests/src/backend.rs), not a collector. Checked against what the listener received:
 //! at least two periods, each a gzipped OTLP profiles request that decodes (prost) and holds
-//! the workload's samples under the service named; a JVM pushing to a closed port runs and
-//! exits normally, with one line saying what was not delivered; `hpm attach PID
-//! start,push=...` joins a running JVM to the backend, `status` shows the push, `stop` ends it.
+//! the workload's samples under the service named, or, sampling no CPU event, every allocation
+//! of the local JFR of the same run; a JVM pushing to a closed port runs and exits normally,
+//! with one line saying what was not delivered, its local JFR counting as many samples not
+//! pushed as the exit summary; `hpm attach PID start,push=...` joins a running JVM to the
+//! backend, `status` shows the push, `stop` ends it.
 //! `pushformat=pyroscope`: each request is Pyroscope's `/ingest` form, its `jfr` part a JFR that
 //! hpm and the JDK's RecordingFile read, holding the workload's methods and every sample of the
-//! session. A backend answering with an endless body harms no JVM: the answer is read to its
-//! bound, the periods are delivered, the JVM exits normally.
+//! session, under a name Pyroscope takes (one found in the environment is made one). A backend
+//! answering with an endless body harms no JVM: the answer is read to its bound, the periods
+//! are delivered, the JVM exits normally.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -83,6 +86,45 @@ fn a_jvm_pushes_every_period_to_the_backend() {
     assert_eq!(pushed, session_samples(&run.stderr), "samples pushed and in the session");
 }
 
+/// The samples of the profiles of sample type `ty` among `received` (OTLP requests).
+fn typed_samples(received: &[Request], ty: &str) -> u64 {
+    let mut n = 0;
+    for r in received {
+        let req = r.otlp();
+        let dict = req.dictionary.unwrap_or_default();
+        let named = |p: &&opentelemetry_proto::tonic::profiles::v1development::Profile| {
+            p.sample_type.as_ref().and_then(|t| dict.string_table.get(t.type_strindex as usize)).map(String::as_str)
+                == Some(ty)
+        };
+        let profiles = req.resource_profiles.iter().flat_map(|rp| &rp.scope_profiles).flat_map(|s| &s.profiles);
+        n += profiles.filter(named).map(|p| p.samples.len() as u64).sum::<u64>();
+    }
+    n
+}
+
+/// A session sampling no CPU event (`event=alloc`) pushes its allocations: every allocation of
+/// the local JFR of the same run is in the backend's "alloc" profiles (it once pushed nothing
+/// and said "0 periods delivered").
+#[test]
+fn an_allocation_only_session_pushes_its_allocations() {
+    let jdk = &jdks()[0];
+    let backend = Backend::start(200);
+    let dir = scratch("push-alloc");
+    let jfr = dir.join("alloc.jfr");
+    let opts = format!("event=alloc,push={},chunk=1s,file={}", backend.url(), jfr.display());
+    let run = run_java(jdk, Some(&opts), &[], "AllocLocks", &["alloc", "1"]);
+    run.assert_ok("AllocLocks alloc with push");
+    let received = backend.received();
+    otlp_periods(&received, "an allocation-only push");
+    let (rec, _) = hpm_profile::load::load_recording(&jfr).unwrap_or_else(|e| panic!("{e}"));
+    let local = rec.events.iter().filter(|e| e.kind == hpm_profile::model::JvmEventKind::Allocation).count() as u64;
+    assert!(local > 0, "no allocation in the local JFR:\n{}", run.stderr);
+    assert_eq!(typed_samples(&received, "alloc"), local, "allocations pushed and in the local JFR");
+    let line: Vec<&str> = run.stderr.lines().filter(|l| l.contains(&backend.url())).collect();
+    assert_eq!(line.len(), 1, "{}", run.stderr);
+    assert!(line[0].contains(&format!("({local} samples,")), "{}", line[0]);
+}
+
 /// The session's sample count, from the exit summary.
 fn session_samples(stderr: &str) -> u64 {
     stderr
@@ -95,13 +137,23 @@ fn session_samples(stderr: &str) -> u64 {
 fn a_jvm_pushing_to_a_closed_port_exits_normally_and_says_what_was_not_delivered() {
     let jdk = &jdks()[0];
     let url = format!("http://127.0.0.1:{}", closed_port());
-    let run = run_java(jdk, Some(&format!("push={url},chunk=1s")), &[], "Shares", &["1", "2", "cpu"]);
+    let jfr = scratch("push-closed").join("closed.jfr");
+    let opts = format!("push={url},chunk=1s,file={}", jfr.display());
+    let run = run_java(jdk, Some(&opts), &[], "Shares", &["1", "2", "cpu"]);
     run.assert_ok("Shares pushing to a closed port");
     let lines: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("hpm: ") && l.contains(&url)).collect();
     assert_eq!(lines.len(), 1, "one push line expected:\n{}", run.stderr);
     assert!(lines[0].contains("not delivered"), "{}", lines[0]);
-    // The summary's drops count them too.
-    assert!(run.stderr.contains("not pushed"), "{}", run.stderr);
+    // The summary's drops count them too, and the JFR's drops as many: the pusher stops before
+    // the JFR's last chunk is written (it once said "Dropped samples (none)").
+    let not_pushed: u64 = run
+        .stderr
+        .lines()
+        .find_map(|l| l.split_once(" not pushed")?.0.rsplit("; ").next()?.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no \"not pushed\" in the summary:\n{}", run.stderr));
+    assert!(not_pushed > 0, "{}", run.stderr);
+    let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{e}")).recording;
+    assert_eq!(rec.drops_of(hpm_profile::model::DropClass::NotPushed), not_pushed, "{:?}", rec.drops);
 }
 
 #[test]
@@ -204,6 +256,30 @@ fn pyroscope_push_sends_each_period_as_an_ingest_form_with_its_jfr() {
         run.stderr.lines().filter(|l| l.contains(&format!("push to {}/ingest", backend.url()))).collect();
     assert_eq!(line.len(), 1, "{}", run.stderr);
     assert!(!line[0].contains("not delivered"), "{}", line[0]);
+}
+
+/// A service name found in the environment that Pyroscope cannot take is made one it takes,
+/// said in one line: the session runs and pushes (it once refused the session, and no profile
+/// was made at all).
+#[test]
+fn a_found_service_name_pyroscope_cannot_take_is_made_one_it_takes() {
+    let jdk = &jdks()[0];
+    let backend = Backend::start(200);
+    let dir = scratch("push-pyroscope-name");
+    let out = dir.join("p.collapsed");
+    let opts = format!("push={},pushformat=pyroscope,chunk=1s,file={}", backend.url(), out.display());
+    let env = [("OTEL_SERVICE_NAME", "order service")];
+    let run = run_java_env(jdk, Some(&opts), &[], "Shares", &["1", "0.5"], &env);
+    run.assert_ok("a service name Pyroscope cannot take");
+    let lines: Vec<&str> = run.stderr.lines().filter(|l| l.contains("\"order service\"")).collect();
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert!(lines[0].contains("\"order_service\"") && lines[0].contains("service=NAME"), "{}", lines[0]);
+    let received = backend.received();
+    assert!(!received.is_empty(), "nothing pushed:\n{}", run.stderr);
+    for r in &received {
+        assert_eq!(ingest_query(r)[0], ("name".to_string(), "order_service".to_string()), "{}", r.path);
+    }
+    assert!(total(&read_collapsed(&out)) > 0, "no local profile:\n{}", run.stderr);
 }
 
 /// A backend that answers every request with 200 and a body that never ends (no length, the

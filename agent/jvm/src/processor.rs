@@ -445,7 +445,7 @@ impl Processor {
         let due = now.saturating_sub(self.chunk_start) >= inputs.opts.flush_secs.saturating_mul(1_000_000_000)
             && self.completer.as_mut().is_none_or(|c| c.may_flush(self.rec.samples.len()));
         if last || due {
-            self.flush_chunk(now);
+            self.flush_chunk(now, last);
         }
     }
 
@@ -605,17 +605,18 @@ impl Processor {
         self.rec.drops = drops;
     }
 
-    fn flush_chunk(&mut self, now: u64) {
+    /// Writes the chunk ending `now`; `last`: the session's.
+    fn flush_chunk(&mut self, now: u64, last: bool) {
         // Before the last sample is resolved, the chunk's CPU is counted apart from resolving.
         let early = (self.cost.phase_ns[1] == 0).then(thread_cpu_ns);
-        self.write_chunk(now);
+        self.write_chunk(now, last);
         if let Some(t) = early {
             self.cost.early_chunks += 1;
             self.cost.early_chunks_ns += thread_cpu_ns().saturating_sub(t);
         }
     }
 
-    fn write_chunk(&mut self, now: u64) {
+    fn write_chunk(&mut self, now: u64, last: bool) {
         // The samples leave the recording: the sinks keep what they count.
         self.release_held();
         self.update_drops();
@@ -624,7 +625,15 @@ impl Processor {
             end_ticks: now.max(self.chunk_start),
             start_wall_ns: self.rec.start_wall_ns + (self.chunk_start - self.rec.start_ticks),
         };
-        self.sinks.flush(&Chunk { rec: &self.rec, marks: &self.marks, times });
+        if last {
+            // The sinks beside the files end first (the push delivers its last period or gives
+            // up within its grace): the drops the files' last chunk carries are then final.
+            self.sinks.end_beside(&Chunk { rec: &self.rec, marks: &self.marks, times });
+            self.update_drops();
+            self.sinks.flush_files(&Chunk { rec: &self.rec, marks: &self.marks, times });
+        } else {
+            self.sinks.flush(&Chunk { rec: &self.rec, marks: &self.marks, times });
+        }
         self.rec.samples.clear();
         self.released_flushed |= self.released > 0;
         self.released = 0;
@@ -660,7 +669,7 @@ impl Processor {
     fn dump(&mut self, path: &str, format: OutputFormat, target: Target) -> Result<String, String> {
         self.tree_ready();
         if self.profile().dump_reads_jfr(format) && (!self.rec.samples.is_empty() || self.sinks.jfr.chunks == 0) {
-            self.flush_chunk(now_ticks());
+            self.flush_chunk(now_ticks(), false);
         }
         self.profile().dump(path, format, target, &self.sinks.jfr)
     }

@@ -87,11 +87,30 @@ pub(crate) fn request(cfg: &Config, name: &str, p: &Period, rng: &mut Rng) -> io
     }
 }
 
+/// A character Pyroscope takes in an application name: a letter, a digit or `. _ - / :`.
+fn app_char_ok(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "._-/:".contains(c)
+}
+
+/// Whether Pyroscope takes `app` as an application name as it is.
+pub fn pyroscope_app_ok(app: &str) -> bool {
+    !app.is_empty() && app.chars().all(app_char_ok)
+}
+
+/// `app` as Pyroscope takes it: each character it would refuse becomes `_` (`order service`
+/// -> `order_service`; an empty name is `_`). For names found rather than given: the
+/// environment's and the JVM's.
+pub fn pyroscope_app_name(app: &str) -> String {
+    match app.chars().map(|c| if app_char_ok(c) { c } else { '_' }).collect::<String>() {
+        s if s.is_empty() => "_".into(),
+        s => s,
+    }
+}
+
 /// Pyroscope's series name: `app{k=v,k2=v2}` (or `app` without labels), checked so the server
 /// parses it back as given.
 pub(crate) fn pyroscope_name(app: &str, labels: &[(String, String)]) -> Result<String, String> {
-    let name_ok = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-/:".contains(&b));
-    if !name_ok(app) {
+    if !pyroscope_app_ok(app) {
         return Err(format!(
             "the Pyroscope application name {app:?} must be letters, digits and . _ - / : only; set a name that is"
         ));
@@ -267,6 +286,23 @@ mod tests {
         ] {
             let e = pyroscope_name(app, &l).expect_err(app);
             assert!(e.contains(why), "{e}");
+        }
+    }
+
+    /// A name found in the environment or the JVM is made one Pyroscope takes.
+    #[test]
+    fn pyroscope_app_names_are_made_acceptable() {
+        for (found, sent) in [
+            ("order service", "order_service"),
+            ("Main$Inner", "Main_Inner"),
+            ("a;b{c}", "a_b_c_"),
+            ("café", "caf_"),
+            ("", "_"),
+            ("shop-1.2/x:y_z", "shop-1.2/x:y_z"),
+        ] {
+            assert_eq!(pyroscope_app_name(found), sent);
+            assert!(pyroscope_app_ok(sent) && pyroscope_name(sent, &[]).is_ok(), "{sent}");
+            assert_eq!(pyroscope_app_ok(found), found == sent, "{found}");
         }
     }
 

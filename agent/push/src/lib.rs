@@ -45,6 +45,7 @@ mod target;
 
 use std::time::Duration;
 
+pub use http::{pyroscope_app_name, pyroscope_app_ok};
 pub use pusher::Pusher;
 pub use status::{Outcome, Status};
 pub use target::{Format, Target, URL_MAX};

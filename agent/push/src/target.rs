@@ -32,47 +32,46 @@ impl Target {
     /// Parses `http://HOST[:PORT][/PATH]` (port 80 when not given). OTLP: PATH defaults to
     /// `/v1development/profiles` (a path given is used as is). Pyroscope: PATH is the server's base
     /// and `/ingest` is appended. https, credentials, a query, a fragment, non-ASCII or a URL over
-    /// [`URL_MAX`] bytes are refused with the reason.
+    /// [`URL_MAX`] bytes are refused with the reason, which does not repeat the URL (the caller
+    /// names it, as it can show it).
     pub fn parse(url: &str, format: Format) -> Result<Target, String> {
         if url.len() > URL_MAX {
-            return Err(format!("push URL is {} bytes long; at most {URL_MAX} are accepted", url.len()));
+            return Err(format!("the URL is {} bytes long; at most {URL_MAX} are accepted", url.len()));
         }
         if !url.is_ascii() {
-            return Err(format!("push URL {url:?} is not ASCII; percent-encode its path"));
+            return Err("the URL is not ASCII; percent-encode its path".into());
         }
         if let Some(c) = url.chars().find(|c| c.is_ascii_control() || *c == ' ') {
-            return Err(format!("push URL {url:?} holds {c:?}; percent-encode it"));
+            return Err(format!("the URL holds {c:?}; percent-encode it"));
         }
         let Some((scheme, rest)) = url.split_once("://") else {
-            return Err(format!("push URL {url:?} must start with http://"));
+            return Err("the URL must start with http://".into());
         };
         if scheme.eq_ignore_ascii_case("https") {
-            return Err(format!(
-                "push={url} is refused: libhpm.so carries no TLS; push to an OpenTelemetry Collector \
-                 on this host (push=http://127.0.0.1:4318), which forwards with TLS and credentials"
-            ));
+            return Err("https is refused: libhpm.so carries no TLS; push to an OpenTelemetry Collector on this \
+                        host (push=http://127.0.0.1:4318), which forwards with TLS and credentials"
+                .into());
         }
         if !scheme.eq_ignore_ascii_case("http") {
-            return Err(format!("push URL {url:?} must start with http://"));
+            return Err("the URL must start with http://".into());
         }
         if rest.contains('#') {
-            return Err(format!("push URL {url:?} has a fragment (#...); remove it"));
+            return Err("the URL has a fragment (#...); remove it".into());
         }
         if rest.contains('?') {
-            return Err(format!("push URL {url:?} has a query (?...); give a path only"));
+            return Err("the URL has a query (?...); give a path only".into());
         }
         let (authority, path) = match rest.find('/') {
             Some(i) => rest.split_at(i),
             None => (rest, ""),
         };
         if authority.contains('@') {
-            return Err(format!(
-                "push URL {url:?} carries credentials, which are refused: give them to the \
-                 OpenTelemetry Collector on this host, which forwards with them"
-            ));
+            return Err("the URL carries credentials, which are refused: give them to the OpenTelemetry \
+                        Collector on this host, which forwards with them"
+                .into());
         }
-        let (host, port) = host_port(authority).map_err(|why| format!("push URL {url:?}: {why}"))?;
-        check_path(path).map_err(|why| format!("push URL {url:?}: {why}"))?;
+        let (host, port) = host_port(authority)?;
+        check_path(path)?;
         let path = match format {
             Format::Otlp if path.is_empty() || path == "/" => OTLP_PATH.to_string(),
             Format::Otlp => path.to_string(),
@@ -100,7 +99,7 @@ impl Target {
 fn host_port(authority: &str) -> Result<(&str, u16), String> {
     let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
         let end = inner.find(']').ok_or("an IPv6 address lacks its closing ]")?;
-        inner[..end].parse::<Ipv6Addr>().map_err(|_| format!("{:?} is not an IPv6 address", &inner[..end]))?;
+        inner[..end].parse::<Ipv6Addr>().map_err(|_| "the text in [ ] is not an IPv6 address")?;
         let after = &inner[end + 1..];
         let port = match after {
             "" => None,
@@ -117,8 +116,11 @@ fn host_port(authority: &str) -> Result<(&str, u16), String> {
         return Err("it names no host".into());
     }
     let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_');
-    if !host.starts_with('[') && (host.len() > 253 || !host.chars().all(name_ok)) {
-        return Err(format!("{host:?} is not a host name or an address"));
+    if !host.starts_with('[') && host.len() > 253 {
+        return Err(format!("the host name is {} bytes long; at most 253 are accepted", host.len()));
+    }
+    if !host.starts_with('[') && !host.chars().all(name_ok) {
+        return Err("the host is not a name (letters, digits, . - _) nor an address".into());
     }
     let port = match port {
         None => 80,
@@ -126,7 +128,7 @@ fn host_port(authority: &str) -> Result<(&str, u16), String> {
             Ok(n) if n > 0 => n,
             _ => return Err(format!("port {p} is not in 1..65535")),
         },
-        Some(p) => return Err(format!("port {p:?} is not a number in 1..65535")),
+        Some(_) => return Err("the port is not a number in 1..65535".into()),
     };
     Ok((host, port))
 }
@@ -205,9 +207,16 @@ mod tests {
             let e = Target::parse(url, Format::Otlp).expect_err(url);
             assert!(e.contains(why), "{url}: {e}");
             assert!(!e.contains('\n'), "{e}");
+            // The caller names the URL, clipped: the reason does not repeat it.
+            assert!(!e.contains(url) && e.len() < 200, "{url}: {e}");
         }
         for url in ["http://h:1/a%", "http://h:1/a%2", "http://[zz]:1", "http://h!x:1", "http://[::1]x"] {
             assert!(Target::parse(url, Format::Otlp).is_err(), "{url}");
+        }
+        let hosts = [format!("http://{}:1", "h".repeat(300)), format!("http://[{}]", "1".repeat(300))];
+        for url in hosts.iter().chain([&format!("http://h:{}", "9".repeat(300))]) {
+            let e = Target::parse(url, Format::Otlp).expect_err(url);
+            assert!(e.len() < 100, "{e}");
         }
     }
 }

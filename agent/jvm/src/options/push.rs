@@ -14,6 +14,8 @@ pub const MIN_CHUNK_SECS: u64 = 1;
 pub const MAX_CHUNK_SECS: u64 = 3600;
 /// `service=`: printable ASCII, at most this long.
 pub const MAX_SERVICE_LEN: usize = 128;
+/// An option's value is shown in its error cut to this many characters.
+const SHOWN_MAX: usize = 80;
 /// `labels=`: at most this many, keys and values at most this long.
 pub const MAX_LABELS: usize = 16;
 pub const MAX_LABEL_KEY_LEN: usize = 64;
@@ -79,14 +81,14 @@ impl PushText {
         let format = match self.format.as_deref() {
             None | Some("otlp") => Format::Otlp,
             Some("pyroscope") => Format::Pyroscope,
-            Some(other) => return Err(OptionError(format!("pushformat={other}: expected otlp or pyroscope"))),
+            Some(other) => return Err(OptionError(format!("pushformat={}: expected otlp or pyroscope", shown(other)))),
         };
-        let target = Target::parse(&url, format).map_err(|e| OptionError(format!("push={url}: {e}")))?;
+        let target = Target::parse(&url, format).map_err(|e| OptionError(format!("push={}: {e}", shown(&url))))?;
         let chunk_secs = match self.chunk {
             None => DEFAULT_CHUNK_SECS,
             Some(t) => chunk_secs(&t)?,
         };
-        let service = self.service.map(|s| service(&s)).transpose()?;
+        let service = self.service.map(|s| service(&s, format)).transpose()?;
         let labels = match self.labels {
             None => Vec::new(),
             Some(_) if format == Format::Otlp => {
@@ -103,6 +105,12 @@ impl PushText {
     }
 }
 
+/// An option's value as its error shows it: what a terminal would obey escaped, cut to
+/// [`SHOWN_MAX`] characters.
+fn shown(value: &str) -> String {
+    hpm_profile::text::clip(&hpm_profile::text::terminal_safe(value), SHOWN_MAX)
+}
+
 /// `chunk=`: whole seconds from [`MIN_CHUNK_SECS`] to [`MAX_CHUNK_SECS`].
 fn chunk_secs(t: &str) -> Result<u64, OptionError> {
     parse_duration(t)
@@ -110,19 +118,31 @@ fn chunk_secs(t: &str) -> Result<u64, OptionError> {
         .map(|ns| ns / 1_000_000_000)
         .filter(|s| (MIN_CHUNK_SECS..=MAX_CHUNK_SECS).contains(s))
         .ok_or_else(|| {
-            OptionError(format!("chunk={t}: expected a period from 1s to 1h in whole seconds, such as 10s or 1m"))
+            OptionError(format!(
+                "chunk={}: expected a period from 1s to 1h in whole seconds, such as 10s or 1m",
+                shown(t)
+            ))
         })
 }
 
-/// `service=`: printable ASCII without braces (Pyroscope's name carries labels in them).
-fn service(s: &str) -> Result<String, OptionError> {
+/// `service=`: printable ASCII without braces (Pyroscope's name carries labels in them); for
+/// Pyroscope, a name it takes as it is (a name found, not given, is made one at session start).
+fn service(s: &str, format: Format) -> Result<String, OptionError> {
     let ok = !s.is_empty()
         && s.len() <= MAX_SERVICE_LEN
         && s.bytes().all(|b| b.is_ascii_graphic() && b != b'{' && b != b'}');
     if !ok {
         return Err(OptionError(format!(
             "service={}: expected a name of 1 to {MAX_SERVICE_LEN} printable ASCII characters, no spaces or braces",
-            hpm_profile::text::terminal_safe(s)
+            shown(s)
+        )));
+    }
+    if format == Format::Pyroscope && !hpm_push::pyroscope_app_ok(s) {
+        return Err(OptionError(format!(
+            "service={}: Pyroscope takes letters, digits and . _ - / : only in an application name; give one \
+             such as service={}",
+            shown(s),
+            hpm_push::pyroscope_app_name(s)
         )));
     }
     Ok(s.to_string())
@@ -134,7 +154,7 @@ fn labels(t: &str) -> Result<Vec<(String, String)>, OptionError> {
     let bad = |why: &str| {
         OptionError(format!(
             "labels={}: {why}; expected key=value pairs separated by `;`, such as labels=env=prod;region=eu",
-            hpm_profile::text::terminal_safe(t)
+            shown(t)
         ))
     };
     let mut out: Vec<(String, String)> = Vec::new();
@@ -142,14 +162,15 @@ fn labels(t: &str) -> Result<Vec<(String, String)>, OptionError> {
         if out.len() == MAX_LABELS {
             return Err(bad(&format!("more than {MAX_LABELS} labels")));
         }
-        let (k, v) = pair.split_once('=').ok_or_else(|| bad(&format!("`{pair}` has no `=`")))?;
+        let (k, v) = pair.split_once('=').ok_or_else(|| bad(&format!("`{}` has no `=`", shown(pair))))?;
         let key_ok = k.len() <= MAX_LABEL_KEY_LEN
             && k.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
             && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
             && !k.starts_with("__");
         if !key_ok {
-            return Err(bad(&format!("label name `{k}` is not a name (letters, digits, `_`, `.`)")));
+            return Err(bad(&format!("label name `{}` is not a name (letters, digits, `_`, `.`)", shown(k))));
         }
+        // The key is a name from here on: it is shown as it is.
         let value_ok = !v.is_empty()
             && v.len() <= MAX_LABEL_VALUE_LEN
             && v.bytes().all(|b| b.is_ascii_graphic() && !b";{}=,\"".contains(&b));
@@ -187,6 +208,11 @@ mod tests {
         let o = parse("pushformat=otlp,push=http://127.0.0.1:4318/v1development/profiles").unwrap();
         assert_eq!(o.push.unwrap().chunk_secs, 60);
         assert_eq!(parse("").unwrap().push, None);
+        // OTLP takes any printable name; Pyroscope one of its characters.
+        let o = parse("push=http://127.0.0.1:4318,service=a;b$c").unwrap();
+        assert_eq!(o.push.unwrap().service.as_deref(), Some("a;b$c"));
+        let o = parse("push=http://h:1,pushformat=pyroscope,service=shop-1.2/eu:a_b").unwrap();
+        assert_eq!(o.push.unwrap().service.as_deref(), Some("shop-1.2/eu:a_b"));
     }
 
     #[test]
@@ -203,6 +229,9 @@ mod tests {
             ("push=http://h:1,pushformat=zipkin", "otlp or pyroscope"),
             ("push=http://h:1,service=my app", "printable ASCII"),
             ("push=http://h:1,service=a{b}", "no spaces or braces"),
+            ("push=http://h:1,pushformat=pyroscope,service=a;b", "service=a_b"),
+            ("push=http://h:1,pushformat=pyroscope,service=a$b", "Pyroscope takes letters"),
+            ("service=a&b,pushformat=pyroscope,push=http://h:1", "service=a_b"),
             ("push=http://h:1,labels=a=b", "Pyroscope's"),
             ("push=http://h:1,pushformat=pyroscope,labels=a", "has no `=`"),
             ("push=http://h:1,pushformat=pyroscope,labels=1a=b", "is not a name"),
@@ -223,6 +252,27 @@ mod tests {
         let long = "s".repeat(129);
         assert!(parse(&format!("push=http://h:1,service={long}")).is_err());
         assert!(parse(&format!("push=http://h:1,service={}", &long[1..])).is_ok());
+    }
+
+    /// An option's value is shown in its error terminal-safe and cut: a URL of 3,000 bytes or
+    /// one holding an escape sequence is named once, in a short line.
+    #[test]
+    fn refused_values_are_shown_safe_and_short() {
+        let long = format!("http://127.0.0.1:4318/{}", "a".repeat(3000));
+        for bad in [
+            format!("push={long}"),
+            format!("push=http://h:1/{}\x1b[2J", "a".repeat(3000)),
+            "push=http://h:1\x1b[2J".to_string(),
+            "push=http://h:1,pushformat=\x1b[2J".to_string(),
+            format!("push=http://h:1,pushformat={}", "z".repeat(3000)),
+            "push=http://h:1,chunk=\x1b[2J".to_string(),
+            "push=http://h:1,pushformat=pyroscope,labels=\x1b[2J".to_string(),
+            "push=http://h:1,pushformat=pyroscope,labels=a\x1b=b".to_string(),
+        ] {
+            let e = parse(&bad).unwrap_err().0;
+            assert!(!e.contains('\x1b') && !e.contains('\n'), "{e}");
+            assert!(e.len() < 400, "{} bytes: {}", e.len(), &e[..200]);
+        }
     }
 
     /// The URL is `hpm_push::Target::parse`'s to check: its refusal is the session's, with the

@@ -2,6 +2,10 @@
 //! module of its own, all of them listed in [`Sinks::new`]. The processor hands every sink the
 //! same calls in the same order and does not ask which sinks there are; the outputs read the
 //! two that hold the profile (the tree and the JFR chunks) by name.
+//!
+//! The session's last chunk goes in two steps: first to the sinks beside the files, which then
+//! end ([`ProfileSink::end`]: the push delivers or gives up), then, the session's drops updated
+//! with what those lost, to the tree and the JFR chunks, whose last chunk carries them.
 
 use hpm_profile::interned::StackInterner;
 use hpm_profile::jfr::marks::Mark;
@@ -27,6 +31,10 @@ pub(super) trait ProfileSink: Send {
     fn add(&mut self, _s: &Sample, _named: &Named<'_>) {}
     /// A chunk ends: the recording's samples, events and code since the last one, with `marks`.
     fn flush(&mut self, _chunk: &Chunk<'_>) {}
+    /// The session's last chunk was flushed to it: a sink that delivers beside the session's
+    /// files stops here, before the files' last chunk is written (what it lost is then in the
+    /// drops that chunk carries); later flushes (dumps after stop) are not for it.
+    fn end(&mut self) {}
     /// The samples added so far come again (their stacks completed): forget them.
     fn restart(&mut self, _rec: &mut Recording) {}
     /// The session ends: the sink's files are completed, said in `written`.
@@ -72,6 +80,21 @@ impl Sinks {
         others.extend(tuner::TunerSink::new(inputs).map(|t| Box::new(t) as Box<dyn ProfileSink>));
         others.extend(push::PushSink::new(inputs).map(|p| Box::new(p) as Box<dyn ProfileSink>));
         (Sinks { tree, jfr, others }, rest)
+    }
+
+    /// The session's last chunk to the sinks beside the files, which then end; the caller
+    /// updates the drops, then gives the chunk to [`Sinks::flush_files`].
+    pub(super) fn end_beside(&mut self, chunk: &Chunk<'_>) {
+        for k in &mut self.others {
+            k.flush(chunk);
+            k.end();
+        }
+    }
+
+    /// The session's last chunk to the tree and the JFR chunks (after [`Sinks::end_beside`]).
+    pub(super) fn flush_files(&mut self, chunk: &Chunk<'_>) {
+        self.tree.flush(chunk);
+        self.jfr.flush(chunk);
     }
 
     fn all(&mut self) -> impl Iterator<Item = &mut dyn ProfileSink> {

@@ -3,7 +3,9 @@
 //! for Pyroscope the period's JFR (its chunks encoded again, concatenated: a JFR file is a
 //! sequence of chunks) — and offered to the session's `hpm_push::Pusher`, which delivers it
 //! from its own thread. Offering never waits on the network; what the pusher could not
-//! deliver is counted as the session's drops (`DropClass::NotPushed`).
+//! deliver is counted as the session's drops (`DropClass::NotPushed`). A period's count is
+//! its samples and its JVM events (allocations, lock waits), one each: a session sampling no
+//! CPU event (`event=alloc`) pushes its events, and what it loses counts them.
 //!
 //! [`Push`] is the session's half (started with the session, so a pusher that cannot start
 //! refuses it; read by `status`); [`PushSink`] the processor's.
@@ -55,11 +57,26 @@ fn sample_rate_hz(event: &EventInfo) -> u32 {
     }
 }
 
+/// The name the pusher sends as: the service's; for Pyroscope, a name found (the option's is
+/// checked when parsed) with the characters Pyroscope refuses made `_`, said in one line.
+fn app_name(format: Format, service: &str) -> String {
+    if format != Format::Pyroscope || hpm_push::pyroscope_app_ok(service) {
+        return service.to_string();
+    }
+    let name = hpm_push::pyroscope_app_name(service);
+    eprintln!(
+        "hpm: push: the service {:?} is sent to Pyroscope as {name:?} (letters, digits and . _ - / : only); \
+         service=NAME sets another",
+        service
+    );
+    name
+}
+
 impl Push {
     /// Starts the pusher's thread for `opts`, sending as `resource`; `event` is the session's
     /// sampling event (Pyroscope is told its rate when it is a clock).
     pub fn start(opts: &PushOptions, resource: Resource, event: &EventInfo) -> Result<Push, String> {
-        let mut cfg = Config::new(opts.target.clone(), resource.service.clone());
+        let mut cfg = Config::new(opts.target.clone(), app_name(opts.target.format, &resource.service));
         cfg.labels = opts.labels.clone();
         cfg.sample_rate_hz = sample_rate_hz(event);
         let pusher = Pusher::start(cfg).map_err(|e| match e.kind() {
@@ -161,62 +178,87 @@ fn printable(s: &str) -> String {
 /// The service's name (see [`resource`]): `command` is `sun.java.command` (main class or jar,
 /// then the program's arguments).
 fn service_name(option: Option<&str>, env: Option<&str>, command: Option<&str>) -> String {
-    let from_command = || {
-        let first = command?.split_whitespace().next()?;
-        let name = match first.strip_suffix(".jar") {
-            Some(jar) => jar.rsplit('/').next().unwrap_or(jar),
-            None => first,
-        };
-        Some(name.to_string())
-    };
     let env = env.map(printable).filter(|e| !e.is_empty());
     option
         .map(str::to_string)
         .or(env)
-        .or_else(from_command)
+        .or_else(|| command.and_then(|c| command_name(c, |p| std::path::Path::new(p).is_file())))
         .map(|s| printable(&s))
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| UNKNOWN_SERVICE.to_string())
 }
 
+/// The main class, or the jar's file name without `.jar`, of `sun.java.command`. The launcher
+/// writes the jar's path as given, spaces included, then the arguments: the path runs to the
+/// first `.jar` followed by a space or the end when the first word is not a class name (a path
+/// has `/`), or when that path is a file (`is_file`: a relative `My App.jar`).
+fn command_name(command: &str, is_file: impl Fn(&str) -> bool) -> Option<String> {
+    let command = command.trim();
+    let first = command.split_whitespace().next()?;
+    let class_name = first.bytes().all(|b| b.is_ascii_alphanumeric() || b"._$".contains(&b));
+    let jar = match first.strip_suffix(".jar") {
+        Some(_) => Some(first),
+        None => command
+            .match_indices(".jar")
+            .map(|(i, _)| &command[..i + 4])
+            .find(|p| command[p.len()..].is_empty() || command[p.len()..].starts_with(' '))
+            .filter(|p| !class_name || is_file(p)),
+    };
+    let name = match jar {
+        Some(path) => path.strip_suffix(".jar").unwrap_or(path).rsplit('/').next().unwrap_or(path),
+        None => first,
+    };
+    Some(name.to_string())
+}
+
 /// The period being made.
 enum Held {
-    Otlp(Box<PeriodBuilder>),
+    Otlp {
+        builder: Box<PeriodBuilder>,
+        /// JVM events added (the builder counts the samples).
+        events: u64,
+    },
     /// Pyroscope: the period's JFR chunks, with the keys of its own chunks' strings.
     Jfr {
         bytes: Vec<u8>,
         keys: Box<TableKeys>,
-        samples: u64,
+        /// Samples and JVM events.
+        count: u64,
     },
 }
 
 impl Held {
-    fn samples(&self) -> u64 {
+    /// Its samples and JVM events, one each: the period is sent when it holds any.
+    fn count(&self) -> u64 {
         match self {
-            Held::Otlp(b) => b.samples(),
-            Held::Jfr { samples, .. } => *samples,
+            Held::Otlp { builder, events } => builder.samples() + events,
+            Held::Jfr { count, .. } => *count,
         }
     }
 
     fn bytes(&self) -> usize {
         match self {
-            Held::Otlp(b) => b.approx_bytes(),
+            Held::Otlp { builder, .. } => builder.approx_bytes(),
             Held::Jfr { bytes, .. } => bytes.len(),
         }
     }
 
-    /// Adds a chunk's samples.
+    /// Adds a chunk's samples and JVM events.
     fn add(&mut self, chunk: &Chunk<'_>) {
         let rec = chunk.rec;
+        let events = rec.events.len() as u64;
         match self {
-            Held::Otlp(b) => b.add(rec, &rec.samples),
-            Held::Jfr { bytes, keys, samples } => {
-                if rec.samples.is_empty() {
+            Held::Otlp { builder, events: held } => {
+                builder.add(rec, &rec.samples);
+                *held += events;
+            }
+            Held::Jfr { bytes, keys, count } => {
+                if rec.samples.is_empty() && rec.events.is_empty() {
                     return;
                 }
                 let data = hpm_profile::jfr::encode_chunk_keyed(rec, &rec.samples, chunk.marks, chunk.times, keys);
                 bytes.extend_from_slice(&data);
-                *samples += rec.samples.iter().map(Sample::count).sum::<u64>();
+                *count += rec.samples.iter().map(Sample::count).sum::<u64>() + events;
             }
         }
     }
@@ -234,6 +276,8 @@ pub(in crate::processor) struct PushSink {
     /// CPU time of the processing thread spent adding chunks and encoding periods.
     encode_ns: u64,
     quiet: bool,
+    /// The pusher was stopped: no period is made any more.
+    ended: bool,
 }
 
 impl PushSink {
@@ -249,21 +293,22 @@ impl PushSink {
             periods: 0,
             encode_ns: 0,
             quiet: inputs.opts.quiet,
+            ended: false,
         })
     }
 
-    /// Ends the period at `end_wall_ns` and offers it (unless it has no sample).
+    /// Ends the period at `end_wall_ns` and offers it (unless it has no sample nor event).
     fn end_period(&mut self, end_wall_ns: u64) {
         let Some((_, from)) = self.began.take() else { return };
         let t = thread_cpu_ns();
-        let samples = self.held.samples();
+        let count = self.held.count();
         let held = std::mem::replace(&mut self.held, new_held(self.push.target.format, end_wall_ns));
-        if samples > 0 {
+        if count > 0 {
             let body = match held {
-                Held::Otlp(mut b) => b.finish(end_wall_ns, &self.push.resource).encode_to_vec(),
+                Held::Otlp { mut builder, .. } => builder.finish(end_wall_ns, &self.push.resource).encode_to_vec(),
                 Held::Jfr { bytes, .. } => bytes,
             };
-            self.push.offer(Period { body, samples, from_unix_ns: from, until_unix_ns: end_wall_ns });
+            self.push.offer(Period { body, samples: count, from_unix_ns: from, until_unix_ns: end_wall_ns });
             self.periods += 1;
         }
         self.encode_ns += thread_cpu_ns().saturating_sub(t);
@@ -272,13 +317,16 @@ impl PushSink {
 
 fn new_held(format: Format, start_wall_ns: u64) -> Held {
     match format {
-        Format::Otlp => Held::Otlp(Box::new(PeriodBuilder::new(start_wall_ns))),
-        Format::Pyroscope => Held::Jfr { bytes: Vec::new(), keys: Box::default(), samples: 0 },
+        Format::Otlp => Held::Otlp { builder: Box::new(PeriodBuilder::new(start_wall_ns)), events: 0 },
+        Format::Pyroscope => Held::Jfr { bytes: Vec::new(), keys: Box::default(), count: 0 },
     }
 }
 
 impl ProfileSink for PushSink {
     fn flush(&mut self, chunk: &Chunk<'_>) {
+        if self.ended {
+            return;
+        }
         let times = chunk.times;
         // Chunks follow one another: a period begins where the last one ended.
         let (start_ticks, _) = *self.began.get_or_insert((times.start_ticks, times.start_wall_ns));
@@ -300,10 +348,19 @@ impl ProfileSink for PushSink {
         }
     }
 
-    /// The last, partial period is offered, then the pusher stopped within [`STOP_GRACE`];
-    /// one line says what was pushed and what was not.
+    /// The last, partial period is offered, then the pusher stopped within [`STOP_GRACE`]:
+    /// what it did not deliver is final.
+    fn end(&mut self) {
+        if !self.ended {
+            self.end_period(self.last_end_wall);
+            self.push.stop(STOP_GRACE);
+            self.ended = true;
+        }
+    }
+
+    /// One line says what was pushed and what was not (the pusher stopped by [`Self::end`]).
     fn finish(&mut self, _written: &mut Written) {
-        self.end_period(self.last_end_wall);
+        self.end();
         let Some(status) = self.push.stop(STOP_GRACE) else { return };
         let lost = status.dropped_full_periods + status.refused_periods + status.undelivered_periods;
         if !self.quiet || lost > 0 {
@@ -327,7 +384,7 @@ fn period_jfr(chunks: &[(&hpm_profile::model::Recording, hpm_profile::jfr::write
     }
     match held {
         Held::Jfr { bytes, .. } => bytes,
-        Held::Otlp(_) => unreachable!(),
+        Held::Otlp { .. } => unreachable!(),
     }
 }
 
@@ -335,7 +392,7 @@ fn period_jfr(chunks: &[(&hpm_profile::model::Recording, hpm_profile::jfr::write
 mod tests {
     use super::*;
     use hpm_profile::jfr::writer::ChunkTimes;
-    use hpm_profile::model::{Frame, FrameKind, MethodInfo, Recording};
+    use hpm_profile::model::{Frame, FrameKind, JvmEvent, JvmEventKind, MethodInfo, Recording};
 
     #[test]
     fn the_service_is_the_option_the_environment_or_the_main_class() {
@@ -346,19 +403,34 @@ mod tests {
         assert_eq!(service_name(None, None, cmd), "com.example.Main");
         assert_eq!(service_name(None, None, Some("/opt/app/lib/shop-1.2.jar arg")), "shop-1.2");
         assert_eq!(service_name(None, None, Some("shop.jar")), "shop");
+        assert_eq!(service_name(None, None, Some("com.example.Main lib.jar")), "com.example.Main");
         assert_eq!(service_name(None, None, Some("  ")), UNKNOWN_SERVICE);
         assert_eq!(service_name(None, None, None), UNKNOWN_SERVICE);
         assert_eq!(service_name(None, Some("a\u{1b}[2Jb"), None), "a[2Jb", "no control characters");
         assert_eq!(service_name(None, Some(&"x".repeat(1000)), None).len(), MAX_IDENTITY_LEN);
     }
 
-    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
-    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
+    /// A jar's path may hold spaces (`java -jar "/tmp/My App/spin.jar"`): its name is the
+    /// file's, not the path's first word.
     #[test]
-    fn a_push_stops_once_and_keeps_its_status() {
-        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
-        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
-        let event = hpm_profile::model::EventInfo {
+    fn a_jar_path_with_spaces_names_the_jar() {
+        let none = |_: &str| false;
+        let name = |c: &str| command_name(c, none);
+        assert_eq!(name("/tmp/My App/spin.jar").as_deref(), Some("spin"));
+        assert_eq!(name("/tmp/My App/spin.jar --port 1").as_deref(), Some("spin"));
+        assert_eq!(name("/opt/a.jar.d/x y/app.jar").as_deref(), Some("app"), "a .jar inside a word");
+        assert_eq!(name("/opt/app.jar other.jar").as_deref(), Some("app"));
+        // A class name's arguments may name a jar: it stays the class.
+        assert_eq!(name("com.example.Main in.jar").as_deref(), Some("com.example.Main"));
+        assert_eq!(name("Main$Inner x").as_deref(), Some("Main$Inner"));
+        // A relative path with a space: the file decides.
+        assert_eq!(name("My App.jar").as_deref(), Some("My"));
+        assert_eq!(command_name("My App.jar a", |p| p == "My App.jar").as_deref(), Some("My App"));
+        assert_eq!(name("").as_deref(), None);
+    }
+
+    fn cpu_clock() -> EventInfo {
+        EventInfo {
             name: "cpu-clock".into(),
             requested: "cpu-clock".into(),
             period: 10_000_000,
@@ -367,7 +439,31 @@ mod tests {
             sampler: hpm_profile::model::StackSampler::None,
             kernel: Default::default(),
             alloc_interval: 0,
-        };
+        }
+    }
+
+    /// A name found in the environment or the JVM that Pyroscope would refuse is made one it
+    /// takes (it once refused the session, so no profile was made at all); OTLP sends any.
+    #[test]
+    fn a_found_name_is_made_one_pyroscope_takes() {
+        assert_eq!(app_name(Format::Pyroscope, "order service"), "order_service");
+        assert_eq!(app_name(Format::Pyroscope, "Main$Inner"), "Main_Inner");
+        assert_eq!(app_name(Format::Pyroscope, "shop"), "shop");
+        assert_eq!(app_name(Format::Otlp, "order service"), "order service");
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Pyroscope).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let resource = Resource { service: "order service".into(), ..Resource::default() };
+        let push = Push::start(&opts, resource, &cpu_clock()).expect("the session pushes");
+        push.stop(Duration::ZERO);
+    }
+
+    /// Stopped once, the push keeps its last status: stopping again (as dropping it does)
+    /// returns it. Dropping a stopped push once hung the JVM's exit (its lock taken twice).
+    #[test]
+    fn a_push_stops_once_and_keeps_its_status() {
+        let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
+        let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
+        let event = cpu_clock();
         assert_eq!(sample_rate_hz(&event), 100);
         let push = Push::start(&opts, Resource::default(), &event).unwrap();
         let first = push.stop(Duration::ZERO).expect("stopped");
@@ -393,6 +489,50 @@ mod tests {
             end_ticks: (start + 1) * 1_000_000_000,
             start_wall_ns: rec.start_wall_ns + start * 1_000_000_000,
         }
+    }
+
+    /// A chunk of `n` allocation events and no sample (a session of `event=alloc`).
+    fn alloc_chunk(rec: &mut Recording, n: usize) -> ChunkTimes {
+        let times = chunk(rec, 0, 0);
+        rec.event.sampler = hpm_profile::model::StackSampler::None;
+        let m = rec.methods.intern(MethodInfo::java("com/example/Hot", "fill", "()V"));
+        let stack: hpm_profile::model::Stack =
+            Arc::from(vec![Frame { method: m, bci: 1, line: 7, kind: FrameKind::Interpreted }]);
+        rec.events = (0..n)
+            .map(|i| JvmEvent { time: i as u64, weight: 4096, ..JvmEvent::of(JvmEventKind::Allocation, stack.clone()) })
+            .collect();
+        times
+    }
+
+    /// A period of JVM events without a sample is sent and counts them: `event=alloc` once
+    /// pushed nothing and said "0 samples".
+    #[test]
+    fn a_period_of_events_only_is_sent_with_its_count() {
+        let mut rec = Recording { start_wall_ns: 1_700_000_000_000_000_000, ..Default::default() };
+        let times = alloc_chunk(&mut rec, 4);
+        let chunk = Chunk { rec: &rec, marks: &[], times };
+
+        let mut otlp = new_held(Format::Otlp, rec.start_wall_ns);
+        otlp.add(&chunk);
+        assert_eq!(otlp.count(), 4);
+        let Held::Otlp { mut builder, .. } = otlp else { unreachable!() };
+        let req = builder.finish(rec.start_wall_ns + 1_000_000_000, &Resource::default());
+        let dict = req.dictionary.unwrap_or_default();
+        let profiles = &req.resource_profiles[0].scope_profiles[0].profiles;
+        let types: Vec<&str> = profiles
+            .iter()
+            .filter_map(|p| dict.string_table.get(p.sample_type.as_ref()?.type_strindex as usize).map(String::as_str))
+            .collect();
+        assert_eq!(types, ["alloc"]);
+        assert_eq!(profiles[0].samples.len(), 4);
+
+        let mut jfr = new_held(Format::Pyroscope, rec.start_wall_ns);
+        jfr.add(&chunk);
+        assert_eq!(jfr.count(), 4);
+        let bytes = period_jfr(&[(&rec, times)]);
+        let back = hpm_profile::jfr::recording_from_bytes(&bytes, "period.jfr").expect("a JFR file");
+        assert_eq!(back.events.len(), 4);
+        assert!(back.samples.is_empty());
     }
 
     /// Pyroscope's period is its chunks one after the other: a JFR file any reader takes, with
