@@ -429,19 +429,6 @@ mod tests {
         assert_eq!(name("").as_deref(), None);
     }
 
-    fn cpu_clock() -> EventInfo {
-        EventInfo {
-            name: "cpu-clock".into(),
-            requested: "cpu-clock".into(),
-            period: 10_000_000,
-            unit: PeriodUnit::Nanoseconds,
-            fallback: None,
-            sampler: hpm_profile::model::StackSampler::None,
-            kernel: Default::default(),
-            alloc_interval: 0,
-        }
-    }
-
     /// A name found in the environment or the JVM that Pyroscope would refuse is made one it
     /// takes (it once refused the session, so no profile was made at all); OTLP sends any.
     #[test]
@@ -453,7 +440,7 @@ mod tests {
         let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Pyroscope).unwrap();
         let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
         let resource = Resource { service: "order service".into(), ..Resource::default() };
-        let push = Push::start(&opts, resource, &cpu_clock()).expect("the session pushes");
+        let push = Push::start(&opts, resource, &EventInfo::default()).expect("the session pushes");
         push.stop(Duration::ZERO);
     }
 
@@ -463,7 +450,7 @@ mod tests {
     fn a_push_stops_once_and_keeps_its_status() {
         let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Otlp).unwrap();
         let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
-        let event = cpu_clock();
+        let event = EventInfo::default();
         assert_eq!(sample_rate_hz(&event), 100);
         let push = Push::start(&opts, Resource::default(), &event).unwrap();
         let first = push.stop(Duration::ZERO).expect("stopped");
