@@ -26,11 +26,7 @@ use crate::model::{
     ThreadIdx, ThreadInfo, VmComponent,
 };
 
-/// Frames that a message's stacks may expand to, per byte of the message (plus one stack of
-/// [`MAX_STACK_DEPTH`]): a location with many lines named by a stack many times over would
-/// otherwise make frames as the product of the two. Real messages make about one frame per
-/// byte or less.
-pub const FRAMES_PER_MESSAGE_BYTE: u64 = 4;
+use super::budget::Budget;
 
 /// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
@@ -103,24 +99,30 @@ impl Process {
     }
 }
 
-/// The roles of a scope's profiles.
-struct Roles {
+/// The roles of a scope's profiles, naming their types by the message's strings (copied
+/// only where kept, each copy charged to the message's [`Budget`]).
+struct Roles<'d> {
     main: usize,
     /// The `samples`/`count` profile.
     counts: Option<usize>,
     /// The main profile's values are samples counted (no `samples` profile beside it).
     main_counts_samples: bool,
-    counters: Vec<(usize, String)>,
-    left_out: Vec<String>,
-    event: EventInfo,
+    counters: Vec<(usize, &'d str)>,
+    /// The types (type, unit) of the profiles hpm does not read, and how many profiles each.
+    left_out: BTreeMap<(&'d str, &'d str), u64>,
+    /// The event's name, and whether its period is in nanoseconds.
+    event: &'d str,
+    event_ns: bool,
 }
 
-impl Roles {
-    fn of(dict: &Dict<'_>, profiles: &[Profile]) -> Result<Option<Roles>, Problem> {
-        let vt = |v: Option<&opentelemetry_proto::tonic::profiles::v1development::ValueType>| -> Result<(&str, &str), Problem> {
-            match v {
-                Some(v) => Ok((dict.string(v.type_strindex)?, dict.string(v.unit_strindex)?)),
-                None => Ok(("", "")),
+impl<'d> Roles<'d> {
+    fn of(dict: &Dict<'d>, profiles: &[Profile]) -> Result<Option<Roles<'d>>, Problem> {
+        let vt = |v: Option<&opentelemetry_proto::tonic::profiles::v1development::ValueType>| -> Result<(&'d str, &'d str), Problem> {
+            let Some(v) = v else { return Ok(("", "")) };
+            let (t, u) = (dict.string(v.type_strindex)?, dict.string(v.unit_strindex)?);
+            match t.len().max(u.len()) {
+                n if n > MAX_NAME_BYTES => Err(Problem::Limit(LimitError::NameTooLong { bytes: n })),
+                _ => Ok((t, u)),
             }
         };
         let types: Vec<(&str, &str)> = profiles.iter().map(|p| vt(p.sample_type.as_ref())).collect::<Result<_, _>>()?;
@@ -143,36 +145,37 @@ impl Roles {
         let is_time = |u: &str| matches!(u, "nanoseconds" | "ns");
         let main_counts_samples = main == counts.unwrap_or(usize::MAX)
             || (counts.is_none() && types[main].1 == "count" && is_time(periods[main].1));
-        let (mut counters, mut left_out) = (Vec::new(), Vec::new());
+        let (mut counters, mut left_out) = (Vec::new(), BTreeMap::new());
         for (i, &(t, u)) in types.iter().enumerate() {
             if i == main || Some(i) == counts {
                 continue;
             }
             if u == "count" && is_event(t) {
-                counters.push((i, t.to_string()));
+                counters.push((i, t));
             } else {
-                left_out.push(format!("{t} ({u})"));
+                *left_out.entry((t, u)).or_default() += 1;
             }
         }
-        let p = &profiles[main];
-        let name = if periods[main].0.is_empty() { types[main].0 } else { periods[main].0 };
-        let event = EventInfo {
-            name: name.to_string(),
-            requested: name.to_string(),
+        let event = if periods[main].0.is_empty() { types[main].0 } else { periods[main].0 };
+        let event_ns = is_time(periods[main].1) || is_time(types[main].1);
+        Ok(Some(Roles { main, counts, main_counts_samples, counters, left_out, event, event_ns }))
+    }
+
+    /// The recording's event as the main profile `p` says it, its name charged to `budget`.
+    fn event_info(&self, p: &Profile, budget: &mut Budget) -> Result<EventInfo, Problem> {
+        budget.names(2 * self.event.len())?;
+        Ok(EventInfo {
+            name: self.event.to_string(),
+            requested: self.event.to_string(),
             period: u64::try_from(p.period).unwrap_or(0),
-            unit: if is_time(periods[main].1) || is_time(types[main].1) {
-                PeriodUnit::Nanoseconds
-            } else {
-                PeriodUnit::Events
-            },
+            unit: if self.event_ns { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
             sampler: StackSampler::Other("otlp".into()),
             ..EventInfo::default()
-        };
-        Ok(Some(Roles { main, counts, main_counts_samples, counters, left_out, event }))
+        })
     }
 }
 
-impl Roles {
+impl Roles<'_> {
     /// The samples the profiles stand for, as merging would count them (negative values as 0).
     fn samples(&self, profiles: &[Profile]) -> u64 {
         let sum = |p: &Profile| {
@@ -249,14 +252,14 @@ struct Group {
     span: Option<(u64, u64)>,
 }
 
-/// The per-message caches of a group's scope and the message's frame budget.
+/// The per-message caches of a group's scope and the message's budget.
 struct Scope<'d, 'b> {
     dict: &'d Dict<'d>,
     proc_no: usize,
     methods: HashMap<(i32, Option<FrameKind>), (MethodIdx, FrameKind)>,
     stacks: HashMap<i32, (Stack, bool, VmComponent)>,
     threads: HashMap<&'d [i32], (ThreadIdx, Option<StateIdx>)>,
-    budget: &'b mut u64,
+    budget: &'b mut Budget,
 }
 
 impl Group {
@@ -265,12 +268,18 @@ impl Group {
         self.span = Some((a.min(lo), b.max(hi)));
     }
 
-    fn add_scope<'d>(&mut self, sc: &mut Scope<'d, '_>, profiles: &'d [Profile], roles: &Roles) -> Result<(), Problem> {
+    fn add_scope<'d>(
+        &mut self,
+        sc: &mut Scope<'d, '_>,
+        profiles: &'d [Profile],
+        roles: &Roles<'d>,
+    ) -> Result<(), Problem> {
         if self.rec.samples.is_empty() && self.samples == 0 {
-            self.rec.event = roles.event.clone();
+            self.rec.event = roles.event_info(&profiles[roles.main], sc.budget)?;
         }
-        for l in &roles.left_out {
-            *self.left_out.entry(l.clone()).or_default() += 1;
+        for ((t, u), n) in &roles.left_out {
+            sc.budget.names(t.len() + u.len() + 3)?;
+            *self.left_out.entry(format!("{t} ({u})")).or_default() += n;
         }
         let main = &profiles[roles.main];
         self.widen(main.time_unix_nano, main.time_unix_nano.saturating_add(main.duration_nano));
@@ -284,7 +293,8 @@ impl Group {
                     return Err(Problem::Limit(LimitError::TooManyCounters { counters: self.rec.counters.len() + 1 }))
                 }
                 None => {
-                    self.rec.counters.push(name.clone());
+                    sc.budget.names(name.len())?;
+                    self.rec.counters.push(name.to_string());
                     self.rec.counter_periods.push(0);
                     self.rec.counters.len() - 1
                 }
@@ -418,13 +428,7 @@ impl Group {
             if frames.len() + n > MAX_STACK_DEPTH {
                 return Err(Problem::Limit(LimitError::StackTooDeep { frames: (frames.len() + n) as u64 }));
             }
-            if n as u64 > *sc.budget {
-                return Err(format_err(
-                    "its stacks expand to more frames than a message of its size holds; the file is damaged or made \
-                     to exhaust memory",
-                ));
-            }
-            *sc.budget -= n as u64;
+            sc.budget.frames(n)?;
             for (k, line) in loc.lines.iter().enumerate() {
                 let (method, mut kind) = self.method(sc, line.function_index, hint)?;
                 // Lines before a location's last are inlined into it.
@@ -515,18 +519,29 @@ pub(super) struct Merger {
     /// Samples (OTLP sample records) of the services and hosts not selected.
     others: BTreeMap<String, u64>,
     hosts_seen: BTreeSet<String>,
+    /// Bytes of the messages added, and of the names copied out of them.
+    input: u64,
+    names_spent: u64,
 }
 
 impl Merger {
     pub(super) fn new(sel: Selection) -> Merger {
-        Merger { sel, groups: BTreeMap::new(), others: BTreeMap::new(), hosts_seen: BTreeSet::new() }
+        Merger {
+            sel,
+            groups: BTreeMap::new(),
+            others: BTreeMap::new(),
+            hosts_seen: BTreeSet::new(),
+            input: 0,
+            names_spent: 0,
+        }
     }
 
     /// Adds a message of `bytes` bytes.
     pub(super) fn add(&mut self, req: &ExportProfilesServiceRequest, bytes: usize) -> Result<(), Problem> {
         let empty = ProfilesDictionary::default();
         let dict = Dict(req.dictionary.as_ref().unwrap_or(&empty));
-        let mut budget = (bytes as u64).saturating_mul(FRAMES_PER_MESSAGE_BYTE).saturating_add(MAX_STACK_DEPTH as u64);
+        self.input = self.input.saturating_add(bytes as u64);
+        let mut budget = Budget::for_message(bytes, self.input, self.names_spent);
         let mut counted = BTreeSet::new();
         for rp in &req.resource_profiles {
             let proc = Process::of(&dict, rp.resource.as_ref())?;
@@ -566,6 +581,7 @@ impl Merger {
                 g.add_scope(&mut sc, &sp.profiles, &roles)?;
             }
         }
+        self.names_spent += budget.names_spent();
         Ok(())
     }
 
@@ -635,3 +651,7 @@ impl Merger {
         Ok(Fleet { recording: g.rec, merged, notes })
     }
 }
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

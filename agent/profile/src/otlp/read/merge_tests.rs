@@ -1,0 +1,123 @@
+//! The merge against hostile messages, built here small: each shape is one a naive merge
+//! multiplies (a long string named by many entries, samples of a few bytes, many processes
+//! or services), and each test checks the bound by construction (what was copied, made or
+//! refused), not by time or measured memory.
+
+use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::profiles::v1development::{
+    Profile, ProfilesDictionary, ResourceProfiles, Sample as OtlpSample, ScopeProfiles, Stack as OtlpStack, ValueType,
+};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use prost::Message;
+
+use super::*;
+
+/// A message of one dictionary and resources of scopes, each built from strings by index.
+struct Msg {
+    dict: ProfilesDictionary,
+    resources: Vec<ResourceProfiles>,
+}
+
+impl Msg {
+    /// Strings `""`, `cpu`, `nanoseconds`, `count`, then `extra`; an empty stack 0.
+    fn new(extra: &[String]) -> Msg {
+        let mut dict = ProfilesDictionary {
+            string_table: ["", "cpu", "nanoseconds", "count"].iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        dict.string_table.extend(extra.iter().cloned());
+        dict.stack_table.push(OtlpStack::default());
+        Msg { dict, resources: Vec::new() }
+    }
+
+    /// A resource of `attrs` (key, text or number) whose one scope holds `profiles`.
+    fn resource(&mut self, attrs: &[(&str, Value)], profiles: Vec<Profile>) {
+        let attributes = attrs
+            .iter()
+            .map(|(k, v)| KeyValue {
+                key: k.to_string(),
+                value: Some(AnyValue { value: Some(v.clone()) }),
+                key_strindex: 0,
+            })
+            .collect();
+        self.resources.push(ResourceProfiles {
+            resource: Some(Resource { attributes, ..Default::default() }),
+            scope_profiles: vec![ScopeProfiles { profiles, ..Default::default() }],
+            ..Default::default()
+        });
+    }
+
+    fn build(self) -> ExportProfilesServiceRequest {
+        ExportProfilesServiceRequest { resource_profiles: self.resources, dictionary: Some(self.dict) }
+    }
+}
+
+fn text(s: &str) -> Value {
+    Value::StringValue(s.to_string())
+}
+
+/// A profile of type (`t`, `u`), by string index, of `samples`.
+fn profile(t: i32, u: i32, samples: Vec<OtlpSample>) -> Profile {
+    Profile { sample_type: Some(ValueType { type_strindex: t, unit_strindex: u }), samples, ..Default::default() }
+}
+
+/// A `cpu`/`nanoseconds` profile of `n` samples of value 1 on stack `stack`.
+fn cpu(n: usize, stack: i32) -> Profile {
+    profile(1, 2, vec![OtlpSample { stack_index: stack, values: vec![1], ..Default::default() }; n])
+}
+
+fn selection(service: Option<&str>) -> Selection {
+    Selection { service: service.map(Into::into), host: None }
+}
+
+/// Merges `reqs` as messages of their encoded size.
+fn merge(reqs: &[ExportProfilesServiceRequest], sel: Selection) -> (Result<Fleet, Problem>, u64) {
+    let mut m = Merger::new(sel);
+    for r in reqs {
+        if let Err(e) = m.add(r, r.encoded_len()) {
+            let spent = m.names_spent;
+            return (Err(e), spent);
+        }
+    }
+    let spent = m.names_spent;
+    (m.finish(), spent)
+}
+
+fn err(r: Result<Fleet, Problem>) -> String {
+    r.err().expect("refused").to_string()
+}
+
+/// A message of service `svc` whose one scope holds a `cpu` profile and `k` profiles of one
+/// type named by a string of `type_bytes` bytes, of units `u0`... (`units` of them, in turn).
+fn named_types(k: usize, type_bytes: usize, units: usize) -> ExportProfilesServiceRequest {
+    let mut extra = vec!["T".repeat(type_bytes)];
+    extra.extend((0..units).map(|i| format!("u{i}")));
+    let mut m = Msg::new(&extra);
+    let mut profiles = vec![cpu(1, 0)];
+    profiles.extend((0..k).map(|i| profile(4, 5 + (i % units) as i32, Vec::new())));
+    m.resource(&[("service.name", text("svc"))], profiles);
+    m.build()
+}
+
+#[test]
+fn a_long_type_named_by_many_profiles_is_copied_once_or_refused() {
+    // Longer than a name: refused, whatever the selection (no copy is made first).
+    let req = named_types(2, MAX_NAME_BYTES + 1, 1);
+    let e = err(merge(&[req], selection(Some("nosuch"))).0);
+    assert!(e.contains(&format!("a name of {} bytes is longer than hpm reads", MAX_NAME_BYTES + 1)), "{e}");
+    // 2,000 profiles of one long type: a service not selected copies nothing, the one
+    // selected copies the type once and counts its profiles.
+    let req = named_types(2000, 60_000, 1);
+    let (r, spent) = merge(std::slice::from_ref(&req), selection(Some("nosuch")));
+    assert!(err(r).contains("no profiles of service nosuch"));
+    assert_eq!(spent, 0);
+    let (r, spent) = merge(&[req], selection(None));
+    let f = r.unwrap();
+    assert!(spent < 61_000, "{spent}");
+    assert_eq!(f.notes.len(), 1, "{:?}", f.notes);
+    assert!(f.notes[0].ends_with("(u0) left out (2000 of them): hpm reads the samples and counters"));
+    // Of as many units: each pair would be a copy, past the message's budget of names.
+    let e = err(merge(&[named_types(2000, 60_000, 2000)], selection(None)).0);
+    assert!(e.contains("the names copied out of it (methods, sample types, counters) add up to more than"), "{e}");
+}
