@@ -474,7 +474,17 @@ impl Group {
         if !file.is_empty() {
             info.source_file = Some(Arc::from(file));
         }
+        let len = info.class_name.len()
+            + info.name.len()
+            + info.descriptor.len()
+            + info.source_file.as_ref().map_or(0, |f| f.len());
+        let before = self.rec.methods.len();
         let out = (self.rec.methods.intern(info), kind);
+        if self.rec.methods.len() > before {
+            // Every output names each method: thousands of functions named by one long string
+            // would be cheap to send and costly to show.
+            sc.budget.names(len)?;
+        }
         sc.methods.insert((f, hint), out);
         Ok(out)
     }

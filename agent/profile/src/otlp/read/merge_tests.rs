@@ -6,7 +6,8 @@
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::profiles::v1development::{
-    Profile, ProfilesDictionary, ResourceProfiles, Sample as OtlpSample, ScopeProfiles, Stack as OtlpStack, ValueType,
+    Function, Line, Location, Profile, ProfilesDictionary, ResourceProfiles, Sample as OtlpSample, ScopeProfiles,
+    Stack as OtlpStack, ValueType,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
@@ -120,4 +121,41 @@ fn a_long_type_named_by_many_profiles_is_copied_once_or_refused() {
     // Of as many units: each pair would be a copy, past the message's budget of names.
     let e = err(merge(&[named_types(2000, 60_000, 2000)], selection(None)).0);
     assert!(e.contains("the names copied out of it (methods, sample types, counters) add up to more than"), "{e}");
+}
+
+/// A message whose one stack holds `k` functions all named by one string of `name_bytes`
+/// bytes, each of its own file name (`distinct_files`: `F{tag}_{i}.java`) or all of one.
+fn named_functions(k: usize, name_bytes: usize, distinct_files: bool, tag: usize) -> ExportProfilesServiceRequest {
+    let mut extra = vec!["N".repeat(name_bytes)];
+    extra.extend((0..k).map(|i| format!("F{tag}_{i}.java")));
+    let mut m = Msg::new(&extra);
+    for i in 0..k {
+        let file = if distinct_files { 5 + i as i32 } else { 5 };
+        m.dict.function_table.push(Function { name_strindex: 4, filename_strindex: file, ..Default::default() });
+        m.dict.location_table.push(Location {
+            lines: vec![Line { function_index: i as i32, line: 1, column: 0 }],
+            ..Default::default()
+        });
+    }
+    m.dict.stack_table.push(OtlpStack { location_indices: (0..k as i32).collect() });
+    m.resource(&[("service.name", text("svc"))], vec![cpu(1, 1)]);
+    m.build()
+}
+
+#[test]
+fn a_long_name_shared_by_many_functions_is_refused_past_the_names_budget() {
+    // Of one file: one method, read.
+    let (r, spent) = merge(&[named_functions(300, 60_000, false, 0)], selection(None));
+    assert_eq!(r.unwrap().recording.methods.len(), 1);
+    assert!(spent < 61_000, "{spent}");
+    // Of 300 files: 300 methods of 60 KB names each, 18 MB from 64 KB.
+    let e = err(merge(&[named_functions(300, 60_000, true, 0)], selection(None)).0);
+    assert!(e.contains("the names copied out of it (methods, sample types, counters) add up to more than"), "{e}");
+    // Small messages each within their own budget (16 per byte, and 1 MiB), 200 of them
+    // are not: the input's is counted in total.
+    let one = named_functions(100, 5_000, true, 0);
+    assert!(merge(std::slice::from_ref(&one), selection(None)).0.is_ok());
+    let reqs: Vec<_> = (0..200).map(|i| named_functions(100, 5_000, true, i)).collect();
+    let e = err(merge(&reqs, selection(None)).0);
+    assert!(e.contains("add up to more than"), "{e}");
 }
