@@ -1,6 +1,6 @@
-//! What one message may make, in proportion to its bytes: every frame and name copied out of a
-//! message is taken from its budget before it is made, so a message made to
-//! be multiplied (one long string named by thousands of entries) is
+//! What one message may make, in proportion to its bytes: every frame, model sample and name
+//! copied out of a message is taken from its budget before it is made, so a message made to
+//! be multiplied (one long string named by thousands of entries, samples of a few bytes) is
 //! refused with one line instead of taking the machine.
 
 use super::{format_err, Problem};
@@ -12,9 +12,27 @@ use crate::limits::{NAME_BYTES_PER_FILE_BYTE, NAME_BYTES_SLACK};
 /// frame per byte or less.
 pub const FRAMES_PER_MESSAGE_BYTE: u64 = 4;
 
+/// Bytes of model samples (the sample and its counter values) a message may make per byte
+/// of it, past [`SAMPLE_SLACK`] bytes: a model sample takes some 110 bytes and 8 a counter,
+/// an OTLP sample with a value as few as 5. Real messages take 20 bytes or more per sample
+/// (stack, thread attributes, value and timestamp, and as much again in the `samples` and
+/// counter profiles), some 6 bytes of samples per byte.
+pub const SAMPLE_BYTES_PER_MESSAGE_BYTE: u64 = 24;
+pub const SAMPLE_SLACK: u64 = 1 << 20;
+
+/// Counter values (8 bytes each) the merged samples may hold, per byte of input (past
+/// [`COUNTER_VALUE_SLACK`]): every sample keeps a value for every counter of the recording,
+/// so one message naming 64 counters would otherwise make every other message's samples
+/// take 512 bytes more. Real fleets (8 counters at most, 20 bytes or more a sample) hold
+/// under half a value per byte.
+pub const COUNTER_VALUES_PER_INPUT_BYTE: u64 = 2;
+pub const COUNTER_VALUE_SLACK: u64 = 1 << 20;
+
 /// The budget of one message.
 pub(super) struct Budget {
+    bytes: u64,
     frames: u64,
+    sample_bytes: u64,
     /// Bytes of names left to this message, and to the input as a whole.
     names: u64,
     names_total: u64,
@@ -32,6 +50,8 @@ impl Budget {
     pub(super) fn for_message(bytes: usize, input: u64, names_spent: u64) -> Budget {
         let b = bytes as u64;
         Budget {
+            bytes: b,
+            sample_bytes: b.saturating_mul(SAMPLE_BYTES_PER_MESSAGE_BYTE).saturating_add(SAMPLE_SLACK),
             frames: b.saturating_mul(FRAMES_PER_MESSAGE_BYTE).saturating_add(crate::limits::MAX_STACK_DEPTH as u64),
             names: names_allowed(b),
             names_total: names_allowed(input).saturating_sub(names_spent),
@@ -46,6 +66,19 @@ impl Budget {
                 "its stacks expand to more frames than a message of its size holds; the file is damaged or made to \
                  exhaust memory",
             )
+        })?;
+        Ok(())
+    }
+
+    /// Takes a model sample of `counters` counter values, before it is made.
+    pub(super) fn sample(&mut self, counters: usize) -> Result<(), Problem> {
+        let cost = (std::mem::size_of::<crate::model::Sample>() + 8 * counters) as u64;
+        self.sample_bytes = self.sample_bytes.checked_sub(cost).ok_or_else(|| {
+            format_err(format!(
+                "its {} bytes make more than {SAMPLE_BYTES_PER_MESSAGE_BYTE} bytes of samples per byte (samples of a \
+                 few bytes each); the file is damaged or made to exhaust memory",
+                self.bytes
+            ))
         })?;
         Ok(())
     }
@@ -72,4 +105,19 @@ impl Budget {
     pub(super) fn names_spent(&self) -> u64 {
         self.names_spent
     }
+}
+
+/// Refuses merged samples whose counter values would take more than
+/// [`COUNTER_VALUES_PER_INPUT_BYTE`] per byte of `input` bytes.
+pub(super) fn check_counter_values(samples: usize, counters: usize, input: u64) -> Result<(), Problem> {
+    let values = (samples as u64).saturating_mul(counters as u64);
+    let allowed = input.saturating_mul(COUNTER_VALUES_PER_INPUT_BYTE).saturating_add(COUNTER_VALUE_SLACK);
+    if values > allowed {
+        return Err(format_err(format!(
+            "{samples} samples of {counters} counters each are more counter values than hpm reads from {input} bytes \
+             ({COUNTER_VALUES_PER_INPUT_BYTE} per byte); the input joins profiles of many counters with many samples \
+             of none: read them one by one"
+        )));
+    }
+    Ok(())
 }

@@ -26,7 +26,7 @@ use crate::model::{
     ThreadIdx, ThreadInfo, VmComponent,
 };
 
-use super::budget::Budget;
+use super::budget::{check_counter_values, Budget};
 
 /// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
@@ -184,7 +184,7 @@ impl Roles<'_> {
         match self.counts {
             _ if self.main_counts_samples => sum(&profiles[self.main]),
             Some(c) => sum(&profiles[c]),
-            None => profiles[self.main].samples.len() as u64,
+            None => profiles[self.main].samples.iter().filter(|s| !s.values.is_empty()).count() as u64,
         }
     }
 }
@@ -303,6 +303,14 @@ impl Group {
         }
         let period = u64::try_from(main.period).unwrap_or(0);
         for (i, s) in main.samples.iter().enumerate() {
+            let count_values = counts.as_mut().map(|c| c.take(i, s));
+            let counter_values: Vec<(usize, Option<&[i64]>)> =
+                counters.iter_mut().map(|(slot, c)| (*slot, c.take(i, s))).collect();
+            // A sample without a value is nothing (its values in the other profiles were
+            // taken above, so that equal samples after it take theirs).
+            if s.values.is_empty() {
+                continue;
+            }
             let (stack, has_java, component) = self.stack(sc, s.stack_index)?;
             let (thread, state) = self.thread(sc, &s.attribute_indices)?;
             if has_java {
@@ -310,9 +318,9 @@ impl Group {
             }
             let ts = &s.timestamps_unix_nano;
             let points = if ts.len() > 1 && s.values.len() == ts.len() { ts.len() } else { 1 };
-            let count_values = counts.as_mut().map(|c| c.take(i, s));
-            let counter_values: Vec<(usize, Option<&[i64]>)> =
-                counters.iter_mut().map(|(slot, c)| (*slot, c.take(i, s))).collect();
+            // Each sample holds values up to the last counter it has; `finish` makes them all
+            // as long, within the input's budget of counter values.
+            let width = counter_values.iter().filter(|(_, v)| v.is_some()).map(|(slot, _)| slot + 1).max().unwrap_or(0);
             // A sample missing from a counter's profile had 0 there (producers leave zero values
             // out, hpm's encoder among them); one missing from the count profile is one sample.
             if count_values.is_some_and(|v| v.is_none()) {
@@ -339,7 +347,8 @@ impl Group {
                     "a sample stands for {repeat} samples, more than hpm reads as one (2^32 - 1); the file is damaged"
                 ))
                 })?;
-                let mut values = vec![0u64; self.rec.counters.len()];
+                sc.budget.sample(width)?;
+                let mut values = vec![0u64; width];
                 for (slot, v) in &counter_values {
                     if let Some(v) = v {
                         values[*slot] = point_value(v, points, j)?;
@@ -642,6 +651,7 @@ impl Merger {
             rec.event.sampler = StackSampler::Other(format!("otlp from {sdk}"));
         }
         let n = rec.counters.len();
+        check_counter_values(rec.samples.len(), n, self.input)?;
         for s in &mut rec.samples {
             s.counters.resize(n, 0);
         }

@@ -159,3 +159,64 @@ fn a_long_name_shared_by_many_functions_is_refused_past_the_names_budget() {
     let e = err(merge(&reqs, selection(None)).0);
     assert!(e.contains("add up to more than"), "{e}");
 }
+
+/// A message of service `svc` with a `cpu` profile of `samples`, and `counters` counter
+/// profiles (`c0`...) with one sample each, of value 1 on the empty stack.
+fn tiny_samples(samples: Vec<OtlpSample>, counters: usize) -> ExportProfilesServiceRequest {
+    let mut m = Msg::new(&(0..counters).map(|i| format!("c{i}")).collect::<Vec<_>>());
+    let mut profiles = vec![profile(1, 2, samples)];
+    let one = OtlpSample { values: vec![1], ..Default::default() };
+    profiles.extend((0..counters).map(|i| profile(4 + i as i32, 3, vec![one.clone()])));
+    m.resource(&[("service.name", text("svc"))], profiles);
+    m.build()
+}
+
+#[test]
+fn samples_without_values_are_nothing() {
+    // 200,000 samples of 2 bytes each, beside 8 counters: no sample is made.
+    let req = tiny_samples(vec![OtlpSample::default(); 200_000], 8);
+    let f = merge(&[req], selection(None)).0.unwrap();
+    assert_eq!(f.recording.samples.len(), 0);
+    // The service is still listed as having none.
+    let req = tiny_samples(vec![OtlpSample::default(); 10], 0);
+    let e = err(merge(&[req.clone(), req, tiny_samples(Vec::new(), 0)], selection(Some("x"))).0);
+    assert!(e.contains("the input holds svc (0 samples)"), "{e}");
+}
+
+#[test]
+fn samples_of_a_few_bytes_are_refused_past_the_sample_budget() {
+    // 100,000 samples of 5 bytes, each with a value of the 64th counter only (5 bytes more):
+    // a model sample of 64 values each, some 620 bytes from 10.
+    let one = OtlpSample { values: vec![1], ..Default::default() };
+    let mut req = tiny_samples(vec![one.clone(); 100_000], 64);
+    let profiles = &mut req.resource_profiles[0].scope_profiles[0].profiles;
+    for p in &mut profiles[1..64] {
+        p.samples.clear();
+    }
+    profiles[64].samples = vec![one.clone(); 100_000];
+    let e = err(merge(&[req], selection(None)).0);
+    assert!(e.contains("bytes of samples per byte (samples of a few bytes each)"), "{e}");
+    // Points of a sample are samples: of real timestamps (9 bytes a point), read.
+    let t0 = 1_700_000_000_000_000_000u64;
+    let s = OtlpSample {
+        values: vec![1; 100_000],
+        timestamps_unix_nano: (0..100_000).map(|i| t0 + i).collect(),
+        ..Default::default()
+    };
+    assert_eq!(merge(&[tiny_samples(vec![s], 0)], selection(None)).0.unwrap().recording.samples.len(), 100_000);
+}
+
+#[test]
+fn counters_of_one_message_cannot_widen_every_other_sample_past_the_budget() {
+    // A message of 64 counters with one sample, and one of 300,000 samples with none: every
+    // sample would hold 64 values, 150 MB from 1.5 MB.
+    let one = OtlpSample { values: vec![1], ..Default::default() };
+    let reqs = [tiny_samples(vec![one.clone()], 64), tiny_samples(vec![one.clone(); 300_000], 0)];
+    let e = err(merge(&reqs, selection(None)).0);
+    assert!(e.contains("300001 samples of 64 counters each are more counter values than hpm reads"), "{e}");
+    // With 2 counters, read: the samples without them hold zeros.
+    let reqs = [tiny_samples(vec![one.clone()], 2), tiny_samples(vec![one; 1000], 0)];
+    let f = merge(&reqs, selection(None)).0.unwrap();
+    assert!(f.recording.samples.iter().all(|s| s.counters.len() == 2));
+    assert_eq!(f.recording.samples[0].counters, [1, 1]);
+}
