@@ -243,6 +243,8 @@ fn sum_overflow() -> Problem {
 struct Group {
     rec: Recording,
     processes: Vec<Process>,
+    /// Each process's number in `processes`: a message may hold thousands of resources.
+    process_no: HashMap<Process, usize>,
     threads: HashMap<(usize, String, Option<i64>), ThreadIdx>,
     hosts: BTreeSet<String>,
     messages: u64,
@@ -579,10 +581,11 @@ impl Merger {
                 if counted.insert(proc.service.clone()) {
                     g.messages += 1;
                 }
-                let proc_no = match g.processes.iter().position(|p| *p == proc) {
-                    Some(i) => i,
+                let proc_no = match g.process_no.get(&proc) {
+                    Some(&i) => i,
                     None => {
                         g.processes.push(proc.clone());
+                        g.process_no.insert(proc.clone(), g.processes.len() - 1);
                         g.processes.len() - 1
                     }
                 };

@@ -220,3 +220,16 @@ fn counters_of_one_message_cannot_widen_every_other_sample_past_the_budget() {
     assert!(f.recording.samples.iter().all(|s| s.counters.len() == 2));
     assert_eq!(f.recording.samples[0].counters, [1, 1]);
 }
+
+#[test]
+fn many_processes_of_one_service_are_told_apart() {
+    // 20,000 resources of one service, each its own pid: looked up by hash, each once.
+    let mut m = Msg::new(&[]);
+    for pid in 0..20_000 {
+        m.resource(&[("service.name", text("svc")), ("process.pid", Value::IntValue(pid))], vec![cpu(1, 0)]);
+    }
+    let f = merge(&[m.build()], selection(None)).0.unwrap();
+    assert_eq!(f.merged.processes, 20_000);
+    assert_eq!(f.recording.samples.len(), 20_000);
+    assert_eq!(f.recording.threads.len(), 20_000, "a thread per process");
+}
