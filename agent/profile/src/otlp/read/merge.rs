@@ -36,6 +36,7 @@ pub use crate::filter::Selection;
 /// What was merged into the recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Merged {
+    /// The service's whole name.
     pub service: String,
     /// Processes told apart by host, `process.pid` and runtime (a producer that sends no pid,
     /// as async-profiler, counts one per host).
@@ -46,10 +47,11 @@ pub struct Merged {
 }
 
 impl Merged {
-    /// `3 JVMs of service A on 2 hosts`.
+    /// `3 JVMs of service A on 2 hosts` (the service's name clipped).
     pub fn describe(&self) -> String {
         let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let mut s = format!("{} of service {}", plural(self.processes, "JVM", "JVMs"), self.service);
+        let service = crate::text::clip(&self.service, MAX_THREAD_NAME_BYTES);
+        let mut s = format!("{} of service {service}", plural(self.processes, "JVM", "JVMs"));
         if self.hosts > 0 {
             s.push_str(&format!(" on {}", plural(self.hosts, "host", "hosts")));
         }
@@ -68,23 +70,38 @@ struct Process {
 }
 
 impl Process {
+    /// The process a resource names; its strings' copies charged to `budget`. The service is
+    /// told apart by its whole name (a name longer than [`MAX_NAME_BYTES`] is refused), the
+    /// other strings are clipped to [`MAX_THREAD_NAME_BYTES`].
     fn of(
         dict: &Dict<'_>,
         res: Option<&opentelemetry_proto::tonic::resource::v1::Resource>,
+        budget: &mut Budget,
     ) -> Result<Process, Problem> {
         let mut p = Process::default();
         let (mut name, mut version) = (None, None);
         for kv in res.map(|r| r.attributes.as_slice()).unwrap_or_default() {
             let key = if kv.key.is_empty() { dict.string(kv.key_strindex)? } else { kv.key.as_str() };
             let v = dict.value(kv.value.as_ref())?;
-            let clip = |s: Option<String>| s.map(|s| crate::text::clip(&s, MAX_THREAD_NAME_BYTES));
+            let mut clip = |s: Option<String>| -> Result<Option<String>, Problem> {
+                let s = s.map(|s| crate::text::clip(&s, MAX_THREAD_NAME_BYTES));
+                budget.names(s.as_ref().map_or(0, String::len))?;
+                Ok(s)
+            };
             match key {
-                "service.name" => p.service = clip(v.text()).unwrap_or_default(),
-                "host.name" => p.host = clip(v.text()),
+                "service.name" => {
+                    let name = v.text().unwrap_or_default();
+                    if name.len() > MAX_NAME_BYTES {
+                        return Err(Problem::Limit(LimitError::NameTooLong { bytes: name.len() }));
+                    }
+                    budget.names(name.len())?;
+                    p.service = name;
+                }
+                "host.name" => p.host = clip(v.text())?,
                 "process.pid" => p.pid = v.int().and_then(|n| u32::try_from(n).ok()),
-                "process.runtime.name" => name = clip(v.text()),
-                "process.runtime.version" => version = clip(v.text()),
-                "telemetry.sdk.name" => p.sdk = clip(v.text()),
+                "process.runtime.name" => name = clip(v.text())?,
+                "process.runtime.version" => version = clip(v.text())?,
+                "telemetry.sdk.name" => p.sdk = clip(v.text())?,
                 _ => {}
             }
         }
@@ -565,7 +582,7 @@ impl Merger {
         let mut budget = Budget::for_message(bytes, self.input, self.names_spent);
         let mut counted = BTreeSet::new();
         for rp in &req.resource_profiles {
-            let proc = Process::of(&dict, rp.resource.as_ref())?;
+            let proc = Process::of(&dict, rp.resource.as_ref(), &mut budget)?;
             if let Some(h) = &proc.host {
                 self.hosts_seen.insert(h.clone());
             }
@@ -610,7 +627,12 @@ impl Merger {
     /// The one service's recording, or why there is none.
     pub(super) fn finish(self) -> Result<Fleet, Problem> {
         let listed = |m: &BTreeMap<String, u64>| {
-            m.iter().map(|(s, n)| format!("{s} ({} samples)", crate::text::group(*n))).collect::<Vec<_>>().join(", ")
+            m.iter()
+                .map(|(s, n)| {
+                    format!("{} ({} samples)", crate::text::clip(s, MAX_THREAD_NAME_BYTES), crate::text::group(*n))
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         if self.groups.len() > 1 {
             let counts: BTreeMap<String, u64> = self.groups.iter().map(|(s, g)| (s.clone(), g.samples)).collect();

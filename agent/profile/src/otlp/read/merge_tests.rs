@@ -107,12 +107,12 @@ fn a_long_type_named_by_many_profiles_is_copied_once_or_refused() {
     let req = named_types(2, MAX_NAME_BYTES + 1, 1);
     let e = err(merge(&[req], selection(Some("nosuch"))).0);
     assert!(e.contains(&format!("a name of {} bytes is longer than hpm reads", MAX_NAME_BYTES + 1)), "{e}");
-    // 2,000 profiles of one long type: a service not selected copies nothing, the one
-    // selected copies the type once and counts its profiles.
+    // 2,000 profiles of one long type: a service not selected copies none of it (its name
+    // only), the one selected copies the type once and counts its profiles.
     let req = named_types(2000, 60_000, 1);
     let (r, spent) = merge(std::slice::from_ref(&req), selection(Some("nosuch")));
     assert!(err(r).contains("no profiles of service nosuch"));
-    assert_eq!(spent, 0);
+    assert_eq!(spent, "svc".len() as u64);
     let (r, spent) = merge(&[req], selection(None));
     let f = r.unwrap();
     assert!(spent < 61_000, "{spent}");
@@ -232,4 +232,23 @@ fn many_processes_of_one_service_are_told_apart() {
     assert_eq!(f.merged.processes, 20_000);
     assert_eq!(f.recording.samples.len(), 20_000);
     assert_eq!(f.recording.threads.len(), 20_000, "a thread per process");
+}
+
+#[test]
+fn services_are_told_apart_and_selected_by_their_whole_names() {
+    let (a, b) = (format!("{}a", "S".repeat(300)), format!("{}b", "S".repeat(300)));
+    let mut m = Msg::new(&[]);
+    m.resource(&[("service.name", text(&a))], vec![cpu(1, 0)]);
+    m.resource(&[("service.name", text(&b))], vec![cpu(2, 0)]);
+    let req = m.build();
+    let e = err(merge(std::slice::from_ref(&req), selection(None)).0);
+    assert!(e.starts_with("profiles of 2 services: "), "{e}");
+    let f = merge(std::slice::from_ref(&req), selection(Some(&b))).0.unwrap();
+    assert_eq!((f.merged.service.as_str(), f.recording.samples.len()), (b.as_str(), 2));
+    // Shown clipped.
+    assert!(f.merged.describe().len() < 300, "{}", f.merged.describe());
+    // A name longer than a name is refused.
+    let mut m = Msg::new(&[]);
+    m.resource(&[("service.name", text(&"S".repeat(MAX_NAME_BYTES + 1)))], vec![cpu(1, 0)]);
+    assert!(err(merge(&[m.build()], selection(None)).0).contains("is longer than hpm reads"));
 }
