@@ -550,6 +550,34 @@ pub(super) fn method_info(name: &str, system: &str, hint: Option<FrameKind>) -> 
     (MethodInfo::native(&plain), kind)
 }
 
+/// Services or hosts an error lists at most.
+pub const MAX_LISTED: usize = 20;
+
+/// `A (30 samples), B (3 samples), and 5 more`: the services of most samples first (then
+/// by name), [`MAX_LISTED`] of them, names clipped.
+fn listed(m: &BTreeMap<String, u64>) -> String {
+    let mut by: Vec<(&String, &u64)> = m.iter().collect();
+    by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let shown = by
+        .iter()
+        .take(MAX_LISTED)
+        .map(|(s, n)| format!("{} ({} samples)", crate::text::clip(s, MAX_THREAD_NAME_BYTES), crate::text::group(**n)));
+    with_more(shown, m.len())
+}
+
+/// The first [`MAX_LISTED`] of `count` names, clipped.
+fn listed_names<'a>(names: impl Iterator<Item = &'a str>, count: usize) -> String {
+    with_more(names.take(MAX_LISTED).map(|s| crate::text::clip(s, MAX_THREAD_NAME_BYTES)), count)
+}
+
+fn with_more(shown: impl Iterator<Item = String>, count: usize) -> String {
+    let mut s = shown.collect::<Vec<_>>().join(", ");
+    if count > MAX_LISTED {
+        s.push_str(&format!(", and {} more", count - MAX_LISTED));
+    }
+    s
+}
+
 /// The services' recordings as messages are added.
 pub(super) struct Merger {
     sel: Selection,
@@ -626,14 +654,6 @@ impl Merger {
 
     /// The one service's recording, or why there is none.
     pub(super) fn finish(self) -> Result<Fleet, Problem> {
-        let listed = |m: &BTreeMap<String, u64>| {
-            m.iter()
-                .map(|(s, n)| {
-                    format!("{} ({} samples)", crate::text::clip(s, MAX_THREAD_NAME_BYTES), crate::text::group(*n))
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         if self.groups.len() > 1 {
             let counts: BTreeMap<String, u64> = self.groups.iter().map(|(s, g)| (s.clone(), g.samples)).collect();
             return Err(Problem::Selection(format!(
@@ -650,7 +670,7 @@ impl Merger {
             if let Some(h) = &self.sel.host {
                 want.push_str(&format!("{}host {h}", if want.is_empty() { "" } else { " on " }));
             }
-            let hosts = self.hosts_seen.iter().cloned().collect::<Vec<_>>().join(", ");
+            let hosts = listed_names(self.hosts_seen.iter().map(String::as_str), self.hosts_seen.len());
             return Err(Problem::Selection(format!(
                 "no profiles of {want}; the input holds {}{}",
                 listed(&self.others),

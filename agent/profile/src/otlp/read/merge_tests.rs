@@ -252,3 +252,22 @@ fn services_are_told_apart_and_selected_by_their_whole_names() {
     m.resource(&[("service.name", text(&"S".repeat(MAX_NAME_BYTES + 1)))], vec![cpu(1, 0)]);
     assert!(err(merge(&[m.build()], selection(None)).0).contains("is longer than hpm reads"));
 }
+
+#[test]
+fn an_error_lists_the_services_of_most_samples_and_counts_the_rest() {
+    let mut m = Msg::new(&[]);
+    for i in 0..1000 {
+        let attrs = [("service.name", text(&format!("s{i}"))), ("host.name", text(&format!("h{i}")))];
+        m.resource(&attrs, vec![cpu(1 + i % 7, 0)]);
+    }
+    let req = m.build();
+    let e = err(merge(std::slice::from_ref(&req), selection(None)).0);
+    // Most samples first, then by name.
+    assert!(e.starts_with("profiles of 1000 services: s104 (7 samples), s111 (7 samples), "), "{e}");
+    assert!(e.ends_with(", and 980 more; pick one with --service NAME"), "{e}");
+    assert_eq!(e.matches(" samples)").count(), MAX_LISTED);
+    let e = err(merge(&[req], selection(Some("nosuch"))).0);
+    assert!(e.contains(", and 980 more from hosts h0, h1, h10, "), "{e}");
+    assert!(e.ends_with(", and 980 more"), "{e}");
+    assert!(e.len() < 2000, "{}", e.len());
+}
