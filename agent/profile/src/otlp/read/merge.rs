@@ -9,6 +9,9 @@
 //! `count` profiles are counters, matched to the event's samples by position when both list the
 //! same samples in the same order (hpm's encoder does), else by stack, attributes and
 //! timestamps (exact for distinct samples; equal ones take their values in order).
+//! A recording is of one event: the first scope's sets it, scopes of another event (a `wall`
+//! profile beside a `cpu` one, `cycles` beside `cpu`) are counted, not merged, and make the
+//! read an error naming each event.
 //! Sample times are the samples' timestamps, or the profile's start when they have none; the
 //! recording's clock is wall-clock nanoseconds (start ticks = start wall time).
 
@@ -269,6 +272,10 @@ struct Group {
     unmatched: u64,
     left_out: BTreeMap<String, u64>,
     span: Option<(u64, u64)>,
+    /// The event merged (name, in nanoseconds), set by the first scope, and the samples of
+    /// scopes of other events, not merged: a recording is of one event.
+    event: Option<(String, bool)>,
+    other_events: BTreeMap<String, u64>,
 }
 
 /// The per-message caches of a group's scope and the message's budget.
@@ -293,8 +300,25 @@ impl Group {
         profiles: &'d [Profile],
         roles: &Roles<'d>,
     ) -> Result<(), Problem> {
-        if self.rec.samples.is_empty() && self.samples == 0 {
-            self.rec.event = roles.event_info(&profiles[roles.main], sc.budget)?;
+        match &self.event {
+            Some((name, ns)) if (name.as_str(), *ns) == (roles.event, roles.event_ns) => {}
+            // Once samples of one event are in, a scope of another is only counted.
+            Some(_) if self.samples > 0 => {
+                let n = roles.samples(profiles);
+                if n > 0 {
+                    if let Some(c) = self.other_events.get_mut(roles.event) {
+                        *c = c.saturating_add(n);
+                    } else {
+                        sc.budget.names(roles.event.len())?;
+                        self.other_events.insert(roles.event.to_string(), n);
+                    }
+                }
+                return Ok(());
+            }
+            _ => {
+                self.rec.event = roles.event_info(&profiles[roles.main], sc.budget)?;
+                self.event = Some((self.rec.event.name.clone(), roles.event_ns));
+            }
         }
         for ((t, u), n) in &roles.left_out {
             sc.budget.names(t.len() + u.len() + 3)?;
@@ -677,6 +701,17 @@ impl Merger {
                 if hosts.is_empty() { String::new() } else { format!(" from hosts {hosts}") }
             )));
         };
+        if !g.other_events.is_empty() {
+            let mut events = std::mem::take(&mut g.other_events);
+            events.insert(g.rec.event.name.clone(), g.samples);
+            return Err(Problem::Selection(format!(
+                "profiles of {} events for service {}: {}; hpm reads one event at a time: read the files of each \
+                 event apart",
+                events.len(),
+                crate::text::clip(&service, MAX_THREAD_NAME_BYTES),
+                listed(&events)
+            )));
+        }
         let merged = Merged { service, processes: g.processes.len(), hosts: g.hosts.len(), messages: g.messages };
         let (lo, hi) = g.span.unwrap_or((0, 0));
         let rec = &mut g.rec;

@@ -271,3 +271,20 @@ fn an_error_lists_the_services_of_most_samples_and_counts_the_rest() {
     assert!(e.ends_with(", and 980 more"), "{e}");
     assert!(e.len() < 2000, "{}", e.len());
 }
+
+#[test]
+fn profiles_of_different_events_are_not_merged_but_named() {
+    let mut m = Msg::new(&["cycles".to_string(), "wall".to_string()]);
+    let svc = [("service.name", text("svc"))];
+    m.resource(&svc, vec![cpu(2, 0)]);
+    let one = OtlpSample { values: vec![1], ..Default::default() };
+    m.resource(&svc, vec![profile(4, 3, vec![one.clone(); 3])]);
+    m.resource(&svc, vec![profile(5, 2, vec![one; 1])]);
+    m.resource(&svc, vec![cpu(1, 0)]);
+    let e = err(merge(&[m.build()], selection(None)).0);
+    assert_eq!(
+        e,
+        "profiles of 3 events for service svc: cpu (3 samples), cycles (3 samples), wall (1 samples); hpm reads one \
+         event at a time: read the files of each event apart"
+    );
+}
