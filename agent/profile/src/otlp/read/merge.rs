@@ -605,7 +605,11 @@ fn with_more(shown: impl Iterator<Item = String>, count: usize) -> String {
 /// The services' recordings as messages are added.
 pub(super) struct Merger {
     sel: Selection,
-    groups: BTreeMap<String, Group>,
+    /// The first service selected, merged.
+    group: Option<(String, Group)>,
+    /// Samples of the other services selected: with them the read is an error that lists
+    /// them, so they are only counted.
+    also: BTreeMap<String, u64>,
     /// Samples (OTLP sample records) of the services and hosts not selected.
     others: BTreeMap<String, u64>,
     hosts_seen: BTreeSet<String>,
@@ -618,7 +622,8 @@ impl Merger {
     pub(super) fn new(sel: Selection) -> Merger {
         Merger {
             sel,
-            groups: BTreeMap::new(),
+            group: None,
+            also: BTreeMap::new(),
             others: BTreeMap::new(),
             hosts_seen: BTreeSet::new(),
             input: 0,
@@ -632,7 +637,7 @@ impl Merger {
         let dict = Dict(req.dictionary.as_ref().unwrap_or(&empty));
         self.input = self.input.saturating_add(bytes as u64);
         let mut budget = Budget::for_message(bytes, self.input, self.names_spent);
-        let mut counted = BTreeSet::new();
+        let mut counted = false;
         for rp in &req.resource_profiles {
             let proc = Process::of(&dict, rp.resource.as_ref(), &mut budget)?;
             if let Some(h) = &proc.host {
@@ -646,8 +651,16 @@ impl Merger {
                     *self.others.entry(proc.service.clone()).or_default() += roles.samples(&sp.profiles);
                     continue;
                 }
-                let g = self.groups.entry(proc.service.clone()).or_default();
-                if counted.insert(proc.service.clone()) {
+                let g = match &mut self.group {
+                    Some((s, g)) if *s == proc.service => g,
+                    Some(_) => {
+                        *self.also.entry(proc.service.clone()).or_default() += roles.samples(&sp.profiles);
+                        continue;
+                    }
+                    None => &mut self.group.insert((proc.service.clone(), Group::default())).1,
+                };
+                if !counted {
+                    counted = true;
                     g.messages += 1;
                 }
                 let proc_no = match g.process_no.get(&proc) {
@@ -678,15 +691,16 @@ impl Merger {
 
     /// The one service's recording, or why there is none.
     pub(super) fn finish(self) -> Result<Fleet, Problem> {
-        if self.groups.len() > 1 {
-            let counts: BTreeMap<String, u64> = self.groups.iter().map(|(s, g)| (s.clone(), g.samples)).collect();
+        if let (Some((s, g)), false) = (&self.group, self.also.is_empty()) {
+            let mut counts = self.also;
+            counts.insert(s.clone(), g.samples);
             return Err(Problem::Selection(format!(
                 "profiles of {} services: {}; pick one with --service NAME",
                 counts.len(),
                 listed(&counts)
             )));
         }
-        let Some((service, mut g)) = self.groups.into_iter().next() else {
+        let Some((service, mut g)) = self.group else {
             if self.sel.is_empty() || self.others.is_empty() {
                 return Err(format_err("holds no OTLP profiles"));
             }
