@@ -16,6 +16,7 @@ mod budget;
 mod dict;
 mod json;
 mod merge;
+mod process;
 #[cfg(test)]
 mod tests;
 

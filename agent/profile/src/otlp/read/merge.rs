@@ -30,6 +30,7 @@ use crate::model::{
 };
 
 use super::budget::{check_counter_values, Budget};
+use super::process::{listed, listed_names, Process};
 
 /// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
@@ -59,63 +60,6 @@ impl Merged {
             s.push_str(&format!(" on {}", plural(self.hosts, "host", "hosts")));
         }
         s
-    }
-}
-
-/// Who sent a resource's profiles.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct Process {
-    service: String,
-    host: Option<String>,
-    pid: Option<u32>,
-    runtime: Option<String>,
-    sdk: Option<String>,
-}
-
-impl Process {
-    /// The process a resource names; its strings' copies charged to `budget`. The service is
-    /// told apart by its whole name (a name longer than [`MAX_NAME_BYTES`] is refused), the
-    /// other strings are clipped to [`MAX_THREAD_NAME_BYTES`].
-    fn of(
-        dict: &Dict<'_>,
-        res: Option<&opentelemetry_proto::tonic::resource::v1::Resource>,
-        budget: &mut Budget,
-    ) -> Result<Process, Problem> {
-        let mut p = Process::default();
-        let (mut name, mut version) = (None, None);
-        for kv in res.map(|r| r.attributes.as_slice()).unwrap_or_default() {
-            let key = if kv.key.is_empty() { dict.string(kv.key_strindex)? } else { kv.key.as_str() };
-            let v = dict.value(kv.value.as_ref())?;
-            let mut clip = |s: Option<String>| -> Result<Option<String>, Problem> {
-                let s = s.map(|s| crate::text::clip(&s, MAX_THREAD_NAME_BYTES));
-                budget.names(s.as_ref().map_or(0, String::len))?;
-                Ok(s)
-            };
-            match key {
-                "service.name" => {
-                    let name = v.text().unwrap_or_default();
-                    if name.len() > MAX_NAME_BYTES {
-                        return Err(Problem::Limit(LimitError::NameTooLong { bytes: name.len() }));
-                    }
-                    budget.names(name.len())?;
-                    p.service = name;
-                }
-                "host.name" => p.host = clip(v.text())?,
-                "process.pid" => p.pid = v.int().and_then(|n| u32::try_from(n).ok()),
-                "process.runtime.name" => name = clip(v.text())?,
-                "process.runtime.version" => version = clip(v.text())?,
-                "telemetry.sdk.name" => p.sdk = clip(v.text())?,
-                _ => {}
-            }
-        }
-        if p.service.is_empty() {
-            p.service = UNKNOWN_SERVICE.to_string();
-        }
-        p.runtime = match (name, version) {
-            (Some(n), Some(v)) => Some(format!("{n} {v}")),
-            (n, v) => n.or(v),
-        };
-        Ok(p)
     }
 }
 
@@ -572,34 +516,6 @@ pub(super) fn method_info(name: &str, system: &str, hint: Option<FrameKind>) -> 
         }
     }
     (MethodInfo::native(&plain), kind)
-}
-
-/// Services or hosts an error lists at most.
-pub const MAX_LISTED: usize = 20;
-
-/// `A (30 samples), B (3 samples), and 5 more`: the services of most samples first (then
-/// by name), [`MAX_LISTED`] of them, names clipped.
-fn listed(m: &BTreeMap<String, u64>) -> String {
-    let mut by: Vec<(&String, &u64)> = m.iter().collect();
-    by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let shown = by
-        .iter()
-        .take(MAX_LISTED)
-        .map(|(s, n)| format!("{} ({} samples)", crate::text::clip(s, MAX_THREAD_NAME_BYTES), crate::text::group(**n)));
-    with_more(shown, m.len())
-}
-
-/// The first [`MAX_LISTED`] of `count` names, clipped.
-fn listed_names<'a>(names: impl Iterator<Item = &'a str>, count: usize) -> String {
-    with_more(names.take(MAX_LISTED).map(|s| crate::text::clip(s, MAX_THREAD_NAME_BYTES)), count)
-}
-
-fn with_more(shown: impl Iterator<Item = String>, count: usize) -> String {
-    let mut s = shown.collect::<Vec<_>>().join(", ");
-    if count > MAX_LISTED {
-        s.push_str(&format!(", and {} more", count - MAX_LISTED));
-    }
-    s
 }
 
 /// The services' recordings as messages are added.

@@ -13,6 +13,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::*;
+use crate::otlp::read::process::MAX_LISTED;
 
 /// A message of one dictionary and resources of scopes, each built from strings by index.
 struct Msg {
