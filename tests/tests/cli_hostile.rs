@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use hpm_profile::adversarial::{self, hostile, Names};
+use hpm_profile::adversarial::{self, hostile, hostile_otlp, Names};
 use hpm_tests::{hpm_bin, scratch};
 
 /// Bytes of peak memory per byte of input a reading command may take.
@@ -203,4 +203,22 @@ fn special_files_are_refused_with_one_line() {
         problems.push(format!("hpm phases --metrics /dev/zero: exit {:?}: {}", o.code, o.stderr.trim()));
     }
     assert!(problems.is_empty(), "special files read:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn hostile_otlp_files_cost_memory_linear_in_their_size() {
+    let dir = scratch("cli-hostile-otlp");
+    let mut problems = Vec::new();
+    for shape in hostile_otlp::OTLP_SHAPES {
+        let tiny = write(&dir, &format!("tiny-{}.{}", shape.name, shape.ext), &(shape.make)(1024));
+        let data = (shape.make)(SIZE);
+        let f = write(&dir, &format!("hostile-{}.{}", shape.name, shape.ext), &data);
+        let (mut small, mut report) = (vec!["report", s(&tiny)], vec!["report", s(&f)]);
+        small.extend_from_slice(shape.args);
+        report.extend_from_slice(shape.args);
+        let base = run(&dir, &small).peak;
+        let o = run(&dir, &report);
+        check(&format!("hpm {} ({})", report.join(" "), shape.name), &o, base, data.len() as u64, &mut problems);
+    }
+    assert!(problems.is_empty(), "over the memory budget:\n{}", problems.join("\n"));
 }

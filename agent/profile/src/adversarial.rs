@@ -4,7 +4,8 @@
 //! three exercise the same shapes.
 //!
 //! Everything is deterministic: the same arguments give the same bytes. [`hostile`] holds the
-//! `.jfr` files built by hand to be multiplied by a naive reader.
+//! `.jfr` files built by hand to be multiplied by a naive reader, [`hostile_otlp`] the OTLP
+//! profiles files.
 
 use std::fmt::Write;
 
@@ -12,6 +13,7 @@ use crate::jfr::{encode_chunk, ChunkTimes};
 use crate::model::*;
 
 pub mod hostile;
+pub mod hostile_otlp;
 
 /// How the frames of a generated stack are named.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

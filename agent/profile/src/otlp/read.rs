@@ -12,9 +12,11 @@
 //! How the messages become a recording is [`merge`]'s; this module frames, bounds and names
 //! the message a problem is in.
 
+mod budget;
 mod dict;
 mod json;
 mod merge;
+mod process;
 #[cfg(test)]
 mod tests;
 

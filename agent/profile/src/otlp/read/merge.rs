@@ -9,6 +9,9 @@
 //! `count` profiles are counters, matched to the event's samples by position when both list the
 //! same samples in the same order (hpm's encoder does), else by stack, attributes and
 //! timestamps (exact for distinct samples; equal ones take their values in order).
+//! A recording is of one event: the first scope's sets it, scopes of another event (a `wall`
+//! profile beside a `cpu` one, `cycles` beside `cpu`) are counted, not merged, and make the
+//! read an error naming each event.
 //! Sample times are the samples' timestamps, or the profile's start when they have none; the
 //! recording's clock is wall-clock nanoseconds (start ticks = start wall time).
 
@@ -26,11 +29,8 @@ use crate::model::{
     ThreadIdx, ThreadInfo, VmComponent,
 };
 
-/// Frames that a message's stacks may expand to, per byte of the message (plus one stack of
-/// [`MAX_STACK_DEPTH`]): a location with many lines named by a stack many times over would
-/// otherwise make frames as the product of the two. Real messages make about one frame per
-/// byte or less.
-pub const FRAMES_PER_MESSAGE_BYTE: u64 = 4;
+use super::budget::{check_counter_values, Budget};
+use super::process::{listed, listed_names, Process};
 
 /// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
@@ -40,6 +40,7 @@ pub use crate::filter::Selection;
 /// What was merged into the recording.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Merged {
+    /// The service's whole name.
     pub service: String,
     /// Processes told apart by host, `process.pid` and runtime (a producer that sends no pid,
     /// as async-profiler, counts one per host).
@@ -50,10 +51,11 @@ pub struct Merged {
 }
 
 impl Merged {
-    /// `3 JVMs of service A on 2 hosts`.
+    /// `3 JVMs of service A on 2 hosts` (the service's name clipped).
     pub fn describe(&self) -> String {
         let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-        let mut s = format!("{} of service {}", plural(self.processes, "JVM", "JVMs"), self.service);
+        let service = crate::text::clip(&self.service, MAX_THREAD_NAME_BYTES);
+        let mut s = format!("{} of service {service}", plural(self.processes, "JVM", "JVMs"));
         if self.hosts > 0 {
             s.push_str(&format!(" on {}", plural(self.hosts, "host", "hosts")));
         }
@@ -61,66 +63,30 @@ impl Merged {
     }
 }
 
-/// Who sent a resource's profiles.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct Process {
-    service: String,
-    host: Option<String>,
-    pid: Option<u32>,
-    runtime: Option<String>,
-    sdk: Option<String>,
-}
-
-impl Process {
-    fn of(
-        dict: &Dict<'_>,
-        res: Option<&opentelemetry_proto::tonic::resource::v1::Resource>,
-    ) -> Result<Process, Problem> {
-        let mut p = Process::default();
-        let (mut name, mut version) = (None, None);
-        for kv in res.map(|r| r.attributes.as_slice()).unwrap_or_default() {
-            let key = if kv.key.is_empty() { dict.string(kv.key_strindex)? } else { kv.key.as_str() };
-            let v = dict.value(kv.value.as_ref())?;
-            let clip = |s: Option<String>| s.map(|s| crate::text::clip(&s, MAX_THREAD_NAME_BYTES));
-            match key {
-                "service.name" => p.service = clip(v.text()).unwrap_or_default(),
-                "host.name" => p.host = clip(v.text()),
-                "process.pid" => p.pid = v.int().and_then(|n| u32::try_from(n).ok()),
-                "process.runtime.name" => name = clip(v.text()),
-                "process.runtime.version" => version = clip(v.text()),
-                "telemetry.sdk.name" => p.sdk = clip(v.text()),
-                _ => {}
-            }
-        }
-        if p.service.is_empty() {
-            p.service = UNKNOWN_SERVICE.to_string();
-        }
-        p.runtime = match (name, version) {
-            (Some(n), Some(v)) => Some(format!("{n} {v}")),
-            (n, v) => n.or(v),
-        };
-        Ok(p)
-    }
-}
-
-/// The roles of a scope's profiles.
-struct Roles {
+/// The roles of a scope's profiles, naming their types by the message's strings (copied
+/// only where kept, each copy charged to the message's [`Budget`]).
+struct Roles<'d> {
     main: usize,
     /// The `samples`/`count` profile.
     counts: Option<usize>,
     /// The main profile's values are samples counted (no `samples` profile beside it).
     main_counts_samples: bool,
-    counters: Vec<(usize, String)>,
-    left_out: Vec<String>,
-    event: EventInfo,
+    counters: Vec<(usize, &'d str)>,
+    /// The types (type, unit) of the profiles hpm does not read, and how many profiles each.
+    left_out: BTreeMap<(&'d str, &'d str), u64>,
+    /// The event's name, and whether its period is in nanoseconds.
+    event: &'d str,
+    event_ns: bool,
 }
 
-impl Roles {
-    fn of(dict: &Dict<'_>, profiles: &[Profile]) -> Result<Option<Roles>, Problem> {
-        let vt = |v: Option<&opentelemetry_proto::tonic::profiles::v1development::ValueType>| -> Result<(&str, &str), Problem> {
-            match v {
-                Some(v) => Ok((dict.string(v.type_strindex)?, dict.string(v.unit_strindex)?)),
-                None => Ok(("", "")),
+impl<'d> Roles<'d> {
+    fn of(dict: &Dict<'d>, profiles: &[Profile]) -> Result<Option<Roles<'d>>, Problem> {
+        let vt = |v: Option<&opentelemetry_proto::tonic::profiles::v1development::ValueType>| -> Result<(&'d str, &'d str), Problem> {
+            let Some(v) = v else { return Ok(("", "")) };
+            let (t, u) = (dict.string(v.type_strindex)?, dict.string(v.unit_strindex)?);
+            match t.len().max(u.len()) {
+                n if n > MAX_NAME_BYTES => Err(Problem::Limit(LimitError::NameTooLong { bytes: n })),
+                _ => Ok((t, u)),
             }
         };
         let types: Vec<(&str, &str)> = profiles.iter().map(|p| vt(p.sample_type.as_ref())).collect::<Result<_, _>>()?;
@@ -143,36 +109,37 @@ impl Roles {
         let is_time = |u: &str| matches!(u, "nanoseconds" | "ns");
         let main_counts_samples = main == counts.unwrap_or(usize::MAX)
             || (counts.is_none() && types[main].1 == "count" && is_time(periods[main].1));
-        let (mut counters, mut left_out) = (Vec::new(), Vec::new());
+        let (mut counters, mut left_out) = (Vec::new(), BTreeMap::new());
         for (i, &(t, u)) in types.iter().enumerate() {
             if i == main || Some(i) == counts {
                 continue;
             }
             if u == "count" && is_event(t) {
-                counters.push((i, t.to_string()));
+                counters.push((i, t));
             } else {
-                left_out.push(format!("{t} ({u})"));
+                *left_out.entry((t, u)).or_default() += 1;
             }
         }
-        let p = &profiles[main];
-        let name = if periods[main].0.is_empty() { types[main].0 } else { periods[main].0 };
-        let event = EventInfo {
-            name: name.to_string(),
-            requested: name.to_string(),
+        let event = if periods[main].0.is_empty() { types[main].0 } else { periods[main].0 };
+        let event_ns = is_time(periods[main].1) || is_time(types[main].1);
+        Ok(Some(Roles { main, counts, main_counts_samples, counters, left_out, event, event_ns }))
+    }
+
+    /// The recording's event as the main profile `p` says it, its name charged to `budget`.
+    fn event_info(&self, p: &Profile, budget: &mut Budget) -> Result<EventInfo, Problem> {
+        budget.names(2 * self.event.len())?;
+        Ok(EventInfo {
+            name: self.event.to_string(),
+            requested: self.event.to_string(),
             period: u64::try_from(p.period).unwrap_or(0),
-            unit: if is_time(periods[main].1) || is_time(types[main].1) {
-                PeriodUnit::Nanoseconds
-            } else {
-                PeriodUnit::Events
-            },
+            unit: if self.event_ns { PeriodUnit::Nanoseconds } else { PeriodUnit::Events },
             sampler: StackSampler::Other("otlp".into()),
             ..EventInfo::default()
-        };
-        Ok(Some(Roles { main, counts, main_counts_samples, counters, left_out, event }))
+        })
     }
 }
 
-impl Roles {
+impl Roles<'_> {
     /// The samples the profiles stand for, as merging would count them (negative values as 0).
     fn samples(&self, profiles: &[Profile]) -> u64 {
         let sum = |p: &Profile| {
@@ -181,7 +148,7 @@ impl Roles {
         match self.counts {
             _ if self.main_counts_samples => sum(&profiles[self.main]),
             Some(c) => sum(&profiles[c]),
-            None => profiles[self.main].samples.len() as u64,
+            None => profiles[self.main].samples.iter().filter(|s| !s.values.is_empty()).count() as u64,
         }
     }
 }
@@ -240,6 +207,8 @@ fn sum_overflow() -> Problem {
 struct Group {
     rec: Recording,
     processes: Vec<Process>,
+    /// Each process's number in `processes`: a message may hold thousands of resources.
+    process_no: HashMap<Process, usize>,
     threads: HashMap<(usize, String, Option<i64>), ThreadIdx>,
     hosts: BTreeSet<String>,
     messages: u64,
@@ -247,16 +216,20 @@ struct Group {
     unmatched: u64,
     left_out: BTreeMap<String, u64>,
     span: Option<(u64, u64)>,
+    /// The event merged (name, in nanoseconds), set by the first scope, and the samples of
+    /// scopes of other events, not merged: a recording is of one event.
+    event: Option<(String, bool)>,
+    other_events: BTreeMap<String, u64>,
 }
 
-/// The per-message caches of a group's scope and the message's frame budget.
+/// The per-message caches of a group's scope and the message's budget.
 struct Scope<'d, 'b> {
     dict: &'d Dict<'d>,
     proc_no: usize,
     methods: HashMap<(i32, Option<FrameKind>), (MethodIdx, FrameKind)>,
     stacks: HashMap<i32, (Stack, bool, VmComponent)>,
     threads: HashMap<&'d [i32], (ThreadIdx, Option<StateIdx>)>,
-    budget: &'b mut u64,
+    budget: &'b mut Budget,
 }
 
 impl Group {
@@ -265,12 +238,35 @@ impl Group {
         self.span = Some((a.min(lo), b.max(hi)));
     }
 
-    fn add_scope<'d>(&mut self, sc: &mut Scope<'d, '_>, profiles: &'d [Profile], roles: &Roles) -> Result<(), Problem> {
-        if self.rec.samples.is_empty() && self.samples == 0 {
-            self.rec.event = roles.event.clone();
+    fn add_scope<'d>(
+        &mut self,
+        sc: &mut Scope<'d, '_>,
+        profiles: &'d [Profile],
+        roles: &Roles<'d>,
+    ) -> Result<(), Problem> {
+        match &self.event {
+            Some((name, ns)) if (name.as_str(), *ns) == (roles.event, roles.event_ns) => {}
+            // Once samples of one event are in, a scope of another is only counted.
+            Some(_) if self.samples > 0 => {
+                let n = roles.samples(profiles);
+                if n > 0 {
+                    if let Some(c) = self.other_events.get_mut(roles.event) {
+                        *c = c.saturating_add(n);
+                    } else {
+                        sc.budget.names(roles.event.len())?;
+                        self.other_events.insert(roles.event.to_string(), n);
+                    }
+                }
+                return Ok(());
+            }
+            _ => {
+                self.rec.event = roles.event_info(&profiles[roles.main], sc.budget)?;
+                self.event = Some((self.rec.event.name.clone(), roles.event_ns));
+            }
         }
-        for l in &roles.left_out {
-            *self.left_out.entry(l.clone()).or_default() += 1;
+        for ((t, u), n) in &roles.left_out {
+            sc.budget.names(t.len() + u.len() + 3)?;
+            *self.left_out.entry(format!("{t} ({u})")).or_default() += n;
         }
         let main = &profiles[roles.main];
         self.widen(main.time_unix_nano, main.time_unix_nano.saturating_add(main.duration_nano));
@@ -284,7 +280,8 @@ impl Group {
                     return Err(Problem::Limit(LimitError::TooManyCounters { counters: self.rec.counters.len() + 1 }))
                 }
                 None => {
-                    self.rec.counters.push(name.clone());
+                    sc.budget.names(name.len())?;
+                    self.rec.counters.push(name.to_string());
                     self.rec.counter_periods.push(0);
                     self.rec.counters.len() - 1
                 }
@@ -293,6 +290,14 @@ impl Group {
         }
         let period = u64::try_from(main.period).unwrap_or(0);
         for (i, s) in main.samples.iter().enumerate() {
+            let count_values = counts.as_mut().map(|c| c.take(i, s));
+            let counter_values: Vec<(usize, Option<&[i64]>)> =
+                counters.iter_mut().map(|(slot, c)| (*slot, c.take(i, s))).collect();
+            // A sample without a value is nothing (its values in the other profiles were
+            // taken above, so that equal samples after it take theirs).
+            if s.values.is_empty() {
+                continue;
+            }
             let (stack, has_java, component) = self.stack(sc, s.stack_index)?;
             let (thread, state) = self.thread(sc, &s.attribute_indices)?;
             if has_java {
@@ -300,9 +305,9 @@ impl Group {
             }
             let ts = &s.timestamps_unix_nano;
             let points = if ts.len() > 1 && s.values.len() == ts.len() { ts.len() } else { 1 };
-            let count_values = counts.as_mut().map(|c| c.take(i, s));
-            let counter_values: Vec<(usize, Option<&[i64]>)> =
-                counters.iter_mut().map(|(slot, c)| (*slot, c.take(i, s))).collect();
+            // Each sample holds values up to the last counter it has; `finish` makes them all
+            // as long, within the input's budget of counter values.
+            let width = counter_values.iter().filter(|(_, v)| v.is_some()).map(|(slot, _)| slot + 1).max().unwrap_or(0);
             // A sample missing from a counter's profile had 0 there (producers leave zero values
             // out, hpm's encoder among them); one missing from the count profile is one sample.
             if count_values.is_some_and(|v| v.is_none()) {
@@ -329,7 +334,8 @@ impl Group {
                     "a sample stands for {repeat} samples, more than hpm reads as one (2^32 - 1); the file is damaged"
                 ))
                 })?;
-                let mut values = vec![0u64; self.rec.counters.len()];
+                sc.budget.sample(width)?;
+                let mut values = vec![0u64; width];
                 for (slot, v) in &counter_values {
                     if let Some(v) = v {
                         values[*slot] = point_value(v, points, j)?;
@@ -418,13 +424,7 @@ impl Group {
             if frames.len() + n > MAX_STACK_DEPTH {
                 return Err(Problem::Limit(LimitError::StackTooDeep { frames: (frames.len() + n) as u64 }));
             }
-            if n as u64 > *sc.budget {
-                return Err(format_err(
-                    "its stacks expand to more frames than a message of its size holds; the file is damaged or made \
-                     to exhaust memory",
-                ));
-            }
-            *sc.budget -= n as u64;
+            sc.budget.frames(n)?;
             for (k, line) in loc.lines.iter().enumerate() {
                 let (method, mut kind) = self.method(sc, line.function_index, hint)?;
                 // Lines before a location's last are inlined into it.
@@ -470,7 +470,17 @@ impl Group {
         if !file.is_empty() {
             info.source_file = Some(Arc::from(file));
         }
+        let len = info.class_name.len()
+            + info.name.len()
+            + info.descriptor.len()
+            + info.source_file.as_ref().map_or(0, |f| f.len());
+        let before = self.rec.methods.len();
         let out = (self.rec.methods.intern(info), kind);
+        if self.rec.methods.len() > before {
+            // Every output names each method: thousands of functions named by one long string
+            // would be cheap to send and costly to show.
+            sc.budget.names(len)?;
+        }
         sc.methods.insert((f, hint), out);
         Ok(out)
     }
@@ -511,25 +521,41 @@ pub(super) fn method_info(name: &str, system: &str, hint: Option<FrameKind>) -> 
 /// The services' recordings as messages are added.
 pub(super) struct Merger {
     sel: Selection,
-    groups: BTreeMap<String, Group>,
+    /// The first service selected, merged.
+    group: Option<(String, Group)>,
+    /// Samples of the other services selected: with them the read is an error that lists
+    /// them, so they are only counted.
+    also: BTreeMap<String, u64>,
     /// Samples (OTLP sample records) of the services and hosts not selected.
     others: BTreeMap<String, u64>,
     hosts_seen: BTreeSet<String>,
+    /// Bytes of the messages added, and of the names copied out of them.
+    input: u64,
+    names_spent: u64,
 }
 
 impl Merger {
     pub(super) fn new(sel: Selection) -> Merger {
-        Merger { sel, groups: BTreeMap::new(), others: BTreeMap::new(), hosts_seen: BTreeSet::new() }
+        Merger {
+            sel,
+            group: None,
+            also: BTreeMap::new(),
+            others: BTreeMap::new(),
+            hosts_seen: BTreeSet::new(),
+            input: 0,
+            names_spent: 0,
+        }
     }
 
     /// Adds a message of `bytes` bytes.
     pub(super) fn add(&mut self, req: &ExportProfilesServiceRequest, bytes: usize) -> Result<(), Problem> {
         let empty = ProfilesDictionary::default();
         let dict = Dict(req.dictionary.as_ref().unwrap_or(&empty));
-        let mut budget = (bytes as u64).saturating_mul(FRAMES_PER_MESSAGE_BYTE).saturating_add(MAX_STACK_DEPTH as u64);
-        let mut counted = BTreeSet::new();
+        self.input = self.input.saturating_add(bytes as u64);
+        let mut budget = Budget::for_message(bytes, self.input, self.names_spent);
+        let mut counted = false;
         for rp in &req.resource_profiles {
-            let proc = Process::of(&dict, rp.resource.as_ref())?;
+            let proc = Process::of(&dict, rp.resource.as_ref(), &mut budget)?;
             if let Some(h) = &proc.host {
                 self.hosts_seen.insert(h.clone());
             }
@@ -541,14 +567,23 @@ impl Merger {
                     *self.others.entry(proc.service.clone()).or_default() += roles.samples(&sp.profiles);
                     continue;
                 }
-                let g = self.groups.entry(proc.service.clone()).or_default();
-                if counted.insert(proc.service.clone()) {
+                let g = match &mut self.group {
+                    Some((s, g)) if *s == proc.service => g,
+                    Some(_) => {
+                        *self.also.entry(proc.service.clone()).or_default() += roles.samples(&sp.profiles);
+                        continue;
+                    }
+                    None => &mut self.group.insert((proc.service.clone(), Group::default())).1,
+                };
+                if !counted {
+                    counted = true;
                     g.messages += 1;
                 }
-                let proc_no = match g.processes.iter().position(|p| *p == proc) {
-                    Some(i) => i,
+                let proc_no = match g.process_no.get(&proc) {
+                    Some(&i) => i,
                     None => {
                         g.processes.push(proc.clone());
+                        g.process_no.insert(proc.clone(), g.processes.len() - 1);
                         g.processes.len() - 1
                     }
                 };
@@ -566,23 +601,22 @@ impl Merger {
                 g.add_scope(&mut sc, &sp.profiles, &roles)?;
             }
         }
+        self.names_spent += budget.names_spent();
         Ok(())
     }
 
     /// The one service's recording, or why there is none.
     pub(super) fn finish(self) -> Result<Fleet, Problem> {
-        let listed = |m: &BTreeMap<String, u64>| {
-            m.iter().map(|(s, n)| format!("{s} ({} samples)", crate::text::group(*n))).collect::<Vec<_>>().join(", ")
-        };
-        if self.groups.len() > 1 {
-            let counts: BTreeMap<String, u64> = self.groups.iter().map(|(s, g)| (s.clone(), g.samples)).collect();
+        if let (Some((s, g)), false) = (&self.group, self.also.is_empty()) {
+            let mut counts = self.also;
+            counts.insert(s.clone(), g.samples);
             return Err(Problem::Selection(format!(
                 "profiles of {} services: {}; pick one with --service NAME",
                 counts.len(),
                 listed(&counts)
             )));
         }
-        let Some((service, mut g)) = self.groups.into_iter().next() else {
+        let Some((service, mut g)) = self.group else {
             if self.sel.is_empty() || self.others.is_empty() {
                 return Err(format_err("holds no OTLP profiles"));
             }
@@ -590,13 +624,24 @@ impl Merger {
             if let Some(h) = &self.sel.host {
                 want.push_str(&format!("{}host {h}", if want.is_empty() { "" } else { " on " }));
             }
-            let hosts = self.hosts_seen.iter().cloned().collect::<Vec<_>>().join(", ");
+            let hosts = listed_names(self.hosts_seen.iter().map(String::as_str), self.hosts_seen.len());
             return Err(Problem::Selection(format!(
                 "no profiles of {want}; the input holds {}{}",
                 listed(&self.others),
                 if hosts.is_empty() { String::new() } else { format!(" from hosts {hosts}") }
             )));
         };
+        if !g.other_events.is_empty() {
+            let mut events = std::mem::take(&mut g.other_events);
+            events.insert(g.rec.event.name.clone(), g.samples);
+            return Err(Problem::Selection(format!(
+                "profiles of {} events for service {}: {}; hpm reads one event at a time: read the files of each \
+                 event apart",
+                events.len(),
+                crate::text::clip(&service, MAX_THREAD_NAME_BYTES),
+                listed(&events)
+            )));
+        }
         let merged = Merged { service, processes: g.processes.len(), hosts: g.hosts.len(), messages: g.messages };
         let (lo, hi) = g.span.unwrap_or((0, 0));
         let rec = &mut g.rec;
@@ -616,6 +661,7 @@ impl Merger {
             rec.event.sampler = StackSampler::Other(format!("otlp from {sdk}"));
         }
         let n = rec.counters.len();
+        check_counter_values(rec.samples.len(), n, self.input)?;
         for s in &mut rec.samples {
             s.counters.resize(n, 0);
         }
@@ -635,3 +681,7 @@ impl Merger {
         Ok(Fleet { recording: g.rec, merged, notes })
     }
 }
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;
