@@ -8,7 +8,8 @@
 //! - samples of 5 bytes, each with a value of the last of 64 counters ([`last_counter_samples`]);
 //! - one long sample type named by many profiles, of a service not selected ([`long_type_refs`]);
 //! - one long function name shared by many functions of distinct files ([`long_name_functions`]);
-//! - many processes of one service ([`many_processes`]), many services ([`many_services`]).
+//! - many processes of one service ([`many_processes`]), many services ([`many_services`]);
+//! - empty profiles, which prost decodes to ~100 times their 2 bytes ([`empty_profiles`]).
 
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
@@ -36,6 +37,7 @@ pub const OTLP_SHAPES: &[OtlpShape] = &[
     OtlpShape { name: "long-name-functions", ext: "otlp", make: long_name_functions, args: &[] },
     OtlpShape { name: "many-processes", ext: "otlp", make: many_processes, args: &[] },
     OtlpShape { name: "many-services", ext: "otlp", make: many_services, args: &[] },
+    OtlpShape { name: "empty-profiles", ext: "otlp", make: empty_profiles, args: &[] },
 ];
 
 /// Strings `""`, `cpu`, `nanoseconds`, `count`, then `extra`; an empty stack 0.
@@ -146,4 +148,9 @@ pub fn many_services(bytes: usize) -> Vec<u8> {
     let resources =
         (0..bytes / 50).map(|i| resource(&svc(&format!("s{i}")), vec![profile(1, 2, vec![one()])])).collect();
     request(dict([]), resources)
+}
+
+/// One resource of one scope holding `bytes / 2` empty profiles.
+pub fn empty_profiles(bytes: usize) -> Vec<u8> {
+    request(dict([]), vec![resource(&svc("a"), vec![Profile::default(); bytes / 2])])
 }

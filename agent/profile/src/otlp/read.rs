@@ -19,6 +19,7 @@ mod merge;
 mod process;
 #[cfg(test)]
 mod tests;
+mod wire;
 
 use std::fmt;
 use std::io::{BufRead, BufReader, Read};
@@ -193,6 +194,7 @@ fn each_message(path: &Path, framing: Framing, sink: &mut Sink<'_>) -> Result<()
         ));
     }
     let decode = |buf: &[u8], no: u64| {
+        wire::check_containers(buf).map_err(|e| at(no, format_err(e)))?;
         ExportProfilesServiceRequest::decode(buf)
             .map_err(|e| at(no, format_err(format!("not an OTLP profiles request ({e}); {}", framing_hint(framing)))))
     };
