@@ -47,7 +47,8 @@ fn dict(extra: impl IntoIterator<Item = String>) -> ProfilesDictionary {
     ProfilesDictionary { string_table, stack_table: vec![Stack::default()], ..Default::default() }
 }
 
-fn resource(attrs: &[(&str, Value)], profiles: Vec<Profile>) -> ResourceProfiles {
+/// A resource of `attrs` whose one scope holds `profiles` (the reader's tests build theirs so).
+pub fn resource(attrs: &[(&str, Value)], profiles: Vec<Profile>) -> ResourceProfiles {
     let attributes = attrs
         .iter()
         .map(|(k, v)| KeyValue {

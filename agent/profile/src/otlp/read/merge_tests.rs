@@ -4,12 +4,11 @@
 //! refused), not by time or measured memory.
 
 use opentelemetry_proto::tonic::collector::profiles::v1development::ExportProfilesServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::profiles::v1development::{
-    Function, Line, Location, Profile, ProfilesDictionary, ResourceProfiles, Sample as OtlpSample, ScopeProfiles,
-    Stack as OtlpStack, ValueType,
+    Function, Line, Location, Profile, ProfilesDictionary, ResourceProfiles, Sample as OtlpSample, Stack as OtlpStack,
+    ValueType,
 };
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
 use super::*;
@@ -35,19 +34,7 @@ impl Msg {
 
     /// A resource of `attrs` (key, text or number) whose one scope holds `profiles`.
     fn resource(&mut self, attrs: &[(&str, Value)], profiles: Vec<Profile>) {
-        let attributes = attrs
-            .iter()
-            .map(|(k, v)| KeyValue {
-                key: k.to_string(),
-                value: Some(AnyValue { value: Some(v.clone()) }),
-                key_strindex: 0,
-            })
-            .collect();
-        self.resources.push(ResourceProfiles {
-            resource: Some(Resource { attributes, ..Default::default() }),
-            scope_profiles: vec![ScopeProfiles { profiles, ..Default::default() }],
-            ..Default::default()
-        });
+        self.resources.push(crate::adversarial::hostile_otlp::resource(attrs, profiles));
     }
 
     fn build(self) -> ExportProfilesServiceRequest {
