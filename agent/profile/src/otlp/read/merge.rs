@@ -32,9 +32,6 @@ use crate::model::{
 use super::budget::{check_counter_values, Budget};
 use super::process::{listed, listed_names, Process};
 
-/// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
-pub const UNKNOWN_SERVICE: &str = "unknown_service";
-
 pub use crate::filter::Selection;
 
 /// What was merged into the recording.

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 
 use super::budget::Budget;
 use super::dict::Dict;
-use super::merge::UNKNOWN_SERVICE;
 use super::Problem;
 use crate::limits::{LimitError, MAX_NAME_BYTES, MAX_THREAD_NAME_BYTES};
+
+/// The service a resource without `service.name` belongs to (OpenTelemetry's default name).
+pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
 /// Who sent a resource's profiles.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
