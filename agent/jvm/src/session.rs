@@ -214,7 +214,7 @@ impl Session {
         let push = match &opts.push {
             Some(p) => {
                 let resource = processor::push_resource(&parts.jvmti, p.service.as_deref());
-                Some(Arc::new(Push::start(p, resource, &plan.event)?))
+                Some(Arc::new(Push::start(p, resource, &plan.event, Some(parts.threads))?))
             }
             None => None,
         };

@@ -577,11 +577,6 @@ impl Threads {
                     None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
                 }
             });
-            // The agent's own threads that are not the VM's (the push's `hpm-push`) are not
-            // profiled, as the processor is not.
-            if !info.is_java && info.name.starts_with("hpm-") {
-                continue;
-            }
             let cut = !info.is_java && hpm_resolve::thread_dump::may_be_cut(&info.name);
             if (info.is_java || !java_only) && self.attach(tid, info).is_ok() {
                 n += 1;

@@ -75,6 +75,19 @@ pub struct Config {
     pub labels: Vec<(String, String)>,
     /// Pyroscope: `sampleRate=` in Hz (samples per second of CPU or wall time); 0 leaves it out.
     pub sample_rate_hz: u32,
+    /// Called on the push thread first (`true`) and last (`false`).
+    pub on_thread: Option<ThreadHook>,
+}
+
+/// What the push thread calls as it starts (`true`) and as it ends (`false`): the agent keeps
+/// its own threads out of the profile through it, as it does its processor.
+#[derive(Clone)]
+pub struct ThreadHook(pub std::sync::Arc<dyn Fn(bool) + Send + Sync>);
+
+impl std::fmt::Debug for ThreadHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ThreadHook")
+    }
 }
 
 impl Config {
@@ -90,6 +103,7 @@ impl Config {
             app_name,
             labels: Vec::new(),
             sample_rate_hz: 100,
+            on_thread: None,
         }
     }
 }

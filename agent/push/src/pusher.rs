@@ -81,7 +81,13 @@ impl Pusher {
             let shared = shared.clone();
             thread::Builder::new().name("hpm-push".into()).spawn(move || {
                 let _ended = Ended(&shared);
-                run(&shared, &cfg, &name)
+                if let Some(hook) = &cfg.on_thread {
+                    (hook.0)(true);
+                }
+                run(&shared, &cfg, &name);
+                if let Some(hook) = &cfg.on_thread {
+                    (hook.0)(false);
+                }
             })?
         };
         Ok(Pusher { shared, thread: Some(thread) })

@@ -17,13 +17,14 @@ use hpm_profile::jfr::TableKeys;
 use hpm_profile::model::{DropReason, EventInfo, PeriodUnit, Sample};
 use hpm_profile::otlp::encode::UNKNOWN_SERVICE;
 use hpm_profile::otlp::{PeriodBuilder, Resource};
-use hpm_push::{Config, Format, Period, Pusher, Status, Target};
+use hpm_push::{Config, Format, Period, Pusher, Status, Target, ThreadHook};
 use prost::Message;
 
 use super::{Chunk, ProfileSink};
 use crate::options::PushOptions;
 use crate::os::thread_cpu_ns;
 use crate::processor::{Inputs, Written};
+use crate::threads::Threads;
 
 /// At the session's end the pusher has this long to deliver what is queued (a request still
 /// under way then is counted undelivered): a JVM pushing to a backend that is down or never
@@ -74,11 +75,27 @@ fn app_name(format: Format, service: &str) -> String {
 
 impl Push {
     /// Starts the pusher's thread for `opts`, sending as `resource`; `event` is the session's
-    /// sampling event (Pyroscope is told its rate when it is a clock).
-    pub fn start(opts: &PushOptions, resource: Resource, event: &EventInfo) -> Result<Push, String> {
+    /// sampling event (Pyroscope is told its rate when it is a clock). With `threads`, the push
+    /// thread is one of the agent's own, never profiled.
+    pub fn start(
+        opts: &PushOptions,
+        resource: Resource,
+        event: &EventInfo,
+        threads: Option<&'static Threads>,
+    ) -> Result<Push, String> {
         let mut cfg = Config::new(opts.target.clone(), app_name(opts.target.format, &resource.service));
         cfg.labels = opts.labels.clone();
         cfg.sample_rate_hz = sample_rate_hz(event);
+        cfg.on_thread = threads.map(|threads| {
+            ThreadHook(Arc::new(move |started| {
+                let tid = crate::os::gettid();
+                if started {
+                    threads.exclude(tid)
+                } else {
+                    threads.include(tid)
+                }
+            }))
+        });
         let pusher = Pusher::start(cfg).map_err(|e| match e.kind() {
             // A name Pyroscope cannot take (perhaps from the environment): which, why, and how.
             std::io::ErrorKind::InvalidInput => format!("push={}: {e} (service=NAME sets it)", opts.target.display()),
@@ -440,7 +457,7 @@ mod tests {
         let target = hpm_push::Target::parse("http://127.0.0.1:9", Format::Pyroscope).unwrap();
         let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
         let resource = Resource { service: "order service".into(), ..Resource::default() };
-        let push = Push::start(&opts, resource, &EventInfo::default()).expect("the session pushes");
+        let push = Push::start(&opts, resource, &EventInfo::default(), None).expect("the session pushes");
         push.stop(Duration::ZERO);
     }
 
@@ -452,7 +469,7 @@ mod tests {
         let opts = PushOptions { target, chunk_secs: 1, service: None, labels: Vec::new() };
         let event = EventInfo::default();
         assert_eq!(sample_rate_hz(&event), 100);
-        let push = Push::start(&opts, Resource::default(), &event).unwrap();
+        let push = Push::start(&opts, Resource::default(), &event, None).unwrap();
         let first = push.stop(Duration::ZERO).expect("stopped");
         let again = push.stop(Duration::ZERO).expect("the same status");
         assert_eq!(first.delivered_periods, again.delivered_periods);
