@@ -66,17 +66,13 @@ pub struct Collector {
     log: mpsc::Receiver<String>,
 }
 
-/// A port on 127.0.0.1 free a moment ago (the kernel's choice for port 0).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Collector {
     /// Starts the collector in `dir` listening on `port` (0: a free one), its file exporter
     /// writing `out_name` in `format`; returns once it says it is ready. Panics with its log if
     /// it exits first.
     pub fn start(bin: &Path, dir: &Path, port: u16, out_name: &str, format: FileFormat) -> Collector {
-        let port = if port == 0 { free_port() } else { port };
+        // A port free a moment ago: nothing listens there now.
+        let port = if port == 0 { crate::backend::closed_port() } else { port };
         let out = dir.join(out_name);
         let config = dir.join(format!("{out_name}.yaml"));
         let format_name = match format {

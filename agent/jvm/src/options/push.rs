@@ -60,10 +60,14 @@ impl PushText {
     /// `flush_secs` becomes at most the period, so a JFR chunk ends at every period's end.
     pub(super) fn finish(self, sampler: SamplerKind, flush_secs: &mut u64) -> Result<Option<PushOptions>, OptionError> {
         let Some(url) = self.url else {
-            let given = [("chunk", &self.chunk), ("pushformat", &self.format), ("service", &self.service)]
-                .into_iter()
-                .chain([("labels", &self.labels)])
-                .find(|(_, v)| v.is_some());
+            let given = [
+                ("chunk", &self.chunk),
+                ("pushformat", &self.format),
+                ("service", &self.service),
+                ("labels", &self.labels),
+            ]
+            .into_iter()
+            .find(|(_, v)| v.is_some());
             return match given {
                 Some((key, _)) => Err(OptionError(format!(
                     "{key}= is an option of the push; give push=URL too (e.g. push=http://127.0.0.1:4318)"
