@@ -36,6 +36,9 @@ pub struct Agent {
     /// read from the environment once, when the agent is set up (at `-agentpath`'s load no
     /// other thread runs yet): reading it races a native library's `setenv` in another thread.
     pub spill_dirs: Vec<PathBuf>,
+    /// `OTEL_SERVICE_NAME`, the push's service name when `service=` is not given: read once
+    /// here for the same reason.
+    pub otel_service_name: Option<String>,
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -61,6 +64,7 @@ pub fn install(jvmti: Jvmti, vm: Vm) -> Result<&'static Agent, &'static Agent> {
             stats: SignalStats::default(),
             asgct: signal::find_asgct(),
             spill_dirs: Spill::default_dirs(),
+            otel_service_name: std::env::var("OTEL_SERVICE_NAME").ok(),
         }
     });
     if fresh {
@@ -83,6 +87,7 @@ impl Agent {
             stats: &self.stats,
             asgct: self.asgct,
             spill_dirs: &self.spill_dirs,
+            otel_service_name: self.otel_service_name.as_deref(),
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct Parts {
     pub asgct: Option<AsgctFn>,
     /// Where a session without a JFR file keeps its JFR for `dump`, tried in order.
     pub spill_dirs: &'static [std::path::PathBuf],
+    /// `OTEL_SERVICE_NAME` as the agent read it at set-up.
+    pub otel_service_name: Option<&'static str>,
 }
 
 /// What a session is configured with, checked before it starts (a bad option or an unusable
@@ -213,7 +215,7 @@ impl Session {
         // The pusher first: a session that cannot push does not start.
         let push = match &opts.push {
             Some(p) => {
-                let resource = processor::push_resource(&parts.jvmti, p.service.as_deref());
+                let resource = processor::push_resource(&parts.jvmti, p.service.as_deref(), parts.otel_service_name);
                 Some(Arc::new(Push::start(p, resource, &plan.event, Some(parts.threads))?))
             }
             None => None,

@@ -163,19 +163,19 @@ impl Drop for Push {
     }
 }
 
-/// Who pushes: `service=`, else `$OTEL_SERVICE_NAME`, else the main class or jar of
-/// `sun.java.command`, else [`UNKNOWN_SERVICE`]; the host; the JVM from its system properties
-/// (read through JVMTI at session start). Unknown values are left out.
-pub fn resource(jvmti: &crate::jvmti::Jvmti, service_option: Option<&str>) -> Resource {
+/// Who pushes: `service=`, else `$OTEL_SERVICE_NAME` (`env`, read when the agent was set up),
+/// else the main class or jar of `sun.java.command`, else [`UNKNOWN_SERVICE`]; the host; the
+/// JVM from its system properties (read through JVMTI at session start). Unknown values are
+/// left out.
+pub fn resource(jvmti: &crate::jvmti::Jvmti, service_option: Option<&str>, env: Option<&str>) -> Resource {
     let prop = |name: &str| jvmti.system_property(name).ok().map(|v| printable(&v)).filter(|v| !v.is_empty());
-    let env = std::env::var("OTEL_SERVICE_NAME").ok();
     let command = prop("sun.java.command");
     let description = match (prop("java.vm.name"), prop("java.vm.version")) {
         (Some(n), Some(v)) => Some(format!("{n} {v}")),
         (n, v) => n.or(v),
     };
     Resource {
-        service: service_name(service_option, env.as_deref(), command.as_deref()),
+        service: service_name(service_option, env, command.as_deref()),
         host: crate::os::hostname().map(|h| printable(&h)),
         pid: std::process::id(),
         runtime_name: prop("java.runtime.name"),
