@@ -30,6 +30,7 @@ pub mod diff;
 mod diff_text;
 pub mod hot;
 pub mod phases;
+pub mod phases_format;
 #[cfg(test)]
 mod phases_tests;
 mod phases_trace;
