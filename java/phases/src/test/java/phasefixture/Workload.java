@@ -26,6 +26,14 @@ public class Workload extends Base {
         this(a, 1);
     }
 
+    /** Branches before the super call: frames with an uninitialized this. */
+    public Workload(boolean flag, int a) {
+        super(flag ? a : -a, flag ? "t" : "f");
+        int s = 0;
+        for (int i = 0; i < a; i++) s += i;
+        scale = s;
+    }
+
     @Override
     public int value() {
         return base + scale;
@@ -139,6 +147,21 @@ public class Workload extends Base {
         int s = 0;
         for (int i = 0; i < n; i++) s += i;
         return s + recursive(n - 1);
+    }
+
+    public int lockedFinally(int n) {
+        int s = 0;
+        synchronized (this) {
+            try {
+                for (int i = 0; i < n; i++) {
+                    if (i == 5) throw new IllegalStateException("five");
+                    s += i;
+                }
+            } finally {
+                s = -s;
+            }
+        }
+        return s;
     }
 
     public synchronized int syncLoop(int n) {

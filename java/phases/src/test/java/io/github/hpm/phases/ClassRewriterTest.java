@@ -51,9 +51,14 @@ class ClassRewriterTest {
         throw new NoSuchMethodException(name);
     }
 
+    /** The constructor whose first parameter is boolean iff the first argument is. */
     private static Object construct(Class<?> c, Object... args) throws Exception {
+        boolean flag = args.length > 0 && args[0] instanceof Boolean;
         for (var k : c.getConstructors()) {
-            if (k.getParameterCount() == args.length) return k.newInstance(args);
+            if (k.getParameterCount() == args.length
+                    && (args.length == 0 || (k.getParameterTypes()[0] == boolean.class) == flag)) {
+                return k.newInstance(args);
+            }
         }
         throw new NoSuchMethodException("<init>");
     }
@@ -65,6 +70,7 @@ class ClassRewriterTest {
         Class.forName("phasefixture.Box", true, loader);
         Set<String> expected = new TreeSet<>(List.of(
                 W + "<init>(II)V",
+                W + "<init>(ZI)V",
                 W + "loop(I)J",
                 W + "big(I)I",
                 W + "throwsThrough(I)I",
@@ -75,6 +81,7 @@ class ClassRewriterTest {
                 W + "voidReturns([I)V",
                 W + "recursive(I)I",
                 W + "syncLoop(I)I",
+                W + "lockedFinally(I)I",
                 "Sized.perimeter(I)I"));
         assertEquals(expected, new TreeSet<>(RecordingProbe.names()));
     }
@@ -110,16 +117,27 @@ class ClassRewriterTest {
                 "enter " + W + "voidReturns([I)V", "exit " + W + "voidReturns([I)V"),
                 RecordingProbe.take());
 
+        construct(c, false, 3);
+        assertEquals(List.of("enter " + W + "<init>(ZI)V", "exit " + W + "<init>(ZI)V"),
+                RecordingProbe.take());
+
+        assertEquals(-10, call(c, w, "lockedFinally", 5));
+        e = assertThrows(InvocationTargetException.class, () -> call(c, w, "lockedFinally", 9));
+        assertInstanceOf(IllegalStateException.class, e.getCause());
+        String lf = W + "lockedFinally(I)I";
+        assertEquals(List.of("enter " + lf, "exit " + lf, "enter " + lf, "thrown " + lf),
+                RecordingProbe.take());
+
         call(c, null, "recursive", 3);
         call(c, w, "loop", 5);
         call(c, w, "syncLoop", 70);
         call(c, null, "switchy", 9);
         call(c, null, "longDouble", 7L, 0.5, 6);
         call(c, null, "big", 3);
-        assertEquals("small", "small"); // small(I)I is called by loop but has no probes
         List<String> events = RecordingProbe.take();
         Fixtures.assertBalanced(events);
         assertEquals(8 + 2 + 2 + 2 + 2 + 2, events.size(), events.toString());
+        // loop(I)J calls small(I)I, which has no probes.
         assertTrue(events.stream().noneMatch(s -> s.contains("small")), events.toString());
     }
 
@@ -147,6 +165,9 @@ class ClassRewriterTest {
         assertEquals(call(orig, null, "longDouble", 1L << 40, 0.25, 9),
                 call(mine, null, "longDouble", 1L << 40, 0.25, 9));
         assertEquals(call(orig, null, "recursive", 6), call(mine, null, "recursive", 6));
+        assertEquals(call(orig, b, "lockedFinally", 4), call(mine, a, "lockedFinally", 4));
+        assertEquals(call(orig, construct(orig, true, 5), "value"),
+                call(mine, construct(mine, true, 5), "value"));
         int[] x = {1, 2, -3, 4};
         int[] y = x.clone();
         call(orig, null, "voidReturns", (Object) x);

@@ -56,7 +56,7 @@ class TransformerTest {
         byte[][] out = new byte[1][];
         long[] d = delta(() -> out[0] = Transformer.transform(APP, "phasefixture/Workload", WORKLOAD));
         assertNotNull(out[0]);
-        assertArrayEquals(new long[] {1, 1, 11, 0, 0}, d);
+        assertArrayEquals(new long[] {1, 1, 13, 0, 0}, d);
         assertEquals("", Fixtures.verify(out[0], new Fixtures.RewritingLoader(b -> null)));
     }
 
