@@ -52,7 +52,8 @@ final class ClassRewriter {
         return new Rewritten(writer.toByteArray(), instrumenter.methods);
     }
 
-    private boolean wanted(String className, String name, String descriptor, MethodSurvey.Shape shape) {
+    private boolean wanted(
+            String className, String name, String descriptor, MethodSurvey.Shape shape) {
         return shape != null
                 && shape.instrumentable()
                 && selection.wants(className, name, descriptor, shape);

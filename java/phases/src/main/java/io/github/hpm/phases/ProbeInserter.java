@@ -35,7 +35,12 @@ final class ProbeInserter extends AdviceAdapter {
     private int instructionsAtStart;
 
     private ProbeInserter(
-            Counting counted, int access, String name, String descriptor, String probeOwner, int id) {
+            Counting counted,
+            int access,
+            String name,
+            String descriptor,
+            String probeOwner,
+            int id) {
         super(Opcodes.ASM9, counted, access, name, descriptor);
         this.counted = counted;
         this.probeOwner = probeOwner;

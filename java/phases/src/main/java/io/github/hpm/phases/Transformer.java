@@ -2,6 +2,7 @@ package io.github.hpm.phases;
 
 import java.util.concurrent.atomic.AtomicLong;
 import org.objectweb.asm.ClassReader;
+import org.objectweb.asm.Opcodes;
 
 /**
  * The agent's entry point for the rewrite: its ClassFileLoadHook hands each class file to
@@ -16,6 +17,11 @@ import org.objectweb.asm.ClassReader;
 public final class Transformer {
     /** Lowest class file major version rewritten: Java 6, the first with stack map frames. */
     static final int MIN_VERSION = 50;
+    /**
+     * Newest major version known to be read by the bundled ASM (Java 25): a class file newer
+     * than this that ASM refuses is skipped as unsupported, an older one counts as failed.
+     */
+    static final int KNOWN_VERSION = Opcodes.V25 & 0xFFFF;
 
     private static final AtomicLong SEEN = new AtomicLong();
     private static final AtomicLong INSTRUMENTED = new AtomicLong();
@@ -52,7 +58,8 @@ public final class Transformer {
 
     /** {@link #configure(String[])} with other ids and probe class: the tests' seam. */
     static void configure(String[] selected, MethodIds ids, String probeOwner) {
-        Selection selection = selected == null ? Selection.heuristic() : Selection.exactly(selected);
+        Selection selection =
+                selected == null ? Selection.heuristic() : Selection.exactly(selected);
         state = new State(
                 Exclusions.ofBootLayer(), selection, new ClassRewriter(selection, ids, probeOwner));
     }
@@ -83,19 +90,29 @@ public final class Transformer {
                 FAILED.incrementAndGet();
                 return null;
             }
+            // By name first, and only then parse: most classes of a measurement run stop here.
+            int major = readInt(classfile, 4) & 0xFFFF;
+            boolean named = internalName != null;
+            if (major < MIN_VERSION || (named && s.exclusions().excludes(internalName))) {
+                SKIPPED.incrementAndGet();
+                return null;
+            }
+            if (named && !s.selection().mayWant(internalName.replace('/', '.'))) return null;
             ClassReader reader;
             try {
                 reader = new ClassReader(classfile);
-            } catch (IllegalArgumentException newerThanAsmReads) {
-                SKIPPED.incrementAndGet();
+            } catch (IllegalArgumentException refused) {
+                (major > KNOWN_VERSION ? SKIPPED : FAILED).incrementAndGet();
                 return null;
             }
-            String name = internalName != null ? internalName : reader.getClassName();
-            if (s.exclusions().excludes(name) || (readInt(classfile, 4) & 0xFFFF) < MIN_VERSION) {
-                SKIPPED.incrementAndGet();
-                return null;
+            if (!named) {
+                String name = reader.getClassName();
+                if (s.exclusions().excludes(name)) {
+                    SKIPPED.incrementAndGet();
+                    return null;
+                }
+                if (!s.selection().mayWant(name.replace('/', '.'))) return null;
             }
-            if (!s.selection().mayWant(name.replace('/', '.'))) return null;
             ClassRewriter.Rewritten out = s.rewriter().rewrite(reader);
             if (out == null) return null;
             INSTRUMENTED.incrementAndGet();
@@ -108,7 +125,10 @@ public final class Transformer {
     }
 
     private static int readInt(byte[] b, int at) {
-        return (b[at] & 0xFF) << 24 | (b[at + 1] & 0xFF) << 16 | (b[at + 2] & 0xFF) << 8 | (b[at + 3] & 0xFF);
+        return (b[at] & 0xFF) << 24
+                | (b[at + 1] & 0xFF) << 16
+                | (b[at + 2] & 0xFF) << 8
+                | (b[at + 3] & 0xFF);
     }
 
     /**

@@ -103,7 +103,8 @@ class ClassRewriterTest {
                 "enter " + tt, "thrown " + tt,
                 "exit " + W + "callsThrower(I)I"), RecordingProbe.take());
 
-        var e = assertThrows(InvocationTargetException.class, () -> call(c, null, "outerThrows", 3));
+        var e = assertThrows(InvocationTargetException.class,
+                () -> call(c, null, "outerThrows", 3));
         assertInstanceOf(IllegalStateException.class, e.getCause());
         assertEquals(List.of(
                 "enter " + W + "outerThrows(I)I",
@@ -139,6 +140,14 @@ class ClassRewriterTest {
         assertEquals(8 + 2 + 2 + 2 + 2 + 2, events.size(), events.toString());
         // loop(I)J calls small(I)I, which has no probes.
         assertTrue(events.stream().noneMatch(s -> s.contains("small")), events.toString());
+    }
+
+    @Test
+    void interfaceDefaultMethodGetsProbes() throws Exception {
+        Class<?> c = Class.forName("phasefixture.Box", true, loader(Selection.heuristic()));
+        assertEquals(12, call(c, construct(c, 1), "perimeter", 3));
+        assertEquals(List.of("enter Sized.perimeter(I)I", "exit Sized.perimeter(I)I"),
+                RecordingProbe.take());
     }
 
     @Test

@@ -40,7 +40,8 @@ final class Fixtures {
     /** The verifier's report on a class file (CheckClassAdapter's data-flow check); "" if none. */
     static String verify(byte[] classfile, ClassLoader loader) {
         StringWriter report = new StringWriter();
-        CheckClassAdapter.verify(new ClassReader(classfile), loader, false, new PrintWriter(report));
+        PrintWriter out = new PrintWriter(report);
+        CheckClassAdapter.verify(new ClassReader(classfile), loader, false, out);
         return report.toString();
     }
 

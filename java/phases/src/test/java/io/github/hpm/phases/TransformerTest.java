@@ -44,6 +44,10 @@ class TransformerTest {
         return after;
     }
 
+    private static byte[] transform(String internalName, byte[] classfile) {
+        return Transformer.transform(APP, internalName, classfile);
+    }
+
     private static byte[] withVersion(byte[] classfile, int major) {
         byte[] b = classfile.clone();
         b[6] = (byte) (major >> 8);
@@ -54,10 +58,12 @@ class TransformerTest {
     @Test
     void instrumentsAnApplicationClass() {
         byte[][] out = new byte[1][];
-        long[] d = delta(() -> out[0] = Transformer.transform(APP, "phasefixture/Workload", WORKLOAD));
+        long[] d = delta(() -> out[0] = transform("phasefixture/Workload", WORKLOAD));
         assertNotNull(out[0]);
         assertArrayEquals(new long[] {1, 1, 13, 0, 0}, d);
         assertEquals("", Fixtures.verify(out[0], new Fixtures.RewritingLoader(b -> null)));
+        // Without a name from JVMTI, the class file's own.
+        assertNotNull(transform(null, WORKLOAD));
     }
 
     @Test
@@ -68,8 +74,8 @@ class TransformerTest {
             assertNull(Transformer.transform(APP, "io/github/hpm/Workload", WORKLOAD));
             // A package of java.xml, a named module of the boot layer.
             assertNull(Transformer.transform(APP, "org/w3c/dom/Workload", WORKLOAD));
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", withVersion(WORKLOAD, 49)));
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", withVersion(WORKLOAD, 0x7FFF)));
+            assertNull(transform("phasefixture/Workload", withVersion(WORKLOAD, 49)));
+            assertNull(transform("phasefixture/Workload", withVersion(WORKLOAD, 0x7FFF)));
         });
         assertArrayEquals(new long[] {6, 0, 0, 6, 0}, d);
     }
@@ -80,9 +86,9 @@ class TransformerTest {
         byte[] noMagic = WORKLOAD.clone();
         noMagic[0] = 0;
         long[] d = delta(() -> {
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", truncated));
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", noMagic));
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", new byte[3]));
+            assertNull(transform("phasefixture/Workload", truncated));
+            assertNull(transform("phasefixture/Workload", noMagic));
+            assertNull(transform("phasefixture/Workload", new byte[3]));
         });
         assertArrayEquals(new long[] {3, 0, 0, 0, 3}, d);
     }
@@ -92,8 +98,8 @@ class TransformerTest {
         Transformer.configure(new String[] {"phasefixture.Box.sides()I"}, RecordingProbe::register,
                 RecordingProbe.OWNER);
         long[] d = delta(() -> {
-            assertNull(Transformer.transform(APP, "phasefixture/Workload", WORKLOAD));
-            assertNotNull(Transformer.transform(APP, "phasefixture/Box", Fixtures.bytes("phasefixture.Box")));
+            assertNull(transform("phasefixture/Workload", WORKLOAD));
+            assertNotNull(transform("phasefixture/Box", Fixtures.bytes("phasefixture.Box")));
         });
         assertArrayEquals(new long[] {2, 1, 1, 0, 0}, d);
         assertEquals(List.of("Box.sides()I"), RecordingProbe.names());
@@ -102,12 +108,12 @@ class TransformerTest {
     @Test
     void threadsTransformAtOnceToTheSameClass() throws Exception {
         Transformer.configure(null, (c, m, desc) -> (c + m + desc).length(), RecordingProbe.OWNER);
-        byte[] one = Transformer.transform(APP, "phasefixture/Workload", WORKLOAD);
+        byte[] one = transform("phasefixture/Workload", WORKLOAD);
         ExecutorService pool = Executors.newFixedThreadPool(4);
         try {
             List<Future<byte[]>> all = new ArrayList<>();
             for (int i = 0; i < 32; i++) {
-                all.add(pool.submit(() -> Transformer.transform(APP, "phasefixture/Workload", WORKLOAD)));
+                all.add(pool.submit(() -> transform("phasefixture/Workload", WORKLOAD)));
             }
             for (Future<byte[]> f : all) assertArrayEquals(one, f.get());
         } finally {
