@@ -213,4 +213,4 @@ impl Writer {
 
 #[cfg(test)]
 #[path = "writer_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 
-use hpm_profile::analysis::phases_format::{TAG_ENTER, TAG_EXIT, TAG_METHOD_NAME, TAG_THREAD_BLOCK, TAG_THREAD_NAME};
+use hpm_profile::analysis::phases_format::{
+    MAGIC, TAG_COUNTER_NAME, TAG_ENTER, TAG_EXIT, TAG_METHOD_NAME, TAG_THREAD_BLOCK, TAG_THREAD_NAME,
+};
 
 use super::super::probe::{Ids, ProbeStats, ThreadState, ToWriter};
 use super::*;
@@ -38,10 +40,11 @@ impl TraceOut for MemOut {
 
 /// A decoded trace: names, and per thread its records (tag, method, counters) in order.
 #[derive(Default)]
-struct Decoded {
-    methods: HashMap<u32, String>,
-    threads: HashMap<u16, String>,
-    records: HashMap<u16, Vec<(u8, u32, Vec<u64>)>>,
+pub(crate) struct Decoded {
+    pub methods: HashMap<u32, String>,
+    pub threads: HashMap<u16, String>,
+    pub counters: Vec<String>,
+    pub records: HashMap<u16, Vec<(u8, u32, Vec<u64>)>>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -52,12 +55,19 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }
 
-/// Decodes top-level records (no header); every block's thread must be named before it.
-fn decode(b: &[u8]) -> Decoded {
+/// Decodes top-level records (after the header, if any); every block's thread must be named
+/// before it.
+pub(crate) fn decode(b: &[u8]) -> Decoded {
     let mut d = Decoded::default();
-    let mut at = 0;
+    let mut at = if b.starts_with(MAGIC) { 9 } else { 0 };
     while at < b.len() {
         match b[at] {
+            TAG_COUNTER_NAME => {
+                let len = usize::from(u16_at(b, at + 2));
+                assert_eq!(usize::from(b[at + 1]), d.counters.len());
+                d.counters.push(String::from_utf8(b[at + 4..at + 4 + len].to_vec()).unwrap());
+                at += 4 + len;
+            }
             TAG_METHOD_NAME => {
                 let len = usize::from(u16_at(b, at + 5));
                 d.methods.insert(u32_at(b, at + 1), String::from_utf8(b[at + 7..at + 7 + len].to_vec()).unwrap());
