@@ -52,7 +52,8 @@ struct Shared {
     no_counters: AtomicU64,
     methods_over: AtomicU64,
     traced: AtomicU64,
-    threads: Mutex<Vec<Arc<ThreadState>>>,
+    /// The traced threads alive; `None` once the stop took them (no thread joins after).
+    threads: Mutex<Option<Vec<Arc<ThreadState>>>>,
     jvmti: OnceLock<Jvmti>,
 }
 
@@ -130,7 +131,7 @@ impl Recorder {
             no_counters: AtomicU64::new(0),
             methods_over: AtomicU64::new(0),
             traced: AtomicU64::new(0),
-            threads: Mutex::new(Vec::new()),
+            threads: Mutex::new(Some(Vec::new())),
             jvmti: OnceLock::new(),
         });
         let handle = std::thread::Builder::new()
@@ -180,7 +181,7 @@ impl Recorder {
             }
         }
         let sh = &self.shared;
-        let threads = std::mem::take(&mut *lock(&sh.threads));
+        let threads = lock(&sh.threads).take().unwrap_or_default();
         for t in &threads {
             t.finish(&sh.tx, &sh.stats);
         }
@@ -293,7 +294,9 @@ impl Shared {
         };
         let name = thread_name(self.jvmti.get(), env);
         let state = ThreadState::new(index, name, Some(group), self.counters.len(), BUFFER);
-        lock(&self.threads).push(state.clone());
+        // Registered under the lock the stop takes them with: a thread that comes after the
+        // stop's flush is not traced (its buffers could not reach the writer).
+        lock(&self.threads).as_mut()?.push(state.clone());
         self.traced.fetch_add(1, Ordering::Relaxed);
         Some(state)
     }
@@ -302,6 +305,7 @@ impl Shared {
     fn thread_ended(&self, state: &Arc<ThreadState>) {
         state.finish(&self.tx, &self.stats);
         let mut threads = lock(&self.threads);
+        let Some(threads) = threads.as_mut() else { return };
         let before = threads.len();
         threads.retain(|t| !Arc::ptr_eq(t, state));
         if threads.len() < before {
