@@ -832,3 +832,6 @@ fn kernel_note(kernel: KernelMode, event: &EventDef, denied: Option<&PerfError>)
         KernelMode::Excluded => "kernel time: not in the profile (kernel=off)".to_string(),
     }
 }
+
+mod count;
+pub use count::{CountDef, CountGroup, MAX_COUNT_GROUP, PMU_COUNTS, SOFTWARE_COUNTS};

@@ -40,6 +40,7 @@ pub mod extension;
 pub mod idle;
 pub mod isps;
 pub mod jvmevents;
+pub mod phases;
 #[cfg(test)]
 mod test_source;
 pub mod timer;
