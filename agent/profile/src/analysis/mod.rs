@@ -34,6 +34,9 @@ pub mod hot;
 pub mod phases;
 mod phases_binary;
 pub mod phases_format;
+pub mod phases_report;
+#[cfg(test)]
+mod phases_report_tests;
 #[cfg(test)]
 mod phases_tests;
 mod phases_trace;

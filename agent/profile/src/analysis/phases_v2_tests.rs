@@ -45,7 +45,7 @@ use fmt::{TAG_ENTER as EN, TAG_EXIT as EX, TAG_EXIT_THROW as TH, TAG_INTERVAL as
 
 /// Threads 1 (`main`) and 2 (`worker`), their blocks interleaved; `C.f` throws once; a GC
 /// thread (3) and a JIT thread (4) with intervals.
-fn two_threads() -> Vec<u8> {
+pub(super) fn two_threads() -> Vec<u8> {
     let mut t = V2::new(&["task-clock", "page-faults", "context-switches"]);
     t.method(1, "A.main([Ljava/lang/String;)V").method(2, "C.f(I)J").method(9, "[GC]").method(10, "[JIT compiler]");
     t.thread(1, "main").thread(2, "worker").thread(3, "G1 Young RemSet").thread(4, "C2 CompilerThread0");
