@@ -37,11 +37,12 @@ pub mod phases_format;
 pub mod phases_report;
 #[cfg(test)]
 mod phases_report_tests;
+pub mod phases_svg;
 #[cfg(test)]
 mod phases_tests;
 mod phases_trace;
 #[cfg(test)]
-mod phases_v2_tests;
+pub(super) mod phases_v2_tests;
 pub mod stats;
 pub mod tuner;
 
