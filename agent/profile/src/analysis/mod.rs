@@ -11,7 +11,9 @@
 //! - [`diff`]: what changed between two profiles, per method and calling context, and the
 //!   baseline of a differential flame graph.
 //! - [`phases`]: method-level phases of Georges et al. (sections 3.2 and 4) from an enter/exit
-//!   trace, with [`stats`] for the coefficient of variation and one-way ANOVA.
+//!   trace (text, or the binary versions 1 and 2 of [`phases_format`]), with [`stats`] for the
+//!   coefficient of variation and one-way ANOVA; [`phases_report`] the measurement run's tables
+//!   and [`phases_svg`] its plot.
 //!
 //! Parsers take text and return `Err((line, message))` (1-based line); the `load_*` functions
 //! take a path and return [`crate::load::LoadError`], which names the file, line and problem.
@@ -30,14 +32,21 @@ pub mod diff;
 mod diff_text;
 pub mod hot;
 pub mod phases;
+mod phases_binary;
 pub mod phases_format;
+pub mod phases_report;
+#[cfg(test)]
+mod phases_report_tests;
+pub mod phases_svg;
 #[cfg(test)]
 mod phases_tests;
 mod phases_trace;
+#[cfg(test)]
+pub(super) mod phases_v2_tests;
 pub mod stats;
 pub mod tuner;
 
-pub use phases_trace::{load_trace, parse_binary_trace, parse_text_trace, Trace, TraceEvent, TraceKind};
+pub use phases_trace::{load_trace, parse_binary_trace, parse_text_trace, Trace, TraceEvent, TraceKind, VmInterval};
 
 use crate::load::LoadError;
 use std::path::Path;

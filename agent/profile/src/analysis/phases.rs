@@ -23,6 +23,9 @@
 //!
 //! Recursion: a method's total counts only its outermost invocations (so it cannot exceed
 //! c_T); its time per invocation averages over all invocations.
+//!
+//! The measurement run selects by name instead ([`CallGraph::select_methods`]): the methods of
+//! a phase file, whatever their share.
 
 use std::collections::HashMap;
 
@@ -51,6 +54,9 @@ pub struct CallGraph<'t> {
     pub invocations: Vec<Invocation>,
     /// Invocations still open when the trace ended, closed at their thread's last event.
     pub unclosed: usize,
+    /// Exits with no method open on their thread, skipped: a version 2 trace starts recording
+    /// when the agent switches the probes on, possibly inside instrumented methods.
+    pub early_exits: usize,
 }
 
 impl<'t> CallGraph<'t> {
@@ -61,6 +67,7 @@ impl<'t> CallGraph<'t> {
         let mut stacks: HashMap<u32, Vec<usize>> = HashMap::new();
         let mut open: HashMap<(u32, u32), u32> = HashMap::new();
         let mut last: HashMap<u32, usize> = HashMap::new();
+        let mut early_exits = 0;
         for (i, e) in trace.events.iter().enumerate() {
             let thread = &trace.threads[e.thread as usize];
             let method = &trace.methods[e.method as usize];
@@ -90,7 +97,11 @@ impl<'t> CallGraph<'t> {
                     *n += 1;
                     stack.push(inv.len() - 1);
                 }
-                TraceKind::Exit => {
+                TraceKind::Exit | TraceKind::Thrown => {
+                    if stack.is_empty() && trace.version >= 2 {
+                        early_exits += 1;
+                        continue;
+                    }
                     let Some(&top) = stack.last() else {
                         return Err((
                             e.line,
@@ -119,7 +130,7 @@ impl<'t> CallGraph<'t> {
                 unclosed += 1;
             }
         }
-        Ok(CallGraph { trace, invocations: inv, unclosed })
+        Ok(CallGraph { trace, invocations: inv, unclosed, early_exits })
     }
 
     /// Counter `k` consumed by an invocation, callees included.
@@ -177,30 +188,65 @@ impl<'t> CallGraph<'t> {
         Selection { total_time, phases, profiled_invocations, all_invocations }
     }
 
+    /// The phases of a phase file: exactly `names`, in their order (a name the trace never
+    /// calls is a phase with no call). The estimated overhead is that of this trace.
+    pub fn select_methods(&self, names: &[String]) -> Selection {
+        let total_time = self.total_time();
+        let c_t = total_time.max(1) as f64;
+        let stats = self.method_stats();
+        let all_invocations = sat_sum(stats.iter().map(|s| s.calls));
+        let by_name: HashMap<&str, &MethodStats> = stats.iter().map(|s| (s.name.as_str(), s)).collect();
+        let phases: Vec<SelectedPhase> = names
+            .iter()
+            .map(|n| {
+                let s = by_name.get(n.as_str()).map(|s| (*s).clone()).unwrap_or(MethodStats {
+                    name: n.clone(),
+                    calls: 0,
+                    total: 0,
+                    inclusive_sum: 0,
+                    self_time: 0,
+                });
+                SelectedPhase { total_share: s.total as f64 / c_t, average_share: s.average() / c_t, stats: s }
+            })
+            .collect();
+        let profiled_invocations = sat_sum(phases.iter().map(|p| p.stats.calls));
+        Selection { total_time, phases, profiled_invocations, all_invocations }
+    }
+
+    /// Every invocation of a selected method with its phase (index into `selection.phases`)
+    /// and its own counters: inclusive minus the nearest nested phase invocations. In order of
+    /// entry.
+    pub fn phase_own(&self, selection: &Selection) -> Vec<PhaseInvocation> {
+        let width = self.trace.counters.len();
+        let index: HashMap<&str, usize> =
+            selection.phases.iter().enumerate().map(|(i, p)| (p.stats.name.as_str(), i)).collect();
+        let by_method: Vec<Option<usize>> = self.trace.methods.iter().map(|m| index.get(m.as_str()).copied()).collect();
+        let phase_of = |id: usize| by_method[self.invocations[id].method as usize];
+        let mut out: Vec<PhaseInvocation> = Vec::new();
+        // Per invocation, the position in `out` of its nearest enclosing phase invocation.
+        let mut nearest: Vec<Option<usize>> = vec![None; self.invocations.len()];
+        for id in 0..self.invocations.len() {
+            let up = self.invocations[id].parent.and_then(|p| nearest[p]);
+            let Some(phase) = phase_of(id) else {
+                nearest[id] = up;
+                continue;
+            };
+            let incl: Vec<u64> = (0..width).map(|k| self.inclusive(id, k)).collect();
+            if let Some(a) = up {
+                for (o, v) in out[a].own.iter_mut().zip(&incl) {
+                    *o = o.saturating_sub(*v);
+                }
+            }
+            nearest[id] = Some(out.len());
+            out.push(PhaseInvocation { invocation: id, phase, own: incl });
+        }
+        out
+    }
+
     /// Observations per selected phase: for every further counter k, delta(k)/delta(counter 0)
     /// of each invocation, with nested phases taken out.
     pub fn phase_metrics(&self, selection: &Selection) -> PhaseMetrics {
         let width = self.trace.counters.len();
-        let index: HashMap<&str, usize> =
-            selection.phases.iter().enumerate().map(|(i, p)| (p.stats.name.as_str(), i)).collect();
-        let phase_of =
-            |id: usize| index.get(self.trace.methods[self.invocations[id].method as usize].as_str()).copied();
-        // Own counters of every phase invocation: inclusive minus nearest nested phases.
-        let mut own: HashMap<usize, Vec<u64>> = HashMap::new();
-        let mut nearest: Vec<Option<usize>> = vec![None; self.invocations.len()];
-        for id in 0..self.invocations.len() {
-            let up = self.invocations[id].parent.and_then(|p| if phase_of(p).is_some() { Some(p) } else { nearest[p] });
-            nearest[id] = up;
-            if phase_of(id).is_some() {
-                let incl: Vec<u64> = (0..width).map(|k| self.inclusive(id, k)).collect();
-                if let Some(a) = up {
-                    for (o, v) in own.entry(a).or_default().iter_mut().zip(&incl) {
-                        *o = o.saturating_sub(*v);
-                    }
-                }
-                own.entry(id).or_default().extend(incl);
-            }
-        }
         let metric_names =
             (1..width).map(|k| format!("{} per {}", self.trace.counters[k], self.trace.counters[0])).collect();
         let mut phases: Vec<PhaseObservations> = selection
@@ -210,15 +256,15 @@ impl<'t> CallGraph<'t> {
                 phase: p.stats.name.clone(),
                 weight: 0.0,
                 values: vec![Vec::new(); width.saturating_sub(1)],
+                totals: vec![0; width],
             })
             .collect();
-        let mut ids: Vec<usize> = own.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let (Some(p), d) = (phase_of(id), &own[&id]) else {
-                continue;
-            };
+        for inv in self.phase_own(selection) {
+            let (p, d) = (inv.phase, &inv.own);
             phases[p].weight += d[0] as f64;
+            for (t, v) in phases[p].totals.iter_mut().zip(d) {
+                *t = t.saturating_add(*v);
+            }
             if d[0] == 0 {
                 continue;
             }
@@ -228,6 +274,17 @@ impl<'t> CallGraph<'t> {
         }
         PhaseMetrics { metric_names, phases }
     }
+}
+
+/// One invocation of a phase, from [`CallGraph::phase_own`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseInvocation {
+    /// Index into [`CallGraph::invocations`].
+    pub invocation: usize,
+    /// Index into [`Selection::phases`].
+    pub phase: usize,
+    /// Its own counters (nested phase invocations taken out), one per trace counter.
+    pub own: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -289,6 +346,8 @@ pub struct PhaseObservations {
     pub weight: f64,
     /// Per metric, one value per phase invocation.
     pub values: Vec<Vec<f64>>,
+    /// Per trace counter, the phase's own total (empty for observations given as pairs).
+    pub totals: Vec<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -314,7 +373,12 @@ impl PhaseMetrics {
         let mut index: HashMap<&str, usize> = HashMap::new();
         for (p, v) in pairs {
             let i = *index.entry(p.as_str()).or_insert_with(|| {
-                phases.push(PhaseObservations { phase: p.clone(), weight: 0.0, values: vec![Vec::new()] });
+                phases.push(PhaseObservations {
+                    phase: p.clone(),
+                    weight: 0.0,
+                    values: vec![Vec::new()],
+                    totals: Vec::new(),
+                });
                 phases.len() - 1
             });
             phases[i].weight += 1.0;

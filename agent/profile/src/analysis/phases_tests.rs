@@ -1,7 +1,7 @@
 //! Phase analysis tests: the paper's Figure 3, trace checks, nested phases and statistics.
 
 use super::phases::*;
-use super::phases_trace::encode_binary;
+use super::phases_binary::encode_binary;
 use super::{parse_binary_trace, parse_text_trace, Trace};
 
 /// Writes a text trace from a call tree: `(method, self time before callees, callees, self
@@ -118,7 +118,7 @@ fn binary_trace_gives_the_same_result() {
     bytes.truncate(bytes.len() - 3);
     assert!(parse_binary_trace(&bytes).unwrap_err().1.contains("cut short"));
     assert!(parse_binary_trace(b"HPMTRACE\x01\x55").unwrap_err().1.contains("unknown record type"));
-    assert!(parse_binary_trace(b"HPMTRACE\x02").unwrap_err().1.contains("version 2"));
+    assert!(parse_binary_trace(b"HPMTRACE\x03").unwrap_err().1.contains("version 3"));
 }
 
 #[test]

@@ -6,23 +6,14 @@
 //! An optional `# counters: cycles instructions ...` line names the columns; other `#` lines
 //! and blank lines are skipped.
 //!
-//! **Binary** (the paper's record layout, single-file variant with a thread id): the magic
-//! `HPMTRACE`, a version byte (1), then records starting with a tag byte whose high nibble is
-//! the type and low nibble the number of counters (1 to 4). All integers are little-endian.
-//!
-//! | tag | record |
-//! | --- | --- |
-//! | `0x1n` enter, `0x2n` exit, `0x3n` exit by exception | u16 thread, u32 method id, n × u64 counters |
-//! | `0x80` method name | u32 method id, u16 length, UTF-8 name |
-//! | `0x90` thread name | u16 thread, u16 length, UTF-8 name |
-//! | `0xA0` counter name | u8 column, u16 length, UTF-8 name |
-//!
-//! Names may come before or after their use; a method without a name is shown as `#id`.
+//! **Binary**: versions 1 and 2 of the paper's compact records, read by [`super::phases_binary`]
+//! (layouts there and in [`super::phases_format`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use super::fields;
+pub use super::phases_binary::parse_binary_trace;
 use crate::load::LoadError;
 
 pub const BINARY_MAGIC: &[u8; 8] = b"HPMTRACE";
@@ -31,6 +22,8 @@ pub const BINARY_MAGIC: &[u8; 8] = b"HPMTRACE";
 pub enum TraceKind {
     Enter,
     Exit,
+    /// Exit by an exception thrown through the method.
+    Thrown,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,9 +43,27 @@ pub struct Trace {
     pub counters: Vec<String>,
     pub events: Vec<TraceEvent>,
     /// Counter values, `counters.len()` per event.
-    values: Vec<u64>,
+    pub(super) values: Vec<u64>,
     /// Binary traces name positions by record, text traces by line.
     pub binary: bool,
+    /// 0 for text, else the binary version.
+    pub version: u8,
+    /// Names of the VM components of [`Trace::intervals`] (`[GC]`, `[JIT compiler]`, `[VM]`).
+    pub components: Vec<String>,
+    /// The VM threads' intervals, apart from the enter/exit events.
+    pub intervals: Vec<VmInterval>,
+    /// Counter values, `counters.len()` per interval.
+    pub(super) interval_values: Vec<u64>,
+}
+
+/// One VM interval record: the span of `thread`'s counters since its previous interval (or
+/// since its counters were opened, at zero) belongs to component `component`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VmInterval {
+    pub thread: u32,
+    pub component: u32,
+    /// Binary record number (1-based).
+    pub record: usize,
 }
 
 impl Trace {
@@ -60,6 +71,26 @@ impl Trace {
     pub fn values(&self, i: usize) -> &[u64] {
         let w = self.counters.len();
         &self.values[i * w..(i + 1) * w]
+    }
+
+    /// Counter values of interval `i`: the thread's counters when it was written.
+    pub fn interval_values(&self, i: usize) -> &[u64] {
+        let w = self.counters.len();
+        &self.interval_values[i * w..(i + 1) * w]
+    }
+
+    /// What each interval consumed: its values minus its thread's previous interval's (the
+    /// reader checked that they never go backwards), in record order.
+    pub fn interval_deltas(&self) -> impl Iterator<Item = (usize, Vec<u64>)> + '_ {
+        let mut last: HashMap<u32, usize> = HashMap::new();
+        (0..self.intervals.len()).map(move |i| {
+            let now = self.interval_values(i);
+            let d = match last.insert(self.intervals[i].thread, i) {
+                Some(p) => now.iter().zip(self.interval_values(p)).map(|(a, b)| a.saturating_sub(*b)).collect(),
+                None => now.to_vec(),
+            };
+            (i, d)
+        })
     }
 }
 
@@ -134,125 +165,6 @@ pub fn parse_text_trace(text: &str) -> Result<Trace, (usize, String)> {
     Ok(t)
 }
 
-struct Reader<'a> {
-    b: &'a [u8],
-    pos: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let s = self.b.get(self.pos..self.pos + n)?;
-        self.pos += n;
-        Some(s)
-    }
-    fn u8(&mut self) -> Option<u8> {
-        self.take(1).map(|s| s[0])
-    }
-    fn u16(&mut self) -> Option<u16> {
-        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
-    }
-    fn u64(&mut self) -> Option<u64> {
-        self.take(8).map(|s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
-    }
-    fn name(&mut self) -> Option<Result<String, String>> {
-        let len = self.u16()? as usize;
-        let bytes = self.take(len)?;
-        Some(String::from_utf8(bytes.to_vec()).map_err(|_| "name is not UTF-8".to_string()))
-    }
-}
-
-/// Parses a binary trace; errors carry the 1-based record number and byte offset.
-pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, (usize, String)> {
-    if bytes.len() < 9 || &bytes[..8] != BINARY_MAGIC {
-        return Err((0, "not a binary hpm trace (no HPMTRACE header)".into()));
-    }
-    if bytes[8] != 1 {
-        return Err((0, format!("binary trace version {} is not supported (expected 1)", bytes[8])));
-    }
-    let mut r = Reader { b: bytes, pos: 9 };
-    let mut t = Trace { binary: true, ..Trace::default() };
-    let (mut thread_ids, mut method_ids) = (HashMap::new(), HashMap::new());
-    let (mut thread_names, mut method_names) = (HashMap::new(), HashMap::new());
-    let mut counter_names: HashMap<u8, String> = HashMap::new();
-    let mut width = None;
-    let mut record = 0;
-    while r.pos < bytes.len() {
-        record += 1;
-        let start = r.pos;
-        let cut = |what: &str| (record, format!("record at byte {start} is cut short in its {what}"));
-        let tag = r.u8().ok_or_else(|| cut("tag"))?;
-        let (ty, n) = (tag >> 4, (tag & 0xF) as usize);
-        match ty {
-            1..=3 => {
-                if !(1..=4).contains(&n) {
-                    return Err((record, format!("record at byte {start}: {n} counters, expected 1 to 4")));
-                }
-                match width {
-                    None => width = Some(n),
-                    Some(w) if w != n => {
-                        return Err((record, format!("record at byte {start}: {n} counters, earlier records had {w}")))
-                    }
-                    _ => {}
-                }
-                let thread = r.u16().ok_or_else(|| cut("thread"))?;
-                let method = r.u32().ok_or_else(|| cut("method id"))?;
-                for _ in 0..n {
-                    t.values.push(r.u64().ok_or_else(|| cut("counters"))?);
-                }
-                let next = thread_ids.len() as u32;
-                let thread = *thread_ids.entry(thread).or_insert(next);
-                let next = method_ids.len() as u32;
-                let method = *method_ids.entry(method).or_insert(next);
-                let kind = if ty == 1 { TraceKind::Enter } else { TraceKind::Exit };
-                t.events.push(TraceEvent { kind, thread, method, line: record });
-            }
-            8 => {
-                let id = r.u32().ok_or_else(|| cut("method id"))?;
-                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
-                method_names.insert(id, name);
-            }
-            9 => {
-                let id = r.u16().ok_or_else(|| cut("thread id"))?;
-                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
-                thread_names.insert(id, name);
-            }
-            0xA => {
-                let col = r.u8().ok_or_else(|| cut("column"))?;
-                let name = r.name().ok_or_else(|| cut("name"))?.map_err(|m| (record, m))?;
-                counter_names.insert(col, name);
-            }
-            _ => return Err((record, format!("record at byte {start}: unknown record type 0x{tag:02x}"))),
-        }
-    }
-    let name_of = |ids: &HashMap<u32, u32>, names: &HashMap<u32, String>, prefix: &str| {
-        let mut v = vec![String::new(); ids.len()];
-        for (&raw, &i) in ids {
-            v[i as usize] = names.get(&raw).cloned().unwrap_or_else(|| format!("{prefix}{raw}"));
-        }
-        v
-    };
-    t.methods = name_of(&method_ids, &method_names, "#");
-    let thread_ids: HashMap<u32, u32> = thread_ids.into_iter().map(|(k, v)| (k as u32, v)).collect();
-    let thread_names: HashMap<u32, String> = thread_names.into_iter().map(|(k, v)| (k as u32, v)).collect();
-    t.threads = name_of(&thread_ids, &thread_names, "thread ");
-    let w = width.unwrap_or(0);
-    t.counters = (0..w)
-        .map(|k| {
-            counter_names.get(&(k as u8)).cloned().unwrap_or_else(|| {
-                if k == 0 {
-                    "counter".into()
-                } else {
-                    format!("counter{}", k + 1)
-                }
-            })
-        })
-        .collect();
-    Ok(t)
-}
-
 /// Reads a trace file, binary if it starts with the magic, text otherwise.
 pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
     let bytes = crate::infile::read_regular(path).map_err(|e| LoadError::io(path, &e))?;
@@ -272,38 +184,4 @@ pub fn load_trace(path: &Path) -> Result<Trace, LoadError> {
         )
     })?;
     parse_text_trace(&text).map_err(|(line, message)| LoadError::format(path, line, message))
-}
-
-#[cfg(test)]
-pub(super) fn encode_binary(t: &Trace) -> Vec<u8> {
-    let mut b = BINARY_MAGIC.to_vec();
-    b.push(1);
-    for (i, name) in t.counters.iter().enumerate() {
-        b.push(0xA0);
-        b.push(i as u8);
-        b.extend((name.len() as u16).to_le_bytes());
-        b.extend(name.as_bytes());
-    }
-    for (i, e) in t.events.iter().enumerate() {
-        let ty = if e.kind == TraceKind::Enter { 0x10 } else { 0x20 };
-        b.push(ty | t.counters.len() as u8);
-        b.extend((e.thread as u16).to_le_bytes());
-        b.extend((e.method + 100).to_le_bytes());
-        for v in t.values(i) {
-            b.extend(v.to_le_bytes());
-        }
-    }
-    for (i, name) in t.methods.iter().enumerate() {
-        b.push(0x80);
-        b.extend((i as u32 + 100).to_le_bytes());
-        b.extend((name.len() as u16).to_le_bytes());
-        b.extend(name.as_bytes());
-    }
-    for (i, name) in t.threads.iter().enumerate() {
-        b.push(0x90);
-        b.extend((i as u16).to_le_bytes());
-        b.extend((name.len() as u16).to_le_bytes());
-        b.extend(name.as_bytes());
-    }
-    b
 }
