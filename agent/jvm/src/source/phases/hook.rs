@@ -363,7 +363,12 @@ impl Retransformed {
 /// Retransforms the classes loaded so far that the hook would instrument (an application
 /// loader's, modifiable, outside [`EXCLUDED_PACKAGES`]), [`RETRANSFORM_BATCH`] at a time; a
 /// batch the JVM refuses is retried class by class, and the classes it refuses counted.
-pub fn retransform_loaded(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<Retransformed, String> {
+/// `done` is called with each class retransformed (its methods are new `Method`s now).
+pub fn retransform_loaded(
+    jvmti: &Jvmti,
+    jni: *mut JNIEnv,
+    mut done: impl FnMut(jclass),
+) -> Result<Retransformed, String> {
     let all = jvmti.loaded_classes().map_err(|e| format!("phases: {e}"))?;
     let mut chosen = Vec::new();
     for &c in &all {
@@ -377,17 +382,21 @@ pub fn retransform_loaded(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<Retransform
             chosen.push(c);
         }
     }
-    let mut done = Retransformed { classes: chosen.len(), ..Retransformed::default() };
+    let mut out = Retransformed { classes: chosen.len(), ..Retransformed::default() };
     for batch in chosen.chunks(RETRANSFORM_BATCH) {
         if jvmti.retransform_classes(batch).is_ok() {
+            batch.iter().for_each(|&c| done(c));
             continue;
         }
         for &c in batch {
-            if let Err(e) = jvmti.retransform_classes(&[c]) {
-                done.failed += 1;
-                if done.first_error.is_none() {
-                    let name = jvmti.class_signature(c).unwrap_or_default();
-                    done.first_error = Some(format!("{name}: {e}"));
+            match jvmti.retransform_classes(&[c]) {
+                Ok(()) => done(c),
+                Err(e) => {
+                    out.failed += 1;
+                    if out.first_error.is_none() {
+                        let name = jvmti.class_signature(c).unwrap_or_default();
+                        out.first_error = Some(format!("{name}: {e}"));
+                    }
                 }
             }
         }
@@ -395,7 +404,7 @@ pub fn retransform_loaded(jvmti: &Jvmti, jni: *mut JNIEnv) -> Result<Retransform
     for c in all {
         jnienv::delete_local_ref(jni, c);
     }
-    Ok(done)
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use crate::code::CodeEvents;
 use crate::jnienv::Vm;
 use crate::jvmti::{cap, Jvmti};
 use crate::options::{self, Options, PhasesOptions};
@@ -78,7 +79,7 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
     }];
     let quiet = opts.quiet;
     let build = move |s: &Start| {
-        Ok(Arc::new(PhasesSource { jvmti: s.jvmti, vm: s.vm, quiet, setup, running: Mutex::new(None) })
+        Ok(Arc::new(PhasesSource { jvmti: s.jvmti, vm: s.vm, code: s.code, quiet, setup, running: Mutex::new(None) })
             as Arc<dyn EventSource>)
     };
     Ok(Planned { event: None, notes, build: Box::new(build) })
@@ -150,6 +151,7 @@ fn read_limited(path: &Path) -> std::io::Result<String> {
 struct PhasesSource {
     jvmti: Jvmti,
     vm: Vm,
+    code: &'static CodeEvents,
     quiet: bool,
     setup: Setup,
     running: Mutex<Option<Running>>,
@@ -177,7 +179,13 @@ impl PhasesSource {
         java.register_natives(jni, &Recorder::natives())?;
         java.configure(jni, self.setup.selected.as_deref())?;
         hook::enable(&self.jvmti)?;
-        let retransformed = hook::retransform_loaded(&self.jvmti, jni)?;
+        // A retransformed class's methods are new `Method`s: their ids are given again, so
+        // the stack walker names them from the next round.
+        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| {
+            if let Ok(ids) = self.jvmti.touch_class_methods(c) {
+                self.code.add_method_ids(&ids);
+            }
+        })?;
         java.set_on(jni, true)?;
         Ok(retransformed)
     }
