@@ -143,21 +143,20 @@ impl JavaSide {
 }
 
 /// What the hook did in a session (reset when it is turned on).
-#[derive(Default)]
-pub struct HookCounts {
+struct HookCounts {
     /// Class files handed to the rewriter.
-    pub passed: AtomicU64,
+    passed: AtomicU64,
     /// ... of which it changed ...
-    pub changed: AtomicU64,
+    changed: AtomicU64,
     /// ... or failed on (an exception, a JNI failure, an oversized result).
-    pub failed: AtomicU64,
+    failed: AtomicU64,
     /// Class files over [`MAX_CLASS_BYTES`], left as they were.
-    pub too_large: AtomicU64,
+    too_large: AtomicU64,
     /// Classes loaded by a thread inside the rewriter, left as they were.
-    pub reentered: AtomicU64,
+    reentered: AtomicU64,
 }
 
-pub static COUNTS: HookCounts = HookCounts {
+static COUNTS: HookCounts = HookCounts {
     passed: AtomicU64::new(0),
     changed: AtomicU64::new(0),
     failed: AtomicU64::new(0),
@@ -210,6 +209,10 @@ pub fn counts_line() -> String {
     let too_large = n(&COUNTS.too_large);
     if too_large > 0 {
         line.push_str(&format!("; {too_large} over {} MiB left as they were", MAX_CLASS_BYTES >> 20));
+    }
+    let reentered = n(&COUNTS.reentered);
+    if reentered > 0 {
+        line.push_str(&format!("; {reentered} loaded by the rewriter itself left as they were"));
     }
     line
 }
