@@ -49,6 +49,7 @@ pub fn fill(cb: &mut EventCallbacks) {
     cb.set(event::SAMPLED_OBJECT_ALLOC, sampled_object_alloc as *const c_void);
     cb.set(event::MONITOR_CONTENDED_ENTER, monitor_contended_enter as *const c_void);
     cb.set(event::MONITOR_CONTENDED_ENTERED, monitor_contended_entered as *const c_void);
+    cb.set(event::CLASS_FILE_LOAD_HOOK, crate::source::phases::hook::class_file_load_hook as *const c_void);
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).

@@ -652,3 +652,6 @@ fn string_prefix(env: *mut JNIEnv, s: jstring, max_chars: usize) -> Result<Strin
     checked(env, "GetStringRegion")?;
     Ok(String::from_utf16_lossy(&buf))
 }
+
+/// Calling Java classes' static members (the phases source's classes).
+pub mod java;

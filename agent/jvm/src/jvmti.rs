@@ -27,6 +27,7 @@ pub mod event {
     pub const VM_DEATH: u32 = 51;
     pub const THREAD_START: u32 = 52;
     pub const THREAD_END: u32 = 53;
+    pub const CLASS_FILE_LOAD_HOOK: u32 = 54;
     pub const CLASS_LOAD: u32 = 55;
     pub const CLASS_PREPARE: u32 = 56;
     pub const COMPILED_METHOD_LOAD: u32 = 68;
@@ -46,9 +47,11 @@ pub mod cap {
     pub const TAG_OBJECTS: u32 = 0;
     pub const GET_SOURCE_FILE_NAME: u32 = 11;
     pub const GET_LINE_NUMBERS: u32 = 12;
+    pub const GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
     pub const GENERATE_COMPILED_METHOD_LOAD_EVENTS: u32 = 27;
     pub const GENERATE_MONITOR_EVENTS: u32 = 28;
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
+    pub const RETRANSFORM_CLASSES: u32 = 37;
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
 }
 
@@ -82,6 +85,8 @@ impl fmt::Display for JvmtiError {
             15 => "THREAD_NOT_ALIVE",
             21 => "CLASS_NOT_PREPARED",
             23 => "INVALID_METHODID",
+            60 => "INVALID_CLASS_FORMAT",
+            62 => "UNMODIFIABLE_CLASS",
             98 => "NOT_AVAILABLE",
             99 => "MUST_POSSESS_CAPABILITY",
             101 => "ABSENT_INFORMATION",
@@ -456,6 +461,34 @@ impl Jvmti {
         }
         self.deallocate(info.cast());
         Ok(out)
+    }
+
+    /// Whether `c` may be retransformed (false for arrays, primitives and hidden classes).
+    pub fn is_modifiable_class(&self, c: jclass) -> Result<bool> {
+        let mut yes: u8 = 0;
+        call!(self, 45, "IsModifiableClass", fn(jclass, *mut u8), c, &mut yes)?;
+        Ok(yes != 0)
+    }
+
+    /// `size` bytes of JVMTI memory, for what the JVM frees itself (a ClassFileLoadHook's new
+    /// class file).
+    pub fn allocate(&self, size: usize) -> Result<*mut u8> {
+        let mut p: *mut u8 = ptr::null_mut();
+        call!(self, 46, "Allocate", fn(jlong, *mut *mut u8), size as jlong, &mut p)?;
+        Ok(p)
+    }
+
+    /// Appends a jar to the bootstrap class loader's search path.
+    pub fn add_to_bootstrap_class_loader_search(&self, jar: &str) -> Result<()> {
+        let path = CString::new(jar.replace('\0', " ")).expect("NULs replaced");
+        call!(self, 149, "AddToBootstrapClassLoaderSearch", fn(*const c_char), path.as_ptr())
+    }
+
+    /// Retransforms `classes` (ClassFileLoadHook sees each again, from its original class
+    /// file); one VM operation, all or none. Needs `can_retransform_classes`.
+    pub fn retransform_classes(&self, classes: &[jclass]) -> Result<()> {
+        let n = classes.len().min(i32::MAX as usize) as jint;
+        call!(self, 152, "RetransformClasses", fn(jint, *const jclass), n, classes.as_ptr())
     }
 
     pub fn system_property(&self, name: &str) -> Result<String> {

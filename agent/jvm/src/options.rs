@@ -10,7 +10,9 @@ use hpm_profile::duration::{Accept, DurationError};
 use hpm_profile::events::hw;
 use hpm_profile::output::format::Txt;
 
+mod phases;
 mod push;
+pub use phases::{PhasesOptions, JAR_NAME as PHASES_JAR_NAME};
 pub use push::PushOptions;
 
 /// The perf event table, for the agent's modules that name events through the grammar.
@@ -212,6 +214,9 @@ pub struct Options {
     /// `push=URL` (with `chunk=`, `pushformat=`, `service=`, `labels=`): each period's profile
     /// sent to a fleet backend.
     pub push: Option<PushOptions>,
+    /// `phases=TRACE` (with `select=`, `phasesjar=`, `phasesmax=`): method-level phases, the
+    /// application's methods instrumented beside the sampling.
+    pub phases: Option<PhasesOptions>,
 }
 
 /// `alloc` without a size: async-profiler's default interval.
@@ -291,6 +296,7 @@ impl Default for Options {
             alloc: None,
             lock: None,
             push: None,
+            phases: None,
         }
     }
 }
@@ -327,13 +333,14 @@ impl std::error::Error for OptionError {}
 
 const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, \
                     spswaiting, kernel, stack, thread, data, alloc, lock, push, chunk, pushformat, service, \
-                    labels";
+                    labels, phases, select, phasesjar, phasesmax";
 
 /// Parses the agent option string (may be empty).
 pub fn parse(s: &str) -> Result<Options, OptionError> {
     let mut o = Options::default();
     let mut interval_text: Option<String> = None;
     let mut push_text = push::PushText::default();
+    let mut phases_text = phases::PhasesText::default();
     for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let (key, value) = match item.split_once('=') {
             Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -383,6 +390,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
             }
             "help" => o.help = true,
             "push" | "chunk" | "pushformat" | "service" | "labels" => push_text.take(key, need_value(key, value)?),
+            "phases" | "select" | "phasesjar" | "phasesmax" => phases_text.take(key, need_value(key, value)?),
             "sampler" => {
                 let name = need_value(key, value)?;
                 o.sampler = SamplerKind::from_name(name).filter(|&k| by_sampler_option(k)).ok_or_else(|| {
@@ -436,6 +444,7 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
         Some(ref t) => parse_interval(t, &o.event)?,
     };
     o.push = push_text.finish(o.sampler, &mut o.flush_secs)?;
+    o.phases = phases_text.finish()?;
     if o.thread_filter.is_some() && o.sampler != SamplerKind::Wall {
         return Err(OptionError(
             "thread=REGEX selects the threads event=wall samples; for a CPU profile, keep every thread and select \
@@ -497,6 +506,10 @@ fn example(key: &str) -> &'static str {
         "pushformat" => "pushformat=otlp",
         "service" => "service=orders",
         "labels" => "labels=env=prod;region=eu",
+        "phases" => "phases=run.hpmtrace",
+        "select" => "select=phases.txt",
+        "phasesjar" => "phasesjar=/path/hpm-phases.jar",
+        "phasesmax" => "phasesmax=2g",
         _ => "key=value",
     }
 }
@@ -622,6 +635,12 @@ pub fn help_text() -> String {
          \x20 service=NAME      push: service.name / Pyroscope's application (default: $OTEL_SERVICE_NAME, else the\n\
          \x20                   main class or jar)\n\
          \x20 labels=K=V;K2=V2  pushformat=pyroscope: the application's labels\n\
+         \x20 phases=TRACE      method-level phases: application methods over 50 bytecodes or with a loop\n\
+         \x20                   instrumented (hpm-phases.jar, from the class file load hook), their enter and exit\n\
+         \x20                   with the thread's counters written to TRACE (%p, %t expanded), beside the sampling\n\
+         \x20 select=FILE       phases: instrument exactly the methods of FILE (from hpm phases TRACE --out FILE)\n\
+         \x20 phasesjar=FILE    phases: the bytecode rewriter (default: hpm-phases.jar beside libhpm.so)\n\
+         \x20 phasesmax=SIZE    phases: the trace stops growing at SIZE, 1m to 1t (default 2g)\n\
          \x20 quiet             no summary at exit\n\
          \x20 help              this text; the JVM then exits\n\nevents:\n",
     );

@@ -13,7 +13,9 @@
 //!   safepoint), `wall` (every Java thread, any state) or `sps` (the patched JVM's partial
 //!   safepoints); `isps`: the same thread with incremental stack tracing;
 //! - `idle`: no CPU event (`event=alloc` / `event=lock` alone): the threads named only;
-//! - `jvmevents`: the JVM's own events with their stacks (`alloc`, `lock`).
+//! - `jvmevents`: the JVM's own events with their stacks (`alloc`, `lock`);
+//! - `phases`: the application's methods instrumented, their enter and exit recorded with
+//!   the thread's counters (`phases=`), beside the CPU source.
 //!
 //! A uprobe (`event=probe:...`) is a perf event like any other, sampled by `asgct` or `chain`.
 //! Who walks the stacks is the other axis: [`crate::stack_source`].
@@ -53,6 +55,7 @@ pub const SOURCES: &[SourceDef] = &[
     timer::SOURCE,     // a timer thread: jvmti, wall, sps, isps (incremental stack tracing)
     idle::SOURCE,      // no CPU event: the threads named only
     jvmevents::SOURCE, // alloc, lock
+    phases::SOURCE,    // method-level phases: instrumented methods, beside the CPU source
     #[cfg(test)]
     test_source::SOURCE, // synthetic samples, for tests
 ];

@@ -152,6 +152,7 @@ impl ThreadState {
     }
 
     /// One record with the values given (the probe path after its counter read; tests).
+    #[cfg(test)]
     pub fn record_values(
         self: &Arc<Self>,
         tag: u8,
