@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
 cargo build --release -p hpm-agent -p hpm-cli
+bash scripts/phases-jar.sh target/release >/dev/null  # hpm-phases.jar beside libhpm.so (phases=)
 mkdir -p target/demo
 javac -d target/demo java/demo/Demo.java
 ./target/release/hpm run event=cpu-clock,interval=1ms,counters=task-clock+page-faults,file=profile.jfr,file=profile.html \

@@ -57,6 +57,8 @@ if ! cargo clippy --workspace --all-targets --quiet -- -D warnings >target/lint.
 fi
 
 cargo build --release -p hpm-agent -p hpm-cli
+# hpm-phases.jar beside libhpm.so, where phases= finds it (java/phases, Maven).
+bash scripts/phases-jar.sh target/release >/dev/null || status=1
 cargo test --workspace --no-fail-fast 2>&1 | tee target/test-output.txt || status=$?
 
 # Suites outside cargo (Maven, Go, the benchmark harness). Each step script prints its own
@@ -78,6 +80,7 @@ step fuzz bash scripts/fuzz.sh 20  # every reader under libFuzzer, 20 s per targ
 step bench-unit bash scripts/bench/test.sh  # the benchmark harness's statistics (unittest, under a second)
 step bench-quick bash bench/ci-quick.sh  # the benchmark harness end to end (python3 scripts/bench suite --quick); never judged on timings
 step java-bridge java/bridge/test.sh
+step java-phases java/phases/test.sh  # the phases rewriter's JUnit tests under -Xverify:all, JDK 17 and Temurin
 step jmc-parser tests/jmc/test.sh
 # One closing line over every test binary (cargo's own last lines are the empty doc-test runs).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i == "passed;") p += $(i-1); if ($i == "failed;") f += $(i-1); if ($i == "ignored;") s += $(i-1) } }

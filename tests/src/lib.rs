@@ -39,8 +39,41 @@ pub fn built() -> &'static Path {
             .status()
             .expect("run cargo build");
         assert!(status.success(), "cargo build of the agent failed");
-        target_dir().join("release")
+        let release = target_dir().join("release");
+        phases_jar_beside(&release);
+        release
     })
+}
+
+/// Newest modification time of the files under `dir` (and `dir` itself).
+fn newest(dir: &Path) -> std::time::SystemTime {
+    let mut t = std::fs::metadata(dir).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let m = if p.is_dir() { newest(&p) } else { e.metadata().and_then(|m| m.modified()).unwrap_or(t) };
+            t = t.max(m);
+        }
+    }
+    t
+}
+
+/// hpm-phases.jar beside the agent in `dir`, where `phases=` finds it: built with
+/// scripts/phases-jar.sh when missing or older than java/phases' sources.
+fn phases_jar_beside(dir: &Path) {
+    let jar = dir.join("hpm-phases.jar");
+    let sources = workspace_root().join("java/phases");
+    let fresh = std::fs::metadata(&jar)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= newest(&sources.join("src")).max(newest(&sources.join("pom.xml"))));
+    if !fresh {
+        let status = Command::new("bash")
+            .arg(workspace_root().join("scripts/phases-jar.sh"))
+            .arg(dir)
+            .status()
+            .expect("run scripts/phases-jar.sh");
+        assert!(status.success(), "scripts/phases-jar.sh failed: phases= needs hpm-phases.jar");
+    }
 }
 
 pub fn agent_path() -> PathBuf {

@@ -1,0 +1,171 @@
+//! Method-level phases measured in a running JVM (Georges et al.), end to end, on every JDK:
+//! step 1 instruments the methods above the paper's heuristic and traces them with the thread's
+//! counters, step 2 (`hpm phases --out`) selects the phases, step 3 instruments only those and
+//! measures them. The workload (tests/workloads/ThreePhases.java) has three phases of distinct
+//! behaviour by construction — CPU-bound, page-fault-heavy, system-call-heavy — called twice each
+//! from a small `main` with no loop, sized by the thread's CPU time (40/40/20%).
+//!
+//! - Exactly the three are selected at theta_weight 10% / theta_grain 5%, and each has the
+//!   counter profile it was built with: the page-fault phase the most page faults per unit of
+//!   task-clock, the system-call phase the most context switches, the CPU phase the fewest of both.
+//! - The run passes `-Xverify:all`; exceptions thrown through instrumented frames leave balanced
+//!   enter/exit records (the call graph builds with no unclosed invocation).
+//! - The sampled profile of the same run agrees: each phase's share of the samples under the
+//!   phases is its share of their task-clock in the trace, within 2 points (plus the binomial
+//!   spread of the samples the run got).
+//! - A late attach (`hpm attach PID start,phases=...`) instruments the class loaded before it.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use hpm_tests::*;
+use serde_json::Value;
+
+const COMPUTE: &str = "ThreePhases.compute(J)V";
+const FAULT: &str = "ThreePhases.fault(JLjava/io/File;)V";
+const SYSCALLS: &str = "ThreePhases.syscalls(J)V";
+
+/// `hpm phases ARGS --json`, parsed.
+fn phases_json(args: &[&str]) -> Value {
+    let mut c = Command::new(hpm_bin());
+    c.arg("phases").args(args).arg("--json");
+    let run = run_command(c);
+    run.assert_ok("hpm phases --json");
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("hpm phases --json: {e}:\n{}", run.stdout))
+}
+
+/// Selected phases' names and total shares (of c_T) from `hpm phases --json`.
+fn selected(doc: &Value) -> HashMap<String, f64> {
+    doc["selection"]["phases"]
+        .as_array()
+        .expect("phases array")
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().to_string(), p["total_share"].as_f64().unwrap()))
+        .collect()
+}
+
+/// Per phase, the mean of the metric named `metric` (e.g. `page-faults per task-clock`).
+fn metric_means(doc: &Value, metric: &str) -> HashMap<String, f64> {
+    let m = doc["metrics"]
+        .as_array()
+        .expect("metrics array")
+        .iter()
+        .find(|m| m["metric"].as_str() == Some(metric))
+        .unwrap_or_else(|| panic!("no metric {metric} in {}", doc["metrics"]));
+    m["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap().into(), p["mean"].as_f64().unwrap()))
+        .collect()
+}
+
+fn short(name: &str) -> &str {
+    name.split('(').next().unwrap_or(name)
+}
+
+#[test]
+fn three_phases_are_found_measured_and_agree_with_the_samples() {
+    for jdk in jdks() {
+        let what = jdk.name.clone();
+        let dir = scratch(&format!("phases-{what}"));
+        let (step1, step3, phases) = (dir.join("step1.hpmtrace"), dir.join("step3.hpmtrace"), dir.join("phases.txt"));
+        let collapsed = dir.join("p.collapsed");
+
+        // Step 1, with the sampled profile of the same run.
+        let opts = format!("phases={},interval=1ms,quiet,file={}", step1.display(), collapsed.display());
+        run_java(&jdk, Some(&opts), &["-Xverify:all"], "ThreePhases", &["5"]).assert_ok("ThreePhases step 1");
+
+        // Step 2.
+        let doc = phases_json(&[
+            step1.to_str().unwrap(),
+            "--weight",
+            "10",
+            "--grain",
+            "5",
+            "--out",
+            phases.to_str().unwrap(),
+        ]);
+        assert_eq!(doc["unclosed"].as_u64(), Some(0), "{what}: unbalanced enter/exit records");
+        let sel = selected(&doc);
+        let mut names: Vec<&str> = sel.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, [COMPUTE, FAULT, SYSCALLS], "{what}: selected phases");
+
+        // The samples under the phases, shared as the trace shares their task-clock.
+        let stacks = read_collapsed(&collapsed);
+        let shorts: Vec<&str> = [COMPUTE, FAULT, SYSCALLS].iter().map(|n| short(n)).collect();
+        let (n, shares) = total_shares(&stacks, "ThreePhases.main", &shorts);
+        let traced: f64 = sel.values().sum();
+        eprintln!("{what}: {n} samples under the phases: {shares:?}; trace: {sel:?}");
+        assert!(n >= 1000, "{what}: only {n} samples under the phases");
+        for name in [COMPUTE, FAULT, SYSCALLS] {
+            let (sampled, truth) = (shares[short(name)], 100.0 * sel[name] / traced);
+            let within = share_tolerance(truth, n, 2.0);
+            assert!(
+                (sampled - truth).abs() <= within,
+                "{what}: {name} has {sampled:.1}% of the samples but {truth:.1}% of the traced task-clock \
+                 (within {within:.1})"
+            );
+        }
+
+        // Step 3: only the phases, measured.
+        let opts = format!("phases={},select={},quiet", step3.display(), phases.display());
+        run_java(&jdk, Some(&opts), &["-Xverify:all"], "ThreePhases", &["2"]).assert_ok("ThreePhases step 3");
+        let doc = phases_json(&[step3.to_str().unwrap(), "--select", phases.to_str().unwrap()]);
+        let sel = &doc["selection"];
+        assert_eq!(
+            sel["profiled_invocations"], sel["all_invocations"],
+            "{what}: step 3 traced other methods than the phases: {sel}"
+        );
+        assert_eq!(selected(&doc).len(), 3, "{what}: step 3's phases: {sel}");
+        let faults = metric_means(&doc, "page-faults per task-clock");
+        let switches = metric_means(&doc, "context-switches per task-clock");
+        eprintln!("{what}: page faults per ns {faults:?}; context switches per ns {switches:?}");
+        assert!(faults[FAULT] > 10.0 * faults[COMPUTE].max(faults[SYSCALLS]), "{what}: page faults {faults:?}");
+        assert!(switches[SYSCALLS] > 10.0 * switches[COMPUTE].max(switches[FAULT]), "{what}: switches {switches:?}");
+    }
+}
+
+/// Runs ThreePhases with `wait`, attaches a phases session once it is ready, lets it run.
+fn late_attach(jdk: &Jdk, trace: &Path) {
+    let mut child = Command::new(jdk.java())
+        .args(["-Xverify:all", "-cp"])
+        .arg(workloads())
+        .args(["ThreePhases", "1", "wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("run java");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "{}: ThreePhases said {line:?}", jdk.name);
+    let jfr = trace.with_extension("jfr");
+    let answer = attach_ok(child.id(), &format!("start,phases={},quiet,file={}", trace.display(), jfr.display()));
+    eprintln!("{}: attach: {answer}", jdk.name);
+    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success() && rest.contains("phases done"), "{}: the attached JVM failed: {rest}", jdk.name);
+}
+
+#[test]
+fn a_late_attach_instruments_classes_loaded_before() {
+    for jdk in jdks() {
+        let dir = scratch(&format!("phases-attach-{}", jdk.name));
+        let trace = dir.join("late.hpmtrace");
+        {
+            let _guard = jvm_lock();
+            late_attach(&jdk, &trace);
+        }
+        let doc = phases_json(&[trace.to_str().unwrap(), "--weight", "10", "--grain", "5"]);
+        let sel = selected(&doc);
+        for m in [COMPUTE, FAULT, SYSCALLS] {
+            assert!(sel.contains_key(m), "{}: {m} not traced after a late attach: {sel:?}", jdk.name);
+        }
+    }
+}

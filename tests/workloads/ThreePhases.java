@@ -1,0 +1,150 @@
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.RandomAccessFile;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.nio.MappedByteBuffer;
+import java.nio.channels.FileChannel;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Three method-level phases of distinct behaviour, known by construction
+ * (tests/tests/agent_phases.rs):
+ * - ThreePhases.compute: arithmetic on registers (CPU-bound: no page fault, no context switch),
+ *   with, once a turn, an exception thrown through instrumented frames (ThreePhases.deep) and
+ *   caught;
+ * - ThreePhases.fault: one store per page of a mapped sparse file whose pages were just taken
+ *   away (the file cut to nothing and grown again), so every store is a page fault;
+ * - ThreePhases.syscalls: small writes to /dev/null (system calls) and a short park every few of
+ *   them (a futex wait: a voluntary context switch each).
+ * main calls each twice in straight-line code, so main itself is small and has no loop: the
+ * phase heuristic (more than 50 bytecode instructions or a backward branch) leaves it alone, and
+ * the three phase methods are the run's only long invocations. Each call runs until the thread
+ * has used its share of SECONDS of the thread's CPU clock (compute and fault 0.2 of it each
+ * call, syscalls 0.1), whatever the machine's load. (The kernel's task-clock, which the trace and
+ * the samples both follow, gives the system-call phase less than the CPU clock does: about
+ * 43/43/13 here.)
+ * Prints "phases done" at the end.
+ *
+ * Usage: java ThreePhases SECONDS [wait]   ("wait": print "ready" and wait for a line on stdin
+ * before the phases, for a late attach)
+ */
+public class ThreePhases {
+    static volatile long sink;
+    static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
+
+    public static void main(String[] args) throws Exception {
+        long budget = setUp(args);
+        File f = tempFile();
+        compute(budget / 5);
+        fault(budget / 5, f);
+        syscalls(budget / 10);
+        compute(budget / 5);
+        fault(budget / 5, f);
+        syscalls(budget / 10);
+        f.delete();
+        System.out.println("phases done");
+    }
+
+    static long setUp(String[] args) throws Exception {
+        if (args.length > 1 && args[1].equals("wait")) {
+            System.out.println("ready");
+            System.out.flush();
+            System.in.read();
+        }
+        return (long) (Double.parseDouble(args[0]) * 1e9);
+    }
+
+    static File tempFile() throws Exception {
+        File f = File.createTempFile("hpm-phases", ".bin");
+        f.deleteOnExit();
+        return f;
+    }
+
+    static long cpu() {
+        return MX.getCurrentThreadCpuTime();
+    }
+
+    /** CPU-bound, until the thread has used `ns` more CPU time. */
+    static void compute(long ns) {
+        long end = cpu() + ns, x = 1, caught = 0;
+        while (cpu() < end) {
+            x = math(x, 1 << 18);
+            try {
+                deep(3);
+            } catch (IllegalStateException e) {
+                caught++;
+            }
+        }
+        sink = x + caught;
+    }
+
+    static long math(long x, long iters) {
+        for (long i = 0; i < iters; i++) {
+            x = x * 6364136223846793005L + 1442695040888963407L;
+            x ^= x >>> 29;
+        }
+        return x;
+    }
+
+    /** Recurses n deep and throws from the bottom: every frame leaves by the exception. */
+    static long deep(int n) {
+        long s = 0;
+        for (int i = 0; i < n; i++) {
+            s += i;
+        }
+        if (n == 0) {
+            throw new IllegalStateException("bottom");
+        }
+        return s + deep(n - 1);
+    }
+
+    /** Page-fault-heavy, until the thread has used `ns` more CPU time. */
+    static void fault(long ns, File f) {
+        int size = 256 << 12;
+        long end = cpu() + ns, touched = 0;
+        try (RandomAccessFile file = new RandomAccessFile(f, "rw"); FileChannel ch = file.getChannel()) {
+            file.setLength(size);
+            MappedByteBuffer buf = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+            byte v = 0;
+            while (cpu() < end) {
+                touched += touch(buf, size, v++);
+                file.setLength(0);
+                file.setLength(size);
+            }
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+        sink = touched;
+    }
+
+    static long touch(MappedByteBuffer buf, int size, byte v) {
+        long n = 0;
+        for (int i = 0; i < size; i += 4096) {
+            buf.put(i, v);
+            n++;
+        }
+        return n;
+    }
+
+    /** System-call-heavy, until the thread has used `ns` more CPU time. */
+    static void syscalls(long ns) {
+        long end = cpu() + ns, n = 0;
+        try (FileOutputStream out = new FileOutputStream("/dev/null")) {
+            while (cpu() < end) {
+                n += writes(out, 20);
+                LockSupport.parkNanos(20_000);
+            }
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+        sink = n;
+    }
+
+    static long writes(FileOutputStream out, int n) throws java.io.IOException {
+        for (int i = 0; i < n; i++) {
+            out.write(i);
+        }
+        return n;
+    }
+}
