@@ -71,11 +71,21 @@ fn pct_precise(x: f64) -> String {
     }
 }
 
+/// Four significant digits, so a rate per nanosecond (page faults per ns of task-clock) does
+/// not print as 0.0000.
+fn significant(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
 fn print_summary(s: &MetricSummary) {
     println!("\nmetric {}:", hpm_profile::text::terminal_safe(&s.metric));
     for (phase, n, mean, cov) in &s.per_phase {
         let cov = cov.map_or("n/a".to_string(), |c| format!("{c:.4}"));
-        println!("  {:<30} n={n:<6} mean {mean:.4}  CoV {cov}", hpm_profile::text::terminal_safe(phase));
+        println!("  {:<30} n={n:<6} mean {}  CoV {cov}", hpm_profile::text::terminal_safe(phase), significant(*mean));
     }
     match s.weighted_cov {
         Some(c) => println!("  weighted CoV: {c:.4}"),
