@@ -9,7 +9,10 @@
 //! natives registered, the rewriter configured, the hook on, the classes loaded before
 //! retransformed (at VMInit a few, after a late attach all of the application's), and last
 //! `Probe.on` set. At stop the same undone: `Probe.on` cleared first, so no probe records
-//! while the recorder stops; instrumented classes stay instrumented (their probes test `on`).
+//! while the recorder stops; the hook off; then the classes the hook changed retransformed
+//! once more, which with the hook off gives them their original code back: a stopped session
+//! leaves no probe in the JVM (frames running at that moment finish in the instrumented code,
+//! their probes switched off).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -176,19 +179,21 @@ impl PhasesSource {
         }
     }
 
+    /// A retransformed class's methods are new `Method`s: their ids are given again, so the
+    /// stack walker names them from the next round.
+    fn name_methods(&self, c: jni::sys::jclass) {
+        if let Ok(ids) = self.jvmti.touch_class_methods(c) {
+            self.code.add_method_ids(&ids);
+        }
+    }
+
     /// The steps of [`EventSource::start`] after the recorder started; on failure the caller
     /// undoes them.
     fn hook_on(&self, jni: *mut jni::sys::JNIEnv, java: &JavaSide) -> Result<Retransformed, String> {
         java.register_natives(jni, &Recorder::natives())?;
         java.configure(jni, self.setup.selected.as_deref())?;
         hook::enable(&self.jvmti)?;
-        // A retransformed class's methods are new `Method`s: their ids are given again, so
-        // the stack walker names them from the next round.
-        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| {
-            if let Ok(ids) = self.jvmti.touch_class_methods(c) {
-                self.code.add_method_ids(&ids);
-            }
-        })?;
+        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| self.name_methods(c))?;
         java.set_on(jni, true)?;
         Ok(retransformed)
     }
@@ -229,9 +234,20 @@ impl EventSource for PhasesSource {
             }
         }
         hook::disable(&self.jvmti);
+        let restored = match jni {
+            Some(jni) => {
+                let r = hook::restore_changed(&self.jvmti, jni, |c| self.name_methods(c));
+                        r
+            }
+            None => Err("phases: the stopping thread is not attached to the JVM".into()),
+        };
         let mut lines = r.recorder.stop();
         lines.push(hook::counts_line());
         lines.push(r.retransformed.line());
+        lines.push(match restored {
+            Ok(restored) => restored.restored_line(),
+            Err(e) => format!("{e}: the instrumented classes keep their probes, switched off"),
+        });
         if let Some(stats) = jni.and_then(|jni| r.java.stats(jni).ok()) {
             lines.push(rewriter_line(stats));
         }
