@@ -29,6 +29,7 @@ use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 pub mod hook;
 mod probe;
 mod recorder;
+mod trust;
 mod vmthreads;
 mod writer;
 
@@ -92,7 +93,7 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
 }
 
 /// Checks the options against the files: the jar exists (given, or [`options::PHASES_JAR_NAME`]
-/// in `default_dir`, libhpm.so's), the phase file reads (through `read`), the trace's directory
+/// in `default_dir`, libhpm.so's) and is one to trust ([`trust::check_jar`]), the phase file reads (through `read`), the trace's directory
 /// exists. The trace's `%p` and `%t` are expanded. Errors are one line saying what to do.
 fn check(
     p: &PhasesOptions,
@@ -116,6 +117,7 @@ fn check(
             jar.display()
         ));
     }
+    let jar = trust::check_jar(&jar, hpm_profile::outfile::euid())?;
     let selected = match &p.select {
         None => None,
         Some(f) => {
