@@ -41,6 +41,9 @@ use recorder::{Recorder, RecorderConfig};
 /// the live phase); a JVM holding them keeps class files for retransformation, so not before.
 pub const CAPABILITIES: [u32; 2] = [cap::GENERATE_ALL_CLASS_HOOK_EVENTS, cap::RETRANSFORM_CLASSES];
 
+/// Frames a thread looked at for old method versions after a retransformation.
+const RUNNING_FRAMES: i32 = 4096;
+
 /// Largest phase file read (its methods are bounded by the format too).
 pub const MAX_PHASE_FILE_BYTES: u64 = 16 << 20;
 
@@ -189,6 +192,30 @@ impl PhasesSource {
         }
     }
 
+    /// After a retransformation, names the methods' old versions still running. Frames that
+    /// were running a method when its class was retransformed go on in that version: an
+    /// obsolete `Method` no jmethodID pointed to, which the stack walker could not name (its
+    /// frames were left out). HotSpot gives an obsolete method an id of its own when a stack
+    /// trace reaches it, so one look at every thread's stack (a safepoint; at most
+    /// [`RUNNING_FRAMES`] frames a thread) gets those ids. Best effort: a failure names less.
+    fn name_running_old_versions(&self, jni: *mut jni::sys::JNIEnv) {
+        let Ok(threads) = self.jvmti.all_threads() else { return };
+        if let Ok(stacks) = self.jvmti.thread_list_stack_traces(&threads, RUNNING_FRAMES) {
+            let mut ids: Vec<u64> = stacks.iter().flat_map(|(_, _, frames)| frames.iter().map(|f| f.0)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let old: Vec<jni::sys::jmethodID> = ids
+                .into_iter()
+                .map(|m| m as jni::sys::jmethodID)
+                .filter(|&m| self.jvmti.is_method_obsolete(m).unwrap_or(false))
+                .collect();
+            self.code.add_method_ids(&old);
+        }
+        for t in threads {
+            crate::jnienv::delete_local_ref(jni, t);
+        }
+    }
+
     /// The steps of [`EventSource::start`] after the recorder started; on failure the caller
     /// undoes them.
     fn hook_on(&self, jni: *mut jni::sys::JNIEnv, java: &JavaSide) -> Result<Retransformed, String> {
@@ -196,6 +223,7 @@ impl PhasesSource {
         java.configure(jni, self.setup.selected.as_deref())?;
         hook::enable(&self.jvmti)?;
         let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| self.name_methods(c))?;
+        self.name_running_old_versions(jni);
         java.set_on(jni, true)?;
         Ok(retransformed)
     }
@@ -239,7 +267,8 @@ impl EventSource for PhasesSource {
         let restored = match jni {
             Some(jni) => {
                 let r = hook::restore_changed(&self.jvmti, jni, |c| self.name_methods(c));
-                        r
+                self.name_running_old_versions(jni);
+                r
             }
             None => Err("phases: the stopping thread is not attached to the JVM".into()),
         };
