@@ -14,6 +14,7 @@
 //!   phases is its share of their task-clock in the trace, within 2 points (plus the binomial
 //!   spread of the samples the run got).
 //! - A late attach (`hpm attach PID start,phases=...`) instruments the class loaded before it.
+//! - A session stopped by `hpm attach PID stop` leaves the classes as it found them.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -167,5 +168,61 @@ fn a_late_attach_instruments_classes_loaded_before() {
         for m in [COMPUTE, FAULT, SYSCALLS] {
             assert!(sel.contains_key(m), "{}: {m} not traced after a late attach: {sel:?}", jdk.name);
         }
+    }
+}
+
+/// Reads `out` up to a line "ready" (or the end); returns what came before.
+fn until_ready(out: &mut impl BufRead) -> String {
+    let mut before = String::new();
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap() > 0 && line.trim() != "ready" {
+        before.push_str(&line);
+        line.clear();
+    }
+    assert_eq!(line.trim(), "ready", "the workload ended before \"ready\": {before}");
+    before
+}
+
+/// A session started by a late attach and stopped by `hpm attach PID stop` gives the classes
+/// it instrumented their original code back. The check is the JVM's own: ThreePhases (mode
+/// `restore`) asks the stack walker where, in the code running, `site()` calls it, before the
+/// session, during it and after the stop. The session's probe at the method's entry moves the
+/// call (so `during` differs, or the check could not fail); after the stop it is back where it
+/// was, which it is only if the JVM runs the original code again.
+#[test]
+fn a_stopped_session_gives_the_classes_their_code_back() {
+    for jdk in jdks() {
+        let what = &jdk.name;
+        let dir = scratch(&format!("phases-restore-{what}"));
+        let trace = dir.join("restore.hpmtrace");
+        let _guard = jvm_lock();
+        let mut child = Command::new(jdk.java())
+            .args(["-Xverify:all", "-cp"])
+            .arg(workloads())
+            .args(["ThreePhases", "0.5", "restore"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run java");
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut stdin = child.stdin.take().unwrap();
+        until_ready(&mut out);
+        let jfr = trace.with_extension("jfr");
+        attach_ok(child.id(), &format!("start,phases={},quiet,file={}", trace.display(), jfr.display()));
+        writeln!(stdin, "go").unwrap();
+        until_ready(&mut out);
+        let answer = attach_ok(child.id(), "stop");
+        eprintln!("{what}: stop: {answer}");
+        writeln!(stdin, "go").unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert!(status.success() && rest.contains("phases done"), "{what}: the attached JVM failed: {rest}");
+        let sites = rest.lines().find_map(|l| l.strip_prefix("sites ")).unwrap_or_else(|| panic!("{what}: {rest}"));
+        let bci: Vec<i64> =
+            sites.split(' ').map(|kv| kv.split_once('=').and_then(|(_, v)| v.parse().ok()).unwrap()).collect();
+        let [before, during, after] = bci[..] else { panic!("{what}: {sites}") };
+        assert_ne!(before, during, "{what}: the session did not instrument site(): {sites}");
+        assert_eq!(before, after, "{what}: site() still runs the instrumented code after the stop: {sites}");
     }
 }

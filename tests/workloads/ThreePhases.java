@@ -26,11 +26,17 @@ import java.util.concurrent.locks.LockSupport;
  * 43/43/13 here.)
  * Prints "phases done" at the end.
  *
- * Usage: java ThreePhases SECONDS [wait]   ("wait": print "ready" and wait for a line on stdin
- * before the phases, for a late attach)
+ * Usage: java ThreePhases SECONDS [wait|restore]   ("wait": print "ready" and wait for a line on
+ * stdin before the phases, for a late attach; "restore": the same, then once more after the
+ * phases, and last print "sites before=B during=D after=A": where site()'s call to the stack
+ * walker is in the code running before the first wait, between the two, and after the second.
+ * A phases session instruments site() (it has a loop): its probe at entry moves the call, so the
+ * three tell whether a session attached at the first wait and stopped at the second left the
+ * class instrumented)
  */
 public class ThreePhases {
     static volatile long sink;
+    static int siteBefore = -1, siteDuring = -1;
     static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
 
     public static void main(String[] args) throws Exception {
@@ -42,17 +48,49 @@ public class ThreePhases {
         compute(budget / 5);
         fault(budget / 5, f);
         syscalls(budget / 10);
+        tearDown(args);
         f.delete();
         System.out.println("phases done");
     }
 
     static long setUp(String[] args) throws Exception {
-        if (args.length > 1 && args[1].equals("wait")) {
-            System.out.println("ready");
-            System.out.flush();
-            System.in.read();
+        boolean restore = args.length > 1 && args[1].equals("restore");
+        if (restore) {
+            siteBefore = site();
+        }
+        if (restore || args.length > 1 && args[1].equals("wait")) {
+            waitForLine();
+        }
+        if (restore) {
+            siteDuring = site();
         }
         return (long) (Double.parseDouble(args[0]) * 1e9);
+    }
+
+    static void tearDown(String[] args) throws Exception {
+        if (args.length > 1 && args[1].equals("restore")) {
+            waitForLine();
+            System.out.println("sites before=" + siteBefore + " during=" + siteDuring + " after=" + site());
+        }
+    }
+
+    /** Prints "ready" and reads stdin up to a newline. */
+    static void waitForLine() throws Exception {
+        System.out.println("ready");
+        System.out.flush();
+        int c;
+        do {
+            c = System.in.read();
+        } while (c >= 0 && c != '\n');
+    }
+
+    /** The bytecode index of the call to the stack walker in the running code of this method. */
+    static int site() {
+        int bci = -1;
+        for (int i = 0; i < 1; i++) {
+            bci = StackWalker.getInstance().walk(s -> s.findFirst().get().getByteCodeIndex());
+        }
+        return bci;
     }
 
     static File tempFile() throws Exception {

@@ -238,6 +238,14 @@ impl Jvmti {
         Ok(mods)
     }
 
+    /// Whether `m` is an obsolete method: a version a redefinition replaced by a different
+    /// one, still running in some frame.
+    pub fn is_method_obsolete(&self, m: jmethodID) -> Result<bool> {
+        let mut yes: u8 = 0;
+        call!(self, 91, "IsMethodObsolete", fn(jmethodID, *mut u8), m, &mut yes)?;
+        Ok(yes != 0)
+    }
+
     /// The loader of class `c`, a local reference; null for the bootstrap loader's classes.
     pub fn class_loader(&self, c: jclass) -> Result<jobject> {
         let mut l: jobject = ptr::null_mut();

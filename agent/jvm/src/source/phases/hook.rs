@@ -2,7 +2,9 @@
 //! that an application loader defines (or that is retransformed) to the Java rewriter,
 //! `io.github.hpm.phases.Transformer.transform(loader, name, bytes)` in hpm-phases.jar, and
 //! gives the JVM the class file it returns. Classes already loaded when a session starts are
-//! retransformed ([`retransform_loaded`]), so a late attach instruments them too.
+//! retransformed ([`retransform_loaded`]), so a late attach instruments them too. The hook
+//! remembers the names of the classes it changed; when the session stops, with the hook off,
+//! [`restore_changed`] retransforms them again, which gives them back their original code.
 //!
 //! What the hook passes over without calling Java: the bootstrap loader's classes (their
 //! loader is null: the JDK's own, and the rewriter with its ASM, which is on the bootstrap
@@ -17,10 +19,12 @@
 //! a session turns it on and off.
 
 use std::cell::Cell;
+use std::collections::HashSet;
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use jni::sys::{jclass, jfieldID, jint, jmethodID, jobject, jvalue, JNIEnv};
 
@@ -34,6 +38,10 @@ pub const MAX_CLASS_BYTES: usize = 64 << 20;
 pub const MAX_NEW_CLASS_BYTES: usize = 2 * MAX_CLASS_BYTES;
 /// Classes retransformed in one JVMTI call (one VM operation each).
 pub const RETRANSFORM_BATCH: usize = 128;
+/// Class names the hook remembers as changed in one session (a large application loads some
+/// 50 000 classes; each name is a few dozen bytes). Past it, a stop restores every class the
+/// hook could have changed.
+pub const MAX_CHANGED: usize = 200_000;
 /// Packages whose classes are never instrumented (the rewriter refuses them too; the hook
 /// passes hpm's own over, and [`retransform_loaded`] all of them).
 pub const EXCLUDED_PACKAGES: [&str; 6] = ["java/", "javax/", "jdk/", "sun/", "com/sun/", "io/github/hpm/"];
@@ -169,6 +177,12 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The first failure of a session, for its summary.
 static FIRST_FAILURE: Mutex<Option<String>> = Mutex::new(None);
 
+/// The internal names (`a/b/C`) of the classes the hook changed since it was turned on; `None`
+/// when there were more than [`MAX_CHANGED`].
+static CHANGED: Mutex<Option<HashSet<Box<[u8]>>>> = Mutex::new(None);
+/// Whether [`CHANGED`] overflowed.
+static CHANGED_OVERFLOW: AtomicBool = AtomicBool::new(false);
+
 thread_local! {
     /// Whether this thread is inside the rewriter (a class it loads re-enters the hook).
     static IN_TRANSFORM: Cell<bool> = const { Cell::new(false) };
@@ -180,6 +194,8 @@ pub fn enable(jvmti: &Jvmti) -> Result<(), String> {
         c.store(0, Ordering::Relaxed);
     }
     *FIRST_FAILURE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    *CHANGED.lock().unwrap_or_else(|p| p.into_inner()) = Some(HashSet::new());
+    CHANGED_OVERFLOW.store(false, Ordering::Relaxed);
     ACTIVE.store(true, Ordering::Release);
     jvmti.set_event(true, event::CLASS_FILE_LOAD_HOOK).map_err(|e| {
         ACTIVE.store(false, Ordering::Release);
@@ -273,6 +289,7 @@ pub unsafe extern "C" fn class_file_load_hook(
                     *new_class_data = data;
                 }
                 COUNTS.changed.fetch_add(1, Ordering::Relaxed);
+                remember_changed(name.to_bytes());
             }
             Err(e) => {
                 COUNTS.failed.fetch_add(1, Ordering::Relaxed);
@@ -284,6 +301,18 @@ pub unsafe extern "C" fn class_file_load_hook(
         }
     }));
     IN_TRANSFORM.with(|g| g.set(false));
+}
+
+/// Adds `name` to [`CHANGED`], or marks it overflowed.
+fn remember_changed(name: &[u8]) {
+    let mut changed = CHANGED.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(set) = changed.as_mut() else { return };
+    if set.len() < MAX_CHANGED {
+        set.insert(name.into());
+    } else if !set.contains(name) {
+        *changed = None;
+        CHANGED_OVERFLOW.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Runs the rewriter on one class file; its result in JVMTI memory, or `None` when it left the
@@ -341,25 +370,51 @@ pub fn worth_retransforming(sig: &str) -> bool {
     !EXCLUDED_PACKAGES.iter().any(|p| name.starts_with(p))
 }
 
-/// What [`retransform_loaded`] did.
+/// What [`retransform_loaded`] or [`restore_changed`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Retransformed {
-    /// Classes loaded before, of an application loader, modifiable, worth instrumenting.
+    /// Classes chosen: loaded, of an application loader, modifiable, worth instrumenting (and
+    /// for a restore, changed by the hook).
     pub classes: usize,
     /// Classes the JVM refused to retransform.
     pub failed: usize,
     pub first_error: Option<String>,
+    /// How long the JVMTI calls took, choosing included.
+    pub took: Duration,
 }
 
 impl Retransformed {
-    /// The summary's line.
+    /// The summary's line at start.
     pub fn line(&self) -> String {
-        let mut line =
-            format!("phases: {} classes loaded before the session retransformed, {} failed", self.classes, self.failed);
+        let mut line = format!(
+            "phases: {} classes loaded before the session retransformed in {} ms, {} failed",
+            self.classes,
+            self.took.as_millis(),
+            self.failed
+        );
+        self.push_first_error(&mut line);
+        line
+    }
+
+    /// The summary's line at stop.
+    pub fn restored_line(&self) -> String {
+        let mut line = format!(
+            "phases: {} instrumented classes given back their original code in {} ms, {} failed",
+            self.classes.saturating_sub(self.failed),
+            self.took.as_millis(),
+            self.failed
+        );
+        self.push_first_error(&mut line);
+        if self.failed > 0 {
+            line.push_str("; their probes stay, switched off");
+        }
+        line
+    }
+
+    fn push_first_error(&self, line: &mut String) {
         if let Some(e) = &self.first_error {
             line.push_str(&format!(" (first: {e})"));
         }
-        line
     }
 }
 
@@ -367,26 +422,52 @@ impl Retransformed {
 /// loader's, modifiable, outside [`EXCLUDED_PACKAGES`]), [`RETRANSFORM_BATCH`] at a time; a
 /// batch the JVM refuses is retried class by class, and the classes it refuses counted.
 /// `done` is called with each class retransformed (its methods are new `Method`s now).
-pub fn retransform_loaded(
+pub fn retransform_loaded(jvmti: &Jvmti, jni: *mut JNIEnv, done: impl FnMut(jclass)) -> Result<Retransformed, String> {
+    retransform_where(jvmti, jni, |_| true, done)
+}
+
+/// With the hook off ([`disable`]), retransforms the classes the hook changed since
+/// [`enable`]: the JVM gives each its original class file, so the session leaves no probe
+/// behind. When the hook changed more than [`MAX_CHANGED`] classes, every class
+/// [`retransform_loaded`] would choose. `done` as there. A class whose load was under way in
+/// the hook when it was turned off, and defined after this looks, keeps its (switched off)
+/// probes.
+pub fn restore_changed(jvmti: &Jvmti, jni: *mut JNIEnv, done: impl FnMut(jclass)) -> Result<Retransformed, String> {
+    let changed = CHANGED.lock().unwrap_or_else(|p| p.into_inner()).take().unwrap_or_default();
+    if CHANGED_OVERFLOW.load(Ordering::Relaxed) {
+        return retransform_where(jvmti, jni, |_| true, done);
+    }
+    if changed.is_empty() {
+        return Ok(Retransformed::default());
+    }
+    retransform_where(jvmti, jni, |name| changed.contains(name), done)
+}
+
+/// [`retransform_loaded`] of the classes whose internal name (`a/b/C`) `chosen` accepts.
+fn retransform_where(
     jvmti: &Jvmti,
     jni: *mut JNIEnv,
+    chosen: impl Fn(&[u8]) -> bool,
     mut done: impl FnMut(jclass),
 ) -> Result<Retransformed, String> {
+    let began = Instant::now();
     let all = jvmti.loaded_classes().map_err(|e| format!("phases: {e}"))?;
-    let mut chosen = Vec::new();
+    let mut picked = Vec::new();
     for &c in &all {
         let loader = jvmti.class_loader(c).unwrap_or(std::ptr::null_mut());
         let app = !loader.is_null();
         jnienv::delete_local_ref(jni, loader);
         if app
             && jvmti.is_modifiable_class(c).unwrap_or(false)
-            && jvmti.class_signature(c).is_ok_and(|s| worth_retransforming(&s))
+            && jvmti
+                .class_signature(c)
+                .is_ok_and(|s| worth_retransforming(&s) && chosen(internal_name(&s).unwrap_or_default().as_bytes()))
         {
-            chosen.push(c);
+            picked.push(c);
         }
     }
-    let mut out = Retransformed { classes: chosen.len(), ..Retransformed::default() };
-    for batch in chosen.chunks(RETRANSFORM_BATCH) {
+    let mut out = Retransformed { classes: picked.len(), ..Retransformed::default() };
+    for batch in picked.chunks(RETRANSFORM_BATCH) {
         if jvmti.retransform_classes(batch).is_ok() {
             batch.iter().for_each(|&c| done(c));
             continue;
@@ -407,7 +488,13 @@ pub fn retransform_loaded(
     for c in all {
         jnienv::delete_local_ref(jni, c);
     }
+    out.took = began.elapsed();
     Ok(out)
+}
+
+/// The internal name (`a/b/C`) in a class signature (`La/b/C;`).
+fn internal_name(sig: &str) -> Option<&str> {
+    sig.strip_prefix('L')?.strip_suffix(';')
 }
 
 #[cfg(test)]
@@ -436,10 +523,45 @@ mod tests {
 
     #[test]
     fn the_summary_says_what_was_refused() {
-        let r = Retransformed { classes: 40, failed: 1, first_error: Some("LA;: error 62".into()) };
+        let r = Retransformed {
+            classes: 40,
+            failed: 1,
+            first_error: Some("LA;: error 62".into()),
+            took: Duration::from_millis(12),
+        };
         assert_eq!(
             r.line(),
-            "phases: 40 classes loaded before the session retransformed, 1 failed (first: LA;: error 62)"
+            "phases: 40 classes loaded before the session retransformed in 12 ms, 1 failed (first: LA;: error 62)"
         );
+        assert_eq!(
+            r.restored_line(),
+            "phases: 39 instrumented classes given back their original code in 12 ms, 1 failed (first: LA;: error \
+             62); their probes stay, switched off"
+        );
+    }
+
+    #[test]
+    fn the_hook_remembers_what_it_changed_up_to_its_bound() {
+        *CHANGED.lock().unwrap() = Some(HashSet::new());
+        CHANGED_OVERFLOW.store(false, Ordering::Relaxed);
+        remember_changed(b"a/B");
+        remember_changed(b"a/B");
+        let n = CHANGED.lock().unwrap().as_ref().map(HashSet::len);
+        assert_eq!(n, Some(1));
+        for i in 1..MAX_CHANGED {
+            remember_changed(format!("c/{i}").as_bytes());
+        }
+        remember_changed(b"a/B");
+        assert!(!CHANGED_OVERFLOW.load(Ordering::Relaxed));
+        remember_changed(b"one/TooMany");
+        assert!(CHANGED_OVERFLOW.load(Ordering::Relaxed) && CHANGED.lock().unwrap().is_none());
+        remember_changed(b"a/C");
+        assert!(CHANGED.lock().unwrap().is_none());
+    }
+
+    #[test]
+    fn internal_names_from_signatures() {
+        assert_eq!(internal_name("La/b/C$D;"), Some("a/b/C$D"));
+        assert_eq!(internal_name("[La/B;"), None);
     }
 }

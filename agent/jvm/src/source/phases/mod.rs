@@ -9,7 +9,10 @@
 //! natives registered, the rewriter configured, the hook on, the classes loaded before
 //! retransformed (at VMInit a few, after a late attach all of the application's), and last
 //! `Probe.on` set. At stop the same undone: `Probe.on` cleared first, so no probe records
-//! while the recorder stops; instrumented classes stay instrumented (their probes test `on`).
+//! while the recorder stops; the hook off; then the classes the hook changed retransformed
+//! once more, which with the hook off gives them their original code back: a stopped session
+//! leaves no probe in the JVM (frames running at that moment finish in the instrumented code,
+//! their probes switched off).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,6 +29,7 @@ use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 pub mod hook;
 mod probe;
 mod recorder;
+mod trust;
 mod vmthreads;
 mod writer;
 
@@ -36,6 +40,9 @@ use recorder::{Recorder, RecorderConfig};
 /// when a session asks for phases (at load, and after a late attach: HotSpot grants both in
 /// the live phase); a JVM holding them keeps class files for retransformation, so not before.
 pub const CAPABILITIES: [u32; 2] = [cap::GENERATE_ALL_CLASS_HOOK_EVENTS, cap::RETRANSFORM_CLASSES];
+
+/// Frames a thread looked at for old method versions after a retransformation.
+const RUNNING_FRAMES: i32 = 4096;
 
 /// Largest phase file read (its methods are bounded by the format too).
 pub const MAX_PHASE_FILE_BYTES: u64 = 16 << 20;
@@ -89,7 +96,7 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
 }
 
 /// Checks the options against the files: the jar exists (given, or [`options::PHASES_JAR_NAME`]
-/// in `default_dir`, libhpm.so's), the phase file reads (through `read`), the trace's directory
+/// in `default_dir`, libhpm.so's) and is one to trust ([`trust::check_jar`]), the phase file reads (through `read`), the trace's directory
 /// exists. The trace's `%p` and `%t` are expanded. Errors are one line saying what to do.
 fn check(
     p: &PhasesOptions,
@@ -113,6 +120,7 @@ fn check(
             jar.display()
         ));
     }
+    let jar = trust::check_jar(&jar, hpm_profile::outfile::euid())?;
     let selected = match &p.select {
         None => None,
         Some(f) => {
@@ -176,19 +184,46 @@ impl PhasesSource {
         }
     }
 
+    /// A retransformed class's methods are new `Method`s: their ids are given again, so the
+    /// stack walker names them from the next round.
+    fn name_methods(&self, c: jni::sys::jclass) {
+        if let Ok(ids) = self.jvmti.touch_class_methods(c) {
+            self.code.add_method_ids(&ids);
+        }
+    }
+
+    /// After a retransformation, names the methods' old versions still running. Frames that
+    /// were running a method when its class was retransformed go on in that version: an
+    /// obsolete `Method` no jmethodID pointed to, which the stack walker could not name (its
+    /// frames were left out). HotSpot gives an obsolete method an id of its own when a stack
+    /// trace reaches it, so one look at every thread's stack (a safepoint; at most
+    /// [`RUNNING_FRAMES`] frames a thread) gets those ids. Best effort: a failure names less.
+    fn name_running_old_versions(&self, jni: *mut jni::sys::JNIEnv) {
+        let Ok(threads) = self.jvmti.all_threads() else { return };
+        if let Ok(stacks) = self.jvmti.thread_list_stack_traces(&threads, RUNNING_FRAMES) {
+            let mut ids: Vec<u64> = stacks.iter().flat_map(|(_, _, frames)| frames.iter().map(|f| f.0)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let old: Vec<jni::sys::jmethodID> = ids
+                .into_iter()
+                .map(|m| m as jni::sys::jmethodID)
+                .filter(|&m| self.jvmti.is_method_obsolete(m).unwrap_or(false))
+                .collect();
+            self.code.add_method_ids(&old);
+        }
+        for t in threads {
+            crate::jnienv::delete_local_ref(jni, t);
+        }
+    }
+
     /// The steps of [`EventSource::start`] after the recorder started; on failure the caller
     /// undoes them.
     fn hook_on(&self, jni: *mut jni::sys::JNIEnv, java: &JavaSide) -> Result<Retransformed, String> {
         java.register_natives(jni, &Recorder::natives())?;
         java.configure(jni, self.setup.selected.as_deref())?;
         hook::enable(&self.jvmti)?;
-        // A retransformed class's methods are new `Method`s: their ids are given again, so
-        // the stack walker names them from the next round.
-        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| {
-            if let Ok(ids) = self.jvmti.touch_class_methods(c) {
-                self.code.add_method_ids(&ids);
-            }
-        })?;
+        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| self.name_methods(c))?;
+        self.name_running_old_versions(jni);
         java.set_on(jni, true)?;
         Ok(retransformed)
     }
@@ -229,9 +264,21 @@ impl EventSource for PhasesSource {
             }
         }
         hook::disable(&self.jvmti);
+        let restored = match jni {
+            Some(jni) => {
+                let r = hook::restore_changed(&self.jvmti, jni, |c| self.name_methods(c));
+                self.name_running_old_versions(jni);
+                r
+            }
+            None => Err("phases: the stopping thread is not attached to the JVM".into()),
+        };
         let mut lines = r.recorder.stop();
         lines.push(hook::counts_line());
         lines.push(r.retransformed.line());
+        lines.push(match restored {
+            Ok(restored) => restored.restored_line(),
+            Err(e) => format!("{e}: the instrumented classes keep their probes, switched off"),
+        });
         if let Some(stats) = jni.and_then(|jni| r.java.stats(jni).ok()) {
             lines.push(rewriter_line(stats));
         }
