@@ -140,10 +140,12 @@ fn check(
     Ok(Setup { jar: jar.to_string_lossy().into_owned(), selected, trace, max_bytes: p.max_bytes })
 }
 
-/// A file's text, refused past [`MAX_PHASE_FILE_BYTES`].
+/// A regular file's text (a named pipe would hang the JVM's start), refused past
+/// [`MAX_PHASE_FILE_BYTES`].
 fn read_limited(path: &Path) -> std::io::Result<String> {
     let mut text = String::new();
-    std::fs::File::open(path)?.take(MAX_PHASE_FILE_BYTES + 1).read_to_string(&mut text)?;
+    let (file, _) = hpm_profile::infile::open_regular(path)?;
+    file.take(MAX_PHASE_FILE_BYTES + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_PHASE_FILE_BYTES {
         return Err(std::io::Error::other(format!("longer than {} MiB", MAX_PHASE_FILE_BYTES >> 20)));
     }
@@ -213,7 +215,7 @@ impl EventSource for PhasesSource {
             Err(e) => {
                 let _ = java.set_on(jni, false);
                 hook::disable(&self.jvmti);
-                recorder.stop();
+                recorder.abandon();
                 Err(e)
             }
         }
@@ -327,6 +329,16 @@ mod tests {
         assert!(e.contains("longer than 16 MiB"), "{e}");
         std::fs::write(&path, b"A.b()V\n").unwrap();
         assert_eq!(read_limited(&path).unwrap(), "A.b()V\n");
+    }
+
+    #[test]
+    fn a_named_pipe_is_refused_not_waited_on() {
+        let d = Dir::new("fifo");
+        let path = d.0.join("p.fifo");
+        let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(status.success());
+        let e = read_limited(&path).unwrap_err().to_string();
+        assert!(e.contains("a named pipe"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub enum ToWriter {
     Block(Block),
     /// Write what is left, close the trace, answer with the summary lines.
     Stop(Sender<Vec<String>>),
+    /// The session failed to start: remove the trace, answer when it is gone.
+    Abandon(Sender<Vec<String>>),
 }
 
 /// One buffer handed over: `buf[..len]` holds `records` records of `thread`.

@@ -170,6 +170,15 @@ impl Recorder {
     /// Stops recording: later probes record nothing; every thread's partial buffer is
     /// written, the writer closes the trace (renamed into place). Returns the summary lines.
     pub fn stop(&self) -> Vec<String> {
+        self.stop_keeping(true)
+    }
+
+    /// Stops a session that failed to start: as [`Self::stop`], but the trace is removed.
+    pub fn abandon(&self) {
+        self.stop_keeping(false);
+    }
+
+    fn stop_keeping(&self, keep: bool) -> Vec<String> {
         if self.stopped.swap(true, Ordering::AcqRel) {
             return Vec::new();
         }
@@ -186,16 +195,16 @@ impl Recorder {
             t.finish(&sh.tx, &sh.stats);
         }
         let (reply_tx, reply_rx) = channel();
-        let mut lines =
-            match sh.tx.send(ToWriter::Stop(reply_tx)).ok().and_then(|_| reply_rx.recv_timeout(STOP_WAIT).ok()) {
-                Some(lines) => {
-                    if let Some(h) = lock(&self.writer).take() {
-                        let _ = h.join();
-                    }
-                    lines
+        let msg = if keep { ToWriter::Stop(reply_tx) } else { ToWriter::Abandon(reply_tx) };
+        let mut lines = match sh.tx.send(msg).ok().and_then(|_| reply_rx.recv_timeout(STOP_WAIT).ok()) {
+            Some(lines) => {
+                if let Some(h) = lock(&self.writer).take() {
+                    let _ = h.join();
                 }
-                None => vec![format!("phases: the writer did not close the trace within {}s", STOP_WAIT.as_secs())],
-            };
+                lines
+            }
+            None => vec![format!("phases: the writer did not close the trace within {}s", STOP_WAIT.as_secs())],
+        };
         lines.extend(self.probe_lines());
         lines
     }
