@@ -216,9 +216,12 @@ impl Recorder {
             vec![format!("{} threads traced; {}", get(&sh.traced), self.cost.trim_start_matches("phases: "))];
         let waits = get(&sh.stats.waits);
         if waits > 0 {
+            let counted: Vec<String> =
+                sh.counters.iter().zip(&sh.stats.waited).map(|(c, w)| format!("{} {}", get(w), c.name)).collect();
             lines.push(format!(
-                "{waits} probes waited for the writer ({:.1} ms in all)",
-                get(&sh.stats.wait_ns) as f64 / 1e6
+                "{waits} probes waited for the writer ({:.1} ms in all); what they counted ({}) is in no phase",
+                get(&sh.stats.wait_ns) as f64 / 1e6,
+                counted.join(", ")
             ));
         }
         let untraced = [
