@@ -1,6 +1,6 @@
 //! `phases=TRACE`: method-level phases (Georges et al.), measured in the running JVM. The
 //! application's methods are instrumented from the class file hook ([`hook`]) by the Java
-//! rewriter in hpm-phases.jar: by the size heuristic (more than 50 bytecodes, or a backward
+//! rewriter in hpm-phases.jar: by the size heuristic (more than 50 bytes of bytecode, or a backward
 //! branch), or exactly the methods of a phase file (`select=`). Each probe calls a native of
 //! the recorder ([`recorder`]), which reads the thread's counters and writes the trace.
 //!
@@ -73,7 +73,9 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
         format!("phases: {e}: this JVM does not grant the class file hook with retransformation; use HotSpot (JDK 17+)")
     })?;
     let notes = vec![match &setup.selected {
-        None => "phases: application methods over 50 bytecodes or with a loop instrumented (step 1)".to_string(),
+        None => {
+            "phases: application methods over 50 bytes of bytecode or with a loop instrumented (step 1)".to_string()
+        }
         Some(m) => format!(
             "phases: the {} methods of select={} instrumented (step 3)",
             m.len(),

@@ -48,8 +48,8 @@ public final class Transformer {
      * Chooses the methods to instrument; the agent calls it once, before the first
      * {@link #transform}.
      *
-     * @param selected null for the profiling run (methods of more than 50 bytecode
-     *     instructions or with a backward branch), else exactly these methods, named as the
+     * @param selected null for the profiling run (methods of more than 50 bytes of
+     *     bytecode or with a backward branch), else exactly these methods, named as the
      *     phase file names them ({@code pkg.Class.method(descriptor)})
      */
     public static void configure(String[] selected) {

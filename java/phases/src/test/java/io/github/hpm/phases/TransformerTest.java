@@ -60,7 +60,7 @@ class TransformerTest {
         byte[][] out = new byte[1][];
         long[] d = delta(() -> out[0] = transform("phasefixture/Workload", WORKLOAD));
         assertNotNull(out[0]);
-        assertArrayEquals(new long[] {1, 1, 13, 0, 0}, d);
+        assertArrayEquals(new long[] {1, 1, 14, 0, 0}, d);
         assertEquals("", Fixtures.verify(out[0], new Fixtures.RewritingLoader(b -> null)));
         // Without a name from JVMTI, the class file's own.
         assertNotNull(transform(null, WORKLOAD));
