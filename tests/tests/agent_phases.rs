@@ -169,3 +169,55 @@ fn a_late_attach_instruments_classes_loaded_before() {
         }
     }
 }
+
+/// A modular application (`-p DIR -m app/...`): its module, on the module path, is in the
+/// boot layer and reads no unnamed module by itself; its methods get probes all the same
+/// (the agent makes it read the probes' module), run under `-Xverify:all` and are traced.
+#[test]
+fn a_modular_application_is_instrumented_and_traced() {
+    const WORK: &str = "modapp.Main.work(I)J";
+    let jdks = jdks();
+    let dir = scratch("phases-module");
+    let src = dir.join("src/app/modapp");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(dir.join("src/app/module-info.java"), "module app {}\n").unwrap();
+    std::fs::write(
+        src.join("Main.java"),
+        "package modapp;\n\
+         public class Main {\n\
+         \x20   static long work(int n) {\n\
+         \x20       long x = n;\n\
+         \x20       for (int i = 0; i < 40_000_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;\n\
+         \x20       return x;\n\
+         \x20   }\n\
+         \x20   public static void main(String[] args) {\n\
+         \x20       System.out.println(\"modapp \" + (work(1) ^ work(2)));\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let mods = dir.join("mods");
+    let javac = Command::new(jdks[0].tool("javac"))
+        .args(["--release", "17", "-d"])
+        .arg(mods.join("app"))
+        .arg(dir.join("src/app/module-info.java"))
+        .arg(src.join("Main.java"))
+        .output()
+        .expect("run javac");
+    assert!(javac.status.success(), "javac: {}", String::from_utf8_lossy(&javac.stderr));
+    for jdk in jdks {
+        let trace = dir.join(format!("{}.hpmtrace", jdk.name));
+        let mut c = Command::new(jdk.java());
+        c.arg("-Xverify:all")
+            .arg(format!("-agentpath:{}=phases={},quiet", agent_path().display(), trace.display()))
+            .arg("-p")
+            .arg(&mods)
+            .args(["-m", "app/modapp.Main"]);
+        let run = run_command(c);
+        run.assert_ok(&format!("{}: the modular application", jdk.name));
+        assert!(run.stdout.starts_with("modapp "), "{}: {}", jdk.name, run.stdout);
+        let doc = phases_json(&[trace.to_str().unwrap(), "--weight", "10", "--grain", "5"]);
+        let sel = selected(&doc);
+        assert!(sel.contains_key(WORK), "{}: {WORK} not traced in a named module: {sel:?}", jdk.name);
+    }
+}

@@ -185,6 +185,10 @@ impl PhasesSource {
     fn hook_on(&self, jni: *mut jni::sys::JNIEnv, java: &JavaSide) -> Result<Retransformed, String> {
         java.register_natives(jni, &Recorder::natives())?;
         java.configure(jni, self.setup.selected.as_deref())?;
+        let modules = hook::let_modules_read_probes(&self.jvmti, jni, java)?;
+        if modules > 0 {
+            self.say(&[format!("phases: {modules} application modules made to read the probes' module")]);
+        }
         hook::enable(&self.jvmti)?;
         // A retransformed class's methods are new `Method`s: their ids are given again, so
         // the stack walker names them from the next round.
