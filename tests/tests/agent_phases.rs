@@ -206,10 +206,11 @@ fn a_modular_application_is_instrumented_and_traced() {
         .expect("run javac");
     assert!(javac.status.success(), "javac: {}", String::from_utf8_lossy(&javac.stderr));
     for jdk in jdks {
-        let trace = dir.join(format!("{}.hpmtrace", jdk.name));
+        let (trace, jfr) = (dir.join(format!("{}.hpmtrace", jdk.name)), dir.join(format!("{}.jfr", jdk.name)));
         let mut c = Command::new(jdk.java());
+        let opts = format!("phases={},quiet,file={}", trace.display(), jfr.display());
         c.arg("-Xverify:all")
-            .arg(format!("-agentpath:{}=phases={},quiet", agent_path().display(), trace.display()))
+            .arg(format!("-agentpath:{}={opts}", agent_path().display()))
             .arg("-p")
             .arg(&mods)
             .args(["-m", "app/modapp.Main"]);
