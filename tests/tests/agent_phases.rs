@@ -113,7 +113,12 @@ fn three_phases_are_found_measured_and_agree_with_the_samples() {
         }
 
         // Step 3: only the phases, measured.
-        let opts = format!("phases={},select={},quiet", step3.display(), phases.display());
+        let opts = format!(
+            "phases={},select={},quiet,file={}",
+            step3.display(),
+            phases.display(),
+            dir.join("p3.jfr").display()
+        );
         run_java(&jdk, Some(&opts), &["-Xverify:all"], "ThreePhases", &["2"]).assert_ok("ThreePhases step 3");
         let doc = phases_json(&[step3.to_str().unwrap(), "--select", phases.to_str().unwrap()]);
         let sel = &doc["selection"];
@@ -224,5 +229,58 @@ fn a_stopped_session_gives_the_classes_their_code_back() {
         let [before, during, after] = bci[..] else { panic!("{what}: {sites}") };
         assert_ne!(before, during, "{what}: the session did not instrument site(): {sites}");
         assert_eq!(before, after, "{what}: site() still runs the instrumented code after the stop: {sites}");
+    }
+}
+
+/// A modular application (`-p DIR -m app/...`): its module, on the module path, is in the
+/// boot layer and reads no unnamed module by itself; its methods get probes all the same
+/// (the agent makes it read the probes' module), run under `-Xverify:all` and are traced.
+#[test]
+fn a_modular_application_is_instrumented_and_traced() {
+    const WORK: &str = "modapp.Main.work(I)J";
+    let jdks = jdks();
+    let dir = scratch("phases-module");
+    let src = dir.join("src/app/modapp");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(dir.join("src/app/module-info.java"), "module app {}\n").unwrap();
+    std::fs::write(
+        src.join("Main.java"),
+        "package modapp;\n\
+         public class Main {\n\
+         \x20   static long work(int n) {\n\
+         \x20       long x = n;\n\
+         \x20       for (int i = 0; i < 40_000_000; i++) x = x * 6364136223846793005L + 1442695040888963407L;\n\
+         \x20       return x;\n\
+         \x20   }\n\
+         \x20   public static void main(String[] args) {\n\
+         \x20       System.out.println(\"modapp \" + (work(1) ^ work(2)));\n\
+         \x20   }\n\
+         }\n",
+    )
+    .unwrap();
+    let mods = dir.join("mods");
+    let javac = Command::new(jdks[0].tool("javac"))
+        .args(["--release", "17", "-d"])
+        .arg(mods.join("app"))
+        .arg(dir.join("src/app/module-info.java"))
+        .arg(src.join("Main.java"))
+        .output()
+        .expect("run javac");
+    assert!(javac.status.success(), "javac: {}", String::from_utf8_lossy(&javac.stderr));
+    for jdk in jdks {
+        let (trace, jfr) = (dir.join(format!("{}.hpmtrace", jdk.name)), dir.join(format!("{}.jfr", jdk.name)));
+        let mut c = Command::new(jdk.java());
+        let opts = format!("phases={},quiet,file={}", trace.display(), jfr.display());
+        c.arg("-Xverify:all")
+            .arg(format!("-agentpath:{}={opts}", agent_path().display()))
+            .arg("-p")
+            .arg(&mods)
+            .args(["-m", "app/modapp.Main"]);
+        let run = run_command(c);
+        run.assert_ok(&format!("{}: the modular application", jdk.name));
+        assert!(run.stdout.starts_with("modapp "), "{}: {}", jdk.name, run.stdout);
+        let doc = phases_json(&[trace.to_str().unwrap(), "--weight", "10", "--grain", "5"]);
+        let sel = selected(&doc);
+        assert!(sel.contains_key(WORK), "{}: {WORK} not traced in a named module: {sel:?}", jdk.name);
     }
 }

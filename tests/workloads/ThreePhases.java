@@ -17,8 +17,9 @@ import java.util.concurrent.locks.LockSupport;
  *   away (the file cut to nothing and grown again), so every store is a page fault;
  * - ThreePhases.syscalls: small writes to /dev/null (system calls) and a short park every few of
  *   them (a futex wait: a voluntary context switch each).
- * main calls each twice in straight-line code, so main itself is small and has no loop: the
- * phase heuristic (more than 50 bytecode instructions or a backward branch) leaves it alone, and
+ * main calls each twice (through `round`) in straight-line code, so main and round are small and
+ * have no loop: the phase heuristic (more than 50 bytes of bytecode or a backward branch) leaves
+ * them alone, and
  * the three phase methods are the run's only long invocations. Each call runs until the thread
  * has used its share of SECONDS of the thread's CPU clock (compute and fault 0.2 of it each
  * call, syscalls 0.1), whatever the machine's load. (The kernel's task-clock, which the trace and
@@ -42,15 +43,18 @@ public class ThreePhases {
     public static void main(String[] args) throws Exception {
         long budget = setUp(args);
         File f = tempFile();
-        compute(budget / 5);
-        fault(budget / 5, f);
-        syscalls(budget / 10);
-        compute(budget / 5);
-        fault(budget / 5, f);
-        syscalls(budget / 10);
+        round(budget, f);
+        round(budget, f);
         tearDown(args);
         f.delete();
         System.out.println("phases done");
+    }
+
+    /** Each phase once: compute and fault a fifth of the budget each, syscalls a tenth. */
+    static void round(long budget, File f) {
+        compute(budget / 5);
+        fault(budget / 5, f);
+        syscalls(budget / 10);
     }
 
     static long setUp(String[] args) throws Exception {

@@ -407,6 +407,18 @@ impl Jvmti {
         Ok(n.clamp(0, max) as usize)
     }
 
+    /// Every module of the JVM, as local references of the calling thread.
+    pub fn all_modules(&self) -> Result<Vec<jobject>> {
+        let (mut n, mut modules): (jint, *mut jobject) = (0, ptr::null_mut());
+        call!(self, 3, "GetAllModules", fn(*mut jint, *mut *mut jobject), &mut n, &mut modules)?;
+        Ok(self.take_array(modules, n))
+    }
+
+    /// Makes `module` read `to` (both `java.lang.Module` references).
+    pub fn add_module_reads(&self, module: jobject, to: jobject) -> Result<()> {
+        call!(self, 94, "AddModuleReads", fn(jobject, jobject), module, to)
+    }
+
     /// The calling thread, as a local reference.
     pub fn current_thread(&self) -> Result<jthread> {
         let mut t: jthread = ptr::null_mut();

@@ -370,6 +370,39 @@ pub fn worth_retransforming(sig: &str) -> bool {
     !EXCLUDED_PACKAGES.iter().any(|p| name.starts_with(p))
 }
 
+/// Makes every application named module of the JVM read the probes' module (the bootstrap
+/// loader's unnamed module), so that its rewritten classes link to `Probe`; the rewriter
+/// chooses the modules (`Transformer.probeModuleFor`). Modules defined later, while the hook
+/// is on, get the edge from the JVM. Returns how many modules were given it.
+pub fn let_modules_read_probes(jvmti: &Jvmti, jni: *mut JNIEnv, java: &JavaSide) -> Result<usize, String> {
+    let chooser =
+        java::static_method(jni, java.transformer, c"probeModuleFor", c"(Ljava/lang/Module;)Ljava/lang/Module;")
+            .map_err(|e| format!("phases: {e}; rebuild hpm-phases.jar with scripts/phases-jar.sh"))?;
+    let modules = jvmti.all_modules().map_err(|e| format!("phases: {e}"))?;
+    let mut given = 0;
+    let mut first_error = None;
+    for &m in &modules {
+        match java::call_static_object(jni, java.transformer, chooser, &[jvalue { l: m }]) {
+            Ok(to) if !to.is_null() => {
+                match jvmti.add_module_reads(m, to) {
+                    Ok(()) => given += 1,
+                    Err(e) => first_error = first_error.or(Some(e.to_string())),
+                }
+                jnienv::delete_local_ref(jni, to);
+            }
+            Ok(_) => {}
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+    }
+    for m in modules {
+        jnienv::delete_local_ref(jni, m);
+    }
+    match first_error {
+        Some(e) => Err(format!("phases: an application module cannot be made to read the probes ({e})")),
+        None => Ok(given),
+    }
+}
+
 /// What [`retransform_loaded`] or [`restore_changed`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Retransformed {

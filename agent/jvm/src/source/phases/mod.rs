@@ -1,6 +1,6 @@
 //! `phases=TRACE`: method-level phases (Georges et al.), measured in the running JVM. The
 //! application's methods are instrumented from the class file hook ([`hook`]) by the Java
-//! rewriter in hpm-phases.jar: by the size heuristic (more than 50 bytecodes, or a backward
+//! rewriter in hpm-phases.jar: by the size heuristic (more than 50 bytes of bytecode, or a backward
 //! branch), or exactly the methods of a phase file (`select=`). Each probe calls a native of
 //! the recorder ([`recorder`]), which reads the thread's counters and writes the trace.
 //!
@@ -80,7 +80,9 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
         format!("phases: {e}: this JVM does not grant the class file hook with retransformation; use HotSpot (JDK 17+)")
     })?;
     let notes = vec![match &setup.selected {
-        None => "phases: application methods over 50 bytecodes or with a loop instrumented (step 1)".to_string(),
+        None => {
+            "phases: application methods over 50 bytes of bytecode or with a loop instrumented (step 1)".to_string()
+        }
         Some(m) => format!(
             "phases: the {} methods of select={} instrumented (step 3)",
             m.len(),
@@ -148,10 +150,12 @@ fn check(
     Ok(Setup { jar: jar.to_string_lossy().into_owned(), selected, trace, max_bytes: p.max_bytes })
 }
 
-/// A file's text, refused past [`MAX_PHASE_FILE_BYTES`].
+/// A regular file's text (a named pipe would hang the JVM's start), refused past
+/// [`MAX_PHASE_FILE_BYTES`].
 fn read_limited(path: &Path) -> std::io::Result<String> {
     let mut text = String::new();
-    std::fs::File::open(path)?.take(MAX_PHASE_FILE_BYTES + 1).read_to_string(&mut text)?;
+    let (file, _) = hpm_profile::infile::open_regular(path)?;
+    file.take(MAX_PHASE_FILE_BYTES + 1).read_to_string(&mut text)?;
     if text.len() as u64 > MAX_PHASE_FILE_BYTES {
         return Err(std::io::Error::other(format!("longer than {} MiB", MAX_PHASE_FILE_BYTES >> 20)));
     }
@@ -221,6 +225,10 @@ impl PhasesSource {
     fn hook_on(&self, jni: *mut jni::sys::JNIEnv, java: &JavaSide) -> Result<Retransformed, String> {
         java.register_natives(jni, &Recorder::natives())?;
         java.configure(jni, self.setup.selected.as_deref())?;
+        let modules = hook::let_modules_read_probes(&self.jvmti, jni, java)?;
+        if modules > 0 {
+            self.say(&[format!("phases: {modules} application modules made to read the probes' module")]);
+        }
         hook::enable(&self.jvmti)?;
         let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| self.name_methods(c))?;
         self.name_running_old_versions(jni);
@@ -248,7 +256,7 @@ impl EventSource for PhasesSource {
             Err(e) => {
                 let _ = java.set_on(jni, false);
                 hook::disable(&self.jvmti);
-                recorder.stop();
+                recorder.abandon();
                 Err(e)
             }
         }
@@ -374,6 +382,16 @@ mod tests {
         assert!(e.contains("longer than 16 MiB"), "{e}");
         std::fs::write(&path, b"A.b()V\n").unwrap();
         assert_eq!(read_limited(&path).unwrap(), "A.b()V\n");
+    }
+
+    #[test]
+    fn a_named_pipe_is_refused_not_waited_on() {
+        let d = Dir::new("fifo");
+        let path = d.0.join("p.fifo");
+        let status = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(status.success());
+        let e = read_limited(&path).unwrap_err().to_string();
+        assert!(e.contains("a named pipe"), "{e}");
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! waiting for it only while the writer still has it (counted and timed). The writer always
 //! gives buffers back ([`ThreadState::give_back`]), so no thread waits forever.
 //!
+//! A wait is the profiler's, not the application's: after one the counters are read again and
+//! what the wait counted becomes part of a per-thread offset subtracted from every later value
+//! of that thread (values stay monotonic), so the wait lands in no phase; its counts are summed
+//! for the summary ([`ProbeStats::waited`]).
+//!
 //! Locks: a thread's own state is locked by its probes (uncontended: only the session's stop
 //! and the thread's end take it from elsewhere); nothing is allocated per record.
 
@@ -29,6 +34,8 @@ pub enum ToWriter {
     Block(Block),
     /// Write what is left, close the trace, answer with the summary lines.
     Stop(Sender<Vec<String>>),
+    /// The session failed to start: remove the trace, answer when it is gone.
+    Abandon(Sender<Vec<String>>),
 }
 
 /// One buffer handed over: `buf[..len]` holds `records` records of `thread`.
@@ -76,6 +83,8 @@ pub struct ProbeStats {
     pub read_failures: AtomicU64,
     /// Records lost because the writer was gone.
     pub lost: AtomicU64,
+    /// Per counter, what the waits counted (taken out of the threads' values).
+    pub waited: [AtomicU64; MAX_COUNTERS],
 }
 
 /// The thread's buffer being filled and its counters.
@@ -84,8 +93,10 @@ struct Current {
     len: usize,
     records: u32,
     group: Option<CountGroup>,
-    /// The last values read (repeated when a read fails).
+    /// The last values recorded (repeated when a read fails).
     last: [u64; MAX_COUNTERS],
+    /// What the thread's waits for the writer counted: subtracted from every value read.
+    offset: [u64; MAX_COUNTERS],
     counters: usize,
     open: bool,
 }
@@ -124,6 +135,7 @@ impl ThreadState {
                 records: 0,
                 group,
                 last: [0; MAX_COUNTERS],
+                offset: [0; MAX_COUNTERS],
                 counters: counters.clamp(1, MAX_COUNTERS),
                 open: true,
             }),
@@ -138,17 +150,25 @@ impl ThreadState {
         if !cur.open {
             return;
         }
-        let mut values = cur.last;
+        let mut raw = [0u64; MAX_COUNTERS];
         let n = cur.counters;
-        if let Some(g) = &cur.group {
-            if g.read(&mut values[..n]) {
-                cur.last = values;
-            } else {
-                values = cur.last;
-                stats.read_failures.fetch_add(1, Ordering::Relaxed);
+        let mut values = cur.last;
+        let read = cur.group.as_ref().is_some_and(|g| g.read(&mut raw[..n]));
+        if read {
+            for i in 0..n {
+                values[i] = raw[i].saturating_sub(cur.offset[i]).max(cur.last[i]);
+            }
+            cur.last = values;
+        } else if cur.group.is_some() {
+            stats.read_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        let waited = self.put(&mut cur, tag, method, &values[..n], tx, stats);
+        if waited && read {
+            let mut after = [0u64; MAX_COUNTERS];
+            if cur.group.as_ref().is_some_and(|g| g.read(&mut after[..n])) {
+                take_out_wait(&mut cur.offset[..n], &raw[..n], &after[..n], &stats.waited);
             }
         }
-        self.put(&mut cur, tag, method, &values[..n], tx, stats);
     }
 
     /// One record with the values given (the probe path after its counter read; tests).
@@ -167,6 +187,7 @@ impl ThreadState {
         }
     }
 
+    /// Appends one record; whether the probe waited for the writer to make room.
     fn put(
         self: &Arc<Self>,
         cur: &mut Current,
@@ -175,33 +196,34 @@ impl ThreadState {
         values: &[u64],
         tx: &Sender<ToWriter>,
         stats: &ProbeStats,
-    ) {
+    ) -> bool {
         let full = cur.buf.as_ref().is_none_or(|b| cur.len + MAX_RECORD > b.len());
-        if full {
-            self.hand_over(cur, tx, stats);
-        }
-        let Some(buf) = cur.buf.as_mut() else { return };
+        let waited = full && self.hand_over(cur, tx, stats);
+        let Some(buf) = cur.buf.as_mut() else { return waited };
         let n = encode_record(&mut buf[cur.len..], tag, method, values);
         if n > 0 {
             cur.len += n;
             cur.records += 1;
         }
+        waited
     }
 
     /// Sends the current buffer to the writer and continues in the other, waiting for it if
-    /// the writer still has it. Were the writer gone, the buffer is reused (records lost).
-    fn hand_over(self: &Arc<Self>, cur: &mut Current, tx: &Sender<ToWriter>, stats: &ProbeStats) {
-        let Some(buf) = cur.buf.take() else { return };
+    /// the writer still has it (then true). Were the writer gone, the buffer is reused
+    /// (records lost).
+    fn hand_over(self: &Arc<Self>, cur: &mut Current, tx: &Sender<ToWriter>, stats: &ProbeStats) -> bool {
+        let Some(buf) = cur.buf.take() else { return false };
         let block = Block { thread: self.clone(), buf, len: cur.len, records: cur.records };
         (cur.len, cur.records) = (0, 0);
         if let Err(e) = tx.send(ToWriter::Block(block)) {
-            let ToWriter::Block(b) = e.0 else { return };
+            let ToWriter::Block(b) = e.0 else { return false };
             stats.lost.fetch_add(u64::from(b.records), Ordering::Relaxed);
             cur.buf = Some(b.buf);
-            return;
+            return false;
         }
         let mut spare = lock(&self.spare);
-        if spare.buf.is_none() {
+        let waited = spare.buf.is_none();
+        if waited {
             let t0 = Instant::now();
             while spare.buf.is_none() {
                 spare = self.returned.wait(spare).unwrap_or_else(|e| e.into_inner());
@@ -210,6 +232,7 @@ impl ThreadState {
             stats.wait_ns.fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
         cur.buf = spare.buf.take();
+        waited
     }
 
     /// The writer is done with `buf`: back to the thread (or freed once the thread ended).
@@ -246,6 +269,16 @@ impl ThreadState {
     }
 }
 
+/// Adds what a wait counted (`after - before`, per counter) to the thread's `offset` and
+/// to the session's `total`.
+fn take_out_wait(offset: &mut [u64], before: &[u64], after: &[u64], total: &[AtomicU64]) {
+    for (((o, b), a), t) in offset.iter_mut().zip(before).zip(after).zip(total) {
+        let d = a.saturating_sub(*b);
+        *o = o.saturating_add(d);
+        t.fetch_add(d, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,6 +309,17 @@ mod tests {
         assert!(rx.try_recv().is_err(), "one block only");
         t.give_back(b.buf);
         assert!(lock(&t.spare).buf.is_none());
+    }
+
+    #[test]
+    fn a_waits_counts_go_to_the_offset_and_later_values_stay_monotonic() {
+        let total: [AtomicU64; 2] = Default::default();
+        let mut offset = [5u64, 0];
+        take_out_wait(&mut offset, &[100, 7], &[130, 9], &total);
+        assert_eq!(offset, [35, 2]);
+        take_out_wait(&mut offset, &[200, 9], &[199, 10], &total);
+        assert_eq!(offset, [35, 3], "a counter that went back adds nothing");
+        assert_eq!(total.map(|t| t.into_inner()), [30, 3]);
     }
 
     const TAG: u8 = hpm_profile::analysis::phases_format::TAG_ENTER;

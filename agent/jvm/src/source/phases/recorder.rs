@@ -170,6 +170,15 @@ impl Recorder {
     /// Stops recording: later probes record nothing; every thread's partial buffer is
     /// written, the writer closes the trace (renamed into place). Returns the summary lines.
     pub fn stop(&self) -> Vec<String> {
+        self.stop_keeping(true)
+    }
+
+    /// Stops a session that failed to start: as [`Self::stop`], but the trace is removed.
+    pub fn abandon(&self) {
+        self.stop_keeping(false);
+    }
+
+    fn stop_keeping(&self, keep: bool) -> Vec<String> {
         if self.stopped.swap(true, Ordering::AcqRel) {
             return Vec::new();
         }
@@ -186,16 +195,16 @@ impl Recorder {
             t.finish(&sh.tx, &sh.stats);
         }
         let (reply_tx, reply_rx) = channel();
-        let mut lines =
-            match sh.tx.send(ToWriter::Stop(reply_tx)).ok().and_then(|_| reply_rx.recv_timeout(STOP_WAIT).ok()) {
-                Some(lines) => {
-                    if let Some(h) = lock(&self.writer).take() {
-                        let _ = h.join();
-                    }
-                    lines
+        let msg = if keep { ToWriter::Stop(reply_tx) } else { ToWriter::Abandon(reply_tx) };
+        let mut lines = match sh.tx.send(msg).ok().and_then(|_| reply_rx.recv_timeout(STOP_WAIT).ok()) {
+            Some(lines) => {
+                if let Some(h) = lock(&self.writer).take() {
+                    let _ = h.join();
                 }
-                None => vec![format!("phases: the writer did not close the trace within {}s", STOP_WAIT.as_secs())],
-            };
+                lines
+            }
+            None => vec![format!("phases: the writer did not close the trace within {}s", STOP_WAIT.as_secs())],
+        };
         lines.extend(self.probe_lines());
         lines
     }
@@ -207,9 +216,12 @@ impl Recorder {
             vec![format!("{} threads traced; {}", get(&sh.traced), self.cost.trim_start_matches("phases: "))];
         let waits = get(&sh.stats.waits);
         if waits > 0 {
+            let counted: Vec<String> =
+                sh.counters.iter().zip(&sh.stats.waited).map(|(c, w)| format!("{} {}", get(w), c.name)).collect();
             lines.push(format!(
-                "{waits} probes waited for the writer ({:.1} ms in all)",
-                get(&sh.stats.wait_ns) as f64 / 1e6
+                "{waits} probes waited for the writer ({:.1} ms in all); what they counted ({}) is in no phase",
+                get(&sh.stats.wait_ns) as f64 / 1e6,
+                counted.join(", ")
             ));
         }
         let untraced = [

@@ -3,9 +3,12 @@
 //! it; every [`TICK`] it reads the VM threads' counters ([`super::vmthreads`]). It stops
 //! writing past the trace's byte bound, and after a write error (the trace cut back to its last
 //! whole block), counting what it drops; it gives every buffer back whatever happens, so that
-//! no probe waits forever.
+//! no probe waits forever. A panic in the writer is caught: the trace is cut back to its last
+//! whole block, nothing more is written, and the thread goes on giving buffers back until the
+//! stop, whose summary says so.
 
 use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +28,8 @@ pub trait TraceOut: Send {
     fn cut(&mut self, len: u64);
     /// All is written: make the file durable and give it its name.
     fn finish(self: Box<Self>) -> Result<(), String>;
+    /// The session failed to start: no trace is left.
+    fn discard(self: Box<Self>) {}
 }
 
 impl TraceOut for hpm_profile::outfile::PartFile {
@@ -40,6 +45,10 @@ impl TraceOut for hpm_profile::outfile::PartFile {
 
     fn finish(self: Box<Self>) -> Result<(), String> {
         self.commit().map_err(|e| e.to_string())
+    }
+
+    fn discard(self: Box<Self>) {
+        hpm_profile::outfile::PartFile::discard(*self);
     }
 }
 
@@ -86,34 +95,74 @@ impl Writer {
         }
     }
 
-    /// Runs until [`ToWriter::Stop`] (or every sender is gone), then closes the trace.
+    /// Runs until [`ToWriter::Stop`] or [`ToWriter::Abandon`] (or every sender is gone), then
+    /// closes the trace (or removes it).
     pub fn run(mut self, rx: Receiver<ToWriter>) {
         let mut next_tick = Instant::now() + TICK;
         loop {
             let now = Instant::now();
             if now >= next_tick {
-                self.tick(now);
+                self.guarded(|w| w.tick(now));
                 next_tick = now + TICK;
             }
             match rx.recv_timeout(next_tick.saturating_duration_since(now)) {
                 Ok(ToWriter::Method(id, name)) => format::method_name(&mut self.names, id, &name),
                 Ok(ToWriter::Block(b)) => {
                     let (index, records) = (b.thread.index, u64::from(b.records));
-                    self.block(index, &b.thread.name, &b.buf[..b.len], records);
+                    if self.guarded(|w| w.block(index, &b.thread.name, &b.buf[..b.len], records)).is_none() {
+                        self.stats.error_records += records;
+                    }
                     b.thread.give_back(b.buf);
                 }
                 Ok(ToWriter::Stop(reply)) => {
-                    let lines = self.finish();
+                    let lines = self.guarded(|w| w.finish(true)).unwrap_or_else(|| self.panic_lines());
+                    let _ = reply.send(lines);
+                    return;
+                }
+                Ok(ToWriter::Abandon(reply)) => {
+                    let lines = self.guarded(|w| w.finish(false)).unwrap_or_else(|| self.panic_lines());
                     let _ = reply.send(lines);
                     return;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
-                    self.finish();
+                    self.guarded(|w| w.finish(true));
                     return;
                 }
             }
         }
+    }
+
+    /// Runs `step`; after a panic in it the trace is cut back to its last whole block and
+    /// nothing more is written (every later block is only given back), and `None` returned.
+    fn guarded<T>(&mut self, step: impl FnOnce(&mut Self) -> T) -> Option<T> {
+        match catch_unwind(AssertUnwindSafe(|| step(self))) {
+            Ok(v) => Some(v),
+            Err(p) => {
+                let why = p
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                if self.stats.error.is_none() {
+                    self.stats.error = Some(format!("the writer thread failed: {why}"));
+                }
+                self.vm = None;
+                if let Some(out) = self.out.as_mut() {
+                    out.cut(self.stats.bytes);
+                }
+                None
+            }
+        }
+    }
+
+    /// The summary after a panic in [`Self::finish`] itself: the trace left as its `.part`.
+    fn panic_lines(&mut self) -> Vec<String> {
+        let e = self.stats.error.clone().unwrap_or_default();
+        vec![format!(
+            "phases: {e}; the trace was not closed ({} records not written): record again",
+            self.stats.error_records
+        )]
     }
 
     fn tick(&mut self, now: Instant) {
@@ -172,10 +221,19 @@ impl Writer {
         true
     }
 
-    /// The last VM reading and names written, the trace closed; the summary lines.
-    fn finish(&mut self) -> Vec<String> {
-        self.tick(Instant::now());
+    /// The last VM reading and names written, the trace closed (`keep`) or removed; the
+    /// summary lines.
+    fn finish(&mut self, keep: bool) -> Vec<String> {
         let mut lines = Vec::new();
+        if !keep {
+            if let Some(out) = self.out.take() {
+                out.discard();
+            }
+            return lines;
+        }
+        if self.stats.error.is_none() {
+            self.tick(Instant::now());
+        }
         if let Some(out) = self.out.take() {
             if let Err(e) = out.finish() {
                 lines.push(format!("phases: the trace was not closed: {e}"));

@@ -13,15 +13,23 @@ use hpm_profile::analysis::phases_format::{
 use super::super::probe::{Ids, ProbeStats, ThreadState, ToWriter};
 use super::*;
 
-/// The trace in memory; `fail_after`: writes past this many bytes fail.
+/// The trace in memory; `fail_after`: writes past this many bytes fail (and past
+/// `panic_after`, panic); `end`: how it ended ("finished" or "discarded").
 struct MemOut {
     bytes: Arc<Mutex<Vec<u8>>>,
     fail_after: usize,
+    panic_after: usize,
+    end: Arc<Mutex<&'static str>>,
 }
 
 impl TraceOut for MemOut {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         let mut b = self.bytes.lock().unwrap();
+        if b.len() + bytes.len() > self.panic_after {
+            b.extend_from_slice(&bytes[..bytes.len() / 2]);
+            drop(b);
+            panic!("boom");
+        }
         if b.len() + bytes.len() > self.fail_after {
             return Err(std::io::Error::other("disk full"));
         }
@@ -34,7 +42,12 @@ impl TraceOut for MemOut {
     }
 
     fn finish(self: Box<Self>) -> Result<(), String> {
+        *self.end.lock().unwrap() = "finished";
         Ok(())
+    }
+
+    fn discard(self: Box<Self>) {
+        *self.end.lock().unwrap() = "discarded";
     }
 }
 
@@ -105,7 +118,8 @@ fn start_writer(
     fail_after: usize,
 ) -> (Sender<ToWriter>, Arc<Mutex<Vec<u8>>>, std::thread::JoinHandle<()>) {
     let bytes = Arc::new(Mutex::new(Vec::new()));
-    let out = MemOut { bytes: bytes.clone(), fail_after };
+    let end = Arc::new(Mutex::new(""));
+    let out = MemOut { bytes: bytes.clone(), fail_after, panic_after: usize::MAX, end };
     let w = Writer::new(Box::new(out), 0, max_bytes, None, Arc::new(Ids::default()));
     let (tx, rx) = channel();
     let h = std::thread::spawn(move || w.run(rx));
@@ -199,4 +213,38 @@ fn a_write_error_drops_what_follows_and_says_so() {
     assert!(written < 1_000);
     let want = format!("writing the trace failed (disk full): {} records not written", 1_000 - written);
     assert!(lines.iter().any(|l| l.ends_with(&want)), "{lines:?}");
+}
+
+#[test]
+fn a_panicking_writer_keeps_a_whole_prefix_and_still_gives_buffers_back() {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let end = Arc::new(Mutex::new(""));
+    let out = MemOut { bytes: bytes.clone(), fail_after: usize::MAX, panic_after: 600, end: end.clone() };
+    let w = Writer::new(Box::new(out), 0, u64::MAX, None, Arc::new(Ids::default()));
+    let (tx, rx) = channel();
+    let h = std::thread::spawn(move || w.run(rx));
+    let stats = ProbeStats::default();
+    let t = ThreadState::new(0, "main".into(), None, 2, 256);
+    // Far more buffers than are written before the panic: the thread never waits forever.
+    run_thread(&t, 1_000, &tx, &stats);
+    let lines = stop(&tx, h);
+    let written = decode(&bytes.lock().unwrap()).records.get(&0).map_or(0, Vec::len);
+    assert!(written > 0 && written < 1_000, "{written}");
+    let want = format!("the writer thread failed: boom): {} records not written", 1_000 - written);
+    assert!(lines.iter().any(|l| l.ends_with(&want)), "{lines:?}");
+    assert_eq!(*end.lock().unwrap(), "finished");
+}
+
+#[test]
+fn an_abandoned_trace_is_discarded() {
+    let end = Arc::new(Mutex::new(""));
+    let out = MemOut { bytes: Arc::default(), fail_after: usize::MAX, panic_after: usize::MAX, end: end.clone() };
+    let w = Writer::new(Box::new(out), 0, u64::MAX, None, Arc::new(Ids::default()));
+    let (tx, rx) = channel();
+    let h = std::thread::spawn(move || w.run(rx));
+    let (reply, lines) = channel();
+    tx.send(ToWriter::Abandon(reply)).unwrap();
+    assert!(lines.recv().unwrap().is_empty());
+    h.join().unwrap();
+    assert_eq!(*end.lock().unwrap(), "discarded");
 }

@@ -43,6 +43,12 @@ public class Workload extends Base {
         return x + 1;
     }
 
+    /** 60 bytes of bytecode in 36 instructions: over the heuristic by its size in bytes. */
+    public int wide() {
+        return scale + scale + scale + scale + scale + scale
+                + scale + scale + scale + scale + scale + scale;
+    }
+
     public long loop(int n) {
         long s = 0;
         for (int i = 0; i < n; i++) s += small(i);

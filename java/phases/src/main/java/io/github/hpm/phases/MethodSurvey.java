@@ -11,29 +11,66 @@ import org.objectweb.asm.MethodVisitor;
 import org.objectweb.asm.Opcodes;
 
 /**
- * The first pass over a class: for each method with code, how many bytecode instructions it
- * has (labels, line numbers and frames do not count), whether it branches backward (a jump or
- * switch to an earlier offset), and whether probes can go into it at all: not into methods
+ * The first pass over a class: for each method with code, its size in bytes of bytecode (the
+ * Code attribute's {@code code_length}, the paper's unit), whether it branches backward (a
+ * jump or switch to an earlier offset), and whether probes can go into it at all: not into methods
  * without code (abstract, native), {@code <clinit>}, bridge methods, nor methods with
  * {@code jsr}/{@code ret} (old subroutines, which stack map frames cannot describe).
  */
 final class MethodSurvey extends ClassVisitor {
     /** One method's shape. */
-    record Shape(int instructions, boolean backwardBranch, boolean instrumentable) {}
+    record Shape(int codeBytes, boolean backwardBranch, boolean instrumentable) {}
 
     private static final int NEVER = Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE | Opcodes.ACC_BRIDGE;
 
     private final Map<String, Shape> shapes = new HashMap<>();
+    private final Map<String, Integer> codeBytes;
 
-    private MethodSurvey() {
+    private MethodSurvey(Map<String, Integer> codeBytes) {
         super(Opcodes.ASM9);
+        this.codeBytes = codeBytes;
     }
 
     /** The shapes of {@code reader}'s methods with code, keyed by {@code name + descriptor}. */
     static Map<String, Shape> of(ClassReader reader) {
-        MethodSurvey survey = new MethodSurvey();
+        MethodSurvey survey = new MethodSurvey(codeLengths(reader));
         reader.accept(survey, ClassReader.SKIP_DEBUG | ClassReader.SKIP_FRAMES);
         return survey.shapes;
+    }
+
+    /**
+     * Each method's {@code code_length} in bytes, keyed by {@code name + descriptor}, read
+     * from the class file's method table (ASM's visitors see instructions, not their sizes).
+     * The class file was parsed by ASM already, so its structure is sound.
+     */
+    static Map<String, Integer> codeLengths(ClassReader reader) {
+        char[] buf = new char[reader.getMaxStringLength()];
+        int at = reader.header + 6;
+        at += 2 + 2 * reader.readUnsignedShort(at);
+        int fields = reader.readUnsignedShort(at);
+        at += 2;
+        for (int i = 0; i < fields; i++) at = skipAttributes(reader, at + 6);
+        int methods = reader.readUnsignedShort(at);
+        at += 2;
+        Map<String, Integer> out = new HashMap<>();
+        for (int i = 0; i < methods; i++) {
+            String key = reader.readUTF8(at + 2, buf) + reader.readUTF8(at + 4, buf);
+            int attributes = reader.readUnsignedShort(at + 6);
+            at += 8;
+            for (int a = 0; a < attributes; a++) {
+                int length = reader.readInt(at + 2);
+                if ("Code".equals(reader.readUTF8(at, buf))) out.put(key, reader.readInt(at + 10));
+                at += 6 + length;
+            }
+        }
+        return out;
+    }
+
+    private static int skipAttributes(ClassReader reader, int at) {
+        int attributes = reader.readUnsignedShort(at);
+        at += 2;
+        for (int a = 0; a < attributes; a++) at += 6 + reader.readInt(at + 2);
+        return at;
     }
 
     @Override
@@ -47,7 +84,6 @@ final class MethodSurvey extends ClassVisitor {
         private final String key;
         private final boolean eligible;
         private final Set<Label> seen = new HashSet<>();
-        private int instructions;
         private boolean backward;
         private boolean subroutine;
 
@@ -67,85 +103,32 @@ final class MethodSurvey extends ClassVisitor {
         }
 
         @Override
-        public void visitInsn(int opcode) {
-            instructions++;
-        }
-
-        @Override
-        public void visitIntInsn(int opcode, int operand) {
-            instructions++;
-        }
-
-        @Override
         public void visitVarInsn(int opcode, int varIndex) {
-            instructions++;
             if (opcode == Opcodes.RET) subroutine = true;
         }
 
         @Override
-        public void visitTypeInsn(int opcode, String type) {
-            instructions++;
-        }
-
-        @Override
-        public void visitFieldInsn(int opcode, String owner, String name, String descriptor) {
-            instructions++;
-        }
-
-        @Override
-        public void visitMethodInsn(
-                int opcode, String owner, String name, String descriptor, boolean isInterface) {
-            instructions++;
-        }
-
-        @Override
-        public void visitInvokeDynamicInsn(
-                String name,
-                String descriptor,
-                org.objectweb.asm.Handle bootstrapMethodHandle,
-                Object... bootstrapMethodArguments) {
-            instructions++;
-        }
-
-        @Override
         public void visitJumpInsn(int opcode, Label label) {
-            instructions++;
             if (opcode == Opcodes.JSR) subroutine = true;
             target(label);
         }
 
         @Override
-        public void visitLdcInsn(Object value) {
-            instructions++;
-        }
-
-        @Override
-        public void visitIincInsn(int varIndex, int increment) {
-            instructions++;
-        }
-
-        @Override
         public void visitTableSwitchInsn(int min, int max, Label dflt, Label... labels) {
-            instructions++;
             target(dflt);
             for (Label label : labels) target(label);
         }
 
         @Override
         public void visitLookupSwitchInsn(Label dflt, int[] keys, Label[] labels) {
-            instructions++;
             target(dflt);
             for (Label label : labels) target(label);
         }
 
         @Override
-        public void visitMultiANewArrayInsn(String descriptor, int numDimensions) {
-            instructions++;
-        }
-
-        @Override
         public void visitEnd() {
-            shapes.put(key, new Shape(instructions, backward, eligible && !subroutine));
+            int bytes = codeBytes.getOrDefault(key, 0);
+            shapes.put(key, new Shape(bytes, backward, eligible && !subroutine));
         }
     }
 }

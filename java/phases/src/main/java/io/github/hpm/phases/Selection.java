@@ -7,14 +7,14 @@ import java.util.Set;
 
 /**
  * Which methods get probes. The profiling run (step 1 of Georges et al.) takes every method
- * above the paper's size heuristic: more than {@link #MIN_INSTRUCTIONS} bytecode instructions,
- * or a backward branch (a loop). The measurement run (step 3) takes exactly the methods named
+ * above the paper's size heuristic (section 3.1.2): a body of more than {@link #MIN_CODE_BYTES}
+ * bytes of bytecode (the Code attribute's {@code code_length}), or a backward branch (a loop). The measurement run (step 3) takes exactly the methods named
  * in the phase file, whatever their size. Immutable, so any number of class-loading threads
  * read one.
  */
 final class Selection {
-    /** A method with more instructions than this is instrumented in the profiling run. */
-    static final int MIN_INSTRUCTIONS = 50;
+    /** A method with more bytes of bytecode than this is instrumented in the profiling run. */
+    static final int MIN_CODE_BYTES = 50;
     /** Longest method name taken from the phase file; longer ones cannot name a method. */
     static final int MAX_NAME = 65_535;
 
@@ -66,6 +66,6 @@ final class Selection {
             Set<String> methods = byClass.get(className);
             return methods != null && methods.contains(name + descriptor);
         }
-        return shape.instructions() > MIN_INSTRUCTIONS || shape.backwardBranch();
+        return shape.codeBytes() > MIN_CODE_BYTES || shape.backwardBranch();
     }
 }

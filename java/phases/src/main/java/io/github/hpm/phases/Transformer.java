@@ -11,7 +11,7 @@ import org.objectweb.asm.Opcodes;
  * transform at once; the configuration is one immutable object swapped whole.
  *
  * <p>Left alone (and counted as skipped): classes of the bootstrap loader, of the platform's
- * and hpm's packages and of the boot layer's named modules, class files older than version 50
+ * and hpm's packages and of the JDK's named modules, class files older than version 50
  * (Java 6, the first with stack map frames) or newer than the bundled ASM reads.
  */
 public final class Transformer {
@@ -48,8 +48,8 @@ public final class Transformer {
      * Chooses the methods to instrument; the agent calls it once, before the first
      * {@link #transform}.
      *
-     * @param selected null for the profiling run (methods of more than 50 bytecode
-     *     instructions or with a backward branch), else exactly these methods, named as the
+     * @param selected null for the profiling run (methods of more than 50 bytes of
+     *     bytecode or with a backward branch), else exactly these methods, named as the
      *     phase file names them ({@code pkg.Class.method(descriptor)})
      */
     public static void configure(String[] selected) {
@@ -122,6 +122,25 @@ public final class Transformer {
             FAILED.incrementAndGet();
             return null;
         }
+    }
+
+    /**
+     * The module that {@code module} must read for its classes to link to the probes, or null
+     * when it needs nothing: {@link Probe}'s module (the bootstrap loader's unnamed module) for
+     * an application's named module that does not read it yet; null for unnamed modules (they
+     * read every module) and the JDK's own. The agent adds the read edge (JVMTI
+     * AddModuleReads) for every module of the JVM when a session starts; modules defined
+     * later, while the class file hook is on, get it from the JVM.
+     *
+     * @param module a module of the JVM
+     * @return the module to read, or null
+     */
+    public static Module probeModuleFor(Module module) {
+        Module probes = Probe.class.getModule();
+        if (module == null || !module.isNamed() || Exclusions.isJdk(module) || module.canRead(probes)) {
+            return null;
+        }
+        return probes;
     }
 
     private static int readInt(byte[] b, int at) {

@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
@@ -72,6 +73,7 @@ class ClassRewriterTest {
                 W + "<init>(II)V",
                 W + "<init>(ZI)V",
                 W + "loop(I)J",
+                W + "wide()I",
                 W + "big(I)I",
                 W + "throwsThrough(I)I",
                 W + "callsThrower(I)I",
@@ -84,6 +86,15 @@ class ClassRewriterTest {
                 W + "lockedFinally(I)I",
                 "Sized.perimeter(I)I"));
         assertEquals(expected, new TreeSet<>(RecordingProbe.names()));
+    }
+
+    @Test
+    void methodSizesAreBytesOfBytecode() throws Exception {
+        Map<String, Integer> bytes =
+                MethodSurvey.codeLengths(new ClassReader(Fixtures.bytes("phasefixture.Workload")));
+        assertEquals(4, bytes.get("small(I)I"));
+        assertEquals(60, bytes.get("wide()I"));
+        assertEquals(96 + 2, bytes.get("big(I)I"));
     }
 
     @Test

@@ -5,10 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -60,7 +62,7 @@ class TransformerTest {
         byte[][] out = new byte[1][];
         long[] d = delta(() -> out[0] = transform("phasefixture/Workload", WORKLOAD));
         assertNotNull(out[0]);
-        assertArrayEquals(new long[] {1, 1, 13, 0, 0}, d);
+        assertArrayEquals(new long[] {1, 1, 14, 0, 0}, d);
         assertEquals("", Fixtures.verify(out[0], new Fixtures.RewritingLoader(b -> null)));
         // Without a name from JVMTI, the class file's own.
         assertNotNull(transform(null, WORKLOAD));
@@ -72,12 +74,53 @@ class TransformerTest {
             assertNull(Transformer.transform(null, "phasefixture/Workload", WORKLOAD));
             assertNull(Transformer.transform(APP, "java/lang/Workload", WORKLOAD));
             assertNull(Transformer.transform(APP, "io/github/hpm/Workload", WORKLOAD));
-            // A package of java.xml, a named module of the boot layer.
+            // A package of java.xml, a named module of the JDK.
             assertNull(Transformer.transform(APP, "org/w3c/dom/Workload", WORKLOAD));
             assertNull(transform("phasefixture/Workload", withVersion(WORKLOAD, 49)));
             assertNull(transform("phasefixture/Workload", withVersion(WORKLOAD, 0x7FFF)));
         });
         assertArrayEquals(new long[] {6, 0, 0, 6, 0}, d);
+    }
+
+    @Test
+    void onlyApplicationNamedModulesAreGivenTheProbesModule() {
+        assertNull(Transformer.probeModuleFor(Object.class.getModule()), "java.base");
+        assertNull(Transformer.probeModuleFor(org.w3c.dom.Node.class.getModule()), "java.xml");
+        assertNull(Transformer.probeModuleFor(getClass().getModule()), "an unnamed module");
+        ModuleLayer app = appLayer();
+        Module named = app.findModule("phasemod").orElseThrow();
+        assertEquals(Probe.class.getModule(), Transformer.probeModuleFor(named));
+        assertTrue(Exclusions.ofBootLayer().excludes("org/w3c/dom/Node"));
+    }
+
+    /** A layer with one application module, {@code phasemod}, defined to a new loader. */
+    private static ModuleLayer appLayer() {
+        java.lang.module.ModuleDescriptor d =
+                java.lang.module.ModuleDescriptor.newModule("phasemod").packages(Set.of("phasemodpkg")).build();
+        java.lang.module.ModuleFinder finder = new java.lang.module.ModuleFinder() {
+            @Override
+            public java.util.Optional<java.lang.module.ModuleReference> find(String name) {
+                return name.equals("phasemod") ? java.util.Optional.of(reference()) : java.util.Optional.empty();
+            }
+
+            @Override
+            public Set<java.lang.module.ModuleReference> findAll() {
+                return Set.of(reference());
+            }
+
+            private java.lang.module.ModuleReference reference() {
+                return new java.lang.module.ModuleReference(d, null) {
+                    @Override
+                    public java.lang.module.ModuleReader open() {
+                        throw new UnsupportedOperationException();
+                    }
+                };
+            }
+        };
+        ModuleLayer boot = ModuleLayer.boot();
+        java.lang.module.Configuration cf = boot.configuration()
+                .resolve(finder, java.lang.module.ModuleFinder.of(), Set.of("phasemod"));
+        return boot.defineModulesWithOneLoader(cf, ClassLoader.getSystemClassLoader());
     }
 
     @Test
