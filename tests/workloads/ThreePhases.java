@@ -26,8 +26,10 @@ import java.util.concurrent.locks.LockSupport;
  * 43/43/13 here.)
  * Prints "phases done" at the end.
  *
- * Usage: java ThreePhases SECONDS [wait]   ("wait": print "ready" and wait for a line on stdin
- * before the phases, for a late attach)
+ * Usage: java ThreePhases SECONDS [wait|deep]   ("wait": print "ready" and wait for a line on
+ * stdin before the phases, for a late attach; "deep": first overflow the stack ten times in
+ * instrumented recursion on a thread of its own, catching each StackOverflowError, which leaves
+ * the trace with lost exit records; the phases are the same)
  */
 public class ThreePhases {
     static volatile long sink;
@@ -52,7 +54,36 @@ public class ThreePhases {
             System.out.flush();
             System.in.read();
         }
+        if (args.length > 1 && args[1].equals("deep")) {
+            overflow();
+        }
         return (long) (Double.parseDouble(args[0]) * 1e9);
+    }
+
+    /** The "deep" mode, on a thread with a small stack so each overflow is short. */
+    static void overflow() throws InterruptedException {
+        Thread t = new Thread(null, ThreePhases::overflowTenTimes, "deep", 256 * 1024);
+        t.start();
+        t.join();
+    }
+
+    static void overflowTenTimes() {
+        for (int i = 0; i < 10; i++) {
+            try {
+                sink += recurse(0);
+            } catch (StackOverflowError e) {
+                sink++;
+            }
+        }
+    }
+
+    /** Unbounded recursion, instrumented (a backward branch). */
+    static long recurse(int n) {
+        long s = 0;
+        for (int i = 0; i < 2; i++) {
+            s += i + n;
+        }
+        return s + recurse(n + 1);
     }
 
     static File tempFile() throws Exception {
