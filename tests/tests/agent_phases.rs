@@ -284,3 +284,36 @@ fn a_modular_application_is_instrumented_and_traced() {
         assert!(sel.contains_key(WORK), "{}: {WORK} not traced in a named module: {sel:?}", jdk.name);
     }
 }
+
+/// Lost exit records: ThreePhases "deep" overflows the stack ten times in instrumented recursion
+/// first (a StackOverflowError inside an exit or exception probe loses that record). The trace
+/// still reads, the repair counted, and the phases are the same three; the application of table
+/// 5 comes from its threads' intervals.
+#[test]
+fn a_stack_overflow_in_instrumented_code_is_repaired() {
+    for jdk in jdks() {
+        let what = jdk.name.clone();
+        let trace = scratch(&format!("phases-deep-{what}")).join("deep.hpmtrace");
+        let opts = format!("phases={},quiet", trace.display());
+        run_java(&jdk, Some(&opts), &["-Xverify:all"], "ThreePhases", &["1", "deep"]).assert_ok("ThreePhases deep");
+        let t = trace.to_str().unwrap();
+        let doc = phases_json(&[t, "--weight", "10", "--grain", "5"]);
+        let repaired = doc["repaired"].as_u64().unwrap_or(0);
+        eprintln!(
+            "{what}: repaired {repaired}, early exits {}, unclosed {}, c_T {}",
+            doc["early_exits"], doc["unclosed"], doc["selection"]["total_time"]
+        );
+        assert!(repaired > 0, "{what}: no invocation repaired after ten stack overflows");
+        let sel = selected(&doc);
+        let mut names: Vec<&str> = sel.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, [COMPUTE, FAULT, SYSCALLS], "{what}: selected phases");
+        assert_eq!(doc["table5"]["application_from"], "intervals", "{what}: {}", doc["table5"]);
+        assert!(doc["table5"]["application"].as_u64().unwrap_or(0) > 0, "{what}: {}", doc["table5"]);
+        let mut c = Command::new(hpm_bin());
+        c.args(["phases", t]);
+        let run = run_command(c);
+        run.assert_ok("hpm phases (text)");
+        assert!(run.stdout.contains(&format!("invocations repaired: {repaired} ")), "{what}: {}", run.stdout);
+    }
+}

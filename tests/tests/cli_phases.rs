@@ -116,8 +116,13 @@ fn the_three_steps_select_report_and_plot_the_phases() {
     assert_eq!(row("[GC]")["kind"], "component");
     let m = &j["metrics"][0];
     assert_eq!(m["metric"], "page-faults per task-clock");
-    assert_eq!(m["phases"].as_array().unwrap().len(), 4, "three phases and [GC]");
+    assert_eq!(m["phases"].as_array().unwrap().len(), 3, "the three phases, [GC] apart");
     assert!(m["anova"]["p"].as_f64().unwrap() < 1e-3, "{m}");
+    assert_eq!(j["component_metrics"][0]["components"][0]["name"], "[GC]");
+    // Text and JSON give the same statistics.
+    let df = &m["anova"]["df"];
+    assert!(out.contains(&format!("df=({}, {})", df[0], df[1])), "{m}\n{out}");
+    assert!(out.contains("components, page-faults per task-clock"), "{out}");
 
     // The plot: the busiest thread, its phases in the legend.
     let svg = scratch("w.svg").display().to_string();

@@ -27,13 +27,15 @@ import java.util.concurrent.locks.LockSupport;
  * 43/43/13 here.)
  * Prints "phases done" at the end.
  *
- * Usage: java ThreePhases SECONDS [wait|restore]   ("wait": print "ready" and wait for a line on
- * stdin before the phases, for a late attach; "restore": the same, then once more after the
- * phases, and last print "sites before=B during=D after=A": where site()'s call to the stack
+ * Usage: java ThreePhases SECONDS [wait|restore|deep]   ("wait": print "ready" and wait for a
+ * line on stdin before the phases, for a late attach; "restore": the same, then once more after
+ * the phases, and last print "sites before=B during=D after=A": where site()'s call to the stack
  * walker is in the code running before the first wait, between the two, and after the second.
  * A phases session instruments site() (it has a loop): its probe at entry moves the call, so the
  * three tell whether a session attached at the first wait and stopped at the second left the
- * class instrumented)
+ * class instrumented; "deep": first overflow the stack ten times in instrumented recursion on a
+ * thread of its own, catching each StackOverflowError, which leaves the trace with lost exit
+ * records; the phases are the same)
  */
 public class ThreePhases {
     static volatile long sink;
@@ -68,6 +70,9 @@ public class ThreePhases {
         if (restore) {
             siteDuring = site();
         }
+        if (args.length > 1 && args[1].equals("deep")) {
+            overflow();
+        }
         return (long) (Double.parseDouble(args[0]) * 1e9);
     }
 
@@ -95,6 +100,32 @@ public class ThreePhases {
             bci = StackWalker.getInstance().walk(s -> s.findFirst().get().getByteCodeIndex());
         }
         return bci;
+    }
+
+    /** The "deep" mode, on a thread with a small stack so each overflow is short. */
+    static void overflow() throws InterruptedException {
+        Thread t = new Thread(null, ThreePhases::overflowTenTimes, "deep", 256 * 1024);
+        t.start();
+        t.join();
+    }
+
+    static void overflowTenTimes() {
+        for (int i = 0; i < 10; i++) {
+            try {
+                sink += recurse(0);
+            } catch (StackOverflowError e) {
+                sink++;
+            }
+        }
+    }
+
+    /** Unbounded recursion, instrumented (a backward branch). */
+    static long recurse(int n) {
+        long s = 0;
+        for (int i = 0; i < 2; i++) {
+            s += i + n;
+        }
+        return s + recurse(n + 1);
     }
 
     static File tempFile() throws Exception {

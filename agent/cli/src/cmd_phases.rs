@@ -199,7 +199,7 @@ pub fn main(a: Args) -> Result<(), String> {
         return Ok(());
     }
     if names.is_none() {
-        classic(&a, &graph, &sel, metrics);
+        classic(&a, &graph, &sel, &report, metrics);
         return Ok(());
     }
     let unit = hpm_profile::text::terminal_safe(&trace.counters[0]);
@@ -217,30 +217,51 @@ pub fn main(a: Args) -> Result<(), String> {
         );
     }
     println!("total time: {} {unit}", sel.total_time);
-    if graph.unclosed > 0 || graph.early_exits > 0 {
-        println!(
-            "unclosed invocations: {}, exits before any entry: {} (probes switched on or off mid-call)",
-            graph.unclosed, graph.early_exits
-        );
-    }
+    print_repairs(&graph);
     println!();
     print!("{}", report.tables_text());
-    for s in &report.metrics {
-        print_summary(s);
-    }
+    print_statistics(&report);
     Ok(())
 }
 
+/// What the call graph closed or skipped to stay balanced, when it did.
+fn print_repairs(graph: &CallGraph) {
+    if graph.unclosed > 0 || graph.early_exits > 0 || graph.repaired > 0 {
+        println!(
+            "unclosed invocations: {} (closed at their thread's last event), exits of methods not open: {} \
+             (skipped: probes switched on mid-call), invocations repaired: {} (their exit lost, e.g. a \
+             StackOverflowError in a probe; closed at an outer exit)",
+            graph.unclosed, graph.early_exits, graph.repaired
+        );
+    }
+}
+
+/// The phases' statistics, then the components' own block (not in the ANOVA).
+fn print_statistics(report: &Report) {
+    for s in &report.metrics {
+        print_summary(s);
+    }
+    for s in report.component_metrics.iter().filter(|s| !s.per_phase.is_empty()) {
+        println!("\ncomponents, {} (each interval one observation):", hpm_profile::text::terminal_safe(&s.metric));
+        for (name, n, mean, cov) in &s.per_phase {
+            let cov = cov.map_or("n/a".to_string(), |c| format!("{c:.4}"));
+            println!(
+                "  {:<30} n={n:<6} mean {}  CoV {cov}",
+                hpm_profile::text::terminal_safe(name),
+                significant(*mean)
+            );
+        }
+    }
+}
+
 /// Selection by thresholds, as text.
-fn classic(a: &Args, graph: &CallGraph, sel: &Selection, metrics: Option<Vec<(String, f64)>>) {
+fn classic(a: &Args, graph: &CallGraph, sel: &Selection, report: &Report, metrics: Option<Vec<(String, f64)>>) {
     let (weight, grain, top, trace) = (a.weight, a.grain, a.top, graph.trace);
     let unit = &trace.counters[0];
     let unit = hpm_profile::text::terminal_safe(unit);
     println!("total time: {} {unit}", sel.total_time);
     println!("invocations: {}", sel.all_invocations);
-    if graph.unclosed > 0 {
-        println!("unclosed invocations: {} (closed at their thread's last event)", graph.unclosed);
-    }
+    print_repairs(graph);
     let stats = graph.method_stats();
     println!("\nmethods (total {unit} including callees, per invocation, calls):");
     for s in stats.iter().take(top) {
@@ -274,9 +295,7 @@ fn classic(a: &Args, graph: &CallGraph, sel: &Selection, metrics: Option<Vec<(St
         sel.all_invocations
     );
     if trace.counters.len() > 1 && !sel.phases.is_empty() {
-        for s in graph.phase_metrics(sel).summarize() {
-            print_summary(&s);
-        }
+        print_statistics(report);
     }
     if let Some(pairs) = metrics {
         let mut m = PhaseMetrics::from_pairs("from --metrics", &pairs);

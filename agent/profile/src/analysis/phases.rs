@@ -54,20 +54,34 @@ pub struct CallGraph<'t> {
     pub invocations: Vec<Invocation>,
     /// Invocations still open when the trace ended, closed at their thread's last event.
     pub unclosed: usize,
-    /// Exits with no method open on their thread, skipped: a version 2 trace starts recording
-    /// when the agent switches the probes on, possibly inside instrumented methods.
+    /// Exits of a method not open on their thread, skipped (binary traces): a version 2 trace
+    /// starts recording when the agent switches the probes on, possibly inside instrumented
+    /// methods.
     pub early_exits: usize,
+    /// Invocations closed by the exit of a method open below them (binary traces): their own
+    /// exit was lost, e.g. a StackOverflowError thrown inside an exit probe. Each ends at that
+    /// exit's record.
+    pub repaired: usize,
 }
 
 impl<'t> CallGraph<'t> {
-    /// Builds the graph, checking that exits match entries and counters never go backwards
-    /// on a thread. Errors carry the trace line (or record).
+    /// Builds the graph, checking that counters never go backwards on a thread and, in a text
+    /// trace, that exits match entries. A binary trace (written by a running JVM, where a
+    /// probe can fail: a StackOverflowError in the probe call, `Thread.stop`) is repaired
+    /// instead: an exit of a method open deeper on the stack closes the invocations above it
+    /// ([`CallGraph::repaired`]); an exit of a method not open is skipped
+    /// ([`CallGraph::early_exits`]). Records cannot tell invocations of a recursive method
+    /// apart: an exit closes the innermost, so lost exits show on the outer ones, which then
+    /// end at the repairing exit. Each record costs amortised constant time (an invocation is
+    /// closed once). Errors carry the trace line (or record).
     pub fn build(trace: &'t Trace) -> Result<CallGraph<'t>, (usize, String)> {
         let mut inv: Vec<Invocation> = Vec::new();
         let mut stacks: HashMap<u32, Vec<usize>> = HashMap::new();
         let mut open: HashMap<(u32, u32), u32> = HashMap::new();
         let mut last: HashMap<u32, usize> = HashMap::new();
-        let mut early_exits = 0;
+        let (mut early_exits, mut repaired) = (0, 0);
+        // Traces the agent wrote are repaired; a text trace must be balanced.
+        let binary = trace.binary;
         for (i, e) in trace.events.iter().enumerate() {
             let thread = &trace.threads[e.thread as usize];
             let method = &trace.methods[e.method as usize];
@@ -98,24 +112,42 @@ impl<'t> CallGraph<'t> {
                     stack.push(inv.len() - 1);
                 }
                 TraceKind::Exit | TraceKind::Thrown => {
-                    if stack.is_empty() && trace.version >= 2 {
+                    let is_open = open.get(&(e.thread, e.method)).is_some_and(|&n| n > 0);
+                    let top = stack.last().copied();
+                    if binary && !is_open {
                         early_exits += 1;
                         continue;
                     }
-                    let Some(&top) = stack.last() else {
+                    let Some(top) = top else {
                         return Err((
                             e.line,
                             format!("exit of {method} on thread {thread}, but no method is open there"),
                         ));
                     };
                     if inv[top].method != e.method {
-                        let inner = &trace.methods[inv[top].method as usize];
-                        return Err((
-                            e.line,
-                            format!("exit of {method} on thread {thread}, but the innermost open method is {inner}"),
-                        ));
+                        if !binary || !is_open {
+                            let inner = &trace.methods[inv[top].method as usize];
+                            return Err((
+                                e.line,
+                                format!(
+                                    "exit of {method} on thread {thread}, but the innermost open method is {inner}"
+                                ),
+                            ));
+                        }
+                        // The method is open deeper: the invocations above it lost their exit.
+                        while let Some(&id) = stack.last() {
+                            if inv[id].method == e.method {
+                                break;
+                            }
+                            stack.pop();
+                            inv[id].exit = i;
+                            repaired += 1;
+                            if let Some(n) = open.get_mut(&(e.thread, inv[id].method)) {
+                                *n -= 1;
+                            }
+                        }
                     }
-                    stack.pop();
+                    let Some(top) = stack.pop() else { continue };
                     inv[top].exit = i;
                     if let Some(n) = open.get_mut(&(e.thread, e.method)) {
                         *n -= 1;
@@ -130,7 +162,7 @@ impl<'t> CallGraph<'t> {
                 unclosed += 1;
             }
         }
-        Ok(CallGraph { trace, invocations: inv, unclosed, early_exits })
+        Ok(CallGraph { trace, invocations: inv, unclosed, early_exits, repaired })
     }
 
     /// Counter `k` consumed by an invocation, callees included.

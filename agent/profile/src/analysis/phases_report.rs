@@ -4,14 +4,17 @@
 //! - Table 3: static phases (selected methods), dynamic phases (their invocations), the
 //!   trace's invocations and size, and the estimated overhead: the profiling run's invocations
 //!   of the selected methods over all its invocations, when that trace is given.
-//! - Table 5: counter 0 of the application (the Java threads' spans covered by the trace: last
-//!   minus first event of each thread) against each VM component's intervals, as shares of
-//!   their sum.
+//! - Table 5: counter 0 of the application against each VM component, as shares of their sum.
+//!   The agent measures every thread of the process per tick: the VM's threads as their
+//!   components, the others as the component [`APPLICATION`], so both cover the same session.
+//!   A trace without that component (text, version 1, older agents) falls back to the Java
+//!   threads' spans: last minus first event of each thread.
 //! - Table 6: per phase (its own counters, nested phases taken out), the rest of the
 //!   application's span ("outside phases"), each VM component and the program average: share
 //!   of counter 0, then each further counter per unit of counter 0 ([`Ratio`]).
-//! - Section 4's statistics: CoV per phase, weighted CoV and one-way ANOVA, with each VM
-//!   component a phase too (each interval one observation).
+//! - Section 4's statistics over the phases only (CoV per phase, weighted CoV, one-way ANOVA),
+//!   as the paper's Fig. 5 and Table 4; the components' intervals as their own block (CoV per
+//!   component, each interval with counter 0 moving one observation), never in the ANOVA.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -21,6 +24,19 @@ use serde_json::{json, Value};
 use super::phases::{CallGraph, MetricSummary, PhaseMetrics, PhaseObservations, Selection};
 use super::{sat_sum, Trace};
 use crate::text::terminal_safe;
+
+/// The component name of the application's threads (every thread the agent does not
+/// classify as the VM's).
+pub const APPLICATION: &str = "[application]";
+
+/// Where table 5's application comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppSource {
+    /// The [`APPLICATION`] component's intervals.
+    Intervals,
+    /// The Java threads' spans in the trace.
+    Spans,
+}
 
 /// How a further counter is shown per unit of counter 0 in table 6.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,14 +141,20 @@ pub struct Report {
     pub counters: Vec<String>,
     pub selection: Selection,
     pub input: ReportInput,
-    /// Counter totals of the Java threads' spans.
+    /// Counter totals of the application (see [`AppSource`]).
     pub application: Vec<u64>,
+    pub app_source: AppSource,
+    /// The VM's components ([`APPLICATION`] is not one of them).
     pub components: Vec<Component>,
     pub columns: Vec<Ratio>,
     pub rows: Vec<Row>,
+    /// Section 4's statistics over the phases.
     pub metrics: Vec<MetricSummary>,
+    /// The components' own block (per component; their ANOVA is not the paper's and unused).
+    pub component_metrics: Vec<MetricSummary>,
     pub unclosed: usize,
     pub early_exits: usize,
+    pub repaired: usize,
 }
 
 /// Per counter, the Java threads' spans: last minus first event of each thread.
@@ -184,9 +206,15 @@ impl Report {
         let trace = graph.trace;
         let w = trace.counters.len();
         let columns = Ratio::columns(&trace.counters);
-        let mut metrics: PhaseMetrics = graph.phase_metrics(selection);
-        let application = application_spans(trace);
-        let (components, comp_obs) = component_observations(trace);
+        let metrics: PhaseMetrics = graph.phase_metrics(selection);
+        let (mut components, mut comp_obs) = component_observations(trace);
+        let (application, app_source) = match components.iter().position(|c| c.name == APPLICATION) {
+            Some(i) => {
+                comp_obs.remove(i);
+                (components.remove(i).totals, AppSource::Intervals)
+            }
+            None => (application_spans(trace), AppSource::Spans),
+        };
         let vm0 = sat_sum(components.iter().map(|c| c.totals[0]));
         let all0 = application.first().copied().unwrap_or(0).saturating_add(vm0).max(1) as f64;
         let row = |name: &str, kind, totals: Vec<u64>| Row {
@@ -207,18 +235,22 @@ impl Report {
         rows.extend(components.iter().map(|c| row(&c.name, RowKind::Component, c.totals.clone())));
         let average: Vec<u64> = (0..w).map(|k| sat_sum(rows.iter().map(|r| r.totals[k]))).collect();
         rows.push(row("program average", RowKind::Average, average));
-        metrics.phases.extend(comp_obs);
+        let component_metrics =
+            PhaseMetrics { metric_names: metrics.metric_names.clone(), phases: comp_obs }.summarize();
         Report {
             counters: trace.counters.clone(),
             selection: selection.clone(),
             input,
             application,
+            app_source,
             components,
             columns,
             rows,
             metrics: metrics.summarize(),
+            component_metrics,
             unclosed: graph.unclosed,
             early_exits: graph.early_exits,
+            repaired: graph.repaired,
         }
     }
 
@@ -251,7 +283,11 @@ impl Report {
         }
         let app = self.application.first().copied().unwrap_or(0);
         let total = app.saturating_add(self.vm_total()).max(1) as f64;
-        let _ = writeln!(s, "\ntable 5 ({unit}: application against the VM's components):");
+        let from = match self.app_source {
+            AppSource::Intervals => "every application thread measured per tick",
+            AppSource::Spans => "the Java threads' spans in the trace",
+        };
+        let _ = writeln!(s, "\ntable 5 ({unit}: application against the VM's components; application: {from}):");
         let _ = writeln!(s, "  {:<32} {:>16} {:>8.2}%", "application", app, app as f64 / total * 100.0);
         for c in &self.components {
             let t = c.totals[0];
@@ -291,15 +327,16 @@ impl Report {
             .iter()
             .map(|r| json!({"name": r.name, "kind": r.kind.name(), "totals": r.totals, "share": r.share, "values": r.values}))
             .collect();
+        let per = |m: &MetricSummary| -> Vec<Value> {
+            m.per_phase.iter().map(|(n, k, mean, cov)| json!({"name": n, "n": k, "mean": mean, "cov": cov})).collect()
+        };
+        let component_metrics: Vec<Value> =
+            self.component_metrics.iter().map(|m| json!({"metric": m.metric, "components": per(m)})).collect();
         let metrics: Vec<Value> = self
             .metrics
             .iter()
             .map(|m| {
-                let per: Vec<Value> = m
-                    .per_phase
-                    .iter()
-                    .map(|(n, k, mean, cov)| json!({"name": n, "n": k, "mean": mean, "cov": cov}))
-                    .collect();
+                let per = per(m);
                 let anova = match &m.anova {
                     Ok(a) => json!({"f": a.f, "df": [a.df.0, a.df.1], "p": a.p}),
                     Err(e) => json!({"error": e}),
@@ -334,6 +371,10 @@ impl Report {
             },
             "table5": {
                 "application": app,
+                "application_from": match self.app_source {
+                    AppSource::Intervals => "intervals",
+                    AppSource::Spans => "spans",
+                },
                 "application_share": app as f64 / total,
                 "components": table5,
             },
@@ -343,8 +384,10 @@ impl Report {
             },
             "metrics": metrics,
             "components": components,
+            "component_metrics": component_metrics,
             "unclosed": self.unclosed,
             "early_exits": self.early_exits,
+            "repaired": self.repaired,
         })
     }
 }

@@ -2,8 +2,9 @@
 
 use super::parse_binary_trace;
 use super::phases::CallGraph;
-use super::phases_report::{Ratio, Report, ReportInput, RowKind};
-use super::phases_v2_tests::two_threads;
+use super::phases_format::TAG_INTERVAL as IV;
+use super::phases_report::{AppSource, Ratio, Report, ReportInput, RowKind};
+use super::phases_v2_tests::{two_threads, V2};
 
 const MAIN: &str = "A.main([Ljava/lang/String;)V";
 
@@ -61,13 +62,46 @@ fn table6_gives_own_counters_per_phase_and_the_program_average() {
 }
 
 #[test]
-fn vm_components_are_phases_of_the_statistics() {
+fn the_statistics_are_over_the_phases_and_the_components_apart() {
     let r = report();
     let m = &r.metrics[0];
     assert_eq!(m.metric, "page-faults per task-clock");
     let n: Vec<(&str, usize)> = m.per_phase.iter().map(|p| (p.0.as_str(), p.1)).collect();
-    assert_eq!(n, [(MAIN, 1), ("C.f(I)J", 3), ("[GC]", 2), ("[JIT compiler]", 1)]);
-    assert_eq!(m.anova.as_ref().unwrap().df, (3, 3));
+    assert_eq!(n, [(MAIN, 1), ("C.f(I)J", 3)]);
+    assert_eq!(m.anova.as_ref().unwrap().df, (1, 2));
+    let c = &r.component_metrics[0];
+    let n: Vec<(&str, usize)> = c.per_phase.iter().map(|p| (p.0.as_str(), p.1)).collect();
+    assert_eq!(n, [("[GC]", 2), ("[JIT compiler]", 1)]);
+    let j = r.to_json();
+    assert_eq!(j["metrics"][0]["phases"].as_array().unwrap().len(), 2);
+    assert_eq!(j["component_metrics"][0]["components"][0]["name"], "[GC]");
+}
+
+#[test]
+fn table5_takes_the_application_from_its_intervals_when_the_trace_has_them() {
+    // Two application threads measured per tick, from the session's start: 2000 and 600.
+    let mut t = V2 { out: two_threads() };
+    t.method(11, "[application]").thread(5, "main").thread(6, "worker");
+    t.block(5, &[(IV, 11, &[1200, 40, 1])]).block(6, &[(IV, 11, &[600, 30, 2])]).block(5, &[(IV, 11, &[2000, 50, 1])]);
+    let t = parse_binary_trace(&t.out).unwrap();
+    let g = CallGraph::build(&t).unwrap();
+    let sel = g.select_methods(&[MAIN.to_string()]);
+    let r = Report::build(&g, &sel, ReportInput::default());
+    assert_eq!((r.application.clone(), r.app_source), (vec![2600, 80, 3], AppSource::Intervals));
+    let names: Vec<&str> = r.components.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["[GC]", "[JIT compiler]"]);
+    // Outside the phases: the application's 2600 minus main's 500 (f is not a phase here).
+    let outside = r.rows.iter().find(|x| x.kind == RowKind::Outside).unwrap();
+    assert_eq!(outside.totals, [2100, 75, 2]);
+    let avg = r.rows.last().unwrap();
+    assert_eq!(avg.totals[0], 2600 + 1500 + 700);
+    let j = r.to_json();
+    assert_eq!(
+        (j["table5"]["application"].as_u64(), j["table5"]["application_from"].as_str()),
+        (Some(2600), Some("intervals"))
+    );
+    assert!(r.tables_text().contains("application: every application thread measured per tick"));
+    assert_eq!(report().app_source, AppSource::Spans);
 }
 
 #[test]

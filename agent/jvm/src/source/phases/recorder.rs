@@ -105,7 +105,7 @@ impl Recorder {
         for (i, c) in counters.iter().enumerate() {
             format::counter_name(&mut head, i as u8, c.name);
         }
-        let mut methods = [0u32; 3];
+        let mut methods = [0u32; COMPONENTS.len()];
         for (m, name) in methods.iter_mut().zip(COMPONENTS) {
             *m = ids.method().unwrap_or(u32::MAX);
             format::method_name(&mut head, *m, name);

@@ -1,10 +1,12 @@
-//! The VM's own threads as the paper's components (section 3.1.3): the process's GC, JIT
+//! Every thread of the process as one of the paper's components (section 3.1.3): the GC, JIT
 //! compiler and other VM threads, found by their kernel names (`/proc/self/task/*/comm`,
-//! classified by `hpm_resolve::component::thread_component`), each counted by a group opened
-//! with its tid and read by the writer thread every tick. A thread's interval record is
-//! written only when its first counter moved since its previous one (its first record is the
-//! baseline). The threads are listed again every second, and at most [`MAX_VM_THREADS`] are
-//! followed.
+//! classified by `hpm_resolve::component::thread_component`), and every other thread (the
+//! application's) as `[application]`, so that table 5 sets the application against the VM
+//! over the same session; the agent's own threads (`hpm-*`) are in none. Each is counted by a
+//! group opened with its tid and read by the writer thread every tick. A thread's interval
+//! record is written only when its first counter moved since its previous one (its first
+//! record is the baseline). The threads are listed again every second (a thread that lives
+//! less may be missed), and at most [`MAX_THREADS`] are followed (the others counted).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -17,20 +19,27 @@ use crate::os::TaskDir;
 use crate::perf::{CountDef, CountGroup};
 
 /// The components' method names, in the order of their ids ([`VmThreads::new`]'s `methods`).
-pub const COMPONENTS: [&str; 3] = ["[GC]", "[JIT compiler]", "[VM]"];
-/// VM threads followed at most (HotSpot runs a few dozen on a large machine).
-pub const MAX_VM_THREADS: usize = 256;
+pub const COMPONENTS: [&str; 4] = ["[GC]", "[JIT compiler]", "[VM]", "[application]"];
+/// The index of `[application]` in [`COMPONENTS`].
+pub const APPLICATION: usize = 3;
+/// Threads followed at most (HotSpot runs a few dozen of its own on a large machine; each
+/// followed thread holds one file descriptor per counter, three at most here).
+pub const MAX_THREADS: usize = 512;
 /// How often the threads are listed again.
 pub const RESCAN: Duration = Duration::from_secs(1);
 
-/// Which of [`COMPONENTS`] a thread of this kernel name is, `None` for any other thread.
+/// Which of [`COMPONENTS`] a thread of this kernel name is: the VM's by name, the agent's own
+/// (`hpm-*`) in none (`None`), every other one the application's.
 pub fn component_of(comm: &str) -> Option<usize> {
+    const VM: [&str; 4] = ["VM Thread", "VM Periodic", "Service Thread", "Monitor Deflati"];
     match hpm_resolve::component::thread_component(comm) {
         Some(VmComponent::Gc) => Some(0),
         Some(VmComponent::JitCompiler) => Some(1),
-        // HotSpot's "VM Thread" (VM operations, safepoints) and "VM Periodic Task".
-        _ if comm.starts_with("VM Thread") || comm.starts_with("VM Periodic") => Some(2),
-        _ => None,
+        // HotSpot's "VM Thread" (VM operations, safepoints), "VM Periodic Task", and its
+        // service threads.
+        _ if VM.iter().any(|p| comm.starts_with(p)) => Some(2),
+        _ if comm.starts_with("hpm-") => None,
+        _ => Some(APPLICATION),
     }
 }
 
@@ -39,6 +48,7 @@ struct VmThread {
     index: u16,
     name: String,
     method: u32,
+    component: usize,
     group: CountGroup,
     /// Counter 0 at the previous record; `None` before the first.
     last: Option<u64>,
@@ -56,7 +66,7 @@ pub struct VmThreads {
     dir: TaskDir,
     defs: Vec<CountDef>,
     /// The method ids of [`COMPONENTS`].
-    methods: [u32; 3],
+    methods: [u32; COMPONENTS.len()],
     threads: Vec<VmThread>,
     /// Tids listed before that are not followed (another kind of thread, or past the bound).
     others: HashMap<i32, ()>,
@@ -65,10 +75,12 @@ pub struct VmThreads {
     /// Groups that failed to open or to read.
     pub failures: u64,
     pub records: u64,
+    /// Threads not followed because [`MAX_THREADS`] were.
+    pub past_bound: u64,
 }
 
 impl VmThreads {
-    pub fn new(defs: Vec<CountDef>, methods: [u32; 3]) -> std::io::Result<VmThreads> {
+    pub fn new(defs: Vec<CountDef>, methods: [u32; COMPONENTS.len()]) -> std::io::Result<VmThreads> {
         Ok(VmThreads {
             dir: TaskDir::open()?,
             defs,
@@ -79,11 +91,17 @@ impl VmThreads {
             last_scan: None,
             failures: 0,
             records: 0,
+            past_bound: 0,
         })
     }
 
     pub fn followed(&self) -> usize {
         self.threads.len()
+    }
+
+    /// Of the threads followed, the application's.
+    pub fn application(&self) -> usize {
+        self.threads.iter().filter(|t| t.component == APPLICATION).count()
     }
 
     /// Lists the threads again when [`RESCAN`] went by, reads every followed thread's
@@ -128,7 +146,8 @@ impl VmThreads {
                 continue;
             }
             self.others.insert(tid, ());
-            if self.threads.len() >= MAX_VM_THREADS {
+            if self.threads.len() >= MAX_THREADS {
+                self.past_bound += 1;
                 continue;
             }
             let Ok(comm) = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")) else { continue };
@@ -140,7 +159,15 @@ impl VmThreads {
             };
             let Some(index) = ids.thread() else { continue };
             self.others.remove(&tid);
-            self.threads.push(VmThread { tid, index, name, method: self.methods[component], group, last: None });
+            self.threads.push(VmThread {
+                tid,
+                index,
+                name,
+                method: self.methods[component],
+                component,
+                group,
+                last: None,
+            });
         }
     }
 }
@@ -157,9 +184,13 @@ mod tests {
         assert_eq!(component_of("C1 CompilerThre"), Some(1));
         assert_eq!(component_of("VM Thread"), Some(2));
         assert_eq!(component_of("VM Periodic Tas"), Some(2));
-        assert_eq!(component_of("main"), None);
+        assert_eq!(component_of("Service Thread"), Some(2));
+        assert_eq!(component_of("main"), Some(APPLICATION));
+        assert_eq!(component_of("java"), Some(APPLICATION));
+        assert_eq!(component_of("pool-1-thread-1"), Some(APPLICATION));
         assert_eq!(component_of("hpm-phases"), None);
-        assert_eq!(COMPONENTS.len(), 3);
+        assert_eq!(component_of("hpm-sampler"), None);
+        assert_eq!(COMPONENTS[APPLICATION], "[application]");
     }
 
     #[test]
@@ -181,15 +212,17 @@ mod tests {
         ready_rx.recv().unwrap();
         let ids = Ids::default();
         let defs = crate::perf::SOFTWARE_COUNTS.to_vec();
-        let Ok(mut vm) = VmThreads::new(defs, [0, 1, 2]) else { return };
+        let Ok(mut vm) = VmThreads::new(defs, [0, 1, 2, 3]) else { return };
         let mut seen = Vec::new();
         vm.tick(Instant::now(), &ids, &mut |i| seen.push((i.name.to_string(), i.record[0], i.record[1])));
+        // Only the GC-named thread here: the test harness's threads are the application's.
+        seen.retain(|s| s.0 == "GC Thread#9");
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         h.join().unwrap();
         if vm.failures > 0 && seen.is_empty() {
             return; // perf_event_open refused here (no perf in this sandbox): nothing to check
         }
-        assert_eq!(vm.followed(), 1, "{seen:?}");
+        assert_eq!(vm.followed() - vm.application(), 1, "{seen:?}");
         assert_eq!(seen, vec![("GC Thread#9".to_string(), TAG_INTERVAL | 3, 0)]);
     }
 }

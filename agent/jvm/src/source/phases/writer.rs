@@ -1,6 +1,6 @@
 //! The writer thread (`hpm-phases`): drains the threads' buffers into the trace in the order
 //! they come, each as a thread block, with every name record before the first block that uses
-//! it; every [`TICK`] it reads the VM threads' counters ([`super::vmthreads`]). It stops
+//! it; every [`TICK`] it reads every thread's counters ([`super::vmthreads`]). It stops
 //! writing past the trace's byte bound, and after a write error (the trace cut back to its last
 //! whole block), counting what it drops; it gives every buffer back whatever happens, so that
 //! no probe waits forever. A panic in the writer is caught: the trace is cut back to its last
@@ -18,7 +18,7 @@ use hpm_profile::analysis::phases_format::{self as format, block_header};
 use super::probe::{Ids, ToWriter};
 use super::vmthreads::VmThreads;
 
-/// How often the VM threads are read.
+/// How often the threads' counters are read for the components' intervals.
 pub const TICK: Duration = Duration::from_millis(50);
 
 /// Where the trace goes: the `.part` file renamed into place at the end, or memory in tests.
@@ -249,10 +249,20 @@ impl Writer {
         ));
         if let Some(vm) = &self.vm {
             lines.push(format!(
-                "phases: {} VM threads followed, {} interval records{}",
+                "phases: {} threads followed per tick ({} of the application), {} interval records{}{}",
                 vm.followed(),
+                vm.application(),
                 vm.records,
-                if vm.failures > 0 { format!(" ({} counter groups failed)", vm.failures) } else { String::new() }
+                if vm.failures > 0 { format!(" ({} counter groups failed)", vm.failures) } else { String::new() },
+                if vm.past_bound > 0 {
+                    format!(
+                        " ({} threads past the bound of {} not measured)",
+                        vm.past_bound,
+                        super::vmthreads::MAX_THREADS
+                    )
+                } else {
+                    String::new()
+                }
             ));
         }
         if s.full_records > 0 || s.full_names > 0 {
