@@ -635,7 +635,7 @@ pub fn help_text() -> String {
          \x20 service=NAME      push: service.name / Pyroscope's application (default: $OTEL_SERVICE_NAME, else the\n\
          \x20                   main class or jar)\n\
          \x20 labels=K=V;K2=V2  pushformat=pyroscope: the application's labels\n\
-         \x20 phases=TRACE      method-level phases: application methods over 50 bytecodes or with a loop\n\
+         \x20 phases=TRACE      method-level phases: application methods over 50 bytes of bytecode or with a loop\n\
          \x20                   instrumented (hpm-phases.jar, from the class file load hook), their enter and exit\n\
          \x20                   with the thread's counters written to TRACE (%p, %t expanded), beside the sampling\n\
          \x20 select=FILE       phases: instrument exactly the methods of FILE (from hpm phases TRACE --out FILE)\n\

@@ -455,8 +455,34 @@ impl Retransformed {
 /// loader's, modifiable, outside [`EXCLUDED_PACKAGES`]), [`RETRANSFORM_BATCH`] at a time; a
 /// batch the JVM refuses is retried class by class, and the classes it refuses counted.
 /// `done` is called with each class retransformed (its methods are new `Method`s now).
-pub fn retransform_loaded(jvmti: &Jvmti, jni: *mut JNIEnv, done: impl FnMut(jclass)) -> Result<Retransformed, String> {
-    retransform_where(jvmti, jni, |_| true, done)
+pub fn retransform_loaded(
+    jvmti: &Jvmti,
+    jni: *mut JNIEnv,
+    selected: Option<&[String]>,
+    done: impl FnMut(jclass),
+) -> Result<Retransformed, String> {
+    match selected {
+        // Step 3: only the classes of the selected methods. Retransforming a class discards
+        // its compiled code even when the rewriter leaves it as it was, so touching every
+        // class would make the JIT compile the whole application again at each start.
+        Some(methods) => {
+            let classes = selected_classes(methods);
+            retransform_where(jvmti, jni, |name| classes.contains(name), done)
+        }
+        None => retransform_where(jvmti, jni, |_| true, done),
+    }
+}
+
+/// The internal names (`a/b/C`) of the classes declaring `methods`, named as phase files
+/// name them (`a.b.C.method(descriptor)`).
+fn selected_classes(methods: &[String]) -> std::collections::HashSet<Vec<u8>> {
+    methods
+        .iter()
+        .filter_map(|m| {
+            let head = &m[..m.find('(')?];
+            Some(head[..head.rfind('.')?].replace('.', "/").into_bytes())
+        })
+        .collect()
 }
 
 /// With the hook off ([`disable`]), retransforms the classes the hook changed since
@@ -477,6 +503,7 @@ pub fn restore_changed(jvmti: &Jvmti, jni: *mut JNIEnv, done: impl FnMut(jclass)
 }
 
 /// [`retransform_loaded`] of the classes whose internal name (`a/b/C`) `chosen` accepts.
+/// (`chosen` is given bytes, so a set of names is looked up without a copy per class.)
 fn retransform_where(
     jvmti: &Jvmti,
     jni: *mut JNIEnv,
@@ -533,6 +560,14 @@ fn internal_name(sig: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_3_retransforms_the_classes_of_the_selected_methods_only() {
+        let m = ["a.b.C.run()V".to_string(), "a.b.C$In.f(I)J".to_string(), "Top.g()V".to_string(), "bad".into()];
+        let mut got: Vec<String> = selected_classes(&m).into_iter().map(|b| String::from_utf8(b).unwrap()).collect();
+        got.sort();
+        assert_eq!(got, ["Top", "a/b/C", "a/b/C$In"]);
+    }
 
     #[test]
     fn the_jdk_hpm_and_arrays_are_not_retransformed() {

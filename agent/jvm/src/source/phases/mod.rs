@@ -230,7 +230,8 @@ impl PhasesSource {
             self.say(&[format!("phases: {modules} application modules made to read the probes' module")]);
         }
         hook::enable(&self.jvmti)?;
-        let retransformed = hook::retransform_loaded(&self.jvmti, jni, |c| self.name_methods(c))?;
+        let retransformed =
+            hook::retransform_loaded(&self.jvmti, jni, self.setup.selected.as_deref(), |c| self.name_methods(c))?;
         self.name_running_old_versions(jni);
         java.set_on(jni, true)?;
         Ok(retransformed)
