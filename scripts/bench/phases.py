@@ -26,7 +26,7 @@ over the wall time of its iterations.
 Run as `python3 scripts/bench phases [OPTIONS]` from the repository:
 
     bench phases                     h2, xalan, lucene; 2 runs (about 20 min on 2 cores)
-    bench phases --quick             h2 with 2 clients x 100 transactions, 1 run (checks the harness)
+    bench phases --quick             h2 with 2 clients x 100 transactions, 1 run (about a minute of JVMs: checks the harness)
 
 Results in OUT (default target/bench-results/phases-<UTC time>): phases.md (the tables),
 iterations.csv (one row per measured iteration), each workload's phase file, Table JSON and SVG,
@@ -61,6 +61,9 @@ def parse_args(argv):
     ap.add_argument("--span1", type=int, default=2, help="step 1: iterations per turn (default 2; a P1 iteration "
                     "takes 10-15 s and writes ~0.5 GB)")
     ap.add_argument("--span", type=int, default=4, help="step 3: iterations per turn (default 4)")
+    ap.add_argument("--drop", type=int, help="iterations dropped at the start of every turn, every cell's "
+                    "(default 1 when a turn lasts more than one, else 0): a session's start retransforms the "
+                    "loaded classes, and their code is compiled again over the next iterations")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--interval", default="10ms", help="the sampling of S, P1 and P3")
     ap.add_argument("--weights", default="1,2,5,10,20", help="step 2's grid of theta_weight, percent")
@@ -71,7 +74,7 @@ def parse_args(argv):
     ap.add_argument("--keep-traces", action="store_true")
     ap.add_argument("--java", default="java")
     ap.add_argument("--out")
-    ap.add_argument("--quick", action="store_true", help="seconds-long: h2 at 2 clients x 100 transactions, 1 run")
+    ap.add_argument("--quick", action="store_true", help="h2 at 2 clients x 100 transactions, 1 run (about a minute of JVMs: checks the harness)")
     a = ap.parse_args(argv)
     if a.quick:
         a.workloads, a.runs, a.blocks, a.span1, a.span, a.warmup = "h2", 1, 1, 1, 2, 2
@@ -81,6 +84,8 @@ def parse_args(argv):
         sys.exit("bench-phases: --workload-args needs exactly one workload")
     if min(a.span1, a.span, a.runs, a.blocks) < 1:
         sys.exit("bench-phases: --span1, --span, --runs and --blocks must be at least 1")
+    if a.drop is not None and not 0 <= a.drop < min(a.span1, a.span):
+        sys.exit("bench-phases: --drop must leave an iteration of every turn: below --span1 and --span")
     a.grid = sorted(((float(w), float(g)) for w in a.weights.split(",") for g in a.grains.split(",")),
                     key=lambda wg: (wg[0] * wg[1], wg[0]))
     # paired.run_jvm's settings: the heap fixed and collected before each measured iteration.
@@ -100,13 +105,14 @@ def turns(its, cell, span):
     return [mine[k:k + span] for k in range(0, len(mine), span)]
 
 
-def steady(its, span):
-    """Every turn's iterations but its first when turns last more than one (start and stop
-    costs fall on the first), by cell: {cell: [(wall, cpu)]}."""
+def steady(its, span, drop=None):
+    """Every turn's iterations but its first `drop` (default: 1 when turns last more than one;
+    start and stop costs fall on the first), by cell: {cell: [(wall, cpu)]}."""
+    drop = (1 if span > 1 else 0) if drop is None else drop
     out = {}
     for cell in {x[1] for x in its}:
         for t in turns(its, cell, span):
-            out.setdefault(cell, []).extend(x[2:] for x in (t[1:] if span > 1 else t))
+            out.setdefault(cell, []).extend(x[2:] for x in t[drop:])
     return out
 
 
@@ -210,7 +216,7 @@ def workload(a, agent, hpm, cp, w, csvw):
         its, d = rotation(a, agent, cp, w, "step1", r, {"S": base + ",file={dir}/s-%n.jfr",
                                                         "P1": base + ",file={dir}/p1-%n.jfr,phases={dir}/p1-%n.hpmtrace"},
                           a.span1, csvw)
-        by = steady(its, a.span1)
+        by = steady(its, a.span1, a.drop)
         s1["S/off"].append(overhead(by["S"], by["off"]))
         s1["P1/off"].append(overhead(by["P1"], by["off"]))
         s1["P1/S"].append(overhead(by["P1"], by["S"]))
@@ -242,7 +248,7 @@ def workload(a, agent, hpm, cp, w, csvw):
         its, d = rotation(a, agent, cp, w, "step3", r, {"S": base + ",file={dir}/s-%n.jfr",
                                                         "P3": base + ",file={dir}/p3-%n.jfr,phases={dir}/p3-%n.hpmtrace,"
                                                         f"select={phase_file}"}, a.span, csvw)
-        by = steady(its, a.span)
+        by = steady(its, a.span, a.drop)
         s3["S/off"].append(overhead(by["S"], by["off"]))
         s3["P3/off"].append(overhead(by["P3"], by["off"]))
         s3["P3/S"].append(overhead(by["P3"], by["S"]))
@@ -258,7 +264,8 @@ def workload(a, agent, hpm, cp, w, csvw):
     return "\n".join([
         f"### {w.name}", "",
         f"Step 1 (heuristic) against step 3 ({a.runs} JVMs each; median over JVMs, quartiles; each turn's first "
-        f"iteration dropped when a turn lasts more than one):", "",
+        f"{'iteration' if a.drop is None else f'{a.drop} iterations'} dropped"
+        f"{' when a turn lasts more than one' if a.drop is None else ''}):", "",
         "| | S vs off, CPU | P vs off, CPU | P vs S, CPU | P vs S, wall | trace MB per turn | trace MB/s |",
         "|---|---|---|---|---|---|---|",
         f"| step 1 (span {a.span1}) | {pctq([o['cpu'] for o in s1['S/off']])} | {pctq([o['cpu'] for o in s1['P1/off']])} "

@@ -44,6 +44,9 @@ class Turns(unittest.TestCase):
         self.assertEqual(by["P"], [(60.0, 6.0), (80.0, 8.0)])
         self.assertEqual(by["off"], [(20.0, 2.0), (120.0, 12.0)])
 
+    def test_steady_drops_as_many_as_asked(self):
+        self.assertEqual(steady(self.ITS, 2, 0)["P"], [(50.0, 5.0), (60.0, 6.0), (70.0, 7.0), (80.0, 8.0)])
+
     def test_steady_keeps_everything_with_turns_of_one(self):
         self.assertEqual(len(steady(self.ITS, 1)["S"]), 4)
 
