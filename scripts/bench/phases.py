@@ -61,8 +61,8 @@ def parse_args(argv):
     ap.add_argument("--span1", type=int, default=2, help="step 1: iterations per turn (default 2; a P1 iteration "
                     "takes 10-15 s and writes ~0.5 GB)")
     ap.add_argument("--span", type=int, default=4, help="step 3: iterations per turn (default 4)")
-    ap.add_argument("--drop", type=int, help="iterations dropped at the start of every turn, every cell's "
-                    "(default 1 when a turn lasts more than one, else 0): a session's start retransforms the "
+    ap.add_argument("--drop", type=int, help="step 3: iterations dropped at the start of every turn, every cell's "
+                    "(default 1 when a turn lasts more than one, else 0; step 1 drops 1 when --span1 is above 1): a session's start retransforms the "
                     "loaded classes, and their code is compiled again over the next iterations")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--interval", default="10ms", help="the sampling of S, P1 and P3")
@@ -84,8 +84,8 @@ def parse_args(argv):
         sys.exit("bench-phases: --workload-args needs exactly one workload")
     if min(a.span1, a.span, a.runs, a.blocks) < 1:
         sys.exit("bench-phases: --span1, --span, --runs and --blocks must be at least 1")
-    if a.drop is not None and not 0 <= a.drop < min(a.span1, a.span):
-        sys.exit("bench-phases: --drop must leave an iteration of every turn: below --span1 and --span")
+    if a.drop is not None and not 0 <= a.drop < a.span:
+        sys.exit("bench-phases: --drop must leave an iteration of every turn: below --span")
     a.grid = sorted(((float(w), float(g)) for w in a.weights.split(",") for g in a.grains.split(",")),
                     key=lambda wg: (wg[0] * wg[1], wg[0]))
     # paired.run_jvm's settings: the heap fixed and collected before each measured iteration.
@@ -216,7 +216,7 @@ def workload(a, agent, hpm, cp, w, csvw):
         its, d = rotation(a, agent, cp, w, "step1", r, {"S": base + ",file={dir}/s-%n.jfr",
                                                         "P1": base + ",file={dir}/p1-%n.jfr,phases={dir}/p1-%n.hpmtrace"},
                           a.span1, csvw)
-        by = steady(its, a.span1, a.drop)
+        by = steady(its, a.span1)
         s1["S/off"].append(overhead(by["S"], by["off"]))
         s1["P1/off"].append(overhead(by["P1"], by["off"]))
         s1["P1/S"].append(overhead(by["P1"], by["S"]))
@@ -264,8 +264,8 @@ def workload(a, agent, hpm, cp, w, csvw):
     return "\n".join([
         f"### {w.name}", "",
         f"Step 1 (heuristic) against step 3 ({a.runs} JVMs each; median over JVMs, quartiles; each turn's first "
-        f"{'iteration' if a.drop is None else f'{a.drop} iterations'} dropped"
-        f"{' when a turn lasts more than one' if a.drop is None else ''}):", "",
+        f"iteration dropped when a turn lasts more than one"
+        f"{'' if a.drop is None else f', in step 3 its first {a.drop}'}):", "",
         "| | S vs off, CPU | P vs off, CPU | P vs S, CPU | P vs S, wall | trace MB per turn | trace MB/s |",
         "|---|---|---|---|---|---|---|",
         f"| step 1 (span {a.span1}) | {pctq([o['cpu'] for o in s1['S/off']])} | {pctq([o['cpu'] for o in s1['P1/off']])} "
