@@ -37,6 +37,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,10 @@ from .paired import run_jvm
 from .stats import overhead, quartiles
 from .workloads import BY_NAME, compile_drivers, fetch
 
+# The agent's summary of each phases session: "phases: 385025 records in 794 blocks, ..." and
+# "phases: 5 threads traced; 475 ns per probe here (read(2))".
+RECORDS = re.compile(r"phases: (\d+) records in ")
+PROBE_NS = re.compile(r"threads traced; (\d+) ns per probe here")
 # The thresholds near zero of step 2's one listing pass (percent): every method with time.
 LIST_ALL = "1e-9"
 
@@ -118,7 +123,7 @@ def steady(its, span, drop=None):
 
 def rotation(a, agent, cp, w, step, r, cells, span, csvw):
     """One JVM taking turns between off and `cells` ({name: options}, `%n` the session's index).
-    Returns (iterations, workdir)."""
+    Returns (iterations, workdir, the JVM's stderr)."""
     workdir = os.path.join(a.out, "runs", w.name, step, str(r))
     os.makedirs(workdir, exist_ok=True)
     names = list(cells)
@@ -126,12 +131,22 @@ def rotation(a, agent, cp, w, step, r, cells, span, csvw):
              f"-Dhpm.bench.seed={r}", f"-Dhpm.bench.span={span}"]
     b = argparse.Namespace(**vars(a))
     b.iterations = a.warmup + a.blocks * 2 * (len(names) + 1) * span
-    _, its, err = run_jvm(b, agent, cp, w, workdir, [], props, lambda c: c)
+    res, its, err = run_jvm(b, agent, cp, w, workdir, [], props, lambda c: c)
     if err:
         sys.exit(f"bench-phases: {w.name} {step} run {r}: {err} (see {workdir}/stderr.txt)")
     for it, cell, wall, cpu in its:
         csvw.writerow([w.name, step, r, it, cell, wall, cpu])
-    return its, workdir
+    return its, workdir, res.err
+
+
+def probe_share(stderr, its, cell, span):
+    """The probes' own CPU (records x the agent's measured ns per probe) over the cell's CPU, per
+    session, from the agent's summaries in session order; [] when it printed none."""
+    records, ns = [int(x) for x in RECORDS.findall(stderr)], [int(x) for x in PROBE_NS.findall(stderr)]
+    cpu = [sum(x[3] for x in t) for t in turns(its, cell, span)]
+    if not (len(records) == len(ns) == len(cpu)):
+        return []
+    return [r * n / 1e6 / c for r, n, c in zip(records, ns, cpu) if c > 0]
 
 
 def trace_rates(its, cell, span, workdir, prefix):
@@ -169,6 +184,11 @@ def choose(a, listing):
         if len(chosen) >= 2 and est < a.budget / 100:
             return wt, gr, len(chosen), est
     return None
+
+
+def share(xs):
+    """The median of per-session fractions as a percentage, `-` for none."""
+    return f"{statistics.median(xs) * 100:.1f}%" if xs else "-"
 
 
 def num(x, fmt="{:.3g}"):
@@ -211,9 +231,9 @@ def workload(a, agent, hpm, cp, w, csvw):
     base = f"interval={a.interval}"
     # Step 1.
     s1 = {"S/off": [], "P1/off": [], "P1/S": []}
-    rate1, size1, keep1 = [], [], None
+    rate1, size1, keep1, probes1 = [], [], None, []
     for r in range(a.runs):
-        its, d = rotation(a, agent, cp, w, "step1", r, {"S": base + ",file={dir}/s-%n.jfr",
+        its, d, err = rotation(a, agent, cp, w, "step1", r, {"S": base + ",file={dir}/s-%n.jfr",
                                                         "P1": base + ",file={dir}/p1-%n.jfr,phases={dir}/p1-%n.hpmtrace"},
                           a.span1, csvw)
         by = steady(its, a.span1)
@@ -222,6 +242,7 @@ def workload(a, agent, hpm, cp, w, csvw):
         s1["P1/S"].append(overhead(by["P1"], by["S"]))
         sizes, rates = trace_rates(its, "P1", a.span1, d, "p1")
         size1 += sizes
+        probes1 += probe_share(err, its, "P1", a.span1)
         rate1 += rates
         keep1 = keep1 or os.path.join(d, "p1-0.hpmtrace")
         print(f"bench-phases: {w.name} step 1 run {r + 1}/{a.runs}: P1/S CPU {s1['P1/S'][-1]['cpu'] * 100:+.0f}%, "
@@ -243,9 +264,9 @@ def workload(a, agent, hpm, cp, w, csvw):
           f"estimated overhead {est * 100:.3f}%", flush=True)
     # Step 3.
     s3 = {"S/off": [], "P3/off": [], "P3/S": []}
-    rate3, size3, keep3 = [], [], None
+    rate3, size3, keep3, probes3 = [], [], None, []
     for r in range(a.runs):
-        its, d = rotation(a, agent, cp, w, "step3", r, {"S": base + ",file={dir}/s-%n.jfr",
+        its, d, err = rotation(a, agent, cp, w, "step3", r, {"S": base + ",file={dir}/s-%n.jfr",
                                                         "P3": base + ",file={dir}/p3-%n.jfr,phases={dir}/p3-%n.hpmtrace,"
                                                         f"select={phase_file}"}, a.span, csvw)
         by = steady(its, a.span, a.drop)
@@ -254,6 +275,7 @@ def workload(a, agent, hpm, cp, w, csvw):
         s3["P3/S"].append(overhead(by["P3"], by["S"]))
         sizes, rates = trace_rates(its, "P3", a.span, d, "p3")
         size3 += sizes
+        probes3 += probe_share(err, its, "P3", a.span)
         rate3 += rates
         keep3 = keep3 or os.path.join(d, "p3-0.hpmtrace")
         print(f"bench-phases: {w.name} step 3 run {r + 1}/{a.runs}: P3/S CPU {s3['P3/S'][-1]['cpu'] * 100:+.2f}%", flush=True)
@@ -266,13 +288,14 @@ def workload(a, agent, hpm, cp, w, csvw):
         f"Step 1 (heuristic) against step 3 ({a.runs} JVMs each; median over JVMs, quartiles; each turn's first "
         f"iteration dropped when a turn lasts more than one"
         f"{'' if a.drop is None else f', in step 3 its first {a.drop}'}):", "",
-        "| | S vs off, CPU | P vs off, CPU | P vs S, CPU | P vs S, wall | trace MB per turn | trace MB/s |",
-        "|---|---|---|---|---|---|---|",
+        "| | S vs off, CPU | P vs off, CPU | P vs S, CPU | P vs S, wall | probes' own CPU, of P's | trace MB per turn "
+        "| trace MB/s |",
+        "|---|---|---|---|---|---|---|---|",
         f"| step 1 (span {a.span1}) | {pctq([o['cpu'] for o in s1['S/off']])} | {pctq([o['cpu'] for o in s1['P1/off']])} "
-        f"| {pctq([o['cpu'] for o in s1['P1/S']])} | {pctq([o['wall'] for o in s1['P1/S']])} "
+        f"| {pctq([o['cpu'] for o in s1['P1/S']])} | {pctq([o['wall'] for o in s1['P1/S']])} | {share(probes1)} "
         f"| {statistics.median(size1) / 1e6:,.1f} | {statistics.median(rate1) / 1e6:,.1f} |",
         f"| step 3 (span {a.span}) | {pctq([o['cpu'] for o in s3['S/off']])} | {pctq([o['cpu'] for o in s3['P3/off']])} "
-        f"| {pctq([o['cpu'] for o in s3['P3/S']])} | {pctq([o['wall'] for o in s3['P3/S']])} "
+        f"| {pctq([o['cpu'] for o in s3['P3/S']])} | {pctq([o['wall'] for o in s3['P3/S']])} | {share(probes3)} "
         f"| {statistics.median(size3) / 1e6:,.3f} | {statistics.median(rate3) / 1e6:,.3f} |", "",
         "Table 3's row (thresholds from step 2's grid: the first with 2 phases or more under "
         f"{a.budget:g}% estimated):", "",

@@ -2,7 +2,7 @@
 rotation (run by scripts/test.sh: `python3 -m unittest discover -s scripts/bench -t scripts`)."""
 import unittest
 
-from bench.phases import choose, parse_args, steady, turns
+from bench.phases import choose, parse_args, probe_share, steady, turns
 
 
 def listing(all_invocations, *phases):
@@ -49,6 +49,18 @@ class Turns(unittest.TestCase):
 
     def test_steady_keeps_everything_with_turns_of_one(self):
         self.assertEqual(len(steady(self.ITS, 1)["S"]), 4)
+
+
+class ProbeShare(unittest.TestCase):
+    ERR = ("hpm: phases: 1000000 records in 10 blocks, 1 bytes written\nhpm: phases: 5 threads traced; 500 ns per probe here (read(2))\n"
+           "hpm: phases: 2000000 records in 10 blocks, 1 bytes written\nhpm: phases: 5 threads traced; 250 ns per probe here (read(2))\n")
+
+    def test_records_times_ns_over_each_sessions_cpu(self):
+        # P's turns: CPU 5 + 6 = 11 ms and 7 + 8 = 15 ms; probes 500 ms each.
+        self.assertEqual(probe_share(self.ERR, Turns.ITS, "P", 2), [500 / 11, 500 / 15])
+
+    def test_summaries_not_matching_the_sessions_give_nothing(self):
+        self.assertEqual(probe_share(self.ERR, Turns.ITS, "P", 1), [])
 
 
 if __name__ == "__main__":
