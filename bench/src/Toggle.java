@@ -30,7 +30,8 @@ import io.github.hpm.Hpm;
  * With -Dhpm.bench.span=K every turn (off or a cell) lasts K iterations, and a cell's session
  * is started before the first of them and stopped after the last: a session then lives long
  * enough for what happens on a timer inside it (a push every `chunk=` period) to fall into
- * timed iterations, not only into the stop outside them.
+ * timed iterations, not only into the stop outside them. In an hpm cell's options `%n` is the
+ * number of sessions the cell started before (0, 1, ...): each turn's files apart.
  */
 final class Toggle {
     private final Hpm hpm;
@@ -304,11 +305,15 @@ final class Toggle {
         of(cell).stop();
     }
 
+    /** Sessions this cell started so far: `%n` in its options (hpm's) becomes this number, so
+     *  each turn writes its own files (the agent's `%t` changes only once a second). */
+    private int sessions;
+
     private void start() {
         if (perfCtl != null) {
             perf("enable");
         } else if (hpm != null) {
-            hpm.start(options);
+            hpm.start(options.replace("%n", Integer.toString(sessions++)));
         } else {
             asyncProfiler(options);
         }

@@ -21,6 +21,7 @@ COMMANDS = {
     "attribute": ("attribute", "where a same-JVM run's CPU went, by thread group and code (perf record)"),
     "chain-table": ("chain_table", "the caller-chain statistics (Inoue & Nakatani's Table 1) of a paired run"),
     "push": ("push", "the push to a collector: overhead paired in one JVM, bytes per period against async-profiler, memory while it is down"),
+    "phases": ("phases", "method-level phases: step 1 and step 3 overhead paired in one JVM, thresholds, Tables 3, 5, 6"),
     "divergence": ("divergence", "frames a collapsed profile's stacks have above the paths the others share"),
 }
 
