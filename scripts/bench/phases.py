@@ -5,7 +5,7 @@ Per workload, two JVMs per run, each taking turns (bench paired's rotation, benc
 blocks off, cells, cells reversed, off, the cells' order shuffled per block):
 
 step 1   off, S (`interval=10ms`: sampling alone), P1 (`interval=10ms,phases=TRACE`: the size
-         heuristic, more than 50 bytecodes or a loop). Each turn lasts --span1 iterations, one
+         heuristic, more than 50 bytes of bytecode or a loop). Each turn lasts --span1 iterations, one
          session, its own trace. Step 1's overhead: P1's iterations over S's (the instrumentation
          beside the same sampling), and each over off's.
 step 2   `hpm phases` on run 0's first P1 trace: one pass at thresholds near zero lists every
