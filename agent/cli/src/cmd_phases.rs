@@ -224,8 +224,12 @@ pub fn main(a: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// What the call graph closed or skipped to stay balanced, when it did.
+/// What the call graph closed or skipped to stay balanced, when it did, and what the agent
+/// said it could not record.
 fn print_repairs(graph: &CallGraph) {
+    for n in &graph.trace.notes {
+        println!("the trace is not whole: {}", hpm_profile::text::terminal_safe(n));
+    }
     if graph.unclosed > 0 || graph.early_exits > 0 || graph.repaired > 0 {
         println!(
             "unclosed invocations: {} (closed at their thread's last event), exits of methods not open: {} \

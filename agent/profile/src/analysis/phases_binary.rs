@@ -217,6 +217,12 @@ pub fn parse_binary_trace(bytes: &[u8]) -> Result<Trace, Fail> {
         let (ty, n) = (tag >> 4, (tag & 0xF) as usize);
         match (version, ty) {
             (_, 8..=0xA) => st.name_record(&mut r, ty, at)?,
+            (2, 0xC) => {
+                let note = r.name().ok_or_else(|| at.cut("note"))?.map_err(|m| (at.record, m))?;
+                if st.t.notes.len() < fmt::MAX_NOTES {
+                    st.t.notes.push(note);
+                }
+            }
             (1, 1..=3) => {
                 let thread = r.u16().ok_or_else(|| at.cut("thread"))?;
                 st.thread_record(&mut r, ty, n, thread, at)?;

@@ -11,6 +11,7 @@
 //! | `0x90` thread name | u16 thread, u16 length, UTF-8 name |
 //! | `0xA0` counter name | u8 column, u16 length, UTF-8 name |
 //! | `0xB0` thread block | u16 thread, u32 byte length, then that many bytes of the thread's records |
+//! | `0xC0` note | u16 length, UTF-8 text: what the agent could not record (records dropped, threads not traced), written last |
 //!
 //! Inside a thread block, the paper's section 3.1.2 records (1-byte tag whose low nibble is the
 //! number of counters n, 1 to 4; a 4-byte method id; 8 bytes per counter):
@@ -42,6 +43,9 @@ pub const TAG_METHOD_NAME: u8 = 0x80;
 pub const TAG_THREAD_NAME: u8 = 0x90;
 pub const TAG_COUNTER_NAME: u8 = 0xA0;
 pub const TAG_THREAD_BLOCK: u8 = 0xB0;
+pub const TAG_NOTE: u8 = 0xC0;
+/// Notes a reader keeps (a trace has a handful: one per drop reason).
+pub const MAX_NOTES: usize = 64;
 
 /// Counters a record holds at most (the low nibble; the paper's four).
 pub const MAX_COUNTERS: usize = 4;
@@ -122,6 +126,12 @@ pub fn counter_name(out: &mut Vec<u8>, column: u8, name: &str) {
     out.push(TAG_COUNTER_NAME);
     out.push(column);
     push_name(out, name);
+}
+
+/// Appends a note record: one line on what the agent could not record.
+pub fn note(out: &mut Vec<u8>, text: &str) {
+    out.push(TAG_NOTE);
+    push_name(out, text);
 }
 
 /// Methods a phase file may select.

@@ -154,6 +154,8 @@ pub struct Report {
     pub component_metrics: Vec<MetricSummary>,
     pub unclosed: usize,
     pub early_exits: usize,
+    /// What the agent said it could not record (the trace's notes).
+    pub notes: Vec<String>,
     pub repaired: usize,
 }
 
@@ -250,6 +252,7 @@ impl Report {
             component_metrics,
             unclosed: graph.unclosed,
             early_exits: graph.early_exits,
+            notes: graph.trace.notes.clone(),
             repaired: graph.repaired,
         }
     }
@@ -387,6 +390,7 @@ impl Report {
             "component_metrics": component_metrics,
             "unclosed": self.unclosed,
             "early_exits": self.early_exits,
+            "notes": self.notes,
             "repaired": self.repaired,
         })
     }

@@ -52,6 +52,9 @@ pub struct Trace {
     pub components: Vec<String>,
     /// The VM threads' intervals, apart from the enter/exit events.
     pub intervals: Vec<VmInterval>,
+    /// What the agent said it could not record (version 2's note records), at most
+    /// [`super::phases_format::MAX_NOTES`].
+    pub notes: Vec<String>,
     /// Counter values, `counters.len()` per interval.
     pub(super) interval_values: Vec<u64>,
 }

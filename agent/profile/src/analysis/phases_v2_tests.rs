@@ -232,3 +232,18 @@ fn records_carry_the_record_number_across_blocks() {
     assert_eq!(tr.events.iter().map(|e| e.line).collect::<Vec<_>>(), [3, 5]);
     assert_eq!(CallGraph::build(&tr).unwrap_err().0, 5);
 }
+
+#[test]
+fn notes_say_what_the_agent_could_not_record_and_are_bounded() {
+    let mut t = V2::new(&["task-clock"]);
+    t.method(1, "A.run()V").block(1, &[(EN, 1, &[10]), (EX, 1, &[30])]);
+    for i in 0..fmt::MAX_NOTES + 5 {
+        fmt::note(&mut t.out, &format!("{i} records not written"));
+    }
+    let tr = parse_binary_trace(&t.out).unwrap();
+    assert_eq!(tr.notes.len(), fmt::MAX_NOTES);
+    assert_eq!(tr.notes[0], "0 records not written");
+    // Cut inside a note: refused with its place, as any record.
+    let cut = &t.out[..t.out.len() - 3];
+    assert!(err(cut).contains("note"), "{}", err(cut));
+}

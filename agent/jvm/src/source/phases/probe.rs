@@ -32,6 +32,8 @@ pub enum ToWriter {
     Method(u32, String),
     /// A thread's full (or last) buffer.
     Block(Block),
+    /// A line on what the probes could not record, written into the trace at its end.
+    Note(String),
     /// Write what is left, close the trace, answer with the summary lines.
     Stop(Sender<Vec<String>>),
     /// The session failed to start: remove the trace, answer when it is gone.

@@ -194,6 +194,12 @@ impl Recorder {
         for t in &threads {
             t.finish(&sh.tx, &sh.stats);
         }
+        // What the probes could not record goes into the trace too (the first line is the
+        // cost; waits lose nothing).
+        let probe_lines = self.probe_lines();
+        for l in probe_lines.iter().skip(1).filter(|l| !l.contains("waited for the writer")) {
+            let _ = sh.tx.send(ToWriter::Note(l.trim_start_matches("phases: ").to_string()));
+        }
         let (reply_tx, reply_rx) = channel();
         let msg = if keep { ToWriter::Stop(reply_tx) } else { ToWriter::Abandon(reply_tx) };
         let mut lines = match sh.tx.send(msg).ok().and_then(|_| reply_rx.recv_timeout(STOP_WAIT).ok()) {
@@ -205,7 +211,7 @@ impl Recorder {
             }
             None => vec![format!("phases: the writer did not close the trace within {}s", STOP_WAIT.as_secs())],
         };
-        lines.extend(self.probe_lines());
+        lines.extend(probe_lines);
         lines
     }
 

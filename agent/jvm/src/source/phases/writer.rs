@@ -74,6 +74,8 @@ pub struct Writer {
     /// Thread indexes whose name is written (a bit each).
     named: Vec<u64>,
     full: bool,
+    /// The probes' notes, written at the end with the writer's own.
+    notes: Vec<String>,
     vm: Option<VmThreads>,
     ids: Arc<Ids>,
     pub stats: WriterStats,
@@ -89,6 +91,7 @@ impl Writer {
             names: Vec::new(),
             named: vec![0; 1 << 10],
             full: false,
+            notes: Vec::new(),
             vm,
             ids,
             stats: WriterStats { bytes: written, ..WriterStats::default() },
@@ -107,6 +110,8 @@ impl Writer {
             }
             match rx.recv_timeout(next_tick.saturating_duration_since(now)) {
                 Ok(ToWriter::Method(id, name)) => format::method_name(&mut self.names, id, &name),
+                Ok(ToWriter::Note(text)) if self.notes.len() < format::MAX_NOTES => self.notes.push(text),
+                Ok(ToWriter::Note(_)) => {}
                 Ok(ToWriter::Block(b)) => {
                     let (index, records) = (b.thread.index, u64::from(b.records));
                     if self.guarded(|w| w.block(index, &b.thread.name, &b.buf[..b.len], records)).is_none() {
@@ -221,6 +226,30 @@ impl Writer {
         true
     }
 
+    /// The notes at the trace's end, past its bound if need be (a few lines): what the probes
+    /// and the writer could not record, so `hpm phases` says the trace is not whole.
+    fn write_notes(&mut self) {
+        let s = &self.stats;
+        if s.full_records > 0 || s.full_names > 0 {
+            let text = format!(
+                "{} records not written: the trace reached its bound of {} bytes (phasesmax=)",
+                s.full_records, self.max_bytes
+            );
+            self.notes.push(text);
+        }
+        let mut bytes = Vec::new();
+        for n in &self.notes {
+            format::note(&mut bytes, n);
+        }
+        if let (Some(out), None, false) = (self.out.as_mut(), &self.stats.error, bytes.is_empty()) {
+            if out.write(&bytes).is_ok() {
+                self.stats.bytes += bytes.len() as u64;
+            } else {
+                out.cut(self.stats.bytes);
+            }
+        }
+    }
+
     /// The last VM reading and names written, the trace closed (`keep`) or removed; the
     /// summary lines.
     fn finish(&mut self, keep: bool) -> Vec<String> {
@@ -234,6 +263,7 @@ impl Writer {
         if self.stats.error.is_none() {
             self.tick(Instant::now());
         }
+        self.write_notes();
         if let Some(out) = self.out.take() {
             if let Err(e) = out.finish() {
                 lines.push(format!("phases: the trace was not closed: {e}"));

@@ -7,7 +7,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 
 use hpm_profile::analysis::phases_format::{
-    MAGIC, TAG_COUNTER_NAME, TAG_ENTER, TAG_EXIT, TAG_METHOD_NAME, TAG_THREAD_BLOCK, TAG_THREAD_NAME,
+    MAGIC, TAG_COUNTER_NAME, TAG_ENTER, TAG_EXIT, TAG_METHOD_NAME, TAG_NOTE, TAG_THREAD_BLOCK, TAG_THREAD_NAME,
 };
 
 use super::super::probe::{Ids, ProbeStats, ThreadState, ToWriter};
@@ -58,6 +58,7 @@ pub(crate) struct Decoded {
     pub threads: HashMap<u16, String>,
     pub counters: Vec<String>,
     pub records: HashMap<u16, Vec<(u8, u32, Vec<u64>)>>,
+    pub notes: Vec<String>,
 }
 
 fn u16_at(b: &[u8], at: usize) -> u16 {
@@ -106,6 +107,11 @@ pub(crate) fn decode(b: &[u8]) -> Decoded {
                     r += 5 + 8 * n;
                 }
                 at += 7 + len;
+            }
+            TAG_NOTE => {
+                let len = usize::from(u16_at(b, at + 1));
+                d.notes.push(String::from_utf8(b[at + 3..at + 3 + len].to_vec()).unwrap());
+                at += 3 + len;
             }
             t => panic!("unknown tag {t:#x} at {at}"),
         }
@@ -190,8 +196,11 @@ fn a_full_trace_keeps_a_whole_prefix_and_still_gives_buffers_back() {
     run_thread(&t, 2_000, &tx, &stats);
     let lines = stop(&tx, h);
     let b = bytes.lock().unwrap();
-    assert!(b.len() <= 1_000, "{}", b.len());
     let d = decode(&b);
+    // The note past the bound says what was not written, for `hpm phases`.
+    let notes: usize = d.notes.iter().map(|n| n.len() + 3).sum();
+    assert!(b.len() - notes <= 1_000, "{}", b.len());
+    assert!(d.notes.iter().any(|n| n.contains("records not written: the trace reached its bound")), "{:?}", d.notes);
     let recs = &d.records[&3];
     assert!(!recs.is_empty());
     assert!(recs.iter().enumerate().all(|(seq, r)| r.2[1] == seq as u64), "a prefix, in order");
