@@ -135,28 +135,39 @@ fn three_phases_are_found_measured_and_agree_with_the_samples() {
     }
 }
 
-/// Runs ThreePhases with `wait`, attaches a phases session once it is ready, lets it run.
-fn late_attach(jdk: &Jdk, trace: &Path) {
+/// `java -Xverify:all ThreePhases ARGS` with its stdin and stdout piped, without the agent.
+fn spawn_three_phases(jdk: &Jdk, args: &[&str]) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
     let mut child = Command::new(jdk.java())
         .args(["-Xverify:all", "-cp"])
         .arg(workloads())
-        .args(["ThreePhases", "1", "wait"])
+        .arg("ThreePhases")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("run java");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    out.read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready", "{}: ThreePhases said {line:?}", jdk.name);
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, out)
+}
+
+/// Says "go" to the workload, reads the rest of its output and asserts it ended well.
+fn go_to_the_end(child: &mut std::process::Child, mut out: impl BufRead, what: &str) -> String {
+    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success() && rest.contains("phases done"), "{what}: the attached JVM failed: {rest}");
+    rest
+}
+
+/// Runs ThreePhases with `wait`, attaches a phases session once it is ready, lets it run.
+fn late_attach(jdk: &Jdk, trace: &Path) {
+    let (mut child, mut out) = spawn_three_phases(jdk, &["1", "wait"]);
+    until_ready(&mut out);
     let jfr = trace.with_extension("jfr");
     let answer = attach_ok(child.id(), &format!("start,phases={},quiet,file={}", trace.display(), jfr.display()));
     eprintln!("{}: attach: {answer}", jdk.name);
-    writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert!(status.success() && rest.contains("phases done"), "{}: the attached JVM failed: {rest}", jdk.name);
+    go_to_the_end(&mut child, out, &jdk.name);
 }
 
 #[test]
@@ -201,28 +212,15 @@ fn a_stopped_session_gives_the_classes_their_code_back() {
         let dir = scratch(&format!("phases-restore-{what}"));
         let trace = dir.join("restore.hpmtrace");
         let _guard = jvm_lock();
-        let mut child = Command::new(jdk.java())
-            .args(["-Xverify:all", "-cp"])
-            .arg(workloads())
-            .args(["ThreePhases", "0.5", "restore"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("run java");
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut stdin = child.stdin.take().unwrap();
+        let (mut child, mut out) = spawn_three_phases(&jdk, &["0.5", "restore"]);
         until_ready(&mut out);
         let jfr = trace.with_extension("jfr");
         attach_ok(child.id(), &format!("start,phases={},quiet,file={}", trace.display(), jfr.display()));
-        writeln!(stdin, "go").unwrap();
+        writeln!(child.stdin.as_mut().unwrap(), "go").unwrap();
         until_ready(&mut out);
         let answer = attach_ok(child.id(), "stop");
         eprintln!("{what}: stop: {answer}");
-        writeln!(stdin, "go").unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-        let status = child.wait().unwrap();
-        assert!(status.success() && rest.contains("phases done"), "{what}: the attached JVM failed: {rest}");
+        let rest = go_to_the_end(&mut child, out, what);
         let sites = rest.lines().find_map(|l| l.strip_prefix("sites ")).unwrap_or_else(|| panic!("{what}: {rest}"));
         let bci: Vec<i64> =
             sites.split(' ').map(|kv| kv.split_once('=').and_then(|(_, v)| v.parse().ok()).unwrap()).collect();
