@@ -60,6 +60,13 @@ struct Bar(f64, f64, Option<f64>, usize);
 
 /// Draws counter `column` (1 or more) per counter 0 of the selected phases. Errors say why
 /// nothing can be drawn, in one line.
+/// `#rrggbb` mixed with 80% white: a band's fill.
+fn pale(c: &str) -> String {
+    let ch = |i: usize| u8::from_str_radix(c.get(i..i + 2).unwrap_or("80"), 16).unwrap_or(0x80);
+    let mix = |v: u8| 255 - (255 - u16::from(v)) * 20 / 100;
+    format!("#{:02x}{:02x}{:02x}", mix(ch(1)), mix(ch(3)), mix(ch(5)))
+}
+
 pub fn plot(graph: &CallGraph, selection: &Selection, column: usize) -> Result<String, String> {
     let trace = graph.trace;
     if column == 0 || column >= trace.counters.len() {
@@ -126,11 +133,14 @@ pub fn plot(graph: &CallGraph, selection: &Selection, column: usize) -> Result<S
     );
     for b in &bars {
         let c = COLOURS[b.3 % COLOURS.len()];
+        // Opaque, so a nested phase's band hides its caller's where it runs: each moment
+        // shows the innermost phase (translucent bands of nested phases blended into one).
         let _ = writeln!(
             s,
-            r#"<rect x="{:.2}" y="{TOP}" width="{:.2}" height="{ph}" fill="{c}" fill-opacity="0.15"/>"#,
+            r#"<rect x="{:.2}" y="{TOP}" width="{:.2}" height="{ph}" fill="{}"/>"#,
             px(b.0),
-            (px(b.1) - px(b.0)).max(0.5)
+            (px(b.1) - px(b.0)).max(0.5),
+            pale(c)
         );
     }
     for b in &bars {
@@ -234,7 +244,7 @@ mod tests {
         assert!(svg.contains("task-clock (ms, from the thread's first event)"));
         assert_eq!(svg.matches("stroke-width=\"2\"").count(), 2, "one segment per invocation of the busy thread");
         // One band per invocation of the busy thread too.
-        assert_eq!(svg.matches("fill-opacity").count(), 2);
+        assert_eq!(svg.matches(r##"height="380" fill="#"##).count(), 2);
     }
 
     #[test]
