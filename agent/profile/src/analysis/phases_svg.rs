@@ -6,7 +6,8 @@
 //! its entry to its exit in its phase's colour, and a horizontal segment at its own value of
 //! the ratio (counter k per counter 0, per ms for task-clock; nested phases taken out, as in
 //! the statistics). Names are untrusted and escaped. At most [`MAX_INVOCATIONS`] invocations
-//! are drawn (the longest ones; the title says so) and [`MAX_LEGEND`] phases named.
+//! are drawn (the longest ones; none shorter than a fifth of a pixel; the title says how many)
+//! and [`MAX_LEGEND`] phases named.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -103,7 +104,14 @@ pub fn plot(graph: &CallGraph, selection: &Selection, column: usize) -> Result<S
         })
         .collect();
     let all = bars.len();
-    if all > MAX_INVOCATIONS {
+    // Invocations shorter than a fifth of a pixel cannot be seen: left out (the title counts
+    // what is drawn), so a run of a million short phases stays a small file.
+    let x_all = bars.iter().map(|b| b.1).fold(0.0, f64::max);
+    let visible = x_all * 0.2 / (W - LEFT - RIGHT);
+    if x_all > 0.0 {
+        bars.retain(|b| b.1 - b.0 >= visible);
+    }
+    if bars.len() > MAX_INVOCATIONS {
         bars.sort_by(|a, b| (b.1 - b.0).total_cmp(&(a.1 - a.0)));
         bars.truncate(MAX_INVOCATIONS);
         // Parents before their callees again, so nested bands are drawn on top.
@@ -122,7 +130,7 @@ pub fn plot(graph: &CallGraph, selection: &Selection, column: usize) -> Result<S
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
     let shown =
-        if all > bars.len() { format!(" (longest {} of {all} invocations)", bars.len()) } else { String::new() };
+        if all > bars.len() { format!(" ({} of {all} invocations drawn, the longest)", bars.len()) } else { String::new() };
     let _ = writeln!(
         s,
         r#"<text x="{LEFT}" y="20" font-size="14">{} over {}, thread {}{}</text>"#,
