@@ -129,8 +129,11 @@ pub fn plot(graph: &CallGraph, selection: &Selection, column: usize) -> Result<S
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
     );
-    let shown =
-        if all > bars.len() { format!(" ({} of {all} invocations drawn, the longest)", bars.len()) } else { String::new() };
+    let shown = if all > bars.len() {
+        format!(" ({} of {all} invocations drawn, the longest)", bars.len())
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
         r#"<text x="{LEFT}" y="20" font-size="14">{} over {}, thread {}{}</text>"#,
