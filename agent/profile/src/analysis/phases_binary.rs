@@ -174,6 +174,16 @@ impl Reading {
             v
         };
         self.t.methods = name_of(&self.method_ids, &self.method_names, "#");
+        // One method, several ids (its class retransformed again, or loaded by several loaders):
+        // its events go to the first id of its name, so it is one method in the call graph.
+        let mut first: HashMap<&str, u32> = HashMap::new();
+        let canon: Vec<u32> =
+            self.t.methods.iter().enumerate().map(|(i, n)| *first.entry(n.as_str()).or_insert(i as u32)).collect();
+        if canon.iter().enumerate().any(|(i, &c)| c != i as u32) {
+            for e in &mut self.t.events {
+                e.method = canon[e.method as usize];
+            }
+        }
         self.t.components = name_of(&self.component_ids, &self.method_names, "#");
         let thread_ids: HashMap<u32, u32> = self.thread_ids.iter().map(|(&k, &v)| (k as u32, v)).collect();
         let thread_names: HashMap<u32, String> =

@@ -247,3 +247,18 @@ fn notes_say_what_the_agent_could_not_record_and_are_bounded() {
     let cut = &t.out[..t.out.len() - 3];
     assert!(err(cut).contains("note"), "{}", err(cut));
 }
+
+#[test]
+fn a_method_registered_twice_is_one_method() {
+    // Ids 1 and 2 name the same method (its class transformed twice): one invocation nested in
+    // the other is recursion, one method's calls.
+    let mut t = V2::new(&["task-clock"]);
+    t.method(1, "A.run()V")
+        .method(2, "A.run()V")
+        .block(1, &[(EN, 1, &[10]), (EN, 2, &[20]), (EX, 2, &[30]), (EX, 1, &[40])]);
+    let tr = parse_binary_trace(&t.out).unwrap();
+    let g = CallGraph::build(&tr).unwrap();
+    let stats = g.method_stats();
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    assert_eq!((stats[0].calls, stats[0].total), (2, 30));
+}
