@@ -18,6 +18,11 @@ step 3   off, S, P3 (`interval=10ms,phases=TRACE,select=PHASEFILE`), --span iter
          `hpm phases TRACE --select PHASEFILE --profile STEP1TRACE --json` (Tables 3, 5, 6) and
          `--svg` on run 0's first P3 trace.
 
+at load  step 3's cost without sessions toggled: separate JVMs (--runs per cell: off, S, P3, each
+         from -agentpath for the whole run), --at-load iterations, the second half's median wall
+         time; P3 over S per run. What the turns above cannot show: a session's start and stop
+         retransform the phases' classes, and the JIT compiles them and their callers again.
+
 A session's start retransforms the loaded classes (and its stop may again): with --span above 1
 the first iteration of every turn (every cell's, off's too) is dropped from the ratios, so what
 remains is the steady cost of a running session. Trace bytes per second: each turn's trace size
@@ -76,6 +81,9 @@ def parse_args(argv):
     ap.add_argument("--budget", type=float, default=1.0, help="step 2: estimated overhead below this, percent")
     ap.add_argument("--top", type=int, default=8, help="Table 6's rows shown (the phases with most time)")
     ap.add_argument("--workload-args", help="the workload's arguments after the iteration count (one workload)")
+    ap.add_argument("--at-load", type=int, default=60, metavar="N",
+                    help="step 3 loaded with the JVM: N iterations per JVM (S and P3 from -agentpath, no session "
+                         "toggled), the second half measured; 0: not run (default 60)")
     ap.add_argument("--keep-traces", action="store_true")
     ap.add_argument("--java", default="java")
     ap.add_argument("--out")
@@ -84,6 +92,7 @@ def parse_args(argv):
     if a.quick:
         a.workloads, a.runs, a.blocks, a.span1, a.span, a.warmup = "h2", 1, 1, 1, 2, 2
         a.workload_args = "2 100"
+        a.at_load = min(a.at_load, 4)
     a.workloads = [BY_NAME[w] for w in a.workloads.split(",")]
     if a.workload_args and len(a.workloads) != 1:
         sys.exit("bench-phases: --workload-args needs exactly one workload")
@@ -280,6 +289,20 @@ def workload(a, agent, hpm, cp, w, csvw):
         keep3 = keep3 or os.path.join(d, "p3-0.hpmtrace")
         print(f"bench-phases: {w.name} step 3 run {r + 1}/{a.runs}: P3/S CPU {s3['P3/S'][-1]['cpu'] * 100:+.2f}%", flush=True)
         drop(a, d, "p3", keep3)
+    load_lines = []
+    if a.at_load > 0:
+        base_file = base + ",quiet,file={dir}/p.jfr"
+        loaded = at_load(a, agent, cp, w, {"off": "", "S": base_file,
+                                           "P3": base_file + ",phases={dir}/p3.hpmtrace,select=" + phase_file})
+        ratios = {k: [p / q - 1 for p, q in zip(loaded[k], loaded[b])] for k, b in (("S", "off"), ("P3", "S"))}
+        print(f"bench-phases: {w.name} step 3 at load: P3/S wall {statistics.median(ratios['P3']) * 100:+.2f}%",
+              flush=True)
+        load_lines = [
+            f"Step 3 loaded with the JVM ({a.runs} JVMs per cell, {a.at_load} iterations each, the median of the "
+            "second half; no session toggled, so nothing retransformed): "
+            f"S vs off {pctq(ratios['S'])}, P3 vs S {pctq(ratios['P3'])} (wall, median over runs of each run's "
+            f"ratio; medians ms: off {statistics.median(loaded['off']):.1f}, S {statistics.median(loaded['S']):.1f}, "
+            f"P3 {statistics.median(loaded['P3']):.1f}).", ""]
     svg = os.path.join(wd, "phases.svg")
     doc = hpm_json(hpm, [keep3, "--select", phase_file, "--profile", keep1, "--svg", svg], wd, "step3")
     t3 = doc["table3"]
@@ -306,10 +329,40 @@ def workload(a, agent, hpm, cp, w, csvw):
         f"| {num(t3['estimated_overhead'] and t3['estimated_overhead'] * 100, '{:.3f}%')} "
         f"| {statistics.median([o['cpu'] for o in s3['P3/S']]) * 100:+.2f}% | {statistics.median(rate1):,.0f} "
         f"| {statistics.median(rate3):,.0f} |", "",
+        *load_lines,
         f"Table 5 (step 3's first trace, counter {doc['counters'][0]}): {table5(doc)}", "",
         f"Table 6 (top {a.top} phases, then the rest):", "", table6(doc, a.top), "",
         f"Statistics: {anova(doc)}", "",
         f"Phase file {phase_file}; plot {svg}.", ""])
+
+
+ITERATION = re.compile(r"hpm-bench iteration (\d+) \d+ ([0-9.]+)")
+
+
+def at_load(a, agent, cp, w, cells):
+    """Separate JVMs, each with one cell's options from -agentpath for its whole run (no session
+    started or stopped in it, so nothing is retransformed): per run, the JVMs in an order rotated
+    by the run. Returns {cell: [median wall ms of the second half of each JVM's iterations]}."""
+    out = {c: [] for c in cells}
+    names = list(cells)
+    for r in range(a.runs):
+        for c in names[r % len(names):] + names[:r % len(names)]:
+            workdir = os.path.join(a.out, "runs", w.name, "at-load", f"{c}-{r}")
+            os.makedirs(workdir, exist_ok=True)
+            args = [str(a.at_load)] + (a.workload_args.split() if a.workload_args else w.args[1:])
+            opts = cells[c].format(dir=workdir)
+            cmd = [a.java, "-Xmx1g", "-Xms1g", "-XX:+AlwaysPreTouch"] + \
+                ([f"-agentpath:{agent}={opts}"] if opts else []) + ["-cp", cp, w.main] + args
+            with open(os.path.join(workdir, "command.txt"), "w") as f:
+                f.write(" ".join(cmd) + "\n")
+            res = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+            with open(os.path.join(workdir, "stderr.txt"), "w") as f:
+                f.write(res.stderr)
+            ms = [float(x[1]) for x in ITERATION.findall(res.stdout)]
+            if res.returncode != 0 or len(ms) < 2:
+                sys.exit(f"bench-phases: {w.name} at load {c}: exit {res.returncode}, {len(ms)} iterations (see {workdir})")
+            out[c].append(statistics.median(ms[len(ms) // 2:]))
+    return out
 
 
 def drop(a, workdir, prefix, keep):
