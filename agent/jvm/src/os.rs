@@ -42,6 +42,13 @@ pub fn gettid() -> i32 {
     unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
+/// A thread of this process's kernel name (`/proc/self/task/TID/comm`, cut by the kernel at 15
+/// bytes), without its newline; `None` once the thread is gone.
+pub fn thread_comm(tid: i32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).ok()?;
+    Some(comm.trim_end().to_string())
+}
+
 /// The calling thread's thread pointer (`pthread_self`: glibc reads it from the thread
 /// register, no system call). Async-signal-safe in practice, distinct between live threads.
 pub fn thread_pointer() -> u64 {

@@ -563,8 +563,8 @@ impl Threads {
                 g.java_live.get(&tid).cloned().or(by_tid)
             };
             let info = known.unwrap_or_else(|| {
-                let comm = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).unwrap_or_default();
-                let comm = comm.trim_end();
+                let comm = crate::os::thread_comm(tid).unwrap_or_default();
+                let comm = comm.as_str();
                 // Each hint names one thread: taken by the first task of that name (the thread
                 // itself, listed since before the session), so a new thread still carrying its
                 // parent's name is not taken for it.

@@ -344,9 +344,7 @@ fn thread_name(jvmti: Option<&Jvmti>, env: *mut JNIEnv) -> String {
         }
     }
     let tid = crate::os::gettid();
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_else(|_| format!("tid {tid}"))
+    crate::os::thread_comm(tid).unwrap_or_else(|| format!("tid {tid}"))
 }
 
 /// The calling thread's recorder state for this generation.

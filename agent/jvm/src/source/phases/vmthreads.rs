@@ -150,8 +150,7 @@ impl VmThreads {
                 self.past_bound += 1;
                 continue;
             }
-            let Ok(comm) = std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")) else { continue };
-            let name = comm.trim_end().to_string();
+            let Some(name) = crate::os::thread_comm(tid) else { continue };
             let Some(component) = component_of(&name) else { continue };
             let Ok(group) = CountGroup::open(&self.defs, tid, false) else {
                 self.failures += 1;
