@@ -233,30 +233,42 @@ def anova(doc):
     return "; ".join(out)
 
 
+def step_runs(a, agent, cp, w, csvw, step, cell, opts, span, dropped, said):
+    """One step's --runs JVMs, each taking turns between off, S (sampling alone) and `cell` (with
+    `opts`): ({"S/off", "CELL/off", "CELL/S": [overheads]}, trace sizes, bytes per second, the
+    probes' shares, the first trace kept for the analysis). `said(ratios, sizes)` words a run's
+    progress line."""
+    base = f"interval={a.interval}"
+    ratios = {"S/off": [], f"{cell}/off": [], f"{cell}/S": []}
+    sizes_all, rates, probes, keep = [], [], [], None
+    prefix = cell.lower()
+    for r in range(a.runs):
+        its, d, err = rotation(a, agent, cp, w, step, r, {"S": base + ",file={dir}/s-%n.jfr", cell: opts}, span, csvw)
+        by = steady(its, span, dropped)
+        ratios["S/off"].append(overhead(by["S"], by["off"]))
+        ratios[f"{cell}/off"].append(overhead(by[cell], by["off"]))
+        ratios[f"{cell}/S"].append(overhead(by[cell], by["S"]))
+        sizes, rs = trace_rates(its, cell, span, d, prefix)
+        sizes_all += sizes
+        probes += probe_share(err, its, cell, span)
+        rates += rs
+        keep = keep or os.path.join(d, f"{prefix}-0.hpmtrace")
+        print(f"bench-phases: {w.name} {step.replace('step', 'step ')} run {r + 1}/{a.runs}: {said(ratios, sizes)}",
+              flush=True)
+        drop(a, d, prefix, keep)
+    return ratios, sizes_all, rates, probes, keep
+
+
 def workload(a, agent, hpm, cp, w, csvw):
     """The three steps on one workload: its section of phases.md."""
     wd = os.path.join(a.out, w.name)
     os.makedirs(wd, exist_ok=True)
     base = f"interval={a.interval}"
     # Step 1.
-    s1 = {"S/off": [], "P1/off": [], "P1/S": []}
-    rate1, size1, keep1, probes1 = [], [], None, []
-    for r in range(a.runs):
-        its, d, err = rotation(a, agent, cp, w, "step1", r, {"S": base + ",file={dir}/s-%n.jfr",
-                                                        "P1": base + ",file={dir}/p1-%n.jfr,phases={dir}/p1-%n.hpmtrace"},
-                          a.span1, csvw)
-        by = steady(its, a.span1)
-        s1["S/off"].append(overhead(by["S"], by["off"]))
-        s1["P1/off"].append(overhead(by["P1"], by["off"]))
-        s1["P1/S"].append(overhead(by["P1"], by["S"]))
-        sizes, rates = trace_rates(its, "P1", a.span1, d, "p1")
-        size1 += sizes
-        probes1 += probe_share(err, its, "P1", a.span1)
-        rate1 += rates
-        keep1 = keep1 or os.path.join(d, "p1-0.hpmtrace")
-        print(f"bench-phases: {w.name} step 1 run {r + 1}/{a.runs}: P1/S CPU {s1['P1/S'][-1]['cpu'] * 100:+.0f}%, "
-              f"{statistics.median(sizes) / 1e6:.0f} MB per trace", flush=True)
-        drop(a, d, "p1", keep1)
+    s1, size1, rate1, probes1, keep1 = step_runs(
+        a, agent, cp, w, csvw, "step1", "P1", base + ",file={dir}/p1-%n.jfr,phases={dir}/p1-%n.hpmtrace",
+        a.span1, None, lambda s1, sizes: f"P1/S CPU {s1['P1/S'][-1]['cpu'] * 100:+.0f}%, "
+                                       f"{statistics.median(sizes) / 1e6:.0f} MB per trace")
     # Step 2.
     listing = hpm_json(hpm, [keep1, "--weight", LIST_ALL, "--grain", LIST_ALL], wd, "step2-listing")
     pick = choose(a, listing)
@@ -272,23 +284,10 @@ def workload(a, agent, hpm, cp, w, csvw):
     print(f"bench-phases: {w.name} step 2: weight {wt:g}% grain {gr:g}%: {len(sel['selection']['phases'])} phases, "
           f"estimated overhead {est * 100:.3f}%", flush=True)
     # Step 3.
-    s3 = {"S/off": [], "P3/off": [], "P3/S": []}
-    rate3, size3, keep3, probes3 = [], [], None, []
-    for r in range(a.runs):
-        its, d, err = rotation(a, agent, cp, w, "step3", r, {"S": base + ",file={dir}/s-%n.jfr",
-                                                        "P3": base + ",file={dir}/p3-%n.jfr,phases={dir}/p3-%n.hpmtrace,"
-                                                        f"select={phase_file}"}, a.span, csvw)
-        by = steady(its, a.span, a.drop)
-        s3["S/off"].append(overhead(by["S"], by["off"]))
-        s3["P3/off"].append(overhead(by["P3"], by["off"]))
-        s3["P3/S"].append(overhead(by["P3"], by["S"]))
-        sizes, rates = trace_rates(its, "P3", a.span, d, "p3")
-        size3 += sizes
-        probes3 += probe_share(err, its, "P3", a.span)
-        rate3 += rates
-        keep3 = keep3 or os.path.join(d, "p3-0.hpmtrace")
-        print(f"bench-phases: {w.name} step 3 run {r + 1}/{a.runs}: P3/S CPU {s3['P3/S'][-1]['cpu'] * 100:+.2f}%", flush=True)
-        drop(a, d, "p3", keep3)
+    s3, size3, rate3, probes3, keep3 = step_runs(
+        a, agent, cp, w, csvw, "step3", "P3",
+        base + f",file={{dir}}/p3-%n.jfr,phases={{dir}}/p3-%n.hpmtrace,select={phase_file}",
+        a.span, a.drop, lambda s3, _: f"P3/S CPU {s3['P3/S'][-1]['cpu'] * 100:+.2f}%")
     load_lines = []
     if a.at_load > 0:
         base_file = base + ",quiet,file={dir}/p.jfr"
