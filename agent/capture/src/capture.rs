@@ -192,6 +192,9 @@ pub enum SlotKind {
     Method = FrameKind::Unknown as u8,
     /// An interpreted frame's `Method*`, with its bytecode pointer's low 32 bits in `lineno`.
     Interpreted = FrameKind::Interpreted as u8,
+    /// A native frame's pc (`method_id`; `cstack=`), `lineno` 1 when it is the frame
+    /// interrupted: a library's code or the JVM's own, named by the resolver's symbols.
+    Native = FrameKind::Native as u8,
 }
 
 /// At most this many periods of kernel time are expanded from one sample (`kernel_periods`).

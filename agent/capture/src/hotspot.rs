@@ -429,6 +429,9 @@ pub enum RawFrame {
     Compiled { pc: u64, method: u64, interrupted: bool },
     /// An interpreter frame: `Method*` and bytecode pointer.
     Interpreted { method: u64, bcp: u64 },
+    /// A frame of native code (a library's or the JVM's own), unwound with `cstack=`:
+    /// `interrupted` as for a compiled frame.
+    Native { pc: u64, interrupted: bool },
 }
 
 /// Frames a walk filled, in the ASGCT-shaped arrays of a capture: a compiled frame takes two
@@ -543,6 +546,14 @@ impl<'a> FrameSink<'a> {
                 self.slots[self.len] = SlotKind::Interpreted;
                 self.len += 1;
             }
+            RawFrame::Native { pc, interrupted } => {
+                if self.len + 1 > cap {
+                    return false;
+                }
+                self.frames[self.len] = CallFrame { lineno: i32::from(interrupted), method_id: pc };
+                self.slots[self.len] = SlotKind::Native;
+                self.len += 1;
+            }
         }
         true
     }
@@ -636,6 +647,9 @@ pub fn raw_frames<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl It
                         bcp: u64::from(frames[k].lineno as u32),
                     })
                 }
+                SlotKind::Native => {
+                    return Some(RawFrame::Native { pc: frames[k].method_id, interrupted: frames[k].lineno == 1 })
+                }
                 _ => {}
             }
         }
@@ -661,6 +675,9 @@ pub struct Walker<'a, M: Memory> {
     pub cache: Option<&'a BlobCache>,
     /// The walking thread's last walk (with a cache only; see [`WalkMemo`]).
     pub memo: Option<&'a WalkMemo>,
+    /// `cstack=`: native frames are unwound with these tables and recorded
+    /// ([`RawFrame::Native`]); `None`: native code is crossed through the thread's anchor.
+    pub native: Option<&'a crate::native::NativeTables>,
 }
 
 impl<M: Memory> Walker<'_, M> {
@@ -1207,7 +1224,7 @@ pub fn walk_copy<M: Memory>(
     let top = copy.sp.saturating_add(copy.bytes.len() as u64 & !7);
     let thread = ThreadView { stack_base: top, stack_end: copy.sp, ..ThreadView::default() };
     let mem = CopyMemory { copy, code: code_mem };
-    Walker { layout, code, thread: &thread, mem: &mem, cache: None, memo: None }.walk(regs, out)
+    Walker { layout, code, thread: &thread, mem: &mem, cache: None, memo: None, native: None }.walk(regs, out)
 }
 
 /// For other modules' tests: fills a sink as the walker does.

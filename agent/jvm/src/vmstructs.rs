@@ -374,7 +374,8 @@ pub fn walk_here(
     // SAFETY: the walker reads only inside the thread's stack (between its stack pointer and
     // `view.stack_base`) and the code cache's committed ranges, checking each address first.
     let mem = unsafe { Direct::new() };
-    let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo }.walk(regs, out);
+    let stop =
+        Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native: None }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
 }

@@ -317,6 +317,7 @@ impl Fake {
             mem: &self.mem,
             cache: self.cache.as_ref(),
             memo: self.memo.as_ref(),
+            native: None,
         };
         let mut addrs = vec![u64::MAX; cap];
         let mut sink = FrameSink { addrs: Some(&mut addrs), ..FrameSink::new(&mut frames, &mut kinds) };
@@ -355,8 +356,16 @@ impl Fake {
     }
 
     fn blob_of(&self, pc: u64) -> Option<Blob> {
-        Walker { layout: &self.layout, code: &self.code, thread: &self.thread, mem: &self.mem, cache: None, memo: None }
-            .blob(pc)
+        Walker {
+            layout: &self.layout,
+            code: &self.code,
+            thread: &self.thread,
+            mem: &self.mem,
+            cache: None,
+            memo: None,
+            native: None,
+        }
+        .blob(pc)
     }
 }
 

@@ -10,6 +10,7 @@ use super::*;
 const TAG_COMPILED_KEY: u8 = 1;
 const TAG_INTERPRETED_KEY: u8 = 2;
 const TAG_SCOPE_KEY: u8 = 3;
+const TAG_NATIVE_KEY: u8 = 4;
 
 /// Whether the frames named for a raw frame may be reused for its next occurrence (with the
 /// `Method*` an interpreted frame was named by); `Scope`: a compiled frame whose inline scope
@@ -341,6 +342,9 @@ impl SampleResolver {
                     (TAG_COMPILED_KEY, pc, u64::from(interrupted))
                 }
                 hpm_capture::hotspot::RawFrame::Interpreted { method, bcp } => (TAG_INTERPRETED_KEY, method, bcp),
+                hpm_capture::hotspot::RawFrame::Native { pc, interrupted } => {
+                    (TAG_NATIVE_KEY, pc, u64::from(interrupted))
+                }
             };
             // An interpreted frame's key is no pc: collections, not code removals, end it.
             let pc = (key.0 == TAG_COMPILED_KEY).then_some(key.1);
@@ -463,6 +467,8 @@ impl SampleResolver {
                 out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
                 Named::Cached(Some((method, m)))
             }
+            // SKELETON (issue 55): native frames are named by the symbols, not yet here.
+            hpm_capture::hotspot::RawFrame::Native { .. } => Named::Uncached,
         }
     }
 
