@@ -60,7 +60,21 @@ pub struct NativeTables {
     _private: (),
 }
 
+/// Libraries the tables hold at most (a further one is refused, counted by the caller).
+pub const MAX_LIBS: usize = 1024;
+
 impl NativeTables {
+    /// Publishes `lib` for handlers (off the signal path; one writer at a time). False when
+    /// the registry is full or `lib` overlaps a library already held.
+    pub fn add(&self, _lib: LibTable) -> bool {
+        false
+    }
+
+    /// Whether a library's table starting at `start` is held (the rescan adds each once).
+    pub fn holds(&self, _start: u64) -> bool {
+        false
+    }
+
     /// The caller of the native frame at `pc` (with `exact`, a return address: looked up at
     /// `pc - 1`, the call) whose stack pointer is `sp` and rbp `fp`: the caller's pc, sp and
     /// rbp. `word` reads a stack word, `None` outside the thread's stack. Async-signal-safe.

@@ -11,3 +11,4 @@ pub mod symbols;
 pub mod thread_dump;
 #[cfg(test)]
 mod thread_dump_tests;
+pub mod unwind_tables;
