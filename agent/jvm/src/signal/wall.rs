@@ -113,6 +113,12 @@ pub(super) fn handle(threads: &Threads, stats: &SignalStats, slot: u32, ucontext
         };
         true
     });
+    if req.hand_on {
+        // Visited less than once a round: the batch goes on now (see `WallRequest::hand_on`).
+        if let Some(b) = inside.queue().steal() {
+            ctx.sink.pool.submit(b);
+        }
+    }
     HANDLED.walked.fetch_add(1, Ordering::Relaxed);
     stats.add_handler_time(crate::os::now_ticks().saturating_sub(start));
     true

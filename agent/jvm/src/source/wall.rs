@@ -56,6 +56,11 @@ pub const WALL_THREADS_PER_TICK: usize = 16;
 /// on, one that ended is skipped (no longer ALIVE) until then. Names are matched again too.
 const WALL_LIST_NS: u64 = 100_000_000;
 
+/// The processor's round (`processor::ROUND`): a thread visited less often than this hands
+/// its batch on with each sample (`WallRequest::hand_on`), so the pool holds a batch per
+/// sample in flight, not one per thread visited.
+const ROUND_NS: u64 = 50_000_000;
+
 fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
     let info = EventInfo {
         name: "wall".into(),
@@ -360,6 +365,7 @@ fn sample(p: &Parts, jni: *mut JNIEnv, w: &mut WallState) {
     let tick = w.last_tick.map_or(p.period, |last| time.saturating_sub(last));
     w.last_tick = Some(time);
     let weight = tick.saturating_mul(n as u64) / k as u64;
+    let hand_on = (n as u64).saturating_mul(p.period) > (k as u64).saturating_mul(ROUND_NS);
     let signal = p.threads.signal();
     for i in visits {
         let (thread, tid) = w.threads[i];
@@ -371,7 +377,12 @@ fn sample(p: &Parts, jni: *mut JNIEnv, w: &mut WallState) {
                 continue;
             }
         };
-        match p.threads.request_wall(tid, WallRequest { weight, state: state_from_jvmti(state) }, signal, WALL_TAG) {
+        match p.threads.request_wall(
+            tid,
+            WallRequest { weight, state: state_from_jvmti(state), hand_on },
+            signal,
+            WALL_TAG,
+        ) {
             Ok(()) => w.seen.sent += 1,
             Err(WallMiss::Pending) => w.seen.pending += 1,
             Err(WallMiss::NoSlot) => w.seen.no_slot += 1,

@@ -61,21 +61,30 @@ pub struct Slot {
 }
 
 /// What the wall sampler asks of a thread's handler, in one word: the time the sample stands
-/// for (ns) above the thread state code ([`hpm_capture::capture::THREAD_STATES`]). Never 0.
+/// for (ns) above the thread state code ([`hpm_capture::capture::THREAD_STATES`], below
+/// [`HAND_ON`]) and whether to hand the slot's batch on at once. Never 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WallRequest {
     pub weight: u64,
     pub state: u8,
+    /// The thread is visited less than once per processor round: its batch goes to the
+    /// processor with this sample rather than wait, partly filled, for the round's steal (with
+    /// a thousand threads, a batch each held the whole pool).
+    pub hand_on: bool,
 }
+
+/// The request word's bit for [`WallRequest::hand_on`].
+const HAND_ON: u64 = 0x80;
 
 impl WallRequest {
     /// The weight is kept to 56 bits (2.3 years of nanoseconds) and at least 1.
     fn word(self) -> u64 {
-        (self.weight.clamp(1, (1 << 56) - 1) << 8) | u64::from(self.state)
+        let hand_on = if self.hand_on { HAND_ON } else { 0 };
+        (self.weight.clamp(1, (1 << 56) - 1) << 8) | hand_on | u64::from(self.state & 0x7f)
     }
 
     fn from_word(w: u64) -> Option<WallRequest> {
-        (w != 0).then_some(WallRequest { weight: w >> 8, state: w as u8 })
+        (w != 0).then_some(WallRequest { weight: w >> 8, state: (w & 0x7f) as u8, hand_on: w & HAND_ON != 0 })
     }
 }
 
@@ -369,15 +378,17 @@ mod tests {
     fn a_wall_request_is_taken_once_and_an_untaken_one_adds_up() {
         let slot = Slot::new();
         slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
-        let a = WallRequest { weight: 10_000_000, state: 3 };
+        let a = WallRequest { weight: 10_000_000, state: 3, hand_on: false };
         assert!(slot.post_wall_request(a), "nothing waited: signal");
-        let b = WallRequest { weight: 5_000_000, state: 1 };
+        let b = WallRequest { weight: 5_000_000, state: 8, hand_on: true };
         assert!(!slot.post_wall_request(b), "still waiting: no second signal");
         let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
-        assert_eq!(inside.take_wall_request(), Some(WallRequest { weight: 15_000_000, state: 1 }), "time whole");
+        let merged = WallRequest { weight: 15_000_000, state: 8, hand_on: true };
+        assert_eq!(inside.take_wall_request(), Some(merged), "time whole, the latest state");
         assert_eq!(inside.take_wall_request(), None, "taken once");
         drop(inside);
-        assert!(slot.post_wall_request(WallRequest { weight: 0, state: 0 }), "a zero weight is still a request");
+        let zero = WallRequest { weight: 0, state: 0, hand_on: false };
+        assert!(slot.post_wall_request(zero), "a zero weight is still a request");
         slot.retire();
         slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
         let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
