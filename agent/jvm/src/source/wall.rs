@@ -326,16 +326,21 @@ impl WallSummary {
 }
 
 /// Before a tick: waits, a period at a time, until the pool has a free batch for each thread
-/// the tick signals (each fills its own slot's batch), or the session stops. The sampler is an
-/// ordinary thread: where a handler would drop a sample, it may wait. Its next tick's samples
-/// then stand for the time waited too ([`WallState::last_tick`]).
+/// the tick signals (each fills its own slot's batch) and for each request sent before whose
+/// handler has not run yet (a thread not scheduled since), or the session stops. The sampler
+/// is an ordinary thread: where a handler would drop a sample, it may wait. Its next tick's
+/// samples then stand for the time waited too ([`WallState::last_tick`]).
 fn pace(p: &Parts, w: &mut WallState, stop: &AtomicBool) {
-    let need = WALL_THREADS_PER_TICK;
-    if p.sink.pool.free_batches() >= need {
+    let need = |w: &WallState| {
+        let (walked, refused, stale) = crate::signal::wall::HANDLED.counts();
+        let outstanding = w.seen.sent.saturating_sub(walked + refused + stale);
+        WALL_THREADS_PER_TICK.saturating_add(usize::try_from(outstanding).unwrap_or(usize::MAX))
+    };
+    if p.sink.pool.free_batches() >= need(w) {
         return;
     }
     let start = now_ticks();
-    while p.sink.pool.free_batches() < need && !stop.load(Ordering::Acquire) {
+    while p.sink.pool.free_batches() < need(w) && !stop.load(Ordering::Acquire) {
         std::thread::park_timeout(Duration::from_nanos(p.period));
     }
     w.seen.paced += 1;
