@@ -1,5 +1,5 @@
 //! `event=wall`: every Java thread is sampled at the interval whatever its
-//! state. Four threads of `WallStates` spend the run spinning, sleeping, blocked on a monitor
+//! state, by signals (no VM operation per tick). Four threads of `WallStates` spend the run spinning, sleeping, blocked on a monitor
 //! and parked: each gets about a quarter of their samples, each sample with its state, on
 //! every JDK. Read back from the JFR the agent wrote (`profiler.WallClockSample` + `hpm.Sample`).
 
@@ -179,11 +179,11 @@ fn wall_at_1ms_attached_to_forty_threads_keeps_its_samples() {
     }
 }
 
-/// A wall session's summary leaves out the VM components, which JVMTI's stacks cannot tell
-/// (it said `components: Unknown 100.00%`), and gives the samples' thread states: WallStates'
-/// four threads are each in one state throughout.
+/// A wall session's summary gives the samples' thread states (WallStates' four threads are
+/// each in one state throughout) and, its stacks walked by hpm's walker, VM components that
+/// are classified (with JVMTI's stacks it said `components: Unknown 100.00%`).
 #[test]
-fn wall_summary_gives_thread_states_not_components() {
+fn wall_summary_gives_thread_states_and_classified_components() {
     for jdk in jdks() {
         let what = format!("{} WallStates", jdk.name);
         let dir = scratch(&format!("wall-summary-{}", jdk.name));
@@ -191,11 +191,117 @@ fn wall_summary_gives_thread_states_not_components() {
         let run = run_java(&jdk, Some(&opts), &[], "WallStates", &["1"]);
         run.assert_ok(&what);
         let stderr = &run.stderr;
-        assert!(!stderr.contains("hpm: components:"), "{what}: a components line:\n{stderr}");
+        assert!(!stderr.contains("hpm: components: Unknown 100"), "{what}: unclassified components:\n{stderr}");
         let states = stderr.lines().find_map(|l| l.strip_prefix("hpm: thread states: ")).unwrap_or_default();
         eprintln!("{what}: {states}");
         for state in ["runnable", "sleeping", "blocked_on_monitor_enter", "parked_timed"] {
             assert!(states.contains(&format!("{state} ")), "{what}: no {state} in the states line:\n{stderr}");
+        }
+    }
+}
+
+/// WallMix's six threads and the state each spends its life in (Process.waitFor waits in
+/// Object.wait on JDK 17, parked on a lock's condition on later JDKs).
+const MIX: [(&str, &str); 6] = [
+    ("spin", "STATE_RUNNABLE"),
+    ("sleep", "STATE_SLEEPING"),
+    ("blocked", "STATE_BLOCKED_ON_MONITOR_ENTER"),
+    ("park", "STATE_PARKED"),
+    ("socket", "STATE_IN_NATIVE"),
+    ("process", "STATE_IN_OBJECT_WAIT|STATE_PARKED"),
+];
+
+/// The safepoint operations a `-Xlog:safepoint` file names, with their counts.
+fn safepoint_ops(log: &std::path::Path) -> HashMap<String, u64> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut ops = HashMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.split_once("Safepoint \"").map(|(_, r)| r) {
+            let name = rest.split('"').next().unwrap_or_default().to_string();
+            *ops.entry(name).or_default() += 1;
+        }
+    }
+    ops
+}
+
+/// WallMix ROUNDS WAIT_MS on `jdk`, with the safepoint log in `dir`: its run, and per thread
+/// kind how long it lived (ms) by its own clock.
+fn run_mix(jdk: &Jdk, dir: &std::path::Path, name: &str, opts: Option<&str>) -> (Run, HashMap<String, f64>) {
+    let log = dir.join(format!("{name}.safepoints"));
+    let xlog = format!("-Xlog:safepoint:file={}", log.display());
+    let run = run_java(jdk, opts, &[&xlog], "WallMix", &["3", "1500"]);
+    let lived = run
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("ok "))
+        .filter_map(|l| l.split_once(' ').and_then(|(k, ms)| Some((k.to_string(), ms.parse().ok()?))))
+        .collect();
+    (run, lived)
+}
+
+/// `event=wall` by signals at 1 ms, on threads that spin, sleep, wait for a monitor, park, read
+/// a socket and wait for a process: every wait ends as it should (the signal wakes blocking
+/// system calls; hpm's handler has SA_RESTART and the JVM's waits retry: no exception, no early
+/// return, checked by the workload itself); no safepoint of hpm's in `-Xlog:safepoint` (the
+/// operations against the same program without hpm: none that takes stacks, GetThreadListStack-
+/// Traces before); each thread's samples in its state (>= 90%), and its share of the wall time
+/// within 5 points of its share of the threads' lives.
+#[test]
+fn wall_by_signals_keeps_waits_whole_adds_no_safepoint_and_gets_states_and_shares() {
+    for jdk in jdks() {
+        let what = format!("{} WallMix", jdk.name);
+        let dir = scratch(&format!("wall-mix-{}", jdk.name));
+        let (bare, _) = run_mix(&jdk, &dir, "bare", None);
+        bare.assert_ok(&format!("{what} without hpm"));
+        let jfr = dir.join("wall.jfr");
+        let opts = format!("event=wall,interval=1ms,file={}", jfr.display());
+        let (run, lived) = run_mix(&jdk, &dir, "hpm", Some(&opts));
+        run.assert_ok(&what);
+        eprintln!("{what}: {}", run.stdout.trim());
+        for (kind, _) in MIX {
+            assert!(lived.contains_key(kind), "{what}: {kind}'s waits did not all end as they should:\n{}", run.stdout);
+        }
+        // Safepoints: hpm's would be operations the bare run does not have.
+        let (without, with) = (safepoint_ops(&dir.join("bare.safepoints")), safepoint_ops(&dir.join("hpm.safepoints")));
+        eprintln!("{what}: safepoints without hpm {without:?}, with hpm {with:?}");
+        let taking_stacks: Vec<_> =
+            with.keys().filter(|op| op.contains("StackTrace") || op.contains("ThreadDump")).collect();
+        assert!(taking_stacks.is_empty(), "{what}: safepoints that take stacks: {taking_stacks:?}");
+        let added: u64 = with.iter().filter(|(op, _)| !without.contains_key(*op)).map(|(_, n)| n).sum();
+        let total = |m: &HashMap<String, u64>| m.values().sum::<u64>();
+        assert!(
+            added <= 5 && total(&with) <= total(&without) + 10,
+            "{what}: hpm added safepoints: {} with, {} without, {added} of operations the bare run has not",
+            total(&with),
+            total(&without)
+        );
+        // States and shares.
+        let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{what}: {e}")).recording;
+        let mut weight: HashMap<&str, u64> = HashMap::new();
+        let mut states: HashMap<&str, HashMap<String, u64>> = HashMap::new();
+        for s in &rec.samples {
+            let name = rec.threads.get(s.thread.0 as usize).map_or("", |t| t.name.as_str());
+            if let Some(&(kind, _)) = MIX.iter().find(|(k, _)| *k == name) {
+                *weight.entry(kind).or_default() += s.weight;
+                let state = s.state.map_or("(none)".to_string(), |i| rec.states[i as usize].clone());
+                *states.entry(kind).or_default().entry(state).or_default() += 1;
+            }
+        }
+        eprintln!("{what}: states {states:?}");
+        let all_weight: u64 = weight.values().sum();
+        let all_lived: f64 = MIX.iter().map(|(k, _)| lived[*k]).sum();
+        for (kind, state) in MIX {
+            let per = states.get(kind).cloned().unwrap_or_default();
+            let n: u64 = per.values().sum();
+            let right: u64 = state.split('|').map(|s| per.get(s).copied().unwrap_or(0)).sum();
+            assert!(n >= 200, "{what}: only {n} samples of {kind}");
+            assert!(right * 10 >= n * 9, "{what}: only {right} of {n} samples of {kind} are {state}: {per:?}");
+            let share = 100.0 * weight.get(kind).copied().unwrap_or(0) as f64 / all_weight.max(1) as f64;
+            let truth = 100.0 * lived[kind] / all_lived;
+            assert!(
+                (share - truth).abs() <= 5.0,
+                "{what}: {kind} has {share:.1}% of the wall time sampled, truth {truth:.1}% (its life's share)"
+            );
         }
     }
 }

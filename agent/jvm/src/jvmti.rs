@@ -426,6 +426,14 @@ impl Jvmti {
         Ok(t)
     }
 
+    /// A thread's JVMTI state bits (GetThreadState: read from the thread's own fields, no
+    /// safepoint, no VM operation).
+    pub fn thread_state(&self, t: jthread) -> Result<i32> {
+        let mut state: jint = 0;
+        call!(self, 17, "GetThreadState", fn(jthread, *mut jint), t, &mut state)?;
+        Ok(state)
+    }
+
     /// Every live Java thread, as local references of the calling thread.
     pub fn all_threads(&self) -> Result<Vec<jthread>> {
         let (mut n, mut threads): (jint, *mut jthread) = (0, ptr::null_mut());

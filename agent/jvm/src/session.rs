@@ -177,9 +177,9 @@ pub struct Session {
 /// The session's sample pool, from the rate its sources bring samples
 /// ([`hpm_capture::pool_size::PoolSize::for_rate`]): one per period per CPU (a thousand a second
 /// per CPU for events counted, not timed), or a source's threads per tick whatever the CPUs
-/// (the wall sampler's [`crate::source::timer::WALL_THREADS_PER_TICK`]). More samples than the
+/// (the wall sampler's [`crate::source::wall::WALL_THREADS_PER_TICK`]). More samples than the
 /// pool holds are dropped and counted ("no free sample buffer"), except by the wall sampler,
-/// which waits for the processor instead (see `timer::pace`).
+/// which waits for the processor instead (see `wall::pace`).
 fn pool_size(event: &EventInfo, traits: SourceTraits) -> PoolSize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let per_second = match (traits.threads_per_tick, event.unit) {

@@ -34,6 +34,8 @@ use hpm_profile::model::KernelMode;
 use crate::sink::{AsgctFn, CallTrace, SignalCtx};
 use crate::threads::{Caller, Entered, Refused, Threads};
 
+pub mod wall;
+
 /// Looks up `AsyncGetCallTrace` in the already-loaded libjvm.so.
 pub fn find_asgct() -> Option<AsgctFn> {
     // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name; the symbol, when present, has
@@ -341,6 +343,10 @@ extern "C" fn on_signal(_sig: c_int, info: *mut libc::siginfo_t, ucontext: *mut 
             let ours = handle(threads, stats, fd, ucontext);
             stats.add_handler_time(crate::os::now_ticks().saturating_sub(start));
             ours
+        }
+        // The wall sampler's request (`wall`).
+        (Some(threads), Some(stats), None) => {
+            wall::request(info).is_some_and(|s| wall::handle(threads, stats, s, ucontext))
         }
         _ => false,
     })

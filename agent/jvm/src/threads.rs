@@ -21,7 +21,7 @@ use crate::sink::SignalCtx;
 
 pub mod full_names;
 mod slot;
-pub use slot::{Caller, Entered, Refused, Slot};
+pub use slot::{Caller, Entered, Refused, Slot, WallRequest};
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
@@ -52,9 +52,23 @@ pub enum Mode {
     Off,
     /// Timer samplers: each thread gets an index in the session, no perf group.
     Identity,
+    /// The wall sampler: each Java thread gets an index and a slot without a perf group, which
+    /// the handler of the sampler's signal enters ([`Threads::request_wall`]). The context
+    /// stays alive (held here) while any slot is published with it.
+    Signalled { ctx: Arc<SignalCtx> },
     /// The signal sampler: each thread gets a perf group whose overflow signals reach its slot.
     /// The context stays alive (held here) while any slot is published with it.
     Perf { spec: Box<PerfSpec>, ctx: Arc<SignalCtx> },
+}
+
+impl Mode {
+    /// The sampling context its slots are published with.
+    fn ctx(&self) -> Option<Arc<SignalCtx>> {
+        match self {
+            Mode::Perf { ctx, .. } | Mode::Signalled { ctx } => Some(ctx.clone()),
+            Mode::Off | Mode::Identity => None,
+        }
+    }
 }
 
 /// Per-reason counts of threads that could not be profiled.
@@ -75,6 +89,21 @@ const MAX_ENDED_KEPT: usize = 4096;
 struct LiveThread {
     idx: u32,
     perf: Option<(u32, ThreadEvents)>,
+    /// `Mode::Signalled`: the thread's slot.
+    signalled: Option<u32>,
+}
+
+/// Why the wall sampler could not ask a thread for a sample ([`Threads::request_wall`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WallMiss {
+    /// The thread has no slot in this session (not attached: ended, hpm's own, or no slot
+    /// left).
+    NoSlot,
+    /// Its previous request is not taken yet (the thread did not run since): this one's time
+    /// was added to it.
+    Pending,
+    /// The signal could not be sent (the thread ended meanwhile).
+    Gone,
 }
 
 struct Inner {
@@ -329,12 +358,13 @@ impl Threads {
         let (spec, ctx) = match &g.mode {
             Mode::Off => return Ok(()),
             Mode::Identity => (None, None),
+            Mode::Signalled { ctx } => (None, Some(ctx.clone())),
             Mode::Perf { spec, ctx } => (Some(spec.clone()), Some(ctx.clone())),
         };
         if let Some(live) = g.live.get(&tid) {
             let idx = live.idx;
-            if let (true, Some((slot, _))) = (info.is_java, &live.perf) {
-                self.slots[*slot as usize].set_java();
+            if let (true, Some(slot)) = (info.is_java, live.perf.as_ref().map(|p| p.0).or(live.signalled)) {
+                self.slots[slot as usize].set_java();
             }
             let known = &g.infos[idx as usize];
             if info.is_java && !(known.is_java && known.java_id == info.java_id && known.name == info.name) {
@@ -346,6 +376,9 @@ impl Threads {
             }
             return Ok(());
         }
+        if let (None, Some(ctx)) = (&spec, &ctx) {
+            return self.attach_signalled(&mut g, tid, info, ctx);
+        }
         let (Some(spec), Some(ctx)) = (spec, ctx) else {
             // Timer samplers: an index only.
             let java_id = info.java_id;
@@ -353,7 +386,7 @@ impl Threads {
             if let Some(j) = java_id {
                 g.by_java_id.insert(j, idx);
             }
-            g.live.insert(tid, LiveThread { idx, perf: None });
+            g.live.insert(tid, LiveThread { idx, perf: None, signalled: None });
             return Ok(());
         };
         // `sampler=chain`'s rings hold 100 ms of samples and 16 KB anchors (up to 256 KB a
@@ -364,17 +397,7 @@ impl Threads {
                 .add(format!("more than {MAX_DRAINED_THREADS} threads at once under sampler=chain (ring memory)"));
             return Ok(());
         }
-        let slot = match g.free_slots.pop() {
-            Some(s) => s,
-            None if (g.next_slot as usize) < MAX_SLOTS => {
-                g.next_slot += 1;
-                g.next_slot - 1
-            }
-            None => {
-                g.failures.add(format!("more than {MAX_SLOTS} live threads"));
-                return Ok(());
-            }
-        };
+        let Some(slot) = Self::take_slot(&mut g) else { return Ok(()) };
         let mut spec = spec;
         spec.period = self.period.load(Ordering::Relaxed);
         if drained >= ANCHORED_THREADS {
@@ -424,18 +447,79 @@ impl Threads {
             g.free_slots.push(slot);
             return Err(e);
         }
-        g.live.insert(tid, LiveThread { idx, perf: Some((slot, events)) });
+        g.live.insert(tid, LiveThread { idx, perf: Some((slot, events)), signalled: None });
         Ok(())
+    }
+
+    /// A free slot, counted when none is left.
+    fn take_slot(g: &mut Inner) -> Option<u32> {
+        match g.free_slots.pop() {
+            Some(s) => Some(s),
+            None if (g.next_slot as usize) < MAX_SLOTS => {
+                g.next_slot += 1;
+                Some(g.next_slot - 1)
+            }
+            None => {
+                g.failures.add(format!("more than {MAX_SLOTS} live threads"));
+                None
+            }
+        }
+    }
+
+    /// `Mode::Signalled`: an index and a ring-less slot for the new thread `tid`.
+    fn attach_signalled(
+        &self,
+        g: &mut Inner,
+        tid: i32,
+        info: ThreadInfo,
+        ctx: &Arc<SignalCtx>,
+    ) -> Result<(), PerfError> {
+        let (java, java_id) = (info.is_java, info.java_id);
+        let Some(slot) = Self::take_slot(g) else { return Ok(()) };
+        let Some(idx) = Self::new_index(g, info) else {
+            g.free_slots.push(slot);
+            return Ok(());
+        };
+        if let Some(j) = java_id {
+            g.by_java_id.insert(j, idx);
+        }
+        let s = &self.slots[slot as usize];
+        debug_assert!(s.queue.is_empty());
+        let none = crate::perf::RingPtr { meta: std::ptr::null_mut(), data: std::ptr::null_mut(), size: 0 };
+        s.publish(tid, idx, java, none, Arc::as_ptr(ctx), self.moves());
+        g.live.insert(tid, LiveThread { idx, perf: None, signalled: Some(slot) });
+        Ok(())
+    }
+
+    /// The wall sampler: leaves `req` in the slot of thread `tid` and signals the thread with
+    /// `signal`, the slot's number in the signal's value ([`crate::os::signal_thread`]); the
+    /// handler takes the request. Under the registry's lock, so the slot is not given to
+    /// another thread in between.
+    pub fn request_wall(&self, tid: i32, req: WallRequest, signal: i32, tag: u32) -> Result<(), WallMiss> {
+        let g = self.lock();
+        let slot = g.live.get(&tid).and_then(|l| l.signalled).ok_or(WallMiss::NoSlot)?;
+        if !self.slots[slot as usize].post_wall_request(req) {
+            return Err(WallMiss::Pending);
+        }
+        let value = u64::from(tag) << 32 | u64::from(slot);
+        crate::os::signal_thread(tid, signal, value).map_err(|_| WallMiss::Gone)
+    }
+
+    /// The slot numbered `i` (a wall request's). Async-signal-safe.
+    pub fn slot_at(&self, i: u32) -> Option<&Slot> {
+        self.slots.get(i as usize)
+    }
+
+    /// Whether `tid` has an index in the running session.
+    pub fn is_live(&self, tid: i32) -> bool {
+        self.lock().live.contains_key(&tid)
     }
 
     /// Stops profiling `tid`: the group is disabled, no handler uses its slot any more, its
     /// partial batch goes to the processor, and the descriptors are closed.
     pub fn detach(&self, tid: i32) {
         let mut g = self.lock();
-        let ctx = match &g.mode {
-            Mode::Perf { ctx, .. } => Some(ctx.clone()),
-            _ => None,
-        };
+        let ctx = g.mode.ctx();
         self.detach_locked(&mut g, tid, ctx.as_deref());
     }
 
@@ -445,6 +529,16 @@ impl Threads {
             g.ended_idx.clear();
         }
         g.ended_idx.insert(tid, live.idx);
+        if let Some(slot) = live.signalled {
+            let s = &self.slots[slot as usize];
+            // Waits for a handler still inside; none enters afterwards.
+            s.retire();
+            if let (Some(b), Some(ctx)) = (s.queue.steal(), ctx) {
+                ctx.sink.pool.submit(b);
+            }
+            g.free_slots.push(slot);
+            return;
+        }
         let Some((slot, events)) = live.perf else { return };
         events.disable();
         let fd = events.leader.as_raw_fd() as usize;
@@ -540,7 +634,7 @@ impl Threads {
     pub fn scan(&self) -> usize {
         let java_only = match self.lock().mode {
             Mode::Off => return 0,
-            Mode::Identity => true,
+            Mode::Identity | Mode::Signalled { .. } => true,
             Mode::Perf { .. } => false,
         };
         let Some(present) = self.tasks_now() else { return 0 };
@@ -674,8 +768,8 @@ impl Threads {
     /// Partial batches of every live thread (the processor calls this each round).
     pub fn steal_all(&self, mut f: impl FnMut(BatchHandle)) {
         let g = self.lock();
-        for (slot, _) in g.live.values().filter_map(|l| l.perf.as_ref()) {
-            if let Some(b) = self.slots[*slot as usize].queue.steal() {
+        for slot in g.live.values().filter_map(|l| l.perf.as_ref().map(|p| p.0).or(l.signalled)) {
+            if let Some(b) = self.slots[slot as usize].queue.steal() {
                 f(b);
             }
         }
@@ -685,11 +779,8 @@ impl Threads {
     pub fn thread_ended(&self, tid: i32) {
         let mut g = self.lock();
         g.java_live.remove(&tid);
-        let ctx = match &g.mode {
-            Mode::Perf { ctx, .. } => Some(ctx.clone()),
-            _ => None,
-        };
-        if ctx.is_some() {
+        let ctx = g.mode.ctx();
+        if matches!(g.mode, Mode::Perf { .. }) {
             g.ended.insert(tid);
         }
         self.detach_locked(&mut g, tid, ctx.as_deref());
@@ -699,10 +790,7 @@ impl Threads {
     /// retired; the session's sampling context is released.
     pub fn stop_all(&self) {
         let mut g = self.lock();
-        let ctx = match &g.mode {
-            Mode::Perf { ctx, .. } => Some(ctx.clone()),
-            _ => None,
-        };
+        let ctx = g.mode.ctx();
         // Detached in the session's mode: drained rings stay readable (`with_rings`).
         let tids: Vec<i32> = g.live.keys().copied().collect();
         for t in tids {

@@ -10,8 +10,10 @@
 //! - `chain`: perf samples with a copy of the top of the stack and no signal, drained and
 //!   walked by the processor (CallerChaining);
 //! - `timer`: a sampling thread on a timer: `jvmti` (GetThreadListStackTraces at a global
-//!   safepoint), `wall` (every Java thread, any state) or `sps` (the patched JVM's partial
-//!   safepoints); `isps`: the same thread with incremental stack tracing;
+//!   safepoint) or `sps` (the patched JVM's partial safepoints); `isps`: the same thread with
+//!   incremental stack tracing;
+//! - `wall`: every Java thread, any state: a sampling thread signals threads in turn, each
+//!   walks its own stack in hpm's handler (no VM operation);
 //! - `idle`: no CPU event (`event=alloc` / `event=lock` alone): the threads named only;
 //! - `jvmevents`: the JVM's own events with their stacks (`alloc`, `lock`);
 //! - `phases`: the application's methods instrumented, their enter and exit recorded with
@@ -46,13 +48,15 @@ pub mod phases;
 #[cfg(test)]
 mod test_source;
 pub mod timer;
+pub mod wall;
 
 /// Every event source, one line each, in the order they start (and stop in reverse: the JVM's
 /// events stop before the CPU source).
 pub const SOURCES: &[SourceDef] = &[
     asgct::SOURCE,     // perf overflow signals, stacks walked in the handler
     chain::SOURCE,     // perf rings without signals, stacks walked by the processor
-    timer::SOURCE,     // a timer thread: jvmti, wall, sps, isps (incremental stack tracing)
+    timer::SOURCE,     // a timer thread: jvmti, sps, isps (incremental stack tracing)
+    wall::SOURCE,      // event=wall: a thread signals threads in turn, stacks walked in the handler
     idle::SOURCE,      // no CPU event: the threads named only
     jvmevents::SOURCE, // alloc, lock
     phases::SOURCE,    // method-level phases: instrumented methods, beside the CPU source
@@ -245,8 +249,8 @@ pub fn depth_note(opts: &Options) -> Option<String> {
     let max = hpm_capture::capture::MAX_FRAMES;
     (opts.max_depth as usize > max).then(|| {
         format!(
-            "jstackdepth={}: sampler={} keeps at most {max} frames per sample (sampler=jvmti, sps or wall \
-             walk off the signal path and keep up to {})",
+            "jstackdepth={}: sampler={} keeps at most {max} frames per sample (sampler=jvmti or sps walk off \
+             the signal path and keep up to {})",
             opts.max_depth,
             opts.sampler.name(),
             hpm_capture::capture::MAX_DEEP_FRAMES

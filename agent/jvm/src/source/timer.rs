@@ -12,7 +12,6 @@
 //! Both produce the same `Captured` records as the signal path, so everything downstream (the
 //! processor, the tree, the outputs, `hpm compare`) is shared.
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,16 +35,12 @@ use crate::sink::Sink;
 use crate::stack_source::StackSite;
 use crate::threads::{Mode, Threads};
 
-/// `sampler=jvmti`, `sps` and `event=wall` (`isps` is its own source on this thread).
+/// `sampler=jvmti` and `sps` (`isps` is its own source on this thread; `event=wall` is
+/// [`super::wall`]).
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
-        let wall = opts.sampler == SamplerKind::Wall;
-        (opts.cpu
-            && matches!(opts.sampler, SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Isps | SamplerKind::Wall))
-        .then_some(SourceTraits {
-            threads_per_tick: wall.then_some(WALL_THREADS_PER_TICK as u32),
-            ..SourceTraits::plain(StackSite::Jvm)
-        })
+        (opts.cpu && matches!(opts.sampler, SamplerKind::Jvmti | SamplerKind::Sps | SamplerKind::Isps))
+            .then_some(SourceTraits::plain(StackSite::Jvm))
     },
     plan,
 };
@@ -56,7 +51,6 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
         SamplerKind::Isps => {
             Kind::Isps { isps: isps::find_isps(jvmti)?, threads: opts.sps_threads, waiting: opts.sps_waiting }
         }
-        SamplerKind::Wall => Kind::Wall,
         _ => Kind::Jvmti,
     };
     Ok(planned(opts, kind))
@@ -64,7 +58,7 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
 
 /// A timer source of `kind` planned: its "event" is the sampling clock.
 fn planned(opts: &Options, kind: Kind) -> Planned {
-    let name = if matches!(kind, Kind::Wall) { "wall" } else { "timer" };
+    let name = "timer";
     let info = EventInfo {
         name: name.into(),
         requested: name.into(),
@@ -87,12 +81,6 @@ fn planned(opts: &Options, kind: Kind) -> Planned {
             period: s.period,
             max_depth: s.deep_depth,
             quiet: s.opts.quiet,
-            thread_filter: s
-                .opts
-                .thread_filter
-                .as_deref()
-                .map(|p| hpm_profile::filter::compile_thread_pattern_for("thread=", p))
-                .transpose()?,
         })) as Arc<dyn EventSource>)
     };
     Planned { event: Some((spec, info)), notes: Vec::new(), build: Box::new(build) }
@@ -150,9 +138,6 @@ pub fn find_sps(jvmti: &Jvmti) -> Result<Sps, String> {
 pub enum Kind {
     /// GetThreadListStackTraces of every thread at a global safepoint.
     Jvmti,
-    /// `event=wall`: GetThreadListStackTraces of up to [`WALL_THREADS_PER_TICK`] Java threads
-    /// per tick, in turn, whatever their state, each sample with its state.
-    Wall,
     /// The patched JVM's partial safepoints: `threads` running threads per tick (0: the CPUs),
     /// `waiting` also samples waiting threads.
     Sps { sps: Sps, threads: u32, waiting: bool },
@@ -172,18 +157,12 @@ pub struct Parts {
     pub period: u64,
     pub max_depth: u32,
     pub quiet: bool,
-    /// `thread=REGEX` (event=wall): the threads sampled.
-    pub thread_filter: Option<regex::Regex>,
 }
-
-/// What the sampling thread returns: the time taken to obtain each sample, and for
-/// `event=wall` what its ticks met.
-type Ran = (Histogram, Option<WallSummary>);
 
 /// `sampler=jvmti` and `sampler=sps`: one attached daemon thread sampling on a timer.
 pub struct TimerSampler {
     parts: Arc<Parts>,
-    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Ran>)>>,
+    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Histogram>)>>,
 }
 
 impl TimerSampler {
@@ -194,7 +173,6 @@ impl TimerSampler {
     fn name(&self) -> &'static str {
         match self.parts.kind {
             Kind::Jvmti => "jvmti",
-            Kind::Wall => "wall",
             Kind::Sps { .. } => "sps",
             Kind::Isps { .. } => "isps",
         }
@@ -224,10 +202,7 @@ impl EventSource for TimerSampler {
         if let Some((stop, join)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
             stop.store(true, Ordering::Release);
             join.thread().unpark();
-            let (lat, wall) = join.join().unwrap_or_default();
-            if let Some(w) = wall {
-                lines.push(w.line(self.parts.period, &self.parts.sink));
-            }
+            let lat = join.join().unwrap_or_default();
             if !lat.is_empty() {
                 let us = |ns: u64| ns as f64 / 1000.0;
                 lines.push(format!(
@@ -247,8 +222,8 @@ impl EventSource for TimerSampler {
 
 /// The sampling thread: attached to the VM (and detached when it ends), excluded from its
 /// own samples. Returns the time taken to obtain each sample (per thread for sps, per round
-/// for jvmti), and for `event=wall` what its ticks met.
-fn run(p: &Parts, stop: &AtomicBool) -> Ran {
+/// for jvmti).
+fn run(p: &Parts, stop: &AtomicBool) -> Histogram {
     let mut lat = Histogram::default();
     let tid = crate::os::gettid();
     p.threads.exclude(tid);
@@ -257,7 +232,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Ran {
         Err(e) => {
             eprintln!("hpm: {e}; no samples will be taken");
             p.threads.include(tid);
-            return (lat, None);
+            return lat;
         }
     };
     let jni = attached.env();
@@ -267,7 +242,7 @@ fn run(p: &Parts, stop: &AtomicBool) -> Ran {
     // N running threads per round: the CPUs this process may use, found once (the JVM's own
     // default re-reads the cgroup files every 20 ms).
     let running = match p.kind {
-        Kind::Sps { threads: 0, .. } | Kind::Isps { threads: 0, .. } | Kind::Jvmti | Kind::Wall => {
+        Kind::Sps { threads: 0, .. } | Kind::Isps { threads: 0, .. } | Kind::Jvmti => {
             std::thread::available_parallelism().map_or(1, |n| n.get()) as i32
         }
         Kind::Sps { threads, .. } | Kind::Isps { threads, .. } => threads as i32,
@@ -278,7 +253,6 @@ fn run(p: &Parts, stop: &AtomicBool) -> Ran {
     };
     let cx =
         isps::Ctx { jvmti: &p.jvmti, threads: p.threads, max_depth: p.max_depth, quiet: p.quiet, push: &push_isps };
-    let mut wall = WallState::default();
     let mut next = now_ticks().saturating_add(period);
     while !stop.load(Ordering::Acquire) {
         let now = now_ticks();
@@ -295,13 +269,8 @@ fn run(p: &Parts, stop: &AtomicBool) -> Ran {
                 }
             }
             Kind::Jvmti => sample_jvmti(p, jni, &mut lat),
-            Kind::Wall => {
-                pace(p, &mut wall, stop);
-                sample_wall(p, jni, &mut wall, &mut lat);
-            }
         }
     }
-    wall.release(jni);
     if let (Some(b), Kind::Isps { isps: f, .. }) = (isps.as_mut(), p.kind) {
         b.finish(&cx, f, &mut lat);
     }
@@ -312,14 +281,14 @@ fn run(p: &Parts, stop: &AtomicBool) -> Ran {
     buf.release();
     drop(attached);
     p.threads.include(tid);
-    (lat, matches!(p.kind, Kind::Wall).then_some(wall.seen))
+    lat
 }
 
 /// The tick after the one due at `next`, taken at `now`: a period later, or a period from now
 /// if the sampler fell behind (a long safepoint), resuming the rhythm instead of bursting.
 /// Saturating: a tick past the clock's range is never due, where a wrapped one (a period near
 /// 2^64 ns) was always due, and the sampler took samples without pause.
-fn next_tick(next: u64, now: u64, period: u64) -> u64 {
+pub(super) fn next_tick(next: u64, now: u64, period: u64) -> u64 {
     let after = next.saturating_add(period);
     if after > now {
         after
@@ -452,160 +421,6 @@ fn sample_jvmti(p: &Parts, jni: *mut JNIEnv, lat: &mut Histogram) {
     }
     for t in threads {
         jnienv::delete_local_ref(jni, t);
-    }
-}
-
-/// Java threads sampled per wall-clock tick at most: with thousands of idle threads the cost of
-/// a tick stays that of 16 stacks (async-profiler's wall mode also samples a subset per tick).
-/// With more threads than this, each is sampled every `threads / 16` ticks and its samples
-/// stand for that much time.
-pub const WALL_THREADS_PER_TICK: usize = 16;
-
-/// What the wall sampler keeps between ticks: the threads it samples in turn (global
-/// references, listed again every [`WALL_LIST_NS`]: a tick touches only the threads it samples,
-/// never all of them), where its round robin is, and (with `thread=REGEX`) which threads'
-/// names matched, by Java thread id.
-#[derive(Default)]
-struct WallState {
-    threads: Vec<jobject>,
-    listed_at: Option<u64>,
-    next: usize,
-    matches: HashMap<u64, bool>,
-    /// When the last tick's stacks were taken: the next tick's samples stand for the time
-    /// since, the ticks' rhythm whatever it was.
-    last_tick: Option<u64>,
-    seen: WallSummary,
-}
-
-/// What the wall sampler's ticks met, for the summary.
-#[derive(Clone, Copy, Default)]
-pub struct WallSummary {
-    /// The most threads sampled in turn.
-    most_threads: usize,
-    /// Ticks that waited for free batches ([`pace`]), and how long they waited in all.
-    paced: u64,
-    paced_ns: u64,
-}
-
-/// The wall sampler's thread list is read again after this long: a thread started since is
-/// sampled from then on, one that ended is skipped (its state is no longer ALIVE) until then.
-/// Names are matched again too (a thread may be renamed).
-const WALL_LIST_NS: u64 = 100_000_000;
-
-impl WallState {
-    /// Lists the Java threads again (those whose name matches `filter`) when the list is due.
-    fn refresh(&mut self, p: &Parts, jni: *mut JNIEnv, now: u64) {
-        if self.listed_at.is_some_and(|t| now.saturating_sub(t) < WALL_LIST_NS) {
-            return;
-        }
-        self.listed_at = Some(now);
-        let Ok(all) = p.jvmti.all_threads() else { return };
-        self.release(jni);
-        if self.matches.len() > 4 * all.len() + 64 {
-            self.matches.clear();
-        }
-        for t in all {
-            let keep = match &p.thread_filter {
-                None => true,
-                Some(re) => jnienv::java_thread_id(jni, t).is_some_and(|id| {
-                    *self.matches.entry(id).or_insert_with(|| re.is_match(&p.jvmti.thread_name(t).unwrap_or_default()))
-                }),
-            };
-            if keep {
-                if let Some(g) = jnienv::new_global_ref(jni, t) {
-                    self.threads.push(g);
-                }
-            }
-            // This thread never returns to Java: its local references must be freed by hand.
-            jnienv::delete_local_ref(jni, t);
-        }
-    }
-
-    fn release(&mut self, jni: *mut JNIEnv) {
-        for g in self.threads.drain(..) {
-            jnienv::delete_global_ref(jni, g);
-        }
-    }
-}
-
-impl WallSummary {
-    /// The summary's line: `wall: up to 47 threads, 16 a tick every 1 ms; sample pool 96 of
-    /// 544 batches (8.4 of 47.8 MiB); paced 3 times (12 ms in all), 0 dropped`.
-    fn line(&self, period: u64, sink: &Sink) -> String {
-        let mib = |batches: usize| {
-            let bytes = batches * hpm_capture::batch::BATCH_SIZE * std::mem::size_of::<Captured>();
-            format!("{:.1}", bytes as f64 / f64::from(1 << 20))
-        };
-        let (used, cap) = (sink.pool.allocated(), sink.pool.capacity());
-        let paced = match self.paced {
-            0 => "never paced".to_string(),
-            n => format!(
-                "paced {} {} ({} in all, waiting for the processor to free batches)",
-                hpm_profile::text::group(n),
-                if n == 1 { "time" } else { "times" },
-                hpm_profile::text::duration_ns(self.paced_ns)
-            ),
-        };
-        format!(
-            "wall: up to {} threads, {} a tick every {}; sample pool {used} of {cap} batches ({} of {} MiB); \
-             {paced}, {} dropped",
-            self.most_threads,
-            self.most_threads.min(WALL_THREADS_PER_TICK),
-            hpm_profile::text::duration_ns(period),
-            mib(used),
-            mib(cap),
-            hpm_profile::text::group(sink.pool.dropped())
-        )
-    }
-}
-
-/// Before a wall tick: waits, a period at a time, until the pool has a free batch for each
-/// sample the tick may bring (the processor frees batches each round and grows the pool up to
-/// its capacity), or the session stops. The wall sampler is an ordinary thread: where a signal
-/// handler must drop a sample, it may wait. Its next tick's samples then stand for the time
-/// waited too (`WallState::last_tick`), so the profile's time stays whole, in fewer samples.
-fn pace(p: &Parts, w: &mut WallState, stop: &AtomicBool) {
-    let need = hpm_capture::pool_size::batches_for(WALL_THREADS_PER_TICK as u64);
-    if p.sink.pool.free_batches() >= need {
-        return;
-    }
-    let start = now_ticks();
-    while p.sink.pool.free_batches() < need && !stop.load(Ordering::Acquire) {
-        std::thread::park_timeout(Duration::from_nanos(p.period));
-    }
-    w.seen.paced += 1;
-    w.seen.paced_ns += now_ticks().saturating_sub(start);
-}
-
-/// One `event=wall` round: the next [`WALL_THREADS_PER_TICK`] Java threads in turn (other
-/// than hpm's own; with `thread=REGEX` only those whose name matches), their stacks and states
-/// from one GetThreadListStackTraces.
-fn sample_wall(p: &Parts, jni: *mut JNIEnv, w: &mut WallState, lat: &mut Histogram) {
-    w.refresh(p, jni, now_ticks());
-    let n = w.threads.len();
-    if n == 0 {
-        return;
-    }
-    let k = n.min(WALL_THREADS_PER_TICK);
-    let start = w.next % n;
-    let pick: Vec<_> = (0..k).map(|i| w.threads[(start + i) % n]).collect();
-    w.next = (start + k) % n;
-    w.seen.most_threads = w.seen.most_threads.max(n);
-    let t0 = now_ticks();
-    let stacks = p.jvmti.thread_list_stack_traces(&pick, p.max_depth as i32 + 1);
-    let time = now_ticks();
-    lat.record(time - t0);
-    // Each sample stands for the wall time between two visits of its thread: `n / k` ticks,
-    // each as long as this one was (late ticks, a slow walk, a wait for free batches).
-    let tick = w.last_tick.map_or(p.period, |last| time.saturating_sub(last));
-    w.last_tick = Some(time);
-    let weight = tick.saturating_mul(n as u64) / k as u64;
-    for (thread, state, frames) in stacks.unwrap_or_default() {
-        const ALIVE: i32 = 0x1;
-        if state & ALIVE == 0 || frames.is_empty() {
-            continue;
-        }
-        push_jvmti_stack(p, jni, thread, time, (weight, hpm_capture::capture::state_from_jvmti(state)), &frames);
     }
 }
 

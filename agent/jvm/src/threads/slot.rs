@@ -55,6 +55,37 @@ pub struct Slot {
     /// hpm's walker: this slot's thread's last walk (`hpm_capture::blob_cache::WalkMemo`), made
     /// at the slot's first publish (never in the handler) and kept with the slot.
     memo: OnceLock<WalkMemo>,
+    /// `event=wall`: the request the wall sampler left for this slot's thread before it
+    /// signalled it, 0 if none (taken by the thread's handler). See [`WallRequest`].
+    wall_request: AtomicU64,
+}
+
+/// What the wall sampler asks of a thread's handler, in one word: the time the sample stands
+/// for (ns) above the thread state code ([`hpm_capture::capture::THREAD_STATES`], below
+/// [`HAND_ON`]) and whether to hand the slot's batch on at once. Never 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WallRequest {
+    pub weight: u64,
+    pub state: u8,
+    /// The thread is visited less than once per processor round: its batch goes to the
+    /// processor with this sample rather than wait, partly filled, for the round's steal (with
+    /// a thousand threads, a batch each held the whole pool).
+    pub hand_on: bool,
+}
+
+/// The request word's bit for [`WallRequest::hand_on`].
+const HAND_ON: u64 = 0x80;
+
+impl WallRequest {
+    /// The weight is kept to 56 bits (2.3 years of nanoseconds) and at least 1.
+    fn word(self) -> u64 {
+        let hand_on = if self.hand_on { HAND_ON } else { 0 };
+        (self.weight.clamp(1, (1 << 56) - 1) << 8) | hand_on | u64::from(self.state & 0x7f)
+    }
+
+    fn from_word(w: u64) -> Option<WallRequest> {
+        (w != 0).then_some(WallRequest { weight: w >> 8, state: (w & 0x7f) as u8, hand_on: w & HAND_ON != 0 })
+    }
 }
 
 /// What a handler may use while inside a slot (the borrows end with it).
@@ -126,6 +157,16 @@ impl Entered<'_> {
     pub fn walk_memo(&self) -> Option<&WalkMemo> {
         self.slot.memo.get()
     }
+
+    /// The slot's thread's kernel id (proven: the handler runs on it).
+    pub fn tid(&self) -> i32 {
+        self.slot.tid.load(Ordering::Relaxed)
+    }
+
+    /// Takes the wall sampler's request for this thread, if one waits.
+    pub fn take_wall_request(&self) -> Option<WallRequest> {
+        WallRequest::from_word(self.slot.wall_request.swap(0, Ordering::AcqRel))
+    }
 }
 
 /// The thread a handler runs on: its thread pointer, and its kernel id, asked of the kernel
@@ -173,6 +214,7 @@ impl Slot {
             owner: AtomicU64::new(0),
             drained_at_move: AtomicU64::new(0),
             memo: OnceLock::new(),
+            wall_request: AtomicU64::new(0),
         }
     }
 
@@ -201,6 +243,7 @@ impl Slot {
         self.owner.store(0, Ordering::Relaxed);
         self.drained_at_move.store(moves, Ordering::Relaxed);
         self.memo.get_or_init(WalkMemo::default);
+        self.wall_request.store(0, Ordering::Relaxed);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
     }
@@ -219,9 +262,19 @@ impl Slot {
         self.tid.store(0, Ordering::Relaxed);
     }
 
-    /// Handler side, on thread `caller`: the slot's ring and context, if the slot is live and
-    /// belongs to that thread. Async-signal-safe.
+    /// Handler side, on thread `caller`: the slot's ring and context, if the slot is live,
+    /// has a ring (a perf group's) and belongs to that thread. Async-signal-safe.
     pub fn enter(&self, caller: &mut Caller) -> Result<Entered<'_>, Refused> {
+        self.enter_as(caller, true)
+    }
+
+    /// Handler side, for a wall request: as [`Self::enter`], for a slot published without a
+    /// ring (`event=wall`: signalled by the wall sampler, no perf group). Async-signal-safe.
+    pub fn enter_signalled(&self, caller: &mut Caller) -> Result<Entered<'_>, Refused> {
+        self.enter_as(caller, false)
+    }
+
+    fn enter_as(&self, caller: &mut Caller, ringed: bool) -> Result<Entered<'_>, Refused> {
         let inside = self.claim.enter().ok_or(Refused::Retired)?;
         // Acquire in `enter` pairs with the release in `publish`: these are the published values.
         if caller.pointer == 0 || self.owner.load(Ordering::Relaxed) != caller.pointer {
@@ -236,7 +289,8 @@ impl Slot {
             data: self.ring_data.load(Ordering::Relaxed) as *mut u8,
             size: self.ring_size.load(Ordering::Relaxed) as usize,
         };
-        if ctx.is_null() || ring.meta.is_null() {
+        // A perf notification never uses a ring-less slot, nor a wall request a ringed one.
+        if ctx.is_null() || ring.meta.is_null() == ringed {
             return Err(Refused::Retired);
         }
         Ok(Entered {
@@ -247,6 +301,24 @@ impl Slot {
             thread_idx: self.thread_idx.load(Ordering::Relaxed),
             java: self.java.load(Ordering::Relaxed),
         })
+    }
+
+    /// The wall sampler's side: leaves `req` for the slot's thread, to be taken by the handler
+    /// of the signal the sampler sends next. Returns false when the previous request is still
+    /// there (its signal not handled yet): its weight then grows by this one's, so the time
+    /// stays whole, and no second signal is needed.
+    pub fn post_wall_request(&self, req: WallRequest) -> bool {
+        let mut cur = self.wall_request.load(Ordering::Acquire);
+        loop {
+            let (next, fresh) = match WallRequest::from_word(cur) {
+                None => (req.word(), true),
+                Some(old) => (WallRequest { weight: old.weight.saturating_add(req.weight), ..req }.word(), false),
+            };
+            match self.wall_request.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return fresh,
+                Err(now) => cur = now,
+            }
+        }
     }
 }
 
@@ -280,6 +352,48 @@ mod tests {
         // Another thread's now: the thread pointer proven for the last owner no longer admits.
         slot.publish(me.wrapping_add(1), 0, false, ring(), ctx(), 0);
         assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::OtherThread));
+        slot.retire();
+    }
+
+    fn no_ring() -> RingPtr {
+        RingPtr { meta: std::ptr::null_mut(), data: std::ptr::null_mut(), size: 0 }
+    }
+
+    #[test]
+    fn a_ringless_slot_admits_wall_requests_only_and_a_ringed_one_perf_only() {
+        let slot = Slot::new();
+        let me = crate::os::gettid();
+        slot.publish(me, 7, true, no_ring(), ctx(), 0);
+        assert_eq!(slot.enter(&mut Caller::current()).map(|_| ()), Err(Refused::Retired), "no ring to drain");
+        let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
+        assert_eq!((inside.thread_idx(), inside.tid()), (7, me));
+        drop(inside);
+        slot.retire();
+        slot.publish(me, 7, true, ring(), ctx(), 0);
+        assert_eq!(slot.enter_signalled(&mut Caller::current()).map(|_| ()), Err(Refused::Retired));
+        slot.retire();
+    }
+
+    #[test]
+    fn a_wall_request_is_taken_once_and_an_untaken_one_adds_up() {
+        let slot = Slot::new();
+        slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
+        let a = WallRequest { weight: 10_000_000, state: 3, hand_on: false };
+        assert!(slot.post_wall_request(a), "nothing waited: signal");
+        let b = WallRequest { weight: 5_000_000, state: 8, hand_on: true };
+        assert!(!slot.post_wall_request(b), "still waiting: no second signal");
+        let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
+        let merged = WallRequest { weight: 15_000_000, state: 8, hand_on: true };
+        assert_eq!(inside.take_wall_request(), Some(merged), "time whole, the latest state");
+        assert_eq!(inside.take_wall_request(), None, "taken once");
+        drop(inside);
+        let zero = WallRequest { weight: 0, state: 0, hand_on: false };
+        assert!(slot.post_wall_request(zero), "a zero weight is still a request");
+        slot.retire();
+        slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
+        let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
+        assert_eq!(inside.take_wall_request(), None, "published again: the old request is gone");
+        drop(inside);
         slot.retire();
     }
 
