@@ -17,7 +17,7 @@ use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, sampling_line, summary};
-use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_with_samples_line};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
 use crate::text::{duration_ns, group, pct, ratio, Unit};
 
@@ -209,9 +209,10 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
             if let Some(f) = filtered {
                 kv("filter", f.describe());
             }
-            // The agent's exit summary says `threads seen`: the same count, named the same.
-            if let Some(t) = threads_with_samples_line(rec, threads) {
-                kv("threads with samples", t);
+            // The agent's exit summary says the same line, counted the same.
+            let java = threads.iter().filter(|r| r.is_java).count() as u64;
+            if let Some(t) = threads_line(rec, (java, threads.len() as u64 - java)) {
+                kv("threads", t);
             }
         }
         None => {
