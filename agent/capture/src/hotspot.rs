@@ -20,6 +20,15 @@
 //! - the call stub (an entry frame): the Java frames further down, under VM code that called
 //!   into Java again, from the anchor saved in its `JavaCallWrapper`.
 //!
+//! With native tables (`cstack=`, [`Walker::native`]) native and VM code is not crossed but
+//! walked: each native frame is recorded ([`RawFrame::Native`]) and its caller found by
+//! [`NativeTables::step`], so a return into the code cache or the interpreter resumes the Java
+//! walk; below an entry frame the VM's and a JNI library's frames are walked from the call
+//! stub's caller down to the Java frame that called them; a thread without Java frames (a VM
+//! thread) is walked to its entry. Where a step gives up, the anchor (the thread's, or the
+//! entry frame's) or the rbp hop takes over as without tables, and the sink says so
+//! ([`NativeWalk`]).
+//!
 //! It records raw frames (a pc in compiled code, or `Method*` and bytecode pointer in the
 //! interpreter); the processor names them later, off the signal path, with the code map's
 //! inline scopes and the VM's jmethodIDs (`resolve`). Every read goes through [`Memory`] at an
@@ -31,6 +40,7 @@ use std::collections::HashMap;
 
 use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_LOG2};
 use crate::capture::{CallFrame, RawKey, SlotKind};
+use crate::native::{NativeStop, NativeTables};
 
 /// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
 /// constants, by `Type::_field` / type name / constant name.
@@ -455,6 +465,21 @@ pub struct FrameSink<'a> {
     pub blob_lookups: u32,
     pub blob_memo_hits: u32,
     pub blob_hits: u32,
+    /// What the native steps did (with [`Walker::native`] only).
+    pub native: NativeWalk,
+}
+
+/// What a walk's native steps did (`cstack=`): counted by the handler, so the summary says
+/// where native unwinding gave up and how often the anchor took over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NativeWalk {
+    /// Native frames recorded.
+    pub frames: u16,
+    /// Why the last native step that gave up did (`NoTable` or `Lost`; never `Bottom`).
+    pub gave_up: Option<NativeStop>,
+    /// After a step gave up, an anchor (the thread's or an entry frame's) or the rbp hop led
+    /// the walk on to Java frames.
+    pub fell_back: bool,
 }
 
 /// Which walked frame holds an address of the stack (`data`: "stack, and the frame"): a frame
@@ -505,6 +530,7 @@ impl<'a> FrameSink<'a> {
             blob_lookups: 0,
             blob_memo_hits: 0,
             blob_hits: 0,
+            native: NativeWalk::default(),
         }
     }
 
@@ -610,9 +636,9 @@ fn key_slots(h: &mut hpm_profile::hash::Hash128, frames: &[CallFrame], slots: &[
 }
 
 /// The slots the first raw frame of `slots` takes (see [`raw_frames`]): a compiled frame's pc
-/// and `Method*`, an interpreted frame's one; all of them when there is no frame.
+/// and `Method*`, an interpreted or native frame's one; all of them when there is no frame.
 pub fn leaf_slots(slots: &[SlotKind]) -> usize {
-    match slots.iter().position(|&k| k == SlotKind::Pc || k == SlotKind::Interpreted) {
+    match slots.iter().position(|&k| matches!(k, SlotKind::Pc | SlotKind::Interpreted | SlotKind::Native)) {
         Some(i) if slots[i] == SlotKind::Pc => i + 1 + usize::from(slots.get(i + 1) == Some(&SlotKind::Method)),
         Some(i) => i + 1,
         None => slots.len(),
@@ -677,7 +703,7 @@ pub struct Walker<'a, M: Memory> {
     pub memo: Option<&'a WalkMemo>,
     /// `cstack=`: native frames are unwound with these tables and recorded
     /// ([`RawFrame::Native`]); `None`: native code is crossed through the thread's anchor.
-    pub native: Option<&'a crate::native::NativeTables>,
+    pub native: Option<&'a NativeTables>,
 }
 
 impl<M: Memory> Walker<'_, M> {
@@ -715,6 +741,13 @@ impl<M: Memory> Walker<'_, M> {
         let mut exact = false;
         let mut anchor_used = false;
         let mut found_java = false;
+        // With native tables: the anchor the current run of native frames falls back to when a
+        // step gives up (the thread's for the first run, an entry frame's below it), and
+        // whether the rbp hop was tried.
+        let t = self.thread;
+        let mut section =
+            (self.native.is_some() && t.anchor_sp != 0).then_some((t.anchor_sp, t.anchor_pc, t.anchor_fp));
+        let mut hop_used = false;
         let bound = 4 * out.frames.len() + 64;
         for _ in 0..bound {
             if self.code.in_interpreter(pc) {
@@ -788,6 +821,17 @@ impl<M: Memory> Walker<'_, M> {
                 if asp <= sp || !in_stack(asp, 8) {
                     return Stop::Lost;
                 }
+                if self.native.is_some() && fp >= sp {
+                    // The call stub's frame is on rbp: its caller is the VM's C++ (JavaCalls),
+                    // walked natively down to the Java frame that called into the VM (a JNI
+                    // library's frames included); the wrapper's anchor if a step gives up.
+                    if let (Some(ret), Some(link)) = (word(fp.wrapping_add(8)), word(fp)) {
+                        section = Some((asp, apc, afp));
+                        (pc, sp, fp) = (ret, fp.wrapping_add(16), link);
+                        exact = true;
+                        continue;
+                    }
+                }
                 // The VM frames between are C++: from the anchor on, a native hop is allowed
                 // again (a leaf call out of the Java frames below is not possible).
                 let Some(next) = self.anchored(asp, apc, afp, &word) else { return Stop::Lost };
@@ -832,12 +876,53 @@ impl<M: Memory> Walker<'_, M> {
                 exact = true;
                 continue;
             }
+            if let Some(tables) = self.native {
+                // Native or VM code, walked: the frame recorded, its caller from the tables.
+                let slot = out.len;
+                if !out.push_at(RawFrame::Native { pc, interrupted: !exact }, sp) {
+                    return Stop::Full;
+                }
+                out.set_addr(slot, 0);
+                out.native.frames = out.native.frames.saturating_add(1);
+                let gave_up = match tables.step(pc, sp, fp, exact, &word) {
+                    // The thread's entry (a zero return address ends a frame-pointer chain).
+                    Ok((0, _, _)) | Err(NativeStop::Bottom) => return Stop::Bottom,
+                    Ok((p, s, f)) if s > sp && in_stack(s, 0) => {
+                        if self.is_code(p) {
+                            section = None; // back in Java: this run of native frames is done
+                        }
+                        (pc, sp, fp) = (p, s, f);
+                        exact = true;
+                        continue;
+                    }
+                    Ok(_) => NativeStop::Lost,
+                    Err(e) => e,
+                };
+                out.native.gave_up = Some(gave_up);
+                // The frames so far stay; the anchor (or the rbp hop) leads on to Java.
+                if let Some((asp, apc, afp)) = section.take().filter(|&(asp, _, _)| asp >= sp && in_stack(asp, 8)) {
+                    let Some(next) = self.anchored(asp, apc, afp, &word) else { return Stop::Lost };
+                    out.native.fell_back = true;
+                    (pc, sp, fp) = next;
+                    exact = true;
+                    continue;
+                }
+                if !hop_used {
+                    hop_used = true;
+                    if let Some(next) = self.unwind_native(sp, fp, &word) {
+                        out.native.fell_back = true;
+                        (pc, sp, fp) = next;
+                        exact = true;
+                        continue;
+                    }
+                }
+                return if found_java { Stop::Lost } else { Stop::NoJavaFrame };
+            }
             // Native or VM code. The thread's anchor, set on every transition out of Java,
             // names its last Java frame; a leaf call from Java sets none, and there the native
             // frames lead back to Java through rbp.
             if !anchor_used {
                 anchor_used = true;
-                let t = self.thread;
                 if t.anchor_sp != 0 && t.anchor_sp >= sp && in_stack(t.anchor_sp, 8) {
                     let Some(next) = self.anchored(t.anchor_sp, t.anchor_pc, t.anchor_fp, &word) else {
                         return Stop::Lost;

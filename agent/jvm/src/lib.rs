@@ -28,6 +28,7 @@ mod jvmti;
 mod lifecycle;
 mod live;
 mod methods;
+mod native_tables;
 pub mod options;
 mod os;
 mod perf;

@@ -200,6 +200,8 @@ pub struct Options {
     pub kernel: Kernel,
     /// `stack=vm|asgct`: who walks the Java stack in the perf signal (sampler=asgct).
     pub stack: StackWalker,
+    /// `cstack=dwarf|fp|no`: how hpm's walker unwinds native and VM frames.
+    pub cstack: CStack,
     /// `thread=REGEX` (event=wall): only threads whose name matches are sampled.
     pub thread_filter: Option<String>,
     /// `data`: each sample's data address from its instruction.
@@ -263,6 +265,28 @@ pub enum StackWalker {
     Compare,
 }
 
+/// How hpm's walker unwinds native and VM frames (`cstack=`), in the signal handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CStack {
+    /// Each library's DWARF call-frame information (`.eh_frame`), as tables built off the
+    /// signal path; the frame pointer where no table covers the pc.
+    Dwarf,
+    /// The frame pointer only (libjvm and libc keep none: their callers are lost).
+    Fp,
+    /// Not unwound: native code is crossed through the thread's frame anchor (the leaf only).
+    No,
+}
+
+impl CStack {
+    pub fn name(self) -> &'static str {
+        match self {
+            CStack::Dwarf => "dwarf",
+            CStack::Fp => "fp",
+            CStack::No => "no",
+        }
+    }
+}
+
 impl StackWalker {
     pub fn name(self) -> &'static str {
         match self {
@@ -290,6 +314,7 @@ impl Default for Options {
             sps_waiting: false,
             kernel: Kernel::Auto,
             stack: StackWalker::Vm,
+            cstack: CStack::Dwarf,
             thread_filter: None,
             data: false,
             cpu: true,
@@ -332,7 +357,7 @@ impl fmt::Display for OptionError {
 impl std::error::Error for OptionError {}
 
 const KEYS: &str = "event, interval, counters, file, threads, quiet, help, sampler, jstackdepth, flush, spsthreads, \
-                    spswaiting, kernel, stack, thread, data, alloc, lock, push, chunk, pushformat, service, \
+                    spswaiting, kernel, stack, cstack, thread, data, alloc, lock, push, chunk, pushformat, service, \
                     labels, phases, select, phasesjar, phasesmax";
 
 /// Parses the agent option string (may be empty).
@@ -413,6 +438,18 @@ pub fn parse(s: &str) -> Result<Options, OptionError> {
                     "asgct" => StackWalker::Asgct,
                     "compare" => StackWalker::Compare,
                     other => return Err(OptionError(format!("stack={other}: expected vm, asgct or compare"))),
+                }
+            }
+            "cstack" => {
+                o.cstack = match need_value(key, value)? {
+                    "dwarf" => CStack::Dwarf,
+                    "fp" => CStack::Fp,
+                    "no" | "off" => CStack::No,
+                    other => {
+                        return Err(OptionError(format!(
+                            "cstack={other}: expected dwarf (DWARF unwind tables), fp (frame pointers) or no"
+                        )))
+                    }
                 }
             }
             "thread" => {
@@ -500,6 +537,7 @@ fn example(key: &str) -> &'static str {
         "flush" => "flush=5s",
         "kernel" => "kernel=auto",
         "stack" => "stack=vm",
+        "cstack" => "cstack=dwarf",
         "thread" => "thread=worker-.*",
         "push" => "push=http://127.0.0.1:4318",
         "chunk" => "chunk=60s",
@@ -618,6 +656,9 @@ pub fn help_text() -> String {
          \x20 stack=vm          Java stack walker in the signal: vm = hpm's own over HotSpot's frames (default),\n\
          \x20                   asgct = AsyncGetCallTrace (when the JVM exports no frame layout, the default falls back to it);\n\
          \x20                   compare = both on every sample, agreement printed at exit (a measurement: twice the cost)\n\
+         \x20 cstack=dwarf      native and VM frames (JNI libraries, GC and compiler threads) with stack=vm: dwarf =\n\
+         \x20                   unwind tables from each library's .eh_frame (default), fp = frame pointers only, no = the\n\
+         \x20                   native leaf alone under the Java frames\n\
          \x20 thread=REGEX      event=wall: only the threads whose name matches (e.g. thread=worker-.*)\n\
          \x20 data              each sample's data address, decoded from its instruction in Java code (any event)\n\
          \x20 alloc[=BYTES]     allocation profile: a sample every BYTES allocated on average (default 512k), with its\n\
@@ -701,6 +742,11 @@ mod tests {
     fn stack_option_takes_vm_or_asgct() {
         assert_eq!(parse("").unwrap().stack, StackWalker::Vm);
         assert_eq!(parse("stack=asgct").unwrap().stack, StackWalker::Asgct);
+        assert_eq!(parse("").unwrap().cstack, CStack::Dwarf);
+        assert_eq!(parse("cstack=fp").unwrap().cstack, CStack::Fp);
+        assert_eq!(parse("cstack=no").unwrap().cstack, CStack::No);
+        let e = parse("cstack=vm").unwrap_err().0;
+        assert_eq!(e, "cstack=vm: expected dwarf (DWARF unwind tables), fp (frame pointers) or no");
         let e = parse("stack=frames").unwrap_err().0;
         assert!(e.contains("vm, asgct or compare"), "{e}");
     }

@@ -411,6 +411,8 @@ impl Processor {
             self.sinks.tree.feed.forget_stacks();
         }
         self.code_events();
+        // Libraries loaded since the last look get their native unwind tables (`cstack=dwarf`).
+        crate::native_tables::rescan_if_due();
         let taken = self.intake.take(&inputs.sink, inputs.threads);
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };

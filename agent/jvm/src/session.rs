@@ -79,6 +79,8 @@ pub fn plan(jvmti: &Jvmti, option_string: &str) -> Result<Plan, String> {
     let outputs = check_outputs(files, &[])?;
     let (stack, note) = stack_source::choose(&opts, traits.stacks, crate::vmstructs::walker_layout)?;
     notes.extend(note);
+    // Before any handler walks native frames: the tables of the libraries mapped now.
+    crate::native_tables::start(stack.cstack());
     let data = match opts.data {
         false => None,
         true if spec.event.hardware && !spec.event.memory => {

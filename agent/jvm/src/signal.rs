@@ -92,6 +92,12 @@ pub struct SignalStats {
     /// group could not be read (no sample).
     pub counter_samples: AtomicU64,
     pub counter_unread: AtomicU64,
+    /// `cstack=`: walks that met native frames, those where a native step gave up (no table
+    /// covered the pc; a word or frame out of place) and those the anchor then led on to Java.
+    pub native_walks: AtomicU64,
+    pub native_no_table: AtomicU64,
+    pub native_lost: AtomicU64,
+    pub native_fell_back: AtomicU64,
 }
 
 /// The signals hpm samples with, in order of preference: the first one no other handler holds.
@@ -579,13 +585,21 @@ fn walk(
     // slot's `java` flag is no proof: it can come from matching names with the VM's thread
     // list, and a VM thread walked as a JavaThread would be read past its end.) Without the
     // thread key (not learnt: see `Vm::learn_thread_key`) ASGCT walks.
+    //
+    // A HotSpot thread without a JNIEnv (GC, VM thread) has no Java frames: with `cstack=` its
+    // native frames are walked, bounded by its `Thread`'s stack, with no anchor.
     let thread = ctx.vm.current_vm_thread();
     if let (Some(layout), Some(code)) = (ctx.walker.filter(|_| thread != 0), code) {
+        let mut vm_thread = false;
         if thread != slot.proven_java_thread() {
             if ctx.vm.env().is_none() {
-                return StackKind::NotJava(NotJava::NoEnv);
+                if ctx.native.is_none() {
+                    return StackKind::NotJava(NotJava::NoEnv);
+                }
+                vm_thread = true;
+            } else {
+                slot.remember_java_thread(thread);
             }
-            slot.remember_java_thread(thread);
         }
         let depth = (ctx.max_depth as usize).min(if ctx.compare { COMPARE_SPLIT } else { MAX_FRAMES });
         let mut compared = None;
@@ -602,13 +616,15 @@ fn walk(
         // `data`: the walk notes which frame holds the sampled address, if it is on the stack.
         let probe = if c.data.heap.space != 0 { Probe::new(c.data.heap.address) } else { Probe::default() };
         let mut sink = FrameSink { probe, ..FrameSink::new(&mut c.frames[..depth], &mut c.slots[..depth]) };
-        let stop = crate::vmstructs::walk_here(layout, code, thread, ucontext, slot.walk_memo(), &mut sink);
+        let walked = crate::vmstructs::Walked { thread, java: !vm_thread, native: ctx.native };
+        let stop = crate::vmstructs::walk_here(layout, code, walked, ucontext, slot.walk_memo(), &mut sink);
         let (len, slot) = (sink.len, sink.probe.slot);
         if sink.blob_lookups > 0 {
             stats.blob_lookups.fetch_add(u64::from(sink.blob_lookups), Ordering::Relaxed);
             stats.blob_memo_hits.fetch_add(u64::from(sink.blob_memo_hits), Ordering::Relaxed);
             stats.blob_hits.fetch_add(u64::from(sink.blob_hits), Ordering::Relaxed);
         }
+        count_native(stats, &sink.native);
         c.data.stack_slot = slot;
         // Keyed here, over the slots just written (still in this CPU's cache), not by the
         // processing thread reading them all again; not before any hasher was made (the
@@ -642,6 +658,23 @@ fn walk(
     }
     // Every frame asked for filled: the stack is cut at `jstackdepth` (or ends just there).
     StackKind::Asgct(Asgct::from_num_frames(trace.num_frames, false, trace.num_frames >= depth))
+}
+
+/// Counts what a walk's native steps did (`cstack=`).
+fn count_native(stats: &SignalStats, n: &hpm_capture::hotspot::NativeWalk) {
+    if n.frames == 0 {
+        return;
+    }
+    stats.native_walks.fetch_add(1, Ordering::Relaxed);
+    let gave_up = match n.gave_up {
+        Some(hpm_capture::native::NativeStop::NoTable) => &stats.native_no_table,
+        Some(_) => &stats.native_lost,
+        None => return,
+    };
+    gave_up.fetch_add(1, Ordering::Relaxed);
+    if n.fell_back {
+        stats.native_fell_back.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -711,6 +744,10 @@ impl SignalStats {
             &self.blob_hits,
             &self.counter_samples,
             &self.counter_unread,
+            &self.native_walks,
+            &self.native_no_table,
+            &self.native_lost,
+            &self.native_fell_back,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -140,6 +140,8 @@ pub struct SignalCtx {
     pub walker: Option<&'static hpm_capture::hotspot::Layout>,
     /// `stack=compare`: AsyncGetCallTrace walks each sample too.
     pub compare: bool,
+    /// `cstack=`: the native unwind tables hpm's walker steps through native frames with.
+    pub native: Option<&'static hpm_capture::native::NativeTables>,
     pub vm: Vm,
     /// `data`: the code cache's layout; each walked sample in Java code gets its instruction's
     /// bytes and the interrupted registers.

@@ -1,9 +1,10 @@
 //! The stack source: who gives a sample its Java stack, chosen on its own axis beside the event
 //! source. An event source says only where its samples' stacks can be taken ([`StackSite`]);
 //! [`choose`] picks the stack source for that site from `stack=` and the JVM, and says which in
-//! one "Java stacks: ..." note.
+//! one "Java stacks: ..." note, with how native frames are unwound (`cstack=`: only hpm's walker
+//! in the thread unwinds them).
 
-use crate::options::{Options, StackWalker};
+use crate::options::{CStack, Options, StackWalker};
 use hpm_capture::hotspot::Layout;
 
 /// Where an event source's samples can have their stacks taken.
@@ -21,8 +22,9 @@ pub enum StackSite {
 /// Who walks the Java stacks of a session's samples.
 #[derive(Clone, Copy, Debug)]
 pub enum StackSource {
-    /// hpm's own walker over HotSpot's frames, in the sampled thread.
-    Walker(&'static Layout),
+    /// hpm's own walker over HotSpot's frames, in the sampled thread; native frames unwound
+    /// as `cstack=` says.
+    Walker(&'static Layout, CStack),
     /// hpm's walker kept, AsyncGetCallTrace on every sample too, to compare (`stack=compare`).
     Compare(&'static Layout),
     /// AsyncGetCallTrace in the sampled thread.
@@ -38,7 +40,7 @@ impl StackSource {
     /// hpm's walker's layout, when it walks (in the thread or in the processor).
     pub fn walker(self) -> Option<&'static Layout> {
         match self {
-            StackSource::Walker(l) | StackSource::Compare(l) | StackSource::ChainKeys(l) => Some(l),
+            StackSource::Walker(l, _) | StackSource::Compare(l) | StackSource::ChainKeys(l) => Some(l),
             StackSource::Asgct | StackSource::Jvm => None,
         }
     }
@@ -46,6 +48,14 @@ impl StackSource {
     /// Whether AsyncGetCallTrace walks each sample beside hpm's walker.
     pub fn compares(self) -> bool {
         matches!(self, StackSource::Compare(_))
+    }
+
+    /// How the walker in the thread unwinds native frames; `No` for every other source.
+    pub fn cstack(self) -> CStack {
+        match self {
+            StackSource::Walker(_, c) => c,
+            _ => CStack::No,
+        }
     }
 }
 
@@ -64,8 +74,11 @@ pub fn choose(
                 Some("Java stacks: hpm's own walker, and AsyncGetCallTrace on every sample to compare".into()),
             ),
             Ok(l) => (
-                StackSource::Walker(l),
-                Some("Java stacks: hpm's own walker over HotSpot's frames (stack=asgct: AsyncGetCallTrace)".into()),
+                StackSource::Walker(l, opts.cstack),
+                Some(format!(
+                    "Java stacks: hpm's own walker over HotSpot's frames (stack=asgct: AsyncGetCallTrace); {}",
+                    native_note(opts.cstack)
+                )),
             ),
             Err(e) => (
                 StackSource::Asgct,
@@ -88,6 +101,27 @@ pub fn choose(
         },
         (StackSite::Jvm, _) => (StackSource::Jvm, None),
     })
+    .map(|(source, note)| {
+        // Native frames are walked by hpm's walker in the thread only: said where asked for.
+        let lost = opts.cstack != CStack::No && source.cstack() == CStack::No && site != StackSite::Jvm;
+        let note = note.map(|n| {
+            if lost {
+                format!("{n}; native frames: the leaf only (cstack= needs hpm's own walker in the sampled thread)")
+            } else {
+                n
+            }
+        });
+        (source, note)
+    })
+}
+
+/// The note's part on native frames.
+fn native_note(cstack: CStack) -> &'static str {
+    match cstack {
+        CStack::Dwarf => "native frames: the libraries' DWARF unwind tables (cstack=dwarf)",
+        CStack::Fp => "native frames: frame pointers only (cstack=fp; libjvm's and libc's callers are lost)",
+        CStack::No => "native frames: the leaf only (cstack=no)",
+    }
 }
 
 #[cfg(test)]
@@ -105,13 +139,21 @@ mod tests {
         assert!(matches!(s, StackSource::Asgct));
         assert_eq!(
             note.unwrap(),
-            "Java stacks: AsyncGetCallTrace; hpm's own walker cannot read this JVM (no VMStructs)"
+            "Java stacks: AsyncGetCallTrace; hpm's own walker cannot read this JVM (no VMStructs); native frames: \
+             the leaf only (cstack= needs hpm's own walker in the sampled thread)"
         );
-        let (s, note) = choose(&opts("stack=asgct"), StackSite::InThread, || panic!("not asked")).unwrap();
+        let (s, note) = choose(&opts("stack=asgct,cstack=no"), StackSite::InThread, || panic!("not asked")).unwrap();
         assert!(matches!(s, StackSource::Asgct));
         assert_eq!(note.unwrap(), "Java stacks: AsyncGetCallTrace (stack=asgct)");
         let (s, note) = choose(&opts("sampler=jvmti"), StackSite::Jvm, || panic!("not asked")).unwrap();
         assert!(matches!(s, StackSource::Jvm) && note.is_none() && s.walker().is_none());
+        let (s, note) = choose(&opts("stack=asgct,cstack=fp"), StackSite::InThread, || panic!("not asked")).unwrap();
+        assert_eq!(s.cstack(), CStack::No);
+        assert_eq!(
+            note.unwrap(),
+            "Java stacks: AsyncGetCallTrace (stack=asgct); native frames: the leaf only (cstack= needs hpm's own \
+             walker in the sampled thread)"
+        );
         let e = choose(&opts("sampler=chain"), StackSite::Copied, no_walker).unwrap_err();
         assert_eq!(e, "sampler=chain needs hpm's own walker, which cannot read this JVM (no VMStructs)");
     }

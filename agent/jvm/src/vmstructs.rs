@@ -12,6 +12,7 @@ use hpm_capture::blob_cache::{BlobCache, WalkMemo};
 use hpm_capture::capture::DataCapture;
 use hpm_capture::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
 use hpm_capture::javaheap::HeapLayout;
+use hpm_capture::native::NativeTables;
 
 /// libjvm.so's handle (already loaded: the agent runs inside the JVM).
 fn libjvm() -> *mut c_void {
@@ -346,36 +347,51 @@ pub fn code_view(layout: &Layout) -> CodeView {
     CodeView::read(layout, vm_word)
 }
 
-/// Walks the Java stack of the calling thread, interrupted at `ucontext`, with hpm's own
-/// walker; `thread` is its `JavaThread*`, `code` the cache's [`code_view`], `memo` its last
-/// walk when only this walk uses it (the signal handler's slot). Async-signal-safe: no
-/// allocation, no lock, bounded.
+/// The thread a walk is of: its HotSpot `Thread*`, whether that is a `JavaThread*` (proven by
+/// a JNIEnv), and the native tables when native frames are walked (`cstack=`).
+#[derive(Clone, Copy)]
+pub struct Walked {
+    pub thread: u64,
+    pub java: bool,
+    pub native: Option<&'static NativeTables>,
+}
+
+/// Walks the stack of the calling thread, interrupted at `ucontext`, with hpm's own walker:
+/// a `JavaThread`'s Java frames from the registers and its frame anchor, another HotSpot
+/// thread's (GC, VM thread) native frames alone, within the stack its `Thread` records (the
+/// stack's fields are `Thread`'s; the anchor, a `JavaThread`'s, is not read). `code` is the
+/// cache's [`code_view`], `memo` its last walk when only this walk uses it (the signal
+/// handler's slot). Async-signal-safe: no allocation, no lock, bounded.
 pub fn walk_here(
     layout: &Layout,
     code: &CodeView,
-    thread: u64,
+    walked: Walked,
     ucontext: *const c_void,
     memo: Option<&WalkMemo>,
     out: &mut FrameSink,
 ) -> Stop {
-    if thread == 0 || ucontext.is_null() {
+    let Walked { thread, java, native } = walked;
+    if thread == 0 || ucontext.is_null() || (!java && native.is_none()) {
         return Stop::NoJavaFrame;
     }
     let regs = regs(ucontext);
-    let anchor = thread + layout.thread_anchor;
     let stack_base = vm_word(thread + layout.thread_stack_base);
-    let view = ThreadView {
+    let mut view = ThreadView {
         stack_base,
         stack_end: stack_base.saturating_sub(vm_word(thread + layout.thread_stack_size)),
-        anchor_sp: vm_word(anchor + layout.anchor_sp),
-        anchor_pc: vm_word(anchor + layout.anchor_pc),
-        anchor_fp: vm_word(anchor + layout.anchor_fp),
+        ..ThreadView::default()
     };
+    if java {
+        let anchor = thread + layout.thread_anchor;
+        view.anchor_sp = vm_word(anchor + layout.anchor_sp);
+        view.anchor_pc = vm_word(anchor + layout.anchor_pc);
+        view.anchor_fp = vm_word(anchor + layout.anchor_fp);
+    }
     // SAFETY: the walker reads only inside the thread's stack (between its stack pointer and
-    // `view.stack_base`) and the code cache's committed ranges, checking each address first.
+    // `view.stack_base`) and the code cache's committed ranges, checking each address first;
+    // the native tables' step reads the stack through the walker's checked reader too.
     let mem = unsafe { Direct::new() };
-    let stop =
-        Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native: None }.walk(regs, out);
+    let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
 }

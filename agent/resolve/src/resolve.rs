@@ -212,6 +212,8 @@ pub struct SampleResolver {
     gc: Vec<(u64, u64)>,
     open_gc: Option<u64>,
     last_maps_refresh: u64,
+    /// The time of the sample being resolved (a walk's native frames are placed at it).
+    sample_time: u64,
     /// Raw stacks of hpm's own walker already named, each resolved once (as async-profiler's
     /// call-trace storage does): each valid while the code at its pcs and its interpreted
     /// frames' methods stay as they were ([`walker::Validity`]). Known by their 128-bit hash alone
@@ -449,6 +451,7 @@ impl SampleResolver {
     ) -> Sample {
         let raw = &c.raw;
         self.timeline.advance_to(raw.time);
+        self.sample_time = raw.time;
         let ip = if raw.ip != 0 { raw.ip } else { raw.user_ip };
         let timer = Timer::start();
         let native = self.place_ip(ip, raw.time);
@@ -511,6 +514,10 @@ impl SampleResolver {
         };
         let mut walk_copy = None;
         match java {
+            // A VM thread's native frames (`cstack=`): under its component, as without them.
+            JavaStack::Found(_) if !is_java && walker::native_only(c) => {
+                self.vm_thread_stack(rec, &native, component, &mut stack)
+            }
             JavaStack::Found(copy) => {
                 self.stats.java_ok += 1;
                 if c.shares_walk {

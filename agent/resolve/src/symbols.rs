@@ -304,12 +304,7 @@ impl SymbolTable {
 
     /// Translates a file offset to the ELF virtual address it is loaded at.
     pub fn offset_to_vaddr(&self, off: u64) -> u64 {
-        for &(foff, vaddr, size) in &self.segments {
-            if off >= foff && off - foff < size {
-                return off - foff + vaddr;
-            }
-        }
-        off
+        offset_to_vaddr(&self.segments, off)
     }
 
     /// The (raw) name of the function containing `vaddr`. A symbol without size covers up to
@@ -385,7 +380,7 @@ pub fn symbol_file_offset(path: &Path, name: &str) -> Option<u64> {
 
 /// Whose files [`map_file`] maps.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Owners {
+pub(crate) enum Owners {
     /// Anyone's: a library the process has mapped itself (its owner could already change the
     /// process's code through it).
     Any,
@@ -400,7 +395,7 @@ enum Owners {
 /// path and the reason when something is but is not read (not a regular file, empty, over
 /// `max` bytes, owned by someone `owners` excludes). Links are followed: debug files are
 /// reached through `.build-id` links.
-fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<memmap2::Mmap>, String> {
+pub(crate) fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<memmap2::Mmap>, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let absent =
         |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
@@ -450,8 +445,19 @@ fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<memmap2::Mma
     Ok(Some(map))
 }
 
+/// The virtual address the file offset `off` is loaded at, by `segments` (of
+/// [`loadable_segments`]); `off` itself outside them.
+pub(crate) fn offset_to_vaddr(segments: &[(u64, u64, u64)], off: u64) -> u64 {
+    for &(foff, vaddr, size) in segments {
+        if off >= foff && off - foff < size {
+            return off - foff + vaddr;
+        }
+    }
+    off
+}
+
 /// (file offset, virtual address, file size) of the loadable segments that have file content.
-fn loadable_segments(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
+pub(crate) fn loadable_segments(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
     file.segments()
         .filter_map(|seg| {
             let (off, len) = seg.file_range();

@@ -172,6 +172,8 @@ struct Outcome {
     blob_lookups: u32,
     blob_memo_hits: u32,
     blob_hits: u32,
+    /// What the native steps did (`Fake::native`).
+    native: NativeWalk,
 }
 
 /// A process to walk: memory, layout, code cache and thread.
@@ -184,6 +186,8 @@ struct Fake {
     /// The walker's blob cache and the thread's memo, when a test gives them.
     cache: Option<BlobCache>,
     memo: Option<WalkMemo>,
+    /// `cstack=`: native frames walked with these tables (none added: frame pointers only).
+    native: Option<NativeTables>,
 }
 
 impl Fake {
@@ -209,7 +213,7 @@ impl Fake {
         let mut code = CodeView { nheaps: 1, interp: (INTERP_LO, INTERP_HI), ..CodeView::default() };
         code.heaps[0] = Heap { low: HEAP_LO, high: HEAP_HI, seg_low: SEG_LO, seg_high: SEG_HI, log2_segment: LOG2_SEG };
         let thread = ThreadView { stack_base: STACK_BASE, stack_end: STACK_LO, ..ThreadView::default() };
-        let mut f = Fake { mem, layout: layout(), code, thread, next_seg: 0, cache: None, memo: None };
+        let mut f = Fake { mem, layout: layout(), code, thread, next_seg: 0, cache: None, memo: None, native: None };
         // The call stub lives in a buffer blob without a frame size; Java returns into it here.
         let stub = f.blob(KIND_STUB, 0, 0, 0);
         f.code.call_stub_return = stub + 0x40;
@@ -317,17 +321,17 @@ impl Fake {
             mem: &self.mem,
             cache: self.cache.as_ref(),
             memo: self.memo.as_ref(),
-            native: None,
+            native: self.native.as_ref(),
         };
         let mut addrs = vec![u64::MAX; cap];
         let mut sink = FrameSink { addrs: Some(&mut addrs), ..FrameSink::new(&mut frames, &mut kinds) };
         let stop = walker.walk(regs, &mut sink);
-        let (len, blob_lookups, blob_memo_hits, blob_hits) =
-            (sink.len, sink.blob_lookups, sink.blob_memo_hits, sink.blob_hits);
+        let (len, blob_lookups, blob_memo_hits, blob_hits, native) =
+            (sink.len, sink.blob_lookups, sink.blob_memo_hits, sink.blob_hits, sink.native);
         assert!(len <= cap, "{len} slots filled of {cap}");
         assert!(frames[len..].iter().all(|f| *f == SENTINEL), "a slot past the frames was written");
         assert!(kinds[len..].iter().all(|k| *k == SENTINEL_KIND), "a kind past the frames was written");
-        let tags = [SlotKind::Pc, SlotKind::Method, SlotKind::Interpreted];
+        let tags = [SlotKind::Pc, SlotKind::Method, SlotKind::Interpreted, SlotKind::Native];
         assert!(kinds[..len].iter().all(|k| tags.contains(k)), "kinds {:?}", &kinds[..len]);
         // Each frame's activation address sits at its first slot; the others stay unwritten.
         let firsts: Vec<usize> = (0..len).filter(|&i| kinds[i] != SlotKind::Method).collect();
@@ -345,6 +349,7 @@ impl Fake {
             blob_lookups,
             blob_memo_hits,
             blob_hits,
+            native,
         }
     }
 
@@ -394,5 +399,6 @@ mod cache;
 mod chain;
 mod frames;
 mod layout;
+mod native;
 mod safety;
 mod sink;

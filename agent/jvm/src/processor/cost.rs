@@ -83,6 +83,7 @@ impl CostClock {
             },
             events: feeds.iter().filter_map(|f| f.line()).reduce(|a, b| format!("{a}; {b}")),
             signals: signal_line(stats, inputs.threads.signal()),
+            native: crate::native_tables::line(stats),
             late: intake.late,
             settle_ms: SETTLE_NS / 1_000_000,
             bounds: Bounds {

@@ -172,6 +172,7 @@ impl Start<'_> {
             asgct,
             walker: self.stack.walker(),
             compare: self.stack.compares(),
+            native: crate::native_tables::for_walks(self.stack.cstack()),
             vm: self.vm,
             data,
         })

@@ -69,6 +69,8 @@ pub struct CostReport {
     /// The JVM events' line; the signals' line.
     pub events: Option<String>,
     pub signals: Option<String>,
+    /// Native stacks (`cstack=`): the unwind tables and where native unwinding stopped.
+    pub native: Option<String>,
     /// Records resolved after later ones, and how long samples wait to be resolved (ms).
     pub late: u64,
     pub settle_ms: u64,
@@ -111,6 +113,7 @@ impl CostReport {
         }
         lines.extend(self.events.clone());
         lines.extend(self.signals.clone());
+        lines.extend(self.native.clone());
         if self.late > 0 {
             lines.push(format!(
                 "late records: {} reached the processing thread after later ones were resolved (more than {} ms \

@@ -23,7 +23,8 @@ impl SampleResolver {
             return JavaStack::Missing(if w.slots > 0 { "no_named_Java_frame" } else { Stop::from_u8(w.stop).name() });
         }
         let stop = Stop::from_u8(w.stop);
-        if stop != Stop::Bottom {
+        // A VM thread's native-only walk (`cstack=`) has no Java stack to be partial.
+        if stop != Stop::Bottom && !super::walker::native_only(c) {
             hpm_profile::model::count_reason(&mut self.stats.partial, stop.name(), 1);
         }
         JavaStack::Found(shared)

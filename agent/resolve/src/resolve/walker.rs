@@ -81,6 +81,13 @@ fn raw_pcs<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<
     slots.iter().zip(frames).filter(|(k, _)| **k == SlotKind::Pc).map(|(_, f)| f.method_id)
 }
 
+/// Whether `c`'s walk holds native frames and no Java frame (a VM thread's, `cstack=`).
+pub(super) fn native_only(c: &Captured) -> bool {
+    c.raw_walk().is_some_and(|(_, _, slots)| {
+        slots.contains(&SlotKind::Native) && !slots.iter().any(|k| matches!(k, SlotKind::Pc | SlotKind::Interpreted))
+    })
+}
+
 /// The key of a raw walk: the signal handler's, or made here.
 fn raw_stack_key(
     hasher: &hpm_profile::hash::FastBuild,
@@ -467,8 +474,22 @@ impl SampleResolver {
                 out.push(self.java_frame(rec, jm, m.id, bci, FrameKind::Interpreted));
                 Named::Cached(Some((method, m)))
             }
-            // SKELETON (issue 55): native frames are named by the symbols, not yet here.
-            hpm_capture::hotspot::RawFrame::Native { .. } => Named::Uncached,
+            // The interrupted frame is the sample's leaf, named from its ip above the walk's.
+            hpm_capture::hotspot::RawFrame::Native { interrupted: true, .. } => Named::Cached(None),
+            hpm_capture::hotspot::RawFrame::Native { pc, .. } => {
+                // A return address: its call is the byte before (a function may end in a call).
+                let placed = self.place_ip(pc.wrapping_sub(1), self.sample_time);
+                match placed {
+                    Placed::Lib(..) | Placed::Code(..) => self.push_native_frame(rec, &placed, out),
+                    _ => out.push(self.pseudo_bracketed(rec, &["[", place::site_name(&placed), "]"])),
+                }
+                // A pc outside every mapping may be a library loaded since the maps were read.
+                if matches!(placed, Placed::Unknown) {
+                    Named::Uncached
+                } else {
+                    Named::Cached(None)
+                }
+            }
         }
     }
 

@@ -435,7 +435,7 @@ fn own_stack(ev: &JvmEvents, jvmti: &Jvmti, jni: *mut JNIEnv) -> Walked {
             let stop = crate::vmstructs::walk_here(
                 layout,
                 &code,
-                thread,
+                crate::vmstructs::Walked { thread, java: true, native: None },
                 (&uc as *const libc::ucontext_t).cast(),
                 None,
                 &mut sink,

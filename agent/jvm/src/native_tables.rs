@@ -1,0 +1,253 @@
+//! The process's native unwind tables (`cstack=`): one registry the signal handlers read
+//! (`hpm_capture::native::NativeTables`, lock-free, never freed), filled off the signal path
+//! with a table for every executable file mapping of `/proc/self/maps`
+//! (`hpm_resolve::unwind_tables::table_for`) when a session starts, and again by the processor
+//! when the dynamic loader loaded something (checked at most once a second, so a library that
+//! `System.loadLibrary` loads mid-run gets its table within a second or two). What it built,
+//! how long it took and what it could not build, by reason, make the summary's one line.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
+
+use hpm_capture::native::{NativeTables, Row, MAX_LIBS};
+use hpm_resolve::symbols::Mapping;
+
+use crate::options::CStack;
+use crate::signal::SignalStats;
+
+/// The tables `cstack=dwarf` walks with.
+static TABLES: OnceLock<NativeTables> = OnceLock::new();
+/// Never filled: `cstack=fp` steps by the frame pointer alone.
+static FRAME_POINTERS: OnceLock<NativeTables> = OnceLock::new();
+/// What was built, and the scans' state.
+static BUILT: Mutex<Built> = Mutex::new(Built::new());
+
+/// The processor looks for new libraries at most this often.
+const RESCAN_NS: u64 = 1_000_000_000;
+/// Reasons a table could not be built kept apart in the summary (the rest are "other").
+const MAX_REASONS: usize = 8;
+
+/// The registry's record of its builds (off the signal path).
+#[derive(Debug, Default)]
+pub struct Built {
+    /// The session's mode: scans run only with `Dwarf`.
+    mode: Option<CStack>,
+    pub libraries: u64,
+    pub bytes: u64,
+    pub build_ns: u64,
+    /// Libraries without a table, by reason (at most [`MAX_REASONS`], then "other").
+    pub failed: Vec<(String, u64)>,
+    /// Mappings tried already (built or not): each start is tried once.
+    tried: Option<HashSet<u64>>,
+    last_check: u64,
+    loads: Option<(u64, u64)>,
+}
+
+impl Built {
+    const fn new() -> Built {
+        Built {
+            mode: None,
+            libraries: 0,
+            bytes: 0,
+            build_ns: 0,
+            failed: Vec::new(),
+            tried: None,
+            last_check: 0,
+            loads: None,
+        }
+    }
+
+    fn fail(&mut self, reason: String) {
+        let reason = if self.failed.len() >= MAX_REASONS && !self.failed.iter().any(|(r, _)| *r == reason) {
+            "other".to_string()
+        } else {
+            reason
+        };
+        match self.failed.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.failed.push((reason, 1)),
+        }
+    }
+}
+
+fn built() -> std::sync::MutexGuard<'static, Built> {
+    BUILT.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The tables a walk in the signal handler uses for `mode` (made here, off the signal path:
+/// handlers only read them); `None` for `cstack=no`.
+pub fn for_walks(mode: CStack) -> Option<&'static NativeTables> {
+    match mode {
+        CStack::Dwarf => Some(TABLES.get_or_init(NativeTables::default)),
+        CStack::Fp => Some(FRAME_POINTERS.get_or_init(NativeTables::default)),
+        CStack::No => None,
+    }
+}
+
+/// A session starts walking native frames with `mode`: with `Dwarf`, the tables of every
+/// library mapped now are built (those built by an earlier session are kept).
+pub fn start(mode: CStack) {
+    built().mode = Some(mode);
+    if mode == CStack::Dwarf {
+        scan();
+    }
+}
+
+/// The processor's round: with `cstack=dwarf`, at most once a second, the tables of the
+/// libraries the dynamic loader loaded since the last scan.
+pub fn rescan_if_due() {
+    let now = crate::os::now_ticks();
+    let loads = {
+        let mut b = built();
+        if b.mode != Some(CStack::Dwarf) || now.saturating_sub(b.last_check) < RESCAN_NS {
+            return;
+        }
+        b.last_check = now;
+        let loads = crate::os::loader_counts();
+        if loads.is_some() && loads == b.loads {
+            return;
+        }
+        loads
+    };
+    scan();
+    built().loads = loads;
+}
+
+/// Builds the table of each executable file mapping not tried yet.
+fn scan() {
+    let loads = crate::os::loader_counts();
+    let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return };
+    let tables = TABLES.get_or_init(NativeTables::default);
+    let todo: Vec<Mapping> = {
+        let mut b = built();
+        b.loads = loads;
+        let tried = b.tried.get_or_insert_with(HashSet::new);
+        hpm_resolve::symbols::parse_maps(&text)
+            .into_iter()
+            .filter(|m| m.exec && m.path.starts_with('/') && !m.path.ends_with(" (deleted)"))
+            .filter(|m| tried.insert(m.start))
+            .collect()
+    };
+    for m in todo {
+        let start = crate::os::now_ticks();
+        let table = hpm_resolve::unwind_tables::table_for(&m);
+        let ns = crate::os::now_ticks().saturating_sub(start);
+        let mut b = built();
+        b.build_ns += ns;
+        match table {
+            Ok(t) => {
+                let bytes = (t.rows.len() * std::mem::size_of::<Row>()) as u64;
+                if tables.holds(t.start) {
+                    continue;
+                }
+                if b.libraries >= MAX_LIBS as u64 || !tables.add(t) {
+                    b.fail(format!("not held (at most {MAX_LIBS} libraries, none overlapping)"));
+                    continue;
+                }
+                b.libraries += 1;
+                b.bytes += bytes;
+            }
+            Err(e) => b.fail(reason(&m.path, &e)),
+        }
+    }
+}
+
+/// A builder's error without the file's path (the summary counts by reason).
+fn reason(path: &str, e: &str) -> String {
+    let r = e.strip_prefix(path).map_or(e, |r| r.trim_start_matches([':', ' ']));
+    r.chars().take(80).collect()
+}
+
+/// What the handlers' native walks did (`SignalStats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Walks {
+    pub walks: u64,
+    pub no_table: u64,
+    pub lost: u64,
+    pub fell_back: u64,
+}
+
+impl Walks {
+    pub fn from_stats(s: &SignalStats) -> Walks {
+        let load = |n: &std::sync::atomic::AtomicU64| n.load(Ordering::Relaxed);
+        Walks {
+            walks: load(&s.native_walks),
+            no_table: load(&s.native_no_table),
+            lost: load(&s.native_lost),
+            fell_back: load(&s.native_fell_back),
+        }
+    }
+}
+
+/// The summary's line on native stacks, when a session walked them.
+pub fn line(stats: &SignalStats) -> Option<String> {
+    let b = built();
+    summary(b.mode?, &b, Walks::from_stats(stats))
+}
+
+/// The line for `mode`, what was built and what the walks did; None when nothing walked.
+pub fn summary(mode: CStack, b: &Built, w: Walks) -> Option<String> {
+    if mode == CStack::No || w.walks == 0 {
+        return None;
+    }
+    let pct = |n: u64| 100.0 * n as f64 / w.walks as f64;
+    let stopped = format!(
+        "native unwinding stopped: no table {:.1}%, lost {:.1}% of {} walks ({:.1}% then led on to Java by an anchor)",
+        pct(w.no_table),
+        pct(w.lost),
+        w.walks,
+        pct(w.fell_back)
+    );
+    if mode == CStack::Fp {
+        return Some(format!("native stacks: fp (frame pointers only); {stopped}"));
+    }
+    let mut s = format!(
+        "native stacks: dwarf, {} libraries ({:.1} MiB of tables, built in {} ms)",
+        b.libraries,
+        b.bytes as f64 / (1024.0 * 1024.0),
+        b.build_ns / 1_000_000
+    );
+    if !b.failed.is_empty() {
+        let n: u64 = b.failed.iter().map(|(_, n)| n).sum();
+        let why: Vec<String> = b.failed.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+        s.push_str(&format!(", {n} without a table ({})", why.join(", ")));
+    }
+    Some(format!("{s}; {stopped}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_says_what_was_built_and_where_unwinding_stopped() {
+        let mut b = Built { libraries: 41, bytes: 10 * 1024 * 1024, build_ns: 140_000_000, ..Built::default() };
+        let w = Walks { walks: 1000, no_table: 3, lost: 1, fell_back: 2 };
+        assert_eq!(
+            summary(CStack::Dwarf, &b, w).unwrap(),
+            "native stacks: dwarf, 41 libraries (10.0 MiB of tables, built in 140 ms); native unwinding stopped: no \
+             table 0.3%, lost 0.1% of 1000 walks (0.2% then led on to Java by an anchor)"
+        );
+        b.fail(reason("/lib/x.so", "/lib/x.so: no .eh_frame"));
+        b.fail(reason("/lib/y.so", "/lib/y.so: no .eh_frame"));
+        let s = summary(CStack::Dwarf, &b, w).unwrap();
+        assert!(
+            s.contains("41 libraries (10.0 MiB of tables, built in 140 ms), 2 without a table (no .eh_frame: 2);"),
+            "{s}"
+        );
+        assert!(summary(CStack::Fp, &b, w).unwrap().starts_with("native stacks: fp (frame pointers only); "));
+        assert_eq!(summary(CStack::No, &b, w), None);
+        assert_eq!(summary(CStack::Dwarf, &b, Walks::default()), None, "nothing walked");
+    }
+
+    #[test]
+    fn failure_reasons_are_bounded() {
+        let mut b = Built::default();
+        for i in 0..100 {
+            b.fail(format!("reason {i}"));
+        }
+        assert_eq!(b.failed.len(), MAX_REASONS + 1);
+        assert_eq!(b.failed.last().unwrap(), &("other".to_string(), 100 - MAX_REASONS as u64));
+    }
+}
