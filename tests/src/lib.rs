@@ -168,6 +168,39 @@ pub fn workloads() -> &'static Path {
     })
 }
 
+/// tests/native/NAME.c built into `libNAME.so` (under the target directory, shared by the tests)
+/// with `cc -O2 -fomit-frame-pointer -shared -fPIC` and the first JDK's JNI headers: no frame
+/// pointers, so only DWARF CFI finds its functions' callers. Rebuilt when older than its
+/// source; one build at a time, written under a temporary name and renamed into place.
+pub fn native_lib(name: &str) -> PathBuf {
+    static BUILDING: Mutex<()> = Mutex::new(());
+    let _one = BUILDING.lock().unwrap_or_else(|p| p.into_inner());
+    let source = workspace_root().join("tests/native").join(format!("{name}.c"));
+    let dir = target_dir().join("test-native");
+    let lib = dir.join(format!("lib{name}.so"));
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let fresh = matches!((modified(&lib), modified(&source)), (Some(l), Some(s)) if l >= s);
+    if !fresh {
+        std::fs::create_dir_all(&dir).unwrap();
+        let include = jdks()[0].home.join("include");
+        let part = dir.join(format!("lib{name}.so.part"));
+        let status = Command::new("cc")
+            .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC"])
+            .arg("-I")
+            .arg(&include)
+            .arg("-I")
+            .arg(include.join("linux"))
+            .arg("-o")
+            .arg(&part)
+            .arg(&source)
+            .status()
+            .expect("run cc (install a C compiler: apt-get install gcc)");
+        assert!(status.success(), "cc of {} failed", source.display());
+        std::fs::rename(&part, &lib).unwrap();
+    }
+    lib
+}
+
 /// A fresh scratch directory for one test.
 /// The patched JDK of jvm-patches/ (`HPM_SPS_JDK`, else build.sh's default location), or None
 /// with the reason printed.

@@ -66,15 +66,17 @@ fn short_lived_threads_leak_no_descriptors() {
             jdk.name
         );
         assert!(after - before < 100, "{}: descriptors grew from {before} to {after}", jdk.name);
-        let seen = run.stderr.lines().find(|l| l.contains("threads seen")).expect("summary threads line");
-        // `threads seen: 2,020 (2,007 Java, 13 VM)`: the first number, digit groups joined.
-        let n: u64 = seen.replace(',', "").split(|c: char| !c.is_ascii_digit()).find_map(|s| s.parse().ok()).unwrap();
+        let seen = run.stderr.lines().find(|l| l.starts_with("hpm: threads: ")).expect("summary threads line");
+        // `threads: 30 sampled (17 Java, 13 VM) of 2,020 seen by the session`: the number seen,
+        // digit groups joined.
+        let of = seen.rsplit_once(" of ").expect("`of N seen`").1.replace(',', "");
+        let n: u64 = of.split(' ').next().and_then(|s| s.parse().ok()).unwrap();
         assert!(n >= 2000, "{}: {seen}", jdk.name);
     }
 }
 
 /// Threads JVMTI does not list are found in /proc, whose names the kernel cuts at 15 bytes
-/// (`C2 CompilerThre`); the recording names them as the VM does (`Thread.print`).
+/// (`C2 CompilerThre`); the recording and the report name them as the VM does (`Thread.print`).
 #[test]
 fn vm_threads_are_named_in_full() {
     for jdk in jdks() {
@@ -95,5 +97,17 @@ fn vm_threads_are_named_in_full() {
         let cut: Vec<&&str> =
             names.iter().filter(|n| ["C2 CompilerThre", "C1 CompilerThre", "VM Periodic Tas"].contains(n)).collect();
         assert!(cut.is_empty(), "{}: names cut by the kernel {cut:?} among {names:?}", jdk.name);
+        // The report's thread table names them as the recording does: C2 compiles `spin` (its
+        // compilation runs milliseconds, sampled every 1 ms).
+        let out = hpm(&["report", jfr.to_str().unwrap()]);
+        let report = String::from_utf8_lossy(&out.stdout);
+        let table: Vec<&str> =
+            report.lines().skip_while(|l| *l != "== Threads ==").take_while(|l| !l.is_empty()).collect();
+        assert!(
+            table.iter().any(|l| l.ends_with("  C2 CompilerThread0")),
+            "{}: no `C2 CompilerThread0` in the report's thread table {table:#?}",
+            jdk.name
+        );
+        assert!(!table.iter().any(|l| l.ends_with("CompilerThre")), "{}: {table:#?}", jdk.name);
     }
 }

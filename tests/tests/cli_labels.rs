@@ -1,7 +1,8 @@
 //! Labels that agree: `hpm attach PID start,event=alloc` says what the
 //! session samples (not `event none every 0ms`); the report's `samples:` line counts what
-//! `--thread`, `--from` and `--from-phase` kept, of how many; its threads are those with samples
-//! of the threads seen, as many as the agent's exit summary says it saw. The truth: a recording
+//! `--thread`, `--from` and `--from-phase` kept, of how many; its `threads:` line counts those
+//! with samples of the threads seen, in the words of the agent's exit summary, which says the
+//! same line for the same recording. The truth: a recording
 //! written with our JFR writer (threads and samples by construction), and a real JVM's own
 //! summary beside the report of its recording.
 
@@ -71,22 +72,22 @@ fn report_counts_threads_with_samples_of_those_seen() {
     let jfr = jfr.to_str().unwrap();
     let all = report(&["report", jfr]);
     eprintln!("{}", all.lines().take(12).collect::<Vec<_>>().join("\n"));
-    assert_eq!(header(&all, "threads with samples"), "3 (2 Java, 1 VM) of 5 seen", "{all}");
+    assert_eq!(header(&all, "threads"), "3 sampled (2 Java, 1 VM) of 5 seen by the session", "{all}");
     assert_eq!(header(&all, "samples"), "60, none dropped");
 
     let worker = report(&["report", jfr, "--thread", "worker"]);
-    assert_eq!(header(&worker, "threads with samples"), "1 (1 Java, 0 VM) of 5 seen", "{worker}");
+    assert_eq!(header(&worker, "threads"), "1 sampled (1 Java, 0 VM) of 5 seen by the session", "{worker}");
     assert!(header(&worker, "samples").starts_with("30 of 60 "), "{worker}");
 
     let late = report(&["report", jfr, "--from", "1s"]);
     eprintln!("{}", late.lines().take(12).collect::<Vec<_>>().join("\n"));
     // worker-1's 30 and C2's last 5 are from 1 s on.
     assert!(header(&late, "samples").starts_with("35 of 60 "), "{late}");
-    assert_eq!(header(&late, "threads with samples"), "2 (1 Java, 1 VM) of 5 seen", "{late}");
+    assert_eq!(header(&late, "threads"), "2 sampled (1 Java, 1 VM) of 5 seen by the session", "{late}");
 }
 
-/// The agent's summary (`threads seen: N`) and the report of its recording (`of N seen`) count
-/// the same threads, in the same words.
+/// The agent's summary and the report of its recording say the same `threads:` line: the same
+/// threads sampled, of the same threads seen.
 #[test]
 fn summary_and_report_agree_on_threads_seen() {
     for jdk in jdks() {
@@ -100,17 +101,16 @@ fn summary_and_report_agree_on(jdk: &Jdk) {
     let run =
         run_java(jdk, Some(&format!("interval=1ms,file={}", jfr.display())), &[], "Threads", &["busy", "4", "0.3"]);
     run.assert_ok("Threads busy");
-    let seen = run
+    let said = run
         .stderr
         .lines()
-        .find_map(|l| l.strip_prefix("hpm: threads seen: "))
-        .and_then(|v| v.split(' ').next())
-        .unwrap_or_else(|| panic!("no `threads seen` in the summary:\n{}", run.stderr))
+        .find_map(|l| l.strip_prefix("hpm: threads: "))
+        .unwrap_or_else(|| panic!("no `threads:` in the summary:\n{}", run.stderr))
         .to_string();
     let r = report(&["report", jfr.to_str().unwrap()]);
-    let line = header(&r, "threads with samples");
-    eprintln!("{}: summary: threads seen: {seen}; report: threads with samples: {line}", jdk.name);
-    assert!(line.ends_with(&format!(" of {seen} seen")), "summary saw {seen}; report: {line}");
+    let line = header(&r, "threads");
+    eprintln!("{}: summary: threads: {said}; report: threads: {line}", jdk.name);
+    assert_eq!(line, said, "the summary and the report of its recording");
 }
 
 /// `start,event=alloc` by attach: the answer names allocations, not an event `none`.

@@ -17,6 +17,7 @@ use crate::hash::IntMap;
 use crate::interned::{ByStack, StackInterner};
 use crate::model::{Frame, Recording, Sample, StateIdx, VmComponent};
 use crate::output::stacks::StackTable;
+use crate::output::threads::SampledThreads;
 
 /// Threads whose last new stack's path is kept at most ([`TreeFeed::path_hints`]).
 const MAX_PATH_HINTS: usize = 1024;
@@ -37,6 +38,8 @@ pub struct TreeFeed {
     pub components: Vec<(VmComponent, u64)>,
     /// Samples per thread state (wall-clock samples have one), in the order first met.
     pub states: Vec<(StateIdx, u64)>,
+    /// The threads with samples (the summary's `threads:` line).
+    pub sampled_threads: SampledThreads,
     /// How the samples found their tree node (see [`Entered`]).
     pub entered: Entered,
     /// Whether `stacks` is filled: when a pprof or JSON output was asked for at the start, or
@@ -79,6 +82,7 @@ impl TreeFeed {
             stacks,
             components: Vec::new(),
             states: Vec::new(),
+            sampled_threads: SampledThreads::default(),
             entered: Entered::default(),
             keep_table,
             per_thread,
@@ -115,6 +119,7 @@ impl TreeFeed {
             Some(e) => e.1 += n,
             None => self.components.push((s.component, n)),
         }
+        self.sampled_threads.mark(s.thread, rec);
         if let Some(state) = s.state {
             match self.states.iter_mut().find(|(k, _)| *k == state) {
                 Some(e) => e.1 += n,

@@ -290,7 +290,7 @@ fn counted_kernel_periods_make_the_outputs_of_their_clones() {
                 out.push(render(format, profile, &Look { by, ..Look::default() }).expect("rendered"));
             }
         }
-        out.push(crate::output::summary(&rec, &feed.cct, &feed.components).into_bytes());
+        out.push(crate::output::summary(&rec, &feed.cct, &feed.components, &feed.sampled_threads).into_bytes());
         out.push(format!("{:?} {:?}", feed.components, feed.cct.total_samples()).into_bytes());
         // The report as `hpm report` makes it of a recording.
         rec.samples = samples.to_vec();

@@ -45,7 +45,7 @@ impl Profile<'_> {
             }
         }
         if !quiet {
-            eprint!("{}", output::summary(self.rec, &self.tree.cct, &self.tree.components));
+            eprint!("{}", output::summary(self.rec, &self.tree.cct, &self.tree.components, &self.tree.sampled_threads));
             if let Some(states) = output::states_line(self.rec, &self.tree.states) {
                 eprintln!("hpm: thread states: {states}");
             }

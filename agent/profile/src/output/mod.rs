@@ -20,6 +20,7 @@ pub mod pprof;
 pub mod report;
 pub mod stacks;
 pub mod threads;
+pub mod vm_functions;
 
 mod flat;
 mod methods;

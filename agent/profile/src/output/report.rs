@@ -17,8 +17,9 @@ use super::cpi_counters;
 use super::data::{data_table, DataBy, DataTallies};
 use super::methods::{method_rows, Row};
 pub use super::summary::{component_counts, event_line, sampling_line, summary};
-use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_with_samples_line};
+use super::summary::{drops_line, fallback_line, kernel_line, sorted_components, threads_line};
 use super::threads::{thread_rows, thread_table, ThreadRow};
+use super::vm_functions::{component_functions, functions_table, ComponentFunctions};
 use crate::text::{duration_ns, group, pct, ratio, Unit};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -83,11 +84,18 @@ pub struct Tallies {
     pub threads: Vec<ThreadRow>,
     /// What the samples' data addresses touched (`data`).
     pub data: DataTallies,
+    /// The VM components' top functions (where native stacks were unwound).
+    pub functions: Vec<ComponentFunctions>,
 }
 
 impl Tallies {
     pub fn of(rec: &Recording) -> Tallies {
-        Tallies { components: component_counts(&rec.samples), threads: thread_rows(rec), data: DataTallies::of(rec) }
+        Tallies {
+            components: component_counts(&rec.samples),
+            threads: thread_rows(rec),
+            data: DataTallies::of(rec),
+            functions: component_functions(rec),
+        }
     }
 }
 
@@ -139,6 +147,7 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
         thread_table(&mut out, threads, &rec.counters, &rec.states, opts.top, opts.counted());
     }
     component_table(&mut out, &tallies.components);
+    functions_table(&mut out, &tallies.functions);
     if let Some(rec) = rec {
         data_table(&mut out, rec, &tallies.data, DataBy::Class, opts.top);
     }
@@ -209,9 +218,10 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
             if let Some(f) = filtered {
                 kv("filter", f.describe());
             }
-            // The agent's exit summary says `threads seen`: the same count, named the same.
-            if let Some(t) = threads_with_samples_line(rec, threads) {
-                kv("threads with samples", t);
+            // The agent's exit summary says the same line, counted the same.
+            let java = threads.iter().filter(|r| r.is_java).count() as u64;
+            if let Some(t) = threads_line(rec, (java, threads.len() as u64 - java)) {
+                kv("threads", t);
             }
         }
         None => {

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadInfo};
+use crate::output::threads::SampledThreads;
 
 /// A recording with `counters`; each stack spec is (root-first methods, thread, count,
 /// counter deltas per sample, component).
@@ -147,7 +148,7 @@ fn header_components_tree_and_drops() {
     assert!(r.contains("fallback:   requested `cycles` could not be used (perf_event_paranoid is 3)"));
     assert!(r.contains("duration:   2.5 s"));
     assert!(r.contains("samples:    100, 10 dropped (ring full: 7, no java frame: 3)"));
-    assert!(r.contains("threads with samples: 2 (1 Java, 1 VM) of 2 seen"), "{r}");
+    assert!(r.contains("threads:    2 sampled (1 Java, 1 VM) of 2 seen by the session"), "{r}");
     let comp = table_rows(&r, "== VM components");
     assert_eq!(comp[0].split_whitespace().collect::<Vec<_>>(), ["Java", "85", "85.00%"]);
     assert_eq!(comp[1].split_whitespace().collect::<Vec<_>>(), ["GC", "10", "10.00%"]);
@@ -218,17 +219,17 @@ fn per_thread_tree_leaves_threads_out_of_method_tables() {
 fn summary_is_short_and_complete() {
     let rec = recording(&["cycles", "instructions"]);
     let cct = Cct::from_recording(&rec, false);
-    let s = summary(&rec, &cct, &component_counts(&rec.samples));
+    let s = summary(&rec, &cct, &component_counts(&rec.samples), &SampledThreads::of(&rec));
     let lines: Vec<&str> = s.lines().collect();
     assert!(lines.len() <= 20, "{s}");
     assert!(lines.iter().all(|l| l.starts_with("hpm: ")));
     assert_eq!(lines[0], "hpm: event cpu-clock, interval 1 ms, sampler asgct");
     assert!(lines[1].contains("requested `cycles` could not be used"));
     assert_eq!(lines[2], "hpm: 100 samples, 10 dropped (ring full: 7, no java frame: 3)");
-    assert_eq!(lines[3], "hpm: threads seen: 2 (1 Java, 1 VM)");
+    assert_eq!(lines[3], "hpm: threads: 2 sampled (1 Java, 1 VM) of 2 seen by the session");
     assert!(lines[5].contains("60.00%") && lines[5].ends_with("app.Hot.loop"), "{s}");
     assert_eq!(lines.last().unwrap(), &"hpm: components: Java 85.00%, GC 10.00%, Interpreter 5.00%");
-    assert_eq!(s, summary(&rec, &cct, &component_counts(&rec.samples)));
+    assert_eq!(s, summary(&rec, &cct, &component_counts(&rec.samples), &SampledThreads::of(&rec)));
 }
 
 #[test]
@@ -239,7 +240,7 @@ fn summary_without_extras_prints_no_made_up_lines() {
     for i in 0..15 {
         cct.add_stack(&[format!("m{i:02}")], 1 + i, 0, &[]);
     }
-    let s = summary(&rec, &cct, &[]);
+    let s = summary(&rec, &cct, &[], &SampledThreads::default());
     assert!(!s.contains("threads") && !s.contains("components") && !s.contains("requested"), "{s}");
     assert_eq!(s.lines().filter(|l| l.contains("  m")).count(), 10, "{s}");
     assert!(s.contains("hpm: 120 samples, none dropped"), "{s}");
@@ -256,7 +257,7 @@ fn a_wall_summary_gives_thread_states_not_unclassified_components() {
     let runnable = rec.state_idx("STATE_RUNNABLE");
     let mut cct = Cct::default();
     cct.add_stack(&["java.lang.Thread.sleep".to_string()], 4, 0, &[]);
-    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 4)]);
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 4)], &SampledThreads::default());
     assert!(!s.contains("components"), "{s}");
     let states = [(runnable, 1), (sleeping, 2), (sleeping, 1)];
     assert_eq!(
@@ -266,7 +267,7 @@ fn a_wall_summary_gives_thread_states_not_unclassified_components() {
     );
     assert_eq!(crate::output::states_line(&rec, &[]), None, "a CPU profile has no states");
     // A profile with classified samples keeps its line, its unclassified ones in it.
-    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 1), (VmComponent::Java, 3)]);
+    let s = summary(&rec, &cct, &[(VmComponent::Unknown, 1), (VmComponent::Java, 3)], &SampledThreads::default());
     assert!(s.contains("hpm: components: Java 75.00%, Unknown 25.00%"), "{s}");
 }
 
@@ -278,7 +279,7 @@ fn print_example_report() {
         let rec = recording(counters);
         let cct = Cct::from_recording(&rec, false);
         let comps = component_counts(&rec.samples);
-        println!("{}", summary(&rec, &cct, &comps));
+        println!("{}", summary(&rec, &cct, &comps, &SampledThreads::of(&rec)));
         println!("{}", full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default()));
     }
 }
@@ -310,10 +311,10 @@ fn threads_with_samples_of_those_seen() {
     rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true });
     let cct = Cct::from_recording(&rec, false);
     let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
-    assert!(r.contains("\nthreads with samples: 2 (1 Java, 1 VM) of 3 seen\n"), "{r}");
+    assert!(r.contains("\nthreads:    2 sampled (1 Java, 1 VM) of 3 seen by the session\n"), "{r}");
     rec.threads_seen = 5;
     let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
-    assert!(r.contains("\nthreads with samples: 2 (1 Java, 1 VM) of 5 seen\n"), "{r}");
+    assert!(r.contains("\nthreads:    2 sampled (1 Java, 1 VM) of 5 seen by the session\n"), "{r}");
 }
 
 #[test]

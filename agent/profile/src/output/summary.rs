@@ -9,7 +9,7 @@ use crate::model::{
 };
 
 use super::methods::method_rows;
-use super::threads::ThreadRow;
+use super::threads::SampledThreads;
 use crate::text::{duration_ns, group, pct};
 
 /// Samples per VM component, in [`VmComponent::ALL`] order, components without samples left
@@ -151,29 +151,21 @@ pub(crate) fn drops_line(rec: &Recording) -> String {
     s
 }
 
-/// `12 (10 Java, 2 VM)`; `None` when the recording lists no threads.
-pub(crate) fn threads_line(rec: &Recording) -> Option<String> {
-    if rec.threads.is_empty() {
-        return None;
-    }
-    let java = rec.threads.iter().filter(|t| t.is_java).count();
-    let vm = rec.threads.len() - java;
-    let (java, vm) = (group(java as u64), group(vm as u64));
-    Some(format!("{} ({java} Java, {vm} VM)", group(rec.threads.len() as u64)))
-}
-
-/// `30 (20 Java, 10 VM) of 42 seen`: the threads of `rows` (those with samples), and how many
-/// threads the profiler saw, with samples or not (the agent's `threads seen`). `None` when
-/// there are neither.
-pub(crate) fn threads_with_samples_line(rec: &Recording, rows: &[ThreadRow]) -> Option<String> {
+/// `8 sampled (4 Java, 4 VM) of 23 seen by the session`: the threads with samples (Java and
+/// the VM's own), and every thread the profiler saw, with samples or not. The report's header
+/// and the agent's summary both say it, under `threads:`. `None` when there are neither.
+pub(crate) fn threads_line(rec: &Recording, (java, vm): (u64, u64)) -> Option<String> {
     let seen = rec.threads_seen();
-    if rows.is_empty() && seen == 0 {
+    if java + vm == 0 && seen == 0 {
         return None;
     }
-    let java = rows.iter().filter(|r| r.is_java).count();
-    let vm = rows.len() - java;
-    let (java, vm) = (group(java as u64), group(vm as u64));
-    Some(format!("{} ({java} Java, {vm} VM) of {} seen", group(rows.len() as u64), group(seen)))
+    Some(format!(
+        "{} sampled ({} Java, {} VM) of {} seen by the session",
+        group(java + vm),
+        group(java),
+        group(vm),
+        group(seen)
+    ))
 }
 
 /// `Java 80.10%, GC 10.20%, ...` over the given counts; `None` without counts, or where no
@@ -213,7 +205,7 @@ pub fn states_line(rec: &Recording, states: &[(StateIdx, u64)]) -> Option<String
 /// The short exit summary (about 20 lines, each starting with `hpm: `): event and fallback,
 /// samples and drops, threads, the 10 hottest methods by self samples, the VM component
 /// breakdown. Only what was recorded is printed.
-pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)]) -> String {
+pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)], sampled: &SampledThreads) -> String {
     let mut lines: Vec<String> = Vec::new();
     lines.push(format!("event {}", event_line(rec)));
     if let Some(f) = fallback_line(rec) {
@@ -221,8 +213,8 @@ pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)]) ->
     }
     let total = cct.total_samples();
     lines.push(format!("{} samples, {}", group(total), drops_line(rec)));
-    if let Some(t) = threads_line(rec) {
-        lines.push(format!("threads seen: {t}"));
+    if let Some(t) = threads_line(rec, sampled.java_and_vm(rec)) {
+        lines.push(format!("threads: {t}"));
     }
     let rows = method_rows(cct, false);
     let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();

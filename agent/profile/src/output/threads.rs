@@ -61,6 +61,53 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
     rows
 }
 
+/// Which of a recording's threads have samples, for the `threads:` line of the report header
+/// and the agent's summary (`8 sampled (4 Java, 4 VM) of 23 seen by the session`). The agent's
+/// tree feed marks each sample's thread as it drains samples; a recording read from a file
+/// gives its thread rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SampledThreads {
+    /// By thread index; never longer than the recording's thread list.
+    marked: Vec<bool>,
+}
+
+impl SampledThreads {
+    /// Marks `t` as having samples; an index the recording does not list is left out, so the
+    /// marks never outgrow the thread list.
+    pub fn mark(&mut self, t: ThreadIdx, rec: &Recording) {
+        let i = t.0 as usize;
+        if i >= rec.threads.len() {
+            return;
+        }
+        if i >= self.marked.len() {
+            self.marked.resize(i + 1, false);
+        }
+        self.marked[i] = true;
+    }
+
+    /// The marked threads: (Java, VM).
+    pub fn java_and_vm(&self, rec: &Recording) -> (u64, u64) {
+        let mut n = (0, 0);
+        for (t, _) in rec.threads.iter().zip(&self.marked).filter(|(_, m)| **m) {
+            if t.is_java {
+                n.0 += 1;
+            } else {
+                n.1 += 1;
+            }
+        }
+        n
+    }
+
+    /// The threads of `rec`'s samples, marked.
+    pub fn of(rec: &Recording) -> SampledThreads {
+        let mut s = SampledThreads::default();
+        for x in &rec.samples {
+            s.mark(x.thread, rec);
+        }
+        s
+    }
+}
+
 /// Longest thread name shown; longer ones end in `..`.
 const NAME_WIDTH: usize = 60;
 
