@@ -296,3 +296,20 @@ pub fn start_perf_groups(
     }
     Ok(())
 }
+
+/// The event of a sampler that picks threads by the clock on a thread of its own (`timer`,
+/// `wall`): the period as asked, in nanoseconds, kernel time not told apart.
+pub(crate) fn thread_clock_event(opts: &Options, name: &str) -> (PerfSpec, EventInfo) {
+    let info = EventInfo {
+        name: name.into(),
+        requested: name.into(),
+        period: opts.period(),
+        unit: hpm_profile::model::PeriodUnit::Nanoseconds,
+        fallback: None,
+        sampler: opts.sampler.into(),
+        kernel: hpm_profile::model::KernelMode::Excluded,
+        alloc_interval: 0,
+    };
+    let spec = PerfSpec::new(opts.event, opts.period(), Vec::new(), hpm_profile::model::KernelMode::Excluded);
+    (spec, info)
+}

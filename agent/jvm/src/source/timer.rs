@@ -21,7 +21,7 @@ use std::time::Duration;
 use crate::options::{Options, SamplerKind};
 use hpm_capture::capture::{CallFrame, Captured, JvmFrames, StackKind, BCI_NATIVE_FRAME, MAX_FRAMES};
 use hpm_capture::latency::Histogram;
-use hpm_profile::model::{EventInfo, FrameKind, KernelMode, PeriodUnit};
+use hpm_profile::model::FrameKind;
 use jni::sys::{jobject, JNIEnv};
 
 use super::extension;
@@ -30,7 +30,6 @@ use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
 use crate::os::now_ticks;
-use crate::perf::PerfSpec;
 use crate::sink::Sink;
 use crate::stack_source::StackSite;
 use crate::threads::{Mode, Threads};
@@ -58,19 +57,8 @@ fn plan(opts: &Options, jvmti: &Jvmti) -> Result<Planned, String> {
 
 /// A timer source of `kind` planned: its "event" is the sampling clock.
 fn planned(opts: &Options, kind: Kind) -> Planned {
-    let name = "timer";
-    let info = EventInfo {
-        name: name.into(),
-        requested: name.into(),
-        period: opts.period(),
-        unit: PeriodUnit::Nanoseconds,
-        fallback: None,
-        sampler: opts.sampler.into(),
-        // A timer picks threads by their JVM state; kernel time is not told apart.
-        kernel: KernelMode::Excluded,
-        alloc_interval: 0,
-    };
-    let spec = PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded);
+    // A timer picks threads by their JVM state; kernel time is not told apart.
+    let (spec, info) = super::thread_clock_event(opts, "timer");
     let build = move |s: &Start| {
         Ok(Arc::new(TimerSampler::new(Parts {
             threads: s.threads,

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hpm_capture::capture::state_from_jvmti;
-use hpm_profile::model::{EventInfo, KernelMode, PeriodUnit, ThreadInfo};
+use hpm_profile::model::ThreadInfo;
 use jni::sys::{jobject, JNIEnv};
 
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
@@ -27,7 +27,6 @@ use crate::jnienv::{self, Vm};
 use crate::jvmti::Jvmti;
 use crate::options::{Options, SamplerKind};
 use crate::os::now_ticks;
-use crate::perf::PerfSpec;
 use crate::signal::wall::WALL_TAG;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{SignalCtx, Sink};
@@ -62,18 +61,8 @@ const WALL_LIST_NS: u64 = 100_000_000;
 const ROUND_NS: u64 = 50_000_000;
 
 fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
-    let info = EventInfo {
-        name: "wall".into(),
-        requested: "wall".into(),
-        period: opts.period(),
-        unit: PeriodUnit::Nanoseconds,
-        fallback: None,
-        sampler: opts.sampler.into(),
-        // Threads are picked by the clock whatever they run; kernel time is not told apart.
-        kernel: KernelMode::Excluded,
-        alloc_interval: 0,
-    };
-    let spec = PerfSpec::new(opts.event, opts.period(), Vec::new(), KernelMode::Excluded);
+    // Threads are picked by the clock whatever they run; kernel time is not told apart.
+    let (spec, info) = super::thread_clock_event(opts, "wall");
     let build = move |s: &Start| {
         let thread_filter = s
             .opts
