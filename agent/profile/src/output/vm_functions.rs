@@ -30,9 +30,11 @@ pub const GENERIC_SHARE: u64 = 90;
 /// threads) `JavaThread::run`/`thread_main_inner`, the compiler's `compiler_thread_loop` and
 /// `invoke_compiler_on_method` (every compilation's, C1's and C2's: the compiler's own
 /// `C2Compiler::compile_method` or `Compiler::compile_method` below it tells them apart), GC
-/// workers' `WorkerThread::run` (21+) or `GangWorker::run`/`loop` (17), and the concurrent GC
-/// threads' `ConcurrentGCThread::run`.
-pub const THREAD_ENTRIES: [&str; 13] = [
+/// workers' `WorkerThread::run` (21+) or `GangWorker::run`/`loop` (17), the concurrent GC
+/// threads' `ConcurrentGCThread::run`, and the VM thread's loop (`VMThread::run`, `loop`,
+/// `inner_execute`: the operation it runs is below them). As GcHeavy's G1 and Parallel runs
+/// and their compiler threads show them on JDK 17 and 25.
+pub const THREAD_ENTRIES: [&str; 16] = [
     "clone3",
     "clone",
     "start_thread",
@@ -46,6 +48,9 @@ pub const THREAD_ENTRIES: [&str; 13] = [
     "GangWorker::run",
     "GangWorker::loop",
     "ConcurrentGCThread::run",
+    "VMThread::run",
+    "VMThread::loop",
+    "VMThread::inner_execute",
 ];
 
 /// Distinct stacks looked at per component at most; the samples of further stacks count in
