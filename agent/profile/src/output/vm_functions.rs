@@ -5,7 +5,10 @@
 //!
 //! The frames every sample of a component shares (the thread's entry, `Thread::call_run`,
 //! `WorkerThread::run`, ...) say nothing about it: a function on at least
-//! [`GENERIC_SHARE`] percent of the component's samples is left out. A component is broken
+//! [`GENERIC_SHARE`] percent of the component's samples is left out, and so is a known thread
+//! entry or worker loop ([`THREAD_ENTRIES`]) whatever its share (a component's samples from
+//! stacks that did not reach their entry, or from threads of other kinds, can bring the
+//! entry's share below the bound: 88.9% for a G1 run's JIT compiler). A component is broken
 //! down only where native stacks were unwound (some sample has a native caller below its
 //! leaf); a leaf alone is already the method table's self column.
 
@@ -20,6 +23,35 @@ pub const TOP_FUNCTIONS: usize = 5;
 
 /// A function on at least this share (percent) of a component's samples is generic: left out.
 pub const GENERIC_SHARE: u64 = 90;
+
+/// Where threads start and the loops they wait for work in, on HotSpot 17 to 25: generic
+/// whatever their share. glibc's `clone3`/`clone` and `start_thread`, HotSpot's
+/// `thread_native_entry` and `Thread::call_run`, Java threads' (compiler threads are Java
+/// threads) `JavaThread::run`/`thread_main_inner`, the compiler's `compiler_thread_loop` and
+/// `invoke_compiler_on_method` (every compilation's, C1's and C2's: the compiler's own
+/// `C2Compiler::compile_method` or `Compiler::compile_method` below it tells them apart), GC
+/// workers' `WorkerThread::run` (21+) or `GangWorker::run`/`loop` (17), the concurrent GC
+/// threads' `ConcurrentGCThread::run`, and the VM thread's loop (`VMThread::run`, `loop`,
+/// `inner_execute`: the operation it runs is below them). As GcHeavy's G1 and Parallel runs
+/// and their compiler threads show them on JDK 17 and 25.
+pub const THREAD_ENTRIES: [&str; 16] = [
+    "clone3",
+    "clone",
+    "start_thread",
+    "thread_native_entry",
+    "Thread::call_run",
+    "JavaThread::run",
+    "JavaThread::thread_main_inner",
+    "CompileBroker::compiler_thread_loop",
+    "CompileBroker::invoke_compiler_on_method",
+    "WorkerThread::run",
+    "GangWorker::run",
+    "GangWorker::loop",
+    "ConcurrentGCThread::run",
+    "VMThread::run",
+    "VMThread::loop",
+    "VMThread::inner_execute",
+];
 
 /// Distinct stacks looked at per component at most; the samples of further stacks count in
 /// the component's total only ([`ComponentFunctions::unread`]).
@@ -36,7 +68,8 @@ pub struct ComponentFunctions {
     pub samples: u64,
     /// Up to [`TOP_FUNCTIONS`] (name, inclusive samples), most first, ties by name.
     pub top: Vec<(String, u64)>,
-    /// Functions left out as generic (on at least [`GENERIC_SHARE`]% of the samples).
+    /// Functions left out as generic (on at least [`GENERIC_SHARE`]% of the samples, or a
+    /// thread entry of [`THREAD_ENTRIES`]).
     pub generic: usize,
     /// Samples whose stacks were past [`MAX_STACKS`], not looked at.
     pub unread: u64,
@@ -105,10 +138,11 @@ pub fn component_functions(rec: &Recording) -> Vec<ComponentFunctions> {
         let mut top: Vec<(String, u64)> = Vec::new();
         let mut skipped = 0;
         for (m, n) in inclusive {
-            if generic(n) {
+            let name = rec.method(m).display_name();
+            if generic(n) || THREAD_ENTRIES.contains(&name.as_str()) {
                 skipped += 1;
             } else {
-                top.push((rec.method(m).display_name(), n));
+                top.push((name, n));
             }
         }
         top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -126,8 +160,8 @@ pub(crate) fn functions_table(out: &mut String, functions: &[ComponentFunctions]
     }
     let _ = writeln!(
         out,
-        "\n== VM components by top functions: samples on the stack (frames on {GENERIC_SHARE}% or more of a \
-         component's samples left out) =="
+        "\n== VM components by top functions: samples on the stack (threads' entries and frames on \
+         {GENERIC_SHARE}% or more of a component's samples left out) =="
     );
     for c in functions.iter().filter(|c| !c.top.is_empty()) {
         let mut title = format!("{} ({} samples", c.component.name(), group(c.samples));
