@@ -145,8 +145,8 @@ fn gc_and_compiler_threads_reach_their_entry() {
 /// address less its offset in the symbol), so two names of one function are one key.
 type FnKey = (String, u64);
 
-/// A library's PLT stubs, one entry: perf names each (`memcpy@plt`), hpm names them all by the
-/// symbol before `.plt` (`_init`, of `.init`; a stub has no symbol of its own).
+/// A library's PLT stubs, one entry: perf names each (`memcpy@plt`), hpm names them all
+/// `[PLT stub]` (a stub has no symbol of its own).
 const PLT: &str = "(PLT stubs)";
 
 /// The GC threads' samples as `perf script` prints them, leaf first: per sample, its frames
@@ -270,7 +270,7 @@ fn tie_rule_accepts_a_near_tie_and_rejects_a_clear_miss() {
 /// one function at one address, and perf picks the first name where hpm picks the second (perf
 /// report's `--comms` filter also loses it: it keeps a merged entry by its first sample's
 /// thread, here `java`'s). Samples in libjvm's PLT stubs (`memcpy@plt`, 8 of 1,721 on Temurin
-/// 25) hpm names `_init`, the symbol before `.plt`: both count as one [`PLT`] entry. perf
+/// 25) hpm names `[PLT stub]`: both count as one [`PLT`] entry. perf
 /// also samples hpm's own signal handler on the GC threads (a stack holding libhpm.so above
 /// the signal frame: 1 to 10 of 1,100 to 2,200 samples per run), which hpm by construction
 /// does not sample: those are left out. The vdso's clock stays: there it is the JVM's own
@@ -355,7 +355,7 @@ fn gc_threads_top_functions_agree_with_perf() {
         let mut by: std::collections::HashMap<String, u64> = Default::default();
         for (f, n) in &gc {
             let leaf = f.last().unwrap();
-            let name = if leaf == "_init" {
+            let name = if leaf == "[PLT stub]" {
                 PLT.to_string()
             } else if names.values().any(|v| v == leaf) {
                 leaf.clone()

@@ -170,6 +170,7 @@ impl SymbolTable {
         let file = object::File::parse(data).map_err(|e| format!("{}: {e}", path.display()))?;
         table.add_symbols(&file, data, 0);
         table.segments = loadable_segments(&file);
+        let plt = plt_ranges(&file);
         let build_id = file.build_id().ok().flatten().map(<[u8]>::to_vec);
         let link = file.gnu_debuglink().ok().flatten().map(|(name, crc)| (name.to_vec(), crc));
         let debugdata = file.section_by_name(".gnu_debugdata").and_then(|s| s.data().ok()).map(<[u8]>::to_vec);
@@ -203,6 +204,7 @@ impl SymbolTable {
                 Err(e) => notes.push(format!("{lib}: .gnu_debugdata {e}; not used")),
             }
         }
+        table.add_plt(&plt);
         table.merge_aliases();
         Ok(Some(table))
     }
@@ -214,8 +216,10 @@ impl SymbolTable {
         let file = object::File::parse(names.bytes()).map_err(|e| e.to_string())?;
         table.add_symbols(&file, names.bytes(), 0);
         table.segments = loadable_segments(&file);
+        let plt = plt_ranges(&file);
         drop(file);
         table.sources.push(names);
+        table.add_plt(&plt);
         table.merge_aliases();
         Ok(table)
     }
@@ -265,6 +269,20 @@ impl SymbolTable {
                     })
                 }),
         );
+    }
+
+    /// Names the PLT sections' stubs (`ranges`: address, size): a stub has no symbol of its
+    /// own, and without this a pc in one took the symbol before the section (`_init`).
+    fn add_plt(&mut self, ranges: &[(u64, u64)]) {
+        let Ok(src) = u8::try_from(self.sources.len()) else { return };
+        if ranges.is_empty() {
+            return;
+        }
+        self.sources.push(Names::Owned(PLT_NAME.as_bytes().to_vec()));
+        for &(addr, size) in ranges {
+            let size = u32::try_from(size).unwrap_or(u32::MAX);
+            self.syms.push(Sym { addr, size, off: 0, len: PLT_NAME.len() as u32, src, bind: 0 });
+        }
     }
 
     /// Sorts the symbols and keeps one per address: the longest size, and the name a user
@@ -457,6 +475,19 @@ pub(crate) fn offset_to_vaddr(segments: &[(u64, u64, u64)], off: u64) -> u64 {
 }
 
 /// (file offset, virtual address, file size) of the loadable segments that have file content.
+/// What a pc in a library's PLT stubs is named.
+pub const PLT_NAME: &str = "[PLT stub]";
+
+/// The address and size of each PLT section (`.plt`, `.plt.sec`, `.plt.got`) of `file`.
+fn plt_ranges(file: &object::File<'_>) -> Vec<(u64, u64)> {
+    [".plt", ".plt.sec", ".plt.got"]
+        .iter()
+        .filter_map(|n| file.section_by_name(n))
+        .map(|s| (s.address(), s.size()))
+        .filter(|&(a, n)| a != 0 && n != 0)
+        .collect()
+}
+
 pub(crate) fn loadable_segments(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
     file.segments()
         .filter_map(|seg| {
@@ -1002,6 +1033,21 @@ mod tests {
         let exe = std::env::current_exe().unwrap();
         let t = SymbolTable::from_elf(&std::fs::read(exe).unwrap()).unwrap();
         assert!(t.len() > 100);
+    }
+
+    #[test]
+    fn a_pc_in_a_plt_stub_is_named_as_one() {
+        // This process's libc has a `.plt` (its calls into ld.so): a pc in its second stub is
+        // a PLT stub's, not the function before the section.
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let libc = parse_maps(&maps).into_iter().find(|m| m.exec && m.path.contains("libc.so")).unwrap();
+        let data = std::fs::read(&libc.path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let (addr, size) = plt_ranges(&file)[0];
+        assert!(size > 32, "{}: a .plt of {size} bytes", libc.path);
+        let t = SymbolTable::from_elf(&data).unwrap();
+        assert_eq!(t.lookup(addr + 24), Some(PLT_NAME));
+        assert_eq!(t.lookup(addr + size - 1), Some(PLT_NAME));
     }
 }
 
