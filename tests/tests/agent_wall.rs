@@ -200,15 +200,16 @@ fn wall_summary_gives_thread_states_and_classified_components() {
     }
 }
 
-/// WallMix's six threads and the state each spends its life in (Process.waitFor waits in
+/// WallMix's seven threads and the state each spends its life in (Process.waitFor waits in
 /// Object.wait on JDK 17, parked on a lock's condition on later JDKs).
-const MIX: [(&str, &str); 6] = [
+const MIX: [(&str, &str); 7] = [
     ("spin", "STATE_RUNNABLE"),
     ("sleep", "STATE_SLEEPING"),
     ("blocked", "STATE_BLOCKED_ON_MONITOR_ENTER"),
     ("park", "STATE_PARKED"),
     ("socket", "STATE_IN_NATIVE"),
     ("process", "STATE_IN_OBJECT_WAIT|STATE_PARKED"),
+    ("select", "STATE_IN_NATIVE"),
 ];
 
 /// The safepoint operations a `-Xlog:safepoint` file names, with their counts.
@@ -240,8 +241,10 @@ fn run_mix(jdk: &Jdk, dir: &std::path::Path, name: &str, opts: Option<&str>) -> 
 }
 
 /// `event=wall` by signals at 1 ms, on threads that spin, sleep, wait for a monitor, park, read
-/// a socket and wait for a process: every wait ends as it should (the signal wakes blocking
-/// system calls; hpm's handler has SA_RESTART and the JVM's waits retry: no exception, no early
+/// a socket, wait for a process and wait in a Selector: every wait ends as it should (the signal
+/// wakes blocking system calls; hpm's handler has SA_RESTART, which restarts read and waitpid;
+/// Thread.sleep and park loop in the JVM until their time is up, on condition waits that never
+/// end in EINTR; Selector.select retries epoll_wait with the time left: no exception, no early
 /// return, checked by the workload itself); no safepoint of hpm's in `-Xlog:safepoint` (the
 /// operations against the same program without hpm: none that takes stacks, GetThreadListStack-
 /// Traces before); each thread's samples in its state (>= 90%), and its share of the wall time
@@ -302,6 +305,58 @@ fn wall_by_signals_keeps_waits_whole_adds_no_safepoint_and_gets_states_and_share
                 (share - truth).abs() <= 5.0,
                 "{what}: {kind} has {share:.1}% of the wall time sampled, truth {truth:.1}% (its life's share)"
             );
+        }
+    }
+}
+
+/// Signals get lost: here the program takes hpm's signal (sun.misc.Signal for SIGURG) while
+/// hpm samples at 1 ms, so the requests sent until hpm sees it and moves to another signal go
+/// to the program's handler. Each such request stays untaken in its slot; the sampler signals
+/// it again on the new signal, so the busy thread keeps being sampled after the move (before
+/// re-sending, a thread whose request was lost was never signalled again). LateSigprof's busy
+/// thread spins 1 s of CPU time before the handler and 1 s after: at 1 ms and fewer than 16
+/// threads it is visited every tick, so its samples in after() are at least one per ms of its
+/// CPU time less what the slow ticks of a loaded machine and the move cost; a third is kept.
+#[test]
+fn wall_keeps_sampling_a_thread_whose_signal_was_lost_to_another_handler() {
+    use std::io::Write;
+    for jdk in jdks() {
+        let what = format!("{} wall, SIGURG taken", jdk.name);
+        let dir = scratch(&format!("wall-lost-{}", jdk.name));
+        let collapsed = dir.join("p.collapsed");
+        let mut cmd = std::process::Command::new(jdk.java());
+        cmd.arg(format!("-agentpath:{}=event=wall,interval=1ms,file={}", agent_path().display(), collapsed.display()))
+            .arg("-cp")
+            .arg(workloads())
+            .args(["LateSigprof", "1", "URG"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let _one_jvm = jvm_lock();
+        let mut child = cmd.spawn().expect("run java");
+        // Read once the handler is installed: busy then spins its second second, and the
+        // program ends.
+        child.stdin.take().expect("stdin").write_all(b"stop\n").expect("write stop");
+        let out = child.wait_with_output().expect("wait for java");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{what}: the JVM failed:\n{stdout}\n{stderr}");
+        assert!(stderr.contains("hpm moved to SIG"), "{what}: hpm did not move:\n{stderr}");
+        let after_ms = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("cpu "))
+            .and_then(|l| l.split(' ').nth(1)?.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{what}: no cpu line:\n{stdout}"))
+            / 1e6;
+        let lost = stdout.lines().find_map(|l| l.strip_prefix("done ")?.parse::<u64>().ok()).unwrap_or(0);
+        let line = stderr.lines().find(|l| l.starts_with("hpm: wall: ")).unwrap_or_default();
+        let stacks = read_collapsed(&collapsed);
+        let after: u64 =
+            stacks.iter().filter(|(s, _)| s.iter().any(|f| f == "LateSigprof.after")).map(|(_, n)| n).sum();
+        eprintln!("{what}: {after} samples in after() over {after_ms:.0} ms of its CPU time; {lost} of hpm's signals lost to the program's handler; {line}");
+        assert!(after as f64 >= after_ms / 3.0, "{what}: only {after} samples in after() over {after_ms:.0} ms");
+        if lost > 0 {
+            let again = line.split(" sent, ").nth(1).and_then(|r| r.split(' ').next()).unwrap_or_default();
+            assert!(again != "0" && !again.is_empty(), "{what}: {lost} signals lost, none sent again: {line}");
         }
     }
 }

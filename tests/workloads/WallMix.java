@@ -3,18 +3,23 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.nio.channels.Pipe;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Six threads, each in one kind of wait (or none) for ROUNDS rounds of WAIT_MS each, while a
+ * Seven threads, each in one kind of wait (or none) for ROUNDS rounds of WAIT_MS each, while a
  * wall-clock profiler signals them: "spin" runs Java code, "sleep" is in Thread.sleep,
  * "blocked" waits to enter a monitor main holds throughout, "park" is parked
  * (LockSupport.park, unparked once at the end), "socket" is in a blocking read on a connected
  * socket whose peer writes only after WAIT_MS, "process" waits for `sleep` to exit
- * (Process.waitFor). Each checks that its waits ended as they should: no exception, no early
- * return (sleep, read and waitFor took at least their time; read got its byte; park returned
- * only once, when unparked; waitFor gave `sleep`'s exit code 0). Prints "ok KIND MS" (MS: how
+ * (Process.waitFor), "select" is in Selector.select(WAIT_MS) (epoll_wait, which SA_RESTART
+ * does not restart: the JDK retries it) on a pipe nobody writes to. Each checks that its waits
+ * ended as they should: no exception, no early return (sleep, read, waitFor and select took at
+ * least their time; read got its byte; select found nothing ready; park returned only once,
+ * when unparked; waitFor gave `sleep`'s exit code 0). Prints "ok KIND MS" (MS: how
  * long the thread lived) for each that held, "FAIL KIND: why" for one that did not, then "done"; exits 1 on a failure.
  *
  * Usage: java WallMix ROUNDS WAIT_MS
@@ -129,10 +134,31 @@ public class WallMix {
             }
             return null;
         });
-        Thread[] timed = {sleep, socket, process};
+        Thread select = kind("select", () -> {
+            Pipe pipe = Pipe.open();
+            try (Selector selector = Selector.open()) {
+                pipe.source().configureBlocking(false);
+                pipe.source().register(selector, SelectionKey.OP_READ);
+                for (int i = 0; i < rounds; i++) {
+                    long t = System.nanoTime();
+                    int ready = selector.select(waitMs);
+                    if (ready != 0) {
+                        return "select found " + ready + " ready on a pipe nobody writes to";
+                    }
+                    if (System.nanoTime() - t < waitNs) {
+                        return "Selector.select returned early";
+                    }
+                }
+            } finally {
+                pipe.source().close();
+                pipe.sink().close();
+            }
+            return null;
+        });
+        Thread[] timed = {sleep, socket, process, select};
         synchronized (lock) {
             peer.start();
-            for (Thread t : new Thread[] {spin, sleep, blocked, park, socket, process}) {
+            for (Thread t : new Thread[] {spin, sleep, blocked, park, socket, process, select}) {
                 t.start();
             }
             for (Thread t : timed) {

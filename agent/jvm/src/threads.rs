@@ -21,7 +21,7 @@ use crate::sink::SignalCtx;
 
 pub mod full_names;
 mod slot;
-pub use slot::{Caller, Entered, Refused, Slot, WallRequest};
+pub use slot::{Caller, Entered, Posted, Refused, Slot, WallRequest, WALL_RESEND_VISITS};
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
@@ -100,7 +100,7 @@ pub enum WallMiss {
     /// left).
     NoSlot,
     /// Its previous request is not taken yet (the thread did not run since): this one's time
-    /// was added to it.
+    /// was added to it, and its signal not sent again (see [`Posted::Merged`]).
     Pending,
     /// The signal could not be sent (the thread ended meanwhile).
     Gone,
@@ -492,17 +492,28 @@ impl Threads {
     }
 
     /// The wall sampler: leaves `req` in the slot of thread `tid` and signals the thread with
-    /// `signal`, the slot's number in the signal's value ([`crate::os::signal_thread`]); the
-    /// handler takes the request. Under the registry's lock, so the slot is not given to
-    /// another thread in between.
-    pub fn request_wall(&self, tid: i32, req: WallRequest, signal: i32, tag: u32) -> Result<(), WallMiss> {
+    /// `signal`, the slot's number in the signal's value ([`crate::os::signal_thread`]), unless
+    /// an earlier request waits whose signal need not be sent again ([`Posted`]); the handler
+    /// takes the request. Under the registry's lock, so the slot is not given to another
+    /// thread in between. Returns whether a signal was sent: [`Posted::Fresh`] or
+    /// [`Posted::Again`].
+    pub fn request_wall(&self, tid: i32, req: WallRequest, signal: i32, tag: u32) -> Result<Posted, WallMiss> {
         let g = self.lock();
         let slot = g.live.get(&tid).and_then(|l| l.signalled).ok_or(WallMiss::NoSlot)?;
-        if !self.slots[slot as usize].post_wall_request(req) {
+        let posted = self.slots[slot as usize].post_wall_request(req, signal);
+        if posted == Posted::Merged {
             return Err(WallMiss::Pending);
         }
         let value = u64::from(tag) << 32 | u64::from(slot);
-        crate::os::signal_thread(tid, signal, value).map_err(|_| WallMiss::Gone)
+        crate::os::signal_thread(tid, signal, value).map_err(|_| WallMiss::Gone)?;
+        Ok(posted)
+    }
+
+    /// The wall requests in flight: live threads' slots whose request is not taken yet (at
+    /// most one each, so at most the live threads).
+    pub fn wall_pending(&self) -> usize {
+        let g = self.lock();
+        g.live.values().filter_map(|l| l.signalled).filter(|&s| self.slots[s as usize].has_wall_request()).count()
     }
 
     /// The slot numbered `i` (a wall request's). Async-signal-safe.

@@ -5,8 +5,13 @@
 //! the stack with the same walk CPU samples use. No VM operation, no safepoint.
 //!
 //! Why a value and not tgkill's SI_TKILL: the value names the slot, so the handler finds it
-//! without a table by thread id; the slot's own check (its thread's id) proves it, as `si_fd`
-//! does for perf notifications. A forged signal finds no request and only counts.
+//! without a table by thread id; the slot's own check (its thread's id) keeps a handler out of
+//! another thread's slot, as for perf notifications' `si_fd`.
+//!
+//! `si_pid` is no proof of origin, only a filter: the kernel lets another process of the same
+//! user send SI_QUEUE with any `si_pid`. What protects is the slot's request word: a forged
+//! signal finds none (counted stale, nothing walked) or takes a real one a little early (a
+//! sample taken early, its weight the sampler's; the sampler's own signal then finds none).
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -30,7 +35,8 @@ pub struct WallHandled {
     pub walked: AtomicU64,
     /// Signals whose slot was not live or not this thread's (the thread's slot retired).
     pub refused: AtomicU64,
-    /// Signals that found no request (taken by an earlier signal, or not the sampler's).
+    /// Signals that found no request (taken by an earlier signal: one sent again, see
+    /// `threads::Posted::Again`; or not the sampler's).
     pub stale: AtomicU64,
 }
 
@@ -54,7 +60,8 @@ pub fn arm() {
     }
 }
 
-/// The slot a signal names if it is a wall request from this process. Async-signal-safe.
+/// The slot a signal names if it looks like a wall request from this process (SI_QUEUE, our
+/// pid, hpm's tag: a filter, not a proof; see the module's doc). Async-signal-safe.
 pub(super) fn request(info: *const libc::siginfo_t) -> Option<u32> {
     if info.is_null() {
         return None;

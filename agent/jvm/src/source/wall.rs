@@ -9,7 +9,9 @@
 //!
 //! Each sample stands for the wall time between two visits of its thread (its weight); a
 //! request its thread has not taken by the next visit (it did not run) gets that visit's time
-//! added, so the time stays whole.
+//! added, so the time stays whole. Signals get lost (hpm moved to another signal, the kernel
+//! out of queued siginfo, the thread ending with it blocked): a request still untaken after
+//! [`WALL_RESEND_VISITS`] visits, or after a move, is signalled again (`threads::Posted`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +33,7 @@ use crate::signal::wall::WALL_TAG;
 use crate::signal::{SignalSetup, SignalStats};
 use crate::sink::{SignalCtx, Sink};
 use crate::stack_source::StackSite;
-use crate::threads::{Mode, Threads, WallMiss, WallRequest};
+use crate::threads::{Mode, Posted, Threads, WallMiss, WallRequest, WALL_RESEND_VISITS};
 
 pub const SOURCE: SourceDef = SourceDef {
     traits: |opts| {
@@ -54,6 +56,11 @@ pub const WALL_THREADS_PER_TICK: usize = 16;
 /// The thread list is read again after this long: a thread started since is sampled from then
 /// on, one that ended is skipped (no longer ALIVE) until then. Names are matched again too.
 const WALL_LIST_NS: u64 = 100_000_000;
+
+/// The longest a tick waits for free batches ([`pace`]): four processor rounds. Past it the
+/// tick goes on (a sample that then finds no batch is dropped, counted): the batches it waited
+/// for may be held by threads that do not run, and sampling must not stop silently.
+const MAX_PACE_NS: u64 = 4 * ROUND_NS;
 
 /// The processor's round (`processor::ROUND`): a thread visited less often than this hands
 /// its batch on with each sample (`WallRequest::hand_on`), so the pool holds a batch per
@@ -263,8 +270,10 @@ struct WallSummary {
     /// Ticks that waited for free batches ([`pace`]), and how long they waited in all.
     paced: u64,
     paced_ns: u64,
-    /// Requests sent (signals), and those not sent: by reason.
+    /// Requests sent (signals), requests signalled again (see `threads::Posted::Again`), and
+    /// those not sent: by reason.
     sent: u64,
+    resent: u64,
     pending: u64,
     no_slot: u64,
     ended: u64,
@@ -272,7 +281,7 @@ struct WallSummary {
 
 impl WallSummary {
     /// The summary's line: `wall: up to 47 threads, 16 a tick every 1 ms, by signals (16,000
-    /// sent; 3 still pending at the next visit, 0 without a slot, 0 ended; 15,990 walked);
+    /// sent, 2 again; 3 still pending at the next visit, 0 without a slot, 0 ended; 15,990 walked);
     /// sample pool 96 of 544 batches (8.4 of 47.8 MiB); never paced, 0 dropped`.
     fn line(&self, period: u64, sink: &Sink) -> String {
         let group = hpm_profile::text::group;
@@ -297,13 +306,16 @@ impl WallSummary {
             handled.push_str(&format!(", {} refused by a retired slot, {} stale", group(refused), group(stale)));
         }
         format!(
-            "wall: up to {} threads, {} a tick every {}, by signals ({} sent; {} still pending at the next visit, \
+            "wall: up to {} threads, {} a tick every {}, by signals ({} sent, {} again (untaken at the {}th visit or \
+             after a signal move); {} still pending at the next visit, \
              {} without a slot, {} ended; {handled}); sample pool {used} of {cap} batches ({} of {} MiB); {paced}, \
              {} dropped",
             self.most_threads,
             self.most_threads.min(WALL_THREADS_PER_TICK),
             hpm_profile::text::duration_ns(period),
             group(self.sent),
+            group(self.resent),
+            WALL_RESEND_VISITS,
             group(self.pending),
             group(self.no_slot),
             group(self.ended),
@@ -315,25 +327,35 @@ impl WallSummary {
 }
 
 /// Before a tick: waits, a period at a time, until the pool has a free batch for each thread
-/// the tick signals (each fills its own slot's batch) and for each request sent before whose
-/// handler has not run yet (a thread not scheduled since), or the session stops. The sampler
-/// is an ordinary thread: where a handler would drop a sample, it may wait. Its next tick's
-/// samples then stand for the time waited too ([`WallState::last_tick`]).
+/// the tick signals (each fills its own slot's batch) and for each request in flight (sent
+/// before, its handler not run yet: a thread not scheduled since), or the session stops, or
+/// [`MAX_PACE_NS`] passed. The sampler is an ordinary thread: where a handler would drop a
+/// sample, it may wait. Its next tick's samples then stand for the time waited too
+/// ([`WallState::last_tick`]).
 fn pace(p: &Parts, w: &mut WallState, stop: &AtomicBool) {
-    let need = |w: &WallState| {
-        let (walked, refused, stale) = crate::signal::wall::HANDLED.counts();
-        let outstanding = w.seen.sent.saturating_sub(walked + refused + stale);
-        WALL_THREADS_PER_TICK.saturating_add(usize::try_from(outstanding).unwrap_or(usize::MAX))
-    };
-    if p.sink.pool.free_batches() >= need(w) {
+    let (sampled, capacity) = (w.threads.len(), p.sink.pool.capacity());
+    // Counting the slots with a request takes the registry's lock: only when it may matter.
+    if p.sink.pool.free_batches() >= need(sampled, capacity) {
+        return;
+    }
+    let enough = || p.sink.pool.free_batches() >= need(p.threads.wall_pending(), capacity);
+    if enough() {
         return;
     }
     let start = now_ticks();
-    while p.sink.pool.free_batches() < need(w) && !stop.load(Ordering::Acquire) {
+    while !enough() && !stop.load(Ordering::Acquire) && now_ticks().saturating_sub(start) < MAX_PACE_NS {
         std::thread::park_timeout(Duration::from_nanos(p.period));
     }
     w.seen.paced += 1;
     w.seen.paced_ns += now_ticks().saturating_sub(start);
+}
+
+/// The free batches a tick waits for with `in_flight` requests untaken: one per request and
+/// one per thread it signals, never more than the pool's `capacity`. The requests in flight
+/// are counted from the slots (each holds at most one, so at most the threads sampled), never
+/// from counts of signals sent and handled: a lost signal would stay in those for good.
+fn need(in_flight: usize, capacity: usize) -> usize {
+    WALL_THREADS_PER_TICK.saturating_add(in_flight).min(capacity)
 }
 
 /// The `k` threads of `n` a tick visits from `start` on, in turn, and where the next begins.
@@ -377,7 +399,8 @@ fn sample(p: &Parts, jni: *mut JNIEnv, w: &mut WallState) {
             signal,
             WALL_TAG,
         ) {
-            Ok(()) => w.seen.sent += 1,
+            Ok(Posted::Again) => w.seen.resent += 1,
+            Ok(_) => w.seen.sent += 1,
             Err(WallMiss::Pending) => w.seen.pending += 1,
             Err(WallMiss::NoSlot) => w.seen.no_slot += 1,
             Err(WallMiss::Gone) => w.seen.ended += 1,
@@ -387,7 +410,15 @@ fn sample(p: &Parts, jni: *mut JNIEnv, w: &mut WallState) {
 
 #[cfg(test)]
 mod tests {
-    use super::pick;
+    use super::{need, pick, WALL_THREADS_PER_TICK};
+
+    #[test]
+    fn a_tick_waits_for_a_batch_per_request_in_flight_and_never_for_more_than_the_pool() {
+        assert_eq!(need(0, 544), WALL_THREADS_PER_TICK);
+        assert_eq!(need(30, 544), WALL_THREADS_PER_TICK + 30);
+        assert_eq!(need(10_000, 544), 544, "a pool smaller than the threads in flight: its capacity");
+        assert_eq!(need(usize::MAX, 32), 32);
+    }
 
     #[test]
     fn a_tick_visits_the_next_threads_in_turn_and_wraps() {

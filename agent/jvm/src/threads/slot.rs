@@ -58,6 +58,35 @@ pub struct Slot {
     /// `event=wall`: the request the wall sampler left for this slot's thread before it
     /// signalled it, 0 if none (taken by the thread's handler). See [`WallRequest`].
     wall_request: AtomicU64,
+    /// `event=wall`, the sampler's side only (under the registry's lock, so Relaxed): the
+    /// visits that found the request untaken since its last signal, and that signal's number.
+    wall_unanswered: AtomicU32,
+    wall_signal: AtomicI32,
+}
+
+/// A request still untaken at this many visits in a row is signalled again: its signal may
+/// have been lost (see [`Posted::Again`]). A needless one costs a system call: hpm's signals
+/// are standard ones, and the kernel merges one sent while the same is pending; a lost one
+/// costs this many visits' resolution, not time (the weight adds up meanwhile). A thread the
+/// kernel has not run for 8 visits (8 ms at 1 ms, more with over 16 threads) is rare, so
+/// needless signals are too.
+pub const WALL_RESEND_VISITS: u32 = 8;
+
+/// What the sampler must do after posting a wall request ([`Slot::post_wall_request`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Posted {
+    /// None was waiting: signal the thread.
+    Fresh,
+    /// The previous one was still there, its weight grown by this one's; signal again, as its
+    /// signal may have been lost: [`WALL_RESEND_VISITS`] visits found it untaken, or hpm moved
+    /// to another signal since (those in flight went to the handler that took hpm's). Signals
+    /// are lost too when the kernel runs out of queued siginfo (RLIMIT_SIGPENDING: the
+    /// handler sees SI_USER and no value) or the thread ends with the signal blocked. The
+    /// handler takes a request once, so a second signal that finds none is only counted stale.
+    Again,
+    /// The previous one was still there, its weight grown by this one's; its signal is
+    /// recent and on the current signal number: no second one.
+    Merged,
 }
 
 /// What the wall sampler asks of a thread's handler, in one word: the time the sample stands
@@ -215,6 +244,8 @@ impl Slot {
             drained_at_move: AtomicU64::new(0),
             memo: OnceLock::new(),
             wall_request: AtomicU64::new(0),
+            wall_unanswered: AtomicU32::new(0),
+            wall_signal: AtomicI32::new(0),
         }
     }
 
@@ -244,6 +275,8 @@ impl Slot {
         self.drained_at_move.store(moves, Ordering::Relaxed);
         self.memo.get_or_init(WalkMemo::default);
         self.wall_request.store(0, Ordering::Relaxed);
+        self.wall_unanswered.store(0, Ordering::Relaxed);
+        self.wall_signal.store(0, Ordering::Relaxed);
         // Release: a handler that enters sees every store above.
         self.claim.publish();
     }
@@ -304,21 +337,41 @@ impl Slot {
     }
 
     /// The wall sampler's side: leaves `req` for the slot's thread, to be taken by the handler
-    /// of the signal the sampler sends next. Returns false when the previous request is still
-    /// there (its signal not handled yet): its weight then grows by this one's, so the time
-    /// stays whole, and no second signal is needed.
-    pub fn post_wall_request(&self, req: WallRequest) -> bool {
+    /// of a signal `signal`. When the previous request is still there (its signal not handled
+    /// yet), its weight grows by this one's, so the time stays whole, and a second signal is
+    /// asked for only if the first may have been lost ([`Posted`]). Called by one thread at a
+    /// time (the registry's lock).
+    pub fn post_wall_request(&self, req: WallRequest, signal: i32) -> Posted {
         let mut cur = self.wall_request.load(Ordering::Acquire);
-        loop {
+        let fresh = loop {
             let (next, fresh) = match WallRequest::from_word(cur) {
                 None => (req.word(), true),
                 Some(old) => (WallRequest { weight: old.weight.saturating_add(req.weight), ..req }.word(), false),
             };
             match self.wall_request.compare_exchange_weak(cur, next, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return fresh,
+                Ok(_) => break fresh,
                 Err(now) => cur = now,
             }
+        };
+        let unanswered = self.wall_unanswered.load(Ordering::Relaxed).saturating_add(1);
+        let moved = self.wall_signal.load(Ordering::Relaxed) != signal;
+        if !fresh && !moved && unanswered < WALL_RESEND_VISITS {
+            self.wall_unanswered.store(unanswered, Ordering::Relaxed);
+            return Posted::Merged;
         }
+        self.wall_unanswered.store(0, Ordering::Relaxed);
+        self.wall_signal.store(signal, Ordering::Relaxed);
+        if fresh {
+            Posted::Fresh
+        } else {
+            Posted::Again
+        }
+    }
+
+    /// Whether a wall request waits for this slot's thread (the sampler's count of requests in
+    /// flight: `Threads::wall_pending`).
+    pub fn has_wall_request(&self) -> bool {
+        self.wall_request.load(Ordering::Acquire) != 0
     }
 }
 
@@ -374,26 +427,58 @@ mod tests {
         slot.retire();
     }
 
+    const SIG: i32 = libc::SIGURG;
+
     #[test]
     fn a_wall_request_is_taken_once_and_an_untaken_one_adds_up() {
         let slot = Slot::new();
         slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
         let a = WallRequest { weight: 10_000_000, state: 3, hand_on: false };
-        assert!(slot.post_wall_request(a), "nothing waited: signal");
+        assert_eq!(slot.post_wall_request(a, SIG), Posted::Fresh, "nothing waited: signal");
         let b = WallRequest { weight: 5_000_000, state: 8, hand_on: true };
-        assert!(!slot.post_wall_request(b), "still waiting: no second signal");
+        assert_eq!(slot.post_wall_request(b, SIG), Posted::Merged, "still waiting: no second signal");
         let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
         let merged = WallRequest { weight: 15_000_000, state: 8, hand_on: true };
         assert_eq!(inside.take_wall_request(), Some(merged), "time whole, the latest state");
         assert_eq!(inside.take_wall_request(), None, "taken once");
         drop(inside);
         let zero = WallRequest { weight: 0, state: 0, hand_on: false };
-        assert!(slot.post_wall_request(zero), "a zero weight is still a request");
+        assert_eq!(slot.post_wall_request(zero, SIG), Posted::Fresh, "a zero weight is still a request");
         slot.retire();
         slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
         let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
         assert_eq!(inside.take_wall_request(), None, "published again: the old request is gone");
         drop(inside);
+        slot.retire();
+    }
+
+    #[test]
+    fn a_lost_wall_signal_is_sent_again_at_the_eighth_untaken_visit_and_at_once_after_a_move() {
+        let slot = Slot::new();
+        slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
+        let visit = WallRequest { weight: 1_000_000, state: 3, hand_on: false };
+        // The first signal is lost: its request stays untaken visit after visit.
+        let posts: Vec<Posted> = (0..=2 * WALL_RESEND_VISITS).map(|_| slot.post_wall_request(visit, SIG)).collect();
+        let again: Vec<usize> = (0..posts.len()).filter(|&i| posts[i] == Posted::Again).collect();
+        assert_eq!(posts[0], Posted::Fresh);
+        let k = WALL_RESEND_VISITS as usize;
+        assert_eq!(again, [k, 2 * k], "signalled again at every {k}th visit that found it untaken: {posts:?}");
+        assert!(slot.has_wall_request(), "in flight until taken");
+        let inside = slot.enter_signalled(&mut Caller::current()).expect("its own thread");
+        let all = u64::try_from(posts.len()).unwrap() * visit.weight;
+        assert_eq!(inside.take_wall_request().map(|r| r.weight), Some(all), "no time lost meanwhile");
+        drop(inside);
+        assert!(!slot.has_wall_request(), "taken: no longer in flight");
+        // Taken: the next visit starts afresh, and counts its own visits.
+        assert_eq!(slot.post_wall_request(visit, SIG), Posted::Fresh);
+        assert_eq!(slot.post_wall_request(visit, SIG), Posted::Merged);
+        // hpm moved to another signal: what was in flight went elsewhere; sent again at once,
+        // then merged as before on the new signal.
+        assert_eq!(slot.post_wall_request(visit, libc::SIGWINCH), Posted::Again);
+        assert_eq!(slot.post_wall_request(visit, libc::SIGWINCH), Posted::Merged);
+        slot.retire();
+        slot.publish(crate::os::gettid(), 0, true, no_ring(), ctx(), 0);
+        assert!(!slot.has_wall_request(), "published again: nothing in flight");
         slot.retire();
     }
 
