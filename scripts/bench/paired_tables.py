@@ -136,7 +136,8 @@ def warmup_words(a):
 
 def report_pair(a, results, base, cand):
     what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
-            "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
+            "lock": "lock profiles (interval: shortest wait recorded); ",
+            "wall": "wall-clock profiles (event=wall); "}[getattr(a, "mode", "cpu")]
     lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {warmup_words(a)}; "
              "overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",
