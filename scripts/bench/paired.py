@@ -75,7 +75,7 @@ import time
 from . import attribute as bench_attribute
 from . import safepoints as bench_safepoints
 from .common import async_profiler, build_agent, measure, patched_java, target_dir
-from .paired_tables import attribution_report, pct, report, results_from_csv
+from .paired_tables import attribution_report, pct, report, results_from_csv, session_cost_table
 from .profiles import LATENCY
 from .stats import overhead, parse_ns
 from .workloads import BY_NAME, compile_drivers, fetch
@@ -188,6 +188,7 @@ def parse_args(argv):
     if not a.java and ("sps" in a.samplers or "isps" in a.samplers):
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
     a.attributions = {}
+    a.session_costs = {}
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
 
@@ -314,6 +315,8 @@ def run_rotation(a, agent, cp, w, interval, r):
             err = f"{s} wrote no profile: see {workdir}/stderr.txt"
         if err:
             return None, its, err
+    for k, costs in sessions_per_sample(res.err).items():
+        a.session_costs.setdefault((w.name, interval, names[f"c{k}"]), []).extend(costs)
     off = [x for x in its if x[1] == "off"]
     out = {}
     for s in a.samplers:
@@ -339,6 +342,27 @@ def check_outputs(a, workdir, sampler, err_text):
         if not samples or (min(samples) == 0 and a.mode != "lock"):
             return f"a session resolved no samples ({samples}): see {workdir}/stderr.txt"
     return None
+
+
+# "hpm: wrote DIR/cellK/profile.jfr" then, in the same session's summary, "per sample H + P us".
+WROTE_CELL = re.compile(r"^hpm: wrote .*/cell(\d+)/[^/]*$")
+PER_SAMPLE = re.compile(r"per sample ([\d.]+) \+ ([\d.]+) us")
+
+
+def sessions_per_sample(err_text):
+    """{cell index: [(handler us, processing us) per session]} from a rotation's stderr: each hpm
+    session's summary names its file (in the cell's directory) before its per-sample cost."""
+    out, cell = {}, None
+    for line in err_text.splitlines():
+        m = WROTE_CELL.match(line)
+        if m:
+            cell = int(m.group(1))
+            continue
+        m = PER_SAMPLE.search(line)
+        if m and cell is not None:
+            out.setdefault(cell, []).append((float(m.group(1)), float(m.group(2))))
+            cell = None
+    return out
 
 
 def sp_fields(ops):
@@ -413,6 +437,11 @@ def main(argv=None):
     with open(os.path.join(a.out, "paired.md"), "w") as f:
         f.write(md)
     print(md)
+    if a.session_costs:
+        md = session_cost_table(a.session_costs)
+        with open(os.path.join(a.out, "per-sample.md"), "w") as f:
+            f.write(md)
+        print(md)
     if a.attributions:
         md = attribution_report(a)
         with open(os.path.join(a.out, "attribution.md"), "w") as f:
