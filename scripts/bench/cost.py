@@ -20,12 +20,15 @@ at 1 ms for SECONDS and stops it; the same columns from that session's summary. 
 figures vary by 10-20% from one JVM to the next here: --runs N repeats every program N times
 and adds the median of each column's per-sample cost; --agents A.so,B.so compares agents
 (another commit's build, say) in interleaved rounds (round 1: every program with A, then with
-B; round 2...), so that a slower stretch of the machine weighs on both alike. --heap-every N
+B; round 2...), so that a slower stretch of the machine weighs on both alike; --variants
+'cstack=no;cstack=dwarf' compares agent options the same way (each variant's options added to
+the session's, with every agent). --heap-every N
 prints the agent's own heap (`status`) every N seconds of each session: what a long session
 holds as its memos and tree fill up to their bounds.
 
     python3 scripts/bench cost [--workloads sunflow,h2,...] [--deep 24] [--java PATH]
     python3 scripts/bench cost --steady 20 [--workloads ...] [--runs 3] [--agents OLD.so,NEW.so] [--heap-every 60]
+    python3 scripts/bench cost --steady 20 --workloads h2 --runs 3 --variants 'cstack=no;cstack=dwarf'
 """
 import argparse
 import os
@@ -82,12 +85,12 @@ def summary_row(name, stderr, out):
 
 def steady(a, hpm, agents, tmp):
     """--steady: one session of `a.steady` seconds per program, attached after its warm-up,
-    `a.runs` times for each agent of `agents` ((label, path)), in interleaved rounds; then
-    the median per-sample costs."""
+    `a.runs` times for each agent of `agents` ((label, path, more session options)), in
+    interleaved rounds; then the median per-sample costs."""
     costs = {}
     for _ in range(a.runs):
-        for label, agent in agents:
-            for name, row, handler, processing, phases in steady_round(a, hpm, agent, tmp):
+        for label, agent, opts in agents:
+            for name, row, handler, processing, phases in steady_round(a, hpm, agent, tmp, opts):
                 print(row.replace(f"| {name} ", f"| {name}{label} ", 1), flush=True)
                 if phases:
                     # An agent built with --features phase-timing: its resolving by phase.
@@ -104,8 +107,9 @@ def steady(a, hpm, agents, tmp):
                 print(f"| {name}{label} | {len(runs)} | {h:.1f} | {p:.1f} | {total:.1f} |")
 
 
-def steady_round(a, hpm, agent, tmp):
-    """One steady-state session per program with `agent`: yields (name, table row, handler us,
+def steady_round(a, hpm, agent, tmp, opts=""):
+    """One steady-state session per program with `agent` (and `opts` added to the session's
+    options): yields (name, table row, handler us,
     processing us, the summary's "resolving by phase" line or None)."""
     for name, cp, main_class, args in programs(a.workloads, []):
         out = os.path.join(tmp, "steady.collapsed")
@@ -123,7 +127,7 @@ def steady_round(a, hpm, agent, tmp):
                 until(lambda i: i >= STEADY_WARM.get(name, 100))
                 env = dict(os.environ, HPM_AGENT=agent)
                 attach = [hpm, "attach", str(p.pid)]
-                subprocess.run(attach + [f"start,interval=1ms,file={out}"], check=True, env=env, stdout=subprocess.DEVNULL)
+                subprocess.run(attach + [f"start,interval=1ms,file={out}" + (f",{opts}" if opts else "")], check=True, env=env, stdout=subprocess.DEVNULL)
                 start = time.monotonic()
                 end = start + a.steady
                 if a.heap_every > 0:
@@ -166,6 +170,8 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=1, help="--steady: sessions per program (and agent)")
     ap.add_argument("--heap-every", type=int, default=0,
                     help="--steady: print the agent's heap (`hpm attach PID status`) every N seconds of the session")
+    ap.add_argument("--variants", default="", help="--steady: agent options to compare, `;`-separated "
+                    "(e.g. 'cstack=no;cstack=dwarf'), each added to the session's, in the same interleaved rounds")
     ap.add_argument("--keep", default="", help="--steady: a directory to keep each session's collapsed file in "
                     "(NAME-N.collapsed, N counting the files there)")
     ap.add_argument("--agents", default="", help="--steady: libhpm.so paths to compare, comma-separated "
@@ -177,7 +183,9 @@ def main(argv=None):
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     if a.steady:
         paths = [p for p in a.agents.split(",") if p] or [agent]
-        agents = [(f" [{p}]" if len(paths) > 1 else "", p) for p in paths]
+        variants = [v for v in a.variants.split(";") if v] or [""]
+        agents = [((f" [{p}]" if len(paths) > 1 else "") + (f" [{v}]" if len(variants) > 1 else ""), p, v)
+                  for p in paths for v in variants]
         print(header)
         with tempfile.TemporaryDirectory() as tmp:
             steady(a, hpm, agents, tmp)

@@ -39,6 +39,13 @@ Run as `python3 scripts/bench paired [OPTIONS]` from the repository:
                                                      at the --intervals as allocation intervals (default 512k)
     bench paired --versus-async-profiler --mode lock    the same for event=lock, --intervals as
                                                      the shortest wait recorded (default 10us)
+    bench paired --versus-async-profiler --mode wall --same-jvm --workloads wall
+                                                     hpm's event=wall against async-profiler's (default
+                                                     10ms) on 10 busy + 1,000 idle threads (bench/src/
+                                                     WallBench.java), with the safepoints of each cell
+    bench paired --versus-async-profiler --hpm-variants 'cstack=no;cstack=dwarf' --same-jvm --intervals 1ms
+                                                     native unwinding's cost: hpm without and with it,
+                                                     and async-profiler's default, in turns in each JVM
 
 Before each measured iteration the harness collects the heap (System.gc(), outside the timed
 part; --no-gc leaves it out): otherwise a young collection every k iterations falls on the same
@@ -51,6 +58,10 @@ compilers' time over the last 10 iterations is at most PCT% of their wall time (
 --max-warmup iterations): the suite's programs compile for 100-200 iterations, and an iteration
 that meets a burst of compilation is slower on 2 cores whatever its cell (Toggle.afterIteration).
 
+With --safepoints (the default with --mode wall) each JVM logs its safepoints
+(`-Xlog:safepoint`, wall-clock stamps) and every measured iteration gets those that ended inside it
+(bench/safepoints.py): a table of safepoints per iteration and per second by cell.
+
 Results: OUT/paired.csv (one row per measured iteration), OUT/paired.md (the table). OUT
 defaults to target/bench-results/paired-<UTC time>. Timings are benchmarks, never tests."""
 import argparse
@@ -62,8 +73,9 @@ import sys
 import time
 
 from . import attribute as bench_attribute
+from . import safepoints as bench_safepoints
 from .common import async_profiler, build_agent, measure, patched_java, target_dir
-from .paired_tables import attribution_report, pct, report, results_from_csv
+from .paired_tables import attribution_report, pct, report, results_from_csv, session_cost_table
 from .profiles import LATENCY
 from .stats import overhead, parse_ns
 from .workloads import BY_NAME, compile_drivers, fetch
@@ -72,7 +84,7 @@ PAIRED = re.compile(r"^hpm-bench paired (\d+) (\S+) ([0-9.]+) ([0-9.]+)$", re.M)
 # "hpm: 1,153 samples, none dropped": the count has thousands separators.
 SAMPLES = re.compile(r"^hpm: ([\d,]+) samples", re.M)
 # Seconds per iteration on 2 quiet cores, for the expected duration.
-EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0}
+EST_ITER_S = {"sunflow": 0.7, "h2": 0.3, "lucene": 0.5, "xalan": 0.5, "rhino": 0.6, "ecj": 1.0, "wall": 0.5}
 
 
 def parse_args(argv):
@@ -117,19 +129,27 @@ def parse_args(argv):
     ap.add_argument("--report", metavar="OUT", help="only make the tables again from OUT/paired.csv (give the cells' "
                     "options as when it was measured)")
     ap.add_argument("--data", action="store_true", help="compare hpm's sessions with and without the `data` option")
-    ap.add_argument("--mode", choices=("cpu", "alloc", "lock"), default="cpu",
-                    help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings)")
+    ap.add_argument("--mode", choices=("cpu", "alloc", "lock", "wall"), default="cpu",
+                    help="with --versus-async-profiler: what both profile (alloc, lock: --intervals are their settings; "
+                    "wall: event=wall at --intervals, default 10ms)")
+    ap.add_argument("--safepoints", action="store_true",
+                    help="count the safepoints in each measured iteration (-Xlog:safepoint); on with --mode wall")
     a = ap.parse_args(argv)
     if a.mode != "cpu" and not a.versus:
         sys.exit("bench-paired: --mode needs --versus-async-profiler")
     if a.mode != "cpu" and a.intervals == "10ms,1ms":
-        a.intervals = "512k" if a.mode == "alloc" else "10us"
+        a.intervals = {"alloc": "512k", "lock": "10us", "wall": "10ms"}[a.mode]
+    a.safepoints = a.safepoints or a.mode == "wall"
+    # The modes whose cells are sampled stacks at an interval: variants and turns in one JVM apply.
+    sampled = a.versus and a.mode in ("cpu", "wall")
     if a.versus and a.data:
         sys.exit("bench-paired: --versus-async-profiler or --data, not both")
-    if (a.hpm_variants or a.kernel_floor) and not (a.versus and a.mode == "cpu"):
-        sys.exit("bench-paired: --hpm-variants and --kernel-floor need --versus-async-profiler (cpu)")
-    if a.same_jvm and not (a.versus and a.mode == "cpu"):
-        sys.exit("bench-paired: --same-jvm needs --versus-async-profiler (cpu)")
+    if a.kernel_floor and not (a.versus and a.mode == "cpu"):
+        sys.exit("bench-paired: --kernel-floor needs --versus-async-profiler (cpu)")
+    if a.hpm_variants and not sampled:
+        sys.exit("bench-paired: --hpm-variants needs --versus-async-profiler (cpu or wall)")
+    if a.same_jvm and not sampled:
+        sys.exit("bench-paired: --same-jvm needs --versus-async-profiler (cpu or wall)")
     if a.attribute and (not a.same_jvm or a.kernel_floor):
         sys.exit("bench-paired: --attribute needs --same-jvm, and not --kernel-floor (both run the JVM under perf)")
     if a.hpm_variants and a.hpm_options:
@@ -168,6 +188,7 @@ def parse_args(argv):
     if not a.java and ("sps" in a.samplers or "isps" in a.samplers):
         sys.exit("bench-paired: no patched JDK; build it with `bash jvm-patches/build.sh` or give --java")
     a.attributions = {}
+    a.session_costs = {}
     a.out = os.path.abspath(a.out or os.path.join(target_dir(), "bench-results", time.strftime("paired-%Y%m%dT%H%M%SZ", time.gmtime())))
     return a
 
@@ -178,7 +199,7 @@ def cell_setup(a, workdir, sampler, interval):
     if sampler == "async-profiler":
         # Its own JFR, written at each stop (outside the timed iterations), as hpm's is.
         opts = {"cpu": f"start,event=cpu,interval={interval}", "alloc": f"start,event=alloc,alloc={interval}",
-                "lock": f"start,event=lock,lock={interval}"}[a.mode] + f",file={workdir}/profile-ap.jfr"
+                "lock": f"start,event=lock,lock={interval}", "wall": f"start,event=wall,interval={interval}"}[a.mode] + f",file={workdir}/profile-ap.jfr"
         extra, kind = [f"-Dhpm.bench.async-profiler={a.aplib[0]}"], "ap"
     elif sampler == "perf":
         kind = "perf"
@@ -195,7 +216,7 @@ def cell_setup(a, workdir, sampler, interval):
                   "--control", f"fifo:{ctl},{ack}", "-o", os.path.join(workdir, "perf.data"), "--"]
     elif sampler in ("hpm", "hpm-data") or sampler.startswith("hpm["):
         mode = {"cpu": f"interval={interval}", "alloc": f"event=alloc,alloc={interval}",
-                "lock": f"event=lock,lock={interval}"}[a.mode]
+                "lock": f"event=lock,lock={interval}", "wall": f"event=wall,interval={interval}"}[a.mode]
         more = sampler[4:-1] if sampler.startswith("hpm[") else a.hpm_options
         opts = f"{mode},file={workdir}/profile.jfr" + (f",{more}" if more else "")
         opts += ",data" if sampler == "hpm-data" else ""
@@ -217,7 +238,7 @@ def run_one(a, agent, cp, w, sampler, interval, r):
     err = check_outputs(a, workdir, sampler, res.err)
     if err:
         return None, its, err
-    ov = overhead([x[2:] for x in its if x[1]], [x[2:] for x in its if not x[1]])
+    ov = overhead([x[2:4] for x in its if x[1]], [x[2:4] for x in its if not x[1]])
     lat = [float(median) for median, _p95 in LATENCY.findall(res.err)]
     ov["latency_us"] = statistics.median(lat) if lat else None
     return ov, its, None
@@ -225,21 +246,29 @@ def run_one(a, agent, cp, w, sampler, interval, r):
 
 def run_jvm(a, agent, cp, w, workdir, prefix, props, label):
     """Runs one JVM of workload `w` with the toggle's `props` in `workdir` (command, stdout and stderr
-    kept there). Returns (result, measured iterations as (i, label(cell), wall, cpu), error or None)."""
+    kept there). Returns (result, measured iterations as (i, label(cell), wall, cpu, safepoints),
+    error or None); safepoints is None without --safepoints, else the operations that ended inside
+    the iteration."""
     args = [str(a.iterations)] + (a.workload_args.split() if a.workload_args else w.args[1:])
     # With the collection before each iteration, the heap is fixed and touched at start: a heap
     # that shrinks after each full collection is faulted in again by the next iteration (30-45
     # ms of page faults per lucene iteration, in the kernel of the program's threads).
     gc = ["-Dhpm.bench.gc=false"] if a.no_gc else ["-Xms1g", "-XX:+AlwaysPreTouch"]
     quiet = [f"-Dhpm.bench.quiet-jit={a.quiet_jit}", f"-Dhpm.bench.max-warmup={a.max_warmup}"] if a.quiet_jit > 0 else []
+    log = [bench_safepoints.JVM_FLAG] if a.safepoints else []
     cmd = prefix + [a.java, "-Xmx1g", f"-Dhpm.agent.path={agent}", f"-Dhpm.bench.warmup={a.warmup}"] + gc + quiet + \
-        props + ["-cp", cp, w.main] + args
+        log + props + ["-cp", cp, w.main] + args
     with open(os.path.join(workdir, "command.txt"), "w") as f:
         f.write(" ".join(cmd) + "\n")
     res = measure(cmd, cwd=workdir, stdout_path=os.path.join(workdir, "stdout.txt"))
     with open(os.path.join(workdir, "stderr.txt"), "w") as f:
         f.write(res.err)
-    its = [(int(i), label(k), float(wall), float(cpu)) for i, k, wall, cpu in PAIRED.findall(res.out)]
+    sp = {}
+    if a.safepoints:
+        with open(os.path.join(workdir, bench_safepoints.LOG), errors="replace") as f:
+            sp = bench_safepoints.per_iteration(f.read(), res.out)
+    its = [(int(i), label(k), float(wall), float(cpu), sp.get(int(i)) if a.safepoints else None)
+           for i, k, wall, cpu in PAIRED.findall(res.out)]
     if res.status != 0 or len(its) != a.iterations - a.warmup:
         tail = " | ".join(res.err.strip().splitlines()[-3:])
         return res, its, f"exit {res.status}, {len(its)} measured iterations: {tail}"
@@ -286,13 +315,15 @@ def run_rotation(a, agent, cp, w, interval, r):
             err = f"{s} wrote no profile: see {workdir}/stderr.txt"
         if err:
             return None, its, err
+    for k, costs in sessions_per_sample(res.err).items():
+        a.session_costs.setdefault((w.name, interval, names[f"c{k}"]), []).extend(costs)
     off = [x for x in its if x[1] == "off"]
     out = {}
     for s in a.samplers:
         on = [x for x in its if x[1] == s]
         if not on or not off:
             return None, its, f"no iterations of {s} or unsampled ones: raise --iterations"
-        out[s] = overhead([x[2:] for x in on], [x[2:] for x in off])
+        out[s] = overhead([x[2:4] for x in on], [x[2:4] for x in off])
         out[s]["latency_us"] = None
     return out, its, None
 
@@ -313,10 +344,39 @@ def check_outputs(a, workdir, sampler, err_text):
     return None
 
 
+# "hpm: wrote DIR/cellK/profile.jfr" then, in the same session's summary, "per sample H + P us".
+WROTE_CELL = re.compile(r"^hpm: wrote .*/cell(\d+)/[^/]*$")
+PER_SAMPLE = re.compile(r"per sample ([\d.]+) \+ ([\d.]+) us")
+
+
+def sessions_per_sample(err_text):
+    """{cell index: [(handler us, processing us) per session]} from a rotation's stderr: each hpm
+    session's summary names its file (in the cell's directory) before its per-sample cost."""
+    out, cell = {}, None
+    for line in err_text.splitlines():
+        m = WROTE_CELL.match(line)
+        if m:
+            cell = int(m.group(1))
+            continue
+        m = PER_SAMPLE.search(line)
+        if m and cell is not None:
+            out.setdefault(cell, []).append((float(m.group(1)), float(m.group(2))))
+            cell = None
+    return out
+
+
+def sp_fields(ops):
+    """The CSV's safepoints and safepoint_ops fields of an iteration (empty without --safepoints)."""
+    return ["", ""] if ops is None else [len(ops), bench_safepoints.ops_field(ops)]
+
+
 def main(argv=None):
     a = parse_args(argv)
     if a.report:
-        print(report(a, results_from_csv(a, os.path.join(a.report, "paired.csv"))))
+        path = os.path.join(a.report, "paired.csv")
+        print(report(a, results_from_csv(a, path)))
+        with open(path) as f:
+            print(bench_safepoints.table(list(csv.DictReader(f))))
         return
     # Interleaved: each run visits every workload and cell, the cells' order rotating.
     cells = [(s, i) for i in a.intervals for s in a.samplers]
@@ -345,16 +405,18 @@ def main(argv=None):
     started = time.monotonic()
     with open(os.path.join(a.out, "paired.csv"), "w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(["workload", "sampler", "interval", "run", "iteration", "sampled", "wall_ms", "cpu_ms"])
+        wr.writerow(["workload", "sampler", "interval", "run", "iteration", "sampled", "wall_ms", "cpu_ms",
+                     "safepoints", "safepoint_ops"])
         for k, (r, w, s, i) in enumerate(jobs):
             # Only runs that succeeded go to the csv, so --report makes the same tables.
             if a.same_jvm:
                 ovs, its, err = run_rotation(a, agent, cps[w.name], w, i, r)
-                rows = [[w.name, cell, i, r, it, int(cell != "off"), wall, cpu] for it, cell, wall, cpu in its]
+                rows = [[w.name, cell, i, r, it, int(cell != "off"), wall, cpu] + sp_fields(sp)
+                        for it, cell, wall, cpu, sp in its]
             else:
                 ov, its, err = run_one(a, agent, cps[w.name], w, s, i, r)
                 ovs = {s: ov}
-                rows = [[w.name, s, i, r, it, int(on), wall, cpu] for it, on, wall, cpu in its]
+                rows = [[w.name, s, i, r, it, int(on), wall, cpu] + sp_fields(sp) for it, on, wall, cpu, sp in its]
             if not err:
                 wr.writerows(rows)
             f.flush()
@@ -369,9 +431,17 @@ def main(argv=None):
             said = "; ".join(f"{c} wall {pct(o['wall'])} cpu {pct(o['cpu'])}" for c, o in ovs.items())
             print(f"[{k + 1}/{len(jobs)}] {what}: {said}; ETA {eta / 60:.1f} min", flush=True)
     md = report(a, results)
+    if a.safepoints:
+        with open(os.path.join(a.out, "paired.csv")) as f:
+            md += "\n" + bench_safepoints.table(list(csv.DictReader(f)))
     with open(os.path.join(a.out, "paired.md"), "w") as f:
         f.write(md)
     print(md)
+    if a.session_costs:
+        md = session_cost_table(a.session_costs)
+        with open(os.path.join(a.out, "per-sample.md"), "w") as f:
+            f.write(md)
+        print(md)
     if a.attributions:
         md = attribution_report(a)
         with open(os.path.join(a.out, "attribution.md"), "w") as f:

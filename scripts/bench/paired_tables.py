@@ -136,7 +136,8 @@ def warmup_words(a):
 
 def report_pair(a, results, base, cand):
     what = {"cpu": "", "alloc": "allocation profiles (interval: bytes); ",
-            "lock": "lock profiles (interval: shortest wait recorded); "}[getattr(a, "mode", "cpu")]
+            "lock": "lock profiles (interval: shortest wait recorded); ",
+            "wall": "wall-clock profiles (event=wall); "}[getattr(a, "mode", "cpu")]
     lines = [f"Machine: {machine(a.java)}; {what}{a.runs} runs per cell, {warmup_words(a)}; "
              "overhead = sampled iterations / unsampled ones in the same JVM, "
              "median (q1 / q3) over runs.", "",
@@ -176,4 +177,20 @@ def report_pair(a, results, base, cand):
             lines.append(f"| **geometric mean** | {i} | **{pct(g[base, 'wall'])}** | **{pct(g[cand, 'wall'])}** | "
                          f"**{ratio((0, g[base, 'wall'], 0), (0, g[cand, 'wall'], 0))}** | **{pct(g[base, 'cpu'])}** | "
                          f"**{pct(g[cand, 'cpu'])}** | **{ratio((0, g[base, 'cpu'], 0), (0, g[cand, 'cpu'], 0))}** | |")
+    return "\n".join(lines) + "\n"
+
+
+def session_cost_table(costs):
+    """--same-jvm: each hpm cell's own cost per sample, from its sessions' summaries ("per sample H
+    + P us": the signal handler, and the processing thread's resolving without its start)."""
+    lines = ["hpm's own cost per sample, us, from each session's summary (handler + processing; every session of "
+             "the cell in every run): median (q1 / q3) over sessions:", "",
+             "| workload | interval | cell | sessions | handler | processing | all in |", "| --- | --- | --- | --- | --- | --- | --- |"]
+
+    def fmt(xs):
+        q = quartiles(sorted(xs))
+        return f"{q[1]:.1f} ({q[0]:.1f} / {q[2]:.1f})"
+    for (w, i, cell), xs in sorted(costs.items()):
+        lines.append(f"| {w} | {i} | {cell} | {len(xs)} | {fmt([h for h, _ in xs])} | {fmt([p for _, p in xs])} | "
+                     f"{fmt([h + p for h, p in xs])} |")
     return "\n".join(lines) + "\n"

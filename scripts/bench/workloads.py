@@ -42,6 +42,10 @@ SYNTHETIC = [
     Workload("deep", [], [], "DeepBench", ["20", "2", "1000", "400000000"],
              "2 workers", "each worker descends a recursion 1,000 frames deep and calls small methods 400 million "
              "times at its bottom, per iteration (stacks about 1,000 frames deep)", multithreaded=True),
+    Workload("wall", [], [], "WallBench", ["30", "10", "1000", "40000"],
+             "10 busy + 1,000 idle", "10 workers share 40,000 units of CPU work per iteration (4,096-int table mixes, no "
+             "allocation) while 1,000 threads wait for good, half parked and half sleeping: a wall-clock profiler's "
+             "cost with many idle threads", multithreaded=True),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS + SYNTHETIC}
 
