@@ -23,7 +23,7 @@ use gimli::{
 use hpm_capture::native::{Cfa, LibTable, Row, MAX_ROWS};
 use object::{Object, ObjectSection};
 
-use crate::symbols::{loadable_segments, map_file, offset_to_vaddr, Mapping, Owners, MAX_ELF_FILE_BYTES};
+use crate::symbols::{loadable_segments, map_file_id, offset_to_vaddr, Mapping, Owners, MAX_ELF_FILE_BYTES};
 
 type Slice<'a> = gimli::EndianSlice<'a, LittleEndian>;
 
@@ -33,11 +33,26 @@ const RSP: Register = Register(7);
 const RA: Register = Register(16);
 
 /// The table of the executable mapping `m` of a library (its file read from `m.path`):
-/// rows for every pc its `.eh_frame` (or `.debug_frame`) covers.
+/// rows for every pc its `.eh_frame` (or `.debug_frame`) covers. The file opened must be the
+/// one mapped (see [`same_file`]).
 pub fn table_for(m: &Mapping) -> Result<LibTable, String> {
-    let map = map_file(Path::new(&m.path), MAX_ELF_FILE_BYTES, Owners::Any)?
+    let (map, id) = map_file_id(Path::new(&m.path), MAX_ELF_FILE_BYTES, Owners::Any)?
         .ok_or_else(|| format!("{}: no such file; its native frames are unwound by rbp only", m.path))?;
+    if !same_file(m, id) {
+        return Err(format!(
+            "{}: not the file mapped (replaced since); its native frames are unwound by rbp only",
+            m.path
+        ));
+    }
     table_from_elf(&map, m).map_err(|e| format!("{}: {e}; its native frames are unwound by rbp only", m.path))
+}
+
+/// Whether the file opened, `(st_dev, st_ino)` of its descriptor, is the one `m` maps: the
+/// same inode, and the same device unless the file's is an anonymous one (major 0: overlayfs
+/// and btrfs report one in `stat` while the maps line may name the backing device). A
+/// mapping without an inode (made up, not from a maps line) is not checked.
+pub fn same_file(m: &Mapping, (dev, ino): (u64, u64)) -> bool {
+    m.inode == 0 || (ino == m.inode && (dev == m.dev || libc::major(dev) == 0))
 }
 
 /// The table of the mapping `m` of the ELF file whose bytes are `data`.
@@ -185,26 +200,33 @@ fn plt_threshold(expr: &[u8]) -> Option<i32> {
 }
 
 /// Sorted rows with a refusing row at the end of every FDE not followed at once by another,
-/// and without rows that repeat the one before.
+/// and without rows that repeat the one before. Where FDEs overlap (one inside another,
+/// duplicates) which rule holds is unknown: refused from where the overlap starts to where
+/// the last of them ends.
 fn compact(mut spans: Vec<Span>) -> Vec<Row> {
     spans.sort_by_key(|s| s.start);
     let mut out: Vec<Row> = Vec::with_capacity(spans.len() / 2);
-    let mut end = None;
     let same = |a: &Row, b: &Row| (a.cfa, a.cfa_off, a.fp_off) == (b.cfa, b.cfa_off, b.fp_off);
+    let push = |out: &mut Vec<Row>, row: Row| match out.last_mut() {
+        Some(last) if last.pc == row.pc => *last = row,
+        Some(last) if same(last, &row) => {}
+        _ => out.push(row),
+    };
+    // The furthest end of the spans so far.
+    let mut end: Option<u32> = None;
     for s in spans {
-        if let Some(e) = end.filter(|&e| e < s.start) {
-            out.push(Row::refuse(e));
+        match end {
+            Some(e) if s.start < e => push(&mut out, Row::refuse(s.start)),
+            Some(e) if e < s.start => {
+                push(&mut out, Row::refuse(e));
+                push(&mut out, s.row);
+            }
+            _ => push(&mut out, s.row),
         }
-        match out.last_mut() {
-            // Two rows from one pc (duplicate FDEs): the later one.
-            Some(last) if last.pc == s.start => *last = s.row,
-            Some(last) if same(last, &s.row) => {}
-            _ => out.push(s.row),
-        }
-        end = Some(end.map_or(s.end, |e: u32| e.max(s.end)));
+        end = Some(end.map_or(s.end, |e| e.max(s.end)));
     }
     if let Some(e) = end {
-        out.push(Row::refuse(e));
+        push(&mut out, Row::refuse(e));
     }
     out
 }
