@@ -78,12 +78,15 @@ pub fn table_from_elf(data: &[u8], m: &Mapping) -> Result<LibTable, String> {
             bases = bases.set_got(a);
         }
         let eh = EhFrame::new(bytes, LittleEndian);
-        collect(&eh, &bases, lo..hi, &mut rows).map_err(|e| format!(".eh_frame: {e}"))?;
+        let fault = collect(&eh, &bases, lo..hi, &mut rows).map_err(|e| format!(".eh_frame: {e}"))?;
+        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".eh_frame: {e}")))?;
     } else if let Some(sec) = file.section_by_name(".debug_frame") {
         let bytes = sec.uncompressed_data().map_err(|e| format!(".debug_frame: {e}"))?;
         let mut df = DebugFrame::new(&bytes, LittleEndian);
         df.set_address_size(8);
-        collect(&df, &BaseAddresses::default(), lo..hi, &mut rows).map_err(|e| format!(".debug_frame: {e}"))?;
+        let fault =
+            collect(&df, &BaseAddresses::default(), lo..hi, &mut rows).map_err(|e| format!(".debug_frame: {e}"))?;
+        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".debug_frame: {e}")))?;
     } else {
         return Err("no .eh_frame or .debug_frame".to_string());
     }
@@ -112,34 +115,68 @@ struct Span {
     row: Row,
 }
 
-/// Adds the rows of every FDE of `section` that fall in `range` to `out`.
+/// Adds the rows of every FDE of `section` that fall in `range` to `out`. An FDE (or its CIE)
+/// that does not parse or evaluate adds the rows before the fault only: the rest of its range
+/// is a gap, refused. Where the section's entries themselves stop parsing, the rest of it is
+/// not read. The first such fault is returned, if any; an error only past [`MAX_ROWS`].
 fn collect<'a, S: UnwindSection<Slice<'a>>>(
     section: &S,
     bases: &BaseAddresses,
     range: std::ops::Range<u64>,
     out: &mut Vec<Span>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let mut ctx = Box::new(UnwindContext::new());
     let mut entries = section.entries(bases);
     // The CIE most FDEs share, parsed once.
     let mut last_cie = None;
-    while let Some(entry) = entries.next().map_err(|e| e.to_string())? {
+    let mut fault = None;
+    let mut note = |e: gimli::Error| {
+        fault.get_or_insert_with(|| e.to_string());
+    };
+    loop {
+        let entry = match entries.next() {
+            Ok(Some(entry)) => entry,
+            Ok(None) => break,
+            Err(e) => {
+                note(e);
+                break;
+            }
+        };
         let CieOrFde::Fde(partial) = entry else { continue };
-        let fde = partial
-            .parse(|s, b, off| match &last_cie {
-                Some((o, cie)) if *o == off => Ok(gimli::CommonInformationEntry::clone(cie)),
-                _ => {
-                    let cie = s.cie_from_offset(b, off)?;
-                    last_cie = Some((off, cie.clone()));
-                    Ok(cie)
-                }
-            })
-            .map_err(|e| e.to_string())?;
+        let fde = partial.parse(|s, b, off| match &last_cie {
+            Some((o, cie)) if *o == off => Ok(gimli::CommonInformationEntry::clone(cie)),
+            _ => {
+                let cie = s.cie_from_offset(b, off)?;
+                last_cie = Some((off, cie.clone()));
+                Ok(cie)
+            }
+        });
+        let fde = match fde {
+            Ok(fde) => fde,
+            Err(e) => {
+                note(e);
+                continue;
+            }
+        };
         if fde.initial_address() >= range.end || fde.end_address() <= range.start {
             continue;
         }
-        let mut table = fde.rows(section, bases, &mut ctx).map_err(|e| e.to_string())?;
-        while let Some(r) = table.next_row().map_err(|e| e.to_string())? {
+        let mut table = match fde.rows(section, bases, &mut ctx) {
+            Ok(t) => t,
+            Err(e) => {
+                note(e);
+                continue;
+            }
+        };
+        loop {
+            let r = match table.next_row() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    note(e);
+                    break;
+                }
+            };
             let (start, end) = (r.start_address().max(range.start), r.end_address().min(range.end));
             if start >= end {
                 continue;
@@ -152,7 +189,7 @@ fn collect<'a, S: UnwindSection<Slice<'a>>>(
             out.push(Span { start, end, row: convert(r, section, start) });
         }
     }
-    Ok(())
+    Ok(fault)
 }
 
 /// The step's form of one CFI row at `pc`: what it cannot follow becomes [`Cfa::Refuse`].

@@ -270,3 +270,30 @@ fn a_file_replaced_since_it_was_mapped_is_not_read() {
     assert!(!same_file(&m, (libc::makedev(0, 40), m.inode + 1)));
     assert!(same_file(&Mapping { inode: 0, ..m }, (1, 2)), "made up: not checked");
 }
+
+/// One bad FDE (its CIE pointer leads nowhere) among good ones: only its range is refused.
+#[test]
+fn a_bad_fde_refuses_its_own_range_only() {
+    // .debug_frame, 32-bit: a CIE (CFA = rsp + 8, the return address at CFA - 8), then FDEs.
+    let mut df = vec![];
+    df.extend(16u32.to_le_bytes());
+    df.extend(u32::MAX.to_le_bytes()); // CIE id
+    df.extend([1, 0, 1, 0x78, 16]); // version, "", code and data alignment, RA register
+    df.extend([0x0c, 7, 8, 0x90, 1, 0, 0]); // def_cfa rsp+8; offset RA at CFA-8; nops
+    let fde = |df: &mut Vec<u8>, cie: u32, start: u64| {
+        df.extend(20u32.to_le_bytes());
+        df.extend(cie.to_le_bytes());
+        df.extend(start.to_le_bytes());
+        df.extend(0x100u64.to_le_bytes());
+    };
+    fde(&mut df, 0, 0x1000);
+    fde(&mut df, 0x7777, 0x1100);
+    fde(&mut df, 0, 0x1200);
+    use object::write::Object as W;
+    let mut o = W::new(object::BinaryFormat::Elf, object::Architecture::X86_64, object::Endianness::Little);
+    let id = o.add_section(Vec::new(), b".debug_frame".to_vec(), object::SectionKind::Debug);
+    o.set_section_data(id, df, 8);
+    let t = table_from_elf(&o.write().unwrap(), &whole()).unwrap();
+    let sp8 = |pc| Row { pc, cfa_off: 8, fp_off: 0, cfa: Cfa::Sp };
+    assert_eq!(&t.rows[..], &[sp8(0x1000), Row::refuse(0x1100), sp8(0x1200), Row::refuse(0x1300)]);
+}
