@@ -741,12 +741,15 @@ impl<M: Memory> Walker<'_, M> {
         let mut exact = false;
         let mut anchor_used = false;
         let mut found_java = false;
-        // With native tables: the anchor the current run of native frames falls back to when a
-        // step gives up (the thread's for the first run, an entry frame's below it), and
-        // whether the rbp hop was tried.
+        // With native tables: the anchor of the current run of native frames (the thread's for
+        // the first run, an entry frame's below it): no step passes its sp, and a step that
+        // gives up falls back to it; and whether the rbp hop was tried.
         let t = self.thread;
-        let mut section =
-            (self.native.is_some() && t.anchor_sp != 0).then_some((t.anchor_sp, t.anchor_pc, t.anchor_fp));
+        let mut section = (self.native.is_some() && t.anchor_sp >= lo && in_stack(t.anchor_sp, 8)).then_some((
+            t.anchor_sp,
+            t.anchor_pc,
+            t.anchor_fp,
+        ));
         let mut hop_used = false;
         let bound = 4 * out.frames.len() + 64;
         for _ in 0..bound {
@@ -884,10 +887,20 @@ impl<M: Memory> Walker<'_, M> {
                 }
                 out.set_addr(slot, 0);
                 out.native.frames = out.native.frames.saturating_add(1);
-                let gave_up = match tables.step(pc, sp, fp, exact, &word) {
+                // Under an anchor, the native frames end in the Java frame it names: a pc no
+                // table covers goes to the anchor rather than the rbp rule (frame pointers
+                // only: the rbp rule is all there is), and a step past the anchor's sp, or to
+                // the thread's entry, would drop Java frames: refused. Without one (a VM
+                // thread, a leaf call), a return address must lie in the code cache or a
+                // library held (a garbage rbp chain leads elsewhere).
+                let fp_rule = section.is_none() || tables.frame_pointers_only();
+                let below_anchor = |s: u64| section.is_none_or(|(asp, _, _)| s <= asp);
+                let believed =
+                    |p: u64| section.is_some() || self.is_code(p) || tables.frame_pointers_only() || tables.covers(p);
+                let gave_up = match tables.step_by(pc, sp, fp, exact, fp_rule, &word) {
                     // The thread's entry (a zero return address ends a frame-pointer chain).
-                    Ok((0, _, _)) | Err(NativeStop::Bottom) => return Stop::Bottom,
-                    Ok((p, s, f)) if s > sp && in_stack(s, 0) => {
+                    Ok((0, _, _)) | Err(NativeStop::Bottom) if section.is_none() => return Stop::Bottom,
+                    Ok((p, s, f)) if p != 0 && s > sp && in_stack(s, 0) && below_anchor(s) && believed(p) => {
                         if self.is_code(p) {
                             section = None; // back in Java: this run of native frames is done
                         }
@@ -895,7 +908,7 @@ impl<M: Memory> Walker<'_, M> {
                         exact = true;
                         continue;
                     }
-                    Ok(_) => NativeStop::Lost,
+                    Ok(_) | Err(NativeStop::Bottom) => NativeStop::Lost,
                     Err(e) => e,
                 };
                 out.native.gave_up = Some(gave_up);

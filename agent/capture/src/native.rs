@@ -11,8 +11,10 @@
 //! reader ([`NativeTables::step`]) reads the sequence, searches the index, and checks the
 //! sequence is the same even number afterwards — if not, a writer was in the middle and the
 //! step gives up (`NoTable`) rather than wait. A table, once added, is never freed (leaked):
-//! a handler may hold its pointer at any time. That memory is bounded by `MAX_LIBS` tables of
-//! at most [`MAX_ROWS`] rows of 12 bytes each; libjvm.so's is a few MB.
+//! a handler may hold its pointer at any time. A library mapped where another was (unloaded)
+//! replaces it in the index; the old table stays allocated, no longer found. The writer
+//! bounds how many tables it builds; each is at most [`MAX_ROWS`] rows of 12 bytes
+//! (libjvm.so's is a few MB).
 
 use crate::sync::{fence, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -148,6 +150,9 @@ pub struct NativeTables {
     len: AtomicUsize,
     /// `[0, len)` sorted by start, not overlapping.
     index: Box<[Entry]>,
+    /// Frame pointers only (`cstack=fp`): no table is ever added, and the rbp rule is the
+    /// walker's only one.
+    frame_pointers: bool,
 }
 
 impl Default for NativeTables {
@@ -156,6 +161,7 @@ impl Default for NativeTables {
             seq: AtomicU64::new(0),
             len: AtomicUsize::new(0),
             index: (0..MAX_LIBS).map(|_| Entry::new()).collect(),
+            frame_pointers: false,
         }
     }
 }
@@ -169,10 +175,21 @@ enum Found<'a> {
 }
 
 impl NativeTables {
-    /// Publishes `lib` for handlers: its table is leaked, never freed. Off the signal path;
-    /// one writer at a time (a second concurrent writer is refused, not waited for). False
-    /// when the registry is full, `lib` is empty or overlaps a library already held, or
-    /// another writer is inside.
+    /// A registry that stays empty: steps follow frame pointers only.
+    pub fn frame_pointers() -> NativeTables {
+        NativeTables { frame_pointers: true, ..NativeTables::default() }
+    }
+
+    /// Whether this registry is for frame pointers only (see [`NativeTables::frame_pointers`]).
+    pub fn frame_pointers_only(&self) -> bool {
+        self.frame_pointers
+    }
+
+    /// Publishes `lib` for handlers: its table is leaked, never freed. Libraries held whose
+    /// range `lib` overlaps (unmapped since, their addresses reused) leave the index; their
+    /// tables stay allocated. Off the signal path; one writer at a time (a second concurrent
+    /// writer is refused, not waited for). False when the registry is full, `lib` is empty
+    /// or another writer is inside.
     pub fn add(&self, lib: LibTable) -> bool {
         if lib.start >= lib.end {
             return false;
@@ -189,23 +206,29 @@ impl NativeTables {
         ok
     }
 
-    /// Inserts `lib` at its place in the index (the writer, inside the odd sequence).
+    /// Inserts `lib` at its place in the index, in place of the entries it overlaps (the
+    /// writer, inside the odd sequence).
     fn insert(&self, lib: LibTable) -> bool {
         let len = self.len.load(Ordering::Relaxed);
-        if len >= MAX_LIBS {
+        // The entries lib overlaps: [at, past), contiguous (sorted, not overlapping).
+        let at = (0..len).find(|&i| self.index[i].end.load(Ordering::Relaxed) > lib.start).unwrap_or(len);
+        let past = (at..len).find(|&i| self.index[i].start.load(Ordering::Relaxed) >= lib.end).unwrap_or(len);
+        let new_len = len - (past - at) + 1;
+        if new_len > MAX_LIBS {
             return false;
         }
-        let at = (0..len).find(|&i| self.index[i].start.load(Ordering::Relaxed) >= lib.start).unwrap_or(len);
-        let overlaps_next = at < len && self.index[at].start.load(Ordering::Relaxed) < lib.end;
-        let overlaps_prev = at > 0 && self.index[at - 1].end.load(Ordering::Relaxed) > lib.start;
-        if overlaps_next || overlaps_prev {
-            return false;
-        }
-        for i in (at..len).rev() {
-            let (from, to) = (&self.index[i], &self.index[i + 1]);
+        let copy = |from: usize, to: usize| {
+            let (from, to) = (&self.index[from], &self.index[to]);
             to.start.store(from.start.load(Ordering::Relaxed), Ordering::Relaxed);
             to.end.store(from.end.load(Ordering::Relaxed), Ordering::Relaxed);
             to.table.store(from.table.load(Ordering::Relaxed), Ordering::Relaxed);
+        };
+        // The entries from `past` on move to `at + 1` on: up when lib replaces none, down
+        // when it replaces more than one.
+        if past == at {
+            (at..len).rev().for_each(|i| copy(i, i + 1));
+        } else {
+            (past..len).for_each(|i| copy(i, i - (past - at) + 1));
         }
         let (start, end) = (lib.start, lib.end);
         let table = Box::into_raw(Box::new(lib));
@@ -213,15 +236,14 @@ impl NativeTables {
         e.start.store(start, Ordering::Relaxed);
         e.end.store(end, Ordering::Relaxed);
         e.table.store(table, Ordering::Relaxed);
-        self.len.store(len + 1, Ordering::Relaxed);
+        self.len.store(new_len, Ordering::Relaxed);
         true
     }
 
-    /// Whether a library's table starting at `start` is held (the rescan adds each once).
-    /// Off the signal path, by the writer.
-    pub fn holds(&self, start: u64) -> bool {
-        let len = self.len.load(Ordering::Acquire).min(MAX_LIBS);
-        self.index[..len].iter().any(|e| e.start.load(Ordering::Acquire) == start)
+    /// Whether a library held (with a table) covers `pc`: a return address elsewhere, outside
+    /// the code cache too, is not believed. False while a writer is inside. Async-signal-safe.
+    pub fn covers(&self, pc: u64) -> bool {
+        matches!(self.find(pc), Found::Table(_))
     }
 
     /// Libraries held.
@@ -283,6 +305,20 @@ impl NativeTables {
         exact: bool,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Result<(u64, u64, u64), NativeStop> {
+        self.step_by(pc, sp, fp, exact, true, word)
+    }
+
+    /// As [`NativeTables::step`], but where no table holds pc the frame-pointer rule only
+    /// with `frame_pointer` (else `NoTable`): the walker prefers an anchor to it.
+    pub fn step_by(
+        &self,
+        pc: u64,
+        sp: u64,
+        fp: u64,
+        exact: bool,
+        frame_pointer: bool,
+        word: &impl Fn(u64) -> Option<u64>,
+    ) -> Result<(u64, u64, u64), NativeStop> {
         let at = if exact { pc.wrapping_sub(1) } else { pc };
         match self.find(at) {
             Found::Table(t) => {
@@ -291,7 +327,7 @@ impl NativeTables {
             }
             Found::Busy => Err(NativeStop::NoTable),
             Found::None => {
-                if fp <= sp || !fp.is_multiple_of(8) {
+                if !frame_pointer || fp <= sp || !fp.is_multiple_of(8) {
                     return Err(NativeStop::NoTable);
                 }
                 let ret = word(fp.wrapping_add(8)).ok_or(NativeStop::Lost)?;

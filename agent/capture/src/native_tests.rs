@@ -110,7 +110,7 @@ mod rules {
     }
 
     #[test]
-    fn the_index_stays_sorted_and_refuses_overlaps_empties_and_a_full_registry() {
+    fn the_index_stays_sorted_and_refuses_empties_and_a_full_registry() {
         let t = NativeTables::default();
         let w = stack(SP, SP + 0x1000);
         for i in (0..MAX_LIBS as u64).rev() {
@@ -118,7 +118,7 @@ mod rules {
             assert!(t.add(lib(start, vec![row(0, Cfa::Sp, 8 * (i as i32 % 100 + 1), 0)])), "{i}");
         }
         assert_eq!(t.len(), MAX_LIBS);
-        assert!(t.holds(0x100_0000) && !t.holds(0x100_0001));
+        assert!(t.covers(0x100_0000) && !t.covers(0x101_0000) && !t.covers(0xff_ffff));
         assert!(!t.add(lib(0x1, vec![])), "full");
         for i in 0..MAX_LIBS as u64 {
             let start = 0x100_0000 + i * 0x2_0000;
@@ -129,12 +129,55 @@ mod rules {
         }
 
         let t = NativeTables::default();
-        assert!(t.add(lib(0x10_0000, vec![])));
-        assert!(!t.add(lib(0x10_ffff, vec![])), "overlaps the one before");
-        assert!(!t.add(lib(0xf_0001, vec![])), "overlaps the one after");
         assert!(!t.add(LibTable { start: 5, end: 5, bias: 0, rows: Box::new([]) }), "empty");
+        assert!(t.add(lib(0x10_0000, vec![])));
         assert!(t.add(lib(0xf_0000, vec![])) && t.add(lib(0x11_0000, vec![])));
         assert_eq!(t.len(), 3);
+    }
+
+    /// A library unloaded and another mapped over its addresses: the new one's table is the
+    /// one found, wherever the new range falls on the old ones.
+    #[test]
+    fn a_library_mapped_over_others_replaces_them() {
+        let w = stack(SP, SP + 0x1000);
+        let cfa_of = |t: &NativeTables, pc: u64| t.step(pc, SP, 0, false, &w).map(|r| r.1);
+        let t = NativeTables::default();
+        for (i, start) in [0x10_0000u64, 0x11_0000, 0x12_0000, 0x13_0000].into_iter().enumerate() {
+            assert!(t.add(lib(start, vec![row(0, Cfa::Sp, 8 * (i as i32 + 1), 0)])));
+        }
+        // Over the second and third exactly: one entry in place of two.
+        let two =
+            LibTable { start: 0x11_0000, end: 0x13_0000, bias: 0x11_0000, rows: Box::new([row(0, Cfa::Sp, 64, 0)]) };
+        assert!(t.add(two));
+        assert_eq!(t.len(), 3);
+        assert_eq!(cfa_of(&t, 0x10_0010), Ok(SP + 8));
+        assert_eq!(cfa_of(&t, 0x11_0010), Ok(SP + 64));
+        assert_eq!(cfa_of(&t, 0x12_0010), Ok(SP + 64), "the old third's rule is gone");
+        assert_eq!(cfa_of(&t, 0x13_0010), Ok(SP + 32));
+        // Over the first only, at the same start: replaced, the rest stay.
+        assert!(t.add(lib(0x10_0000, vec![row(0, Cfa::Sp, 128, 0)])));
+        assert_eq!(t.len(), 3);
+        assert_eq!(cfa_of(&t, 0x10_0010), Ok(SP + 128));
+        assert_eq!(cfa_of(&t, 0x13_0010), Ok(SP + 32));
+        // Straddling two: both go.
+        assert!(t.add(lib(0x12_8000, vec![row(0, Cfa::Sp, 16, 0)])));
+        assert_eq!(t.len(), 2);
+        assert_eq!(cfa_of(&t, 0x11_0010), Err(NativeStop::NoTable));
+        assert_eq!(cfa_of(&t, 0x12_8010), Ok(SP + 16));
+        assert_eq!(cfa_of(&t, 0x13_7ff0), Ok(SP + 16));
+        assert!(!t.covers(0x13_8000));
+    }
+
+    #[test]
+    fn the_frame_pointer_rule_only_when_asked() {
+        let t = tables();
+        let w = stack(SP, SP + 0x1000);
+        let fp = SP + 0x20;
+        assert_eq!(t.step_by(0x9000, SP, fp, true, false, &w), Err(NativeStop::NoTable));
+        assert_eq!(t.step_by(0x9000, SP, fp, true, true, &w), t.step(0x9000, SP, fp, true, &w));
+        // A table's rule is followed either way.
+        assert_eq!(t.step_by(LIB + 0x100, SP, 77, false, false, &w), Ok((SP ^ K, SP + 8, 77)));
+        assert!(NativeTables::frame_pointers().frame_pointers_only() && !t.frame_pointers_only());
     }
 
     /// A reader stepping through every library while a writer adds them in a scrambled order:

@@ -3,8 +3,10 @@
 //! with a table for every executable file mapping of `/proc/self/maps`
 //! (`hpm_resolve::unwind_tables::table_for`) when a session starts, and again by the processor
 //! when the dynamic loader loaded something (checked at most once a second, so a library that
-//! `System.loadLibrary` loads mid-run gets its table within a second or two). What it built,
-//! how long it took and what it could not build, by reason, make the summary's one line.
+//! `System.loadLibrary` loads mid-run gets its table within a second or two). A mapping is
+//! known by its range, offset, device and inode: a library mapped where an unloaded one was
+//! gets its own table, which replaces the old one in the registry. What it built, how long it
+//! took and what it could not build, by reason, make the summary's one line.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -27,6 +29,18 @@ static BUILT: Mutex<Built> = Mutex::new(Built::new());
 const RESCAN_NS: u64 = 1_000_000_000;
 /// Reasons a table could not be built kept apart in the summary (the rest are "other").
 const MAX_REASONS: usize = 8;
+/// Tables built at most in the process: each stays allocated (a handler may be reading it)
+/// when a library mapped over its library's addresses replaces it.
+const MAX_BUILDS: u64 = 2 * MAX_LIBS as u64;
+/// Mappings whose table could not be built, remembered so they are not tried again.
+const MAX_REFUSED: usize = 4 * MAX_LIBS;
+
+/// A mapping as its maps line names it: start, end, offset, device, inode.
+type Key = (u64, u64, u64, u64, u64);
+
+fn key(m: &Mapping) -> Key {
+    (m.start, m.end, m.offset, m.dev, m.inode)
+}
 
 /// The registry's record of its builds (off the signal path).
 #[derive(Debug, Default)]
@@ -38,8 +52,12 @@ pub struct Built {
     pub build_ns: u64,
     /// Libraries without a table, by reason (at most [`MAX_REASONS`], then "other").
     pub failed: Vec<(String, u64)>,
-    /// Mappings tried already (built or not): each start is tried once.
-    tried: Option<HashSet<u64>>,
+    /// The mappings whose tables the registry holds now (as its index: none overlapping).
+    indexed: Vec<Key>,
+    /// Mappings whose table could not be built (at most [`MAX_REFUSED`]).
+    refused: Option<HashSet<Key>>,
+    /// Tables built (at most [`MAX_BUILDS`]).
+    builds: u64,
     last_check: u64,
     loads: Option<(u64, u64)>,
 }
@@ -52,7 +70,9 @@ impl Built {
             bytes: 0,
             build_ns: 0,
             failed: Vec::new(),
-            tried: None,
+            indexed: Vec::new(),
+            refused: None,
+            builds: 0,
             last_check: 0,
             loads: None,
         }
@@ -69,6 +89,29 @@ impl Built {
             None => self.failed.push((reason, 1)),
         }
     }
+
+    /// Whether the mapping `m` needs a table: none built for it, held or refused.
+    fn wants(&self, m: &Mapping) -> bool {
+        let k = key(m);
+        !self.indexed.contains(&k) && !self.refused.as_ref().is_some_and(|r| r.contains(&k))
+    }
+
+    /// `m`'s table could not be built (or held) for `reason`: counted, and not tried again.
+    fn refuse(&mut self, m: &Mapping, reason: String) {
+        self.fail(reason);
+        let refused = self.refused.get_or_insert_with(HashSet::new);
+        if refused.len() < MAX_REFUSED {
+            refused.insert(key(m));
+        }
+    }
+
+    /// `m`'s table is in the registry, in place of those whose ranges it overlaps.
+    fn held(&mut self, m: &Mapping, bytes: u64) {
+        self.indexed.retain(|k| k.1 <= m.start || k.0 >= m.end);
+        self.indexed.push(key(m));
+        self.libraries += 1;
+        self.bytes += bytes;
+    }
 }
 
 fn built() -> std::sync::MutexGuard<'static, Built> {
@@ -80,7 +123,7 @@ fn built() -> std::sync::MutexGuard<'static, Built> {
 pub fn for_walks(mode: CStack) -> Option<&'static NativeTables> {
     match mode {
         CStack::Dwarf => Some(TABLES.get_or_init(NativeTables::default)),
-        CStack::Fp => Some(FRAME_POINTERS.get_or_init(NativeTables::default)),
+        CStack::Fp => Some(FRAME_POINTERS.get_or_init(NativeTables::frame_pointers)),
         CStack::No => None,
     }
 }
@@ -114,7 +157,7 @@ pub fn rescan_if_due() {
     built().loads = loads;
 }
 
-/// Builds the table of each executable file mapping not tried yet.
+/// Builds the table of each executable file mapping that has none (and was not refused).
 fn scan() {
     let loads = crate::os::loader_counts();
     let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return };
@@ -122,14 +165,16 @@ fn scan() {
     let todo: Vec<Mapping> = {
         let mut b = built();
         b.loads = loads;
-        let tried = b.tried.get_or_insert_with(HashSet::new);
         hpm_resolve::symbols::parse_maps(&text)
             .into_iter()
-            .filter(|m| m.exec && m.path.starts_with('/') && !m.path.ends_with(" (deleted)"))
-            .filter(|m| tried.insert(m.start))
+            .filter(|m| m.exec && m.path.starts_with('/') && !m.path.ends_with(" (deleted)") && b.wants(m))
             .collect()
     };
     for m in todo {
+        if built().builds >= MAX_BUILDS {
+            built().refuse(&m, format!("over {MAX_BUILDS} tables built in this process"));
+            continue;
+        }
         let start = crate::os::now_ticks();
         let table = hpm_resolve::unwind_tables::table_for(&m);
         let ns = crate::os::now_ticks().saturating_sub(start);
@@ -137,18 +182,15 @@ fn scan() {
         b.build_ns += ns;
         match table {
             Ok(t) => {
+                b.builds += 1;
                 let bytes = (t.rows.len() * std::mem::size_of::<Row>()) as u64;
-                if tables.holds(t.start) {
+                if !tables.add(t) {
+                    b.refuse(&m, format!("not held (at most {MAX_LIBS} libraries)"));
                     continue;
                 }
-                if b.libraries >= MAX_LIBS as u64 || !tables.add(t) {
-                    b.fail(format!("not held (at most {MAX_LIBS} libraries, none overlapping)"));
-                    continue;
-                }
-                b.libraries += 1;
-                b.bytes += bytes;
+                b.held(&m, bytes);
             }
-            Err(e) => b.fail(reason(&m.path, &e)),
+            Err(e) => b.refuse(&m, reason(&m.path, &e)),
         }
     }
 }
@@ -239,6 +281,33 @@ mod tests {
         assert!(summary(CStack::Fp, &b, w).unwrap().starts_with("native stacks: fp (frame pointers only); "));
         assert_eq!(summary(CStack::No, &b, w), None);
         assert_eq!(summary(CStack::Dwarf, &b, Walks::default()), None, "nothing walked");
+    }
+
+    #[test]
+    fn a_library_mapped_where_another_was_wants_its_own_table() {
+        let m = |start, end, inode| Mapping {
+            start,
+            end,
+            offset: 0x1000,
+            exec: true,
+            path: "/lib/x.so".into(),
+            dev: 0xfe00,
+            inode,
+        };
+        let mut b = Built::default();
+        let (x, y) = (m(0x1000, 0x9000, 7), m(0x1000, 0x9000, 8));
+        assert!(b.wants(&x));
+        b.held(&x, 10);
+        assert!(!b.wants(&x) && b.wants(&y), "same range, another file");
+        b.held(&y, 10);
+        assert_eq!(b.indexed, vec![key(&y)]);
+        assert!(b.wants(&x), "x again where y was: its table again");
+        b.held(&m(0x8000, 0xa000, 9), 10);
+        assert_eq!(b.indexed, vec![key(&m(0x8000, 0xa000, 9))], "overlapping y: y's entry gone");
+        let z = m(0x20_0000, 0x20_1000, 10);
+        b.refuse(&z, "no .eh_frame".into());
+        assert!(!b.wants(&z), "refused once, not tried again");
+        assert_eq!(b.failed, vec![("no .eh_frame".to_string(), 1)]);
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub struct Mapping {
     pub offset: u64,
     pub exec: bool,
     pub path: String,
+    /// The file's device (as `st_dev`: [`libc::makedev`] of the line's major:minor) and inode;
+    /// 0 for an anonymous mapping.
+    pub dev: u64,
+    pub inode: u64,
 }
 
 /// Parses the text of `/proc/<pid>/maps`; unparsable lines are skipped.
@@ -24,7 +28,7 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
     for line in text.lines() {
         let mut it = line.split_whitespace();
         let (Some(range), Some(perms), Some(off)) = (it.next(), it.next(), it.next()) else { continue };
-        let (_dev, _inode) = (it.next(), it.next());
+        let (Some(dev), Some(inode)) = (it.next(), it.next()) else { continue };
         let path = it.collect::<Vec<_>>().join(" ");
         let Some((s, e)) = range.split_once('-') else { continue };
         let (Ok(start), Ok(end), Ok(offset)) =
@@ -32,7 +36,11 @@ pub fn parse_maps(text: &str) -> Vec<Mapping> {
         else {
             continue;
         };
-        out.push(Mapping { start, end, offset, exec: perms.as_bytes().get(2) == Some(&b'x'), path });
+        let dev = dev.split_once(':').and_then(|(ma, mi)| {
+            Some(libc::makedev(u32::from_str_radix(ma, 16).ok()?, u32::from_str_radix(mi, 16).ok()?))
+        });
+        let (Some(dev), Ok(inode)) = (dev, inode.parse()) else { continue };
+        out.push(Mapping { start, end, offset, exec: perms.as_bytes().get(2) == Some(&b'x'), path, dev, inode });
     }
     out
 }
@@ -414,6 +422,14 @@ pub(crate) enum Owners {
 /// `max` bytes, owned by someone `owners` excludes). Links are followed: debug files are
 /// reached through `.build-id` links.
 pub(crate) fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<memmap2::Mmap>, String> {
+    Ok(map_file_id(path, max, owners)?.map(|(map, _)| map))
+}
+
+/// A file's `(st_dev, st_ino)`.
+pub(crate) type FileId = (u64, u64);
+
+/// As [`map_file`], with the mapped file's id, from its descriptor.
+pub(crate) fn map_file_id(path: &Path, max: u64, owners: Owners) -> Result<Option<(memmap2::Mmap, FileId)>, String> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let absent =
         |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || e.raw_os_error() == Some(libc::ENOTDIR);
@@ -454,13 +470,15 @@ pub(crate) fn map_file(path: &Path, max: u64, owners: Owners) -> Result<Option<m
         Err(e) if absent(&e) => return Ok(None),
         Err(e) => return Err(format!("{}: {e}", path.display())),
     };
-    check(file.metadata().map_err(|e| format!("{}: {e}", path.display()))?)?;
+    let meta = file.metadata().map_err(|e| format!("{}: {e}", path.display()))?;
+    let id = (meta.dev(), meta.ino());
+    check(meta)?;
     // SAFETY: a read-only private mapping of a regular file. The files mapped are shared
     // libraries the process has mapped itself and the system's debug files; package updates
     // replace such files (a new inode) rather than writing into them, so the mapped bytes do
     // not change under the reader.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(Some(map))
+    Ok(Some((map, id)))
 }
 
 /// The virtual address the file offset `off` is loaded at, by `segments` (of
@@ -897,6 +915,9 @@ mod tests {
         assert_eq!(m[1].offset, 0x200000);
         assert_eq!(m[2].path, "");
         assert_eq!(m[3].path, "[stack]");
+        assert_eq!((m[1].dev, m[1].inode), (libc::makedev(0xfd, 1), 99));
+        assert_eq!((m[2].dev, m[2].inode), (0, 0));
+        assert!(parse_maps("1000-2000 r-xp 0 fd:01 x /lib\n1000-2000 r-xp 0 fd 1 /lib\n").is_empty(), "bad ids");
     }
 
     #[test]
@@ -914,7 +935,17 @@ mod tests {
 
     #[test]
     fn the_mappings_are_read_again_only_when_the_loader_counts_changed_are_unknown_or_old() {
-        let fake = || vec![Mapping { start: 0x1000, end: 0x2000, offset: 0, exec: true, path: "/x/liba.so".into() }];
+        let fake = || {
+            vec![Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                offset: 0,
+                exec: true,
+                path: "/x/liba.so".into(),
+                dev: 0,
+                inode: 0,
+            }]
+        };
         let mut s = Symbolizer::default();
         s.refresh_unless(Some((5, 1)), 0);
         let real = s.mappings().len();

@@ -23,7 +23,7 @@ use gimli::{
 use hpm_capture::native::{Cfa, LibTable, Row, MAX_ROWS};
 use object::{Object, ObjectSection};
 
-use crate::symbols::{loadable_segments, map_file, offset_to_vaddr, Mapping, Owners, MAX_ELF_FILE_BYTES};
+use crate::symbols::{loadable_segments, map_file_id, offset_to_vaddr, Mapping, Owners, MAX_ELF_FILE_BYTES};
 
 type Slice<'a> = gimli::EndianSlice<'a, LittleEndian>;
 
@@ -33,11 +33,26 @@ const RSP: Register = Register(7);
 const RA: Register = Register(16);
 
 /// The table of the executable mapping `m` of a library (its file read from `m.path`):
-/// rows for every pc its `.eh_frame` (or `.debug_frame`) covers.
+/// rows for every pc its `.eh_frame` (or `.debug_frame`) covers. The file opened must be the
+/// one mapped (see [`same_file`]).
 pub fn table_for(m: &Mapping) -> Result<LibTable, String> {
-    let map = map_file(Path::new(&m.path), MAX_ELF_FILE_BYTES, Owners::Any)?
+    let (map, id) = map_file_id(Path::new(&m.path), MAX_ELF_FILE_BYTES, Owners::Any)?
         .ok_or_else(|| format!("{}: no such file; its native frames are unwound by rbp only", m.path))?;
+    if !same_file(m, id) {
+        return Err(format!(
+            "{}: not the file mapped (replaced since); its native frames are unwound by rbp only",
+            m.path
+        ));
+    }
     table_from_elf(&map, m).map_err(|e| format!("{}: {e}; its native frames are unwound by rbp only", m.path))
+}
+
+/// Whether the file opened, `(st_dev, st_ino)` of its descriptor, is the one `m` maps: the
+/// same inode, and the same device unless the file's is an anonymous one (major 0: overlayfs
+/// and btrfs report one in `stat` while the maps line may name the backing device). A
+/// mapping without an inode (made up, not from a maps line) is not checked.
+pub fn same_file(m: &Mapping, (dev, ino): (u64, u64)) -> bool {
+    m.inode == 0 || (ino == m.inode && (dev == m.dev || libc::major(dev) == 0))
 }
 
 /// The table of the mapping `m` of the ELF file whose bytes are `data`.
@@ -63,12 +78,15 @@ pub fn table_from_elf(data: &[u8], m: &Mapping) -> Result<LibTable, String> {
             bases = bases.set_got(a);
         }
         let eh = EhFrame::new(bytes, LittleEndian);
-        collect(&eh, &bases, lo..hi, &mut rows).map_err(|e| format!(".eh_frame: {e}"))?;
+        let fault = collect(&eh, &bases, lo..hi, &mut rows).map_err(|e| format!(".eh_frame: {e}"))?;
+        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".eh_frame: {e}")))?;
     } else if let Some(sec) = file.section_by_name(".debug_frame") {
         let bytes = sec.uncompressed_data().map_err(|e| format!(".debug_frame: {e}"))?;
         let mut df = DebugFrame::new(&bytes, LittleEndian);
         df.set_address_size(8);
-        collect(&df, &BaseAddresses::default(), lo..hi, &mut rows).map_err(|e| format!(".debug_frame: {e}"))?;
+        let fault =
+            collect(&df, &BaseAddresses::default(), lo..hi, &mut rows).map_err(|e| format!(".debug_frame: {e}"))?;
+        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".debug_frame: {e}")))?;
     } else {
         return Err("no .eh_frame or .debug_frame".to_string());
     }
@@ -97,34 +115,68 @@ struct Span {
     row: Row,
 }
 
-/// Adds the rows of every FDE of `section` that fall in `range` to `out`.
+/// Adds the rows of every FDE of `section` that fall in `range` to `out`. An FDE (or its CIE)
+/// that does not parse or evaluate adds the rows before the fault only: the rest of its range
+/// is a gap, refused. Where the section's entries themselves stop parsing, the rest of it is
+/// not read. The first such fault is returned, if any; an error only past [`MAX_ROWS`].
 fn collect<'a, S: UnwindSection<Slice<'a>>>(
     section: &S,
     bases: &BaseAddresses,
     range: std::ops::Range<u64>,
     out: &mut Vec<Span>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let mut ctx = Box::new(UnwindContext::new());
     let mut entries = section.entries(bases);
     // The CIE most FDEs share, parsed once.
     let mut last_cie = None;
-    while let Some(entry) = entries.next().map_err(|e| e.to_string())? {
+    let mut fault = None;
+    let mut note = |e: gimli::Error| {
+        fault.get_or_insert_with(|| e.to_string());
+    };
+    loop {
+        let entry = match entries.next() {
+            Ok(Some(entry)) => entry,
+            Ok(None) => break,
+            Err(e) => {
+                note(e);
+                break;
+            }
+        };
         let CieOrFde::Fde(partial) = entry else { continue };
-        let fde = partial
-            .parse(|s, b, off| match &last_cie {
-                Some((o, cie)) if *o == off => Ok(gimli::CommonInformationEntry::clone(cie)),
-                _ => {
-                    let cie = s.cie_from_offset(b, off)?;
-                    last_cie = Some((off, cie.clone()));
-                    Ok(cie)
-                }
-            })
-            .map_err(|e| e.to_string())?;
+        let fde = partial.parse(|s, b, off| match &last_cie {
+            Some((o, cie)) if *o == off => Ok(gimli::CommonInformationEntry::clone(cie)),
+            _ => {
+                let cie = s.cie_from_offset(b, off)?;
+                last_cie = Some((off, cie.clone()));
+                Ok(cie)
+            }
+        });
+        let fde = match fde {
+            Ok(fde) => fde,
+            Err(e) => {
+                note(e);
+                continue;
+            }
+        };
         if fde.initial_address() >= range.end || fde.end_address() <= range.start {
             continue;
         }
-        let mut table = fde.rows(section, bases, &mut ctx).map_err(|e| e.to_string())?;
-        while let Some(r) = table.next_row().map_err(|e| e.to_string())? {
+        let mut table = match fde.rows(section, bases, &mut ctx) {
+            Ok(t) => t,
+            Err(e) => {
+                note(e);
+                continue;
+            }
+        };
+        loop {
+            let r = match table.next_row() {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                Err(e) => {
+                    note(e);
+                    break;
+                }
+            };
             let (start, end) = (r.start_address().max(range.start), r.end_address().min(range.end));
             if start >= end {
                 continue;
@@ -137,7 +189,7 @@ fn collect<'a, S: UnwindSection<Slice<'a>>>(
             out.push(Span { start, end, row: convert(r, section, start) });
         }
     }
-    Ok(())
+    Ok(fault)
 }
 
 /// The step's form of one CFI row at `pc`: what it cannot follow becomes [`Cfa::Refuse`].
@@ -185,26 +237,33 @@ fn plt_threshold(expr: &[u8]) -> Option<i32> {
 }
 
 /// Sorted rows with a refusing row at the end of every FDE not followed at once by another,
-/// and without rows that repeat the one before.
+/// and without rows that repeat the one before. Where FDEs overlap (one inside another,
+/// duplicates) which rule holds is unknown: refused from where the overlap starts to where
+/// the last of them ends.
 fn compact(mut spans: Vec<Span>) -> Vec<Row> {
     spans.sort_by_key(|s| s.start);
     let mut out: Vec<Row> = Vec::with_capacity(spans.len() / 2);
-    let mut end = None;
     let same = |a: &Row, b: &Row| (a.cfa, a.cfa_off, a.fp_off) == (b.cfa, b.cfa_off, b.fp_off);
+    let push = |out: &mut Vec<Row>, row: Row| match out.last_mut() {
+        Some(last) if last.pc == row.pc => *last = row,
+        Some(last) if same(last, &row) => {}
+        _ => out.push(row),
+    };
+    // The furthest end of the spans so far.
+    let mut end: Option<u32> = None;
     for s in spans {
-        if let Some(e) = end.filter(|&e| e < s.start) {
-            out.push(Row::refuse(e));
+        match end {
+            Some(e) if s.start < e => push(&mut out, Row::refuse(s.start)),
+            Some(e) if e < s.start => {
+                push(&mut out, Row::refuse(e));
+                push(&mut out, s.row);
+            }
+            _ => push(&mut out, s.row),
         }
-        match out.last_mut() {
-            // Two rows from one pc (duplicate FDEs): the later one.
-            Some(last) if last.pc == s.start => *last = s.row,
-            Some(last) if same(last, &s.row) => {}
-            _ => out.push(s.row),
-        }
-        end = Some(end.map_or(s.end, |e: u32| e.max(s.end)));
+        end = Some(end.map_or(s.end, |e| e.max(s.end)));
     }
     if let Some(e) = end {
-        out.push(Row::refuse(e));
+        push(&mut out, Row::refuse(e));
     }
     out
 }

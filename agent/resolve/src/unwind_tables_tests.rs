@@ -156,7 +156,7 @@ fn libc_eh_frame() -> Vec<u8> {
 }
 
 fn whole() -> Mapping {
-    Mapping { start: 0x1_0000, end: 0x100_0000, offset: 0, exec: true, path: "test".into() }
+    Mapping { start: 0x1_0000, end: 0x100_0000, offset: 0, exec: true, path: "test".into(), dev: 0, inode: 0 }
 }
 
 #[test]
@@ -200,7 +200,15 @@ fn the_bias_comes_from_the_segment_that_holds_the_mapping() {
     // A test binary's layout: the executable segment's file offset is not page-aligned, and
     // its mapping starts in the read-only segment's last page.
     let segs = [(0, 0, 0x1c74bc), (0x1c74c0, 0x1c84c0, 0x40ed20), (0x5d61e0, 0x5d81e0, 0x5f5b8)];
-    let m = Mapping { start: 0x5555_5571_c000, end: 0x5555_55b2_c000, offset: 0x1c7000, exec: true, path: "x".into() };
+    let m = Mapping {
+        start: 0x5555_5571_c000,
+        end: 0x5555_55b2_c000,
+        offset: 0x1c7000,
+        exec: true,
+        path: "x".into(),
+        dev: 0,
+        inode: 0,
+    };
     // File virtual address 0x1c84c0 (offset 0x1c74c0) is at start + 0x4c0.
     assert_eq!(bias(&segs, &m).wrapping_add(0x1c84c0), m.start + 0x4c0);
 }
@@ -227,4 +235,65 @@ fn gaps_between_fdes_refuse_and_repeated_rules_merge() {
         span(0x210, 0x220, sp(0x210, 8)),
     ]);
     assert_eq!(rows, vec![sp(0x100, 8), sp(0x104, 16), Row::refuse(0x120), sp(0x200, 8), Row::refuse(0x220)]);
+}
+
+#[test]
+fn overlapping_fdes_refuse_the_overlap() {
+    let sp = |pc, off| Row { pc, cfa_off: off, fp_off: 0, cfa: Cfa::Sp };
+    let span = |start, end, row| Span { start, end, row };
+    // FDE A [0x100,0x200): rsp+8, rsp+16 from 0x140; FDE B [0x150,0x160) inside it: rsp+64.
+    // Which holds in B's range (and after it, in A's) is unknown: refused to A's end.
+    let rows = compact(vec![
+        span(0x100, 0x140, sp(0x100, 8)),
+        span(0x140, 0x200, sp(0x140, 16)),
+        span(0x150, 0x160, sp(0x150, 64)),
+        span(0x200, 0x210, sp(0x200, 8)),
+    ]);
+    assert_eq!(rows, vec![sp(0x100, 8), sp(0x140, 16), Row::refuse(0x150), sp(0x200, 8), Row::refuse(0x210)]);
+    // Duplicates: refused from their start.
+    let rows = compact(vec![span(0x100, 0x110, sp(0x100, 8)), span(0x100, 0x110, sp(0x100, 8))]);
+    assert_eq!(rows, vec![Row::refuse(0x100)]);
+}
+
+#[test]
+fn a_file_replaced_since_it_was_mapped_is_not_read() {
+    let m = mapping_of("libc.so.6");
+    assert!(m.inode != 0);
+    assert!(table_for(&m).is_ok());
+    let e = table_for(&Mapping { inode: m.inode + 1, ..m.clone() }).unwrap_err();
+    assert!(e.contains("not the file mapped"), "{e}");
+    if libc::major(std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(&m.path).unwrap())) != 0 {
+        assert!(table_for(&Mapping { dev: m.dev + 1, ..m.clone() }).is_err(), "another device");
+    }
+    // An anonymous device in stat (overlayfs, btrfs): the inode alone decides.
+    assert!(same_file(&m, (libc::makedev(0, 40), m.inode)));
+    assert!(!same_file(&m, (libc::makedev(0, 40), m.inode + 1)));
+    assert!(same_file(&Mapping { inode: 0, ..m }, (1, 2)), "made up: not checked");
+}
+
+/// One bad FDE (its CIE pointer leads nowhere) among good ones: only its range is refused.
+#[test]
+fn a_bad_fde_refuses_its_own_range_only() {
+    // .debug_frame, 32-bit: a CIE (CFA = rsp + 8, the return address at CFA - 8), then FDEs.
+    let mut df = vec![];
+    df.extend(16u32.to_le_bytes());
+    df.extend(u32::MAX.to_le_bytes()); // CIE id
+    df.extend([1, 0, 1, 0x78, 16]); // version, "", code and data alignment, RA register
+    df.extend([0x0c, 7, 8, 0x90, 1, 0, 0]); // def_cfa rsp+8; offset RA at CFA-8; nops
+    let fde = |df: &mut Vec<u8>, cie: u32, start: u64| {
+        df.extend(20u32.to_le_bytes());
+        df.extend(cie.to_le_bytes());
+        df.extend(start.to_le_bytes());
+        df.extend(0x100u64.to_le_bytes());
+    };
+    fde(&mut df, 0, 0x1000);
+    fde(&mut df, 0x7777, 0x1100);
+    fde(&mut df, 0, 0x1200);
+    use object::write::Object as W;
+    let mut o = W::new(object::BinaryFormat::Elf, object::Architecture::X86_64, object::Endianness::Little);
+    let id = o.add_section(Vec::new(), b".debug_frame".to_vec(), object::SectionKind::Debug);
+    o.set_section_data(id, df, 8);
+    let t = table_from_elf(&o.write().unwrap(), &whole()).unwrap();
+    let sp8 = |pc| Row { pc, cfa_off: 8, fp_off: 0, cfa: Cfa::Sp };
+    assert_eq!(&t.rows[..], &[sp8(0x1000), Row::refuse(0x1100), sp8(0x1200), Row::refuse(0x1300)]);
 }

@@ -222,6 +222,8 @@ fn file_mapping(path: &str) -> Result<Mapping, String> {
         offset: page(off),
         exec: true,
         path: path.to_string(),
+        dev: 0,
+        inode: 0,
     })
 }
 

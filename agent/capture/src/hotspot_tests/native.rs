@@ -1,24 +1,37 @@
 //! Native frames walked (`cstack=`): Java → VM and library frames → Java through an entry
 //! frame, a native leaf under a native method's wrapper, a VM thread to its entry, a step that
-//! gives up and the anchor that takes over, and loops that end. The tables hold no library, so
-//! each step follows the frame pointer: the walker's part is what is tested here, the tables'
-//! rules are `native`'s.
+//! gives up and the anchor that takes over, steps that would pass an anchor or follow a
+//! garbage chain, and loops that end. Mostly with frame pointers only (`cstack=fp`); where the
+//! tables matter, one library holds `N1`..`N3` with the rbp rule: the walker's part is what is
+//! tested here, the tables' rules are `native`'s.
 
 use super::*;
+use crate::native::{Cfa, LibTable, Row};
 
 /// Native pcs (outside the code cache and the interpreter): a VM function, a library's.
 const N1: u64 = NATIVE_PC + 0x100;
 const N2: u64 = NATIVE_PC + 0x200;
 const N3: u64 = NATIVE_PC + 0x300;
+/// A native pc no table covers (a library without one).
+const UNCOVERED: u64 = NATIVE_PC + 0x10_0000;
 
 fn native(pc: u64, interrupted: bool) -> RawFrame {
     RawFrame::Native { pc, interrupted }
 }
 
 impl Fake {
-    /// As `new`, walking native frames.
+    /// As `new`, walking native frames by frame pointers only.
     fn with_native() -> Fake {
-        Fake { native: Some(NativeTables::default()), ..Fake::new() }
+        Fake { native: Some(NativeTables::frame_pointers()), ..Fake::new() }
+    }
+
+    /// As `new`, walking native frames with tables: one library holds `N1`..`N3`, its rule
+    /// rbp's (CFA = rbp + 16, rbp saved at CFA - 16).
+    fn with_tables() -> Fake {
+        let t = NativeTables::default();
+        let rows = Box::new([Row { pc: 0, cfa_off: 16, fp_off: -16, cfa: Cfa::Fp }]);
+        assert!(t.add(LibTable { start: NATIVE_PC, end: NATIVE_PC + 0x1000, bias: NATIVE_PC, rows }));
+        Fake { native: Some(t), ..Fake::new() }
     }
 
     /// A native frame on rbp: the caller's rbp at `fp`, the return address above it.
@@ -169,4 +182,103 @@ fn loops_and_long_chains_of_native_frames_end() {
     assert_eq!(o.violations, vec![]);
     assert_eq!(o.frames.len(), 16);
     assert_eq!(o.stop, Stop::Full);
+}
+
+/// A frameless function of a library without a table (a JNI library whose file was deleted)
+/// leaves rbp at the native method wrapper's frame: the rbp step lands past the anchor's sp,
+/// in the wrapper's caller. Refused: the anchor leads on, and the wrapper (the Java native
+/// method) stays, counted as lost.
+#[test]
+fn a_step_past_the_anchor_is_refused_and_the_anchor_leads_on() {
+    for mut f in [Fake::with_native(), Fake::with_tables()] {
+        let wsp = SP + 0x40;
+        let w = wrapper_at(&mut f, wsp);
+        // The wrapper's own rbp while it runs: its saved-rbp slot, the top of its frame.
+        let wrapper_fp = wsp + 16;
+        f.put(wsp - 8, w); // the leaf's return address into the wrapper, just below wsp
+        f.thread.anchor_sp = wsp;
+        f.thread.anchor_pc = w;
+        let o = f.run(regs(N1, SP, wrapper_fp), 64);
+        assert_eq!(o.violations, vec![]);
+        assert_eq!(o.frames, vec![native(N1, true), compiled(w, M_B, false), bottom()]);
+        assert_eq!(o.stop, Stop::Bottom);
+        assert_eq!(o.native, NativeWalk { frames: 1, gave_up: Some(NativeStop::Lost), fell_back: true });
+    }
+}
+
+/// Under an anchor a pc no table covers goes to the anchor, not to the rbp rule (whose chain
+/// here would record a frame the anchor's Java frame does not call).
+#[test]
+fn under_an_anchor_a_pc_without_a_table_goes_to_the_anchor() {
+    let mut f = Fake::with_tables();
+    let fp1 = SP + 0x20;
+    let wsp = fp1 + 0x40;
+    let w = wrapper_at(&mut f, wsp);
+    f.rbp_frame(fp1, N2, wsp - 16);
+    f.rbp_frame(wsp - 16, w, 0x1234);
+    f.thread.anchor_sp = wsp;
+    f.thread.anchor_pc = w;
+    let o = f.run(regs(UNCOVERED, SP, fp1), 64);
+    assert_eq!(o.violations, vec![]);
+    assert_eq!(o.frames, vec![native(UNCOVERED, true), compiled(w, M_B, false), bottom()]);
+    assert_eq!(o.native, NativeWalk { frames: 1, gave_up: Some(NativeStop::NoTable), fell_back: true });
+    // A covered pc follows its table down to the wrapper.
+    let o = f.run(regs(N1, SP, fp1), 64);
+    assert_eq!(o.frames, vec![native(N1, true), native(N2, false), compiled(w, M_B, false), bottom()]);
+    assert_eq!(o.native, NativeWalk { frames: 2, gave_up: None, fell_back: false });
+    // Frame pointers only: the rbp rule is all there is, bounded by the anchor.
+    f.native = Some(NativeTables::frame_pointers());
+    let o = f.run(regs(UNCOVERED, SP, fp1), 64);
+    assert_eq!(o.frames, vec![native(UNCOVERED, true), native(N2, false), compiled(w, M_B, false), bottom()]);
+    assert_eq!(o.native.gave_up, None);
+}
+
+/// Under an anchor the native frames end in Java: a zero return address (the end of an rbp
+/// chain) is not the thread's entry there, and the anchor leads on.
+#[test]
+fn under_an_anchor_a_chains_end_is_not_the_threads_entry() {
+    let mut f = Fake::with_native();
+    let fp1 = SP + 0x20;
+    let wsp = fp1 + 0x40;
+    let w = wrapper_at(&mut f, wsp);
+    f.rbp_frame(fp1, 0, 0);
+    f.thread.anchor_sp = wsp;
+    f.thread.anchor_pc = w;
+    let o = f.run(regs(N1, SP, fp1), 64);
+    assert_eq!(o.violations, vec![]);
+    assert_eq!(o.frames, vec![native(N1, true), compiled(w, M_B, false), bottom()]);
+    assert_eq!(o.native, NativeWalk { frames: 1, gave_up: Some(NativeStop::Lost), fell_back: true });
+}
+
+/// Without an anchor (a VM thread) the rbp rule still serves pcs no table covers, but a
+/// return address outside the code cache and every library held ends the walk, counted: a
+/// garbage chain is not recorded as native frames until the sink fills.
+#[test]
+fn without_an_anchor_a_return_address_nowhere_known_ends_the_walk() {
+    let mut f = Fake::with_tables();
+    let fp1 = SP + 0x20;
+    let fp2 = fp1 + 0x40;
+    let fp3 = fp2 + 0x40;
+    f.rbp_frame(fp1, UNCOVERED, fp2);
+    f.rbp_frame(fp2, N3, fp3);
+    f.rbp_frame(fp3, 0, 0);
+    let o = f.run(regs(N1, SP, fp1), 64);
+    assert_eq!(o.violations, vec![]);
+    assert_eq!(o.frames, vec![native(N1, true)], "UNCOVERED is in no library held");
+    assert_eq!(o.stop, Stop::NoJavaFrame);
+    assert_eq!(o.native, NativeWalk { frames: 1, gave_up: Some(NativeStop::Lost), fell_back: false });
+    // Interrupted in such a pc, the rbp rule leads to a library held, and on to the entry.
+    let o = f.run(regs(UNCOVERED, SP, fp2), 64);
+    assert_eq!(o.frames, vec![native(UNCOVERED, true), native(N3, false)]);
+    assert_eq!(o.stop, Stop::Bottom);
+    assert_eq!(o.native.gave_up, None);
+    // A garbage chain, each link a word of stack: one frame, then the stop.
+    let mut fp = SP + 0x10;
+    for i in 0..100 {
+        f.rbp_frame(fp, 0x1_0000 + i, fp + 0x20);
+        fp += 0x20;
+    }
+    let o = f.run(regs(N1, SP, SP + 0x10), 64);
+    assert_eq!(o.frames, vec![native(N1, true)]);
+    assert_eq!(o.native.gave_up, Some(NativeStop::Lost));
 }
