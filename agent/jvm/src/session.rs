@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::options::{self, Options, OutputFormat};
+use hpm_capture::batch::BATCH_SIZE;
 use hpm_capture::pool_size::PoolSize;
 use hpm_profile::model::{EventInfo, PeriodUnit};
 use hpm_profile::outfile::{Clash, Target, TargetId, PART_SUFFIX};
@@ -177,13 +178,15 @@ pub struct Session {
 /// The session's sample pool, from the rate its sources bring samples
 /// ([`hpm_capture::pool_size::PoolSize::for_rate`]): one per period per CPU (a thousand a second
 /// per CPU for events counted, not timed), or a source's threads per tick whatever the CPUs
-/// (the wall sampler's [`crate::source::wall::WALL_THREADS_PER_TICK`]). More samples than the
+/// (the wall sampler's [`crate::source::wall::WALL_THREADS_PER_TICK`]), a batch each. More samples than the
 /// pool holds are dropped and counted ("no free sample buffer"), except by the wall sampler,
 /// which waits for the processor instead (see `wall::pace`).
 fn pool_size(event: &EventInfo, traits: SourceTraits) -> PoolSize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let per_second = match (traits.threads_per_tick, event.unit) {
-        (Some(n), _) => n as u64 * (1_000_000_000 / event.period.max(10_000)),
+        // A batch per sample: a thread visited less than once a round hands its batch on with
+        // its one sample (`wall::ROUND_NS`), so samples in flight take batches, not records.
+        (Some(n), _) => n as u64 * (1_000_000_000 / event.period.max(10_000)) * BATCH_SIZE as u64,
         (None, PeriodUnit::Nanoseconds) => cpus * (1_000_000_000 / event.period.max(10_000)),
         (None, PeriodUnit::Events) => cpus * 1_000,
     };
