@@ -45,6 +45,7 @@ pub mod idle;
 pub mod isps;
 pub mod jvmevents;
 pub mod phases;
+mod sampler_thread;
 #[cfg(test)]
 mod test_source;
 pub mod timer;

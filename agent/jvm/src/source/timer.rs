@@ -14,8 +14,7 @@
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::options::{Options, SamplerKind};
@@ -26,6 +25,7 @@ use jni::sys::{jobject, JNIEnv};
 
 use super::extension;
 use super::isps::{self, Isps, IspsBuffers};
+use super::sampler_thread::SamplerThread;
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::jnienv::{self, Vm};
 use crate::jvmti::{Jvmti, JvmtiEnvPtr};
@@ -150,12 +150,12 @@ pub struct Parts {
 /// `sampler=jvmti` and `sampler=sps`: one attached daemon thread sampling on a timer.
 pub struct TimerSampler {
     parts: Arc<Parts>,
-    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<Histogram>)>>,
+    running: SamplerThread<Histogram>,
 }
 
 impl TimerSampler {
     pub fn new(parts: Parts) -> TimerSampler {
-        TimerSampler { parts: Arc::new(parts), running: Mutex::new(None) }
+        TimerSampler { parts: Arc::new(parts), running: SamplerThread::new() }
     }
 
     fn name(&self) -> &'static str {
@@ -175,22 +175,13 @@ impl EventSource for TimerSampler {
         p.threads.begin(Mode::Identity);
         p.threads.hint_java_threads(super::java_threads(&p.jvmti, p.vm));
         p.threads.scan();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, parts) = (stop.clone(), p.clone());
-        let join = std::thread::Builder::new()
-            .name("hpm-sampler".into())
-            .spawn(move || run(&parts, &flag))
-            .map_err(|e| format!("cannot start the sampling thread: {e}"))?;
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, join));
-        Ok(())
+        let parts = p.clone();
+        self.running.start(move |stop| run(&parts, stop))
     }
 
     fn stop(&self) -> Vec<String> {
         let mut lines = Vec::new();
-        if let Some((stop, join)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            stop.store(true, Ordering::Release);
-            join.thread().unpark();
-            let lat = join.join().unwrap_or_default();
+        if let Some(lat) = self.running.stop() {
             if !lat.is_empty() {
                 let us = |ns: u64| ns as f64 / 1000.0;
                 lines.push(format!(

@@ -15,14 +15,14 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 use std::time::Duration;
 
 use hpm_capture::capture::state_from_jvmti;
 use hpm_profile::model::ThreadInfo;
 use jni::sys::{jobject, JNIEnv};
 
+use super::sampler_thread::SamplerThread;
 use super::{EventSource, Planned, SourceDef, SourceTraits, Start};
 use crate::code::CodeEvents;
 use crate::jnienv::{self, Vm};
@@ -90,7 +90,7 @@ fn plan(opts: &Options, _: &Jvmti) -> Result<Planned, String> {
             setup: s.signals,
             stats: s.stats,
             ctx: s.signal_ctx(s.asgct, None),
-            running: Mutex::new(None),
+            running: SamplerThread::new(),
         }) as Arc<dyn EventSource>)
     };
     Ok(Planned {
@@ -118,7 +118,7 @@ pub struct WallSampler {
     stats: &'static SignalStats,
     /// Published with every thread's slot (held by the registry while the session samples).
     ctx: Arc<SignalCtx>,
-    running: Mutex<Option<(Arc<AtomicBool>, JoinHandle<WallSummary>)>>,
+    running: SamplerThread<WallSummary>,
 }
 
 impl EventSource for WallSampler {
@@ -134,14 +134,8 @@ impl EventSource for WallSampler {
         p.threads.begin(Mode::Signalled { ctx: self.ctx.clone() });
         p.threads.hint_java_threads(super::java_threads(&p.jvmti, p.vm));
         p.threads.scan();
-        let stop = Arc::new(AtomicBool::new(false));
-        let (flag, parts) = (stop.clone(), p.clone());
-        let join = std::thread::Builder::new()
-            .name("hpm-sampler".into())
-            .spawn(move || run(&parts, &flag))
-            .map_err(|e| format!("cannot start the sampling thread: {e}"))?;
-        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some((stop, join));
-        Ok(())
+        let parts = p.clone();
+        self.running.start(move |stop| run(&parts, stop))
     }
 
     fn tick(&self, _round: u64, _scan: bool) {
@@ -154,12 +148,8 @@ impl EventSource for WallSampler {
 
     fn stop(&self) -> Vec<String> {
         let mut lines = Vec::new();
-        if let Some((stop, join)) = self.running.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            stop.store(true, Ordering::Release);
-            join.thread().unpark();
-            if let Ok(seen) = join.join() {
-                lines.push(seen.line(self.parts.period, &self.parts.sink));
-            }
+        if let Some(seen) = self.running.stop() {
+            lines.push(seen.line(self.parts.period, &self.parts.sink));
         }
         // Every slot retired (a handler still inside is waited for): nothing writes after.
         self.parts.threads.stop_all();
