@@ -897,7 +897,17 @@ impl<M: Memory> Walker<'_, M> {
                 let below_anchor = |s: u64| section.is_none_or(|(asp, _, _)| s <= asp);
                 let believed =
                     |p: u64| section.is_some() || self.is_code(p) || tables.frame_pointers_only() || tables.covers(p);
-                let gave_up = match tables.step_by(pc, sp, fp, exact, fp_rule, &word) {
+                // Interrupted in a leaf the tables have no rule for (hand-written assembly:
+                // HotSpot's SpinPause, where Parallel GC's workers spin), the return address
+                // is at sp when it returns into code a table or the code cache covers.
+                let stepped = match tables.step_by(pc, sp, fp, exact, fp_rule, &word) {
+                    Err(e @ (NativeStop::Refused | NativeStop::NoTable)) if !exact => match word(sp) {
+                        Some(r) if self.is_code(r) || tables.covers(r) => Ok((r, sp + 8, fp)),
+                        _ => Err(e),
+                    },
+                    s => s,
+                };
+                let gave_up = match stepped {
                     // The thread's entry (a zero return address ends a frame-pointer chain).
                     Ok((0, _, _)) | Err(NativeStop::Bottom) if section.is_none() => return Stop::Bottom,
                     Ok((p, s, f)) if p != 0 && s > sp && in_stack(s, 0) && below_anchor(s) && believed(p) => {

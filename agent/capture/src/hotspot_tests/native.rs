@@ -282,3 +282,29 @@ fn without_an_anchor_a_return_address_nowhere_known_ends_the_walk() {
     assert_eq!(o.frames, vec![native(N1, true)]);
     assert_eq!(o.native.gave_up, Some(NativeStop::Lost));
 }
+
+#[test]
+fn interrupted_in_a_leaf_without_rules_its_return_address_is_at_sp() {
+    // The library's rows stop at N3 + 0x100: past it, hand-written code without rules (as
+    // HotSpot's SpinPause), refused by the tables.
+    let t = NativeTables::default();
+    let rows = Box::new([Row { pc: 0, cfa_off: 16, fp_off: -16, cfa: Cfa::Fp }, Row::refuse(0x400)]);
+    assert!(t.add(LibTable { start: NATIVE_PC, end: NATIVE_PC + 0x1000, bias: NATIVE_PC, rows }));
+    let mut f = Fake { native: Some(t), ..Fake::new() };
+    let leaf = NATIVE_PC + 0x480;
+    let fp2 = SP + 0x40;
+    let fp3 = fp2 + 0x40;
+    f.put(SP, N2); // the leaf pushed nothing: its return address at sp
+    f.rbp_frame(fp2, N3, fp3);
+    f.rbp_frame(fp3, 0, 0);
+    let o = f.run(regs(leaf, SP, fp2), 64);
+    assert_eq!(o.violations, vec![]);
+    assert_eq!(o.frames, vec![native(leaf, true), native(N2, false), native(N3, false)]);
+    assert_eq!(o.stop, Stop::Bottom);
+    assert_eq!(o.native.gave_up, None);
+    // A word at sp that returns nowhere known: refused, the walk ends there.
+    f.put(SP, UNCOVERED);
+    let o = f.run(regs(leaf, SP, fp2), 64);
+    assert_eq!(o.frames, vec![native(leaf, true)]);
+    assert_eq!(o.native.gave_up, Some(NativeStop::Refused));
+}
