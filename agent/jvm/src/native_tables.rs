@@ -1,9 +1,10 @@
 //! The process's native unwind tables (`cstack=`): one registry the signal handlers read
 //! (`hpm_capture::native::NativeTables`, lock-free, never freed), filled off the signal path
 //! with a table for every executable file mapping of `/proc/self/maps`
-//! (`hpm_resolve::unwind_tables::table_for`) when a session starts, and again by the processor
-//! when the dynamic loader loaded something (checked at most once a second, so a library that
-//! `System.loadLibrary` loads mid-run gets its table within a second or two). A mapping is
+//! (`hpm_resolve::unwind_tables::table_for`) when a session starts, and again, at most once a
+//! second, for the mappings the processor's symbolizer knows (it reads the maps again when the
+//! dynamic loader's counts changed: `Symbolizer::refresh_unless`), so a library that
+//! `System.loadLibrary` loads mid-run gets its table within a second or two. A mapping is
 //! known by its range, offset, device and inode: a library mapped where an unloaded one was
 //! gets its own table, which replaces the old one in the registry. What it built, how long it
 //! took and what it could not build, by reason, make the summary's one line.
@@ -59,7 +60,6 @@ pub struct Built {
     /// Tables built (at most [`MAX_BUILDS`]).
     builds: u64,
     last_check: u64,
-    loads: Option<(u64, u64)>,
 }
 
 impl Built {
@@ -74,7 +74,6 @@ impl Built {
             refused: None,
             builds: 0,
             last_check: 0,
-            loads: None,
         }
     }
 
@@ -133,50 +132,44 @@ pub fn for_walks(mode: CStack) -> Option<&'static NativeTables> {
 pub fn start(mode: CStack) {
     built().mode = Some(mode);
     if mode == CStack::Dwarf {
-        scan();
+        if let Ok(text) = std::fs::read_to_string("/proc/self/maps") {
+            add_new(&hpm_resolve::symbols::parse_maps(&text));
+        }
     }
 }
 
-/// The processor's round: with `cstack=dwarf`, at most once a second, the tables of the
-/// libraries the dynamic loader loaded since the last scan.
-pub fn rescan_if_due() {
+/// Whether the processor's round should look for new libraries now: with `cstack=dwarf`, at
+/// most once a second.
+pub fn due() -> bool {
     let now = crate::os::now_ticks();
-    let loads = {
-        let mut b = built();
-        if b.mode != Some(CStack::Dwarf) || now.saturating_sub(b.last_check) < RESCAN_NS {
-            return;
-        }
-        b.last_check = now;
-        let loads = crate::os::loader_counts();
-        if loads.is_some() && loads == b.loads {
-            return;
-        }
-        loads
-    };
-    scan();
-    built().loads = loads;
+    let mut b = built();
+    if b.mode != Some(CStack::Dwarf) || now.saturating_sub(b.last_check) < RESCAN_NS {
+        return false;
+    }
+    b.last_check = now;
+    true
 }
 
-/// Builds the table of each executable file mapping that has none (and was not refused).
-fn scan() {
-    let loads = crate::os::loader_counts();
-    let Ok(text) = std::fs::read_to_string("/proc/self/maps") else { return };
+/// Builds the table of each executable file mapping of `mappings` that has none (and was not
+/// refused).
+pub fn add_new(mappings: &[Mapping]) {
     let tables = TABLES.get_or_init(NativeTables::default);
-    let todo: Vec<Mapping> = {
-        let mut b = built();
-        b.loads = loads;
-        hpm_resolve::symbols::parse_maps(&text)
-            .into_iter()
-            .filter(|m| m.exec && m.path.starts_with('/') && !m.path.ends_with(" (deleted)") && b.wants(m))
+    let todo: Vec<&Mapping> = {
+        let b = built();
+        mappings
+            .iter()
+            .filter(|m| {
+                m.exec && m.path.starts_with('/') && !m.path.ends_with(hpm_resolve::symbols::DELETED) && b.wants(m)
+            })
             .collect()
     };
     for m in todo {
         if built().builds >= MAX_BUILDS {
-            built().refuse(&m, format!("over {MAX_BUILDS} tables built in this process"));
+            built().refuse(m, format!("over {MAX_BUILDS} tables built in this process"));
             continue;
         }
         let start = crate::os::now_ticks();
-        let table = hpm_resolve::unwind_tables::table_for(&m);
+        let table = hpm_resolve::unwind_tables::table_for(m);
         let ns = crate::os::now_ticks().saturating_sub(start);
         let mut b = built();
         b.build_ns += ns;
@@ -185,12 +178,12 @@ fn scan() {
                 b.builds += 1;
                 let bytes = (t.rows.len() * std::mem::size_of::<Row>()) as u64;
                 if !tables.add(t) {
-                    b.refuse(&m, format!("not held (at most {MAX_LIBS} libraries)"));
+                    b.refuse(m, format!("not held (at most {MAX_LIBS} libraries)"));
                     continue;
                 }
-                b.held(&m, bytes);
+                b.held(m, bytes);
             }
-            Err(e) => b.refuse(&m, reason(&m.path, &e)),
+            Err(e) => b.refuse(m, reason(&m.path, &e)),
         }
     }
 }

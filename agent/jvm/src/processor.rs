@@ -411,8 +411,12 @@ impl Processor {
             self.sinks.tree.feed.forget_stacks();
         }
         self.code_events();
-        // Libraries loaded since the last look get their native unwind tables (`cstack=dwarf`).
-        crate::native_tables::rescan_if_due();
+        // Libraries loaded since the last look get their native unwind tables (`cstack=dwarf`):
+        // the symbolizer reads the maps again only when the loader's counts changed.
+        if crate::native_tables::due() {
+            self.resolver.symbolizer.refresh_unless(crate::os::loader_counts(), now_ticks());
+            crate::native_tables::add_new(self.resolver.symbolizer.mappings());
+        }
         let taken = self.intake.take(&inputs.sink, inputs.threads);
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };

@@ -62,7 +62,7 @@ impl Names {
 }
 
 /// What `/proc/PID/maps` writes after the path of a file removed or replaced since it was mapped.
-const DELETED: &str = " (deleted)";
+pub const DELETED: &str = " (deleted)";
 
 /// Largest ELF file (a library or a debug file) hpm maps to read symbols: names are kept as
 /// 32-bit offsets into the file. The biggest debug files of a JDK (libjvm's, with DWARF) are a
