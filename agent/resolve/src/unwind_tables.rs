@@ -68,7 +68,7 @@ pub fn table_from_elf(data: &[u8], m: &Mapping) -> Result<LibTable, String> {
     }
     let section_addr = |name: &str| file.section_by_name(name).map(|s| s.address());
     let mut rows = Vec::new();
-    if let Some(sec) = file.section_by_name(".eh_frame") {
+    let (name, fault) = if let Some(sec) = file.section_by_name(".eh_frame") {
         let bytes = sec.data().map_err(|e| format!(".eh_frame: {e}"))?;
         let mut bases = BaseAddresses::default().set_eh_frame(sec.address());
         if let Some(a) = section_addr(".text") {
@@ -77,18 +77,20 @@ pub fn table_from_elf(data: &[u8], m: &Mapping) -> Result<LibTable, String> {
         if let Some(a) = section_addr(".got") {
             bases = bases.set_got(a);
         }
-        let eh = EhFrame::new(bytes, LittleEndian);
-        let fault = collect(&eh, &bases, lo..hi, &mut rows).map_err(|e| format!(".eh_frame: {e}"))?;
-        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".eh_frame: {e}")))?;
+        (".eh_frame", collect(&EhFrame::new(bytes, LittleEndian), &bases, lo..hi, &mut rows))
     } else if let Some(sec) = file.section_by_name(".debug_frame") {
         let bytes = sec.uncompressed_data().map_err(|e| format!(".debug_frame: {e}"))?;
         let mut df = DebugFrame::new(&bytes, LittleEndian);
         df.set_address_size(8);
-        let fault =
-            collect(&df, &BaseAddresses::default(), lo..hi, &mut rows).map_err(|e| format!(".debug_frame: {e}"))?;
-        fault.filter(|_| rows.is_empty()).map_or(Ok(()), |e| Err(format!(".debug_frame: {e}")))?;
+        (".debug_frame", collect(&df, &BaseAddresses::default(), lo..hi, &mut rows))
     } else {
         return Err("no .eh_frame or .debug_frame".to_string());
+    };
+    // A fault that left rows costs its FDE's range only; one that left none, the library.
+    match fault {
+        Err(e) => return Err(format!("{name}: {e}")),
+        Ok(Some(e)) if rows.is_empty() => return Err(format!("{name}: {e}")),
+        Ok(_) => {}
     }
     Ok(LibTable { start: m.start, end: m.end, bias, rows: compact(rows).into_boxed_slice() })
 }
