@@ -509,23 +509,43 @@ fn counter_sample(
         return;
     }
     stats.counter_samples.fetch_add(1, Ordering::Relaxed);
-    let regs = crate::vmstructs::context_regs(ucontext);
-    raw.time = crate::os::now_ticks();
-    raw.tid = tid as u32;
     raw.source = source;
-    (raw.ip, raw.user_ip, raw.sp, raw.bp) = (regs.pc, regs.pc, regs.sp, regs.fp);
-    raw.regs_abi = u64::from(regs.pc != 0) * 2; // PERF_SAMPLE_REGS_ABI_64
+    interrupted_at(&mut raw, ucontext, crate::os::now_ticks(), tid);
     let thread = inside.thread_idx();
     let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
         c.begin_perf_sample(&raw, thread, 0);
-        c.stack = if ctx.vm.may_enter_jvm_here(inside.is_java()) {
-            let code = ctx.walker.or(ctx.data.map(|d| d.code)).map(crate::vmstructs::code_view);
-            walk(ctx, stats, c, ucontext, inside, code.as_ref())
-        } else {
-            StackKind::NotJava(NotJava::NotEntered)
-        };
+        c.stack = walk_if_entered(ctx, stats, c, ucontext, inside);
         true
     });
+}
+
+/// A sample the handler takes itself (a counter's overflow, a wall request): `raw`'s time,
+/// thread and registers from the interrupted context, as a perf record's would be.
+/// Async-signal-safe.
+pub(crate) fn interrupted_at(raw: &mut RawSample, ucontext: *mut c_void, time: u64, tid: i32) {
+    let regs = crate::vmstructs::context_regs(ucontext);
+    raw.time = time;
+    raw.tid = tid as u32;
+    (raw.ip, raw.user_ip, raw.sp, raw.bp) = (regs.pc, regs.pc, regs.sp, regs.fp);
+    raw.regs_abi = u64::from(regs.pc != 0) * 2; // PERF_SAMPLE_REGS_ABI_64
+}
+
+/// The interrupted thread's stack into `c` when the handler may enter the JVM on it (as for
+/// CPU samples: only a thread the JVM has set up reaches GetEnv, see `Slot::java`), else
+/// `NotEntered`. Async-signal-safe.
+pub(crate) fn walk_if_entered(
+    ctx: &SignalCtx,
+    stats: &SignalStats,
+    c: &mut Captured,
+    ucontext: *mut c_void,
+    inside: &Entered,
+) -> StackKind {
+    if ctx.vm.may_enter_jvm_here(inside.is_java()) {
+        let code = ctx.walker.map(crate::vmstructs::code_view);
+        walk(ctx, stats, c, ucontext, inside, code.as_ref())
+    } else {
+        StackKind::NotJava(NotJava::NotEntered)
+    }
 }
 
 /// Which sample records of one signal get the stack walk (numbered in ring order).

@@ -16,7 +16,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
-use hpm_capture::capture::{Captured, NotJava, StackKind};
+use hpm_capture::capture::Captured;
 use hpm_capture::perf_record::RawSample;
 
 use super::SignalStats;
@@ -68,14 +68,13 @@ pub(super) fn request(info: *const libc::siginfo_t) -> Option<u32> {
     }
     // SAFETY: the kernel passed a full siginfo_t; for SI_QUEUE its pid and value fields are
     // the sender's (read only once the code says so).
-    let (code, pid, value) = unsafe {
-        let code = (*info).si_code;
-        if code != crate::os::SI_QUEUE {
+    let (pid, value) = unsafe {
+        if (*info).si_code != crate::os::SI_QUEUE {
             return None;
         }
-        (code, (*info).si_pid(), (*info).si_value().sival_ptr as u64)
+        ((*info).si_pid(), (*info).si_value().sival_ptr as u64)
     };
-    let ours = code == crate::os::SI_QUEUE && pid != 0 && pid == PID.load(Ordering::Relaxed);
+    let ours = pid != 0 && pid == PID.load(Ordering::Relaxed);
     (ours && value >> 32 == u64::from(WALL_TAG)).then_some(value as u32)
 }
 
@@ -95,29 +94,13 @@ pub(super) fn handle(threads: &Threads, stats: &SignalStats, slot: u32, ucontext
         return true;
     };
     let ctx = inside.ctx();
-    let regs = crate::vmstructs::context_regs(ucontext);
-    let raw = RawSample {
-        time: start,
-        tid: inside.tid() as u32,
-        period: req.weight,
-        ip: regs.pc,
-        user_ip: regs.pc,
-        sp: regs.sp,
-        bp: regs.fp,
-        regs_abi: u64::from(regs.pc != 0) * 2, // PERF_SAMPLE_REGS_ABI_64
-        ..RawSample::default()
-    };
+    let mut raw = RawSample { period: req.weight, ..RawSample::default() };
+    super::interrupted_at(&mut raw, ucontext, start, inside.tid());
     let thread = inside.thread_idx();
     let _ = inside.queue().push_with(&ctx.sink.pool, |c: &mut Captured| {
         c.begin_perf_sample(&raw, thread, 0);
         c.state = req.state;
-        // As for CPU samples: only a thread the JVM has set up reaches GetEnv (`Slot::java`).
-        c.stack = if ctx.vm.may_enter_jvm_here(inside.is_java()) {
-            let code = ctx.walker.map(crate::vmstructs::code_view);
-            super::walk(ctx, stats, c, ucontext, &inside, code.as_ref())
-        } else {
-            StackKind::NotJava(NotJava::NotEntered)
-        };
+        c.stack = super::walk_if_entered(ctx, stats, c, ucontext, &inside);
         true
     });
     if req.hand_on {
