@@ -295,6 +295,10 @@ pub struct Captured {
     pub kernel_periods: u32,
     /// Wall-clock sampling: the thread's state (a [`THREAD_STATES`] code); 0 = none.
     pub state: u8,
+    /// The mounted virtual thread's `java.lang.Thread` id (`Thread.threadId()`), when the
+    /// sampled thread was a carrier running one (JDK 21+); 0 = none (a platform thread, or
+    /// not known).
+    pub vthread: u64,
     /// `data`: the sampled instruction's bytes and the registers before it ran (empty when not
     /// captured), decoded by the resolver into the address it touches.
     pub data: DataCapture,
@@ -402,6 +406,7 @@ impl Default for Captured {
             slots: [SlotKind::Method; MAX_FRAMES],
             kernel_periods: 0,
             state: 0,
+            vthread: 0,
             data: DataCapture::default(),
             chain: ChainMarks { anchor: false, depths: [0; CHAIN_DEPTHS] },
         }
@@ -452,6 +457,7 @@ impl Captured {
         self.stack = StackKind::NotWalked;
         self.kernel_periods = kernel_periods;
         self.state = 0;
+        self.vthread = 0;
         self.shares_walk = false;
         self.data.code_len = 0;
         self.data.heap.space = 0;

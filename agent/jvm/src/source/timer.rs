@@ -439,6 +439,7 @@ fn push(
         c.shares_walk = false;
         c.kernel_periods = 0;
         c.state = state;
+        c.vthread = 0;
         let frame = |(m, bci, kind): (u64, i32, FrameKind)| {
             let native = kind == FrameKind::Native || bci < 0;
             (CallFrame { lineno: if native { BCI_NATIVE_FRAME } else { bci }, method_id: m }, kind)

@@ -76,6 +76,7 @@ impl EventFeed for JvmEventsFeed {
             c.shares_walk = false;
             c.kernel_periods = 0;
             c.state = 0;
+            c.vthread = 0;
             // Walked up to the events' depth: the stack may go on.
             let depth_cut = p.frames.len() >= from.max_depth() as usize;
             c.data = Default::default();
