@@ -9,8 +9,16 @@
 //! the thread's stack base to the frame's activation address). Inlined methods share their
 //! physical frame: the key's depth is `bytes * 64 + scope level` (0 for the compiled method,
 //! 1 for a method inlined into it, ...), so depths grow along every call, inlined or not.
-//! Anchor records (a deep copy taken every 64th period) add the quadruples of whole stacks:
+//! Anchor records (a deep copy of 16 KB, every 16th period) add the quadruples of whole stacks:
 //! the tree's roots are then the threads' real outermost frames.
+//!
+//! A key's hottest caller is the one most anchors saw. A sample's copy shows an edge only when
+//! it covers both frames, so samples favour callers near the top of the stack: where one key
+//! is the bottom of a recursion in one compiled version of its caller and its middle in
+//! another (the same recursion at another depth), the samples ending at that key never show
+//! its real caller and the other version's samples show theirs every time. An anchor counts
+//! every edge of its stack once, so its counts are the contexts' shares of the time. The
+//! samples' counts only decide among callers the anchors saw equally often (or not at all).
 
 use super::callerchain::{ChainStats, ChainTree, Event, Quad};
 use crate::hash::IntMap;
@@ -76,7 +84,7 @@ pub struct ChainCounts {
 /// The quadruples and leaf events of a run, and each sample's outermost key.
 #[derive(Default)]
 pub struct ChainRecorder {
-    edges: IntMap<(Key, Key), u64>,
+    edges: IntMap<(Key, Key), EdgeCount>,
     /// The frame a key shows as a caller (its call site), the first one seen.
     callers: IntMap<Key, Frame>,
     /// Leaf events: the innermost keyed frame of each sample.
@@ -87,6 +95,20 @@ pub struct ChainRecorder {
     /// Per-sample buffers, reused.
     depths: Vec<Option<u64>>,
     keyed: Vec<(usize, Key)>,
+}
+
+/// How often one edge was seen: by every record, and by anchors alone.
+#[derive(Clone, Copy, Debug, Default)]
+struct EdgeCount {
+    records: u64,
+    anchors: u64,
+}
+
+impl EdgeCount {
+    /// The order callers are chosen by: anchors first, then all the records.
+    fn rank(self) -> (u64, u64) {
+        (self.anchors, self.records)
+    }
 }
 
 /// A sample's walk as the resolver named it: where its frames start in the stack, how many
@@ -138,7 +160,9 @@ impl ChainRecorder {
                 self.counts.edges_dropped += 1;
                 continue;
             }
-            *self.edges.entry((caller, callee)).or_default() += 1;
+            let e = self.edges.entry((caller, callee)).or_default();
+            e.records += 1;
+            e.anchors += u64::from(anchor);
             self.callers.entry(caller).or_insert(stack[ci]);
         }
         if anchor {
@@ -154,12 +178,12 @@ impl ChainRecorder {
         let mut q: Vec<Quad> = self
             .edges
             .iter()
-            .map(|(&((a, ad), (b, bd)), &n)| Quad {
+            .map(|(&((a, ad), (b, bd)), n)| Quad {
                 caller: name(a),
                 caller_depth: ad,
                 callee: name(b),
                 callee_depth: bd,
-                count: n,
+                count: n.records,
             })
             .collect();
         q.sort_by(|x, y| {
@@ -191,7 +215,8 @@ impl ChainRecorder {
     }
 
     /// `stack` completed above its outermost keyed frame (`top`): its caller is the key's
-    /// hottest caller (the one with the most samples on the edge into it), that caller's
+    /// hottest caller (the one with the most anchors, then records, on the edge into it; see
+    /// the module's doc), that caller's
     /// hottest caller, and so on to a key with none: the path of edge hotness the paper
     /// distributes events by, without unfolding the tree (whose sharing can multiply nodes
     /// past any bound). `None` when the key has no caller.
@@ -220,10 +245,12 @@ impl ChainRecorder {
         Some(out)
     }
 
-    /// Each callee key's hottest caller (ties: the smaller key, so runs agree).
+    /// Each callee key's hottest caller: the most anchors, then the most records (ties: the
+    /// smaller key, so runs agree).
     fn index_callers(&mut self) {
-        let mut best: IntMap<Key, (u64, Key)> = IntMap::default();
-        for (&(caller, callee), &n) in &self.edges {
+        let mut best: IntMap<Key, ((u64, u64), Key)> = IntMap::default();
+        for (&(caller, callee), n) in &self.edges {
+            let n = n.rank();
             let e = best.entry(callee).or_insert((n, caller));
             if n > e.0 || (n == e.0 && caller < e.1) {
                 *e = (n, caller);

@@ -95,3 +95,66 @@ fn a_key_with_several_callers_takes_the_hottest() {
     let top = r.observe(&[jit(5), jit(3)], walk(0, &[1, 1], &[400, 300]), false);
     assert_eq!(r.complete(&[jit(5), jit(3)], top), Some(vec![jit(5), jit(3), jit(2), jit(1)]));
 }
+
+/// Recorded on Temurin 25 (`Chain`'s recursion, 1 ms): two compiled versions of the caller put
+/// the same recursion at two stack depths, so one key is the bottom of one (its caller `work`)
+/// and the middle of the other (its caller `rec`). Scaled down: `main` (1) at 50; `work` (2)
+/// at 88 calls `rec` (3) at 120, 152, 184 and 216, which calls `leaf` (4) at 248 — most of
+/// the time; briefly `work` at 60 calls it at 88 ... 184, `leaf` at 216. The samples' copies
+/// end before `work`, so the steady version's samples never show the edge into `rec` at 120
+/// (only anchors do), while the brief version's show theirs, through the same key, every time.
+#[test]
+fn a_caller_the_copies_cannot_reach_is_not_outvoted_by_one_they_can() {
+    let (main, work, leaf) = (jit(1), jit(2), jit(4));
+    let rec = |n: usize| vec![jit(3); n];
+    let stack = |top: &[Frame]| [vec![leaf], rec(4), top.to_vec()].concat();
+    let steady_depths = [248, 216, 184, 152, 120, 88, 50];
+    let brief_depths = [216, 184, 152, 120, 88, 60, 50];
+    let ones = [1u16; 7];
+    let mut r = ChainRecorder::default();
+    for _ in 0..4 {
+        r.observe(&stack(&[work, main]), walk(0, &ones, &steady_depths), true);
+    }
+    let steady = stack(&[]);
+    let mut tops = Vec::new();
+    for _ in 0..8 {
+        tops.push(r.observe(&steady, walk(0, &ones[..5], &steady_depths[..5]), false));
+    }
+    r.observe(&stack(&[work, main]), walk(0, &ones, &brief_depths), true);
+    for _ in 0..6 {
+        // The brief version's copies reach one frame further: `rec` at 88 calls `rec` at 120.
+        let brief = stack(&[]);
+        let top = r.observe(&brief, walk(0, &ones[..5], &brief_depths[..5]), false);
+        assert_eq!(top, Some((4, (MethodIdx(3), 88 * SCOPES))));
+    }
+    // All the records together see `rec` at 120 called by `rec` at 88 seven times, by `work`
+    // four: the anchors (whole stacks, one each) see `work` four times to one.
+    let into_120 = |caller: u32, depth: u64| {
+        r.quads(&|m| m.to_string())
+            .iter()
+            .find(|q| {
+                q.caller == caller.to_string() && q.caller_depth == depth * SCOPES && q.callee_depth == 120 * SCOPES
+            })
+            .map_or(0, |q| q.count)
+    };
+    assert_eq!((into_120(3, 88), into_120(2, 88)), (7, 4));
+    let want = stack(&[work, main]);
+    for top in tops {
+        assert_eq!(top, Some((4, (MethodIdx(3), 120 * SCOPES))));
+        assert_eq!(r.complete(&steady, top).as_deref(), Some(&want[..]));
+    }
+}
+
+#[test]
+fn callers_no_anchor_saw_are_chosen_by_all_the_records() {
+    // No anchor into C at 300: the samples see it called by B at 200 twice, by D at 200 once.
+    let mut r = ChainRecorder::default();
+    for _ in 0..2 {
+        r.observe(&[jit(3), jit(2)], walk(0, &[1, 1], &[300, 200]), false);
+    }
+    r.observe(&[jit(3), jit(4)], walk(0, &[1, 1], &[300, 200]), false);
+    // One anchor for an edge elsewhere does not change that.
+    r.observe(&[jit(2), jit(1)], walk(0, &[1, 1], &[200, 100]), true);
+    let top = r.observe(&[jit(5), jit(3)], walk(0, &[1, 1], &[400, 300]), false);
+    assert_eq!(r.complete(&[jit(5), jit(3)], top), Some(vec![jit(5), jit(3), jit(2), jit(1)]));
+}
