@@ -180,13 +180,13 @@ pub fn whole_names(layout: &NameLayout, mem: &impl Peek, wanted: &[(i32, String)
     };
     if let (Some((list, length, threads)), Some(j)) = (layout.java_list, &layout.java_name) {
         let list = mem.word(list).filter(|&l| l != 0);
-        let len = list.and_then(|l| mem.u32(l + length)).map_or(0, |n| (n as usize).min(MAX_LISTED));
-        let array = list.and_then(|l| mem.word(l + threads)).unwrap_or(0);
+        let len = list.and_then(|l| mem.u32(l.wrapping_add(length))).map_or(0, |n| (n as usize).min(MAX_LISTED));
+        let array = list.and_then(|l| mem.word(l.wrapping_add(threads))).unwrap_or(0);
         let mut chunk = [0u8; LIST_CHUNK * 8];
         let mut at = 0;
         while array != 0 && at < len && found.len() < wanted.len() {
             let n = (len - at).min(LIST_CHUNK);
-            if !mem.bytes(array + at as u64 * 8, &mut chunk[..n * 8]) {
+            if !mem.bytes(array.wrapping_add(at as u64 * 8), &mut chunk[..n * 8]) {
                 break;
             }
             for w in chunk[..n * 8].chunks_exact(8) {
@@ -210,11 +210,11 @@ pub fn whole_names(layout: &NameLayout, mem: &impl Peek, wanted: &[(i32, String)
                 let name = if thread == watcher {
                     Some(WATCHER_NAME.to_string())
                 } else {
-                    layout.named_name.and_then(|o| c_string(mem, mem.word(thread + o)?))
+                    layout.named_name.and_then(|o| c_string(mem, mem.word(thread.wrapping_add(o))?))
                 };
                 take(tid, name, &mut found);
             }
-            thread = mem.word(thread + next).unwrap_or(0);
+            thread = mem.word(thread.wrapping_add(next)).unwrap_or(0);
         }
     }
     found
@@ -246,7 +246,7 @@ fn c_string(mem: &impl Peek, addr: u64) -> Option<String> {
     let len = match buf[..first].iter().position(|&b| b == 0) {
         Some(n) => n,
         None => {
-            if !mem.bytes(addr + first as u64, &mut buf[first..]) {
+            if !mem.bytes(addr.wrapping_add(first as u64), &mut buf[first..]) {
                 return None;
             }
             buf.iter().position(|&b| b == 0)?
