@@ -76,17 +76,27 @@ fn short_lived_threads_leak_no_descriptors() {
 }
 
 /// Threads JVMTI does not list are found in /proc, whose names the kernel cuts at 15 bytes
-/// (`C2 CompilerThre`); the recording and the report name them as the VM does (`Thread.print`).
+/// (`C2 CompilerThre`); the recording and the report name them as the VM does, read from the
+/// VM's structures: no thread dump, so no safepoint for them in `-Xlog:safepoint` (a
+/// `Thread.print` is three: PrintThreads, PrintJNI, FindDeadlocks).
 #[test]
 fn vm_threads_are_named_in_full() {
     for jdk in jdks() {
         let dir = scratch(&format!("vm-names-{}", jdk.name));
         let jfr = dir.join("p.jfr");
         let opts = format!("interval=1ms,file={},quiet", jfr.display());
+        let log = dir.join("safepoints.log");
+        let xlog = format!("-Xlog:safepoint:file={}", log.display());
         // Two threads each spin 0.3 s of their CPU time: the JIT compiles, so compiler threads
         // run (and a JVM always has one from its start).
-        let run = run_java(&jdk, Some(&opts), &[], "Threads", &["busy", "2", "0.3"]);
+        let run = run_java(&jdk, Some(&opts), &[&xlog], "Threads", &["busy", "2", "0.3"]);
         run.assert_ok("Threads busy");
+        let safepoints = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        let dumps: Vec<&str> = safepoints
+            .lines()
+            .filter(|l| ["\"PrintThreads\"", "\"PrintJNI\"", "\"FindDeadlocks\""].iter().any(|op| l.contains(op)))
+            .collect();
+        assert!(dumps.is_empty(), "{}: safepoints of a thread dump {dumps:#?}", jdk.name);
         let rec = hpm_profile::jfr::read_recording(&jfr).unwrap_or_else(|e| panic!("{}: {e}", jdk.name)).recording;
         let names: Vec<&str> = rec.threads.iter().map(|t| t.name.as_str()).collect();
         assert!(

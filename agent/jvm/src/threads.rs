@@ -20,6 +20,7 @@ use crate::perf::{PerfError, PerfSpec, ThreadEvents};
 use crate::sink::SignalCtx;
 
 pub mod full_names;
+mod hotspot_names;
 mod slot;
 pub use slot::{Caller, Entered, Posted, Refused, Slot, WallRequest, WALL_RESEND_VISITS};
 

@@ -278,6 +278,13 @@ pub fn libjvm_file() -> Option<String> {
     libjvm_loaded().map(|(p, _)| p)
 }
 
+/// Where a libjvm symbol (from its symbol table: a static VMStructs does not export) is in
+/// memory. Maps the library's file: off the signal path, once per symbol.
+pub fn libjvm_symbol(name: &str) -> Option<u64> {
+    let (path, base) = libjvm_loaded()?;
+    hpm_resolve::symbols::symbol_address(std::path::Path::new(&path), name).map(|v| base + v)
+}
+
 /// Direct reads, for the two readers that prove every address mapped before they read: the
 /// walker (the thread's stack and the code cache's committed ranges: see
 /// `hpm_capture::hotspot::Memory`) and `javaheap::capture` (the VM's permanent structures and

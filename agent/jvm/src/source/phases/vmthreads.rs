@@ -140,6 +140,8 @@ impl VmThreads {
         self.tids.sort_unstable();
         let listed = |tid: &i32| self.tids.binary_search(tid).is_ok();
         self.threads.retain(|t| listed(&t.tid));
+        // The threads followed before this scan; those after are new.
+        let known = self.threads.len();
         self.others.retain(|tid, _| listed(tid));
         for &tid in &self.tids {
             if self.others.contains_key(&tid) || self.threads.iter().any(|t| t.tid == tid) {
@@ -167,6 +169,18 @@ impl VmThreads {
                 group,
                 last: None,
             });
+        }
+        // The kernel cuts names at 15 bytes: those of the threads just followed that may be
+        // cut are named whole from the VM's structures, as the profile's threads are.
+        let cut: Vec<(i32, String)> = self.threads[known..]
+            .iter()
+            .filter(|t| hpm_resolve::thread_dump::may_be_cut(&t.name))
+            .map(|t| (t.tid, t.name.clone()))
+            .collect();
+        for (tid, name) in crate::threads::full_names::from_vm_structures(&cut) {
+            if let Some(t) = self.threads[known..].iter_mut().find(|t| t.tid == tid) {
+                t.name = name;
+            }
         }
     }
 }
