@@ -42,6 +42,10 @@ use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_L
 use crate::capture::{CallFrame, RawKey, SlotKind};
 use crate::native::{NativeStop, NativeTables};
 
+#[path = "hotspot_cont.rs"]
+mod cont;
+pub use cont::{ContLayout, ContView};
+
 /// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
 /// constants, by `Type::_field` / type name / constant name.
 #[derive(Clone, Debug, Default)]
@@ -354,6 +358,9 @@ pub struct ThreadView {
     pub anchor_sp: u64,
     pub anchor_pc: u64,
     pub anchor_fp: u64,
+    /// The mounted continuation, if any (a virtual thread's): its frozen frames are walked
+    /// across the return barrier.
+    pub cont: ContView,
 }
 
 /// The registers the signal interrupted.
@@ -753,6 +760,18 @@ impl<M: Memory> Walker<'_, M> {
         let mut hop_used = false;
         let bound = 4 * out.frames.len() + 64;
         for _ in 0..bound {
+            if exact {
+                // A return into a continuation's barrier: its frozen frames, then its entry.
+                match self.cross_barrier(pc, sp, out, &word) {
+                    Some(Ok(next)) => {
+                        (pc, sp, fp) = next;
+                        found_java = true;
+                        continue;
+                    }
+                    Some(Err(stop)) => return stop,
+                    None => {}
+                }
+            }
             if self.code.in_interpreter(pc) {
                 // fp is the interpreter frame's: Method*, bcp and the sender's sp in fixed
                 // slots, the return address and the caller's fp above it. The sender's sp is
