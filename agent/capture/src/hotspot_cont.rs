@@ -7,13 +7,13 @@
 //! in the continuation's `tail` stack chunk, laid out as on a stack. This module recognises
 //! the barrier by where the bottom thawed frame ends (the entry's `bottom_sender_sp`, where
 //! no other frame can end: the entry frame's own return pc is the only other one there),
-//! walks the chunk's compiled frames, then resumes the walk at the entry frame, so the
-//! virtual thread's frames reach `VirtualThread.run` and the carrier's follow.
+//! walks the chunk's frames (compiled, and interpreted ones whose metadata freeze stored
+//! relative to their fp), then resumes the walk at the entry frame, so the virtual thread's
+//! frames reach `VirtualThread.run` and the carrier's follow.
 //!
 //! Heap memory is read only after the address was proven inside a committed part of the heap
-//! ([`ContView::heap`]); every loop is bounded. Interpreted frames in a chunk (their metadata
-//! is stored relative to their fp) end the chunk's walk: the frames found stay, the walk goes
-//! on at the entry.
+//! ([`ContView::heap`]); every loop is bounded. What cannot be read or proven ends the chunk's
+//! walk: the frames found stay, the walk goes on at the entry.
 
 use super::{FrameSink, Memory, RawFrame, Stop, Walker};
 
@@ -104,18 +104,13 @@ impl<M: Memory> Walker<'_, M> {
         Some(Ok((c.return_pc, c.entry, c.entry + ENTRY_SIZE)))
     }
 
-    /// Pushes the compiled frames of the continuation's chunks, top first; Err when the sink
-    /// filled. Stops quietly at anything it cannot read.
+    /// Pushes the frames of the continuation's chunks, top first; Err when the sink filled.
+    /// Stops quietly at anything it cannot read or prove.
     fn walk_chunks(&self, c: &ContView, cont: u64, out: &mut FrameSink) -> Result<(), Stop> {
         let Some(heap) = c.heap else { return Ok(()) };
         let l = &c.layout;
-        // One committed range at a time: a chunk and its frames lie in one region or space.
-        let hword = |range: (u64, u64), a: u64| -> Option<u64> {
-            (a >= range.0 && a.is_multiple_of(4) && a.checked_add(8)? <= range.1).then(|| self.mem.word(a))
-        };
         let oop_field = |obj: u64, off: u64| -> Option<u64> {
-            let range = heap(obj)?;
-            let v = hword(range, obj + off)?;
+            let v = heap_word(self.mem, heap(obj)?, obj.checked_add(off)?)?;
             let o = match l.narrow {
                 Some((base, shift)) => base.wrapping_add(u64::from(v as u32) << shift),
                 None => v,
@@ -125,42 +120,105 @@ impl<M: Memory> Walker<'_, M> {
         let mut chunk = oop_field(cont, l.cont_tail);
         for _ in 0..MAX_CHUNKS {
             let Some(ch) = chunk else { return Ok(()) };
-            let Some(range) = heap(ch) else { return Ok(()) };
-            let int = |off: u64| hword(range, ch + off).map(|w| i64::from(w as u32 as i32));
-            let (Some(size), Some(sp), Some(bottom)) = (int(l.chunk_size), int(l.chunk_sp), int(l.chunk_bottom)) else {
+            if !self.walk_chunk(l, heap, ch, out)? {
                 return Ok(());
-            };
-            if !(0..=MAX_CHUNK_WORDS).contains(&size) || sp < 1 || sp > bottom || bottom > size {
-                return Ok(());
-            }
-            let stack = ch + l.chunk_stack;
-            let end = stack + bottom as u64 * 8;
-            if end > range.1 {
-                return Ok(());
-            }
-            if sp < bottom {
-                // The top frame's pc is the chunk's (`StackChunk.pc`, injected by the VM).
-                let mut fsp = stack + sp as u64 * 8;
-                let Some(mut pc) = hword(range, ch + l.chunk_pc) else { return Ok(()) };
-                for _ in 0..out.frames.len() {
-                    if fsp >= end {
-                        break;
-                    }
-                    let Some(b) = self.blob(pc).filter(|b| b.frame_words > 0) else { return Ok(()) };
-                    if !out.push_at(RawFrame::Compiled { pc, method: b.method, interrupted: false }, fsp) {
-                        return Err(Stop::Full);
-                    }
-                    out.set_addr(out.len - 2, 0);
-                    fsp += b.frame_words * 8;
-                    let Some(ret) = hword(range, fsp - 8) else { return Ok(()) };
-                    pc = ret;
-                }
-                if fsp != end {
-                    return Ok(());
-                }
             }
             chunk = oop_field(ch, l.chunk_parent);
         }
         Ok(())
     }
+
+    /// Pushes one chunk's frames, top first, as HotSpot's `StackChunkFrameStream` walks them
+    /// (`stackChunkFrameStream_x86.inline.hpp`): a frame's pc is the word below its sp, the
+    /// word below that its fp, relative to its own slot (in words) when the frame is
+    /// interpreted. A compiled frame ends `frame_words` above its unextended sp; an
+    /// interpreted one at fp + 2, its caller's unextended sp and its locals stored relative to
+    /// fp (freeze's `relativize_interpreted_frame_metadata`). Ok(true): the chunk's bottom was
+    /// reached (its parent holds the callers).
+    fn walk_chunk(&self, l: &ContLayout, heap: HeapRange, ch: u64, out: &mut FrameSink) -> Result<bool, Stop> {
+        let Some(range) = heap(ch) else { return Ok(false) };
+        let int = |off: u64| heap_word(self.mem, range, ch.checked_add(off)?).map(|w| i64::from(w as u32 as i32));
+        let (Some(size), Some(sp), Some(bottom)) = (int(l.chunk_size), int(l.chunk_sp), int(l.chunk_bottom)) else {
+            return Ok(false);
+        };
+        if !(0..=MAX_CHUNK_WORDS).contains(&size) || sp < 0 || sp > bottom || bottom > size {
+            return Ok(false);
+        }
+        let Some(stack) = ch.checked_add(l.chunk_stack) else { return Ok(false) };
+        let end = stack + bottom as u64 * 8;
+        if end > range.1 {
+            return Ok(false);
+        }
+        if sp == bottom {
+            return Ok(true); // empty: thawed whole, its callers in the parent
+        }
+        // A word of this chunk's stack.
+        let cw = |a: u64| (a >= stack && a < end).then(|| heap_word(self.mem, range, a)).flatten();
+        // A word read as a relative address: `base` plus that many words.
+        let rel = |base: u64, a: u64| cw(a).map(|w| base.wrapping_add((w as i64).wrapping_mul(8) as u64));
+        let slot = |fp: u64, off: i64| fp.wrapping_add(off.wrapping_mul(8) as u64);
+        let locals_off = self.layout.interp_bcp + 1; // locals sit just above the bcp (frame_x86.hpp)
+        let mut sp = stack + sp as u64 * 8;
+        // The top frame's pc is the chunk's (`StackChunk.pc`, injected by the VM).
+        let Some(mut pc) = heap_word(self.mem, range, ch.checked_add(l.chunk_pc).unwrap_or(0)) else {
+            return Ok(false);
+        };
+        let mut unextended = sp;
+        for _ in 0..out.frames.len() {
+            if sp >= end {
+                return Ok(true);
+            }
+            let slot_at = out.len;
+            let next = if self.code.in_interpreter(pc) {
+                let Some(fp) = rel(sp - 16, sp - 16).filter(|&fp| fp >= sp.saturating_sub(16) && fp < end) else {
+                    return Ok(false);
+                };
+                let (Some(method), Some(bcp), Some(locals)) = (
+                    cw(slot(fp, self.layout.interp_method)),
+                    cw(slot(fp, self.layout.interp_bcp)),
+                    rel(fp, slot(fp, locals_off)),
+                ) else {
+                    return Ok(false);
+                };
+                if method == 0 {
+                    return Ok(false);
+                }
+                if !out.push(RawFrame::Interpreted { method, bcp }) {
+                    return Err(Stop::Full);
+                }
+                out.set_addr(slot_at, 0); // not on the thread's stack: no depth
+                if locals.wrapping_add(8) >= end {
+                    return Ok(true); // the chunk's bottom frame
+                }
+                let Some(sender) = rel(fp, slot(fp, self.layout.interp_sender_sp)) else { return Ok(false) };
+                unextended = sender;
+                fp + 16
+            } else {
+                let Some(b) = self.blob(pc).filter(|b| b.frame_words > 0) else { return Ok(false) };
+                if !out.push(RawFrame::Compiled { pc, method: b.method, interrupted: false }) {
+                    return Err(Stop::Full);
+                }
+                out.set_addr(slot_at, 0);
+                let next = unextended.wrapping_add(b.frame_words * 8);
+                if next >= end.saturating_sub(16) {
+                    return Ok(true);
+                }
+                unextended = next;
+                next
+            };
+            if next <= sp {
+                return Ok(false);
+            }
+            sp = next;
+            let Some(ret) = cw(sp - 8) else { return Ok(false) };
+            pc = ret;
+        }
+        Ok(false)
+    }
+}
+
+/// A word of the heap, when it lies in the committed range `range` (a chunk and its frames lie
+/// in one G1 region or one space).
+fn heap_word(mem: &impl Memory, range: (u64, u64), a: u64) -> Option<u64> {
+    (a >= range.0 && a.is_multiple_of(4) && a.checked_add(8)? <= range.1).then(|| mem.word(a))
 }
