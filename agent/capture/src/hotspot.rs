@@ -44,7 +44,7 @@ use crate::native::{NativeStop, NativeTables};
 
 #[path = "hotspot_cont.rs"]
 mod cont;
-pub use cont::{ContLayout, ContView};
+pub use cont::{mounted_vthread, ContLayout, ContView, HeapRange};
 
 /// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
 /// constants, by `Type::_field` / type name / constant name.

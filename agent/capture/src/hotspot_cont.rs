@@ -38,6 +38,12 @@ pub struct ContLayout {
     pub chunk_stack: u64,
     /// Oop fields are 32-bit `base + (v << shift)` (None: full pointers).
     pub narrow: Option<(u64, u32)>,
+    /// `JavaThread::_vthread` and `_threadObj` (OopHandles: the address of an oop slot), and
+    /// `java.lang.Thread.tid`'s offset in a Thread object: the mounted virtual thread's id
+    /// ([`mounted_vthread`]); 0 where unknown.
+    pub thread_vthread: u64,
+    pub thread_obj: u64,
+    pub thread_tid: u64,
 }
 
 /// `ContinuationEntry`'s fields on x86-64 (product builds: the empty platform part padded to
@@ -50,6 +56,33 @@ const ENTRY_SIZE: u64 = 64;
 const MAX_CHUNKS: usize = 4;
 /// A chunk holds at most this many words (HotSpot's chunks are far smaller).
 const MAX_CHUNK_WORDS: i64 = 1 << 20;
+
+/// The `java.lang.Thread` id of the virtual thread `thread` (a `JavaThread*`) has mounted, 0
+/// when none is or anything is unproven: a continuation is mounted (`_cont_entry`), the
+/// thread's `_vthread` oop is not its own `_threadObj` (a platform thread running a bare
+/// continuation has them equal, as a carrier has between its virtual threads), and the id is
+/// read from that oop only inside a committed heap range. `mem` reads the thread and its two
+/// OopHandles' slots directly: the caller's own, live, thread. Signal-safe: no allocation.
+pub fn mounted_vthread(mem: &impl Memory, l: &ContLayout, thread: u64, heap: HeapRange) -> u64 {
+    (|| {
+        if thread == 0 || l.thread_vthread == 0 || l.thread_obj == 0 || l.thread_tid == 0 {
+            return None;
+        }
+        if mem.word(thread.checked_add(l.thread_cont_entry)?) == 0 {
+            return None;
+        }
+        let oop = |off: u64| -> Option<u64> {
+            let handle = mem.word(thread.checked_add(off)?);
+            (handle != 0 && handle.is_multiple_of(8)).then(|| mem.word(handle)).filter(|&o| o != 0)
+        };
+        let vthread = oop(l.thread_vthread)?;
+        if Some(vthread) == oop(l.thread_obj) {
+            return None;
+        }
+        heap_word(mem, heap(vthread)?, vthread.checked_add(l.thread_tid)?)
+    })()
+    .unwrap_or(0)
+}
 
 /// The committed heap range `[low, high)` holding an address, if it is in one.
 pub type HeapRange = fn(u64) -> Option<(u64, u64)>;

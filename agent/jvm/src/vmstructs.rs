@@ -170,59 +170,65 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
     if layout.is_ok() {
         // Made here, before any handler walks: the handler only reads it.
         BLOB_CACHE.get_or_init(BlobCache::default);
-        cont_layout();
     }
     layout
 }
 
-/// Where the VM keeps virtual threads' continuations, read once (with the walker's layout,
-/// after the VM initialised its classes): None where this JVM has none (JDK 17) or a symbol
-/// or the heap's layout is missing, and then continuations are not crossed.
-fn cont_layout() -> Option<&'static ContLayout> {
-    if let Some(c) = CONT.get() {
-        return Some(c);
-    }
-    // Not before the heap exists and the VM computed its classes' field offsets (a walker's
-    // layout is asked for from load on): until then asked again.
-    heap_layout().ok()?;
-    let c = (|| {
-        let t = table().ok()?;
-        let thread_cont_entry = *t.fields.get("JavaThread::_cont_entry")?;
-        let (path, base) = libjvm_loaded()?;
-        let path = std::path::Path::new(&path);
-        let sym = |name: &str| hpm_resolve::symbols::symbol_address(path, name).map(|v| v + base);
-        let int = |name: &str| -> Option<u64> {
-            let v = vm_word(sym(name)?) as u32 as i32;
-            (v > 0).then_some(v as u64)
-        };
-        let narrow = if flag("UseCompressedOops").unwrap_or(0) != 0 {
-            let b = vm_word(*t.statics.get("CompressedOops::_base")?);
-            let s = vm_word(*t.statics.get("CompressedOops::_shift")?) as u32;
-            Some((b, s))
-        } else {
-            None
-        };
-        Some(ContLayout {
-            thread_cont_entry,
-            return_pc_addr: sym("_ZN17ContinuationEntry10_return_pcE")?,
-            cont_tail: int("_ZN28jdk_internal_vm_Continuation12_tail_offsetE")?,
-            chunk_parent: int("_ZN26jdk_internal_vm_StackChunk14_parent_offsetE")?,
-            chunk_size: int("_ZN26jdk_internal_vm_StackChunk12_size_offsetE")?,
-            chunk_sp: int("_ZN26jdk_internal_vm_StackChunk10_sp_offsetE")?,
-            chunk_bottom: int("_ZN26jdk_internal_vm_StackChunk14_bottom_offsetE")?,
-            chunk_pc: int("_ZN26jdk_internal_vm_StackChunk10_pc_offsetE")?,
-            chunk_stack: int("_ZN23InstanceStackChunkKlass16_offset_of_stackE")?,
-            narrow,
-        })
-    })()?;
-    Some(CONT.get_or_init(|| c))
+/// Where the VM keeps virtual threads' continuations, read once, at VMInit (or when the agent
+/// loads into a running VM): the heap exists and the VM computed its classes' field offsets by
+/// then. Not made where this JVM has none (JDK 17) or a symbol or the heap's layout is missing;
+/// then continuations are not crossed and samples carry no virtual thread. Each try maps
+/// libjvm for its symbols: hence once, not with each code load.
+pub fn prepare_continuations() {
+    static TRIED: std::sync::Once = std::sync::Once::new();
+    TRIED.call_once(|| {
+        if let Some(c) = cont_layout() {
+            let _ = CONT.set(c);
+        }
+    });
 }
 
-/// [`cont_layout`] once made (the handler reads it, never makes it).
+fn cont_layout() -> Option<ContLayout> {
+    heap_layout().ok()?;
+    let t = table().ok()?;
+    let thread_cont_entry = *t.fields.get("JavaThread::_cont_entry")?;
+    let (path, base) = libjvm_loaded()?;
+    let path = std::path::Path::new(&path);
+    let sym = |name: &str| hpm_resolve::symbols::symbol_address(path, name).map(|v| v + base);
+    let int = |name: &str| -> Option<u64> {
+        let v = vm_word(sym(name)?) as u32 as i32;
+        (v > 0).then_some(v as u64)
+    };
+    let narrow = if flag("UseCompressedOops").unwrap_or(0) != 0 {
+        let b = vm_word(*t.statics.get("CompressedOops::_base")?);
+        let s = vm_word(*t.statics.get("CompressedOops::_shift")?) as u32;
+        Some((b, s))
+    } else {
+        None
+    };
+    Some(ContLayout {
+        thread_cont_entry,
+        return_pc_addr: sym("_ZN17ContinuationEntry10_return_pcE")?,
+        cont_tail: int("_ZN28jdk_internal_vm_Continuation12_tail_offsetE")?,
+        chunk_parent: int("_ZN26jdk_internal_vm_StackChunk14_parent_offsetE")?,
+        chunk_size: int("_ZN26jdk_internal_vm_StackChunk12_size_offsetE")?,
+        chunk_sp: int("_ZN26jdk_internal_vm_StackChunk10_sp_offsetE")?,
+        chunk_bottom: int("_ZN26jdk_internal_vm_StackChunk14_bottom_offsetE")?,
+        chunk_pc: int("_ZN26jdk_internal_vm_StackChunk10_pc_offsetE")?,
+        chunk_stack: int("_ZN23InstanceStackChunkKlass16_offset_of_stackE")?,
+        narrow,
+        // The virtual thread's id: without these, samples name no virtual thread.
+        thread_vthread: t.fields.get("JavaThread::_vthread").copied().unwrap_or(0),
+        thread_obj: t.fields.get("JavaThread::_threadObj").copied().unwrap_or(0),
+        thread_tid: int("_ZN16java_lang_Thread11_tid_offsetE").unwrap_or(0),
+    })
+}
+
+/// [`prepare_continuations`]' layout (the handler reads it, never makes it).
 static CONT: OnceLock<ContLayout> = OnceLock::new();
 
 /// The committed heap range holding `a` (for the walk of a continuation's chunk).
-/// Async-signal-safe once [`cont_layout`] is made (the heap's layout is then made too).
+/// Async-signal-safe once [`CONT`] is made (the heap's layout is then made too).
 fn heap_committed(a: u64) -> Option<(u64, u64)> {
     let h = heap_layout().ok()?;
     // SAFETY: `committed` reads only the VM's region table, its region objects and the
@@ -461,6 +467,17 @@ pub fn walk_here(
     let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
+}
+
+/// The `java.lang.Thread` id of the virtual thread mounted on `thread` (the calling thread's
+/// proven `JavaThread*`), 0 for none or unknown (`hpm_capture::hotspot::mounted_vthread`).
+/// Async-signal-safe.
+pub fn mounted_vthread(thread: u64) -> u64 {
+    let Some(c) = CONT.get() else { return 0 };
+    // SAFETY: reads the calling thread's own JavaThread and the slots of its two live
+    // OopHandles (mapped while the thread lives), then the heap only inside committed ranges.
+    let mem = unsafe { Direct::new() };
+    hpm_capture::hotspot::mounted_vthread(&mem, c, thread, heap_committed)
 }
 
 /// `sampler=chain`: walks the frames a sample's stack copy holds

@@ -30,6 +30,9 @@ fn cont_layout(narrow: Option<(u64, u32)>) -> ContLayout {
         chunk_pc: 0x20,
         chunk_stack: STACK_OFF,
         narrow,
+        thread_vthread: 0,
+        thread_obj: 0,
+        thread_tid: 0,
     }
 }
 
@@ -222,4 +225,44 @@ fn a_full_sink_in_a_chunk_stops_the_walk() {
     // The leaf takes 2 slots, the chunk's compiled frame 2 more.
     let (frames, stop) = s.f.walk(s.regs, 3);
     assert_eq!((frames, stop), (vec![s.leaf], Stop::Full));
+}
+
+#[test]
+fn the_mounted_virtual_threads_id() {
+    let mut f = Fake::new();
+    // A JavaThread, its two OopHandles' slots, and the Thread objects in the heap.
+    let thread = STACK_LO + 0x3000;
+    let l = ContLayout { thread_vthread: 0x40, thread_obj: 0x38, thread_tid: 0x18, ..cont_layout(None) };
+    let (vt, carrier) = (JHEAP_LO + 0x1000, JHEAP_LO + 0x1100);
+    let (vt_slot, carrier_slot) = (thread + 0x100, thread + 0x108);
+    f.put(thread + l.thread_cont_entry, ENTRY);
+    f.put(thread + 0x40, vt_slot);
+    f.put(thread + 0x38, carrier_slot);
+    f.put(vt_slot, vt);
+    f.put(carrier_slot, carrier);
+    f.put(vt + 0x18, 4242);
+    f.put(carrier + 0x18, 17);
+    let id = |f: &Fake, l: &ContLayout| mounted_vthread(&f.mem, l, thread, committed);
+    assert_eq!(id(&f, &l), 4242);
+    // Between virtual threads the carrier is its own `_vthread`: none.
+    f.put(vt_slot, carrier);
+    assert_eq!(id(&f, &l), 0);
+    // A virtual thread object outside the committed heap: not read.
+    f.put(vt_slot, FAR);
+    assert_eq!(id(&f, &l), 0);
+    f.put(vt_slot, vt);
+    // No continuation mounted, a null handle, offsets unknown: none.
+    f.put(thread + l.thread_cont_entry, 0);
+    assert_eq!(id(&f, &l), 0);
+    f.put(thread + l.thread_cont_entry, ENTRY);
+    f.put(thread + 0x40, 0);
+    assert_eq!(id(&f, &l), 0);
+    f.put(thread + 0x40, vt_slot);
+    for unknown in
+        [ContLayout { thread_tid: 0, ..l }, ContLayout { thread_vthread: 0, ..l }, ContLayout { thread_obj: 0, ..l }]
+    {
+        assert_eq!(id(&f, &unknown), 0);
+    }
+    assert_eq!(id(&f, &l), 4242);
+    assert_eq!(f.mem.violations.borrow().clone(), vec![], "reads outside the thread and the committed heap");
 }
