@@ -6,7 +6,10 @@
 
 use super::*;
 use crate::blob_cache::WalkMemo;
+use crate::capture::{CallFrame, RawKey, SlotKind};
+use crate::native::NativeStop;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 // The fake address space.
 const STACK_LO: u64 = 0x7fff_0000_0000;
