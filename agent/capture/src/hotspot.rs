@@ -317,6 +317,18 @@ impl<M: Memory> Walker<'_, M> {
                     exact = true;
                     continue;
                 }
+                // In the continuation stubs (thaw, the return barrier): the mounted
+                // continuation's frames are in its chunk, its entry on the stack.
+                match self.in_cont_stubs(b.start, out, &word) {
+                    Some(Ok(next)) => {
+                        (pc, sp, fp) = next;
+                        found_java = true;
+                        exact = true;
+                        continue;
+                    }
+                    Some(Err(stop)) => return stop,
+                    None => {}
+                }
                 // A stub without a frame size: frameless (the return address at sp), or on rbp.
                 let Some((p, s, f)) = self.unwind_stub(sp, fp, !exact, &word) else { return Stop::Lost };
                 (pc, sp, fp) = (p, s, f);

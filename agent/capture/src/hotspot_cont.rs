@@ -26,6 +26,9 @@ pub struct ContLayout {
     /// Address of the static `ContinuationEntry::_return_pc` (set when `enterSpecial` is
     /// generated, so read at each walk).
     pub return_pc_addr: u64,
+    /// Address of the static `StubRoutines::_cont_returnBarrier` (0: unknown): the return
+    /// barrier, in the blob of the continuation stubs (thaw, the barrier, preemption).
+    pub barrier_addr: u64,
     /// Fields of `jdk.internal.vm.Continuation` and `jdk.internal.vm.StackChunk`.
     pub cont_tail: u64,
     pub chunk_parent: u64,
@@ -95,6 +98,8 @@ pub struct ContView {
     pub entry: u64,
     /// `ContinuationEntry::_return_pc`: where `enterSpecial`'s callee returns.
     pub return_pc: u64,
+    /// `StubRoutines::_cont_returnBarrier` (0: unknown).
+    pub barrier: u64,
     /// The committed heap range holding an address, `[low, high)`; None: no heap is read.
     pub heap: Option<HeapRange>,
 }
@@ -102,8 +107,8 @@ pub struct ContView {
 impl PartialEq for ContView {
     /// The same continuation seen the same way (the heap reader is not compared).
     fn eq(&self, o: &ContView) -> bool {
-        (self.layout, self.entry, self.return_pc, self.heap.is_some())
-            == (o.layout, o.entry, o.return_pc, o.heap.is_some())
+        (self.layout, self.entry, self.return_pc, self.barrier, self.heap.is_some())
+            == (o.layout, o.entry, o.return_pc, o.barrier, o.heap.is_some())
     }
 }
 
@@ -129,6 +134,27 @@ impl<M: Memory> Walker<'_, M> {
         let extension = if argsize > 0 { u64::from(argsize as u32) } else { 0 };
         let bottom_sender_sp = c.entry.checked_sub(extension * 8)? & !15;
         if sp != bottom_sender_sp {
+            return None;
+        }
+        if let Err(stop) = self.walk_chunks(c, word(c.entry + ENTRY_CONT)?, out) {
+            return Some(Err(stop));
+        }
+        Some(Ok((c.return_pc, c.entry, c.entry + ENTRY_SIZE)))
+    }
+
+    /// In the blob starting at `blob_start`, a stub without a frame: when it is the blob of the
+    /// continuation stubs (interrupted in thaw or the return barrier, or their native callees
+    /// returning there), the mounted continuation's frames are all in its chunks (those thaw
+    /// already copied back but did not yet jump to are missed: a short window), so they are
+    /// pushed and the walk goes on at the entry frame, as [`Walker::cross_barrier`] does.
+    pub(super) fn in_cont_stubs(
+        &self,
+        blob_start: u64,
+        out: &mut FrameSink,
+        word: &impl Fn(u64) -> Option<u64>,
+    ) -> Option<Result<(u64, u64, u64), Stop>> {
+        let c = &self.thread.cont;
+        if c.entry == 0 || c.return_pc == 0 || c.barrier == 0 || self.blob(c.barrier)?.start != blob_start {
             return None;
         }
         if let Err(stop) = self.walk_chunks(c, word(c.entry + ENTRY_CONT)?, out) {

@@ -209,6 +209,7 @@ fn cont_layout() -> Option<ContLayout> {
     Some(ContLayout {
         thread_cont_entry,
         return_pc_addr: sym("_ZN17ContinuationEntry10_return_pcE")?,
+        barrier_addr: sym("_ZN12StubRoutines19_cont_returnBarrierE").unwrap_or(0),
         cont_tail: int("_ZN28jdk_internal_vm_Continuation12_tail_offsetE")?,
         chunk_parent: int("_ZN26jdk_internal_vm_StackChunk14_parent_offsetE")?,
         chunk_size: int("_ZN26jdk_internal_vm_StackChunk12_size_offsetE")?,
@@ -456,6 +457,7 @@ pub fn walk_here(
                 layout: *c,
                 entry: vm_word(thread + c.thread_cont_entry),
                 return_pc: vm_word(c.return_pc_addr),
+                barrier: vm_word(c.barrier_addr),
                 heap: Some(heap_committed),
             };
         }

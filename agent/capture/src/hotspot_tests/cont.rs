@@ -22,6 +22,7 @@ fn cont_layout(narrow: Option<(u64, u32)>) -> ContLayout {
     ContLayout {
         thread_cont_entry: 0x600,
         return_pc_addr: 0,
+        barrier_addr: 0,
         cont_tail: 0x10,
         chunk_parent: 0x28,
         chunk_size: 0x10,
@@ -52,6 +53,8 @@ fn w(ch: u64, i: u64) -> u64 {
 struct Scene {
     f: Fake,
     regs: Regs,
+    /// The continuation stubs' blob, holding the barrier.
+    stubs: u64,
     leaf: RawFrame,
     enter_special: RawFrame,
 }
@@ -75,11 +78,18 @@ impl Scene {
         let carrier_sp = ENTRY + 10 * 8;
         f.compiled_frame(ENTRY, 10, INTERP_RET, carrier_sp + INTERP_FP);
         f.interp_bottom(carrier_sp);
-        f.thread.cont = ContView { layout: cont_layout(None), entry: ENTRY, return_pc, heap: Some(committed) };
+        f.thread.cont = ContView {
+            layout: cont_layout(None),
+            entry: ENTRY,
+            return_pc,
+            barrier: barrier + 0x10,
+            heap: Some(committed),
+        };
         f.put(CONT + 0x10, TAIL);
         Scene {
             f,
             regs: regs(leaf + BODY, leaf_sp, 0),
+            stubs: barrier,
             leaf: compiled(leaf + BODY, M_A, true),
             enter_special: compiled(return_pc, M_ES, false),
         }
@@ -265,4 +275,23 @@ fn the_mounted_virtual_threads_id() {
     }
     assert_eq!(id(&f, &l), 4242);
     assert_eq!(f.mem.violations.borrow().clone(), vec![], "reads outside the thread and the committed heap");
+}
+
+#[test]
+fn interrupted_in_the_continuation_stubs() {
+    // In thaw's stub (the blob holding the barrier), its frame somewhere below the entry: the
+    // chunk's frames, then the entry frame.
+    let mut s = Scene::new(0);
+    let c = s.compiled_chunk(TAIL, M_C, 0);
+    let sp = ENTRY - 0x40;
+    let at = |pc| s.f.walk(regs(pc, sp, 0x1234), 64);
+    assert_eq!(at(s.stubs + 0x80), (vec![c, s.enter_special, bottom()], Stop::Bottom));
+    // Another frameless stub is no continuation stub; nor is any without a barrier known.
+    let other = s.f.blob(KIND_STUB, 0, 0, 0);
+    s.f.put(sp, INTERP_RET);
+    let (frames, _) = s.f.walk(regs(other + 0x20, sp, 0x1234), 64);
+    assert!(!frames.contains(&c), "{frames:?}");
+    s.f.thread.cont.barrier = 0;
+    let (frames, _) = s.f.walk(regs(s.stubs + 0x80, sp, 0x1234), 64);
+    assert!(!frames.contains(&c), "{frames:?}");
 }
