@@ -184,10 +184,13 @@ impl<M: Memory> Walker<'_, M> {
             hop_used: false,
         };
         let bound = 4 * out.frames.len() + 64;
+        // The innermost mounted continuation's entry the walk has not passed yet.
+        let mut entry = t.cont.entry;
         for _ in 0..bound {
+            entry = self.entry_under(entry, sp, &word);
             if exact {
                 // A return into a continuation's barrier: its frozen frames, then its entry.
-                match self.cross_barrier(pc, sp, out, &word) {
+                match self.cross_barrier(entry, pc, sp, out, &word) {
                     Some(Ok(next)) => {
                         (pc, sp, fp) = next;
                         found_java = true;
@@ -319,7 +322,7 @@ impl<M: Memory> Walker<'_, M> {
                 }
                 // In the continuation stubs (thaw, the return barrier): the mounted
                 // continuation's frames are in its chunk, its entry on the stack.
-                match self.in_cont_stubs(b.start, out, &word) {
+                match self.in_cont_stubs(entry, b.start, out, &word) {
                     Some(Ok(next)) => {
                         (pc, sp, fp) = next;
                         found_java = true;

@@ -51,10 +51,13 @@ pub struct ContLayout {
 
 /// `ContinuationEntry`'s fields on x86-64 (product builds: the empty platform part padded to
 /// a word; `continuationEntry.hpp`).
+const ENTRY_PARENT: u64 = 8;
 const ENTRY_CONT: u64 = 16;
 const ENTRY_ARGSIZE: u64 = 32 + 4;
 /// `ContinuationEntry::size()`: the entry frame's fp is just above it.
 const ENTRY_SIZE: u64 = 64;
+/// Continuations nested in one another followed through the entries' `_parent`.
+const MAX_NESTED: usize = 8;
 /// Chunks followed through `parent` (a thawed chunk may be empty, its callers in the parent).
 const MAX_CHUNKS: usize = 4;
 /// A chunk holds at most this many words (HotSpot's chunks are far smaller).
@@ -121,25 +124,40 @@ impl<M: Memory> Walker<'_, M> {
     /// is no barrier.
     pub(super) fn cross_barrier(
         &self,
+        entry: u64,
         pc: u64,
         sp: u64,
         out: &mut FrameSink,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Option<Result<(u64, u64, u64), Stop>> {
         let c = &self.thread.cont;
-        if c.entry == 0 || c.return_pc == 0 || pc == c.return_pc || sp > c.entry {
+        if entry == 0 || c.return_pc == 0 || pc == c.return_pc || sp > entry {
             return None;
         }
-        let argsize = word(c.entry + (ENTRY_ARGSIZE & !7)).map(|w| (w >> 32) as u32 as i32)?;
+        let argsize = word(entry + (ENTRY_ARGSIZE & !7)).map(|w| (w >> 32) as u32 as i32)?;
         let extension = if argsize > 0 { u64::from(argsize as u32) } else { 0 };
-        let bottom_sender_sp = c.entry.checked_sub(extension * 8)? & !15;
+        let bottom_sender_sp = entry.checked_sub(extension * 8)? & !15;
         if sp != bottom_sender_sp {
             return None;
         }
-        if let Err(stop) = self.walk_chunks(c, word(c.entry + ENTRY_CONT)?, out) {
+        if let Err(stop) = self.walk_chunks(c, word(entry + ENTRY_CONT)?, out) {
             return Some(Err(stop));
         }
-        Some(Ok((c.return_pc, c.entry, c.entry + ENTRY_SIZE)))
+        Some(Ok((c.return_pc, entry, entry + ENTRY_SIZE)))
+    }
+
+    /// The continuation entry the walk at `sp` is under: `entry` while sp has not passed it,
+    /// else its parent's (`ContinuationEntry::_parent`: a continuation run inside another's),
+    /// up to [`MAX_NESTED`] of them; 0 past the outermost.
+    pub(super) fn entry_under(&self, mut entry: u64, sp: u64, word: &impl Fn(u64) -> Option<u64>) -> u64 {
+        for _ in 0..MAX_NESTED {
+            if entry == 0 || sp <= entry {
+                return entry;
+            }
+            // Parents lie further down the stack (higher): anything else ends the chain.
+            entry = word(entry + ENTRY_PARENT).filter(|&p| p > entry).unwrap_or(0);
+        }
+        0
     }
 
     /// In the blob starting at `blob_start`, a stub without a frame: when it is the blob of the
@@ -149,18 +167,19 @@ impl<M: Memory> Walker<'_, M> {
     /// pushed and the walk goes on at the entry frame, as [`Walker::cross_barrier`] does.
     pub(super) fn in_cont_stubs(
         &self,
+        entry: u64,
         blob_start: u64,
         out: &mut FrameSink,
         word: &impl Fn(u64) -> Option<u64>,
     ) -> Option<Result<(u64, u64, u64), Stop>> {
         let c = &self.thread.cont;
-        if c.entry == 0 || c.return_pc == 0 || c.barrier == 0 || self.blob(c.barrier)?.start != blob_start {
+        if entry == 0 || c.return_pc == 0 || c.barrier == 0 || self.blob(c.barrier)?.start != blob_start {
             return None;
         }
-        if let Err(stop) = self.walk_chunks(c, word(c.entry + ENTRY_CONT)?, out) {
+        if let Err(stop) = self.walk_chunks(c, word(entry + ENTRY_CONT)?, out) {
             return Some(Err(stop));
         }
-        Some(Ok((c.return_pc, c.entry, c.entry + ENTRY_SIZE)))
+        Some(Ok((c.return_pc, entry, entry + ENTRY_SIZE)))
     }
 
     /// Pushes the frames of the continuation's chunks, top first; Err when the sink filled.

@@ -295,3 +295,33 @@ fn interrupted_in_the_continuation_stubs() {
     let (frames, _) = s.f.walk(regs(s.stubs + 0x80, sp, 0x1234), 64);
     assert!(!frames.contains(&c), "{frames:?}");
 }
+
+#[test]
+fn nested_continuations_are_crossed_through_their_parents() {
+    // Inside the outer continuation's frames, X (compiled) called enterSpecial of an inner
+    // one; X returns into the outer barrier: the outer chunk, then the outer entry.
+    let mut s = Scene::new(0);
+    let inner = s.compiled_chunk(TAIL, M_C, 0);
+    let x = s.f.nmethod(4, M_B);
+    let x_sp = ENTRY + 10 * 8;
+    let outer_entry = x_sp + 4 * 8;
+    s.f.compiled_frame(ENTRY, 10, x + BODY, 0);
+    s.f.compiled_frame(x_sp, 4, s.stubs + 0x10, 0);
+    s.f.put(ENTRY + 8, outer_entry); // the inner entry's _parent
+    let outer_cont = CONT + 0x40;
+    s.f.put(outer_entry + 16, outer_cont);
+    s.f.put(outer_entry + 32, 0);
+    let carrier_sp = outer_entry + 10 * 8;
+    s.f.compiled_frame(outer_entry, 10, INTERP_RET, carrier_sp + INTERP_FP);
+    s.f.interp_bottom(carrier_sp);
+    let outer_tail = JHEAP_LO + 0x1000;
+    s.f.put(outer_cont + 0x10, outer_tail);
+    let outer = s.compiled_chunk(outer_tail, M_P, 0);
+    let want = vec![s.leaf, inner, s.enter_special, compiled(x + BODY, M_B, false), outer, s.enter_special, bottom()];
+    assert_eq!(s.f.walk(s.regs, 64), (want, Stop::Bottom));
+    // A parent link that does not lead down the stack ends the chain: X's return is then no
+    // barrier the walk knows.
+    s.f.put(ENTRY + 8, ENTRY - 0x100);
+    let (frames, _) = s.f.walk(s.regs, 64);
+    assert!(!frames.contains(&outer), "{frames:?}");
+}
