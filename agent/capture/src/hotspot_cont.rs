@@ -9,7 +9,10 @@
 //! no other frame can end: the entry frame's own return pc is the only other one there),
 //! walks the chunk's frames (compiled, and interpreted ones whose metadata freeze stored
 //! relative to their fp), then resumes the walk at the entry frame, so the virtual thread's
-//! frames reach `VirtualThread.run` and the carrier's follow.
+//! frames reach `VirtualThread.run` and the carrier's follow. A sample inside the
+//! continuation stubs (thaw, the barrier) goes to the chunk at once; a continuation nested in
+//! another's is followed through its entry's `_parent`. [`mounted_vthread`] names the virtual
+//! thread a sample ran in.
 //!
 //! Heap memory is read only after the address was proven inside a committed part of the heap
 //! ([`ContView::heap`]); every loop is bounded. What cannot be read or proven ends the chunk's
