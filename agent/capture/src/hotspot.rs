@@ -36,336 +36,26 @@
 //! pointer) or in a committed part of the code cache, so a wrong guess costs a frame, never a
 //! fault; every loop is bounded.
 
-use std::collections::HashMap;
-
 use crate::blob_cache::{BlobCache, FrameFacts, MemoWalk, WalkMemo, MAX_SEGMENT_LOG2};
-use crate::capture::{CallFrame, RawKey, SlotKind};
-use crate::native::{NativeStop, NativeTables};
+use crate::native::NativeTables;
 
-/// VMStructs as read from a running JVM: field offsets, static field addresses, type sizes and
-/// constants, by `Type::_field` / type name / constant name.
-#[derive(Clone, Debug, Default)]
-pub struct VmTable {
-    pub fields: HashMap<String, u64>,
-    pub statics: HashMap<String, u64>,
-    pub sizes: HashMap<String, u64>,
-    pub constants: HashMap<String, i64>,
-    /// The C++ type of each field (`int`, `int16_t`, `address`, ...).
-    pub types: HashMap<String, String>,
-}
-
-impl VmTable {
-    pub fn field(&self, name: &str) -> Result<u64, String> {
-        self.fields.get(name).copied().ok_or_else(|| format!("VMStructs has no {name}"))
-    }
-    /// A field's offset and width in bytes (1, 2, 4 or 8, from its C++ type).
-    pub fn int(&self, name: &str) -> Result<Int, String> {
-        let off = self.field(name)?;
-        let width = match self.types.get(name).map(String::as_str) {
-            Some("bool" | "u1" | "jbyte" | "char" | "CodeBlobKind" | "uint8_t" | "int8_t") => 1,
-            Some("int16_t" | "uint16_t" | "u2" | "short" | "jshort") => 2,
-            Some("int" | "uint" | "u4" | "jint" | "int32_t" | "uint32_t") => 4,
-            Some("size_t" | "intptr_t" | "uintptr_t" | "address" | "u8" | "jlong") => 8,
-            Some(t) if t.ends_with('*') => 8,
-            Some(t) => return Err(format!("VMStructs gives {name} the type {t}, which hpm does not read")),
-            None => 8,
-        };
-        Ok(Int { off, width })
-    }
-    pub fn stat(&self, name: &str) -> Result<u64, String> {
-        self.statics.get(name).copied().ok_or_else(|| format!("VMStructs has no static {name}"))
-    }
-}
-
-/// An integer field: offset and width in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Int {
-    pub off: u64,
-    pub width: u8,
-}
-
-impl Int {
-    /// The field's value from the little-endian word read at its offset, sign-extended.
-    pub fn signed(self, word: u64) -> i64 {
-        match self.width {
-            1 => i64::from(word as u8),
-            2 => i64::from(word as u16 as i16),
-            4 => i64::from(word as u32 as i32),
-            _ => word as i64,
-        }
-    }
-
-    /// The field's value from the little-endian word read at its offset, as unsigned.
-    pub fn unsigned(self, word: u64) -> u64 {
-        match self.width {
-            1 => word & 0xff,
-            2 => word & 0xffff,
-            4 => word & 0xffff_ffff,
-            _ => word,
-        }
-    }
-}
-
-/// Where a code blob keeps its instructions: a pointer field (JDK 17) or an offset from the
-/// blob (JDK 23 and later).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CodeStart {
-    Pointer(u64),
-    Offset(Int),
-}
-
-/// How to tell an nmethod from the other blobs with a frame (runtime stubs): its C++ vtable
-/// (JDK 17: `CodeBlob` is polymorphic) or its kind byte (JDK 23 and later).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NmethodTest {
-    Vtable(u64),
-    Kind {
-        field: Int,
-        nmethod: i64,
-    },
-    /// Neither is known: frames of blobs with a frame size are recorded without a method.
-    Unknown,
-}
-
-/// What the walker needs of HotSpot's layout: offsets from VMStructs, plus the x86-64 frame
-/// constants of `frame_x86.hpp` where VMStructs does not export them (the defaults are the
-/// values of every JDK from 8 to 25 on x86-64).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Layout {
-    // Static field addresses, read at each walk (the code cache grows).
-    pub code_heaps: u64,
-    pub interpreter_code: u64,
-    pub call_stub_return: u64,
-    // GrowableArray<CodeHeap*>.
-    pub array_len: u64,
-    pub array_data: u64,
-    // CodeHeap and its VirtualSpaces.
-    pub heap_memory: u64,
-    pub heap_segmap: u64,
-    pub heap_log2_segment: Int,
-    pub vs_high: u64,
-    pub vs_low: u64,
-    pub heap_block_size: u64,
-    pub block_used: Int,
-    // StubQueue (the interpreter's code).
-    pub queue_buffer: u64,
-    pub queue_limit: Int,
-    // CodeBlob and nmethod.
-    pub blob_size: Int,
-    pub blob_frame_size: Int,
-    pub blob_frame_complete: Int,
-    pub blob_code: CodeStart,
-    pub nmethod_method: u64,
-    pub nmethod_test: NmethodTest,
-    // JavaThread and its anchor.
-    pub thread_anchor: u64,
-    pub anchor_sp: u64,
-    pub anchor_pc: u64,
-    pub anchor_fp: u64,
-    pub thread_stack_base: u64,
-    pub thread_stack_size: u64,
-    pub wrapper_anchor: u64,
-    // Method and ConstMethod (the processor's: bytecode pointer -> index).
-    pub method_const: u64,
-    pub const_code_size: Int,
-    pub const_size: u64,
-    // x86-64 frame slots, in words from rbp.
-    pub interp_sender_sp: i64,
-    pub interp_method: i64,
-    pub interp_bcp: i64,
-    pub entry_call_wrapper: i64,
-}
-
-impl Layout {
-    /// The layout from a JVM's table (`nmethod_vtable`: the address of `nmethod`'s vtable as
-    /// objects point to it, from libjvm's symbols, when known); `Err` names the first thing
-    /// missing.
-    pub fn from_table(t: &VmTable, nmethod_vtable: Option<u64>) -> Result<Layout, String> {
-        let c = |name: &str, default: i64| t.constants.get(name).copied().unwrap_or(default);
-        let either = |a: &str, b: &str| t.field(a).or_else(|_| t.field(b));
-        let blob_code = match t.field("CodeBlob::_code_begin") {
-            Ok(o) => CodeStart::Pointer(o),
-            Err(_) => CodeStart::Offset(t.int("CodeBlob::_code_offset")?),
-        };
-        let nmethod_test = match (t.int("CodeBlob::_kind"), t.constants.get("CodeBlobKind::Nmethod"), nmethod_vtable) {
-            (Ok(field), Some(&nmethod), _) => NmethodTest::Kind { field, nmethod },
-            (_, _, Some(v)) => NmethodTest::Vtable(v),
-            _ => NmethodTest::Unknown,
-        };
-        let heap_block_size = t.sizes.get("HeapBlock").copied().ok_or("VMStructs has no size of HeapBlock")?;
-        let used = t.int("HeapBlock::Header::_used")?;
-        let layout = Layout {
-            code_heaps: t.stat("CodeCache::_heaps")?,
-            interpreter_code: t.stat("AbstractInterpreter::_code")?,
-            call_stub_return: t.stat("StubRoutines::_call_stub_return_address")?,
-            array_len: either("GrowableArrayBase::_len", "GenericGrowableArray::_len")?,
-            array_data: t.field("GrowableArray<int>::_data")?,
-            heap_memory: t.field("CodeHeap::_memory")?,
-            heap_segmap: t.field("CodeHeap::_segmap")?,
-            heap_log2_segment: t.int("CodeHeap::_log2_segment_size")?,
-            vs_high: t.field("VirtualSpace::_high")?,
-            vs_low: t.field("VirtualSpace::_low")?,
-            heap_block_size,
-            block_used: Int { off: t.field("HeapBlock::_header")? + used.off, width: used.width },
-            queue_buffer: t.field("StubQueue::_stub_buffer")?,
-            queue_limit: t.int("StubQueue::_buffer_limit")?,
-            blob_size: t.int("CodeBlob::_size")?,
-            blob_frame_size: t.int("CodeBlob::_frame_size")?,
-            blob_frame_complete: t.int("CodeBlob::_frame_complete_offset")?,
-            blob_code,
-            nmethod_method: either("nmethod::_method", "CompiledMethod::_method")?,
-            nmethod_test,
-            thread_anchor: t.field("JavaThread::_anchor")?,
-            anchor_sp: t.field("JavaFrameAnchor::_last_Java_sp")?,
-            anchor_pc: t.field("JavaFrameAnchor::_last_Java_pc")?,
-            anchor_fp: t.field("JavaFrameAnchor::_last_Java_fp")?,
-            thread_stack_base: either("JavaThread::_stack_base", "Thread::_stack_base")?,
-            thread_stack_size: either("JavaThread::_stack_size", "Thread::_stack_size")?,
-            wrapper_anchor: t.field("JavaCallWrapper::_anchor")?,
-            method_const: t.field("Method::_constMethod")?,
-            const_code_size: t.int("ConstMethod::_code_size")?,
-            const_size: t.sizes.get("ConstMethod").copied().ok_or("VMStructs has no size of ConstMethod")?,
-            interp_sender_sp: c("frame::interpreter_frame_sender_sp_offset", -1),
-            interp_method: c("frame::interpreter_frame_method_offset", -3),
-            interp_bcp: c("frame::interpreter_frame_bcp_offset", -8),
-            entry_call_wrapper: c("frame::entry_frame_call_wrapper_offset", -6),
-        };
-        // The walker reads a blob's header fields only when the first BLOB_HEADER bytes of
-        // the blob lie in committed code.
-        let ends = [
-            layout.blob_size.off + u64::from(layout.blob_size.width),
-            layout.blob_frame_size.off + u64::from(layout.blob_frame_size.width),
-            layout.blob_frame_complete.off + u64::from(layout.blob_frame_complete.width),
-            match layout.blob_code {
-                CodeStart::Pointer(o) => o + 8,
-                CodeStart::Offset(f) => f.off + u64::from(f.width),
-            },
-            layout.nmethod_method + 8,
-            match layout.nmethod_test {
-                NmethodTest::Kind { field, .. } => field.off + u64::from(field.width),
-                _ => 8,
-            },
-        ];
-        if let Some(end) = ends.into_iter().find(|&e| e > BLOB_HEADER) {
-            return Err(format!("a code blob field ends at byte {end}, past the {BLOB_HEADER} hpm reads"));
-        }
-        Ok(layout)
-    }
-}
-
-/// Bytes of a blob's header the walker may read (JDK 17: fields end by byte 120; JDK 25: 88).
-const BLOB_HEADER: u64 = 512;
-
-/// Reads of the walked process's memory. The walker calls these only at addresses it checked
-/// first against the ranges of [`CodeView`] and [`ThreadView`] (or at addresses of the VM's
-/// own permanent structures), so an implementation may read directly.
-pub trait Memory {
-    fn word(&self, addr: u64) -> u64;
-    fn byte(&self, addr: u64) -> u8;
-    fn int(&self, addr: u64, width: u8) -> i64;
-}
-
-/// One code heap: its committed instructions and its segment map.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Heap {
-    pub low: u64,
-    pub high: u64,
-    pub seg_low: u64,
-    pub seg_high: u64,
-    pub log2_segment: u32,
-}
-
-/// At most this many code heaps (HotSpot has 1 or 3).
-pub const MAX_HEAPS: usize = 4;
-
-/// The code cache as the walker sees it at one signal.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CodeView {
-    pub heaps: [Heap; MAX_HEAPS],
-    pub nheaps: usize,
-    /// The interpreter's code: `[lo, hi)`.
-    pub interp: (u64, u64),
-    pub call_stub_return: u64,
-}
-
-impl CodeView {
-    /// Reads the code cache's layout through the VM's permanent structures (`vm_word` must be
-    /// able to read libjvm's statics and the CodeHeap objects they point to).
-    pub fn read(l: &Layout, vm_word: impl Fn(u64) -> u64) -> CodeView {
-        let int = |addr: u64, f: Int| f.signed(vm_word(addr + f.off));
-        let mut v = CodeView { call_stub_return: vm_word(l.call_stub_return), ..CodeView::default() };
-        let queue = vm_word(l.interpreter_code);
-        if queue != 0 {
-            let lo = vm_word(queue + l.queue_buffer);
-            let limit = int(queue, l.queue_limit).max(0) as u64;
-            v.interp = (lo, lo + limit);
-        }
-        let array = vm_word(l.code_heaps);
-        if array != 0 {
-            let len = (vm_word(array + l.array_len) as u32 as usize).min(MAX_HEAPS);
-            let data = vm_word(array + l.array_data);
-            for i in 0..len {
-                let heap = vm_word(data + 8 * i as u64);
-                if heap == 0 {
-                    continue;
-                }
-                let mem = heap + l.heap_memory;
-                let seg = heap + l.heap_segmap;
-                let log2 = int(heap, l.heap_log2_segment);
-                if !(4..=20).contains(&log2) {
-                    continue;
-                }
-                v.heaps[v.nheaps] = Heap {
-                    low: vm_word(mem + l.vs_low),
-                    high: vm_word(mem + l.vs_high),
-                    seg_low: vm_word(seg + l.vs_low),
-                    seg_high: vm_word(seg + l.vs_high),
-                    log2_segment: log2 as u32,
-                };
-                v.nheaps += 1;
-            }
-        }
-        v
-    }
-
-    /// The code heap whose committed part holds `pc`.
-    pub fn heap_of(&self, pc: u64) -> Option<&Heap> {
-        self.heaps[..self.nheaps].iter().find(|h| h.low <= pc && pc < h.high)
-    }
-
-    /// Whether `pc` lies in committed code (the interpreter included).
-    pub fn contains(&self, pc: u64) -> bool {
-        self.heap_of(pc).is_some()
-    }
-
-    fn in_interpreter(&self, pc: u64) -> bool {
-        self.interp.0 <= pc && pc < self.interp.1
-    }
-}
-
-/// The walked thread: its stack and its last Java frame (all zero when it has none).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ThreadView {
-    /// The stack's top (highest address, exclusive).
-    pub stack_base: u64,
-    /// The stack's lowest address: a stack pointer below it is not on this thread's stack (a
-    /// signal handler's alternate stack, a coroutine's) and is not walked.
-    pub stack_end: u64,
-    pub anchor_sp: u64,
-    pub anchor_pc: u64,
-    pub anchor_fp: u64,
-}
-
-/// The registers the signal interrupted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Regs {
-    pub pc: u64,
-    pub sp: u64,
-    pub fp: u64,
-    /// rbx: the `Method*` being entered while the interpreter builds its frame (x86-64 template
-    /// interpreter's method entries); anything else elsewhere.
-    pub method_reg: u64,
-}
+#[path = "hotspot_cont.rs"]
+mod cont;
+#[path = "hotspot_copy.rs"]
+mod copy;
+#[path = "hotspot_layout.rs"]
+mod layout;
+#[path = "hotspot_native.rs"]
+mod native;
+#[path = "hotspot_sink.rs"]
+mod sink;
+pub use cont::{mounted_vthread, ContLayout, ContView, HeapRange};
+pub use copy::{walk_copy, StackCopy};
+use layout::BLOB_HEADER;
+pub use layout::{CodeStart, CodeView, Heap, Int, Layout, Memory, NmethodTest, Regs, ThreadView, VmTable, MAX_HEAPS};
+pub use sink::{
+    interpreted_methods, leaf_slots, raw_frames, raw_stack_key, slots_key, FrameSink, NativeWalk, Probe, RawFrame,
+};
 
 /// A blob of the code cache found by pc.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -430,266 +120,6 @@ impl Stop {
     }
 }
 
-/// One physical frame as the walker records it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RawFrame {
-    /// A pc in a blob with a frame (nmethod or runtime stub), with the nmethod's `Method*`
-    /// (0 for a stub or when unknown). `interrupted`: the pc is where the signal stopped the
-    /// thread; otherwise it is a return address or the anchor's pc (a call site).
-    Compiled { pc: u64, method: u64, interrupted: bool },
-    /// An interpreter frame: `Method*` and bytecode pointer.
-    Interpreted { method: u64, bcp: u64 },
-    /// A frame of native code (a library's or the JVM's own), unwound with `cstack=`:
-    /// `interrupted` as for a compiled frame.
-    Native { pc: u64, interrupted: bool },
-}
-
-/// Frames a walk filled, in the ASGCT-shaped arrays of a capture: a compiled frame takes two
-/// slots (pc, then `Method*`), an interpreted one one slot (`Method*`, low 32 bits of the
-/// bytecode pointer: with the method's bytecode start, that gives the bytecode index).
-pub struct FrameSink<'a> {
-    pub frames: &'a mut [CallFrame],
-    /// What each of `frames` holds.
-    pub slots: &'a mut [SlotKind],
-    pub len: usize,
-    /// `data`: which frame holds a stack address.
-    pub probe: Probe,
-    /// `sampler=chain`: each frame's activation address at its first slot (0: unknown), from
-    /// which its stack depth (the stack base minus it) is the CallerChaining key (Inoue &
-    /// Nakatani §6): a compiled frame's stack pointer once its frame is complete (fixed for the
-    /// activation: HotSpot's compiled frames have a constant size), an interpreter frame's fp
-    /// (its sp moves with the expression stack). `None`: not recorded.
-    pub addrs: Option<&'a mut [u64]>,
-    /// Blobs looked up (with a cache), and of those found in the thread's last walk
-    /// ([`WalkMemo`]) and in the shared cache.
-    pub blob_lookups: u32,
-    pub blob_memo_hits: u32,
-    pub blob_hits: u32,
-    /// What the native steps did (with [`Walker::native`] only).
-    pub native: NativeWalk,
-}
-
-/// What a walk's native steps did (`cstack=`): counted by the handler, so the summary says
-/// where native unwinding gave up and how often the anchor took over.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct NativeWalk {
-    /// Native frames recorded.
-    pub frames: u16,
-    /// Why the last native step that gave up did (`NoTable` or `Lost`; never `Bottom`).
-    pub gave_up: Option<NativeStop>,
-    /// After a step gave up, an anchor (the thread's or an entry frame's) or the rbp hop led
-    /// the walk on to Java frames.
-    pub fell_back: bool,
-}
-
-/// Which walked frame holds an address of the stack (`data`: "stack, and the frame"): a frame
-/// spans from its stack pointer up to its caller's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Probe {
-    /// The address looked for (0: none).
-    pub address: u64,
-    /// The first slot (in the sink) of the frame that holds it.
-    pub slot: Option<u32>,
-    /// The last frame pushed: its first slot and its stack pointer.
-    last: Option<(usize, u64)>,
-}
-
-impl Probe {
-    pub fn new(address: u64) -> Probe {
-        Probe { address, ..Probe::default() }
-    }
-
-    /// A frame whose stack pointer is `sp` starts at `slot`: the previous one spans up to it.
-    fn frame(&mut self, slot: usize, sp: u64) {
-        if self.address == 0 || self.slot.is_some() {
-            return;
-        }
-        if let Some((s, psp)) = self.last {
-            if psp <= self.address && self.address < sp {
-                self.slot = Some(s as u32);
-            }
-        }
-        self.last = Some((slot, sp));
-    }
-
-    /// The walk ended: the last frame spans up to the stack's base.
-    pub fn finish(&mut self, stack_base: u64) {
-        self.frame(usize::MAX, stack_base);
-    }
-}
-
-impl<'a> FrameSink<'a> {
-    /// A sink filling `frames` and `slots`, with no probe and no activation addresses.
-    pub fn new(frames: &'a mut [CallFrame], slots: &'a mut [SlotKind]) -> FrameSink<'a> {
-        FrameSink {
-            frames,
-            slots,
-            len: 0,
-            probe: Probe::default(),
-            addrs: None,
-            blob_lookups: 0,
-            blob_memo_hits: 0,
-            blob_hits: 0,
-            native: NativeWalk::default(),
-        }
-    }
-
-    /// The activation address of the frame that starts at `slot` (see [`FrameSink::addrs`]).
-    fn set_addr(&mut self, slot: usize, addr: u64) {
-        if let Some(a) = self.addrs.as_deref_mut().and_then(|a| a.get_mut(slot)) {
-            *a = addr;
-        }
-    }
-
-    /// Pushes a frame whose stack pointer is `sp`.
-    fn push_at(&mut self, f: RawFrame, sp: u64) -> bool {
-        let slot = self.len;
-        let pushed = self.push(f);
-        if pushed {
-            self.probe.frame(slot, sp);
-        }
-        pushed
-    }
-
-    fn push(&mut self, f: RawFrame) -> bool {
-        let cap = self.frames.len().min(self.slots.len());
-        match f {
-            RawFrame::Compiled { pc, method, interrupted } => {
-                if self.len + 2 > cap {
-                    return false;
-                }
-                self.frames[self.len] = CallFrame { lineno: i32::from(interrupted), method_id: pc };
-                self.slots[self.len] = SlotKind::Pc;
-                self.frames[self.len + 1] = CallFrame { lineno: 0, method_id: method };
-                self.slots[self.len + 1] = SlotKind::Method;
-                self.len += 2;
-            }
-            RawFrame::Interpreted { method, bcp } => {
-                if self.len + 1 > cap {
-                    return false;
-                }
-                self.frames[self.len] = CallFrame { lineno: bcp as u32 as i32, method_id: method };
-                self.slots[self.len] = SlotKind::Interpreted;
-                self.len += 1;
-            }
-            RawFrame::Native { pc, interrupted } => {
-                if self.len + 1 > cap {
-                    return false;
-                }
-                self.frames[self.len] = CallFrame { lineno: i32::from(interrupted), method_id: pc };
-                self.slots[self.len] = SlotKind::Native;
-                self.len += 1;
-            }
-        }
-        true
-    }
-}
-
-/// The key of the raw stack in a [`FrameSink`]'s filled slots, under the process's hash seed
-/// ([`hpm_profile::hash::FastBuild::seed`]). A compiled frame's pc goes in one word with its
-/// interrupted flag (its `Method*` slot left out: the pc names the frame, and a name rests on
-/// the code at the pc staying in the map), any other slot (an interpreted frame's `Method*` and
-/// bytecode pointer) in two, the second tagged apart from a pc's word. The callers' hash is
-/// over the slots below the first frame; the whole's over that frame's slots and the callers'
-/// hash, so a range of slots has one hash whichever stack it is the callers of, and a whole
-/// stack's, made differently, is never one of them. A word per compiled frame keeps it cheap
-/// enough for the signal handler, which keys the slots it just wrote, still in its cache: the
-/// resolver then reads none of a known stack's slots.
-pub fn raw_stack_key(seed: u64, frames: &[CallFrame], slots: &[SlotKind]) -> RawKey {
-    let n = frames.len().min(slots.len());
-    let leaf = leaf_slots(&slots[..n]);
-    let mut interpreted = false;
-    let mut h = hpm_profile::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[leaf..n], &slots[leaf..n], &mut interpreted);
-    let callers = h.finish();
-    let mut h = hpm_profile::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[..leaf], &slots[..leaf], &mut interpreted);
-    h.write(callers.0);
-    h.write(callers.1);
-    RawKey { hash: h.finish(), callers, leaf_slots: leaf as u32, interpreted }
-}
-
-/// The key of a range of slots as the callers of some stack ([`RawKey::callers`]): the same
-/// whichever stack's callers they are, so the resolver finds a stack's deeper callers by it.
-pub fn slots_key(seed: u64, frames: &[CallFrame], slots: &[SlotKind]) -> (u64, u64) {
-    let n = frames.len().min(slots.len());
-    let mut h = hpm_profile::hash::Hash128::new(seed);
-    key_slots(&mut h, &frames[..n], &slots[..n], &mut false);
-    h.finish()
-}
-
-fn key_slots(h: &mut hpm_profile::hash::Hash128, frames: &[CallFrame], slots: &[SlotKind], interpreted: &mut bool) {
-    for (f, &k) in frames.iter().zip(slots) {
-        match k {
-            SlotKind::Method => {}
-            // A user-space pc is below 2^48: the top byte (1 or 2) marks the word as a pc's.
-            SlotKind::Pc if f.method_id >> 48 == 0 && (f.lineno == 0 || f.lineno == 1) => {
-                h.write(f.method_id | (1 + f.lineno as u64) << 56)
-            }
-            _ => {
-                *interpreted |= k == SlotKind::Interpreted;
-                h.write(f.method_id);
-                h.write(u64::from(f.lineno as u32) | (k as u64) << 32 | 0xff << 56);
-            }
-        }
-    }
-}
-
-/// The slots the first raw frame of `slots` takes (see [`raw_frames`]): a compiled frame's pc
-/// and `Method*`, an interpreted or native frame's one; all of them when there is no frame.
-pub fn leaf_slots(slots: &[SlotKind]) -> usize {
-    match slots.iter().position(|&k| matches!(k, SlotKind::Pc | SlotKind::Interpreted | SlotKind::Native)) {
-        Some(i) if slots[i] == SlotKind::Pc => i + 1 + usize::from(slots.get(i + 1) == Some(&SlotKind::Method)),
-        Some(i) => i + 1,
-        None => slots.len(),
-    }
-}
-
-/// The raw frames of a filled capture, top first (see [`FrameSink`]); `bcp` of an interpreted
-/// frame holds only the low 32 bits.
-pub fn raw_frames<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<Item = RawFrame> + 'a {
-    let mut i = 0;
-    std::iter::from_fn(move || {
-        while i < frames.len().min(slots.len()) {
-            let k = i;
-            i += 1;
-            match slots[k] {
-                SlotKind::Pc => {
-                    let method = if i < frames.len() && slots.get(i) == Some(&SlotKind::Method) {
-                        i += 1;
-                        frames[i - 1].method_id
-                    } else {
-                        0
-                    };
-                    return Some(RawFrame::Compiled {
-                        pc: frames[k].method_id,
-                        method,
-                        interrupted: frames[k].lineno == 1,
-                    });
-                }
-                SlotKind::Interpreted => {
-                    return Some(RawFrame::Interpreted {
-                        method: frames[k].method_id,
-                        bcp: u64::from(frames[k].lineno as u32),
-                    })
-                }
-                SlotKind::Native => {
-                    return Some(RawFrame::Native { pc: frames[k].method_id, interrupted: frames[k].lineno == 1 })
-                }
-                _ => {}
-            }
-        }
-        None
-    })
-}
-
-/// The `Method*`s of the interpreted frames among a filled capture's raw frames, top first
-/// (what [`raw_frames`] gives as `RawFrame::Interpreted`, found from the slots alone: a
-/// compiled frame's method slot is tagged apart).
-pub fn interpreted_methods<'a>(frames: &'a [CallFrame], slots: &'a [SlotKind]) -> impl Iterator<Item = u64> + 'a {
-    slots.iter().zip(frames).filter(|(k, _)| **k == SlotKind::Interpreted).map(|(_, f)| f.method_id)
-}
-
 /// The walker: a layout, the code cache and one thread's stack.
 pub struct Walker<'a, M: Memory> {
     pub layout: &'a Layout,
@@ -745,14 +175,31 @@ impl<M: Memory> Walker<'_, M> {
         // the first run, an entry frame's below it): no step passes its sp, and a step that
         // gives up falls back to it; and whether the rbp hop was tried.
         let t = self.thread;
-        let mut section = (self.native.is_some() && t.anchor_sp >= lo && in_stack(t.anchor_sp, 8)).then_some((
-            t.anchor_sp,
-            t.anchor_pc,
-            t.anchor_fp,
-        ));
-        let mut hop_used = false;
+        let mut run = native::NativeRun {
+            section: (self.native.is_some() && t.anchor_sp >= lo && in_stack(t.anchor_sp, 8)).then_some((
+                t.anchor_sp,
+                t.anchor_pc,
+                t.anchor_fp,
+            )),
+            hop_used: false,
+        };
         let bound = 4 * out.frames.len() + 64;
+        // The innermost mounted continuation's entry the walk has not passed yet.
+        let mut entry = t.cont.entry;
         for _ in 0..bound {
+            entry = self.entry_under(entry, sp, &word);
+            if exact {
+                // A return into a continuation's barrier: its frozen frames, then its entry.
+                match self.cross_barrier(entry, pc, sp, out, &word) {
+                    Some(Ok(next)) => {
+                        (pc, sp, fp) = next;
+                        found_java = true;
+                        continue;
+                    }
+                    Some(Err(stop)) => return stop,
+                    None => {}
+                }
+            }
             if self.code.in_interpreter(pc) {
                 // fp is the interpreter frame's: Method*, bcp and the sender's sp in fixed
                 // slots, the return address and the caller's fp above it. The sender's sp is
@@ -829,7 +276,7 @@ impl<M: Memory> Walker<'_, M> {
                     // walked natively down to the Java frame that called into the VM (a JNI
                     // library's frames included); the wrapper's anchor if a step gives up.
                     if let (Some(ret), Some(link)) = (word(fp.wrapping_add(8)), word(fp)) {
-                        section = Some((asp, apc, afp));
+                        run.section = Some((asp, apc, afp));
                         (pc, sp, fp) = (ret, fp.wrapping_add(16), link);
                         exact = true;
                         continue;
@@ -873,6 +320,18 @@ impl<M: Memory> Walker<'_, M> {
                     exact = true;
                     continue;
                 }
+                // In the continuation stubs (thaw, the return barrier): the mounted
+                // continuation's frames are in its chunk, its entry on the stack.
+                match self.in_cont_stubs(entry, b.start, out, &word) {
+                    Some(Ok(next)) => {
+                        (pc, sp, fp) = next;
+                        found_java = true;
+                        exact = true;
+                        continue;
+                    }
+                    Some(Err(stop)) => return stop,
+                    None => {}
+                }
                 // A stub without a frame size: frameless (the return address at sp), or on rbp.
                 let Some((p, s, f)) = self.unwind_stub(sp, fp, !exact, &word) else { return Stop::Lost };
                 (pc, sp, fp) = (p, s, f);
@@ -881,65 +340,14 @@ impl<M: Memory> Walker<'_, M> {
             }
             if let Some(tables) = self.native {
                 // Native or VM code, walked: the frame recorded, its caller from the tables.
-                let slot = out.len;
-                if !out.push_at(RawFrame::Native { pc, interrupted: !exact }, sp) {
-                    return Stop::Full;
-                }
-                out.set_addr(slot, 0);
-                out.native.frames = out.native.frames.saturating_add(1);
-                // Under an anchor, the native frames end in the Java frame it names: a pc no
-                // table covers goes to the anchor rather than the rbp rule (frame pointers
-                // only: the rbp rule is all there is), and a step past the anchor's sp, or to
-                // the thread's entry, would drop Java frames: refused. Without one (a VM
-                // thread, a leaf call), a return address must lie in the code cache or a
-                // library held (a garbage rbp chain leads elsewhere).
-                let fp_rule = section.is_none() || tables.frame_pointers_only();
-                let below_anchor = |s: u64| section.is_none_or(|(asp, _, _)| s <= asp);
-                let believed =
-                    |p: u64| section.is_some() || self.is_code(p) || tables.frame_pointers_only() || tables.covers(p);
-                // Interrupted in a leaf the tables have no rule for (hand-written assembly:
-                // HotSpot's SpinPause, where Parallel GC's workers spin), the return address
-                // is at sp when it returns into code a table or the code cache covers.
-                let stepped = match tables.step_by(pc, sp, fp, exact, fp_rule, &word) {
-                    Err(e @ (NativeStop::Refused | NativeStop::NoTable)) if !exact => match word(sp) {
-                        Some(r) if self.is_code(r) || tables.covers(r) => Ok((r, sp + 8, fp)),
-                        _ => Err(e),
-                    },
-                    s => s,
-                };
-                let gave_up = match stepped {
-                    // The thread's entry (a zero return address ends a frame-pointer chain).
-                    Ok((0, _, _)) | Err(NativeStop::Bottom) if section.is_none() => return Stop::Bottom,
-                    Ok((p, s, f)) if p != 0 && s > sp && in_stack(s, 0) && below_anchor(s) && believed(p) => {
-                        if self.is_code(p) {
-                            section = None; // back in Java: this run of native frames is done
-                        }
+                match self.native_step(tables, (pc, sp, fp), exact, found_java, &mut run, out, &in_stack, &word) {
+                    native::Step::Next(p, s, f) => {
                         (pc, sp, fp) = (p, s, f);
                         exact = true;
                         continue;
                     }
-                    Ok(_) | Err(NativeStop::Bottom) => NativeStop::Lost,
-                    Err(e) => e,
-                };
-                out.native.gave_up = Some(gave_up);
-                // The frames so far stay; the anchor (or the rbp hop) leads on to Java.
-                if let Some((asp, apc, afp)) = section.take().filter(|&(asp, _, _)| asp >= sp && in_stack(asp, 8)) {
-                    let Some(next) = self.anchored(asp, apc, afp, &word) else { return Stop::Lost };
-                    out.native.fell_back = true;
-                    (pc, sp, fp) = next;
-                    exact = true;
-                    continue;
+                    native::Step::End(stop) => return stop,
                 }
-                if !hop_used {
-                    hop_used = true;
-                    if let Some(next) = self.unwind_native(sp, fp, &word) {
-                        out.native.fell_back = true;
-                        (pc, sp, fp) = next;
-                        exact = true;
-                        continue;
-                    }
-                }
-                return if found_java { Stop::Lost } else { Stop::NoJavaFrame };
             }
             // Native or VM code. The thread's anchor, set on every transition out of Java,
             // names its last Java frame; a leaf call from Java sets none, and there the native
@@ -1269,70 +677,6 @@ impl<M: Memory> Walker<'_, M> {
     fn code_byte(&self, a: u64) -> Option<u8> {
         self.code.contains(a).then(|| self.mem.byte(a))
     }
-}
-
-/// The top of a thread's stack as a sample copied it (PERF_SAMPLE_STACK_USER): `bytes` from
-/// `sp`, read long after the thread moved on (`sampler=chain`).
-#[derive(Clone, Copy, Debug)]
-pub struct StackCopy<'a> {
-    pub sp: u64,
-    pub bytes: &'a [u8],
-}
-
-impl StackCopy<'_> {
-    /// The little-endian integer of `width` bytes at `addr`, if the copy holds it.
-    fn read(&self, addr: u64, width: u64) -> Option<u64> {
-        let off = usize::try_from(addr.checked_sub(self.sp)?).ok()?;
-        let b = self.bytes.get(off..off.checked_add(width as usize)?)?;
-        Some(b.iter().rev().fold(0, |v, &x| (v << 8) | u64::from(x)))
-    }
-}
-
-/// The walker's memory over a stack copy: stack addresses from the copy, everything else
-/// (the code heap, its segment map, the VM's structures) from `code`.
-struct CopyMemory<'a, M: Memory> {
-    copy: StackCopy<'a>,
-    code: &'a M,
-}
-
-impl<M: Memory> Memory for CopyMemory<'_, M> {
-    fn word(&self, addr: u64) -> u64 {
-        self.copy.read(addr, 8).unwrap_or_else(|| self.code.word(addr))
-    }
-    fn byte(&self, addr: u64) -> u8 {
-        self.copy.read(addr, 1).map_or_else(|| self.code.byte(addr), |v| v as u8)
-    }
-    fn int(&self, addr: u64, width: u8) -> i64 {
-        let sign = |v: u64| match width {
-            1 => i64::from(v as u8 as i8),
-            2 => i64::from(v as u16 as i16),
-            4 => i64::from(v as u32 as i32),
-            _ => v as i64,
-        };
-        self.copy.read(addr, u64::from(width.clamp(1, 8))).map_or_else(|| self.code.int(addr, width), sign)
-    }
-}
-
-/// Walks the frames a stack copy holds, from the registers the sample recorded (`regs.sp`
-/// must be `copy.sp`): as many frames as the copy reaches, with their activation addresses
-/// when `out.addrs` is given. The stack is read from the copy only (the walk ends where it
-/// does, usually `Stop::Lost`); `code` serves the code cache. No anchor: a sample in native
-/// code finds Java only through rbp.
-pub fn walk_copy<M: Memory>(
-    layout: &Layout,
-    code: &CodeView,
-    code_mem: &M,
-    copy: StackCopy,
-    regs: Regs,
-    out: &mut FrameSink,
-) -> Stop {
-    if regs.sp != copy.sp {
-        return Stop::Lost;
-    }
-    let top = copy.sp.saturating_add(copy.bytes.len() as u64 & !7);
-    let thread = ThreadView { stack_base: top, stack_end: copy.sp, ..ThreadView::default() };
-    let mem = CopyMemory { copy, code: code_mem };
-    Walker { layout, code, thread: &thread, mem: &mem, cache: None, memo: None, native: None }.walk(regs, out)
 }
 
 /// For other modules' tests: fills a sink as the walker does.

@@ -324,6 +324,21 @@ impl HeapLayout {
         })
     }
 
+    /// The committed range `[low, high)` holding the heap address `a`: its G1 region in use,
+    /// or its Parallel/Serial space; None elsewhere and for collectors that move objects
+    /// while Java runs (ZGC, Shenandoah). Reads only the VM's region table and spaces.
+    pub fn committed(&self, mem: &impl Memory, a: u64) -> Option<(u64, u64)> {
+        if a < self.start || a >= self.end {
+            return None;
+        }
+        let l = match &self.collector {
+            Collector::G1(g) => g.locate(mem, a)?,
+            Collector::Spaces(s) => s.locate(mem, a)?,
+            Collector::Other(_) => return None,
+        };
+        Some((l.low, l.high))
+    }
+
     /// One line for the summary: the collector and encoding the translation uses.
     pub fn describe(&self) -> String {
         let gc = match &self.collector {

@@ -109,6 +109,7 @@ pub fn init_live(vm: *mut JavaVM) -> Result<&'static Agent, String> {
     register(agent).map_err(|e| e.to_string())?;
     agent.vm.env().ok_or("the calling thread is not attached to the JVM")?;
     agent.vm.learn_thread_key();
+    crate::vmstructs::prepare_continuations();
     Ok(agent)
 }
 
@@ -228,6 +229,8 @@ unsafe extern "C" fn vm_init(_env: JvmtiEnvPtr, jni: *mut JNIEnv, thread: jthrea
         if a.code.enabled() {
             code::replay(&a.jvmti, jni, &a.code);
         }
+        // Before any session's handler walks: virtual threads' continuations are crossed.
+        crate::vmstructs::prepare_continuations();
         a.sessions.start_pending(a.parts());
         callbacks::attach_java_thread(&a.jvmti, &a.threads, a.vm, jni, thread);
     }));

@@ -644,6 +644,9 @@ fn walk(
         let mut sink = FrameSink { probe, ..FrameSink::new(&mut c.frames[..depth], &mut c.slots[..depth]) };
         let walked = crate::vmstructs::Walked { thread, java: !vm_thread, native: ctx.native };
         let stop = crate::vmstructs::walk_here(layout, code, walked, ucontext, slot.walk_memo(), &mut sink);
+        if !vm_thread {
+            c.vthread = crate::vmstructs::mounted_vthread(thread);
+        }
         let (len, slot) = (sink.len, sink.probe.slot);
         if sink.blob_lookups > 0 {
             stats.blob_lookups.fetch_add(u64::from(sink.blob_lookups), Ordering::Relaxed);

@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 
 use hpm_capture::blob_cache::{BlobCache, WalkMemo};
 use hpm_capture::capture::DataCapture;
-use hpm_capture::hotspot::{CodeView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker};
+use hpm_capture::hotspot::{
+    CodeView, ContLayout, ContView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker,
+};
 use hpm_capture::javaheap::HeapLayout;
 use hpm_capture::native::NativeTables;
 
@@ -170,6 +172,70 @@ pub fn walker_layout() -> Result<&'static Layout, String> {
         BLOB_CACHE.get_or_init(BlobCache::default);
     }
     layout
+}
+
+/// Where the VM keeps virtual threads' continuations, read once, at VMInit (or when the agent
+/// loads into a running VM): the heap exists and the VM computed its classes' field offsets by
+/// then. Not made where this JVM has none (JDK 17) or a symbol or the heap's layout is missing;
+/// then continuations are not crossed and samples carry no virtual thread. Each try maps
+/// libjvm for its symbols: hence once, not with each code load.
+pub fn prepare_continuations() {
+    static TRIED: std::sync::Once = std::sync::Once::new();
+    TRIED.call_once(|| {
+        if let Some(c) = cont_layout() {
+            let _ = CONT.set(c);
+        }
+    });
+}
+
+fn cont_layout() -> Option<ContLayout> {
+    heap_layout().ok()?;
+    let t = table().ok()?;
+    let thread_cont_entry = *t.fields.get("JavaThread::_cont_entry")?;
+    let (path, base) = libjvm_loaded()?;
+    let path = std::path::Path::new(&path);
+    let sym = |name: &str| hpm_resolve::symbols::symbol_address(path, name).map(|v| v + base);
+    let int = |name: &str| -> Option<u64> {
+        let v = vm_word(sym(name)?) as u32 as i32;
+        (v > 0).then_some(v as u64)
+    };
+    let narrow = if flag("UseCompressedOops").unwrap_or(0) != 0 {
+        let b = vm_word(*t.statics.get("CompressedOops::_base")?);
+        let s = vm_word(*t.statics.get("CompressedOops::_shift")?) as u32;
+        Some((b, s))
+    } else {
+        None
+    };
+    Some(ContLayout {
+        thread_cont_entry,
+        return_pc_addr: sym("_ZN17ContinuationEntry10_return_pcE")?,
+        barrier_addr: sym("_ZN12StubRoutines19_cont_returnBarrierE").unwrap_or(0),
+        cont_tail: int("_ZN28jdk_internal_vm_Continuation12_tail_offsetE")?,
+        chunk_parent: int("_ZN26jdk_internal_vm_StackChunk14_parent_offsetE")?,
+        chunk_size: int("_ZN26jdk_internal_vm_StackChunk12_size_offsetE")?,
+        chunk_sp: int("_ZN26jdk_internal_vm_StackChunk10_sp_offsetE")?,
+        chunk_bottom: int("_ZN26jdk_internal_vm_StackChunk14_bottom_offsetE")?,
+        chunk_pc: int("_ZN26jdk_internal_vm_StackChunk10_pc_offsetE")?,
+        chunk_stack: int("_ZN23InstanceStackChunkKlass16_offset_of_stackE")?,
+        narrow,
+        // The virtual thread's id: without these, samples name no virtual thread.
+        thread_vthread: t.fields.get("JavaThread::_vthread").copied().unwrap_or(0),
+        thread_obj: t.fields.get("JavaThread::_threadObj").copied().unwrap_or(0),
+        thread_tid: int("_ZN16java_lang_Thread11_tid_offsetE").unwrap_or(0),
+    })
+}
+
+/// [`prepare_continuations`]' layout (the handler reads it, never makes it).
+static CONT: OnceLock<ContLayout> = OnceLock::new();
+
+/// The committed heap range holding `a` (for the walk of a continuation's chunk).
+/// Async-signal-safe once [`CONT`] is made (the heap's layout is then made too).
+fn heap_committed(a: u64) -> Option<(u64, u64)> {
+    let h = heap_layout().ok()?;
+    // SAFETY: `committed` reads only the VM's region table, its region objects and the
+    // spaces: permanent structures, mapped.
+    let mem = unsafe { Direct::new() };
+    h.committed(&mem, a)
 }
 
 /// What the handlers' walks learnt of the code blobs they walked through (`hpm_capture::blob_cache`).
@@ -393,6 +459,15 @@ pub fn walk_here(
         view.anchor_sp = vm_word(anchor + layout.anchor_sp);
         view.anchor_pc = vm_word(anchor + layout.anchor_pc);
         view.anchor_fp = vm_word(anchor + layout.anchor_fp);
+        if let Some(c) = CONT.get() {
+            view.cont = ContView {
+                layout: *c,
+                entry: vm_word(thread + c.thread_cont_entry),
+                return_pc: vm_word(c.return_pc_addr),
+                barrier: vm_word(c.barrier_addr),
+                heap: Some(heap_committed),
+            };
+        }
     }
     // SAFETY: the walker reads only inside the thread's stack (between its stack pointer and
     // `view.stack_base`) and the code cache's committed ranges, checking each address first;
@@ -401,6 +476,17 @@ pub fn walk_here(
     let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native }.walk(regs, out);
     out.probe.finish(view.stack_base);
     stop
+}
+
+/// The `java.lang.Thread` id of the virtual thread mounted on `thread` (the calling thread's
+/// proven `JavaThread*`), 0 for none or unknown (`hpm_capture::hotspot::mounted_vthread`).
+/// Async-signal-safe.
+pub fn mounted_vthread(thread: u64) -> u64 {
+    let Some(c) = CONT.get() else { return 0 };
+    // SAFETY: reads the calling thread's own JavaThread and the slots of its two live
+    // OopHandles (mapped while the thread lives), then the heap only inside committed ranges.
+    let mem = unsafe { Direct::new() };
+    hpm_capture::hotspot::mounted_vthread(&mem, c, thread, heap_committed)
 }
 
 /// `sampler=chain`: walks the frames a sample's stack copy holds

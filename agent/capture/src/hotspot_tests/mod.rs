@@ -1,11 +1,15 @@
 //! The frame walker over a synthetic process: a fake stack, a fake code heap with its segment
 //! map and a fake interpreter range, laid out with JDK 17's offsets (x86-64). The fake memory
 //! records every read outside what the walker may read (the stack between the interrupted sp
-//! and the stack base, the code heap, the segment map), so each test also checks that.
+//! and the stack base, the code heap, the segment map, the committed part of a fake Java heap),
+//! so each test also checks that.
 
 use super::*;
 use crate::blob_cache::WalkMemo;
+use crate::capture::{CallFrame, RawKey, SlotKind};
+use crate::native::NativeStop;
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 
 // The fake address space.
 const STACK_LO: u64 = 0x7fff_0000_0000;
@@ -19,6 +23,10 @@ const SEG_LO: u64 = 0x2000_0000;
 const SEG_HI: u64 = SEG_LO + SEGS;
 const INTERP_LO: u64 = 0x3000_0000;
 const INTERP_HI: u64 = INTERP_LO + 0x1_0000;
+/// The Java heap (virtual threads' stack chunks): committed up to `JHEAP_COMMITTED`.
+const JHEAP_LO: u64 = 0x4000_0000;
+const JHEAP_COMMITTED: u64 = JHEAP_LO + 0x2000;
+const JHEAP_HI: u64 = JHEAP_LO + 0x4000;
 /// A pc in native code (outside the code cache and the interpreter).
 const NATIVE_PC: u64 = 0x5555_0000_1000;
 
@@ -117,6 +125,7 @@ impl FakeMem {
         inside(self.floor.get().max(STACK_LO), self.top.get().min(STACK_BASE))
             || inside(HEAP_LO, HEAP_HI)
             || inside(SEG_LO, SEG_HI)
+            || inside(JHEAP_LO, JHEAP_COMMITTED)
     }
 
     /// `n` bytes at `a`, little-endian.
@@ -204,6 +213,7 @@ impl Fake {
                 Region { lo: STACK_LO, bytes: vec![0; STACK_SIZE as usize] },
                 Region { lo: HEAP_LO, bytes: heap },
                 Region { lo: SEG_LO, bytes: vec![FREE_SEGMENT; SEGS as usize] },
+                Region { lo: JHEAP_LO, bytes: vec![0; (JHEAP_HI - JHEAP_LO) as usize] },
             ],
             floor: Cell::new(STACK_LO),
             top: Cell::new(STACK_BASE),
@@ -397,6 +407,7 @@ const SP: u64 = STACK_LO + 0x1000;
 // The tests, by what they cover.
 mod cache;
 mod chain;
+mod cont;
 mod frames;
 mod layout;
 mod native;
