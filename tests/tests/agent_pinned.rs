@@ -1,6 +1,7 @@
 //! Pinned virtual threads (`event=lock`: `jdk.VirtualThreadPinned`), against a truth by
 //! construction (tests/workloads/VPinned.java, tests/native/vpinned.c): N virtual threads
-//! each park once inside a JNI call back into Java while holding a `PinLock`, which on JDK 24+
+//! each park (once, but for early wake-ups) inside a JNI call back into Java while holding a
+//! `PinLock`, which on JDK 24+
 //! pins them (a native frame on the stack, JEP 491), and N plain virtual threads each park
 //! once, which unmounts them. Each pinned park is one pinned event with the JDK's reason for a
 //! native frame, the native method in its stack and the monitor's class; the plain parks make
@@ -45,14 +46,16 @@ fn a_park_inside_a_jni_callback_is_pinned_with_its_native_frame_and_monitor() {
             continue;
         }
         eprintln!("{}: {} pinned events", jdk.name, pinned.len());
-        assert_eq!(pinned.len(), TASKS, "{}: pinned events", jdk.name);
+        assert!(pinned.len() >= TASKS, "{}: {} pinned events for {TASKS} pinned tasks", jdk.name, pinned.len());
+        let parked: u64 = pinned.iter().map(|e| e.duration).sum();
+        let least = TASKS as u64 * PARK_MS * 1_000_000 * 9 / 10;
+        assert!(parked >= least, "{}: pinned parks {parked} ns in all", jdk.name);
         for e in &pinned {
             let frames = names(&rec, e);
             assert!(frames.iter().any(|f| f == "VPinned.nPark"), "{}: no native method in {frames:?}", jdk.name);
             assert!(!frames.iter().any(|f| f == "VPinned.freePark"), "{}: a free park pinned: {frames:?}", jdk.name);
             assert_eq!(e.reason.as_deref(), Some(hpm_profile::output::pinned::NATIVE), "{}", jdk.name);
             assert_eq!(e.class.as_deref(), Some("VPinned$PinLock"), "{}: monitor class", jdk.name);
-            assert!(e.duration >= PARK_MS * 1_000_000 / 2, "{}: parked {} ns", jdk.name, e.duration);
             assert_eq!(hpm_profile::output::pinned::pinning_frame(&rec, e), "VPinned.nPark");
         }
         // Each pinned park is a park too, once.

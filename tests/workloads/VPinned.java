@@ -21,12 +21,20 @@ public class VPinned {
     /** Called back from nPark. */
     static void pinnedPark(long nanos) {
         synchronized (new PinLock()) {
-            LockSupport.parkNanos(nanos);
+            parkFor(nanos);
         }
     }
 
     static void freePark(long nanos) {
-        LockSupport.parkNanos(nanos);
+        parkFor(nanos);
+    }
+
+    /** Parks until `nanos` have passed (again after an early, spurious return). */
+    static void parkFor(long nanos) {
+        long end = System.nanoTime() + nanos;
+        for (long left = nanos; left > 0; left = end - System.nanoTime()) {
+            LockSupport.parkNanos(left);
+        }
     }
 
     public static void main(String[] args) throws Exception {
