@@ -278,17 +278,10 @@ impl JvmEvents {
         let mut notes = Vec::new();
         let _ = self.walkers.set(Walkers { vm, layout: walker, asgct });
         self.max_depth.store(max_depth.clamp(1, MAX_EVENT_FRAMES as u32), Ordering::Relaxed);
-        for c in [
-            &self.dropped,
-            &self.short_waits,
-            &self.alloc_ns,
-            &self.alloc_calls,
-            &self.slow_stacks,
-            &self.pinned,
-            &self.pinned_over,
-        ] {
+        for c in [&self.dropped, &self.short_waits, &self.alloc_ns, &self.alloc_calls, &self.slow_stacks] {
             c.store(0, Ordering::Relaxed);
         }
+        pinned::new_session(self);
         if let Some(bytes) = alloc {
             let interval = bytes.clamp(1, i32::MAX as u64);
             jvmti

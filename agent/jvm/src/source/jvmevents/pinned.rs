@@ -80,6 +80,12 @@ pub fn monitor_held(thread: u64) -> Option<EventClass> {
     Some(EventClass { name: java_class_name(&name), loader: None })
 }
 
+/// A session starts: its pinned parks are counted from 0.
+pub fn new_session(ev: &JvmEvents) {
+    ev.pinned.store(0, Ordering::Relaxed);
+    ev.pinned_over.store(0, Ordering::Relaxed);
+}
+
 /// The pinned event of a virtual thread's `park` (its `ThreadPark`), on the parked thread
 /// after the park (the monitor it parked inside is still held); None past the session's cap
 /// (counted).
@@ -101,4 +107,45 @@ pub fn of_park(ev: &JvmEvents, park: &Pending) -> Option<Pending> {
         timeout: i64::MIN,
         until: i64::MIN,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn park() -> Pending {
+        Pending {
+            kind: JvmEventKind::ThreadPark,
+            time: 10,
+            duration: 20_000_000,
+            thread: 3,
+            frames: vec![(0x1000, -1), (0x2000, 819)],
+            walk: None,
+            class: None,
+            weight: 20_000_000,
+            timeout: 20_000_000,
+            until: i64::MIN,
+        }
+    }
+
+    #[test]
+    fn a_pinned_event_is_its_park_s_stack_and_time_up_to_the_session_s_cap() {
+        let ev = JvmEvents::new();
+        let p = of_park(&ev, &park()).expect("the first pinned park is recorded");
+        assert_eq!(p.kind, JvmEventKind::VirtualThreadPinned);
+        assert_eq!((p.time, p.duration, p.weight, p.thread), (10, 20_000_000, 20_000_000, 3));
+        assert_eq!(p.frames, park().frames);
+        // Not the park's timeout; no monitor known without a JavaThread.
+        assert_eq!((p.timeout, p.until), (i64::MIN, i64::MIN));
+        assert!(p.class.is_none());
+        for _ in 1..MAX_PINNED {
+            assert!(of_park(&ev, &park()).is_some());
+        }
+        assert!(of_park(&ev, &park()).is_none());
+        assert!(of_park(&ev, &park()).is_none());
+        assert_eq!(ev.pinned_over.load(Ordering::Relaxed), 2);
+        new_session(&ev);
+        assert!(of_park(&ev, &park()).is_some());
+        assert_eq!(ev.pinned_over.load(Ordering::Relaxed), 0);
+    }
 }
