@@ -40,6 +40,7 @@ pub mod claim;
 pub mod hotspot;
 pub mod javaheap;
 pub mod latency;
+pub mod lockstack;
 pub mod native;
 pub mod operand;
 pub mod perf_record;

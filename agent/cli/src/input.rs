@@ -24,7 +24,7 @@ pub(crate) struct SampleArgs {
     to: Option<String>,
     /// The JVM's events instead of the CPU samples, weighted by bytes or time waited (agent
     /// options `alloc`, `lock`; JFR's own events too): alloc, lock (monitor enters and parks),
-    /// monitor or park (.jfr only)
+    /// monitor, park or pinned (virtual threads parked on their carriers) (.jfr only)
     #[arg(long, value_name = "KIND", value_parser = hpm_profile::output::jvmevents::EventSel::parse, display_order = 0)]
     pub(crate) event: Option<hpm_profile::output::jvmevents::EventSel>,
     /// Leave out the parks of idle pool threads waiting for work (ThreadPoolExecutor.getTask,

@@ -405,10 +405,18 @@ pub enum JvmEventKind {
     MonitorEnter,
     /// A thread parked (`LockSupport.park`: `jdk.ThreadPark`), with the time parked.
     ThreadPark,
+    /// A virtual thread parked on its carrier because it could not unmount
+    /// (`jdk.VirtualThreadPinned`), with the time parked; the same park is a `ThreadPark` too.
+    VirtualThreadPinned,
 }
 
 impl JvmEventKind {
-    pub const ALL: [JvmEventKind; 3] = [JvmEventKind::Allocation, JvmEventKind::MonitorEnter, JvmEventKind::ThreadPark];
+    pub const ALL: [JvmEventKind; 4] = [
+        JvmEventKind::Allocation,
+        JvmEventKind::MonitorEnter,
+        JvmEventKind::ThreadPark,
+        JvmEventKind::VirtualThreadPinned,
+    ];
 
     /// The JFR event type the JDK writes for it (and hpm too).
     pub fn jfr_name(self) -> &'static str {
@@ -416,15 +424,17 @@ impl JvmEventKind {
             JvmEventKind::Allocation => "jdk.ObjectAllocationSample",
             JvmEventKind::MonitorEnter => "jdk.JavaMonitorEnter",
             JvmEventKind::ThreadPark => "jdk.ThreadPark",
+            JvmEventKind::VirtualThreadPinned => "jdk.VirtualThreadPinned",
         }
     }
 
-    /// Short name in tables and options: `alloc`, `monitor`, `park`.
+    /// Short name in tables and options: `alloc`, `monitor`, `park`, `pinned`.
     pub fn name(self) -> &'static str {
         match self {
             JvmEventKind::Allocation => "alloc",
             JvmEventKind::MonitorEnter => "monitor",
             JvmEventKind::ThreadPark => "park",
+            JvmEventKind::VirtualThreadPinned => "pinned",
         }
     }
 
@@ -459,7 +469,9 @@ pub struct JvmEvent {
     pub stack: Stack,
     pub truncated: bool,
     /// The allocated object's class; the monitor's class; the park blocker's class (none when
-    /// the park had no blocker). Java names (`java.lang.String`, `byte[]`).
+    /// the park had no blocker); for a pinned virtual thread, the class of the monitor it
+    /// entered last and still holds (none: it held none, or hpm could not tell). Java names
+    /// (`java.lang.String`, `byte[]`).
     pub class: Option<Arc<str>>,
     /// The loader of `class`, when the agent knows it (none for the bootstrap loader's classes).
     pub loader: Option<Arc<ClassLoaderName>>,
@@ -471,6 +483,9 @@ pub struct JvmEvent {
     /// A park's relative timeout in ns and absolute deadline in epoch ms (i64::MIN: none).
     pub timeout: i64,
     pub until: i64,
+    /// Why a virtual thread was pinned (JFR's `pinnedReason`: `Native or VM frame on stack`,
+    /// ...); none for the other kinds.
+    pub reason: Option<Arc<str>>,
 }
 
 impl JvmEvent {
@@ -489,6 +504,7 @@ impl JvmEvent {
             address: 0,
             timeout: i64::MIN,
             until: i64::MIN,
+            reason: None,
         }
     }
 }

@@ -57,3 +57,5 @@ pub const EVENT_OBJECT_ALLOCATION_SAMPLE: u64 = 107;
 pub const EVENT_JAVA_MONITOR_ENTER: u64 = 108;
 pub const EVENT_THREAD_PARK: u64 = 109;
 pub const EVENT_HPM_COMPILED_CODE: u64 = 110;
+/// Kept apart from the ids above, which other event types take next.
+pub const EVENT_VIRTUAL_THREAD_PINNED: u64 = 120;

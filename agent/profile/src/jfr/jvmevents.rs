@@ -1,12 +1,15 @@
-//! The JDK's allocation-sample, monitor-enter and park events ([`JvmEvent`]s): written by the
-//! agent for `alloc` and `lock`, read back from hpm's files and the JDK's own recordings.
+//! The JDK's allocation-sample, monitor-enter, park and pinned-virtual-thread events
+//! ([`JvmEvent`]s): written by the agent for `alloc` and `lock`, read back from hpm's files and
+//! the JDK's own recordings.
 
 use std::sync::Arc;
 
 use super::by_place::ByPlace;
 use super::event::EventBuf;
 use super::pools::Pools;
-use super::schema::{EVENT_JAVA_MONITOR_ENTER, EVENT_OBJECT_ALLOCATION_SAMPLE, EVENT_THREAD_PARK};
+use super::schema::{
+    EVENT_JAVA_MONITOR_ENTER, EVENT_OBJECT_ALLOCATION_SAMPLE, EVENT_THREAD_PARK, EVENT_VIRTUAL_THREAD_PINNED,
+};
 use super::value::ObjectView;
 use crate::model::{java_class_name, ClassLoaderName, JvmEvent, JvmEventKind, Recording};
 
@@ -31,10 +34,18 @@ pub fn write_jvm_events<'a>(out: &mut Vec<u8>, pools: &mut Pools<'a>, rec: &'a R
                 e.long(ev.time).long(ev.duration).long(thread).long(stack).long(class);
                 e.long(ev.timeout as u64).long(ev.until as u64);
             }
+            JvmEventKind::VirtualThreadPinned => {
+                e.restart(EVENT_VIRTUAL_THREAD_PINNED);
+                e.long(ev.time).long(ev.duration).long(thread).long(stack);
+                e.string(Some(PINNED_OPERATION)).string(ev.reason.as_deref()).long(thread).long(class);
+            }
         }
         e.finish(out);
     }
 }
+
+/// The blocking operation of every pinned event hpm records (the JDK's text for a park).
+pub const PINNED_OPERATION: &str = "LockSupport.park";
 
 /// The allocation events other recorders write instead of (or beside) `jdk.ObjectAllocationSample`:
 /// the JDK's Flight Recorder (when enabled in its settings) and async-profiler's `alloc` mode.
@@ -75,6 +86,7 @@ pub fn event_fields<'c>(
         JvmEventKind::Allocation => "objectClass",
         JvmEventKind::MonitorEnter => "monitorClass",
         JvmEventKind::ThreadPark => "parkedClass",
+        JvmEventKind::VirtualThreadPinned => "monitorClass",
     };
     // Converted once per name string, however many events name the class.
     let class = e.object(class_field);
@@ -92,6 +104,9 @@ pub fn event_fields<'c>(
     if kind == JvmEventKind::ThreadPark {
         ev.timeout = e.i64("timeout").unwrap_or(i64::MIN);
         ev.until = e.i64("until").unwrap_or(i64::MIN);
+    }
+    if kind == JvmEventKind::VirtualThreadPinned {
+        ev.reason = e.str("pinnedReason").map(|r| names.get(r, |r| r.into()));
     }
 }
 
@@ -119,6 +134,12 @@ mod tests {
             class: "jdk.internal.loader.ClassLoaders$AppClassLoader".into(),
             name: Some("app".into()),
         }));
+        let mut pinned = JvmEvent::of(JvmEventKind::VirtualThreadPinned, stack.clone());
+        pinned.time = 5_000_000_400;
+        pinned.duration = 3_000_000;
+        pinned.weight = 3_000_000;
+        pinned.class = Some("app.PinLock".into());
+        pinned.reason = Some("Native or VM frame on stack".into());
         let mut park = JvmEvent::of(JvmEventKind::ThreadPark, stack);
         park.time = 5_000_000_300;
         park.duration = 2_000_000;
@@ -128,7 +149,7 @@ mod tests {
         let mut bare = park.clone();
         bare.class = None;
         bare.timeout = i64::MIN;
-        vec![alloc, monitor, park, bare]
+        vec![alloc, monitor, park, bare, pinned]
     }
 
     #[test]
@@ -140,11 +161,11 @@ mod tests {
         bytes.extend(encode_chunk(&rec, &[], times(5_001_000_000, 5_002_000_000)));
         let chunks = parse_chunks(&bytes, &|_| true).unwrap();
         let read = crate::jfr::recording_from_chunks(&chunks).unwrap();
-        assert_eq!(read.events.len(), 8);
-        for (a, b) in rec.events.iter().zip(&read.events[..4]).chain(rec.events.iter().zip(&read.events[4..])) {
+        assert_eq!(read.events.len(), 10);
+        for (a, b) in rec.events.iter().zip(&read.events[..5]).chain(rec.events.iter().zip(&read.events[5..])) {
             assert_eq!(
-                (a.kind, a.time, a.duration, a.weight, &a.class, &a.loader),
-                (b.kind, b.time, b.duration, b.weight, &b.class, &b.loader)
+                (a.kind, a.time, a.duration, a.weight, &a.class, &a.loader, &a.reason),
+                (b.kind, b.time, b.duration, b.weight, &b.class, &b.loader, &b.reason)
             );
             assert_eq!((a.address, a.timeout, a.until), (b.address, b.timeout, b.until));
             assert_eq!(read.stack_names_root_first(&Sample::of_stack(b.stack.clone())).len(), a.stack.len());
@@ -178,6 +199,11 @@ mod tests {
         }
         let m = chunks[0].events_named("jdk.JavaMonitorEnter").next().unwrap();
         assert!(m.object("monitorClass").is_some());
+        // The pinned event: the JDK 25 fields hpm knows, and the park as its operation.
+        let p = chunks[0].events_named("jdk.VirtualThreadPinned").next().unwrap();
+        assert_eq!(p.str("blockingOperation"), Some(PINNED_OPERATION));
+        assert_eq!(p.str("pinnedReason"), Some("Native or VM frame on stack"));
+        assert!(p.raw("carrierThread").is_some());
     }
 
     use crate::model::Sample;

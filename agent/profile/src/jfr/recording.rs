@@ -39,6 +39,7 @@ const WANTED: &[&str] = &[
     "jdk.ObjectAllocationSample",
     "jdk.JavaMonitorEnter",
     "jdk.ThreadPark",
+    "jdk.VirtualThreadPinned",
     "jdk.ObjectAllocationInNewTLAB",
     "jdk.ObjectAllocationOutsideTLAB",
     super::schema::COMPILED_CODE_EVENT,

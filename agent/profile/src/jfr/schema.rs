@@ -270,6 +270,28 @@ pub fn jvm_event_defs() -> Vec<EventDef> {
             ]
             .concat(),
         },
+        EventDef {
+            id: EVENT_VIRTUAL_THREAD_PINNED,
+            name: "jdk.VirtualThreadPinned",
+            label: "Virtual Thread Pinned",
+            description: "A virtual thread parked on its carrier, unable to unmount (hpm: Unsafe.park of a virtual \
+                          thread, option lock; the event thread is the carrier)",
+            category: &["Java Application"],
+            fields: [
+                vec![start_time_field(), duration_field()],
+                thread_and_stack(),
+                vec![
+                    string_field("blockingOperation", "Blocking Operation"),
+                    string_field("pinnedReason", "Pinned Reason"),
+                    FieldDef::new("carrierThread", T_THREAD, "Carrier Thread").pooled(),
+                    // hpm's own: the JDK's event has no monitor (JDK 21-23 pin on any).
+                    FieldDef::new("monitorClass", T_CLASS, "Monitor Class")
+                        .pooled()
+                        .with(description("Class of the monitor the virtual thread entered last and holds")),
+                ],
+            ]
+            .concat(),
+        },
     ]
 }
 /// The counters a region can carry: (perf event name, JFR field name).

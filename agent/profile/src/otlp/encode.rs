@@ -149,7 +149,8 @@ impl PeriodBuilder {
             self.samples.push(Obs { time, stack, attrs, weight: s.weight, count: s.count(), counters });
             self.added = self.added.saturating_add(s.repeats());
         }
-        for e in &rec.events {
+        // A pinned park is a park too: counted once.
+        for e in rec.events.iter().filter(|e| e.kind != JvmEventKind::VirtualThreadPinned) {
             let time = wall_ns(rec, e.time);
             self.note_time(time);
             let stack = self.stack(rec, &mut memo, &e.stack);

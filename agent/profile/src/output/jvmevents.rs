@@ -1,6 +1,7 @@
 //! Allocation and lock profiles from the JVM's events (`alloc`, `lock`; [`JvmEvent`]): the
 //! report's tables by class and by site, and the events as samples for flame graphs and every
-//! other output (`--event alloc|lock|monitor|park`), weighted by bytes or nanoseconds waited.
+//! other output (`--event alloc|lock|monitor|park|pinned`), weighted by bytes or nanoseconds
+//! waited.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -16,6 +17,8 @@ pub enum EventSel {
     Park,
     /// Monitor enters and parks.
     Lock,
+    /// Virtual threads' parks on their carriers (each is a park of `Park` too).
+    Pinned,
 }
 
 impl EventSel {
@@ -25,7 +28,8 @@ impl EventSel {
             "monitor" => Ok(EventSel::Monitor),
             "park" => Ok(EventSel::Park),
             "lock" => Ok(EventSel::Lock),
-            other => Err(format!("--event {other}: expected alloc, lock, monitor or park")),
+            "pinned" => Ok(EventSel::Pinned),
+            other => Err(format!("--event {other}: expected alloc, lock, monitor, park or pinned")),
         }
     }
 
@@ -34,7 +38,9 @@ impl EventSel {
             EventSel::Alloc => k == JvmEventKind::Allocation,
             EventSel::Monitor => k == JvmEventKind::MonitorEnter,
             EventSel::Park => k == JvmEventKind::ThreadPark,
-            EventSel::Lock => k != JvmEventKind::Allocation,
+            // A pinned park is a park too: counted once.
+            EventSel::Lock => matches!(k, JvmEventKind::MonitorEnter | JvmEventKind::ThreadPark),
+            EventSel::Pinned => k == JvmEventKind::VirtualThreadPinned,
         }
     }
 
@@ -58,6 +64,7 @@ impl EventSel {
             EventSel::Monitor => "monitor",
             EventSel::Park => "park",
             EventSel::Lock => "lock",
+            EventSel::Pinned => "pinned",
         }
     }
 }
@@ -136,11 +143,13 @@ pub fn project(rec: &mut Recording, sel: EventSel) -> usize {
 }
 
 /// Where an event happened, for the site tables: the first frame (leaf first) outside the JDK's
-/// lock machinery (`Unsafe.park`, `LockSupport`, the `java.util.concurrent.locks` classes), as
-/// `Class.method:line`.
+/// lock machinery (`Unsafe.park`, `LockSupport`, the `java.util.concurrent.locks` classes, a
+/// virtual thread's park), as `Class.method:line`.
 pub fn site(rec: &Recording, ev: &JvmEvent) -> String {
     let skip = |c: &str| {
         c == "jdk.internal.misc.Unsafe"
+            || c == "java.lang.VirtualThread"
+            || c.starts_with("java.lang.System$")
             || c.starts_with("java.util.concurrent.locks.")
             || (ev.kind == JvmEventKind::Allocation && c.is_empty())
     };
@@ -316,6 +325,7 @@ pub fn report(rec: &Recording, top: usize) -> String {
         out.push('\n');
         write_lock_rows(&mut out, table(rec, &lock, apart(by_site), site_row), total - idle_ns, "site", top);
     }
+    out.push_str(&super::pinned::report(rec, top));
     out
 }
 

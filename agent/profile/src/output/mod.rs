@@ -16,6 +16,7 @@ pub mod instructions;
 pub mod json;
 pub mod jvmevents;
 pub mod otlp;
+pub mod pinned;
 pub mod pprof;
 pub mod report;
 pub mod stacks;

@@ -1,7 +1,9 @@
 //! The feed of `alloc` and `lock` ([`crate::feed::EventFeed`]): each round, the JVM events the
 //! callbacks queued get their stacks resolved (through a record like the timer samplers', so frames are named
 //! and lined the same way) and join the recording; without a CPU event they also feed the tree
-//! and the stack table, weighted by bytes or time waited, so every output shows them.
+//! and the stack table, weighted by bytes or time waited, so every output shows them (a
+//! pinned virtual thread's park once: as the park it also is). A pinned park's reason is
+//! judged here, from its named frames.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -29,7 +31,9 @@ pub(super) struct JvmEventsFeed {
     cpu: bool,
     record: Option<Box<Captured>>,
     classes: HashMap<String, Arc<str>>,
-    totals: [(u64, u64); 3],
+    /// Pinned reasons, shared by the events of each (a few texts).
+    reasons: HashMap<String, Arc<str>>,
+    totals: [(u64, u64); JvmEventKind::ALL.len()],
     /// Parks of idle pool threads waiting for work (hpm_profile::output::idle): events, ns.
     idle: (u64, u64),
 }
@@ -43,6 +47,7 @@ impl JvmEventsFeed {
             cpu,
             record: None,
             classes: HashMap::new(),
+            reasons: HashMap::new(),
             totals: Default::default(),
             idle: (0, 0),
         }
@@ -112,6 +117,13 @@ impl EventFeed for JvmEventsFeed {
                     a
                 }
             });
+            let reason = (p.kind == JvmEventKind::VirtualThreadPinned).then(|| {
+                let (why, _) = hpm_profile::output::pinned::reason(rec, &s.stack, class.is_some());
+                if self.reasons.len() >= MAX_CLASS_NAMES {
+                    self.reasons.clear();
+                }
+                self.reasons.entry(why).or_insert_with_key(|w| w.as_str().into()).clone()
+            });
             let ev = JvmEvent {
                 kind: p.kind,
                 time: p.time,
@@ -125,6 +137,7 @@ impl EventFeed for JvmEventsFeed {
                 address: 0,
                 timeout: p.timeout,
                 until: p.until,
+                reason,
             };
             let k = JvmEventKind::ALL.iter().position(|&x| x == ev.kind).unwrap_or(0);
             self.totals[k].0 += 1;
@@ -133,7 +146,7 @@ impl EventFeed for JvmEventsFeed {
                 self.idle.0 += 1;
                 self.idle.1 = self.idle.1.saturating_add(ev.weight);
             }
-            if !self.cpu {
+            if !self.cpu && ev.kind != JvmEventKind::VirtualThreadPinned {
                 let s = hpm_profile::output::jvmevents::as_sample(rec, &ev);
                 sinks(&s, rec, resolver.interner());
             }
@@ -152,7 +165,7 @@ impl EventFeed for JvmEventsFeed {
         if !self.alloc && !self.lock {
             return None;
         }
-        let [(na, wa), (nm, wm), (np, wp)] = self.totals;
+        let [(na, wa), (nm, wm), (np, wp), (nv, wv)] = self.totals;
         let mut parts = Vec::new();
         if self.alloc {
             let calls = ev.alloc_calls.load(std::sync::atomic::Ordering::Relaxed);
@@ -175,6 +188,17 @@ impl EventFeed for JvmEventsFeed {
                 wm as f64 / 1e6,
                 wp as f64 / 1e6
             ));
+            let over = ev.pinned_over.load(std::sync::atomic::Ordering::Relaxed);
+            if nv > 0 || over > 0 {
+                let over = match over {
+                    0 => String::new(),
+                    n => format!("; {n} more past the session's {} not recorded as pinned", super::pinned::MAX_PINNED),
+                };
+                parts.push(format!(
+                    "{nv} of the parks by pinned virtual threads, on their carriers ({:.1} ms{over})",
+                    wv as f64 / 1e6
+                ));
+            }
             let retakes = ev.park_retakes.load(std::sync::atomic::Ordering::Relaxed);
             if retakes > 0 {
                 parts.push(format!(

@@ -16,6 +16,8 @@
 //!   (async-profiler's lock mode does at each start, calling the JVM's own function and so
 //!   leaving hpm's out): the source's tick checks the entry each round and takes it back, calling
 //!   the other agent's function inside hpm's ([`JvmEvents::keep_park`]).
+//! - Pinned virtual threads (JDK 21+): a park of a virtual thread that reaches `Unsafe.park`
+//!   is one on its carrier, recorded as `jdk.VirtualThreadPinned` too ([`pinned`]).
 //!
 //! The callbacks run on the Java threads, outside any signal: they may allocate and lock. They
 //! queue [`Pending`] events (bounded; more are counted and dropped) in the process's [`EVENTS`];
@@ -47,6 +49,7 @@ use crate::threads::Threads;
 /// Events kept while the processor has not taken them; later ones are counted and dropped.
 const MAX_PENDING: usize = 100_000;
 mod feed;
+mod pinned;
 
 /// Deepest stack recorded with an event (the session's `jstackdepth` may ask for less).
 pub const MAX_EVENT_FRAMES: usize = hpm_capture::capture::MAX_FRAMES;
@@ -100,6 +103,10 @@ pub struct JvmEvents {
     park: OnceLock<Result<Option<String>, String>>,
     /// Times another agent re-registered Unsafe.park and hpm took it back (for the process).
     pub park_retakes: AtomicU64,
+    /// Pinned virtual-thread parks seen in the session, and those past [`pinned::MAX_PINNED`]
+    /// (not recorded as pinned; their parks are).
+    pub pinned: AtomicU64,
+    pub pinned_over: AtomicU64,
     /// How event stacks are walked (set at the first session).
     walkers: OnceLock<Walkers>,
     /// Classes by the tag of their mirror, less one (see [`class_name`]).
@@ -136,6 +143,8 @@ impl JvmEvents {
             max_depth: AtomicU32::new(256),
             park: OnceLock::new(),
             park_retakes: AtomicU64::new(0),
+            pinned: AtomicU64::new(0),
+            pinned_over: AtomicU64::new(0),
             walkers: OnceLock::new(),
             class_names: Mutex::new(Vec::new()),
         }
@@ -272,6 +281,7 @@ impl JvmEvents {
         for c in [&self.dropped, &self.short_waits, &self.alloc_ns, &self.alloc_calls, &self.slow_stacks] {
             c.store(0, Ordering::Relaxed);
         }
+        pinned::new_session(self);
         if let Some(bytes) = alloc {
             let interval = bytes.clamp(1, i32::MAX as u64);
             jvmti
@@ -747,6 +757,9 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
     let thread_class = jnienv::object_class(jni, thread);
     let blocker = jnienv::object_field(jni, thread_class, thread, c"parkBlocker", c"Ljava/lang/Object;");
     let class = class_of(a.events, &a.jvmti, jni, blocker);
+    // Only a pinned virtual thread parks through Unsafe.park (see `pinned`).
+    let virtual_thread =
+        class_name(a.events, &a.jvmti, jni, thread_class).is_some_and(|c| c.name == pinned::VIRTUAL_THREAD);
     jnienv::delete_local_ref(jni, blocker);
     jnienv::delete_local_ref(jni, thread_class);
     let idx = thread_index(a.threads, &a.jvmti, jni, thread);
@@ -757,7 +770,7 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
         (true, t) => (i64::MIN, t),
         (false, t) => (t, i64::MIN),
     };
-    a.events.push(Pending {
+    let park = Pending {
         kind: JvmEventKind::ThreadPark,
         time: start.time,
         duration,
@@ -768,7 +781,13 @@ fn parked(jni: *mut JNIEnv, start: ParkStart, absolute: bool, time: jlong) {
         weight: duration,
         timeout,
         until,
-    });
+    };
+    if virtual_thread {
+        if let Some(p) = pinned::of_park(a.events, &park) {
+            a.events.push(p);
+        }
+    }
+    a.events.push(park);
 }
 
 #[cfg(test)]
