@@ -57,7 +57,13 @@ pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, vm: Vm, jni: *mut JN
     vm.learn_thread_key();
     let tid = gettid();
     let name = jvmti.thread_name(thread).unwrap_or_default();
-    let info = ThreadInfo { os_tid: tid as u32, java_id: jnienv::java_thread_id(jni, thread), name, is_java: true };
+    let info = ThreadInfo {
+        os_tid: tid as u32,
+        java_id: jnienv::java_thread_id(jni, thread),
+        name,
+        is_java: true,
+        is_virtual: false,
+    };
     // Failures are counted per reason and the first one is printed at exit.
     let _ = threads.attach(tid, info);
 }

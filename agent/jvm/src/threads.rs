@@ -679,7 +679,13 @@ impl Threads {
                 };
                 match hint {
                     Some(java) => ThreadInfo { os_tid: tid as u32, ..java },
-                    None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
+                    None => ThreadInfo {
+                        os_tid: tid as u32,
+                        java_id: None,
+                        name: comm.to_string(),
+                        is_java: false,
+                        is_virtual: false,
+                    },
                 }
             });
             let cut = !info.is_java && hpm_resolve::thread_dump::may_be_cut(&info.name);
@@ -737,7 +743,10 @@ impl Threads {
         }
         let name = name();
         let own = name.starts_with("hpm-");
-        let idx = Self::new_index(&mut g, ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name })?;
+        let idx = Self::new_index(
+            &mut g,
+            ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name, is_virtual: false },
+        )?;
         g.by_java_id.insert(id, idx);
         (!own).then_some(idx)
     }

@@ -197,6 +197,26 @@ pub struct ThreadInfo {
     pub java_id: Option<u64>,
     pub name: String,
     pub is_java: bool,
+    /// A virtual thread (JDK 21+): `java_id` is its `Thread.threadId()`, `os_tid` 0 (it has
+    /// no kernel thread of its own), `name` often empty, as the JDK leaves it; its samples name
+    /// their carrier in [`Sample::carrier`]. Also the entry that stands for many (see
+    /// [`crate::vthreads`]).
+    pub is_virtual: bool,
+}
+
+impl ThreadInfo {
+    /// A virtual thread of id `java_id`, named `name` (empty when unnamed, the usual case).
+    pub fn virtual_thread(java_id: u64, name: String) -> ThreadInfo {
+        ThreadInfo { os_tid: 0, java_id: Some(java_id), name, is_java: true, is_virtual: true }
+    }
+
+    /// The name to show: `name`, or for an unnamed virtual thread `virtual thread #ID`.
+    pub fn shown_name(&self) -> std::borrow::Cow<'_, str> {
+        match self.java_id {
+            Some(id) if self.is_virtual && self.name.is_empty() => format!("virtual thread #{id}").into(),
+            _ => self.name.as_str().into(),
+        }
+    }
 }
 
 /// A stack, leaf first. Shared: the samples a reader builds from one stored stack (a JFR
@@ -236,6 +256,9 @@ pub struct Sample {
     /// are of running threads. `sampler=wall` fills it; the report's thread table then shows
     /// each thread's shares per state.
     pub state: Option<StateIdx>,
+    /// The platform thread that carried [`Sample::thread`] when it is a virtual thread
+    /// ([`ThreadInfo::is_virtual`]) mounted on it; `None` otherwise.
+    pub carrier: Option<ThreadIdx>,
 }
 
 impl Sample {
@@ -255,6 +278,7 @@ impl Sample {
             ip: 0,
             component: VmComponent::Java,
             state: None,
+            carrier: None,
         }
     }
 

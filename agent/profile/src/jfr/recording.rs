@@ -410,6 +410,7 @@ impl Builder {
         let thread = self.thread(c, e.raw("sampledThread"), cache);
         let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache)?;
         Ok(Sample {
+            carrier: None,
             time,
             thread,
             stack,
@@ -442,6 +443,7 @@ impl Builder {
                     java_id: Some(java_id).filter(|&i| i != 0),
                     name: thread_name(java_name.or(t.str("osName")).unwrap_or("")),
                     is_java: java_name.is_some(),
+                    is_virtual: false,
                 }
             }
             None => ThreadInfo { name: "[unknown thread]".into(), ..Default::default() },

@@ -22,8 +22,20 @@ fn recording(counters: &[&str]) -> Recording {
         pid: 4242,
         ..Default::default()
     };
-    let t0 = rec.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
-    let t1 = rec.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    let t0 = rec.add_thread(ThreadInfo {
+        os_tid: 10,
+        java_id: Some(1),
+        name: "main".into(),
+        is_java: true,
+        is_virtual: false,
+    });
+    let t1 = rec.add_thread(ThreadInfo {
+        os_tid: 11,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+        is_virtual: false,
+    });
     let main = rec.methods.intern(MethodInfo::java("app.Main", "main", "([Ljava/lang/String;)V"));
     let hot = rec.methods.intern(MethodInfo::java("app.Hot", "loop", "()V"));
     let get =
@@ -34,6 +46,7 @@ fn recording(counters: &[&str]) -> Recording {
     let mut push = |stack: Vec<Frame>, thread, count: usize, per: Vec<u64>, component| {
         for _ in 0..count {
             rec.samples.push(Sample {
+                carrier: None,
                 time: 0,
                 thread,
                 stack: stack.clone().into(),
@@ -308,7 +321,7 @@ fn events_are_counted_by_weight_when_asked() {
 fn threads_with_samples_of_those_seen() {
     let mut rec = recording(&[]);
     // A third thread seen, without samples; a JFR file says it saw 5.
-    rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true, is_virtual: false });
     let cct = Cct::from_recording(&rec, false);
     let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
     assert!(r.contains("\nthreads:    2 sampled (1 Java, 1 VM) of 3 seen by the session\n"), "{r}");

@@ -201,14 +201,27 @@ mod tests {
             states: states.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
-        rec.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
-        rec.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+        rec.add_thread(ThreadInfo {
+            os_tid: 10,
+            java_id: Some(1),
+            name: "main".into(),
+            is_java: true,
+            is_virtual: false,
+        });
+        rec.add_thread(ThreadInfo {
+            os_tid: 11,
+            java_id: None,
+            name: "GC Thread#0".into(),
+            is_java: false,
+            is_virtual: false,
+        });
         let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
         let stack: crate::model::Stack =
             vec![Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into();
         let mut push = |thread, n, counters: [u64; 2], state| {
             for _ in 0..n {
                 rec.samples.push(Sample {
+                    carrier: None,
                     time: 0,
                     thread,
                     stack: stack.clone(),
