@@ -730,6 +730,7 @@ impl MethodNames {
 /// Name of the per-thread pseudo-frame used with the `threads` option.
 pub fn thread_frame_name(rec: &Recording, t: crate::model::ThreadIdx) -> String {
     match rec.threads.get(t.0 as usize) {
+        Some(ti) if ti.is_virtual => format!("[{}]", ti.shown_name()),
         Some(ti) => format!("[{} tid={}]", ti.name, ti.os_tid),
         None => format!("[thread #{t}]"),
     }

@@ -1115,10 +1115,11 @@ impl Recording {
         (self.states.len() - 1) as StateIdx
     }
 
-    /// Threads the profiler saw, with samples or not: the agent lists every thread it saw, a
-    /// JFR file only those its events name, and says how many were seen besides.
+    /// Platform threads the profiler saw, with samples or not: the agent lists every thread it
+    /// saw, a JFR file only those its events name, and says how many were seen besides.
+    /// Virtual threads are not counted (see [`crate::vthreads`]).
     pub fn threads_seen(&self) -> u64 {
-        self.threads_seen.max(self.threads.len() as u64)
+        self.threads_seen.max(self.threads.iter().filter(|t| !t.is_virtual).count() as u64)
     }
 
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadInfo};
+use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadIdx, ThreadInfo};
 use crate::output::threads::SampledThreads;
 
 /// A recording with `counters`; each stack spec is (root-first methods, thread, count,
@@ -368,4 +368,28 @@ fn sampling_line_says_what_a_session_samples() {
     );
     let cycles = EventInfo { name: "cycles".into(), period: 1_000_003, unit: PeriodUnit::Events, ..cpu };
     assert!(sampling_line(&cycles, None, None).starts_with("event cycles every 1,000,003 events"));
+}
+
+#[test]
+fn virtual_threads_fold_into_one_row_and_have_a_header_line_of_their_own() {
+    // main's 90 samples become those of two virtual threads carried by `main`'s kernel thread.
+    let mut rec = recording(&[]);
+    let v1 = rec.add_thread(ThreadInfo::virtual_thread(21, String::new()));
+    let v2 = rec.add_thread(ThreadInfo::virtual_thread(22, String::new()));
+    for (i, s) in rec.samples.iter_mut().filter(|s| s.thread == ThreadIdx(0)).enumerate() {
+        s.carrier = Some(s.thread);
+        s.thread = if i % 3 == 0 { v2 } else { v1 };
+    }
+    let vthreads = crate::vthreads::regroup(&mut rec, crate::vthreads::Grouping::Fold);
+    let cct = Cct::from_recording(&rec, false);
+    let tallies = Tallies { vthreads, ..Tallies::of(&rec) };
+    let r = full_report(Some(&rec), &cct, &tallies, &ReportOptions::default());
+    assert!(r.contains("\nthreads:    1 sampled (0 Java, 1 VM) of 2 seen by the session\n"), "{r}");
+    assert!(
+        r.contains("\nvirtual:    2 sampled (90.00% of the samples), folded into one row (--vthreads each|carrier)\n"),
+        "{r}"
+    );
+    let rows = table_rows(&r, "== Threads ==");
+    assert!(rows[0].ends_with("        -  virtual threads (2)"), "{}", rows[0]);
+    assert!(rows[0].trim_start().starts_with("90 "), "{}", rows[0]);
 }
