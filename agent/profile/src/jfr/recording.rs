@@ -95,7 +95,7 @@ pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) ->
 struct Builder {
     rec: Recording,
     chunks: usize,
-    threads: HashMap<(u64, u64), ThreadIdx>,
+    threads: HashMap<(u64, u64, bool), ThreadIdx>,
     saw_config: bool,
     jdk_period_ns: Option<u64>,
     /// Running totals, so that no later sum over samples can overflow.
@@ -217,6 +217,11 @@ impl Builder {
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
                 s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| cache.states.get(n, |n| self.state_idx(n)));
                 s.data = data_target(&e, &mut cache);
+                // Null (key 0) for a platform thread's sample.
+                s.carrier = match e.raw("carrierThread") {
+                    Some(v @ Value::Ref { key, .. }) if *key != 0 => Some(self.thread(c, Some(v), &mut cache)),
+                    _ => None,
+                };
                 for (field, slot) in &counter_slots {
                     if s.counters.len() <= *slot {
                         s.counters.resize(*slot + 1, 0);
@@ -443,12 +448,14 @@ impl Builder {
                     java_id: Some(java_id).filter(|&i| i != 0),
                     name: thread_name(java_name.or(t.str("osName")).unwrap_or("")),
                     is_java: java_name.is_some(),
-                    is_virtual: false,
+                    is_virtual: t.bool("virtual").unwrap_or(false),
                 }
             }
             None => ThreadInfo { name: "[unknown thread]".into(), ..Default::default() },
         };
-        let id = (info.os_tid as u64, info.java_id.unwrap_or(0));
+        // A virtual thread's Java id is its own, never a platform thread's: the key tells them
+        // apart all the same (the entry standing for many has neither id).
+        let id = (info.os_tid as u64, info.java_id.unwrap_or(0), info.is_virtual);
         let idx = match self.threads.get(&id) {
             Some(&i) => {
                 // Same thread, renamed since: keep the latest name.

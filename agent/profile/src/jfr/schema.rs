@@ -43,6 +43,7 @@ pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
     "dataIndex",
     "dataSource",
     "dataLatency",
+    "carrierThread",
 ];
 
 /// The fields of a thread's sample as JFR's own `jdk.ExecutionSample` has them.
@@ -96,6 +97,9 @@ pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
         FieldDef::new("dataLatency", T_LONG, "Data Access Latency")
             .with(description("A precise memory sample's access latency in cycles, 0 if the PMU gave none"))
             .with(marker(A_UNSIGNED)),
+        FieldDef::new("carrierThread", T_THREAD, "Carrier Thread")
+            .pooled()
+            .with(description("The platform thread the sampled virtual thread was mounted on; null for a platform thread")),
     ];
     for (i, (name, counter)) in counter_field_names(counters).iter().zip(counters).enumerate() {
         let period = periods.get(i).copied().unwrap_or(0);
