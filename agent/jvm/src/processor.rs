@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use crate::options::{Options, OutputFormat};
 use hpm_profile::codemap::CodeEvent;
 use hpm_profile::jfr::writer::ChunkTimes;
-use hpm_profile::model::{EventInfo, Recording, Sample};
+use hpm_profile::model::{EventInfo, Recording, Sample, ThreadIdx};
 use hpm_profile::outfile::Target;
 use hpm_resolve::resolve::{ResolverConfig, SampleResolver};
 
@@ -503,7 +503,7 @@ impl Processor {
         let due = intake.due(&inputs.sink, watermark);
         self.resolver.prefetch_methods(&mut methods, intake.records(&inputs.sink, &due));
         intake.drain(&inputs.sink, due, |c| {
-            let s = if c.deep() == 0 {
+            let mut s = if c.deep() == 0 {
                 self.resolver.resolve(&mut self.rec, &mut methods, c)
             } else {
                 let deep = inputs.sink.take_deep(c.deep());
@@ -514,6 +514,9 @@ impl Processor {
                     // Structure for the completer only.
                     return;
                 }
+            }
+            if c.vthread != 0 {
+                self.mount(&mut s, c.vthread);
             }
             if c.kernel_periods > 0 {
                 // Kernel time counted, not sampled: one sample standing for each period spent
@@ -527,6 +530,20 @@ impl Processor {
         });
         self.intake = intake;
         self.methods = Some(methods);
+    }
+
+    /// Makes `s`, a sample of a carrier running virtual thread `vthread`, the virtual thread's,
+    /// carried by the sampled thread. A virtual thread seen for the first time is listed in the
+    /// recording at once, before any sink or chunk names it. Left on the carrier when the
+    /// session's thread list is full.
+    fn mount(&mut self, s: &mut Sample, vthread: u64) {
+        let threads = self.inputs.threads;
+        let Some(v) = threads.index_for_virtual(vthread) else { return };
+        if v as usize >= self.rec.threads.len() && threads.sync(&mut self.rec.threads) && self.inputs.opts.per_thread {
+            self.sinks.tree.feed.forget_stacks();
+        }
+        s.carrier = Some(s.thread);
+        s.thread = ThreadIdx(v);
     }
 
     /// Adds a resolved sample to the recording, and to the sinks unless a stack completer

@@ -21,6 +21,7 @@ use crate::sink::SignalCtx;
 
 pub mod full_names;
 mod slot;
+mod virtual_index;
 pub use slot::{Caller, Entered, Posted, Refused, Slot, WallRequest, WALL_RESEND_VISITS};
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
@@ -146,6 +147,8 @@ struct Inner {
     /// Threads the scan attached under a kernel name of 15 bytes, which the kernel may have cut
     /// (`C2 CompilerThre`): taken by [`Threads::take_maybe_cut`] to be named in full.
     maybe_cut: Vec<i32>,
+    /// This session's virtual threads' entries (samples of mounted virtual threads).
+    virtual_threads: virtual_index::VirtualIndex,
 }
 
 pub struct Threads {
@@ -214,6 +217,7 @@ impl Threads {
                 java_hints: HashMap::new(),
                 java_by_tid: HashMap::new(),
                 retired: Vec::new(),
+                virtual_threads: Default::default(),
             }),
             signal: AtomicI32::new(signal),
             moves: AtomicU64::new(0),
@@ -293,6 +297,7 @@ impl Threads {
         g.dirty.clear();
         g.maybe_cut.clear();
         g.by_java_id.clear();
+        g.virtual_threads.clear();
         g.ended.clear();
         g.ended_idx.clear();
         g.failures = AttachFailures::default();
@@ -749,6 +754,20 @@ impl Threads {
         )?;
         g.by_java_id.insert(id, idx);
         (!own).then_some(idx)
+    }
+
+    /// The session index of the mounted virtual thread of id `id` (a sample's
+    /// `Captured::vthread`), listed on first sight (past the bound, one entry for all the others:
+    /// [`virtual_index::VirtualIndex`]); `None` when no session runs or its list is full.
+    pub fn index_for_virtual(&self, id: u64) -> Option<u32> {
+        let mut g = self.lock();
+        if matches!(g.mode, Mode::Off) {
+            return None;
+        }
+        let mut index = std::mem::take(&mut g.virtual_threads);
+        let idx = index.index(id, |info| Self::new_index(&mut g, info));
+        g.virtual_threads = index;
+        idx
     }
 
     /// Brings `out` (the recording's thread list) up to date with the entries that changed since
