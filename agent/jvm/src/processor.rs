@@ -384,6 +384,8 @@ impl Processor {
         if let Some(keys) = carried_keys {
             sinks.jfr.keys = keys;
         }
+        // The live virtual threads are counted over this session from here.
+        let _ = inputs.threads.virtual_live.look(now_ticks());
         Processor {
             intake: Intake::default(),
             resolver,
@@ -421,6 +423,9 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        if let Some((live, ns)) = inputs.threads.virtual_live.look(now) {
+            self.rec.virtual_live.add(live, ns);
+        }
         // Code events wait for the samples they are ordered with, and none comes older than
         // the watermark (a late one meets the code map as it stands, as after any later
         // sample): a session without samples (`event=lock` in a program that never contends)
@@ -544,6 +549,11 @@ impl Processor {
         }
         s.carrier = Some(s.thread);
         s.thread = ThreadIdx(v);
+        if s.state.is_some() {
+            // A wall-clock sample: its weight is wall time this virtual thread was mounted.
+            let v = &mut self.rec.virtual_live;
+            v.mounted_ns = v.mounted_ns.saturating_add(s.weight);
+        }
     }
 
     /// Adds a resolved sample to the recording, and to the sinks unless a stack completer

@@ -23,6 +23,7 @@ pub mod full_names;
 mod slot;
 mod virtual_index;
 pub use slot::{Caller, Entered, Posted, Refused, Slot, WallRequest, WALL_RESEND_VISITS};
+pub use virtual_index::LiveCount;
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
@@ -168,6 +169,8 @@ pub struct Threads {
     moves: AtomicU64,
     /// `/proc/self/task`, opened at the first scan and kept, with what its last listing saw.
     tasks: Mutex<TaskList>,
+    /// Live virtual threads (`event=wall` on JDK 21+).
+    pub virtual_live: LiveCount,
 }
 
 /// The kept `/proc/self/task` (None until the first scan, or after a listing failed: opened
@@ -221,6 +224,7 @@ impl Threads {
             }),
             signal: AtomicI32::new(signal),
             moves: AtomicU64::new(0),
+            virtual_live: LiveCount::default(),
         }
     }
 

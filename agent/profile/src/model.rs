@@ -1067,6 +1067,8 @@ pub struct Recording {
     /// Threads the profiler saw, with samples or not (`hpm.Config`'s `threadsSeen`); 0 when
     /// the source does not say: [`Recording::threads_seen`] falls back on `threads`.
     pub threads_seen: u64,
+    /// How many virtual threads were live (`event=wall` on JDK 21+; all 0 otherwise).
+    pub virtual_live: VirtualLive,
     /// Names of the thread states that [`Sample::state`] refers to, as the recording names them
     /// (empty when no sample has a state).
     pub states: Vec<String>,
@@ -1084,6 +1086,42 @@ pub struct Recording {
     /// the list with every chunk written; readers keep one entry per blob, with the
     /// instructions of whichever chunk has them).
     pub code: Vec<CompiledCode>,
+}
+
+/// Live virtual threads over a recording, counted as they start and end (cumulative, as
+/// `hpm.Config` stores it): with the wall-clock samples of mounted ones, how many waited
+/// unmounted ([`VirtualLive::averages`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VirtualLive {
+    /// Live virtual threads times the ns they were live (saturating).
+    pub thread_ns: u64,
+    /// The ns over which they were counted (0: not counted).
+    pub span_ns: u64,
+    /// The most live at once.
+    pub max: u64,
+    /// The wall time the wall-clock samples of mounted virtual threads stand for (their
+    /// weights): over `span_ns`, how many were mounted on average.
+    pub mounted_ns: u64,
+}
+
+impl VirtualLive {
+    /// Adds `live` virtual threads over the last `ns` (the count's previous look to now).
+    pub fn add(&mut self, live: u64, ns: u64) {
+        self.thread_ns = self.thread_ns.saturating_add(live.saturating_mul(ns));
+        self.span_ns = self.span_ns.saturating_add(ns);
+        self.max = self.max.max(live);
+    }
+
+    /// Live virtual threads on average, of them mounted and unmounted (parked, sleeping, or
+    /// waiting for a carrier); `None` when they were not counted.
+    pub fn averages(&self) -> Option<(f64, f64, f64)> {
+        if self.span_ns == 0 {
+            return None;
+        }
+        let live = self.thread_ns as f64 / self.span_ns as f64;
+        let mounted = (self.mounted_ns as f64 / self.span_ns as f64).min(live);
+        Some((live, mounted, live - mounted))
+    }
 }
 
 /// A compiled method's code as installed: where and when, and its instructions if they were

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::model::{Frame, FrameKind, MethodIdx, Sample};
+use crate::model::{Frame, FrameKind, MethodIdx, Sample, VirtualLive};
 
 /// A carrier (`ForkJoinPool-1-worker-1`), `main`, and virtual threads #21 (3 samples) and #22
 /// (1 sample) carried by the worker; `main` has 2 samples.
@@ -101,4 +101,32 @@ fn groupings_parse_by_name_and_refuse_others_in_one_line() {
         assert_eq!(Grouping::parse(g.name()), Ok(g));
     }
     assert_eq!(Grouping::parse("all").unwrap_err(), "`all`: give fold, each or carrier");
+}
+
+#[test]
+fn live_virtual_threads_less_the_mounted_ones_are_the_unmounted_ones() {
+    let mut v = VirtualLive::default();
+    assert_eq!((v.averages(), live_line(&v)), (None, None), "not counted");
+    // 1,000 live for a second, then 500 for a second; mounted: 4 on average (8 s of samples).
+    v.add(1000, 1_000_000_000);
+    v.add(500, 1_000_000_000);
+    v.mounted_ns = 8_000_000_000;
+    assert_eq!(v.averages(), Some((750.0, 4.0, 746.0)));
+    assert_eq!(
+        live_line(&v).unwrap(),
+        "750.0 live on average (at most 1,000): 4.0 mounted, 746.0 unmounted (parked, sleeping or waiting for a carrier)"
+    );
+    // Samples standing for more time than the live threads had (a count begun late): none unmounted.
+    v.mounted_ns = u64::MAX;
+    assert_eq!(v.averages(), Some((750.0, 750.0, 0.0)));
+}
+
+#[test]
+fn a_recording_whose_virtual_threads_never_ran_still_says_how_many_were_live() {
+    let mut rec = recording();
+    rec.samples.retain(|s| s.carrier.is_none());
+    rec.virtual_live.add(10, 1_000_000_000);
+    let s = summary(&rec, Grouping::Fold).unwrap();
+    assert_eq!((s.threads, s.samples), (0, 0));
+    assert_eq!(s.live.max, 10);
 }

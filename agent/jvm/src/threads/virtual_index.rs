@@ -4,6 +4,7 @@
 //! this map and every output stay bounded by the constant.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use hpm_profile::model::ThreadInfo;
 use hpm_profile::vthreads::MAX_VIRTUAL_THREADS;
@@ -50,6 +51,46 @@ impl VirtualIndex {
     }
 }
 
+/// Live virtual threads, counted by JVMTI VirtualThreadStart/End (`event=wall` on JDK 21+,
+/// from the JVM's start: a count begun later would miss those already live). Updated by the
+/// threads starting and ending them, read by the processor once a round.
+#[derive(Default)]
+pub struct LiveCount {
+    counting: AtomicBool,
+    live: AtomicI64,
+    /// When [`LiveCount::look`] last read the count (ns; 0: never).
+    looked: AtomicU64,
+}
+
+impl LiveCount {
+    /// The count starts (the events are on).
+    pub fn start(&self) {
+        self.counting.store(true, Ordering::Release);
+    }
+
+    pub fn started(&self) {
+        self.live.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ended(&self) {
+        self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Live virtual threads now; `None` when not counted. An end seen before its start (the
+    /// two come from different threads) reads as 0, not as a negative count.
+    pub fn live(&self) -> Option<u64> {
+        self.counting.load(Ordering::Acquire).then(|| self.live.load(Ordering::Relaxed).max(0) as u64)
+    }
+
+    /// The count at `now` and the ns since the previous look (0 at the first: a session's
+    /// processor looks once as it starts); `None` when not counted.
+    pub fn look(&self, now: u64) -> Option<(u64, u64)> {
+        let live = self.live()?;
+        let before = self.looked.swap(now, Ordering::Relaxed);
+        Some((live, if before == 0 { 0 } else { now.saturating_sub(before) }))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +127,24 @@ mod tests {
         assert_eq!(index_into(&mut v, &mut list, 5), Some(5), "the ones kept keep their entry");
         assert_eq!((list.len(), v.len()), (MAX_VIRTUAL_THREADS + 1, MAX_VIRTUAL_THREADS));
         assert!(list[MAX_VIRTUAL_THREADS].is_virtual_group());
+    }
+
+    #[test]
+    fn the_live_count_is_none_until_started_and_never_negative() {
+        let c = LiveCount::default();
+        c.started();
+        assert_eq!(c.live(), None, "events not on");
+        c.start();
+        assert_eq!(c.live(), Some(1));
+        c.ended();
+        c.ended();
+        assert_eq!(c.live(), Some(0), "an end seen before its start");
+        c.started();
+        assert_eq!(c.live(), Some(0));
+        c.started();
+        assert_eq!(c.live(), Some(1));
+        assert_eq!(c.look(1_000), Some((1, 0)), "the first look spans nothing");
+        assert_eq!(c.look(1_500), Some((1, 500)));
     }
 
     #[test]

@@ -371,6 +371,12 @@ impl Builder {
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
         // Cumulative: the largest count wins.
         self.rec.threads_seen = self.rec.threads_seen.max(e.i64("threadsSeen").unwrap_or(0).max(0) as u64);
+        let v = &mut self.rec.virtual_live;
+        let long = |name: &str| e.i64(name).unwrap_or(0).max(0) as u64;
+        v.thread_ns = v.thread_ns.max(long("virtualThreadNs"));
+        v.span_ns = v.span_ns.max(long("virtualThreadSpanNs"));
+        v.max = v.max.max(long("virtualThreadMax"));
+        v.mounted_ns = v.mounted_ns.max(long("virtualThreadMountedNs"));
     }
 
     /// Event info, JVM and pid for recordings made by the JDK.

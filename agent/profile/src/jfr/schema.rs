@@ -161,6 +161,20 @@ pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
                 FieldDef::new("threadsSeen", T_LONG, "Threads Seen")
                     .with(description("Threads the agent saw so far, with samples or not"))
                     .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadNs", T_LONG, "Live Virtual Thread Time")
+                    .with(description(
+                        "event=wall on JDK 21+: live virtual threads times the ns they were live, so far (0: not counted)",
+                    ))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadSpanNs", T_LONG, "Virtual Threads Counted For")
+                    .with(description("The ns over which live virtual threads were counted so far"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadMax", T_LONG, "Most Live Virtual Threads")
+                    .with(description("The most virtual threads live at once, so far"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadMountedNs", T_LONG, "Mounted Virtual Thread Time")
+                    .with(description("The wall time the samples of mounted virtual threads stand for, so far"))
+                    .with(marker(A_UNSIGNED)),
             ],
         },
         EventDef {

@@ -23,7 +23,8 @@ fn with_virtual_threads() -> (Recording, Vec<Sample>) {
 
 #[test]
 fn virtual_threads_and_their_carriers_survive_the_round_trip() {
-    let (rec, samples) = with_virtual_threads();
+    let (mut rec, samples) = with_virtual_threads();
+    rec.virtual_live = VirtualLive { thread_ns: 7_000_000_000, span_ns: 100_000_000, max: 90, mounted_ns: 300_000_000 };
     let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
     let back = crate::jfr::recording_from_bytes(&bytes, "memory").unwrap();
     assert_eq!(back.samples.len(), samples.len());
@@ -37,6 +38,7 @@ fn virtual_threads_and_their_carriers_survive_the_round_trip() {
     assert_eq!(back.samples[1].thread, back.samples[0].thread, "one entry per virtual thread");
     assert!(back.threads[back.samples[5].thread.0 as usize].is_virtual_group());
     assert_eq!(back.samples[2].carrier, None, "a platform thread's sample has no carrier");
+    assert_eq!(back.virtual_live, rec.virtual_live);
 }
 
 /// A thread as the JDK's tools show it: OS name and id, Java name and id, virtual.

@@ -193,6 +193,8 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(ev.kernel.name()))
         .long(ev.alloc_interval)
         .long(rec.threads_seen());
+    let v = &rec.virtual_live;
+    e.long(v.thread_ns).long(v.span_ns).long(v.max).long(v.mounted_ns);
     e.finish(out);
 }
 

@@ -232,6 +232,9 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, tallies: &Tallie
             }
             if let Some(v) = &tallies.vthreads {
                 kv("virtual", v.line());
+                if let Some(l) = crate::vthreads::live_line(&v.live) {
+                    kv("", l);
+                }
             }
         }
         None => {

@@ -226,6 +226,9 @@ pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)], sa
             crate::vthreads::OTHER_VIRTUAL_THREADS
         )),
     }
+    if let Some(l) = crate::vthreads::live_line(&rec.virtual_live) {
+        lines.push(format!("virtual threads: {l}"));
+    }
     let rows = method_rows(cct, false);
     let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();
     if !hot.is_empty() {
