@@ -83,8 +83,12 @@ pub struct VirtualSummary {
 }
 
 impl VirtualSummary {
-    /// `1,000 sampled (62.50% of the samples), folded into one row (--vthreads each|carrier)`.
+    /// `1,000 sampled (62.50% of the samples), folded into one row (--vthreads each|carrier)`;
+    /// `none sampled` where only live ones were counted.
     pub fn line(&self) -> String {
+        if self.samples == 0 {
+            return "none sampled".into();
+        }
         let mut s = format!(
             "{} sampled ({} of the samples)",
             group(self.threads),

@@ -129,4 +129,5 @@ fn a_recording_whose_virtual_threads_never_ran_still_says_how_many_were_live() {
     let s = summary(&rec, Grouping::Fold).unwrap();
     assert_eq!((s.threads, s.samples), (0, 0));
     assert_eq!(s.live.max, 10);
+    assert_eq!(s.line(), "none sampled");
 }
