@@ -217,9 +217,10 @@ impl Builder {
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
                 s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| cache.states.get(n, |n| self.state_idx(n)));
                 s.data = data_target(&e, &mut cache);
-                // Null (key 0) for a platform thread's sample.
-                s.carrier = match e.raw("carrierThread") {
-                    Some(v @ Value::Ref { key, .. }) if *key != 0 => Some(self.thread(c, Some(v), &mut cache)),
+                // The sampled thread itself (or null) for a platform thread's sample.
+                s.carrier = match (e.raw("carrierThread"), e.raw("sampledThread")) {
+                    (Some(Value::Ref { key, .. }), Some(Value::Ref { key: own, .. })) if key == own => None,
+                    (Some(v @ Value::Ref { key, .. }), _) if *key != 0 => Some(self.thread(c, Some(v), &mut cache)),
                     _ => None,
                 };
                 for (field, slot) in &counter_slots {

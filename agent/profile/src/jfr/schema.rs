@@ -99,7 +99,10 @@ pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
             .with(marker(A_UNSIGNED)),
         FieldDef::new("carrierThread", T_THREAD, "Carrier Thread")
             .pooled()
-            .with(description("The platform thread the sampled virtual thread was mounted on; null for a platform thread")),
+            .with(description(
+                "The platform thread that ran the sample: the one the sampled virtual thread was mounted on, \
+                 else the sampled thread itself",
+            )),
     ];
     for (i, (name, counter)) in counter_field_names(counters).iter().zip(counters).enumerate() {
         let period = periods.get(i).copied().unwrap_or(0);

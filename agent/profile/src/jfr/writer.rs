@@ -76,7 +76,8 @@ pub fn encode_chunk_keyed(
     let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
     for s in samples {
         let thread = pools.thread(s.thread);
-        let carrier = s.carrier.map_or(0, |c| pools.thread(c));
+        // A platform thread carries itself: no null for the JDK's tools to print as N/A.
+        let carrier = s.carrier.map_or(thread, |c| pools.thread(c));
         let stack = pools.stack(s);
         // A sample standing for several (kernel periods counted) is written as that many
         // events, each with its share of the weight: JDK tools and JMC count events.
