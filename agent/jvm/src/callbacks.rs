@@ -71,12 +71,15 @@ pub fn count_virtual_threads(jvmti: &Jvmti, threads: &Threads) {
     }
 }
 
-unsafe extern "C" fn virtual_thread_start(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _vthread: jthread) {
-    guarded("VirtualThreadStart", |a| a.threads.virtual_live.started());
+unsafe extern "C" fn virtual_thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, vthread: jthread) {
+    guarded("VirtualThreadStart", |a| {
+        let name = a.jvmti.thread_name(vthread).unwrap_or_default();
+        a.threads.virtual_started(name, || jnienv::java_thread_id(jni, vthread));
+    });
 }
 
-unsafe extern "C" fn virtual_thread_end(_env: JvmtiEnvPtr, _jni: *mut JNIEnv, _vthread: jthread) {
-    guarded("VirtualThreadEnd", |a| a.threads.virtual_live.ended());
+unsafe extern "C" fn virtual_thread_end(_env: JvmtiEnvPtr, jni: *mut JNIEnv, vthread: jthread) {
+    guarded("VirtualThreadEnd", |a| a.threads.virtual_ended(|| jnienv::java_thread_id(jni, vthread)));
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).

@@ -774,6 +774,30 @@ impl Threads {
         idx
     }
 
+    /// A virtual thread started (VirtualThreadStart): `name` for the virtual thread of Java id
+    /// `id()` when it has one (asked only then).
+    pub fn virtual_started(&self, name: String, id: impl FnOnce() -> Option<u64>) {
+        self.virtual_live.started();
+        if name.is_empty() {
+            return;
+        }
+        if let Some(id) = id() {
+            self.lock().virtual_threads.named(id, name);
+        }
+    }
+
+    /// A virtual thread ended (VirtualThreadEnd); its Java id `id()` is asked only while some
+    /// live virtual thread has a name.
+    pub fn virtual_ended(&self, id: impl FnOnce() -> Option<u64>) {
+        self.virtual_live.ended();
+        let mut g = self.lock();
+        if g.virtual_threads.any_named() {
+            if let Some(id) = id() {
+                g.virtual_threads.unnamed(id);
+            }
+        }
+    }
+
     /// Brings `out` (the recording's thread list) up to date with the entries that changed since
     /// the last call.
     /// Whether a thread's name in `out` changed (one listed only now counts: samples of its

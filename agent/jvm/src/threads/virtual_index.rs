@@ -9,19 +9,40 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use hpm_profile::model::ThreadInfo;
 use hpm_profile::vthreads::MAX_VIRTUAL_THREADS;
 
-/// Session index by virtual thread id (`Thread.threadId()`).
+/// Session index by virtual thread id (`Thread.threadId()`), and the names of the live named
+/// ones (from VirtualThreadStart, `event=wall` only: the JDK leaves most unnamed).
 #[derive(Default)]
 pub struct VirtualIndex {
     by_id: HashMap<u64, u32>,
     /// The entry of the virtual threads past the bound, once one came.
     other: Option<u32>,
+    /// Live named virtual threads' names, at most [`MAX_VIRTUAL_THREADS`] (more stay unnamed);
+    /// kept across sessions, as the threads are.
+    names: HashMap<u64, String>,
 }
 
 impl VirtualIndex {
-    /// Forgets every entry (a new session's list starts empty).
+    /// Forgets every entry (a new session's list starts empty); the names stay.
     pub fn clear(&mut self) {
         self.by_id.clear();
         self.other = None;
+    }
+
+    /// Virtual thread `id` started with the name `name` (not empty).
+    pub fn named(&mut self, id: u64, name: String) {
+        if self.names.len() < MAX_VIRTUAL_THREADS {
+            self.names.insert(id, name);
+        }
+    }
+
+    /// Virtual thread `id` ended.
+    pub fn unnamed(&mut self, id: u64) {
+        self.names.remove(&id);
+    }
+
+    /// Whether any live virtual thread has a name (else an end need not say which ended).
+    pub fn any_named(&self) -> bool {
+        !self.names.is_empty()
     }
 
     /// The index of virtual thread `id`; a new one is made by `add` (given its entry), which
@@ -31,8 +52,9 @@ impl VirtualIndex {
             return Some(i);
         }
         if self.by_id.len() < MAX_VIRTUAL_THREADS {
-            // Unnamed, as the JDK leaves virtual threads and as JFR shows them.
-            let i = add(ThreadInfo::virtual_thread(id, String::new()))?;
+            // Unnamed unless it was given a name, as JFR shows them.
+            let name = self.names.get(&id).cloned().unwrap_or_default();
+            let i = add(ThreadInfo::virtual_thread(id, name))?;
             self.by_id.insert(id, i);
             return Some(i);
         }
@@ -145,6 +167,23 @@ mod tests {
         assert_eq!(c.live(), Some(1));
         assert_eq!(c.look(1_000), Some((1, 0)), "the first look spans nothing");
         assert_eq!(c.look(1_500), Some((1, 500)));
+    }
+
+    #[test]
+    fn a_virtual_thread_named_at_its_start_keeps_its_name_until_it_ends() {
+        let (mut v, mut list) = (VirtualIndex::default(), Vec::new());
+        v.named(77, "task-77".into());
+        assert!(v.any_named());
+        index_into(&mut v, &mut list, 77);
+        index_into(&mut v, &mut list, 78);
+        assert_eq!(list[0].shown_name(), "task-77");
+        assert_eq!(list[1].shown_name(), "virtual thread #78");
+        v.unnamed(77);
+        assert!(!v.any_named());
+        v.clear();
+        v.named(79, "x".into());
+        v.clear();
+        assert!(v.any_named(), "names outlive a session");
     }
 
     #[test]
