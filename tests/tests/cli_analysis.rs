@@ -172,7 +172,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     use hpm_profile::jfr::{ChunkTimes, JfrFileWriter};
     use hpm_profile::model::*;
     let mut rec = Recording::default();
-    rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
     let run = rec.methods.intern(MethodInfo::java("p.Main", "run", "()V"));
     let (f, g) = (
         rec.methods.intern(MethodInfo::java("p.A", "f", "()V")),
@@ -181,6 +181,7 @@ fn a_recording_gives_call_sites_and_compares_with_its_collapsed_stacks() {
     let frame = |method, bci| Frame { method, bci, line: -1, kind: FrameKind::JitCompiled };
     for (i, (callee, site)) in [(f, 5), (g, 9), (f, 5), (f, 5)].into_iter().enumerate() {
         rec.samples.push(Sample {
+            carrier: None,
             time: 1_000 + i as u64,
             thread: ThreadIdx(0),
             stack: vec![frame(callee, 0), frame(run, site)].into(),

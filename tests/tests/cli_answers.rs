@@ -49,8 +49,9 @@ fn threads_jfr() -> PathBuf {
 
 fn write_threads_jfr() -> PathBuf {
     let mut rec = Recording { counters: vec!["task-clock".into()], ..Default::default() };
-    let threads = [("main", 10), ("worker-1", 11), ("worker-2", 12)]
-        .map(|(name, tid)| rec.add_thread(ThreadInfo { os_tid: tid, java_id: None, name: name.into(), is_java: true }));
+    let threads = [("main", 10), ("worker-1", 11), ("worker-2", 12)].map(|(name, tid)| {
+        rec.add_thread(ThreadInfo { os_tid: tid, java_id: None, name: name.into(), is_java: true, is_virtual: false })
+    });
     let run = rec.methods.intern(MethodInfo::java("java.lang.Thread", "run", "()V"));
     let methods = [("app.Main", "idle"), ("app.W", "alpha"), ("app.W", "beta")]
         .map(|(c, m)| rec.methods.intern(MethodInfo::java(c, m, "()V")));
@@ -67,6 +68,7 @@ fn write_threads_jfr() -> PathBuf {
         .into();
         for i in 0..n {
             samples.push(Sample {
+                carrier: None,
                 time: START + (from_ms + (to_ms - from_ms) * i / n) * 1_000_000,
                 thread: t,
                 stack: stack.clone(),
@@ -311,12 +313,18 @@ fn controls(text: &str) -> Vec<char> {
 #[test]
 fn names_with_control_characters_are_shown_not_obeyed() {
     let mut rec = Recording::default();
-    let thread =
-        rec.add_thread(ThreadInfo { os_tid: 10, java_id: None, name: "w\x1b]0;owned\x07".into(), is_java: true });
+    let thread = rec.add_thread(ThreadInfo {
+        os_tid: 10,
+        java_id: None,
+        name: "w\x1b]0;owned\x07".into(),
+        is_java: true,
+        is_virtual: false,
+    });
     let m = rec.methods.intern(MethodInfo::java("app.\x1b[31mRed\u{9b}2J", "run", "()V"));
     let stack: Stack = vec![Frame { method: m, bci: 1, line: 10, kind: FrameKind::JitCompiled }].into();
     let samples: Vec<Sample> = (0..10)
         .map(|i| Sample {
+            carrier: None,
             time: START + i * 1_000_000,
             thread,
             stack: stack.clone(),

@@ -20,7 +20,7 @@ const START: u64 = 1_000_000_000;
 fn five_threads_jfr() -> PathBuf {
     let mut rec = Recording::default();
     let mut thread = |name: &str, tid: u32, is_java: bool| {
-        rec.add_thread(ThreadInfo { os_tid: tid, java_id: None, name: name.into(), is_java })
+        rec.add_thread(ThreadInfo { os_tid: tid, java_id: None, name: name.into(), is_java, is_virtual: false })
     };
     let main = thread("main", 10, true);
     let worker = thread("worker-1", 11, true);

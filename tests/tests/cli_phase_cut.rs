@@ -11,10 +11,11 @@ use hpm_profile::model::*;
 
 fn recording_with_phases() -> PathBuf {
     let mut rec = Recording { start_ticks: 1_000, end_ticks: 1_000, counters: Vec::new(), ..Default::default() };
-    rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 7, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
     let warm = rec.methods.intern(MethodInfo::java("Warm", "up", "()V"));
     let steady = rec.methods.intern(MethodInfo::java("Steady", "run", "()V"));
     let sample = |time: u64, method: MethodIdx| Sample {
+        carrier: None,
         time,
         thread: ThreadIdx(0),
         stack: vec![Frame { method, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into(),

@@ -133,10 +133,27 @@ fn write_recording(path: &Path) -> Written {
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()
     };
-    let main = rec.add_thread(ThreadInfo { os_tid: 4001, java_id: Some(1), name: "main".into(), is_java: true });
-    let worker =
-        rec.add_thread(ThreadInfo { os_tid: 4002, java_id: Some(21), name: "pool-1-thread-1".into(), is_java: true });
-    let gc = rec.add_thread(ThreadInfo { os_tid: 4003, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    let main = rec.add_thread(ThreadInfo {
+        os_tid: 4001,
+        java_id: Some(1),
+        name: "main".into(),
+        is_java: true,
+        is_virtual: false,
+    });
+    let worker = rec.add_thread(ThreadInfo {
+        os_tid: 4002,
+        java_id: Some(21),
+        name: "pool-1-thread-1".into(),
+        is_java: true,
+        is_virtual: false,
+    });
+    let gc = rec.add_thread(ThreadInfo {
+        os_tid: 4003,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+        is_virtual: false,
+    });
     let m_main = method(&mut rec, "demo.App", "main", "([Ljava/lang/String;)V");
     let m_loop = method(&mut rec, "demo.App", "loop", "(J)J");
     let m_hash = method(&mut rec, "java.util.HashMap", "hash", "(Ljava/lang/Object;)I");
@@ -180,6 +197,7 @@ fn write_recording(path: &Path) -> Written {
                 let (thread, stack, component) = shapes[(i % 3) as usize].clone();
                 let n = c * 100 + i;
                 Sample {
+                    carrier: None,
                     time: start + 1_000 + i * 10_000_000,
                     thread,
                     stack: stack.into(),

@@ -15,6 +15,10 @@ pub(crate) struct SampleArgs {
     /// (.jfr only)
     #[arg(long, value_name = "REGEX")]
     thread: Option<String>,
+    /// Virtual threads' samples (JDK 21+): fold (one row `virtual threads (N)`), each (a row
+    /// per virtual thread) or carrier (charged to the platform thread that ran them) (.jfr only)
+    #[arg(long, value_name = "HOW", default_value = "fold", value_parser = hpm_profile::vthreads::Grouping::parse)]
+    vthreads: hpm_profile::vthreads::Grouping,
     /// Only samples from TIME on: from the recording's start (2.5s, 1500ms, 2m) or ISO 8601
     /// with a zone (2024-05-01T12:00:02.5Z) (.jfr only)
     #[arg(long, value_name = "TIME")]
@@ -50,6 +54,7 @@ impl SampleArgs {
         let mut f = SampleFilter::new(self.thread.as_deref(), self.from.as_deref(), self.to.as_deref())?
             .with_lock_class(self.lock_class.as_deref())?;
         f.no_idle = self.no_idle;
+        f.vthreads = self.vthreads;
         f.fleet = hpm_profile::otlp::Selection { service: self.service.clone(), host: self.host.clone() };
         Ok(f)
     }

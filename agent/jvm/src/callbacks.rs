@@ -50,6 +50,36 @@ pub fn fill(cb: &mut EventCallbacks) {
     cb.set(event::MONITOR_CONTENDED_ENTER, monitor_contended_enter as *const c_void);
     cb.set(event::MONITOR_CONTENDED_ENTERED, monitor_contended_entered as *const c_void);
     cb.set(event::CLASS_FILE_LOAD_HOOK, crate::source::phases::hook::class_file_load_hook as *const c_void);
+    cb.set(event::VIRTUAL_THREAD_START, virtual_thread_start as *const c_void);
+    cb.set(event::VIRTUAL_THREAD_END, virtual_thread_end as *const c_void);
+}
+
+/// Counts live virtual threads for `event=wall` on JDK 21+ (see [`crate::threads::LiveCount`]),
+/// from the JVM's start (Agent_OnLoad): the capability, then the two events once the callbacks
+/// are set. Each event is one call per virtual thread's start or end, nothing per mount (the
+/// mount/unmount extension events stay off). A JVM without virtual threads refuses the
+/// capability: nothing is counted and the report has no such line.
+pub fn count_virtual_threads(jvmti: &Jvmti, threads: &Threads) {
+    if jvmti.add_capabilities(&[crate::jvmti::cap::SUPPORT_VIRTUAL_THREADS]).is_err() {
+        return;
+    }
+    let on = [event::VIRTUAL_THREAD_START, event::VIRTUAL_THREAD_END].map(|ev| jvmti.set_event(true, ev).is_ok());
+    if on == [true, true] {
+        threads.virtual_live.start();
+    } else {
+        let _ = [event::VIRTUAL_THREAD_START, event::VIRTUAL_THREAD_END].map(|ev| jvmti.set_event(false, ev));
+    }
+}
+
+unsafe extern "C" fn virtual_thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, vthread: jthread) {
+    guarded("VirtualThreadStart", |a| {
+        let name = a.jvmti.thread_name(vthread).unwrap_or_default();
+        a.threads.virtual_started(name, || jnienv::java_thread_id(jni, vthread));
+    });
+}
+
+unsafe extern "C" fn virtual_thread_end(_env: JvmtiEnvPtr, jni: *mut JNIEnv, vthread: jthread) {
+    guarded("VirtualThreadEnd", |a| a.threads.virtual_ended(|| jnienv::java_thread_id(jni, vthread)));
 }
 
 /// Attaches the calling Java thread (ThreadStart, and the main thread at VMInit).
@@ -57,7 +87,13 @@ pub fn attach_java_thread(jvmti: &Jvmti, threads: &Threads, vm: Vm, jni: *mut JN
     vm.learn_thread_key();
     let tid = gettid();
     let name = jvmti.thread_name(thread).unwrap_or_default();
-    let info = ThreadInfo { os_tid: tid as u32, java_id: jnienv::java_thread_id(jni, thread), name, is_java: true };
+    let info = ThreadInfo {
+        os_tid: tid as u32,
+        java_id: jnienv::java_thread_id(jni, thread),
+        name,
+        is_java: true,
+        is_virtual: false,
+    };
     // Failures are counted per reason and the first one is printed at exit.
     let _ = threads.attach(tid, info);
 }

@@ -38,8 +38,11 @@ pub mod event {
     pub const GARBAGE_COLLECTION_START: u32 = 81;
     pub const GARBAGE_COLLECTION_FINISH: u32 = 82;
     pub const SAMPLED_OBJECT_ALLOC: u32 = 86;
+    /// JDK 21+ (with `cap::SUPPORT_VIRTUAL_THREADS`).
+    pub const VIRTUAL_THREAD_START: u32 = 87;
+    pub const VIRTUAL_THREAD_END: u32 = 88;
     pub const FIRST: u32 = 50;
-    pub const LAST: u32 = 86;
+    pub const LAST: u32 = 88;
 }
 
 /// Capability bit positions in `jvmtiCapabilities` (declaration order in jvmti.h).
@@ -53,9 +56,12 @@ pub mod cap {
     pub const GENERATE_GARBAGE_COLLECTION_EVENTS: u32 = 31;
     pub const RETRANSFORM_CLASSES: u32 = 37;
     pub const GENERATE_SAMPLED_OBJECT_ALLOC_EVENTS: u32 = 43;
+    /// JDK 21+.
+    pub const SUPPORT_VIRTUAL_THREADS: u32 = 44;
 }
 
-/// `jvmtiEventCallbacks`: one function pointer per event from VM_INIT (50) to 86.
+/// `jvmtiEventCallbacks`: one function pointer per event from VM_INIT (50) to 88 (JDK 21's
+/// length; an older JVM copies the part it knows: `SetEventCallbacks` takes the size).
 #[repr(C)]
 pub struct EventCallbacks {
     pub slots: [*const c_void; (event::LAST - event::FIRST + 1) as usize],
@@ -552,6 +558,7 @@ mod tests {
 
     #[test]
     fn callbacks_cover_every_event_slot() {
-        assert_eq!(std::mem::size_of::<EventCallbacks>(), 37 * 8);
+        // JDK 21's jvmtiEventCallbacks: VM_INIT (50) to VIRTUAL_THREAD_END (88).
+        assert_eq!(std::mem::size_of::<EventCallbacks>(), 39 * 8);
     }
 }

@@ -40,6 +40,10 @@ pub fn on_load(vm: *mut JavaVM, option_string: &str) -> Result<(), String> {
     let agent =
         agent::install(jvmti, Vm::new(vm)).map_err(|_| "the agent is already loaded in this JVM".to_string())?;
     register(agent).map_err(|e| e.to_string())?;
+    if plan.opts.cpu && plan.opts.sampler == crate::options::SamplerKind::Wall {
+        // How many virtual threads wait unmounted: counted from the start, or not at all.
+        callbacks::count_virtual_threads(&agent.jvmti, &agent.threads);
+    }
     if plan.traits.code_at_load {
         // The code-map events from the start; VMInit replays what start-up made before.
         agent.code.enable(&agent.jvmti, None).map_err(|e| format!("cannot enable the compiled-code events: {e}"))?;

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use crate::options::{Options, OutputFormat};
 use hpm_profile::codemap::CodeEvent;
 use hpm_profile::jfr::writer::ChunkTimes;
-use hpm_profile::model::{EventInfo, Recording, Sample};
+use hpm_profile::model::{EventInfo, Recording, Sample, ThreadIdx};
 use hpm_profile::outfile::Target;
 use hpm_resolve::resolve::{ResolverConfig, SampleResolver};
 
@@ -384,6 +384,8 @@ impl Processor {
         if let Some(keys) = carried_keys {
             sinks.jfr.keys = keys;
         }
+        // The live virtual threads are counted over this session from here.
+        let _ = inputs.threads.virtual_live.look(now_ticks());
         Processor {
             intake: Intake::default(),
             resolver,
@@ -421,6 +423,9 @@ impl Processor {
         let now = now_ticks();
         let watermark = if last { u64::MAX } else { now.saturating_sub(SETTLE_NS) };
         self.resolve_up_to(watermark);
+        if let Some((live, ns)) = inputs.threads.virtual_live.look(now) {
+            self.rec.virtual_live.add(live, ns);
+        }
         // Code events wait for the samples they are ordered with, and none comes older than
         // the watermark (a late one meets the code map as it stands, as after any later
         // sample): a session without samples (`event=lock` in a program that never contends)
@@ -503,7 +508,7 @@ impl Processor {
         let due = intake.due(&inputs.sink, watermark);
         self.resolver.prefetch_methods(&mut methods, intake.records(&inputs.sink, &due));
         intake.drain(&inputs.sink, due, |c| {
-            let s = if c.deep() == 0 {
+            let mut s = if c.deep() == 0 {
                 self.resolver.resolve(&mut self.rec, &mut methods, c)
             } else {
                 let deep = inputs.sink.take_deep(c.deep());
@@ -514,6 +519,9 @@ impl Processor {
                     // Structure for the completer only.
                     return;
                 }
+            }
+            if c.vthread != 0 {
+                self.mount(&mut s, c.vthread);
             }
             if c.kernel_periods > 0 {
                 // Kernel time counted, not sampled: one sample standing for each period spent
@@ -527,6 +535,25 @@ impl Processor {
         });
         self.intake = intake;
         self.methods = Some(methods);
+    }
+
+    /// Makes `s`, a sample of a carrier running virtual thread `vthread`, the virtual thread's,
+    /// carried by the sampled thread. A virtual thread seen for the first time is listed in the
+    /// recording at once, before any sink or chunk names it. Left on the carrier when the
+    /// session's thread list is full.
+    fn mount(&mut self, s: &mut Sample, vthread: u64) {
+        let threads = self.inputs.threads;
+        let Some(v) = threads.index_for_virtual(vthread) else { return };
+        if v as usize >= self.rec.threads.len() && threads.sync(&mut self.rec.threads) && self.inputs.opts.per_thread {
+            self.sinks.tree.feed.forget_stacks();
+        }
+        s.carrier = Some(s.thread);
+        s.thread = ThreadIdx(v);
+        if s.state.is_some() {
+            // A wall-clock sample: its weight is wall time this virtual thread was mounted.
+            let v = &mut self.rec.virtual_live;
+            v.mounted_ns = v.mounted_ns.saturating_add(s.weight);
+        }
     }
 
     /// Adds a resolved sample to the recording, and to the sinks unless a stack completer

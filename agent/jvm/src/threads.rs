@@ -22,7 +22,9 @@ use crate::sink::SignalCtx;
 pub mod full_names;
 mod hotspot_names;
 mod slot;
+mod virtual_index;
 pub use slot::{Caller, Entered, Posted, Refused, Slot, WallRequest, WALL_RESEND_VISITS};
+pub use virtual_index::LiveCount;
 
 /// Threads alive at once that can be profiled; more are counted and skipped.
 pub const MAX_SLOTS: usize = 4096;
@@ -147,6 +149,8 @@ struct Inner {
     /// Threads the scan attached under a kernel name of 15 bytes, which the kernel may have cut
     /// (`C2 CompilerThre`): taken by [`Threads::take_maybe_cut`] to be named in full.
     maybe_cut: Vec<i32>,
+    /// This session's virtual threads' entries (samples of mounted virtual threads).
+    virtual_threads: virtual_index::VirtualIndex,
 }
 
 pub struct Threads {
@@ -166,6 +170,8 @@ pub struct Threads {
     moves: AtomicU64,
     /// `/proc/self/task`, opened at the first scan and kept, with what its last listing saw.
     tasks: Mutex<TaskList>,
+    /// Live virtual threads (`event=wall` on JDK 21+).
+    pub virtual_live: LiveCount,
 }
 
 /// The kept `/proc/self/task` (None until the first scan, or after a listing failed: opened
@@ -215,9 +221,11 @@ impl Threads {
                 java_hints: HashMap::new(),
                 java_by_tid: HashMap::new(),
                 retired: Vec::new(),
+                virtual_threads: Default::default(),
             }),
             signal: AtomicI32::new(signal),
             moves: AtomicU64::new(0),
+            virtual_live: LiveCount::default(),
         }
     }
 
@@ -294,6 +302,7 @@ impl Threads {
         g.dirty.clear();
         g.maybe_cut.clear();
         g.by_java_id.clear();
+        g.virtual_threads.clear();
         g.ended.clear();
         g.ended_idx.clear();
         g.failures = AttachFailures::default();
@@ -680,7 +689,13 @@ impl Threads {
                 };
                 match hint {
                     Some(java) => ThreadInfo { os_tid: tid as u32, ..java },
-                    None => ThreadInfo { os_tid: tid as u32, java_id: None, name: comm.to_string(), is_java: false },
+                    None => ThreadInfo {
+                        os_tid: tid as u32,
+                        java_id: None,
+                        name: comm.to_string(),
+                        is_java: false,
+                        is_virtual: false,
+                    },
                 }
             });
             let cut = !info.is_java && hpm_resolve::thread_dump::may_be_cut(&info.name);
@@ -738,9 +753,50 @@ impl Threads {
         }
         let name = name();
         let own = name.starts_with("hpm-");
-        let idx = Self::new_index(&mut g, ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name })?;
+        let idx = Self::new_index(
+            &mut g,
+            ThreadInfo { os_tid: 0, java_id: Some(id), is_java: true, name, is_virtual: false },
+        )?;
         g.by_java_id.insert(id, idx);
         (!own).then_some(idx)
+    }
+
+    /// The session index of the mounted virtual thread of id `id` (a sample's
+    /// `Captured::vthread`), listed on first sight (past the bound, one entry for all the others:
+    /// [`virtual_index::VirtualIndex`]); `None` when no session runs or its list is full.
+    pub fn index_for_virtual(&self, id: u64) -> Option<u32> {
+        let mut g = self.lock();
+        if matches!(g.mode, Mode::Off) {
+            return None;
+        }
+        let mut index = std::mem::take(&mut g.virtual_threads);
+        let idx = index.index(id, |info| Self::new_index(&mut g, info));
+        g.virtual_threads = index;
+        idx
+    }
+
+    /// A virtual thread started (VirtualThreadStart): `name` for the virtual thread of Java id
+    /// `id()` when it has one (asked only then).
+    pub fn virtual_started(&self, name: String, id: impl FnOnce() -> Option<u64>) {
+        self.virtual_live.started();
+        if name.is_empty() {
+            return;
+        }
+        if let Some(id) = id() {
+            self.lock().virtual_threads.named(id, name);
+        }
+    }
+
+    /// A virtual thread ended (VirtualThreadEnd); its Java id `id()` is asked only while some
+    /// live virtual thread has a name.
+    pub fn virtual_ended(&self, id: impl FnOnce() -> Option<u64>) {
+        self.virtual_live.ended();
+        let mut g = self.lock();
+        if g.virtual_threads.any_named() {
+            if let Some(id) = id() {
+                g.virtual_threads.unnamed(id);
+            }
+        }
     }
 
     /// Brings `out` (the recording's thread list) up to date with the entries that changed since

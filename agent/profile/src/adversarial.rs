@@ -41,7 +41,7 @@ pub fn recording() -> Recording {
         counters: vec!["task-clock".into(), "page-faults".into()],
         ..Default::default()
     };
-    rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
     rec
 }
 
@@ -69,6 +69,7 @@ pub fn stack(rec: &mut Recording, depth: usize, names: Names) -> Stack {
 pub fn samples_of(stack: &Stack, n: usize, t0: u64, weight: u64, counters: &[u64]) -> Vec<Sample> {
     (0..n)
         .map(|i| Sample {
+            carrier: None,
             repeat: 1,
             time: t0 + i as u64 * 1_000_000,
             thread: ThreadIdx(0),

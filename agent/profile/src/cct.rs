@@ -730,6 +730,7 @@ impl MethodNames {
 /// Name of the per-thread pseudo-frame used with the `threads` option.
 pub fn thread_frame_name(rec: &Recording, t: crate::model::ThreadIdx) -> String {
     match rec.threads.get(t.0 as usize) {
+        Some(ti) if ti.is_virtual => format!("[{}]", ti.shown_name()),
         Some(ti) => format!("[{} tid={}]", ti.name, ti.os_tid),
         None => format!("[thread #{t}]"),
     }
@@ -774,7 +775,13 @@ mod tests {
     fn names_by_id_build_the_same_tree() {
         use crate::model::*;
         let mut rec = Recording::default();
-        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let t = rec.add_thread(ThreadInfo {
+            os_tid: 1,
+            java_id: Some(1),
+            name: "w".into(),
+            is_java: true,
+            is_virtual: false,
+        });
         let a = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
         let b = rec.methods.intern(MethodInfo::java("B", "g", "()V"));
         let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
@@ -849,7 +856,13 @@ mod tests {
     fn a_new_leaf_above_another_stacks_callers_makes_the_nodes_its_path_would() {
         use crate::model::*;
         let mut rec = Recording::default();
-        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let t = rec.add_thread(ThreadInfo {
+            os_tid: 1,
+            java_id: Some(1),
+            name: "w".into(),
+            is_java: true,
+            is_virtual: false,
+        });
         let m: Vec<MethodIdx> =
             ["A", "B", "C", "D"].iter().map(|c| rec.methods.intern(MethodInfo::java(c, "f", "()V"))).collect();
         let frame = |method, kind| Frame { method, bci: 0, line: 0, kind };
@@ -905,7 +918,13 @@ mod tests {
         // The agent's paths by name id, thread roots and stacks above known callers included.
         use crate::model::*;
         let mut rec = Recording::default();
-        let t = rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "w".into(), is_java: true });
+        let t = rec.add_thread(ThreadInfo {
+            os_tid: 1,
+            java_id: Some(1),
+            name: "w".into(),
+            is_java: true,
+            is_virtual: false,
+        });
         let methods: Vec<MethodIdx> =
             (0..40).map(|i| rec.methods.intern(MethodInfo::java("C", &format!("m{i}"), "()V"))).collect();
         let limit = 50;

@@ -160,6 +160,9 @@ pub struct SampleFilter {
     /// `--service`, `--host`: which of a fleet's profiles are read (OTLP input only; applied by
     /// the reader, [`crate::otlp::read`]).
     pub fleet: Selection,
+    /// `--vthreads`: how virtual threads' samples are shown (applied by the loader, before
+    /// `--thread` matches the rows so made: [`crate::vthreads::regroup`]).
+    pub vthreads: crate::vthreads::Grouping,
 }
 
 /// What a filter did, for the header line of a report and the notes of other commands.
@@ -212,7 +215,7 @@ impl SampleFilter {
                 return Err("--from is not before --to; give a range".into());
             }
         }
-        Ok(SampleFilter { thread, from, to, no_idle: false, lock_class: None, fleet: Default::default() })
+        Ok(SampleFilter { thread, from, to, ..Default::default() })
     }
 
     /// Adds `--lock-class REGEX` (bounded as `--thread` is).
@@ -259,7 +262,7 @@ impl SampleFilter {
             }
         }
         let keep_thread: Option<Vec<bool>> =
-            self.thread.as_ref().map(|re| rec.threads.iter().map(|t| re.is_match(&t.name)).collect());
+            self.thread.as_ref().map(|re| rec.threads.iter().map(|t| re.is_match(&t.shown_name())).collect());
         let thread_ok = |t: u32| keep_thread.as_ref().is_none_or(|k| k.get(t as usize).copied().unwrap_or(false));
         let time_ok = |t: u64| from.is_none_or(|f| t >= f) && to.is_none_or(|e| t < e);
         let threads = self.thread.as_ref().map(|re| {
@@ -324,7 +327,7 @@ impl SampleFilter {
         };
         if let Some(re) = &self.thread {
             if !rec.samples.iter().any(|s| thread_ok(s.thread.0)) {
-                let mut names: Vec<&str> = rec.threads.iter().map(|t| t.name.as_str()).collect();
+                let mut names: Vec<std::borrow::Cow<str>> = rec.threads.iter().map(|t| t.shown_name()).collect();
                 names.sort_unstable();
                 names.dedup();
                 let shown: Vec<String> =

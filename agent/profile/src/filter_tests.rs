@@ -16,6 +16,7 @@ fn recording() -> Recording {
             java_id: Some(i as u64),
             name: name.to_string(),
             is_java: true,
+            is_virtual: false,
         });
     }
     let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));

@@ -35,3 +35,4 @@ pub mod phase_timing;
 pub mod scratch_tests;
 pub mod text;
 pub mod tree_feed;
+pub mod vthreads;

@@ -283,6 +283,7 @@ pub fn load_profile(
                 rec.samples.len()
             ));
         }
+        let vthreads = crate::vthreads::regroup(&mut rec, filter.vthreads);
         let mut filtered = filter.apply(&mut rec)?;
         if let Some(spec) = from_phase {
             // The phase is a filter too: the header counts the samples it kept of all.
@@ -302,7 +303,7 @@ pub fn load_profile(
             Some(by) => crate::output::data::cct_by(&rec, by),
             None => Cct::from_recording(&rec, threads),
         };
-        let tallies = Tallies::of(&rec);
+        let tallies = Tallies { vthreads, ..Tallies::of(&rec) };
         let creation = Some(crate::output::jvmevents::Creation::of(&rec));
         // The outputs need only metadata from here on (`--instructions` needs the samples).
         if !keep_samples {

@@ -197,6 +197,26 @@ pub struct ThreadInfo {
     pub java_id: Option<u64>,
     pub name: String,
     pub is_java: bool,
+    /// A virtual thread (JDK 21+): `java_id` is its `Thread.threadId()`, `os_tid` 0 (it has
+    /// no kernel thread of its own), `name` often empty, as the JDK leaves it; its samples name
+    /// their carrier in [`Sample::carrier`]. Also the entry that stands for many (see
+    /// [`crate::vthreads`]).
+    pub is_virtual: bool,
+}
+
+impl ThreadInfo {
+    /// A virtual thread of id `java_id`, named `name` (empty when unnamed, the usual case).
+    pub fn virtual_thread(java_id: u64, name: String) -> ThreadInfo {
+        ThreadInfo { os_tid: 0, java_id: Some(java_id), name, is_java: true, is_virtual: true }
+    }
+
+    /// The name to show: `name`, or for an unnamed virtual thread `virtual thread #ID`.
+    pub fn shown_name(&self) -> std::borrow::Cow<'_, str> {
+        match self.java_id {
+            Some(id) if self.is_virtual && self.name.is_empty() => format!("virtual thread #{id}").into(),
+            _ => self.name.as_str().into(),
+        }
+    }
 }
 
 /// A stack, leaf first. Shared: the samples a reader builds from one stored stack (a JFR
@@ -236,6 +256,9 @@ pub struct Sample {
     /// are of running threads. `sampler=wall` fills it; the report's thread table then shows
     /// each thread's shares per state.
     pub state: Option<StateIdx>,
+    /// The platform thread that carried [`Sample::thread`] when it is a virtual thread
+    /// ([`ThreadInfo::is_virtual`]) mounted on it; `None` otherwise.
+    pub carrier: Option<ThreadIdx>,
 }
 
 impl Sample {
@@ -255,6 +278,7 @@ impl Sample {
             ip: 0,
             component: VmComponent::Java,
             state: None,
+            carrier: None,
         }
     }
 
@@ -1059,6 +1083,8 @@ pub struct Recording {
     /// Threads the profiler saw, with samples or not (`hpm.Config`'s `threadsSeen`); 0 when
     /// the source does not say: [`Recording::threads_seen`] falls back on `threads`.
     pub threads_seen: u64,
+    /// How many virtual threads were live (`event=wall` on JDK 21+; all 0 otherwise).
+    pub virtual_live: VirtualLive,
     /// Names of the thread states that [`Sample::state`] refers to, as the recording names them
     /// (empty when no sample has a state).
     pub states: Vec<String>,
@@ -1076,6 +1102,42 @@ pub struct Recording {
     /// the list with every chunk written; readers keep one entry per blob, with the
     /// instructions of whichever chunk has them).
     pub code: Vec<CompiledCode>,
+}
+
+/// Live virtual threads over a recording, counted as they start and end (cumulative, as
+/// `hpm.Config` stores it): with the wall-clock samples of mounted ones, how many waited
+/// unmounted ([`VirtualLive::averages`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VirtualLive {
+    /// Live virtual threads times the ns they were live (saturating).
+    pub thread_ns: u64,
+    /// The ns over which they were counted (0: not counted).
+    pub span_ns: u64,
+    /// The most live at once.
+    pub max: u64,
+    /// The wall time the wall-clock samples of mounted virtual threads stand for (their
+    /// weights): over `span_ns`, how many were mounted on average.
+    pub mounted_ns: u64,
+}
+
+impl VirtualLive {
+    /// Adds `live` virtual threads over the last `ns` (the count's previous look to now).
+    pub fn add(&mut self, live: u64, ns: u64) {
+        self.thread_ns = self.thread_ns.saturating_add(live.saturating_mul(ns));
+        self.span_ns = self.span_ns.saturating_add(ns);
+        self.max = self.max.max(live);
+    }
+
+    /// Live virtual threads on average, of them mounted and unmounted (parked, sleeping, or
+    /// waiting for a carrier); `None` when they were not counted.
+    pub fn averages(&self) -> Option<(f64, f64, f64)> {
+        if self.span_ns == 0 {
+            return None;
+        }
+        let live = self.thread_ns as f64 / self.span_ns as f64;
+        let mounted = (self.mounted_ns as f64 / self.span_ns as f64).min(live);
+        Some((live, mounted, live - mounted))
+    }
 }
 
 /// A compiled method's code as installed: where and when, and its instructions if they were
@@ -1107,10 +1169,11 @@ impl Recording {
         (self.states.len() - 1) as StateIdx
     }
 
-    /// Threads the profiler saw, with samples or not: the agent lists every thread it saw, a
-    /// JFR file only those its events name, and says how many were seen besides.
+    /// Platform threads the profiler saw, with samples or not: the agent lists every thread it
+    /// saw, a JFR file only those its events name, and says how many were seen besides.
+    /// Virtual threads are not counted (see [`crate::vthreads`]).
     pub fn threads_seen(&self) -> u64 {
-        self.threads_seen.max(self.threads.len() as u64)
+        self.threads_seen.max(self.threads.iter().filter(|t| !t.is_virtual).count() as u64)
     }
 
     pub fn add_thread(&mut self, t: ThreadInfo) -> ThreadIdx {

@@ -30,6 +30,7 @@ fn recording(threads: usize) -> Recording {
     }
     for t in 0..threads {
         rec.threads.push(ThreadInfo {
+            is_virtual: false,
             os_tid: 100 + t as u32,
             java_id: Some(t as u64),
             name: format!("worker-{t}"),

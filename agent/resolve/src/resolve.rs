@@ -562,6 +562,7 @@ impl SampleResolver {
             _ => false,
         };
         Sample {
+            carrier: None,
             repeat: 1,
             time: raw.time,
             thread: ThreadIdx(c.thread),

@@ -37,8 +37,14 @@ fn captured(thread: u32, time: u64, ip: u64, frames: &[(u64, i32)]) -> Captured 
 
 fn recording() -> Recording {
     let mut r = Recording::default();
-    r.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
-    r.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    r.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
+    r.add_thread(ThreadInfo {
+        os_tid: 11,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+        is_virtual: false,
+    });
     r
 }
 

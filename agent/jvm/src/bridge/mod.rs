@@ -69,7 +69,7 @@ fn recording(a: &Agent) -> bool {
 /// thread, whose OS name is the program's) takes its Java identity here.
 fn this_thread(a: &Agent, java_id: jlong, name: String) -> Option<u32> {
     let tid = crate::os::gettid();
-    let info = ThreadInfo { os_tid: tid as u32, java_id: Some(java_id as u64), name, is_java: true };
+    let info = ThreadInfo { os_tid: tid as u32, java_id: Some(java_id as u64), name, is_java: true, is_virtual: false };
     let _ = a.threads.attach(tid, info.clone());
     a.threads.index_for_tid(tid).or_else(|| a.threads.index_for_java_id(java_id as u64, || info.name))
 }

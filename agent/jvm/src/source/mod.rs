@@ -269,7 +269,13 @@ pub fn java_threads(jvmti: &Jvmti, vm: Vm) -> Vec<ThreadInfo> {
         if let Ok(name) = jvmti.thread_name(t) {
             let ptr = jnienv::java_thread_ptr(jni, t);
             let os_tid = (ptr != 0).then(|| crate::vmstructs::java_thread_tid(ptr)).flatten().unwrap_or(0) as u32;
-            out.push(ThreadInfo { os_tid, java_id: jnienv::java_thread_id(jni, t), name, is_java: true });
+            out.push(ThreadInfo {
+                os_tid,
+                java_id: jnienv::java_thread_id(jni, t),
+                name,
+                is_java: true,
+                is_virtual: false,
+            });
         }
         jnienv::delete_local_ref(jni, t);
     }

@@ -220,9 +220,10 @@ impl WallState {
             if let Some((id, tid)) = self.kept(p, jni, t) {
                 if !p.threads.is_live(tid) {
                     let name = p.jvmti.thread_name(t).unwrap_or_default();
-                    let _ = p
-                        .threads
-                        .attach(tid, ThreadInfo { os_tid: tid as u32, java_id: Some(id), name, is_java: true });
+                    let _ = p.threads.attach(
+                        tid,
+                        ThreadInfo { os_tid: tid as u32, java_id: Some(id), name, is_java: true, is_virtual: false },
+                    );
                 }
                 if let Some(g) = jnienv::new_global_ref(jni, t) {
                     self.threads.push((g, tid));

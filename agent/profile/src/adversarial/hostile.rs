@@ -275,6 +275,7 @@ fn basic_pools(long: &str) -> Vec<Pool> {
         put_string(b, Some("main"));
         put_varint(b, 1);
         put_varint(b, 0);
+        put_varint(b, 0); // not virtual
     });
     let mut states = Pool::new(T_THREAD_STATE);
     states.entry(1, |b| put_string(b, Some("STATE_RUNNABLE")));
@@ -352,6 +353,7 @@ pub fn thread_name_refs(bytes: usize) -> Vec<u8> {
             put_string_ref(b, 1);
             put_varint(b, k);
             put_varint(b, 0);
+            put_varint(b, 0); // not virtual
         });
     }
     let mut events = Vec::new();
@@ -442,6 +444,7 @@ pub fn threads_of_a_deep_stack(bytes: usize) -> Vec<u8> {
             put_string(b, Some("t"));
             put_varint(b, k);
             put_varint(b, 0);
+            put_varint(b, 0); // not virtual
         });
     }
     let mut events = Vec::new();

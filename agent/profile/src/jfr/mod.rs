@@ -61,6 +61,8 @@ pub mod writer;
 mod tests;
 #[cfg(test)]
 mod tests_robustness;
+#[cfg(test)]
+mod tests_vthreads;
 
 pub use error::{LostTail, ReadError, ReadErrorKind};
 pub use pools::TableKeys;

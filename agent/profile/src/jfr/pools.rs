@@ -85,6 +85,10 @@ pub fn thread_key(t: ThreadIdx, info: &ThreadInfo) -> u64 {
     b.extend_from_slice(&info.os_tid.to_le_bytes());
     b.extend_from_slice(&info.java_id.map_or(0, |i| i + 1).to_le_bytes());
     b.push(info.is_java as u8);
+    if info.is_virtual {
+        // Only then: a platform thread's key is as before virtual threads were told apart.
+        b.push(1);
+    }
     ((t.0 as u64 + 1) << 16) | (fnv64(&b) & 0xffff)
 }
 
@@ -462,11 +466,13 @@ impl<'a> Pools<'a> {
         for &t in &self.threads {
             let ti = &self.rec.threads[t.0 as usize];
             put_varint(&mut b, thread_key(t, ti));
-            put_string(&mut b, Some(&ti.name)); // osName
+            // A virtual thread has no OS thread: no OS name, OS id 0, as the JDK writes it.
+            put_string(&mut b, if ti.is_virtual { None } else { Some(&ti.name) }); // osName
             put_i64(&mut b, ti.os_tid as i64);
             put_string(&mut b, if ti.is_java { Some(&ti.name) } else { None }); // javaName
             put_i64(&mut b, ti.java_id.unwrap_or(0) as i64);
             put_varint(&mut b, 0); // thread group: null
+            put_bool(&mut b, ti.is_virtual);
         }
         pools.add(T_THREAD, self.threads.len(), b);
     }

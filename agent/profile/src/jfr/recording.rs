@@ -96,7 +96,7 @@ pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) ->
 struct Builder {
     rec: Recording,
     chunks: usize,
-    threads: HashMap<(u64, u64), ThreadIdx>,
+    threads: HashMap<(u64, u64, bool), ThreadIdx>,
     saw_config: bool,
     jdk_period_ns: Option<u64>,
     /// Running totals, so that no later sum over samples can overflow.
@@ -218,6 +218,12 @@ impl Builder {
                 s.component = VmComponent::from_name(e.str("component").unwrap_or(""));
                 s.state = e.str("state").filter(|n| !n.is_empty()).map(|n| cache.states.get(n, |n| self.state_idx(n)));
                 s.data = data_target(&e, &mut cache);
+                // The sampled thread itself (or null) for a platform thread's sample.
+                s.carrier = match (e.raw("carrierThread"), e.raw("sampledThread")) {
+                    (Some(Value::Ref { key, .. }), Some(Value::Ref { key: own, .. })) if key == own => None,
+                    (Some(v @ Value::Ref { key, .. }), _) if *key != 0 => Some(self.thread(c, Some(v), &mut cache)),
+                    _ => None,
+                };
                 for (field, slot) in &counter_slots {
                     if s.counters.len() <= *slot {
                         s.counters.resize(*slot + 1, 0);
@@ -367,6 +373,12 @@ impl Builder {
         self.rec.pid = e.i64("pid").unwrap_or(0) as u32;
         // Cumulative: the largest count wins.
         self.rec.threads_seen = self.rec.threads_seen.max(e.i64("threadsSeen").unwrap_or(0).max(0) as u64);
+        let v = &mut self.rec.virtual_live;
+        let long = |name: &str| e.i64(name).unwrap_or(0).max(0) as u64;
+        v.thread_ns = v.thread_ns.max(long("virtualThreadNs"));
+        v.span_ns = v.span_ns.max(long("virtualThreadSpanNs"));
+        v.max = v.max.max(long("virtualThreadMax"));
+        v.mounted_ns = v.mounted_ns.max(long("virtualThreadMountedNs"));
     }
 
     /// Event info, JVM and pid for recordings made by the JDK.
@@ -411,6 +423,7 @@ impl Builder {
         let thread = self.thread(c, e.raw("sampledThread"), cache);
         let (stack, truncated) = self.stack(c, e.raw("stackTrace"), cache)?;
         Ok(Sample {
+            carrier: None,
             time,
             thread,
             stack,
@@ -443,11 +456,14 @@ impl Builder {
                     java_id: Some(java_id).filter(|&i| i != 0),
                     name: thread_name(java_name.or(t.str("osName")).unwrap_or("")),
                     is_java: java_name.is_some(),
+                    is_virtual: t.bool("virtual").unwrap_or(false),
                 }
             }
             None => ThreadInfo { name: "[unknown thread]".into(), ..Default::default() },
         };
-        let id = (info.os_tid as u64, info.java_id.unwrap_or(0));
+        // A virtual thread's Java id is its own, never a platform thread's: the key tells them
+        // apart all the same (the entry standing for many has neither id).
+        let id = (info.os_tid as u64, info.java_id.unwrap_or(0), info.is_virtual);
         let idx = match self.threads.get(&id) {
             Some(&i) => {
                 // Same thread, renamed since: keep the latest name.

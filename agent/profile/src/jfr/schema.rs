@@ -43,6 +43,7 @@ pub const HPM_SAMPLE_FIXED_FIELDS: &[&str] = &[
     "dataIndex",
     "dataSource",
     "dataLatency",
+    "carrierThread",
 ];
 
 /// The fields of a thread's sample as JFR's own `jdk.ExecutionSample` has them.
@@ -96,6 +97,12 @@ pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
         FieldDef::new("dataLatency", T_LONG, "Data Access Latency")
             .with(description("A precise memory sample's access latency in cycles, 0 if the PMU gave none"))
             .with(marker(A_UNSIGNED)),
+        FieldDef::new("carrierThread", T_THREAD, "Carrier Thread")
+            .pooled()
+            .with(description(
+                "The platform thread that ran the sample: the one the sampled virtual thread was mounted on, \
+                 else the sampled thread itself",
+            )),
     ];
     for (i, (name, counter)) in counter_field_names(counters).iter().zip(counters).enumerate() {
         let period = periods.get(i).copied().unwrap_or(0);
@@ -156,6 +163,20 @@ pub fn event_defs(counters: &[String], periods: &[u64]) -> Vec<EventDef> {
                     .with(marker(A_UNSIGNED)),
                 FieldDef::new("threadsSeen", T_LONG, "Threads Seen")
                     .with(description("Threads the agent saw so far, with samples or not"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadNs", T_LONG, "Live Virtual Thread Time")
+                    .with(description(
+                        "event=wall on JDK 21+: live virtual threads times the ns they were live, so far (0: not counted)",
+                    ))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadSpanNs", T_LONG, "Virtual Threads Counted For")
+                    .with(description("The ns over which live virtual threads were counted so far"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadMax", T_LONG, "Most Live Virtual Threads")
+                    .with(description("The most virtual threads live at once, so far"))
+                    .with(marker(A_UNSIGNED)),
+                FieldDef::new("virtualThreadMountedNs", T_LONG, "Mounted Virtual Thread Time")
+                    .with(description("The wall time the samples of mounted virtual threads stand for, so far"))
                     .with(marker(A_UNSIGNED)),
             ],
         },

@@ -26,9 +26,21 @@ pub(crate) fn sample_recording() -> Recording {
         counters: vec!["task-clock".into(), "cycles".into(), "r01c2".into()],
         ..Default::default()
     };
-    rec.add_thread(ThreadInfo { os_tid: 101, java_id: Some(1), name: "main".into(), is_java: true });
-    rec.add_thread(ThreadInfo { os_tid: 102, java_id: Some(15), name: "worker-1".into(), is_java: true });
-    rec.add_thread(ThreadInfo { os_tid: 103, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    rec.add_thread(ThreadInfo { os_tid: 101, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
+    rec.add_thread(ThreadInfo {
+        os_tid: 102,
+        java_id: Some(15),
+        name: "worker-1".into(),
+        is_java: true,
+        is_virtual: false,
+    });
+    rec.add_thread(ThreadInfo {
+        os_tid: 103,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+        is_virtual: false,
+    });
     rec.add_drops("ring full", 3);
     rec.add_drops("no java frame", 1);
     rec
@@ -72,6 +84,7 @@ pub(crate) fn sample_batch(rec: &mut Recording, t0: u64, n: usize) -> Vec<Sample
         .map(|i| {
             let (thread, stack, component) = stacks[i % stacks.len()].clone();
             Sample {
+                carrier: None,
                 time: t0 + i as u64 * 1_000_000,
                 thread,
                 stack: stack.into(),

@@ -144,6 +144,7 @@ fn bench_encode_and_read() {
     };
     let samples: Vec<Sample> = (0..20_000)
         .map(|i| Sample {
+            carrier: None,
             time: 5_000_000_000 + i,
             thread: ThreadIdx((next() % 3) as u32),
             stack: (0..30)

@@ -210,6 +210,8 @@ pub fn builtin_types() -> Vec<TypeDef> {
                 string_field("javaName", "Java Thread Name"),
                 FieldDef::new("javaThreadId", T_LONG, "Java Thread Id"),
                 FieldDef::new("group", T_THREAD_GROUP, "Java Thread Group").pooled(),
+                // As JDK 21+ declare it; files without it (JDK 17's) read as platform threads.
+                FieldDef::new("virtual", T_BOOLEAN, "Virtual Thread"),
             ],
         ),
         TypeDef::strukt(

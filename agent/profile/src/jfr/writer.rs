@@ -76,11 +76,13 @@ pub fn encode_chunk_keyed(
     let mut e = EventBuf::new(EVENT_HPM_SAMPLE);
     for s in samples {
         let thread = pools.thread(s.thread);
+        // A platform thread carries itself: no null for the JDK's tools to print as N/A.
+        let carrier = s.carrier.map_or(thread, |c| pools.thread(c));
         let stack = pools.stack(s);
         // A sample standing for several (kernel periods counted) is written as that many
         // events, each with its share of the weight: JDK tools and JMC count events.
         for i in 0..s.repeat.max(1) {
-            write_sample(&mut out, &mut e, &mut pools, rec, s, (thread, stack), i == 0);
+            write_sample(&mut out, &mut e, &mut pools, rec, s, (thread, stack, carrier), i == 0);
         }
     }
     let mut hex = String::new();
@@ -135,7 +137,7 @@ fn write_sample(
     pools: &mut Pools,
     rec: &Recording,
     s: &Sample,
-    (thread, stack): (u64, u64),
+    (thread, stack, carrier): (u64, u64, u64),
     first: bool,
 ) {
     if s.state.is_some() {
@@ -168,6 +170,7 @@ fn write_sample(
             e.string(Some("")).long(0);
         }
     }
+    e.long(carrier);
     // The counters are the sum over the repeats: carried by the first.
     for i in 0..rec.counters.len() {
         e.long(if first { s.counters.get(i).copied().unwrap_or(0) } else { 0 });
@@ -191,6 +194,8 @@ fn write_config(out: &mut Vec<u8>, rec: &Recording, ticks: u64) {
         .string(Some(ev.kernel.name()))
         .long(ev.alloc_interval)
         .long(rec.threads_seen());
+    let v = &rec.virtual_live;
+    e.long(v.thread_ns).long(v.span_ns).long(v.max).long(v.mounted_ns);
     e.finish(out);
 }
 

@@ -416,8 +416,9 @@ impl PeriodBuilder {
         }
         let mut attrs = Vec::with_capacity(3);
         if let Some(t) = rec.threads.get(thread.0 as usize) {
-            if !t.name.is_empty() {
-                attrs.push(self.dict.attribute("thread.name", AttrValue::Str(t.name.as_str().into())));
+            let name = t.shown_name();
+            if !name.is_empty() {
+                attrs.push(self.dict.attribute("thread.name", AttrValue::Str(name.as_ref().into())));
             }
             if t.os_tid != 0 {
                 attrs.push(self.dict.attribute("thread.id", AttrValue::Int(i64::from(t.os_tid))));

@@ -261,7 +261,7 @@ fn empty_tree_renders() {
 fn kinds_tree() -> Cct {
     use crate::model::*;
     let mut rec = Recording::default();
-    rec.add_thread(ThreadInfo { os_tid: 1, java_id: None, name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 1, java_id: None, name: "main".into(), is_java: true, is_virtual: false });
     let m = |rec: &mut Recording, info: MethodInfo| rec.methods.intern(info);
     let main = m(&mut rec, MethodInfo::java("Main", "main", "()V"));
     let work = m(&mut rec, MethodInfo::java("Main", "work", "()V"));

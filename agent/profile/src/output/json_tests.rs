@@ -17,6 +17,7 @@ fn rec_with(counters: &[&str]) -> Recording {
     let frame = |method, line| Frame { method, bci: 0, line, kind: FrameKind::Interpreted };
     let mut push = |stack: Vec<Frame>, c: &[u64]| {
         rec.samples.push(Sample {
+            carrier: None,
             time: 0,
             thread: ThreadIdx(0),
             stack: stack.into(),

@@ -207,7 +207,7 @@ pub fn encode_profile(rec: &Recording, stacks: &StackTable) -> Vec<u8> {
             .chain((0..rec.counters.len()).map(|i| e.counters.get(i).copied().unwrap_or(0)));
         s.packed(2, values);
         if let Some(t) = rec.threads.get(e.key.thread.0 as usize).filter(|_| !merged) {
-            s.message(3, label(&mut st, "thread", Some(&t.name), None));
+            s.message(3, label(&mut st, "thread", Some(&t.shown_name()), None));
             s.message(3, label(&mut st, "tid", None, Some(i64::from(t.os_tid))));
         }
         s.message(3, label(&mut st, "component", Some(e.key.component.name()), None));

@@ -93,9 +93,10 @@ fn recording() -> Recording {
         ..MethodInfo::java("com.example.Main", "hot", "(I)J")
     });
     let gc = rec.methods.intern(MethodInfo::native("[GC]"));
-    rec.add_thread(ThreadInfo { os_tid: 42, java_id: Some(1), name: "main".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 42, java_id: Some(1), name: "main".into(), is_java: true, is_virtual: false });
     let frame = |method, line| Frame { method, bci: 3, line, kind: FrameKind::JitCompiled };
     let sample = |stack: Vec<Frame>, counters: Vec<u64>, component| Sample {
+        carrier: None,
         time: 0,
         thread: ThreadIdx(0),
         stack: stack.into(),

@@ -86,6 +86,9 @@ pub struct Tallies {
     pub data: DataTallies,
     /// The VM components' top functions (where native stacks were unwound).
     pub functions: Vec<ComponentFunctions>,
+    /// The virtual threads of the recording's samples, before `--vthreads` regrouped them
+    /// (the loader sets it: [`crate::vthreads::regroup`]).
+    pub vthreads: Option<crate::vthreads::VirtualSummary>,
 }
 
 impl Tallies {
@@ -95,6 +98,7 @@ impl Tallies {
             threads: thread_rows(rec),
             data: DataTallies::of(rec),
             functions: component_functions(rec),
+            vthreads: None,
         }
     }
 }
@@ -102,7 +106,7 @@ impl Tallies {
 /// The report's header and one data table (`hpm report --by class|field|space`).
 pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, Some(rec), cct, &tallies.threads, opts);
+    header(&mut out, Some(rec), cct, tallies, opts);
     if tallies.data.samples == 0 {
         out.push_str("\n(no sample has a data address: record with the agent's `data` option)\n");
     }
@@ -113,7 +117,7 @@ pub fn data_report(rec: &Recording, cct: &Cct, tallies: &Tallies, by: DataBy, op
 /// The full report. `rec` is `None` for sources without metadata (collapsed stacks).
 pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) -> String {
     let mut out = String::new();
-    header(&mut out, rec, cct, &tallies.threads, opts);
+    header(&mut out, rec, cct, tallies, opts);
     // Source files, where the recording has them (hpm's own files do): `name (File.java)`.
     let mut sources: IntMap<String, &str> = IntMap::default();
     for (_, m) in rec.iter().flat_map(|r| r.methods.iter()) {
@@ -160,8 +164,9 @@ pub fn full_report(rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: 
     out
 }
 
-/// The `== hpm report ==` block; `threads` are the per-thread rows of the samples shown.
-fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[ThreadRow], opts: &ReportOptions) {
+/// The `== hpm report ==` block; `tallies.threads` are the per-thread rows of the samples shown.
+fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, tallies: &Tallies, opts: &ReportOptions) {
+    let threads = &tallies.threads;
     let filtered = opts.filtered.as_ref();
     out.push_str("== hpm report ==\n");
     let mut kv = |k: &str, v: String| {
@@ -219,9 +224,17 @@ fn header(out: &mut String, rec: Option<&Recording>, cct: &Cct, threads: &[Threa
                 kv("filter", f.describe());
             }
             // The agent's exit summary says the same line, counted the same.
-            let java = threads.iter().filter(|r| r.is_java).count() as u64;
-            if let Some(t) = threads_line(rec, (java, threads.len() as u64 - java)) {
+            // Platform threads: the virtual ones have their own line.
+            let java = threads.iter().filter(|r| r.is_java && !r.is_virtual).count() as u64;
+            let vm = threads.iter().filter(|r| !r.is_java).count() as u64;
+            if let Some(t) = threads_line(rec, (java, vm)) {
                 kv("threads", t);
+            }
+            if let Some(v) = &tallies.vthreads {
+                kv("virtual", v.line());
+                if let Some(l) = crate::vthreads::live_line(&v.live) {
+                    kv("", l);
+                }
             }
         }
         None => {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadInfo};
+use crate::model::{EventInfo, Frame, FrameKind, KernelMode, MethodInfo, PeriodUnit, Sample, ThreadIdx, ThreadInfo};
 use crate::output::threads::SampledThreads;
 
 /// A recording with `counters`; each stack spec is (root-first methods, thread, count,
@@ -22,8 +22,20 @@ fn recording(counters: &[&str]) -> Recording {
         pid: 4242,
         ..Default::default()
     };
-    let t0 = rec.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
-    let t1 = rec.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+    let t0 = rec.add_thread(ThreadInfo {
+        os_tid: 10,
+        java_id: Some(1),
+        name: "main".into(),
+        is_java: true,
+        is_virtual: false,
+    });
+    let t1 = rec.add_thread(ThreadInfo {
+        os_tid: 11,
+        java_id: None,
+        name: "GC Thread#0".into(),
+        is_java: false,
+        is_virtual: false,
+    });
     let main = rec.methods.intern(MethodInfo::java("app.Main", "main", "([Ljava/lang/String;)V"));
     let hot = rec.methods.intern(MethodInfo::java("app.Hot", "loop", "()V"));
     let get =
@@ -34,6 +46,7 @@ fn recording(counters: &[&str]) -> Recording {
     let mut push = |stack: Vec<Frame>, thread, count: usize, per: Vec<u64>, component| {
         for _ in 0..count {
             rec.samples.push(Sample {
+                carrier: None,
                 time: 0,
                 thread,
                 stack: stack.clone().into(),
@@ -308,7 +321,7 @@ fn events_are_counted_by_weight_when_asked() {
 fn threads_with_samples_of_those_seen() {
     let mut rec = recording(&[]);
     // A third thread seen, without samples; a JFR file says it saw 5.
-    rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true });
+    rec.add_thread(ThreadInfo { os_tid: 12, java_id: Some(2), name: "idle".into(), is_java: true, is_virtual: false });
     let cct = Cct::from_recording(&rec, false);
     let r = full_report(Some(&rec), &cct, &Tallies::of(&rec), &ReportOptions::default());
     assert!(r.contains("\nthreads:    2 sampled (1 Java, 1 VM) of 3 seen by the session\n"), "{r}");
@@ -355,4 +368,28 @@ fn sampling_line_says_what_a_session_samples() {
     );
     let cycles = EventInfo { name: "cycles".into(), period: 1_000_003, unit: PeriodUnit::Events, ..cpu };
     assert!(sampling_line(&cycles, None, None).starts_with("event cycles every 1,000,003 events"));
+}
+
+#[test]
+fn virtual_threads_fold_into_one_row_and_have_a_header_line_of_their_own() {
+    // main's 90 samples become those of two virtual threads carried by `main`'s kernel thread.
+    let mut rec = recording(&[]);
+    let v1 = rec.add_thread(ThreadInfo::virtual_thread(21, String::new()));
+    let v2 = rec.add_thread(ThreadInfo::virtual_thread(22, String::new()));
+    for (i, s) in rec.samples.iter_mut().filter(|s| s.thread == ThreadIdx(0)).enumerate() {
+        s.carrier = Some(s.thread);
+        s.thread = if i % 3 == 0 { v2 } else { v1 };
+    }
+    let vthreads = crate::vthreads::regroup(&mut rec, crate::vthreads::Grouping::Fold);
+    let cct = Cct::from_recording(&rec, false);
+    let tallies = Tallies { vthreads, ..Tallies::of(&rec) };
+    let r = full_report(Some(&rec), &cct, &tallies, &ReportOptions::default());
+    assert!(r.contains("\nthreads:    1 sampled (0 Java, 1 VM) of 2 seen by the session\n"), "{r}");
+    assert!(
+        r.contains("\nvirtual:    2 sampled (90.00% of the samples), folded into one row (--vthreads each|carrier)\n"),
+        "{r}"
+    );
+    let rows = table_rows(&r, "== Threads ==");
+    assert!(rows[0].ends_with("        -  virtual threads (2)"), "{}", rows[0]);
+    assert!(rows[0].trim_start().starts_with("90 "), "{}", rows[0]);
 }

@@ -227,6 +227,7 @@ mod tests {
 
     pub(crate) fn sample(frames: &[(u32, i32)], thread: u32, counters: &[u64]) -> Sample {
         Sample {
+            carrier: None,
             time: 0,
             thread: ThreadIdx(thread),
             stack: frames

@@ -216,6 +216,19 @@ pub fn summary(rec: &Recording, cct: &Cct, components: &[(VmComponent, u64)], sa
     if let Some(t) = threads_line(rec, sampled.java_and_vm(rec)) {
         lines.push(format!("threads: {t}"));
     }
+    match sampled.virtual_threads(rec) {
+        (0, _) => {}
+        (n, false) => lines.push(format!("virtual threads: {} sampled", group(n))),
+        (n, true) => lines.push(format!(
+            "virtual threads: {} sampled (past {}, the others' samples under `{}`)",
+            group(n),
+            group(crate::vthreads::MAX_VIRTUAL_THREADS as u64),
+            crate::vthreads::OTHER_VIRTUAL_THREADS
+        )),
+    }
+    if let Some(l) = crate::vthreads::live_line(&rec.virtual_live) {
+        lines.push(format!("virtual threads: {l}"));
+    }
     let rows = method_rows(cct, false);
     let hot: Vec<_> = rows.iter().filter(|r| r.t.self_samples > 0).take(10).collect();
     if !hot.is_empty() {

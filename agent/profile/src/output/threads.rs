@@ -17,6 +17,8 @@ pub struct ThreadRow {
     pub os_tid: u32,
     /// A Java thread (not one of the VM's own); false for a thread the recording does not list.
     pub is_java: bool,
+    /// A virtual thread, or the row standing for several ([`crate::vthreads`]).
+    pub is_virtual: bool,
     pub samples: u64,
     /// What its samples weigh (the JVM's events: bytes or ns waited).
     pub weight: u64,
@@ -36,12 +38,13 @@ pub fn thread_rows(rec: &Recording) -> Vec<ThreadRow> {
     let (k, nstates) = (rec.counters.len(), rec.states.len());
     for s in &rec.samples {
         let i = *index.entry(s.thread).or_insert_with(|| {
-            let (name, os_tid, is_java) = match rec.threads.get(s.thread.0 as usize) {
-                Some(t) => (t.name.clone(), t.os_tid, t.is_java),
-                None => (format!("[thread #{}]", s.thread), 0, false),
+            let (name, os_tid, is_java, is_virtual) = match rec.threads.get(s.thread.0 as usize) {
+                Some(t) => (t.shown_name().into_owned(), t.os_tid, t.is_java, t.is_virtual),
+                None => (format!("[thread #{}]", s.thread), 0, false, false),
             };
             let counters = vec![0; k];
-            rows.push(ThreadRow { name, os_tid, is_java, samples: 0, weight: 0, counters, states: Vec::new() });
+            let states = Vec::new();
+            rows.push(ThreadRow { name, os_tid, is_java, is_virtual, samples: 0, weight: 0, counters, states });
             rows.len() - 1
         });
         let row = &mut rows[i];
@@ -85,10 +88,10 @@ impl SampledThreads {
         self.marked[i] = true;
     }
 
-    /// The marked threads: (Java, VM).
+    /// The marked platform threads: (Java, VM).
     pub fn java_and_vm(&self, rec: &Recording) -> (u64, u64) {
         let mut n = (0, 0);
-        for (t, _) in rec.threads.iter().zip(&self.marked).filter(|(_, m)| **m) {
+        for (t, _) in rec.threads.iter().zip(&self.marked).filter(|(t, m)| **m && !t.is_virtual) {
             if t.is_java {
                 n.0 += 1;
             } else {
@@ -96,6 +99,13 @@ impl SampledThreads {
             }
         }
         n
+    }
+
+    /// The marked virtual threads, and whether the entry standing for those past the bound is
+    /// among them ([`crate::vthreads::MAX_VIRTUAL_THREADS`]).
+    pub fn virtual_threads(&self, rec: &Recording) -> (u64, bool) {
+        let marked = || rec.threads.iter().zip(&self.marked).filter(|(t, m)| **m && t.is_virtual);
+        (marked().count() as u64, marked().any(|(t, _)| t.is_virtual_group()))
     }
 
     /// The threads of `rec`'s samples, marked.
@@ -201,14 +211,27 @@ mod tests {
             states: states.iter().map(|s| s.to_string()).collect(),
             ..Default::default()
         };
-        rec.add_thread(ThreadInfo { os_tid: 10, java_id: Some(1), name: "main".into(), is_java: true });
-        rec.add_thread(ThreadInfo { os_tid: 11, java_id: None, name: "GC Thread#0".into(), is_java: false });
+        rec.add_thread(ThreadInfo {
+            os_tid: 10,
+            java_id: Some(1),
+            name: "main".into(),
+            is_java: true,
+            is_virtual: false,
+        });
+        rec.add_thread(ThreadInfo {
+            os_tid: 11,
+            java_id: None,
+            name: "GC Thread#0".into(),
+            is_java: false,
+            is_virtual: false,
+        });
         let m = rec.methods.intern(MethodInfo::java("A", "f", "()V"));
         let stack: crate::model::Stack =
             vec![Frame { method: m, bci: 0, line: 1, kind: FrameKind::JitCompiled }].into();
         let mut push = |thread, n, counters: [u64; 2], state| {
             for _ in 0..n {
                 rec.samples.push(Sample {
+                    carrier: None,
                     time: 0,
                     thread,
                     stack: stack.clone(),

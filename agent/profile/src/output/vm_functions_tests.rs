@@ -11,8 +11,20 @@ struct Fixture {
 impl Fixture {
     fn new() -> Fixture {
         let mut rec = Recording::default();
-        rec.add_thread(ThreadInfo { os_tid: 1, java_id: Some(1), name: "main".into(), is_java: true });
-        rec.add_thread(ThreadInfo { os_tid: 2, java_id: None, name: "C2 CompilerThread0".into(), is_java: false });
+        rec.add_thread(ThreadInfo {
+            os_tid: 1,
+            java_id: Some(1),
+            name: "main".into(),
+            is_java: true,
+            is_virtual: false,
+        });
+        rec.add_thread(ThreadInfo {
+            os_tid: 2,
+            java_id: None,
+            name: "C2 CompilerThread0".into(),
+            is_java: false,
+            is_virtual: false,
+        });
         Fixture { rec }
     }
 

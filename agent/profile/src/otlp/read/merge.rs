@@ -385,6 +385,7 @@ impl Group {
                     java_id: None,
                     name: key.1.clone(),
                     is_java: false,
+                    is_virtual: false,
                 });
                 self.threads.insert(key, t);
                 t
