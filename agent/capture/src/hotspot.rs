@@ -49,7 +49,7 @@ mod layout;
 mod native;
 #[path = "hotspot_sink.rs"]
 mod sink;
-pub use cont::{mounted_vthread, ContLayout, ContView, HeapRange};
+pub use cont::{mounted_state, mounted_vthread, ContLayout, ContView, HeapRange};
 pub use copy::{walk_copy, StackCopy};
 use layout::BLOB_HEADER;
 pub use layout::{CodeStart, CodeView, Heap, Int, Layout, Memory, NmethodTest, Regs, ThreadView, VmTable, MAX_HEAPS};

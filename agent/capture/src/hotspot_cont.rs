@@ -50,6 +50,9 @@ pub struct ContLayout {
     pub thread_vthread: u64,
     pub thread_obj: u64,
     pub thread_tid: u64,
+    /// `JavaThread::_thread_state` (a 4-byte `JavaThreadState`): a mounted virtual thread's
+    /// state in a wall sample ([`mounted_state`]); 0 where unknown.
+    pub thread_state: u64,
 }
 
 /// `ContinuationEntry`'s fields on x86-64 (product builds: the empty platform part padded to
@@ -91,6 +94,26 @@ pub fn mounted_vthread(mem: &impl Memory, l: &ContLayout, thread: u64, heap: Hea
         heap_word(mem, heap(vthread)?, vthread.checked_add(l.thread_tid)?)
     })()
     .unwrap_or(0)
+}
+
+/// The [`THREAD_STATES`](crate::capture::THREAD_STATES) code of a carrier running a mounted
+/// virtual thread, from its own `JavaThread::_thread_state` (JVMTI names such a carrier only
+/// "waiting": the virtual thread's state is the carrier thread's): in Java or the VM (and
+/// their transitions) running, in a native method `STATE_IN_NATIVE`; blocked (a pinned park,
+/// a monitor) or unknown 0, no state. `mem` reads the caller's own, live, thread.
+pub fn mounted_state(mem: &impl Memory, l: &ContLayout, thread: u64) -> u8 {
+    const IN_NATIVE: i64 = 4;
+    const IN_VM: i64 = 6;
+    const IN_JAVA: i64 = 8;
+    if thread == 0 || l.thread_state == 0 {
+        return 0;
+    }
+    let Some(at) = thread.checked_add(l.thread_state) else { return 0 };
+    match mem.int(at, 4) {
+        IN_NATIVE | 5 => 2,
+        IN_VM | 7 | IN_JAVA | 9 => 1,
+        _ => 0,
+    }
 }
 
 /// The committed heap range `[low, high)` holding an address, if it is in one.

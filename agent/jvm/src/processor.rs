@@ -549,8 +549,8 @@ impl Processor {
         }
         s.carrier = Some(s.thread);
         s.thread = ThreadIdx(v);
-        if s.state.is_some() {
-            // A wall-clock sample: its weight is wall time this virtual thread was mounted.
+        if self.inputs.opts.sampler == crate::options::SamplerKind::Wall {
+            // Its weight is wall time this virtual thread was mounted.
             let v = &mut self.rec.virtual_live;
             v.mounted_ns = v.mounted_ns.saturating_add(s.weight);
         }

@@ -222,6 +222,7 @@ fn cont_layout() -> Option<ContLayout> {
         thread_vthread: t.fields.get("JavaThread::_vthread").copied().unwrap_or(0),
         thread_obj: t.fields.get("JavaThread::_threadObj").copied().unwrap_or(0),
         thread_tid: int("_ZN16java_lang_Thread11_tid_offsetE").unwrap_or(0),
+        thread_state: t.fields.get("JavaThread::_thread_state").copied().unwrap_or(0),
     })
 }
 
@@ -487,6 +488,16 @@ pub fn mounted_vthread(thread: u64) -> u64 {
     // OopHandles (mapped while the thread lives), then the heap only inside committed ranges.
     let mem = unsafe { Direct::new() };
     hpm_capture::hotspot::mounted_vthread(&mem, c, thread, heap_committed)
+}
+
+/// A wall sample's state for the virtual thread mounted on `thread` (the calling thread's
+/// proven `JavaThread*`): its carrier's own state word (`hpm_capture::hotspot::mounted_state`).
+/// Async-signal-safe.
+pub fn mounted_state(thread: u64) -> u8 {
+    let Some(c) = CONT.get() else { return 0 };
+    // SAFETY: reads one field of the calling thread's own JavaThread, mapped while it lives.
+    let mem = unsafe { Direct::new() };
+    hpm_capture::hotspot::mounted_state(&mem, c, thread)
 }
 
 /// `sampler=chain`: walks the frames a sample's stack copy holds

@@ -34,6 +34,7 @@ fn cont_layout(narrow: Option<(u64, u32)>) -> ContLayout {
         thread_vthread: 0,
         thread_obj: 0,
         thread_tid: 0,
+        thread_state: 0,
     }
 }
 
@@ -275,6 +276,22 @@ fn the_mounted_virtual_threads_id() {
     }
     assert_eq!(id(&f, &l), 4242);
     assert_eq!(f.mem.violations.borrow().clone(), vec![], "reads outside the thread and the committed heap");
+}
+
+#[test]
+fn a_mounted_virtual_threads_state_is_its_carriers() {
+    let mut f = Fake::new();
+    let thread = STACK_LO + 0x3000;
+    let l = ContLayout { thread_state: 0x2a0, ..cont_layout(None) };
+    // In Java, in the VM (and the transitions), in native, blocked, garbage.
+    for (word, code) in [(8u64, 1u8), (9, 1), (6, 1), (7, 1), (4, 2), (5, 2), (10, 0), (11, 0), (77, 0)] {
+        // The high half is another field: only the 4-byte state is read.
+        f.put(thread + 0x2a0, 0xdead_0000_0000 | word);
+        assert_eq!(mounted_state(&f.mem, &l, thread), code, "state word {word}");
+    }
+    f.put(thread + 0x2a0, 8);
+    assert_eq!(mounted_state(&f.mem, &ContLayout { thread_state: 0, ..l }, thread), 0, "offset unknown");
+    assert_eq!(mounted_state(&f.mem, &l, 0), 0, "no thread");
 }
 
 #[test]

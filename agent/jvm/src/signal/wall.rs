@@ -101,6 +101,10 @@ pub(super) fn handle(threads: &Threads, stats: &SignalStats, slot: u32, ucontext
         c.begin_perf_sample(&raw, thread, 0);
         c.state = req.state;
         c.stack = super::walk_if_entered(ctx, stats, c, ucontext, &inside);
+        if c.vthread != 0 && c.state == 0 {
+            // The carrier's JVMTI state said only "carrying": the virtual thread's is its own.
+            c.state = crate::vmstructs::mounted_state(inside.proven_java_thread());
+        }
         true
     });
     if req.hand_on {
