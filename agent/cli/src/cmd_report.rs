@@ -80,6 +80,7 @@ pub fn main(a: Args) -> Result<(), String> {
             // The JVM's events, by class and by site (unless --event made them the samples).
             if let (Some(rec), None) = (rec, a.samples.event) {
                 print!("{}", terminal_safe(&hpm_profile::output::jvmevents::report(rec, top)));
+                print!("{}", terminal_safe(&hpm_profile::output::pinned::report(rec, top)));
                 if let Some(c) = &input.creation {
                     print!("{}", terminal_safe(&c.report(top)));
                 }

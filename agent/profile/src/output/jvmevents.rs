@@ -325,7 +325,6 @@ pub fn report(rec: &Recording, top: usize) -> String {
         out.push('\n');
         write_lock_rows(&mut out, table(rec, &lock, apart(by_site), site_row), total - idle_ns, "site", top);
     }
-    out.push_str(&super::pinned::report(rec, top));
     out
 }
 
