@@ -49,7 +49,9 @@ mod layout;
 mod native;
 #[path = "hotspot_sink.rs"]
 mod sink;
-pub use cont::{mounted_state, mounted_vthread, ContLayout, ContView, HeapRange};
+pub use cont::{
+    holds_off_collections, mounted_state, mounted_vthread, ContLayout, ContView, HeapRange, CONTINUATION_ENTRY_SIZE,
+};
 pub use copy::{walk_copy, StackCopy};
 use layout::BLOB_HEADER;
 pub use layout::{CodeStart, CodeView, Heap, Int, Layout, Memory, NmethodTest, Regs, ThreadView, VmTable, MAX_HEAPS};

@@ -62,6 +62,9 @@ const ENTRY_CONT: u64 = 16;
 const ENTRY_ARGSIZE: u64 = 32 + 4;
 /// `ContinuationEntry::size()`: the entry frame's fp is just above it.
 const ENTRY_SIZE: u64 = 64;
+/// The `ContinuationEntry` size these offsets are for: the agent crosses no continuation
+/// where VMStructs gives another.
+pub const CONTINUATION_ENTRY_SIZE: u64 = ENTRY_SIZE;
 /// Continuations nested in one another followed through the entries' `_parent`.
 const MAX_NESTED: usize = 8;
 /// Chunks followed through `parent` (a thawed chunk may be empty, its callers in the parent).
@@ -114,6 +117,17 @@ pub fn mounted_state(mem: &impl Memory, l: &ContLayout, thread: u64) -> u8 {
         IN_VM | 7 | IN_JAVA | 9 => 1,
         _ => 0,
     }
+}
+
+/// Whether `thread` (the caller's own `JavaThread*`) holds off every stop-the-world
+/// collection now: in Java code or the VM, or in a transition out of them (a safepoint waits
+/// for such a thread). Only then can objects it reads not move or be freed under the read; in
+/// a native method or blocked, a collection may run meanwhile. Unknown: false.
+pub fn holds_off_collections(mem: &impl Memory, l: &ContLayout, thread: u64) -> bool {
+    if thread == 0 || l.thread_state == 0 {
+        return false;
+    }
+    thread.checked_add(l.thread_state).is_some_and(|at| matches!(mem.int(at, 4), 6..=9))
 }
 
 /// The committed heap range `[low, high)` holding an address, if it is in one.
@@ -303,7 +317,9 @@ impl<M: Memory> Walker<'_, M> {
                     return Err(Stop::Full);
                 }
                 out.set_addr(slot_at, 0);
-                let next = unextended.wrapping_add(b.frame_words * 8);
+                let Some(next) = b.frame_words.checked_mul(8).and_then(|n| unextended.checked_add(n)) else {
+                    return Ok(false);
+                };
                 if next >= end.saturating_sub(16) {
                     return Ok(true);
                 }

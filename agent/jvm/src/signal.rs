@@ -399,6 +399,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
     let thread = inside.thread_idx();
     let walks = plan_walks(&view, tail, head, ctx);
     let mut index = 0u32;
+    // The walked record's virtual thread, for the records of the stay that share its walk: a
+    // carrier cannot change mounts while it is in the kernel.
+    let mut vthread = 0u64;
     while tail < head {
         let Some((rec, size)) = view.record_at(tail, &ctx.layout) else {
             // Unreadable: skip everything the kernel has written so far.
@@ -437,6 +440,7 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                         // More records of the stay after this one: the resolver keeps the walk
                         // for them, and lets it go with the last.
                         c.shares_walk = i < walks.last;
+                        c.vthread = vthread;
                         StackKind::SharedWithPrevious
                     } else if ctx.vm.may_enter_jvm_here(inside.is_java()) {
                         c.shares_walk = walks.at < walks.last;
@@ -456,7 +460,9 @@ fn handle(threads: &Threads, stats: &SignalStats, fd: c_int, ucontext: *mut c_vo
                                 )
                             });
                         }
-                        walk(ctx, stats, c, ucontext, &inside, code.as_ref())
+                        let stack = walk(ctx, stats, c, ucontext, &inside, code.as_ref());
+                        vthread = c.vthread;
+                        stack
                     } else {
                         StackKind::NotJava(NotJava::NotEntered) // a VM thread, or one not yet set up
                     };

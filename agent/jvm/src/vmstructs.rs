@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use hpm_capture::blob_cache::{BlobCache, WalkMemo};
 use hpm_capture::capture::DataCapture;
 use hpm_capture::hotspot::{
-    CodeView, ContLayout, ContView, FrameSink, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker,
+    CodeView, ContLayout, ContView, FrameSink, HeapRange, Layout, Memory, Regs, Stop, ThreadView, VmTable, Walker,
 };
 use hpm_capture::javaheap::HeapLayout;
 use hpm_capture::native::NativeTables;
@@ -189,9 +189,17 @@ pub fn prepare_continuations() {
 }
 
 fn cont_layout() -> Option<ContLayout> {
-    heap_layout().ok()?;
     let t = table().ok()?;
+    // JDK 17 has no continuations: nothing else is read there.
     let thread_cont_entry = *t.fields.get("JavaThread::_cont_entry")?;
+    // The entry's fields are not in VMStructs: their offsets are a product build's on x86-64,
+    // trusted only where the entry's size is theirs (a debug build adds a cookie).
+    if t.sizes.get("ContinuationEntry") != Some(&hpm_capture::hotspot::CONTINUATION_ENTRY_SIZE) {
+        return None;
+    }
+    heap_layout().ok()?;
+    // The pid `os::read_checked` uses, cached before any handler reads through it.
+    let _ = crate::os::read_checked(std::ptr::addr_of!(TABLE_PROBE) as u64, &mut [0u8; 1]);
     let (path, base) = libjvm_loaded()?;
     let path = std::path::Path::new(&path);
     let sym = |name: &str| hpm_resolve::symbols::symbol_address(path, name).map(|v| v + base);
@@ -225,6 +233,9 @@ fn cont_layout() -> Option<ContLayout> {
         thread_state: t.fields.get("JavaThread::_thread_state").copied().unwrap_or(0),
     })
 }
+
+/// A byte [`cont_layout`] reads through the kernel once.
+static TABLE_PROBE: u8 = 0;
 
 /// [`prepare_continuations`]' layout (the handler reads it, never makes it).
 static CONT: OnceLock<ContLayout> = OnceLock::new();
@@ -383,16 +394,24 @@ impl Memory for Direct {
         // (between its stack pointer and its base) or committed code-cache memory;
         // `javaheap::capture` only the region table, region and space objects, and a heap
         // region or space in use (or the page the interrupted instruction is about to
-        // touch): all mapped.
-        unsafe { std::ptr::read_volatile(addr as *const u64) }
+        // touch): all mapped. A field of a heap object may be only 4-byte aligned (a stack
+        // chunk's `size` and `bottom`): read unaligned there, as `read_volatile` needs alignment.
+        unsafe {
+            if addr.is_multiple_of(8) {
+                std::ptr::read_volatile(addr as *const u64)
+            } else {
+                std::ptr::read_unaligned(addr as *const u64)
+            }
+        }
     }
     fn byte(&self, addr: u64) -> u8 {
         // SAFETY: as above (code-cache and segment-map bytes inside their committed ranges).
         unsafe { std::ptr::read_volatile(addr as *const u8) }
     }
     fn int(&self, addr: u64, width: u8) -> i64 {
-        // SAFETY: as above; `addr` is a field of a blob header inside committed code, or of
-        // a region object.
+        // SAFETY: as above; `addr` is a field of a blob header inside committed code, of a
+        // region object, of a heap object inside a committed range, or of the calling
+        // thread's own JavaThread.
         unsafe {
             match width {
                 1 => i64::from(std::ptr::read_volatile(addr as *const u8)),
@@ -461,12 +480,17 @@ pub fn walk_here(
         view.anchor_pc = vm_word(anchor + layout.anchor_pc);
         view.anchor_fp = vm_word(anchor + layout.anchor_fp);
         if let Some(c) = CONT.get() {
+            // SAFETY: one field of the calling thread's own JavaThread, mapped while it lives.
+            let own = unsafe { Direct::new() };
+            // A thread in native or blocked may meet a collection moving or freeing the chunk
+            // under the read: no heap read then (the walk goes on at the entry).
+            let safe = hpm_capture::hotspot::holds_off_collections(&own, c, thread);
             view.cont = ContView {
                 layout: *c,
                 entry: vm_word(thread + c.thread_cont_entry),
                 return_pc: vm_word(c.return_pc_addr),
                 barrier: vm_word(c.barrier_addr),
-                heap: Some(heap_committed),
+                heap: safe.then_some(heap_committed as HeapRange),
             };
         }
     }
@@ -485,9 +509,43 @@ pub fn walk_here(
 pub fn mounted_vthread(thread: u64) -> u64 {
     let Some(c) = CONT.get() else { return 0 };
     // SAFETY: reads the calling thread's own JavaThread and the slots of its two live
-    // OopHandles (mapped while the thread lives), then the heap only inside committed ranges.
+    // OopHandles (mapped while the thread lives), then the heap only inside committed ranges,
+    // which stay so while the thread holds collections off.
     let mem = unsafe { Direct::new() };
-    hpm_capture::hotspot::mounted_vthread(&mem, c, thread, heap_committed)
+    if hpm_capture::hotspot::holds_off_collections(&mem, c, thread) {
+        hpm_capture::hotspot::mounted_vthread(&mem, c, thread, heap_committed)
+    } else {
+        // In native or blocked, a collection may move the Thread object or uncommit its
+        // space meanwhile: every read checked by the kernel (a moved object's old copy keeps
+        // the same id until its memory is reused).
+        hpm_capture::hotspot::mounted_vthread(&Checked, c, thread, heap_committed)
+    }
+}
+
+/// This process's memory, each read checked by the kernel (`process_vm_readv`): a read of an
+/// unmapped address gives zeros, never a fault. Async-signal-safe (one system call a read).
+pub struct Checked;
+
+impl Memory for Checked {
+    fn word(&self, addr: u64) -> u64 {
+        let mut b = [0u8; 8];
+        if crate::os::read_checked(addr, &mut b) {
+            u64::from_le_bytes(b)
+        } else {
+            0
+        }
+    }
+    fn byte(&self, addr: u64) -> u8 {
+        let mut b = [0u8; 1];
+        if crate::os::read_checked(addr, &mut b) {
+            b[0]
+        } else {
+            0
+        }
+    }
+    fn int(&self, addr: u64, width: u8) -> i64 {
+        hpm_capture::hotspot::Int { off: 0, width }.signed(self.word(addr))
+    }
 }
 
 /// A wall sample's state for the virtual thread mounted on `thread` (the calling thread's

@@ -289,7 +289,15 @@ fn a_mounted_virtual_threads_state_is_its_carriers() {
         f.put(thread + 0x2a0, 0xdead_0000_0000 | word);
         assert_eq!(mounted_state(&f.mem, &l, thread), code, "state word {word}");
     }
+    // Only in Java or the VM (and their transitions) does it hold collections off.
+    for (word, holds) in
+        [(8u64, true), (9, true), (6, true), (7, true), (4, false), (5, false), (10, false), (0, false)]
+    {
+        f.put(thread + 0x2a0, word);
+        assert_eq!(holds_off_collections(&f.mem, &l, thread), holds, "state word {word}");
+    }
     f.put(thread + 0x2a0, 8);
+    assert!(!holds_off_collections(&f.mem, &ContLayout { thread_state: 0, ..l }, thread), "offset unknown");
     assert_eq!(mounted_state(&f.mem, &ContLayout { thread_state: 0, ..l }, thread), 0, "offset unknown");
     assert_eq!(mounted_state(&f.mem, &l, 0), 0, "no thread");
 }

@@ -22,7 +22,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
-use hpm_capture::hotspot::{Int, Memory};
 use hpm_capture::lockstack::LockStackLayout;
 use hpm_profile::model::java_class_name;
 
@@ -49,26 +48,6 @@ fn layout() -> Option<&'static LockStackLayout> {
         .as_ref()
 }
 
-/// This process's memory, each read checked by the kernel (a failed read gives zeros).
-struct Checked;
-
-impl Memory for Checked {
-    fn word(&self, addr: u64) -> u64 {
-        let mut b = [0u8; 8];
-        if crate::os::read_checked(addr, &mut b) {
-            u64::from_le_bytes(b)
-        } else {
-            0
-        }
-    }
-    fn byte(&self, addr: u64) -> u8 {
-        self.word(addr) as u8
-    }
-    fn int(&self, addr: u64, width: u8) -> i64 {
-        Int { off: 0, width }.signed(self.word(addr))
-    }
-}
-
 /// The class of the monitor the calling thread (`thread`, its `JavaThread*`) entered last and
 /// still holds, as its lock stack has it (none: it holds none uncontended, or this JVM keeps
 /// no lock stack).
@@ -76,7 +55,7 @@ pub fn monitor_held(thread: u64) -> Option<EventClass> {
     if thread == 0 {
         return None;
     }
-    let name = layout()?.held(&Checked, thread, 1).into_iter().next()?;
+    let name = layout()?.held(&crate::vmstructs::Checked, thread, 1).into_iter().next()?;
     Some(EventClass { name: java_class_name(&name), loader: None })
 }
 
