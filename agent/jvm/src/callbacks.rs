@@ -73,6 +73,12 @@ pub fn count_virtual_threads(jvmti: &Jvmti, threads: &Threads) {
 
 unsafe extern "C" fn virtual_thread_start(_env: JvmtiEnvPtr, jni: *mut JNIEnv, vthread: jthread) {
     guarded("VirtualThreadStart", |a| {
+        // GetThreadInfo on every start (one small JVMTI allocation for the name, freed at
+        // once): whether the name is empty is not known without reading it, and the only
+        // cheaper read is the private field `Thread.name` through JNI, which would tie the
+        // agent to the JDK's internals. Next to a virtual thread's own start (its
+        // continuation and stack on the Java heap) the call is small; the lock and the id
+        // are only for named ones.
         let name = a.jvmti.thread_name(vthread).unwrap_or_default();
         a.threads.virtual_started(name, || jnienv::java_thread_id(jni, vthread));
     });

@@ -776,26 +776,29 @@ impl Threads {
     }
 
     /// A virtual thread started (VirtualThreadStart): `name` for the virtual thread of Java id
-    /// `id()` when it has one (asked only then).
+    /// `id()` when it has one (asked only then, before the lock: a JNI call may wait for a
+    /// safepoint).
     pub fn virtual_started(&self, name: String, id: impl FnOnce() -> Option<u64>) {
         self.virtual_live.started();
         if name.is_empty() {
             return;
         }
         if let Some(id) = id() {
-            self.lock().virtual_threads.named(id, name);
+            let mut g = self.lock();
+            self.virtual_live.set_named(g.virtual_threads.named(id, name));
         }
     }
 
-    /// A virtual thread ended (VirtualThreadEnd); its Java id `id()` is asked only while some
-    /// live virtual thread has a name.
+    /// A virtual thread ended (VirtualThreadEnd). Most are unnamed: the lock is taken, and the
+    /// Java id `id()` asked (before it), only while some live virtual thread has a name.
     pub fn virtual_ended(&self, id: impl FnOnce() -> Option<u64>) {
         self.virtual_live.ended();
-        let mut g = self.lock();
-        if g.virtual_threads.any_named() {
-            if let Some(id) = id() {
-                g.virtual_threads.unnamed(id);
-            }
+        if !self.virtual_live.any_named() {
+            return;
+        }
+        if let Some(id) = id() {
+            let mut g = self.lock();
+            self.virtual_live.set_named(g.virtual_threads.unnamed(id));
         }
     }
 
@@ -893,5 +896,29 @@ mod tests {
         assert!(list_again(Some(29), Some(30), 0), "a thread went");
         assert!(list_again(None, Some(30), 0), "the count could not be read");
         assert!(list_again(Some(30), None, 0), "never listed");
+    }
+
+    #[test]
+    fn a_virtual_thread_asks_its_id_only_if_named_and_never_under_the_lock() {
+        let t = &Threads::new(0);
+        let asked = &std::cell::Cell::new(0);
+        let id = move |v: u64| {
+            move || {
+                asked.set(asked.get() + 1);
+                assert!(t.inner.try_lock().is_ok(), "asked with the lock held");
+                Some(v)
+            }
+        };
+        t.virtual_started(String::new(), id(1));
+        t.virtual_ended(id(1));
+        assert_eq!(asked.get(), 0, "no name, no id asked");
+        t.virtual_started("task-2".into(), id(2));
+        t.virtual_started(String::new(), id(3));
+        t.virtual_ended(id(3));
+        assert_eq!(asked.get(), 2, "while one is named, every end asks");
+        t.virtual_ended(id(2));
+        assert!(!t.virtual_live.any_named());
+        t.virtual_ended(id(4));
+        assert_eq!(asked.get(), 3, "the named one ended: ends ask nothing again");
     }
 }

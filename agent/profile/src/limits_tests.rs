@@ -262,6 +262,19 @@ fn per_thread_trees_and_tables_of_one_deep_stack_stay_linear() {
 }
 
 #[test]
+fn virtual_threads_past_the_bound_share_one_entry() {
+    let data = hostile::many_virtual_threads(64 << 10);
+    let chunks = parse_chunks(&data, &|_| true).unwrap();
+    let (rec, notes) = crate::jfr::recording::recording_bounded(&chunks, 1_000).unwrap();
+    let virtuals = rec.threads.iter().filter(|t| t.is_virtual).count();
+    assert_eq!(virtuals, 1_001, "1,000 kept apart, one for the rest");
+    let other = rec.threads.iter().position(|t| t.is_virtual_group()).unwrap();
+    let merged = rec.samples.iter().filter(|s| s.thread.0 as usize == other).count();
+    assert!(merged > 1_000, "{merged} samples merged");
+    assert!(notes[0].starts_with(&format!("{} more virtual threads", crate::text::group(merged as u64))), "{notes:?}");
+}
+
+#[test]
 fn a_context_map_is_bounded_by_its_input() {
     let text = adversarial::deep_collapsed(20_000, 1, 1, Names::Distinct);
     let cct = parse_collapsed(&text).unwrap();

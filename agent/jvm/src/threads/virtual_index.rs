@@ -4,7 +4,7 @@
 //! this map and every output stay bounded by the constant.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use hpm_profile::model::ThreadInfo;
 use hpm_profile::vthreads::MAX_VIRTUAL_THREADS;
@@ -28,21 +28,19 @@ impl VirtualIndex {
         self.other = None;
     }
 
-    /// Virtual thread `id` started with the name `name` (not empty).
-    pub fn named(&mut self, id: u64, name: String) {
+    /// Virtual thread `id` started with the name `name` (not empty); returns how many live
+    /// virtual threads have a name kept (for [`LiveCount::set_named`]).
+    pub fn named(&mut self, id: u64, name: String) -> usize {
         if self.names.len() < MAX_VIRTUAL_THREADS {
             self.names.insert(id, name);
         }
+        self.names.len()
     }
 
-    /// Virtual thread `id` ended.
-    pub fn unnamed(&mut self, id: u64) {
+    /// Virtual thread `id` ended; returns how many live virtual threads have a name kept.
+    pub fn unnamed(&mut self, id: u64) -> usize {
         self.names.remove(&id);
-    }
-
-    /// Whether any live virtual thread has a name (else an end need not say which ended).
-    pub fn any_named(&self) -> bool {
-        !self.names.is_empty()
+        self.names.len()
     }
 
     /// The index of virtual thread `id`; a new one is made by `add` (given its entry), which
@@ -82,6 +80,9 @@ pub struct LiveCount {
     live: AtomicI64,
     /// When [`LiveCount::look`] last read the count (ns; 0: never).
     looked: AtomicU64,
+    /// Live virtual threads whose name [`VirtualIndex`] keeps, as it last said: an end looks
+    /// here, without the lock, and takes the lock only if some name may be its own.
+    named: AtomicUsize,
 }
 
 impl LiveCount {
@@ -96,6 +97,20 @@ impl LiveCount {
 
     pub fn ended(&self) {
         self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// [`VirtualIndex::named`]'s or [`VirtualIndex::unnamed`]'s count, stored under the lock
+    /// that guards the index: the stores come in the order of the changes, so the last one is
+    /// the index's count.
+    pub fn set_named(&self, n: usize) {
+        self.named.store(n, Ordering::Release);
+    }
+
+    /// Whether an ending virtual thread may have a name kept. Its start (which stored a count
+    /// that includes it) happened before its end, and no later store drops it before its end
+    /// does: a named thread's end always sees a count above 0.
+    pub fn any_named(&self) -> bool {
+        self.named.load(Ordering::Acquire) > 0
     }
 
     /// Live virtual threads now; `None` when not counted. An end seen before its start (the
@@ -172,18 +187,17 @@ mod tests {
     #[test]
     fn a_virtual_thread_named_at_its_start_keeps_its_name_until_it_ends() {
         let (mut v, mut list) = (VirtualIndex::default(), Vec::new());
-        v.named(77, "task-77".into());
-        assert!(v.any_named());
+        assert_eq!(v.named(77, "task-77".into()), 1);
         index_into(&mut v, &mut list, 77);
         index_into(&mut v, &mut list, 78);
         assert_eq!(list[0].shown_name(), "task-77");
         assert_eq!(list[1].shown_name(), "virtual thread #78");
-        v.unnamed(77);
-        assert!(!v.any_named());
+        assert_eq!(v.unnamed(78), 1, "an unnamed thread's end changes nothing");
+        assert_eq!(v.unnamed(77), 0);
         v.clear();
         v.named(79, "x".into());
         v.clear();
-        assert!(v.any_named(), "names outlive a session");
+        assert_eq!(v.unnamed(80), 1, "names outlive a session");
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //!   markers ([`phase_name_refs`]), by compiled-code events ([`code_refs`]);
 //! - many chunks, each with counters of its own ([`counters_per_chunk`]);
 //! - many threads sharing one deep stack, for the per-thread tree ([`threads_of_a_deep_stack`]);
+//! - many virtual threads, one sample each, as the JDK records a program that starts millions
+//!   ([`many_virtual_threads`]);
 //! - many drop reasons and allocation events of one long class name: time, not memory
 //!   ([`drop_reasons`], [`allocation_class_refs`]).
 
@@ -40,6 +42,7 @@ pub const SHAPES: &[Shape] = &[
     Shape { name: "code-refs", make: code_refs, args: &[] },
     Shape { name: "counters-per-chunk", make: counters_per_chunk, args: &[] },
     Shape { name: "threads-of-a-deep-stack", make: threads_of_a_deep_stack, args: &["--threads"] },
+    Shape { name: "many-virtual-threads", make: many_virtual_threads, args: &["--threads", "--vthreads", "each"] },
     Shape { name: "drop-reasons", make: drop_reasons, args: &[] },
     Shape { name: "allocation-class-refs", make: allocation_class_refs, args: &["--event", "alloc"] },
 ];
@@ -450,6 +453,28 @@ pub fn threads_of_a_deep_stack(bytes: usize) -> Vec<u8> {
     let mut events = Vec::new();
     for k in 2..=n as u64 + 1 {
         sample(&mut events, k, 2);
+    }
+    chunk(&types_with_events(&[EVENT_EXECUTION_SAMPLE]), &events, &pools)
+}
+
+/// Thousands of virtual threads (unnamed, no OS thread, each its own Java id), a sample each.
+pub fn many_virtual_threads(bytes: usize) -> Vec<u8> {
+    let mut pools = basic_pools("long");
+    let n = bytes / 20 + 1;
+    let threads = pool_mut(&mut pools, T_THREAD);
+    for k in 2..=n as u64 + 1 {
+        threads.entry(k, |b| {
+            put_string(b, None);
+            put_varint(b, 0);
+            put_string(b, Some(""));
+            put_varint(b, k);
+            put_varint(b, 0);
+            put_varint(b, 1); // virtual
+        });
+    }
+    let mut events = Vec::new();
+    for k in 2..=n as u64 + 1 {
+        sample(&mut events, k, 1);
     }
     chunk(&types_with_events(&[EVENT_EXECUTION_SAMPLE]), &events, &pools)
 }

@@ -6,7 +6,9 @@
 //!   the type model; [`parser`] + [`value`]: any JFR file as chunks of typed events with
 //!   lazily resolved constant-pool references (usable for event types hpm does not know).
 //! - [`recording`]: a [`Recording`](crate::model::Recording) from a file, ours or the JDK's
-//!   ([`read_recording`]).
+//!   ([`read_recording`]); `virtual_bound`: at most
+//!   [`MAX_VIRTUAL_THREADS`](crate::vthreads::MAX_VIRTUAL_THREADS) virtual threads apart, the
+//!   rest as one entry.
 //! - [`schema`] + [`pools`] + [`writer`]: one self-contained chunk per call of
 //!   [`encode_chunk`], and [`JfrFileWriter`] to append chunks to a file.
 //!
@@ -55,6 +57,7 @@ pub mod schema;
 pub mod typedef;
 pub mod value;
 pub mod varint;
+mod virtual_bound;
 pub mod writer;
 
 #[cfg(test)]

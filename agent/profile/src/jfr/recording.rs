@@ -20,6 +20,7 @@ use super::parser::for_each_chunk;
 use super::pools::NATIVE_DESCRIPTOR;
 use super::schema::{HPM_SAMPLE_FIXED_FIELDS, SOURCE_FILE_TYPE};
 use super::value::{Chunk, ObjectView, Value};
+use super::virtual_bound::{ThreadKey, VirtualBound};
 use crate::duration::{parse_duration, Accept};
 use crate::hash::IntMap;
 use crate::limits::{
@@ -92,11 +93,26 @@ pub fn recording_from_chunks<'a>(chunks: impl IntoIterator<Item = &'a Chunk>) ->
     Ok(b.finish())
 }
 
+/// [`recording_from_chunks`] keeping at most `max_virtual` virtual threads apart, with the
+/// reader's notes.
+#[cfg(test)]
+pub(crate) fn recording_bounded<'a>(
+    chunks: impl IntoIterator<Item = &'a Chunk>,
+    max_virtual: usize,
+) -> Result<(Recording, Vec<String>), LimitError> {
+    let mut b = Builder { virtuals: VirtualBound::with_max(max_virtual), ..Default::default() };
+    for c in chunks {
+        b.add_chunk(c)?;
+    }
+    Ok(b.finish_noted())
+}
+
 #[derive(Default)]
 struct Builder {
     rec: Recording,
     chunks: usize,
-    threads: HashMap<(u64, u64, bool), ThreadIdx>,
+    threads: HashMap<ThreadKey, ThreadIdx>,
+    virtuals: VirtualBound,
     saw_config: bool,
     jdk_period_ns: Option<u64>,
     /// Running totals, so that no later sum over samples can overflow.
@@ -447,7 +463,7 @@ impl Builder {
         if let Some(&t) = key.and_then(|k| cache.threads.get(&k)) {
             return t;
         }
-        let info = match v.and_then(|v| c.object(v)) {
+        let mut info = match v.and_then(|v| c.object(v)) {
             Some(t) => {
                 let java_name = t.str("javaName");
                 let java_id = t.i64("javaThreadId").unwrap_or(0) as u64;
@@ -463,7 +479,10 @@ impl Builder {
         };
         // A virtual thread's Java id is its own, never a platform thread's: the key tells them
         // apart all the same (the entry standing for many has neither id).
-        let id = (info.os_tid as u64, info.java_id.unwrap_or(0), info.is_virtual);
+        let mut id = (info.os_tid as u64, info.java_id.unwrap_or(0), info.is_virtual);
+        if !self.threads.contains_key(&id) {
+            (id, info) = self.virtuals.admit(id, info);
+        }
         let idx = match self.threads.get(&id) {
             Some(&i) => {
                 // Same thread, renamed since: keep the latest name.
@@ -569,6 +588,7 @@ impl Builder {
     /// and the allocation sample is the JDK's own unbiased estimate.
     fn finish_noted(mut self) -> (Recording, Vec<String>) {
         let mut notes = Vec::new();
+        notes.extend(self.virtuals.note());
         let tlab = std::mem::take(&mut self.tlab_events);
         if self.rec.events.iter().any(|e| e.kind == JvmEventKind::Allocation) {
             if !tlab.is_empty() {

@@ -73,3 +73,35 @@ fn the_execution_sample_names_the_virtual_thread_as_the_jdk_writes_it() {
         ]
     );
 }
+
+#[test]
+fn past_the_bound_the_reader_charges_further_virtual_threads_to_one_entry() {
+    let mut rec = sample_recording();
+    let platform = rec.threads.len();
+    let v: Vec<ThreadIdx> =
+        (101..=105).map(|id| rec.add_thread(ThreadInfo::virtual_thread(id, format!("task-{id}")))).collect();
+    let mut samples = sample_batch(&mut rec, 5_000_000_000, 12);
+    // Threads 101..=105 in turn, then 101 and 105 again.
+    for (s, t) in samples.iter_mut().zip(v.iter().chain([&v[0], &v[4]])) {
+        s.thread = *t;
+    }
+    let bytes = encode_chunk(&rec, &samples, times(5_000_000_000, 5_100_000_000));
+    let chunks = parse_chunks(&bytes, &|_| true).unwrap();
+    let (back, notes) = super::recording::recording_bounded(&chunks, 3).unwrap();
+
+    let name = |i: usize| back.threads[back.samples[i].thread.0 as usize].shown_name();
+    assert_eq!([name(0), name(1), name(2), name(5)], ["task-101", "task-102", "task-103", "task-101"]);
+    let other = back.samples[3].thread;
+    assert!(back.threads[other.0 as usize].is_virtual_group());
+    assert_eq!([back.samples[4].thread, back.samples[6].thread], [other, other]);
+    assert_eq!(back.threads.len(), platform + 3 + 1, "three kept, one for the rest");
+    assert_eq!(
+        notes,
+        ["2 more virtual threads (counted once per chunk) charged to `[other virtual threads]`: hpm keeps 3 apart"]
+    );
+    let summary = crate::vthreads::summary(&back, crate::vthreads::Grouping::Each).unwrap();
+    assert_eq!((summary.threads, summary.merged), (4, 3));
+
+    let (_, notes) = super::recording::recording_bounded(&chunks, 5).unwrap();
+    assert!(notes.is_empty(), "{notes:?}");
+}
