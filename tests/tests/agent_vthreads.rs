@@ -58,14 +58,16 @@ fn jdks_with_virtual_threads() -> Vec<Jdk> {
     jdks
 }
 
-fn check(event: &str) {
+/// `rounds`: how many times the 1,000 tasks run (wall samples come with the ticks the sampler
+/// gets, fewer on a busy machine than CPU samples, which come with the tasks' CPU time).
+fn check(event: &str, rounds: &str) {
     for jdk in jdks_with_virtual_threads() {
         let dir = scratch(&format!("vthreads-{}-{}", jdk.name, event.replace([',', '='], "-")));
         let out = dir.join("p.collapsed");
         let opts = format!("{event},interval=1ms,file={},quiet", out.display());
-        // 500 tasks of each kind at once, twelve times: about 4,000 task samples, so sampling
+        // 500 tasks of each kind at once, `rounds` times: 2,500-4,000 task samples, so sampling
         // noise (four standard deviations) stays within 3 points of 75/25.
-        run_java(&jdk, Some(&opts), &[], "VThreads", &["500", "12"]).assert_ok("VThreads");
+        run_java(&jdk, Some(&opts), &[], "VThreads", &["500", rounds]).assert_ok("VThreads");
         let (mut heavy, mut light, mut reached) = (0u64, 0u64, 0u64);
         let mut missed: Vec<(String, u64)> = Vec::new();
         for (frames, n) in read_collapsed(&out) {
@@ -105,12 +107,12 @@ fn check(event: &str) {
 
 #[test]
 fn virtual_threads_cpu() {
-    check("event=cpu");
+    check("event=cpu", "12");
 }
 
 #[test]
 fn virtual_threads_wall() {
-    check("event=wall");
+    check("event=wall", "24");
 }
 
 /// A wall recording of `VThreadsWall 1000 3`, read back.

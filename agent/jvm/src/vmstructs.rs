@@ -8,6 +8,10 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::OnceLock;
 
+mod checked;
+pub use checked::Checked;
+use checked::HeapChecked;
+
 use hpm_capture::blob_cache::{BlobCache, WalkMemo};
 use hpm_capture::capture::DataCapture;
 use hpm_capture::hotspot::{
@@ -474,6 +478,7 @@ pub fn walk_here(
         stack_end: stack_base.saturating_sub(vm_word(thread + layout.thread_stack_size)),
         ..ThreadView::default()
     };
+    let mut heap_safe = true;
     if java {
         let anchor = thread + layout.thread_anchor;
         view.anchor_sp = vm_word(anchor + layout.anchor_sp);
@@ -482,23 +487,32 @@ pub fn walk_here(
         if let Some(c) = CONT.get() {
             // SAFETY: one field of the calling thread's own JavaThread, mapped while it lives.
             let own = unsafe { Direct::new() };
-            // A thread in native or blocked may meet a collection moving or freeing the chunk
-            // under the read: no heap read then (the walk goes on at the entry).
-            let safe = hpm_capture::hotspot::holds_off_collections(&own, c, thread);
+            // A thread in native or blocked may meet a collection moving the chunk or
+            // uncommitting its memory under the read: its heap reads go through the kernel.
+            heap_safe = hpm_capture::hotspot::holds_off_collections(&own, c, thread);
             view.cont = ContView {
                 layout: *c,
                 entry: vm_word(thread + c.thread_cont_entry),
                 return_pc: vm_word(c.return_pc_addr),
                 barrier: vm_word(c.barrier_addr),
-                heap: safe.then_some(heap_committed as HeapRange),
+                heap: Some(heap_committed as HeapRange),
             };
         }
     }
     // SAFETY: the walker reads only inside the thread's stack (between its stack pointer and
-    // `view.stack_base`) and the code cache's committed ranges, checking each address first;
-    // the native tables' step reads the stack through the walker's checked reader too.
+    // `view.stack_base`), the code cache's committed ranges and (a continuation's chunks)
+    // committed heap ranges, checking each address first; the native tables' step reads the
+    // stack through the walker's checked reader too. Heap reads are direct only while the
+    // thread holds collections off (`view.cont.heap` was made for that); else `HeapChecked`
+    // reads the heap through the kernel.
     let mem = unsafe { Direct::new() };
-    let stop = Walker { layout, code, thread: &view, mem: &mem, cache: BLOB_CACHE.get(), memo, native }.walk(regs, out);
+    let cache = BLOB_CACHE.get();
+    let stop = if heap_safe {
+        Walker { layout, code, thread: &view, mem: &mem, cache, memo, native }.walk(regs, out)
+    } else {
+        let mem = HeapChecked::new(mem, heap_layout().map_or((0, 0), |h| (h.start, h.end)));
+        Walker { layout, code, thread: &view, mem: &mem, cache, memo, native }.walk(regs, out)
+    };
     out.probe.finish(view.stack_base);
     stop
 }
@@ -519,32 +533,6 @@ pub fn mounted_vthread(thread: u64) -> u64 {
         // space meanwhile: every read checked by the kernel (a moved object's old copy keeps
         // the same id until its memory is reused).
         hpm_capture::hotspot::mounted_vthread(&Checked, c, thread, heap_committed)
-    }
-}
-
-/// This process's memory, each read checked by the kernel (`process_vm_readv`): a read of an
-/// unmapped address gives zeros, never a fault. Async-signal-safe (one system call a read).
-pub struct Checked;
-
-impl Memory for Checked {
-    fn word(&self, addr: u64) -> u64 {
-        let mut b = [0u8; 8];
-        if crate::os::read_checked(addr, &mut b) {
-            u64::from_le_bytes(b)
-        } else {
-            0
-        }
-    }
-    fn byte(&self, addr: u64) -> u8 {
-        let mut b = [0u8; 1];
-        if crate::os::read_checked(addr, &mut b) {
-            b[0]
-        } else {
-            0
-        }
-    }
-    fn int(&self, addr: u64, width: u8) -> i64 {
-        hpm_capture::hotspot::Int { off: 0, width }.signed(self.word(addr))
     }
 }
 
