@@ -105,18 +105,27 @@ pub fn mounted_vthread(mem: &impl Memory, l: &ContLayout, thread: u64, heap: Hea
 /// their transitions) running, in a native method `STATE_IN_NATIVE`; blocked (a pinned park,
 /// a monitor) or unknown 0, no state. `mem` reads the caller's own, live, thread.
 pub fn mounted_state(mem: &impl Memory, l: &ContLayout, thread: u64) -> u8 {
-    const IN_NATIVE: i64 = 4;
-    const IN_VM: i64 = 6;
-    const IN_JAVA: i64 = 8;
-    if thread == 0 || l.thread_state == 0 {
-        return 0;
-    }
-    let Some(at) = thread.checked_add(l.thread_state) else { return 0 };
-    match mem.int(at, 4) {
-        IN_NATIVE | 5 => 2,
-        IN_VM | 7 | IN_JAVA | 9 => 1,
+    match java_thread_state(mem, l, thread) {
+        Some(IN_NATIVE | IN_NATIVE_TRANS) => 2,
+        Some(IN_VM..=IN_JAVA_TRANS) => 1,
         _ => 0,
     }
+}
+
+/// HotSpot's `JavaThreadState` values (`globalDefinitions.hpp`): each state, then its
+/// transition out.
+const IN_NATIVE: i64 = 4;
+const IN_NATIVE_TRANS: i64 = 5;
+const IN_VM: i64 = 6;
+const IN_JAVA_TRANS: i64 = 9;
+
+/// `thread`'s `JavaThread::_thread_state` (the caller's own, live, thread); None where the
+/// field is unknown.
+fn java_thread_state(mem: &impl Memory, l: &ContLayout, thread: u64) -> Option<i64> {
+    if thread == 0 || l.thread_state == 0 {
+        return None;
+    }
+    Some(mem.int(thread.checked_add(l.thread_state)?, 4))
 }
 
 /// Whether `thread` (the caller's own `JavaThread*`) holds off every stop-the-world
@@ -124,10 +133,7 @@ pub fn mounted_state(mem: &impl Memory, l: &ContLayout, thread: u64) -> u8 {
 /// for such a thread). Only then can objects it reads not move or be freed under the read; in
 /// a native method or blocked, a collection may run meanwhile. Unknown: false.
 pub fn holds_off_collections(mem: &impl Memory, l: &ContLayout, thread: u64) -> bool {
-    if thread == 0 || l.thread_state == 0 {
-        return false;
-    }
-    thread.checked_add(l.thread_state).is_some_and(|at| matches!(mem.int(at, 4), 6..=9))
+    matches!(java_thread_state(mem, l, thread), Some(IN_VM..=IN_JAVA_TRANS))
 }
 
 /// The committed heap range `[low, high)` holding an address, if it is in one.
@@ -180,10 +186,7 @@ impl<M: Memory> Walker<'_, M> {
         if sp != bottom_sender_sp {
             return None;
         }
-        if let Err(stop) = self.walk_chunks(c, word(entry + ENTRY_CONT)?, out) {
-            return Some(Err(stop));
-        }
-        Some(Ok((c.return_pc, entry, entry + ENTRY_SIZE)))
+        self.chunks_then_entry(c, entry, out, word)
     }
 
     /// The continuation entry the walk at `sp` is under: `entry` while sp has not passed it,
@@ -216,6 +219,19 @@ impl<M: Memory> Walker<'_, M> {
         if entry == 0 || c.return_pc == 0 || c.barrier == 0 || self.blob(c.barrier)?.start != blob_start {
             return None;
         }
+        self.chunks_then_entry(c, entry, out, word)
+    }
+
+    /// Pushes the frames of the continuation of `entry` from its chunks, then gives where the
+    /// walk goes on: the entry frame (`enterSpecial`'s return pc, its sp and fp); `Some(Err)`
+    /// when the sink filled; None when the entry's continuation cannot be read.
+    fn chunks_then_entry(
+        &self,
+        c: &ContView,
+        entry: u64,
+        out: &mut FrameSink,
+        word: &impl Fn(u64) -> Option<u64>,
+    ) -> Option<Result<(u64, u64, u64), Stop>> {
         if let Err(stop) = self.walk_chunks(c, word(entry + ENTRY_CONT)?, out) {
             return Some(Err(stop));
         }

@@ -292,7 +292,7 @@ fn word_ranges(addrs: &[u64], order: &[usize]) -> Vec<WordRange> {
 
 /// This process's id (one system call, then remembered: the agent's threads never change
 /// process).
-fn pid() -> libc::pid_t {
+pub fn pid() -> libc::pid_t {
     static PID: std::sync::OnceLock<libc::pid_t> = std::sync::OnceLock::new();
     // SAFETY: getpid has no preconditions.
     *PID.get_or_init(|| unsafe { libc::getpid() })

@@ -203,7 +203,7 @@ fn cont_layout() -> Option<ContLayout> {
     }
     heap_layout().ok()?;
     // The pid `os::read_checked` uses, cached before any handler reads through it.
-    let _ = crate::os::read_checked(std::ptr::addr_of!(TABLE_PROBE) as u64, &mut [0u8; 1]);
+    crate::os::pid();
     let (path, base) = libjvm_loaded()?;
     let path = std::path::Path::new(&path);
     let sym = |name: &str| hpm_resolve::symbols::symbol_address(path, name).map(|v| v + base);
@@ -237,9 +237,6 @@ fn cont_layout() -> Option<ContLayout> {
         thread_state: t.fields.get("JavaThread::_thread_state").copied().unwrap_or(0),
     })
 }
-
-/// A byte [`cont_layout`] reads through the kernel once.
-static TABLE_PROBE: u8 = 0;
 
 /// [`prepare_continuations`]' layout (the handler reads it, never makes it).
 static CONT: OnceLock<ContLayout> = OnceLock::new();
