@@ -121,6 +121,28 @@ impl HeaderLayout {
                 }
             }
         };
+        self.decode_klass(narrow)
+    }
+
+    /// The klass of an object lightweight locking may hold (its mark `00`, the klass bits left
+    /// in place: a thread's lock stack holds such objects) or an unlocked one; None for an
+    /// inflated or forwarded header where the klass is in the mark. `klass_word` (the word
+    /// after the mark) is read only where the klass is there.
+    pub fn klass_of_held(&self, mark: u64, klass_word: impl FnOnce() -> u64) -> Option<u64> {
+        match self.klass_in_mark {
+            Some(shift) => match mark & 3 {
+                0 | 1 => self.decode_klass(mark >> shift),
+                _ => None,
+            },
+            // Forwarded by a collection in progress.
+            None if mark & 3 == 3 => None,
+            None if self.compressed_klass => self.decode_klass(klass_word() & 0xffff_ffff),
+            None => Some(klass_word()).filter(|&k| k != 0),
+        }
+    }
+
+    /// A narrow klass's address (0: none).
+    fn decode_klass(&self, narrow: u64) -> Option<u64> {
         (narrow != 0).then(|| self.klass_base.wrapping_add(narrow << self.klass_shift))
     }
 

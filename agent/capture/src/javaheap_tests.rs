@@ -226,4 +226,14 @@ fn header_klass_words_decode_per_encoding() {
     assert_eq!((compact.size(), compact.array_length([1, 9, 0])), (8, 9));
     let wide = HeaderLayout { compressed_klass: false, ..h };
     assert_eq!((wide.klass(1, 0x7000), wide.size(), wide.array_length([1, 0x7000, 5])), (Some(0x7000), 16, 5));
+
+    // Held by lightweight locking (`00`): the klass bits stay in the compact mark; inflated
+    // (`10`) or forwarded (`11`) they do not. Apart from the mark, only forwarding hides it.
+    let held = |h: &HeaderLayout, mark, word| h.klass_of_held(mark, || word);
+    assert_eq!(compact.klass(0x10 << 42, 0), None, "klass() refuses a locked mark");
+    assert_eq!(held(&compact, 0x10 << 42, 0), Some(0x8_0000_0080));
+    assert_eq!((held(&compact, 2 | (0x10 << 42), 0), held(&compact, 3, 0)), (None, None));
+    assert_eq!(held(&h, 0, 0x10 | (7 << 32)), Some(0x8_0000_0080));
+    assert_eq!((held(&h, 2, 0x10), held(&h, 3, 0x10), held(&h, 0, 7 << 32)), (Some(0x8_0000_0080), None, None));
+    assert_eq!((held(&wide, 0, 0x7000), held(&wide, 0, 0)), (Some(0x7000), None));
 }

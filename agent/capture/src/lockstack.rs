@@ -82,29 +82,7 @@ impl LockStackLayout {
 
     /// The internal name of `obj`'s class, if its header reads as an object's.
     fn class_name(&self, mem: &impl Memory, obj: u64) -> Option<String> {
-        let mark = mem.word(obj);
-        let klass = match self.header.klass_in_mark {
-            // Lightweight locking leaves the klass bits in place (an inflated or forwarded
-            // header has a pointer there instead).
-            Some(shift) => {
-                let narrow = match mark & 3 {
-                    0 | 1 => mark >> shift,
-                    _ => return None,
-                };
-                (narrow != 0).then(|| self.header.klass_base.wrapping_add(narrow << self.header.klass_shift))?
-            }
-            None => {
-                if mark & 3 == 3 {
-                    return None; // forwarded by a collection in progress
-                }
-                let word = mem.word(obj + 8);
-                let klass = match self.header.compressed_klass {
-                    true => self.header.klass_base.wrapping_add((word & 0xffff_ffff) << self.header.klass_shift),
-                    false => word,
-                };
-                (word != 0).then_some(klass)?
-            }
-        };
+        let klass = self.header.klass_of_held(mem.word(obj), || mem.word(obj + 8))?;
         let symbol = mem.word(klass.wrapping_add(self.klass_name));
         if symbol == 0 {
             return None;
